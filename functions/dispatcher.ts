@@ -1,0 +1,84 @@
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import { loadTaskBundle } from '../lib/bundle';
+import { ConfigError } from '../lib/errors';
+import type { DispatcherObserver } from '../lib/dispatcher';
+import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/runtime';
+import type { Logger as LoggerPort } from '../lib/ports';
+import type { DispatcherSummary } from '../lib/summary';
+
+export interface DispatcherFunctionOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly observer?: DispatcherObserver;
+}
+
+export interface DispatcherFunction {
+  readonly handler: (event: unknown, context: Context) => Promise<DispatcherSummary>;
+  /** Stops taking new work: running tasks finish, unstarted ones are released, the batch is settled. */
+  stop(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The dispatcher Lambda: loops until the invocation's remaining time (minus the settle margin)
+ * is spent, then returns a summary. The local runtime invokes this same handler.
+ */
+export function createDispatcherFunction(options: DispatcherFunctionOptions = {}): DispatcherFunction {
+  const env = options.env ?? process.env;
+  const logger = new Logger({ serviceName: 'taskworker-dispatcher', logLevel: (env.TASKWORKER_LOG_LEVEL as 'INFO' | undefined) ?? 'INFO' });
+  let runtime: DispatcherRuntime | undefined;
+  let stopping = new AbortController();
+
+  const init = (): DispatcherRuntime => {
+    const version = env.TASKWORKER_VERSION;
+    if (!version) throw new ConfigError('TASKWORKER_VERSION', version, 'the release version this dispatcher serves');
+    const bundle = loadTaskBundle(env.TASKWORKER_TASKS_BUNDLE ?? join(__dirname, 'tasks.cjs'));
+    const urls = queueUrlsFromEnv(env.TASKWORKER_QUEUE_URLS);
+    const created = new DispatcherRuntime({
+      bundle,
+      version,
+      logger: structured(logger),
+      ...(urls ? { urls } : {}),
+      ...(options.observer ? { observer: options.observer } : {}),
+    });
+    created.warm();
+    return created;
+  };
+
+  const run = async (_event: unknown, context: Context): Promise<DispatcherSummary> => {
+    runtime ??= init();
+    if (stopping.signal.aborted) stopping = new AbortController();
+    return runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal);
+  };
+
+  return {
+    handler: middy(run).use(injectLambdaContext(logger)) as unknown as DispatcherFunction['handler'],
+    stop: () => stopping.abort(),
+    close: async () => {
+      await runtime?.close();
+    },
+  };
+}
+
+/** Powertools Logger behind the library's logger port. */
+function structured(logger: Logger): LoggerPort {
+  const level =
+    (write: (message: string, ...extra: Array<Record<string, unknown>>) => void) =>
+    (message: string, fields?: Record<string, unknown>) =>
+      fields ? write(message, fields) : write(message);
+  return {
+    debug: level(logger.debug.bind(logger)),
+    info: level(logger.info.bind(logger)),
+    warn: level(logger.warn.bind(logger)),
+    error: level(logger.error.bind(logger)),
+  };
+}
+
+const dispatcher = createDispatcherFunction();
+// Lambda sends SIGTERM before shutting a container down (when extensions are registered).
+process.once('SIGTERM', () => dispatcher.stop());
+
+export const handler = dispatcher.handler;

@@ -1,0 +1,141 @@
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type SQSClientConfig,
+} from '@aws-sdk/client-sqs';
+import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
+import type { QueueUrls } from '../dispatcher';
+import type {
+  BatchFailure,
+  BatchResult,
+  QueueClient,
+  QueueDepth,
+  ReceiptEntry,
+  ReceivedMessage,
+  ReceiveRequest,
+  SendBatchResult,
+  SendEntry,
+  VisibilityEntry,
+} from '../ports';
+
+/** Pass a ready client or a client config, never both. Endpoints follow the SDK (`AWS_ENDPOINT_URL_SQS`). */
+export type SqsClientOption = { readonly client: SQSClient; readonly clientConfig?: never } | { readonly client?: never; readonly clientConfig?: SQSClientConfig };
+
+export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
+  return option.client ?? new SQSClient(option.clientConfig ?? {});
+}
+
+/** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */
+export class SqsQueueClient implements QueueClient {
+  readonly sqs: SQSClient;
+
+  constructor(option: SqsClientOption = {}) {
+    this.sqs = sqsClientFrom(option);
+  }
+
+  async receive(queueUrl: string, request: ReceiveRequest, signal?: AbortSignal): Promise<ReceivedMessage[]> {
+    const out = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: request.maxMessages,
+        WaitTimeSeconds: request.waitSeconds,
+        VisibilityTimeout: request.visibilityTimeoutSeconds,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp'],
+        MessageAttributeNames: ['All'],
+      }),
+      signal ? { abortSignal: signal } : {},
+    );
+    return (out.Messages ?? []).map((m) => {
+      const attributes: Record<string, string> = {};
+      for (const [name, value] of Object.entries(m.MessageAttributes ?? {})) {
+        if (value.StringValue !== undefined) attributes[name] = value.StringValue;
+      }
+      return {
+        messageId: m.MessageId ?? '',
+        receiptHandle: m.ReceiptHandle ?? '',
+        body: m.Body ?? '',
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+        sentTimestamp: Number(m.Attributes?.SentTimestamp ?? Date.now()),
+        attributes,
+      };
+    });
+  }
+
+  async sendBatch(queueUrl: string, entries: readonly SendEntry[]): Promise<SendBatchResult> {
+    const out = await this.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: entries.map((e) => ({
+          Id: e.id,
+          MessageBody: e.body,
+          ...(e.delaySeconds !== undefined ? { DelaySeconds: e.delaySeconds } : {}),
+          ...(e.attributes
+            ? {
+                MessageAttributes: Object.fromEntries(
+                  Object.entries(e.attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+                ),
+              }
+            : {}),
+        })),
+      }),
+    );
+    const messageIds: Record<string, string> = {};
+    for (const s of out.Successful ?? []) if (s.Id && s.MessageId) messageIds[s.Id] = s.MessageId;
+    return { failed: failures(out.Failed), messageIds };
+  }
+
+  async deleteBatch(queueUrl: string, entries: readonly ReceiptEntry[]): Promise<BatchResult> {
+    const out = await this.sqs.send(
+      new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map((e) => ({ Id: e.id, ReceiptHandle: e.receiptHandle })) }),
+    );
+    return { failed: failures(out.Failed) };
+  }
+
+  async changeVisibilityBatch(queueUrl: string, entries: readonly VisibilityEntry[]): Promise<BatchResult> {
+    const out = await this.sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: entries.map((e) => ({ Id: e.id, ReceiptHandle: e.receiptHandle, VisibilityTimeout: e.visibilityTimeoutSeconds })),
+      }),
+    );
+    return { failed: failures(out.Failed) };
+  }
+
+  async depth(queueUrl: string): Promise<QueueDepth> {
+    const out = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    const a = out.Attributes ?? {};
+    return {
+      visible: Number(a.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  }
+}
+
+function failures(failed: readonly { Id?: string | undefined; Code?: string | undefined; Message?: string | undefined; SenderFault?: boolean | undefined }[] | undefined): BatchFailure[] {
+  return (failed ?? []).map((f) => ({ id: f.Id ?? '', code: f.Code ?? 'Unknown', message: f.Message ?? '', senderFault: f.SenderFault === true }));
+}
+
+/**
+ * Finds a version's queue URLs by the naming convention (`<app>-<version>-<queue>`), one
+ * GetQueueUrl per queue. Throws the SDK's QueueDoesNotExist when the version is not deployed.
+ */
+export async function resolveQueueUrls(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<QueueUrls> {
+  const lookup = async (name: string) => {
+    const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+    if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no URL for ${name}`);
+    return out.QueueUrl;
+  };
+  const entries = await Promise.all(config.queues.map(async (q) => [q.name, await lookup(queueResourceName(config.app, version, q.name))] as const));
+  return { queues: Object.fromEntries(entries), archive: await lookup(archiveQueueName(config.app, version)) };
+}

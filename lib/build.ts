@@ -1,0 +1,130 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, extname, join, relative, resolve } from 'node:path';
+import { build, type BuildOptions as EsbuildOptions } from 'esbuild';
+import { BundleError } from './errors';
+
+/** The taskworker package root (this file lives in `lib/`, or in `dist/` once bundled). */
+export const PACKAGE_ROOT = resolve(__dirname, '..');
+
+export interface ArtifactOptions {
+  /** The app config module (`export default defineConfig({...})`) or a JSON file. */
+  readonly configFile: string;
+  /** Task modules directory. @defaultValue the config's `tasksDir`, relative to the config file */
+  readonly tasksDir?: string;
+  readonly outDir: string;
+  /** Minify (Lambda) or keep readable stack traces (local). @defaultValue false */
+  readonly minify?: boolean;
+  /** Also build `runner.js`, the local stand-in for the Lambda runtime. @defaultValue false */
+  readonly localRunner?: boolean;
+}
+
+export interface Artifact {
+  readonly outDir: string;
+  /** Lambda handler file: `index.js`, export `handler`. */
+  readonly handlerFile: string;
+  /** Config + task modules + worker-thread runtime: `tasks.cjs`. */
+  readonly tasksFile: string;
+  readonly runnerFile: string | undefined;
+  readonly taskFiles: readonly string[];
+}
+
+const TASK_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs']);
+
+/**
+ * Lists the task modules of a directory: every top-level script except tests and declarations.
+ * Helpers belong in subdirectories or in files starting with `_`.
+ */
+export function listTaskModules(tasksDir: string): string[] {
+  if (!existsSync(tasksDir) || !statSync(tasksDir).isDirectory()) throw new BundleError(`tasks directory ${tasksDir} does not exist`);
+  return readdirSync(tasksDir)
+    .filter((f) => TASK_EXTENSIONS.has(extname(f)) && !f.startsWith('_') && !f.endsWith('.d.ts') && !/\.(test|spec)\./.test(f))
+    .sort()
+    .map((f) => join(tasksDir, f));
+}
+
+/**
+ * Builds the dispatcher artifact with esbuild: the same files run in Lambda and in
+ * `taskworker dev`. `index.js` is the handler; `tasks.cjs` holds the config, every task module and
+ * the worker-thread runtime, and is what each pool thread loads.
+ */
+export async function buildArtifact(options: ArtifactOptions): Promise<Artifact> {
+  const configFile = resolve(options.configFile);
+  if (!existsSync(configFile)) throw new BundleError(`config file ${configFile} does not exist`);
+  const tasksDir = resolve(options.tasksDir ?? join(dirname(configFile), await readTasksDir(configFile)));
+  const taskFiles = listTaskModules(tasksDir);
+  if (taskFiles.length === 0) throw new BundleError(`tasks directory ${tasksDir} has no task modules`);
+  const outDir = resolve(options.outDir);
+  await mkdir(outDir, { recursive: true });
+
+  const common: EsbuildOptions = {
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: options.minify ?? false,
+    sourcemap: 'linked',
+    logLevel: 'silent',
+    alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
+    // Dev-only packages that must never reach a Lambda bundle.
+    external: ['fauxqs', 'dynalite', 'esbuild'],
+  };
+  const imports = taskFiles.map((file, i) => `import * as m${i} from ${JSON.stringify(file)};`).join('\n');
+  const list = taskFiles.map((file, i) => `{ file: ${JSON.stringify(relative(tasksDir, file))}, module: m${i} }`).join(', ');
+  const entry = [
+    `import { startTaskWorker } from ${JSON.stringify(join(PACKAGE_ROOT, 'lib', 'executor', 'worker-runtime.ts'))};`,
+    `import * as configModule from ${JSON.stringify(configFile)};`,
+    imports,
+    'export const config = configModule.default ?? configModule;',
+    `export const taskModules = [${list}];`,
+    'startTaskWorker(taskModules);',
+  ].join('\n');
+
+  const tasksFile = join(outDir, 'tasks.cjs');
+  const handlerFile = join(outDir, 'index.js');
+  const runnerFile = options.localRunner ? join(outDir, 'runner.js') : undefined;
+  try {
+    await Promise.all([
+      build({ ...common, stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' }, outfile: tasksFile }),
+      build({ ...common, entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')], outfile: handlerFile }),
+      ...(runnerFile ? [build({ ...common, entryPoints: [join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts')], outfile: runnerFile })] : []),
+    ]);
+  } catch (error) {
+    throw new BundleError(`building the dispatcher artifact failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  return { outDir, handlerFile, tasksFile, runnerFile, taskFiles };
+}
+
+/** Reads `tasksDir` from a config module without running it twice: bundle it alone and evaluate. */
+async function readTasksDir(configFile: string): Promise<string> {
+  const config = await loadConfigModule(configFile);
+  const dir = (config as { tasksDir?: unknown } | undefined)?.tasksDir;
+  return typeof dir === 'string' && dir.length > 0 ? dir : 'tasks';
+}
+
+/** Evaluates a config module (TypeScript, JavaScript or JSON) and returns its default export. */
+export async function loadConfigModule(configFile: string): Promise<unknown> {
+  const file = resolve(configFile);
+  if (extname(file) === '.json') return JSON.parse(readFileSync(file, 'utf8'));
+  const dir = await mkdtemp(join(tmpdir(), 'taskworker-config-'));
+  const outfile = join(dir, 'config.cjs');
+  await build({
+    entryPoints: [file],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    outfile,
+    logLevel: 'silent',
+    alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
+    external: ['fauxqs', 'dynalite', 'esbuild', 'aws-cdk-lib', 'constructs'],
+  });
+  try {
+    const exported = require(outfile) as { default?: unknown };
+    return exported.default ?? exported;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+

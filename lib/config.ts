@@ -1,0 +1,206 @@
+import { ConfigError } from './errors';
+
+/** Names of the built-in queue selectors. */
+export const SELECTOR_NAMES = ['reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
+export type SelectorName = (typeof SELECTOR_NAMES)[number];
+
+/** One priority queue, as written in the config file. */
+export interface QueueConfigInput {
+  /** Queue name inside the app, e.g. `high_priority`. Lowercase letters, digits, `_`. */
+  readonly name: string;
+  /** 1..100, higher wins the lottery more often. */
+  readonly priority: number;
+  /** Messages per receive, 1..10. @defaultValue 10 */
+  readonly batchSize?: number;
+  /** Visibility timeout in seconds, 1..43200. Every task on this queue must fit in it. @defaultValue 60 */
+  readonly visibilityTimeoutSeconds?: number;
+  /** Long-poll wait for receives on this queue, 0..20 s. @defaultValue 1 */
+  readonly longPollSeconds?: number;
+  /** Receives on this queue per selection (Kale's num_iterations), 1..100. @defaultValue 5 */
+  readonly iterations?: number;
+  /** Receives before SQS moves a message to the DLQ, 1..1000. Must exceed every task's attempts. @defaultValue 10 */
+  readonly maxReceiveCount?: number;
+  /** Target wait (publish → start) in seconds; alarms and the SLA-aware selector use it. @defaultValue 60 */
+  readonly slaSeconds?: number;
+  /** Message retention in seconds, 60..1123200 (13 days): the DLQ keeps 14 days, and must outlast it. @defaultValue 345600 */
+  readonly retentionSeconds?: number;
+}
+
+export type QueueConfig = Required<QueueConfigInput>;
+
+/** Settings of the dispatcher Lambda (and of each local dispatcher). */
+export interface DispatcherConfigInput {
+  /** Queue selection algorithm. @defaultValue 'reduced-lottery' */
+  readonly selector?: SelectorName;
+  /** Tasks of one batch run in parallel up to this many worker threads, 1..64. @defaultValue 10 */
+  readonly concurrency?: number;
+  /** Lambda timeout in seconds, 10..900; each invocation loops until it is nearly spent. @defaultValue 300 */
+  readonly timeoutSeconds?: number;
+  /** Lambda memory in MB, 128..10240. @defaultValue 1024 */
+  readonly memoryMb?: number;
+  /** Time kept back at the end of an invocation to settle the last batch, in ms. @defaultValue 5000 */
+  readonly settleMarginMs?: number;
+  /** After a task's time limit its AbortSignal fires; this long after, its thread is terminated. @defaultValue 1000 */
+  readonly killGraceMs?: number;
+}
+
+export type DispatcherConfig = Required<DispatcherConfigInput>;
+
+/** The whole app: the single source for the CDK stack and the local runtime. */
+export interface TaskworkerConfigInput {
+  /** Resource name prefix; names are `<app>-<version>-<queue>`. Lowercase letters, digits, `-`. */
+  readonly app: string;
+  /** Directory of task modules, relative to the config file. @defaultValue 'tasks' */
+  readonly tasksDir?: string;
+  readonly queues: readonly QueueConfigInput[];
+  readonly dispatcher?: DispatcherConfigInput;
+}
+
+export interface TaskworkerConfig {
+  readonly app: string;
+  readonly tasksDir: string;
+  readonly queues: readonly QueueConfig[];
+  readonly dispatcher: DispatcherConfig;
+}
+
+export const QUEUE_DEFAULTS = {
+  batchSize: 10,
+  visibilityTimeoutSeconds: 60,
+  longPollSeconds: 1,
+  iterations: 5,
+  maxReceiveCount: 10,
+  slaSeconds: 60,
+  retentionSeconds: 345_600,
+} as const satisfies Omit<QueueConfig, 'name' | 'priority'>;
+
+export const DISPATCHER_DEFAULTS: DispatcherConfig = {
+  selector: 'reduced-lottery',
+  concurrency: 10,
+  timeoutSeconds: 300,
+  memoryMb: 1024,
+  settleMarginMs: 5000,
+  killGraceMs: 1000,
+};
+
+/** SQS's longest retention; the DLQ and archive use it. */
+export const MAX_RETENTION_SECONDS = 1_209_600;
+/** A message moved to a DLQ keeps its first enqueue time, so the DLQ must retain it at least a day longer. */
+export const MAX_QUEUE_RETENTION_SECONDS = MAX_RETENTION_SECONDS - 86_400;
+
+/** SQS allows at most 80 characters in a queue name. */
+const SQS_NAME_MAX = 80;
+const APP_PATTERN = /^[a-z][a-z0-9-]{0,29}$/;
+const QUEUE_PATTERN = /^[a-z][a-z0-9_]{0,39}$/;
+const VERSION_PATTERN = /^[a-z0-9][a-z0-9-]{0,19}$/;
+
+/** Identity helper that gives a config file its types. */
+export function defineConfig(config: TaskworkerConfigInput): TaskworkerConfigInput {
+  return config;
+}
+
+/** Validates a config and fills in defaults. Throws {@link ConfigError} naming the first bad field. */
+export function resolveConfig(input: unknown): TaskworkerConfig {
+  const root = objectAt('config', input);
+  const app = stringMatching('app', root.app, APP_PATTERN, 'lowercase letters, digits and "-", starting with a letter, ≤ 30 chars');
+  const tasksDir = root.tasksDir === undefined ? 'tasks' : nonEmptyString('tasksDir', root.tasksDir);
+  if (!Array.isArray(root.queues) || root.queues.length === 0) {
+    throw new ConfigError('queues', root.queues, 'a non-empty array of queue configs');
+  }
+  const queues = root.queues.map((q: unknown, i: number) => resolveQueue(`queues[${i}]`, q));
+  const seen = new Set<string>();
+  queues.forEach((q, i) => {
+    if (seen.has(q.name)) throw new ConfigError(`queues[${i}].name`, q.name, 'a name not used by another queue');
+    if (q.name === 'archive') throw new ConfigError(`queues[${i}].name`, q.name, 'a name other than "archive" (reserved)');
+    seen.add(q.name);
+  });
+  const dispatcher = resolveDispatcher(root.dispatcher);
+  const longestName = queueResourceName(app, 'x'.repeat(20), queues.reduce((a, q) => (q.name.length > a.length ? q.name : a), ''));
+  if (`${longestName}-dlq`.length > SQS_NAME_MAX) {
+    throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${SQS_NAME_MAX} chars`);
+  }
+  return { app, tasksDir, queues, dispatcher };
+}
+
+function resolveQueue(path: string, input: unknown): QueueConfig {
+  const q = objectAt(path, input);
+  const d = QUEUE_DEFAULTS;
+  return {
+    name: stringMatching(`${path}.name`, q.name, QUEUE_PATTERN, 'lowercase letters, digits and "_", starting with a letter, ≤ 40 chars'),
+    priority: integerIn(`${path}.priority`, q.priority, 1, 100),
+    batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, 10),
+    visibilityTimeoutSeconds: integerIn(`${path}.visibilityTimeoutSeconds`, q.visibilityTimeoutSeconds ?? d.visibilityTimeoutSeconds, 1, 43_200),
+    longPollSeconds: integerIn(`${path}.longPollSeconds`, q.longPollSeconds ?? d.longPollSeconds, 0, 20),
+    iterations: integerIn(`${path}.iterations`, q.iterations ?? d.iterations, 1, 100),
+    maxReceiveCount: integerIn(`${path}.maxReceiveCount`, q.maxReceiveCount ?? d.maxReceiveCount, 1, 1000),
+    slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600),
+    retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
+  };
+}
+
+function resolveDispatcher(input: unknown): DispatcherConfig {
+  const p = input === undefined ? {} : objectAt('dispatcher', input);
+  const d = DISPATCHER_DEFAULTS;
+  const selector = p.selector ?? d.selector;
+  if (!(SELECTOR_NAMES as readonly unknown[]).includes(selector)) {
+    throw new ConfigError('dispatcher.selector', selector, `one of ${SELECTOR_NAMES.join(', ')}`);
+  }
+  const config: DispatcherConfig = {
+    selector: selector as SelectorName,
+    concurrency: integerIn('dispatcher.concurrency', p.concurrency ?? d.concurrency, 1, 64),
+    timeoutSeconds: integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, 900),
+    memoryMb: integerIn('dispatcher.memoryMb', p.memoryMb ?? d.memoryMb, 128, 10_240),
+    settleMarginMs: integerIn('dispatcher.settleMarginMs', p.settleMarginMs ?? d.settleMarginMs, 100, 60_000),
+    killGraceMs: integerIn('dispatcher.killGraceMs', p.killGraceMs ?? d.killGraceMs, 0, 60_000),
+  };
+  if (config.settleMarginMs >= config.timeoutSeconds * 1000) {
+    throw new ConfigError('dispatcher.settleMarginMs', config.settleMarginMs, `less than dispatcher.timeoutSeconds (${config.timeoutSeconds} s)`);
+  }
+  return config;
+}
+
+/** Validates a release version such as `v42`. */
+export function validateVersion(version: unknown, field = 'version'): string {
+  return stringMatching(field, version, VERSION_PATTERN, 'lowercase letters, digits and "-", ≤ 20 chars (e.g. "v42")');
+}
+
+/** SQS queue name of a configured queue: `<app>-<version>-<queue>`. */
+export function queueResourceName(app: string, version: string, queue: string): string {
+  return `${app}-${version}-${queue}`;
+}
+
+/** SQS queue name of a queue's dead-letter queue. */
+export function deadLetterQueueName(app: string, version: string, queue: string): string {
+  return `${queueResourceName(app, version, queue)}-dlq`;
+}
+
+/** SQS queue name of the version's archive queue. */
+export function archiveQueueName(app: string, version: string): string {
+  return `${app}-${version}-archive`;
+}
+
+/** Looks a configured queue up by name. */
+export function queueByName(config: TaskworkerConfig, name: string): QueueConfig | undefined {
+  return config.queues.find((q) => q.name === name);
+}
+
+function objectAt(field: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(field, value, 'an object');
+  return value as Record<string, unknown>;
+}
+
+function nonEmptyString(field: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) throw new ConfigError(field, value, 'a non-empty string');
+  return value;
+}
+
+function stringMatching(field: string, value: unknown, pattern: RegExp, expected: string): string {
+  if (typeof value !== 'string' || !pattern.test(value)) throw new ConfigError(field, value, expected);
+  return value;
+}
+
+function integerIn(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(field, value, `an integer ${min}..${max}`);
+  }
+  return value;
+}

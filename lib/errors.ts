@@ -1,0 +1,197 @@
+/**
+ * Every error taskworker throws on purpose. Branch with `instanceof`, never on message text.
+ * Each subclass sets a literal `name` so it survives minification.
+ */
+
+/** Base class of all taskworker errors. */
+export class TaskworkerError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TaskworkerError';
+  }
+}
+
+/** A configuration value is invalid. Raised at synth/start, naming the field and the value. */
+export class ConfigError extends TaskworkerError {
+  readonly field: string;
+  readonly value: unknown;
+  constructor(field: string, value: unknown, expected: string) {
+    super(`Invalid config ${field} = ${describeValue(value)}: expected ${expected}`);
+    this.name = 'ConfigError';
+    this.field = field;
+    this.value = value;
+  }
+}
+
+/** A task module or definition is invalid (bad name, duplicate, queue mismatch, limits). */
+export class TaskDefinitionError extends TaskworkerError {
+  readonly task: string;
+  readonly field: string;
+  readonly value: unknown;
+  constructor(task: string, field: string, value: unknown, expected: string) {
+    super(`Invalid task ${task}: ${field} = ${describeValue(value)}: expected ${expected}`);
+    this.name = 'TaskDefinitionError';
+    this.task = task;
+    this.field = field;
+    this.value = value;
+  }
+}
+
+/** A message body is not a valid envelope v1. `code` is machine-readable. */
+export class EnvelopeError extends TaskworkerError {
+  readonly code: MalformedCode;
+  readonly field: string | undefined;
+  constructor(code: MalformedCode, detail: string, field?: string) {
+    super(`Malformed envelope (${code}): ${detail}`);
+    this.name = 'EnvelopeError';
+    this.code = code;
+    this.field = field;
+  }
+}
+
+/** Machine-readable reasons a message body is rejected before any task code runs. */
+export type MalformedCode =
+  | 'not-json'
+  | 'not-object'
+  | 'bad-task-name'
+  | 'bad-version'
+  | 'bad-id'
+  | 'bad-published-at'
+  | 'too-deep'
+  | 'too-large';
+
+/** A publish request names a task or queue that this publisher does not know. */
+export class UnknownTaskError extends TaskworkerError {
+  readonly task: string;
+  constructor(task: string, detail: string) {
+    super(`Unknown task ${JSON.stringify(task)}: ${detail}`);
+    this.name = 'UnknownTaskError';
+    this.task = task;
+  }
+}
+
+/** A publish request names a queue that is not configured. */
+export class UnknownQueueError extends TaskworkerError {
+  readonly queue: string;
+  constructor(queue: string, known: readonly string[]) {
+    super(`Unknown queue ${JSON.stringify(queue)}: configured queues are ${known.join(', ')}`);
+    this.name = 'UnknownQueueError';
+    this.queue = queue;
+  }
+}
+
+/** An encoded message exceeds what SQS (and the archive's metadata reserve) allows. */
+export class MessageTooLargeError extends TaskworkerError {
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(task: string, bytes: number, limit: number) {
+    super(`Message for task ${JSON.stringify(task)} is ${bytes} bytes; the limit is ${limit} bytes`);
+    this.name = 'MessageTooLargeError';
+    this.bytes = bytes;
+    this.limit = limit;
+  }
+}
+
+/** A publish option is out of range (delay, id). */
+export class PublishOptionError extends TaskworkerError {
+  readonly option: string;
+  readonly value: unknown;
+  constructor(option: string, value: unknown, expected: string) {
+    super(`Invalid publish option ${option} = ${describeValue(value)}: expected ${expected}`);
+    this.name = 'PublishOptionError';
+    this.option = option;
+    this.value = value;
+  }
+}
+
+/** Kale's publish-time check: the task's time limit must fit the target queue's visibility timeout. */
+export class TimeLimitExceedsVisibilityError extends TaskworkerError {
+  constructor(task: string, timeLimitSeconds: number, queue: string, visibilityTimeoutSeconds: number) {
+    super(
+      `Task ${JSON.stringify(task)} has timeLimitSeconds ${timeLimitSeconds}, which does not fit ` +
+        `queue ${JSON.stringify(queue)} visibilityTimeoutSeconds ${visibilityTimeoutSeconds}`,
+    );
+    this.name = 'TimeLimitExceedsVisibilityError';
+  }
+}
+
+/** One entry of a batch publish that still failed after retries. */
+export interface FailedPublish {
+  readonly index: number;
+  readonly task: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Some entries of `publishBatch` could not be sent; `failed` lists them, `sent` the rest. */
+export class PublishBatchError extends TaskworkerError {
+  readonly failed: readonly FailedPublish[];
+  readonly sent: readonly { index: number; messageId: string; jobId: string }[];
+  constructor(failed: readonly FailedPublish[], sent: readonly { index: number; messageId: string; jobId: string }[]) {
+    super(
+      `${failed.length} of ${failed.length + sent.length} messages were not published: ` +
+        failed
+          .slice(0, 3)
+          .map((f) => `#${f.index} ${f.code}`)
+          .join(', '),
+    );
+    this.name = 'PublishBatchError';
+    this.failed = failed;
+    this.sent = sent;
+  }
+}
+
+/** Throw from a task to archive the job at once, without retries. */
+export class UnrecoverableError extends TaskworkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnrecoverableError';
+  }
+}
+
+/** A task's own `validate` rejected its payload: archived as `invalid-payload`, never retried. */
+export class InvalidPayloadError extends TaskworkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'InvalidPayloadError';
+  }
+}
+
+/** The worker thread running a task died (out of memory, process.exit, native crash). */
+export class WorkerCrashedError extends TaskworkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'WorkerCrashedError';
+  }
+}
+
+/** A task did not finish within its time limit and was stopped. */
+export class TimeLimitExceededError extends TaskworkerError {
+  readonly timeLimitMs: number;
+  constructor(task: string, timeLimitMs: number) {
+    super(`Task ${JSON.stringify(task)} exceeded its time limit of ${timeLimitMs} ms`);
+    this.name = 'TimeLimitExceededError';
+    this.timeLimitMs = timeLimitMs;
+  }
+}
+
+/** A tasks bundle or task module could not be loaded. */
+export class BundleError extends TaskworkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BundleError';
+  }
+}
+
+/** Short, safe rendering of a bad value for error messages. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  try {
+    const json = JSON.stringify(value);
+    return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}

@@ -1,0 +1,44 @@
+import { TimeLimitExceededError } from '../errors';
+import type { TaskRegistry } from '../task';
+import { deadlineSignal, runTaskBody } from './run-task';
+import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+
+/**
+ * Runs tasks on the calling thread. The AbortSignal still fires at the limit and the run is
+ * reported timed out after the grace, but a CPU-bound body cannot be stopped: a JavaScript
+ * promise cannot be cancelled. For unit tests and trusted cooperative tasks; production uses
+ * {@link ThreadPoolExecutor}.
+ */
+export class InlineExecutor implements TaskExecutor {
+  constructor(
+    private readonly registry: TaskRegistry,
+    private readonly killGraceMs: number,
+  ) {}
+
+  async run(run: TaskRun): Promise<TaskOutcome> {
+    const def = this.registry.get(run.task);
+    if (!def) throw new RangeError(`task ${run.task} is not registered`);
+    const deadline = Date.now() + run.timeLimitMs;
+    const { signal, cancel } = deadlineSignal(run, deadline);
+    let giveUp: NodeJS.Timeout | undefined;
+    const abandoned = new Promise<TaskOutcome>((resolve) => {
+      giveUp = setTimeout(
+        () =>
+          resolve({
+            status: 'timed-out',
+            durationMs: run.timeLimitMs + this.killGraceMs,
+            error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)),
+          }),
+        run.timeLimitMs + this.killGraceMs,
+      );
+    });
+    try {
+      return await Promise.race([runTaskBody(def, run, deadline, signal), abandoned]);
+    } finally {
+      cancel();
+      clearTimeout(giveUp);
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,21 @@
+/**
+ * taskworker: a task queue on AWS Lambda, SQS and DynamoDB.
+ * Task modules import `defineTask`; publishers use `Publisher`; config files use `defineConfig`.
+ */
+export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
+export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './backoff';
+export {
+  defineConfig,
+  type DispatcherConfigInput,
+  type QueueConfig,
+  type QueueConfigInput,
+  resolveConfig,
+  type SelectorName,
+  type TaskworkerConfig,
+  type TaskworkerConfigInput,
+} from './config';
+export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './envelope';
+export * from './errors';
+export { type PublishItem, type Published, Publisher, type PublisherOptions, type PublishOptions } from './publisher';
+export { seededRandom } from './random';
+export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './task';

@@ -1,0 +1,149 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { SqsQueueClient } from '../adapters/sqs';
+import { createVersionQueues } from '../adapters/sqs-admin';
+import { buildArtifact } from '../build';
+import { loadTaskBundle, type TaskBundle } from '../bundle';
+import { validateVersion } from '../config';
+import type { QueueUrls } from '../dispatcher';
+import { Publisher } from '../publisher';
+import type { BatchReport, DispatcherSummary } from '../summary';
+import { type Emulators, startEmulators } from './emulators';
+import type { RunnerMessage } from './runner';
+
+export interface LocalStackOptions {
+  readonly configFile: string;
+  /** Overrides the config's tasksDir. */
+  readonly tasksDir?: string;
+  /** @defaultValue 'dev' */
+  readonly version?: string;
+  /** Dispatcher processes to start. @defaultValue 1 */
+  readonly dispatchers?: number;
+  readonly sqsPort?: number;
+  readonly dynamodbPort?: number;
+  /** @defaultValue 'us-east-1' */
+  readonly region?: string;
+  /** Dispatcher log level. @defaultValue 'WARN' */
+  readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** Invocation length of local dispatchers, seconds. @defaultValue the config's dispatcher.timeoutSeconds */
+  readonly invocationSeconds?: number;
+  readonly onBatch?: (report: BatchReport, dispatcher: number) => void;
+  readonly onInvocation?: (summary: DispatcherSummary, dispatcher: number) => void;
+  readonly onDispatcherError?: (message: string, dispatcher: number) => void;
+}
+
+export interface LocalStack {
+  readonly bundle: TaskBundle;
+  readonly version: string;
+  readonly region: string;
+  readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
+  readonly sqs: SQSClient;
+  readonly publisher: Publisher;
+  /** Environment that points the AWS SDK (and a dispatcher) at this stack. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly dispatchers: readonly ChildProcess[];
+  /** Starts one more dispatcher process; returns its index. */
+  startDispatcher(): number;
+  /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
+  stop(): Promise<void>;
+}
+
+/** Credentials the emulators accept; never valid anywhere else. */
+const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
+
+/**
+ * The whole system on one machine: builds the same artifact Lambda runs, starts the SQS and
+ * DynamoDB emulators, creates the version's queues from the shared layout, and runs dispatcher
+ * processes that invoke the real handler.
+ */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const version = validateVersion(options.version ?? 'dev', '--version');
+  const region = options.region ?? 'us-east-1';
+  const buildDir = await mkdtemp(join(tmpdir(), 'taskworker-dev-'));
+  const artifact = await buildArtifact({
+    configFile: options.configFile,
+    ...(options.tasksDir ? { tasksDir: options.tasksDir } : {}),
+    outDir: buildDir,
+    localRunner: true,
+  });
+  const bundle = loadTaskBundle(artifact.tasksFile);
+  let emulators: Emulators | undefined;
+  try {
+    emulators = await startEmulators({
+      ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
+      ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
+    });
+  } catch (error) {
+    await rm(buildDir, { recursive: true, force: true });
+    throw error;
+  }
+  const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const urls = await createVersionQueues(sqs, bundle.config, version);
+  const env: Record<string, string> = {
+    AWS_REGION: region,
+    AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
+    ...LOCAL_CREDENTIALS,
+  };
+  const dispatcherEnv: Record<string, string> = {
+    ...env,
+    TASKWORKER_VERSION: version,
+    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),
+    TASKWORKER_LOCAL_TIMEOUT_SECONDS: String(options.invocationSeconds ?? bundle.config.dispatcher.timeoutSeconds),
+    TASKWORKER_LOG_LEVEL: options.logLevel ?? 'WARN',
+    AWS_LAMBDA_FUNCTION_NAME: `${bundle.config.app}-${version}-dispatcher`,
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(bundle.config.dispatcher.memoryMb),
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+  const dispatchers: ChildProcess[] = [];
+  const startDispatcher = (): number => {
+    const index = dispatchers.length;
+    const child = fork(artifact.runnerFile as string, [], { env: { ...process.env, ...dispatcherEnv }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('message', (message: RunnerMessage) => {
+      if (message.type === 'batch') options.onBatch?.(message.report, index);
+      else if (message.type === 'invocation') options.onInvocation?.(message.summary, index);
+      else options.onDispatcherError?.(message.message, index);
+    });
+    dispatchers.push(child);
+    return index;
+  };
+  for (let i = 0; i < (options.dispatchers ?? 1); i++) startDispatcher();
+
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      await Promise.all(dispatchers.map(stopChild));
+      sqs.destroy();
+      await emulators?.stop();
+      await rm(buildDir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
+  return {
+    bundle,
+    version,
+    region,
+    endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
+    urls,
+    sqs,
+    publisher: new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: new SqsQueueClient({ client: sqs }), urls }),
+    env,
+    dispatchers,
+    startDispatcher,
+    stop,
+  };
+}
+
+/** Asks a dispatcher to stop (it finishes running tasks and settles), and kills it if it has not exited in time. */
+async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

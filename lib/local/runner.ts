@@ -1,0 +1,69 @@
+/**
+ * The local stand-in for the Lambda runtime: one child process per dispatcher, like one Lambda
+ * container. It loads the built handler (`index.js` beside this file), invokes it back to back
+ * with a Lambda-like context, and reports each settled batch and invocation to its parent.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { Context } from 'aws-lambda';
+import type { DispatcherFunction, DispatcherFunctionOptions } from '../../functions/dispatcher';
+import type { BatchReport, DispatcherSummary } from '../summary';
+
+export type RunnerMessage =
+  | { readonly type: 'batch'; readonly report: BatchReport }
+  | { readonly type: 'invocation'; readonly summary: DispatcherSummary }
+  | { readonly type: 'error'; readonly message: string };
+
+const timeoutSeconds = Number(process.env.TASKWORKER_LOCAL_TIMEOUT_SECONDS ?? 300);
+const send = (message: RunnerMessage) => {
+  if (process.connected) process.send?.(message);
+};
+
+function lambdaContext(deadline: number): Context {
+  const functionName = process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'taskworker-dispatcher-local';
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${process.env.AWS_REGION ?? 'us-east-1'}:000000000000:function:${functionName}`,
+    memoryLimitInMB: process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? '1024',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: `local/${process.pid}`,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+async function main(): Promise<void> {
+  const handlerModule = require(join(__dirname, 'index.js')) as {
+    createDispatcherFunction: (options: DispatcherFunctionOptions) => DispatcherFunction;
+  };
+  const dispatcher = handlerModule.createDispatcherFunction({ observer: { onBatch: (report) => send({ type: 'batch', report }) } });
+  let stopping = false;
+  const stop = () => {
+    stopping = true;
+    dispatcher.stop();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('disconnect', stop);
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type === 'stop') stop();
+  });
+  while (!stopping) {
+    try {
+      const summary = await dispatcher.handler({ source: 'taskworker.local' }, lambdaContext(Date.now() + timeoutSeconds * 1000));
+      send({ type: 'invocation', summary });
+    } catch (error) {
+      send({ type: 'error', message: error instanceof Error ? error.message : String(error) });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+  await dispatcher.close();
+  process.exit(0);
+}
+
+void main();

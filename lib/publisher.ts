@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from './adapters/sqs';
+import { type Clock, systemClock } from './clock';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from './config';
+import type { QueueUrls } from './dispatcher';
+import { bodyBytes, encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES, SQS_MESSAGE_LIMIT_BYTES, TASK_NAME_PATTERN } from './envelope';
+import {
+  type FailedPublish,
+  MessageTooLargeError,
+  PublishBatchError,
+  PublishOptionError,
+  TimeLimitExceedsVisibilityError,
+  UnknownQueueError,
+  UnknownTaskError,
+} from './errors';
+import type { QueueClient, SendEntry } from './ports';
+import { callWithEntryRetries } from './retry-entries';
+import type { TaskDefinition } from './task';
+
+export interface PublishOptions {
+  /** Configured queue to publish to. @defaultValue the task's own queue */
+  readonly queue?: string;
+  /** Seconds before the message becomes visible, 0..900. @defaultValue 0 */
+  readonly delaySeconds?: number;
+  /** Any JSON, handed to the task as `ctx.appData`. */
+  readonly appData?: unknown;
+  /** Job id (1..128 printable ASCII). @defaultValue a random UUID */
+  readonly id?: string;
+}
+
+export interface PublishItem<P = unknown> {
+  readonly task: TaskDefinition<P> | string;
+  readonly payload: P;
+  readonly options?: PublishOptions;
+}
+
+export interface Published {
+  readonly jobId: string;
+  readonly messageId: string;
+  readonly queue: string;
+}
+
+export type PublisherOptions = {
+  /** The app config (the same module the stack and dispatcher use). */
+  readonly config: TaskworkerConfigInput | TaskworkerConfig;
+  /** Release version this publisher is pinned to, e.g. `v42`. */
+  readonly version: string;
+  /** Task definitions this publisher knows: their queues and time limits are checked at publish. */
+  readonly tasks?: readonly TaskDefinition[];
+  readonly clock?: Clock;
+} & ({ readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never } | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never });
+
+/** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
+const BATCH_ENTRIES = 10;
+const BATCH_BYTES = SQS_MESSAGE_LIMIT_BYTES;
+
+/**
+ * Publishes tasks to one release version's queues.
+ * @example
+ * const publisher = new Publisher({ config, version: 'v1' });
+ * const { jobId } = await publisher.publish(sendEmail, { to: 'a@example.com' }, { delaySeconds: 30 });
+ */
+export class Publisher {
+  private readonly config: TaskworkerConfig;
+  private readonly version: string;
+  private readonly tasks: ReadonlyMap<string, TaskDefinition>;
+  private readonly clock: Clock;
+  private readonly queues: QueueClient;
+  private readonly resolveUrls: () => Promise<QueueUrls>;
+  private urls: Promise<QueueUrls> | undefined;
+
+  constructor(options: PublisherOptions) {
+    // A resolved config is a valid input too, so this accepts either.
+    this.config = resolveConfig(options.config);
+    this.version = validateVersion(options.version);
+    this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
+    this.clock = options.clock ?? systemClock;
+    if (options.queues) {
+      const urls = options.urls;
+      this.queues = options.queues;
+      this.resolveUrls = async () => urls;
+    } else {
+      const sqs = new SqsQueueClient(options.sqs);
+      this.queues = sqs;
+      this.resolveUrls = () => resolveQueueUrls(sqs.sqs, this.config, this.version);
+    }
+  }
+
+  /** Resolved once and cached; a failed lookup is retried on the next publish. */
+  private queueUrls(): Promise<QueueUrls> {
+    if (!this.urls) {
+      this.urls = this.resolveUrls();
+      this.urls.catch(() => {
+        this.urls = undefined;
+      });
+    }
+    return this.urls;
+  }
+
+  /** Publishes one task. Throws a typed error for bad input; {@link PublishBatchError} if SQS refused it. */
+  async publish<P>(task: TaskDefinition<P> | string, payload: P, options: PublishOptions = {}): Promise<Published> {
+    const [published] = await this.publishBatch([{ task: task as TaskDefinition | string, payload, options }]);
+    return published as Published;
+  }
+
+  /**
+   * Publishes many tasks with SendMessageBatch (≤ 10 entries and ≤ 1 MiB a call). Every item is
+   * validated before anything is sent. Entries SQS fails are retried; any still failing are
+   * reported in a {@link PublishBatchError} with the ones that were sent — never dropped silently.
+   */
+  async publishBatch(items: readonly PublishItem[]): Promise<Published[]> {
+    const now = this.clock.now();
+    const prepared = items.map((item, index) => this.prepare(item, index, now));
+    const urls = await this.queueUrls();
+    const sent: Array<Published & { index: number }> = [];
+    const failed: FailedPublish[] = [];
+    for (const group of groupByQueue(prepared)) {
+      for (const batch of chunkBySize(group)) {
+        const url = urls.queues[batch[0]?.queue.name as string] as string;
+        const result = await callWithEntryRetries(
+          batch.map((p) => p.entry),
+          (entries) => this.queues.sendBatch(url, entries),
+          this.clock,
+        );
+        const failedIds = new Map(result.failed.map((f) => [f.id, f]));
+        const messageIds = Object.assign({}, ...result.results.map((r) => r.messageIds)) as Record<string, string>;
+        for (const p of batch) {
+          const failure = failedIds.get(p.entry.id);
+          if (failure) failed.push({ index: p.index, task: p.task, code: failure.code, message: failure.message });
+          else sent.push({ index: p.index, jobId: p.jobId, messageId: messageIds[p.entry.id] ?? '', queue: p.queue.name });
+        }
+      }
+    }
+    sent.sort((a, b) => a.index - b.index);
+    if (failed.length > 0) throw new PublishBatchError(failed, sent);
+    return sent.map(({ index: _index, ...published }) => published);
+  }
+
+  private prepare(item: PublishItem, index: number, now: number): Prepared {
+    const options = item.options ?? {};
+    const name = typeof item.task === 'string' ? item.task : item.task.name;
+    if (!TASK_NAME_PATTERN.test(name)) throw new UnknownTaskError(name, `task names match ${TASK_NAME_PATTERN}`);
+    const def = typeof item.task === 'string' ? this.tasks.get(name) : item.task;
+    const queueName = options.queue ?? def?.queue;
+    if (queueName === undefined) {
+      throw new UnknownTaskError(name, 'this publisher does not know the task; pass its definition, list it in `tasks`, or give `queue`');
+    }
+    const queue = this.config.queues.find((q) => q.name === queueName);
+    if (!queue) throw new UnknownQueueError(queueName, this.config.queues.map((q) => q.name));
+    if (def && def.timeLimitSeconds * 1000 + this.config.dispatcher.killGraceMs > queue.visibilityTimeoutSeconds * 1000) {
+      throw new TimeLimitExceedsVisibilityError(name, def.timeLimitSeconds, queue.name, queue.visibilityTimeoutSeconds);
+    }
+    const delay = options.delaySeconds ?? 0;
+    if (!Number.isInteger(delay) || delay < 0 || delay > 900) throw new PublishOptionError('delaySeconds', delay, 'an integer 0..900');
+    const jobId = options.id ?? randomUUID();
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId)) throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
+    const body = encodeEnvelope({ task: name, payload: item.payload, id: jobId, appData: options.appData, publishedAt: now });
+    const bytes = bodyBytes(body);
+    if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
+    const entry: SendEntry = { id: String(index), body, ...(delay > 0 ? { delaySeconds: delay } : {}) };
+    return { index, task: name, jobId, queue, entry, bytes };
+  }
+}
+
+interface Prepared {
+  readonly index: number;
+  readonly task: string;
+  readonly jobId: string;
+  readonly queue: QueueConfig;
+  readonly entry: SendEntry;
+  readonly bytes: number;
+}
+
+function groupByQueue(items: readonly Prepared[]): Prepared[][] {
+  const groups = new Map<string, Prepared[]>();
+  for (const item of items) {
+    const group = groups.get(item.queue.name) ?? [];
+    group.push(item);
+    groups.set(item.queue.name, group);
+  }
+  return [...groups.values()];
+}
+
+/** Greedy chunks of at most 10 entries and 1 MiB in total. */
+function chunkBySize(items: readonly Prepared[]): Prepared[][] {
+  const chunks: Prepared[][] = [];
+  let current: Prepared[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length === BATCH_ENTRIES || (current.length > 0 && bytes + item.bytes > BATCH_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

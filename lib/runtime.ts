@@ -1,0 +1,120 @@
+import { hostname } from 'node:os';
+import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from './adapters/sqs';
+import type { TaskBundle } from './bundle';
+import { type Clock, systemClock } from './clock';
+import { validateVersion } from './config';
+import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher } from './dispatcher';
+import { ConfigError } from './errors';
+import { ThreadPoolExecutor } from './executor/thread-pool';
+import type { TaskExecutor } from './executor/types';
+import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from './ports';
+import type { Random } from './random';
+import { createSelector } from './selectors';
+import type { QueueSelector } from './selectors/types';
+import type { DispatcherSummary } from './summary';
+
+export interface DispatcherRuntimeOptions {
+  readonly bundle: TaskBundle;
+  readonly version: string;
+  /** Queue URLs; looked up by name (GetQueueUrl) when absent. */
+  readonly urls?: QueueUrls;
+  readonly sqs?: SqsClientOption;
+  /** Replaces the SQS adapter (tests). */
+  readonly queues?: QueueClient;
+  /** Replaces the worker-thread pool (tests). */
+  readonly executor?: TaskExecutor;
+  readonly logger?: Logger;
+  readonly observer?: DispatcherObserver;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  readonly workerId?: string;
+}
+
+/**
+ * Everything one dispatcher keeps between invocations (a warm Lambda container): clients, the
+ * thread pool, the selector's memory. Each `invoke` runs the loop until its deadline.
+ */
+export class DispatcherRuntime {
+  private readonly queues: QueueClient;
+  private readonly executor: TaskExecutor;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly workerId: string;
+  private selector: QueueSelector<ReceivedMessage> | undefined;
+  private urls: QueueUrls | undefined;
+
+  constructor(private readonly options: DispatcherRuntimeOptions) {
+    validateVersion(options.version, 'TASKWORKER_VERSION');
+    const { config } = options.bundle;
+    this.logger = options.logger ?? jsonLogger({ service: 'taskworker-dispatcher' });
+    this.queues = options.queues ?? new SqsQueueClient(options.sqs);
+    this.executor =
+      options.executor ??
+      new ThreadPoolExecutor({ bundlePath: options.bundle.path, size: config.dispatcher.concurrency, killGraceMs: config.dispatcher.killGraceMs, logger: this.logger });
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
+    this.urls = options.urls;
+  }
+
+  /** Starts worker threads ahead of the first batch. */
+  warm(): void {
+    if (this.executor instanceof ThreadPoolExecutor) this.executor.warm();
+  }
+
+  async invoke(deadline: number, signal?: AbortSignal): Promise<DispatcherSummary> {
+    const urls = await this.queueUrls();
+    const { config, registry } = this.options.bundle;
+    this.selector ??= createSelector(config.dispatcher.selector, {
+      queues: config.queues,
+      random: this.random,
+      clock: this.clock,
+      probes: queueProbes(this.queues, urls),
+    });
+    return runDispatcher(
+      {
+        config,
+        registry,
+        queues: this.queues,
+        urls,
+        executor: this.executor,
+        selector: this.selector,
+        clock: this.clock,
+        random: this.random,
+        logger: this.logger,
+        workerId: this.workerId,
+        ...(this.options.observer ? { observer: this.options.observer } : {}),
+      },
+      { deadline, ...(signal ? { signal } : {}) },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.executor.close();
+  }
+
+  private async queueUrls(): Promise<QueueUrls> {
+    if (!this.urls) {
+      if (!(this.queues instanceof SqsQueueClient)) throw new ConfigError('urls', undefined, 'queue URLs when a custom queue client is used');
+      this.urls = await resolveQueueUrls(this.queues.sqs, this.options.bundle.config, this.options.version);
+    }
+    return this.urls;
+  }
+}
+
+/** Parses `TASKWORKER_QUEUE_URLS` (`{"queues":{name:url},"archive":url}`), naming the variable on error. */
+export function queueUrlsFromEnv(value: string | undefined): QueueUrls | undefined {
+  if (value === undefined || value === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new ConfigError('TASKWORKER_QUEUE_URLS', value, 'JSON {"queues":{"<name>":"<url>"},"archive":"<url>"}');
+  }
+  const urls = parsed as Partial<QueueUrls>;
+  if (typeof urls?.archive !== 'string' || typeof urls.queues !== 'object' || urls.queues === null) {
+    throw new ConfigError('TASKWORKER_QUEUE_URLS', value, 'JSON {"queues":{"<name>":"<url>"},"archive":"<url>"}');
+  }
+  return urls as QueueUrls;
+}

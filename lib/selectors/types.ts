@@ -1,0 +1,43 @@
+import type { Clock } from '../clock';
+import type { QueueConfig } from '../config';
+import type { Random } from '../random';
+
+/** What an emptiness check found. A receive-based probe hands over the messages it took. */
+export interface Probe<M> {
+  readonly empty: boolean;
+  readonly messages: readonly M[];
+}
+
+/** Ways to check a queue: a short-poll receive (free: its messages become the batch) or GetQueueAttributes. */
+export interface Probes<M> {
+  receive(queue: QueueConfig): Promise<Probe<M>>;
+  attributes(queue: QueueConfig): Promise<Probe<M>>;
+}
+
+/** A selector's answer: the queue to work, messages already taken from it, and how long to long-poll if none. */
+export interface Selection<M> {
+  readonly queue: QueueConfig;
+  readonly messages: readonly M[];
+  readonly waitSeconds: number;
+}
+
+/** What the dispatcher reports back after each receive, for selectors that learn from it. */
+export interface ReceiveObservation {
+  readonly queue: string;
+  readonly received: number;
+  /** Age of the oldest message received (now − SentTimestamp), ms; 0 when none. */
+  readonly oldestAgeMs: number;
+}
+
+export interface QueueSelector<M> {
+  readonly name: string;
+  select(): Promise<Selection<M>>;
+  observe?(observation: ReceiveObservation): void;
+}
+
+export interface SelectorEnv<M> {
+  readonly queues: readonly QueueConfig[];
+  readonly random: Random;
+  readonly clock: Clock;
+  readonly probes: Probes<M>;
+}

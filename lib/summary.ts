@@ -1,0 +1,98 @@
+import type { ArchiveReason } from './archive';
+import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from './histogram';
+
+/** How one received message left the dispatcher's hands. */
+export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released';
+
+export interface JobReport {
+  readonly messageId: string;
+  readonly jobId?: string;
+  readonly task?: string;
+  readonly outcome: JobOutcome;
+  readonly reason?: ArchiveReason;
+  readonly attempt: number;
+  /** Publish → start, ms (only for tasks that started). */
+  readonly waitMs?: number;
+  readonly runMs?: number;
+  /** True when the settle call for this outcome still failed after retries (the message will come back). */
+  readonly unsettled?: boolean;
+}
+
+/** One batch, reported once it is settled; observers (metrics, local progress) consume these. */
+export interface BatchReport {
+  readonly queue: string;
+  readonly jobs: readonly JobReport[];
+  /** Per-entry retries the settle calls needed. */
+  readonly settleRetries: number;
+}
+
+export interface QueueSummary {
+  received: number;
+  succeeded: number;
+  retried: number;
+  released: number;
+  unsettled: number;
+  archived: Partial<Record<ArchiveReason, number>>;
+  wait: Histogram;
+  run: Histogram;
+}
+
+/** What a dispatcher invocation did; returned by the Lambda handler and mergeable across invocations. */
+export interface DispatcherSummary {
+  selections: number;
+  receives: number;
+  emptyReceives: number;
+  errors: number;
+  queues: Record<string, QueueSummary>;
+}
+
+export function emptySummary(): DispatcherSummary {
+  return { selections: 0, receives: 0, emptyReceives: 0, errors: 0, queues: {} };
+}
+
+function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
+  let q = summary.queues[queue];
+  if (!q) {
+    q = { received: 0, succeeded: 0, retried: 0, released: 0, unsettled: 0, archived: {}, wait: emptyHistogram(), run: emptyHistogram() };
+    summary.queues[queue] = q;
+  }
+  return q;
+}
+
+export function addBatch(summary: DispatcherSummary, report: BatchReport): void {
+  const q = queueSummary(summary, report.queue);
+  for (const job of report.jobs) {
+    q.received += 1;
+    if (job.unsettled) q.unsettled += 1;
+    if (job.outcome === 'archived') {
+      const reason = job.reason ?? 'exhausted';
+      q.archived[reason] = (q.archived[reason] ?? 0) + 1;
+    } else {
+      q[job.outcome] += 1;
+    }
+    if (job.waitMs !== undefined) recordValue(q.wait, job.waitMs);
+    if (job.runMs !== undefined) recordValue(q.run, job.runMs);
+  }
+}
+
+export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): void {
+  into.selections += from.selections;
+  into.receives += from.receives;
+  into.emptyReceives += from.emptyReceives;
+  into.errors += from.errors;
+  for (const [name, src] of Object.entries(from.queues)) {
+    const q = queueSummary(into, name);
+    q.received += src.received;
+    q.succeeded += src.succeeded;
+    q.retried += src.retried;
+    q.released += src.released;
+    q.unsettled += src.unsettled;
+    for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>) q.archived[reason] = (q.archived[reason] ?? 0) + n;
+    mergeHistogram(q.wait, src.wait);
+    mergeHistogram(q.run, src.run);
+  }
+}
+
+export function archivedTotal(q: QueueSummary): number {
+  return Object.values(q.archived).reduce((a, n) => a + (n ?? 0), 0);
+}

@@ -1,0 +1,152 @@
+import { type BackoffPolicy, DEFAULT_BACKOFF, MAX_VISIBILITY_SECONDS } from './backoff';
+import type { TaskworkerConfig } from './config';
+import { TASK_NAME_PATTERN } from './envelope';
+import { TaskDefinitionError } from './errors';
+
+/** What a running task knows about itself. */
+export interface TaskContext {
+  readonly jobId: string;
+  readonly task: string;
+  readonly queue: string;
+  /** 1 on the first run. */
+  readonly attempt: number;
+  /** The envelope's `appData`, untouched. */
+  readonly appData: unknown;
+  /** Fires when the time limit is reached (or the dispatcher shuts down). Pass it to fetch, SDK calls, loops. */
+  readonly signal: AbortSignal;
+  /** Epoch ms at which the time limit is reached; the thread is terminated shortly after. */
+  readonly deadline: number;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments
+export type ErrorClass = abstract new (...args: any[]) => Error;
+
+/** What a task module default-exports. */
+export interface TaskOptions<P = unknown, R = unknown> {
+  /** Registered name that envelopes refer to. */
+  readonly name: string;
+  /** Configured queue this task is published to by default. */
+  readonly queue: string;
+  /** Hard time limit in seconds: the AbortSignal fires, then the thread is terminated. */
+  readonly timeLimitSeconds: number;
+  /** Retries after the first attempt. @defaultValue 3 */
+  readonly maxRetries?: number;
+  /** Delay between attempts. @defaultValue \{ baseSeconds: 2, capSeconds: 300 \} */
+  readonly backoff?: Partial<BackoffPolicy>;
+  /** Errors that archive the job at once instead of retrying (UnrecoverableError always does). */
+  readonly unrecoverable?: readonly ErrorClass[];
+  /** Checks and narrows the payload; a throw archives the job as `invalid-payload`. */
+  readonly validate?: (payload: unknown) => P;
+  readonly run: (payload: P, ctx: TaskContext) => R | Promise<R>;
+}
+
+/** A validated task, as the registry and workers hold it. */
+export interface TaskDefinition<P = unknown, R = unknown> extends Required<Omit<TaskOptions<P, R>, 'validate' | 'backoff'>> {
+  readonly kind: typeof TASK_KIND;
+  readonly backoff: BackoffPolicy;
+  readonly validate: ((payload: unknown) => P) | undefined;
+}
+
+/** A string marker, not a symbol or class, so definitions from another bundle's copy of the library still count. */
+const TASK_KIND = 'taskworker.task';
+
+/**
+ * Declares a task. Default-export the result from a module in the tasks directory.
+ * @example
+ * export default defineTask({
+ *   name: 'send-email', queue: 'default', timeLimitSeconds: 10,
+ *   run: async (payload: { to: string }, ctx) => { await mailer.send(payload.to, { signal: ctx.signal }); },
+ * });
+ */
+export function defineTask<P = unknown, R = unknown>(options: TaskOptions<P, R>): TaskDefinition<P, R> {
+  return toDefinition(options as TaskOptions, options.name) as unknown as TaskDefinition<P, R>;
+}
+
+/** Validates anything a task module exports as its default; plain objects of the right shape count too. */
+export function toDefinition(value: unknown, source: string): TaskDefinition {
+  if (typeof value !== 'object' || value === null) {
+    throw new TaskDefinitionError(source, 'default export', value, 'a task definition (defineTask({...}))');
+  }
+  const o = value as Partial<TaskOptions> & { kind?: string };
+  const name = o.name;
+  if (typeof name !== 'string' || !TASK_NAME_PATTERN.test(name)) {
+    throw new TaskDefinitionError(source, 'name', name, `a name matching ${TASK_NAME_PATTERN}`);
+  }
+  if (typeof o.queue !== 'string' || o.queue.length === 0) throw new TaskDefinitionError(name, 'queue', o.queue, 'a configured queue name');
+  if (typeof o.timeLimitSeconds !== 'number' || !(o.timeLimitSeconds > 0) || o.timeLimitSeconds > 900) {
+    throw new TaskDefinitionError(name, 'timeLimitSeconds', o.timeLimitSeconds, 'a number of seconds in (0, 900]');
+  }
+  const maxRetries = o.maxRetries ?? 3;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {
+    throw new TaskDefinitionError(name, 'maxRetries', maxRetries, 'an integer 0..100');
+  }
+  const backoff = { ...DEFAULT_BACKOFF, ...o.backoff };
+  if (!(backoff.baseSeconds >= 0) || !(backoff.capSeconds >= backoff.baseSeconds) || backoff.capSeconds > MAX_VISIBILITY_SECONDS) {
+    throw new TaskDefinitionError(name, 'backoff', backoff, `0 ≤ baseSeconds ≤ capSeconds ≤ ${MAX_VISIBILITY_SECONDS}`);
+  }
+  if (typeof o.run !== 'function') throw new TaskDefinitionError(name, 'run', o.run, 'a function (payload, ctx) => result');
+  if (o.validate !== undefined && typeof o.validate !== 'function') {
+    throw new TaskDefinitionError(name, 'validate', o.validate, 'a function (payload) => payload');
+  }
+  const unrecoverable = o.unrecoverable ?? [];
+  if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
+    throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
+  }
+  return {
+    kind: TASK_KIND,
+    name,
+    queue: o.queue,
+    timeLimitSeconds: o.timeLimitSeconds,
+    maxRetries,
+    backoff,
+    unrecoverable,
+    validate: o.validate,
+    run: o.run,
+  };
+}
+
+/** Registered tasks by name: the only code a message can ever reach. */
+export type TaskRegistry = ReadonlyMap<string, TaskDefinition>;
+
+/**
+ * Builds the registry and checks every task against the config: its queue exists, its time limit
+ * plus the kill grace fits the queue's visibility timeout (Kale's check) and the dispatcher's
+ * timeout, and its attempts end before SQS's redrive moves the message to the DLQ.
+ */
+export function createRegistry(definitions: readonly TaskDefinition[], config: TaskworkerConfig): TaskRegistry {
+  const registry = new Map<string, TaskDefinition>();
+  for (const def of definitions) {
+    if (registry.has(def.name)) throw new TaskDefinitionError(def.name, 'name', def.name, 'a name no other task module uses');
+    const queue = config.queues.find((q) => q.name === def.queue);
+    if (!queue) {
+      throw new TaskDefinitionError(def.name, 'queue', def.queue, `one of the configured queues (${config.queues.map((q) => q.name).join(', ')})`);
+    }
+    const needMs = def.timeLimitSeconds * 1000 + config.dispatcher.killGraceMs;
+    if (needMs > queue.visibilityTimeoutSeconds * 1000) {
+      throw new TaskDefinitionError(
+        def.name,
+        'timeLimitSeconds',
+        def.timeLimitSeconds,
+        `a limit that with killGraceMs ${config.dispatcher.killGraceMs} fits queue ${queue.name}'s visibilityTimeoutSeconds ${queue.visibilityTimeoutSeconds}`,
+      );
+    }
+    if (needMs + config.dispatcher.settleMarginMs > config.dispatcher.timeoutSeconds * 1000) {
+      throw new TaskDefinitionError(
+        def.name,
+        'timeLimitSeconds',
+        def.timeLimitSeconds,
+        `a limit that with killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
+      );
+    }
+    if (def.maxRetries + 1 >= queue.maxReceiveCount) {
+      throw new TaskDefinitionError(
+        def.name,
+        'maxRetries',
+        def.maxRetries,
+        `fewer than queue ${queue.name}'s maxReceiveCount ${queue.maxReceiveCount} minus 1, so the job is archived before SQS moves it to the DLQ`,
+      );
+    }
+    registry.set(def.name, def);
+  }
+  return registry;
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from './lib';
+
+/**
+ * The example app: Kale's three queues. This one module is what the CDK stack, the dispatcher
+ * and `taskworker dev` all read.
+ */
+export default defineConfig({
+  app: 'taskworker',
+  tasksDir: 'examples/tasks',
+  queues: [
+    { name: 'high_priority', priority: 100, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 1, iterations: 10, slaSeconds: 10 },
+    { name: 'default', priority: 40, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 1, iterations: 5, slaSeconds: 60 },
+    { name: 'low_priority', priority: 5, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 5, iterations: 5, slaSeconds: 300 },
+  ],
+  dispatcher: { selector: 'reduced-lottery', concurrency: 10, timeoutSeconds: 300, memoryMb: 1024 },
+});
