@@ -8,7 +8,15 @@ export default defineConfig({
   app: 'taskworker',
   tasksDir: 'examples/tasks',
   queues: [
-    { name: 'high_priority', priority: 100, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 1, iterations: 10, slaSeconds: 10 },
+    {
+      name: 'high_priority',
+      priority: 100,
+      batchSize: 10,
+      visibilityTimeoutSeconds: 60,
+      longPollSeconds: 1,
+      iterations: 10,
+      slaSeconds: 10,
+    },
     { name: 'default', priority: 40, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 1, iterations: 5, slaSeconds: 60 },
     { name: 'low_priority', priority: 5, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 5, iterations: 5, slaSeconds: 300 },
   ],

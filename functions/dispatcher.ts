@@ -4,10 +4,10 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { loadTaskBundle } from '../lib/bundle';
-import { ConfigError } from '../lib/errors';
 import type { DispatcherObserver } from '../lib/dispatcher';
-import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/runtime';
+import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
+import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/runtime';
 import type { DispatcherSummary } from '../lib/summary';
 
 export interface DispatcherFunctionOptions {
@@ -66,8 +66,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
 /** Powertools Logger behind the library's logger port. */
 function structured(logger: Logger): LoggerPort {
   const level =
-    (write: (message: string, ...extra: Array<Record<string, unknown>>) => void) =>
-    (message: string, fields?: Record<string, unknown>) =>
+    (write: (message: string, ...extra: Array<Record<string, unknown>>) => void) => (message: string, fields?: Record<string, unknown>) =>
       fields ? write(message, fields) : write(message);
   return {
     debug: level(logger.debug.bind(logger)),

@@ -44,32 +44,36 @@ export function listTaskModules(tasksDir: string): string[] {
     .map((f) => join(tasksDir, f));
 }
 
+const esbuildDefaults = (minify: boolean): EsbuildOptions => ({
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  minify,
+  sourcemap: 'linked',
+  logLevel: 'silent',
+  alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
+  // Dev-only packages that must never reach a Lambda bundle.
+  external: ['fauxqs', 'dynalite', 'esbuild'],
+});
+
+export interface TasksBundleOptions {
+  readonly configFile: string;
+  readonly tasksDir?: string;
+  readonly outFile: string;
+  readonly minify?: boolean;
+}
+
 /**
- * Builds the dispatcher artifact with esbuild: the same files run in Lambda and in
- * `taskworker dev`. `index.js` is the handler; `tasks.cjs` holds the config, every task module and
- * the worker-thread runtime, and is what each pool thread loads.
+ * Builds `tasks.cjs`: the config, every task module of the tasks directory and the worker-thread
+ * runtime. The dispatcher loads it to read definitions; each pool thread loads it to run them.
  */
-export async function buildArtifact(options: ArtifactOptions): Promise<Artifact> {
+export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ tasksFile: string; taskFiles: string[] }> {
   const configFile = resolve(options.configFile);
   if (!existsSync(configFile)) throw new BundleError(`config file ${configFile} does not exist`);
   const tasksDir = resolve(options.tasksDir ?? join(dirname(configFile), await readTasksDir(configFile)));
   const taskFiles = listTaskModules(tasksDir);
   if (taskFiles.length === 0) throw new BundleError(`tasks directory ${tasksDir} has no task modules`);
-  const outDir = resolve(options.outDir);
-  await mkdir(outDir, { recursive: true });
-
-  const common: EsbuildOptions = {
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    minify: options.minify ?? false,
-    sourcemap: 'linked',
-    logLevel: 'silent',
-    alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
-    // Dev-only packages that must never reach a Lambda bundle.
-    external: ['fauxqs', 'dynalite', 'esbuild'],
-  };
   const imports = taskFiles.map((file, i) => `import * as m${i} from ${JSON.stringify(file)};`).join('\n');
   const list = taskFiles.map((file, i) => `{ file: ${JSON.stringify(relative(tasksDir, file))}, module: m${i} }`).join(', ');
   const entry = [
@@ -80,20 +84,52 @@ export async function buildArtifact(options: ArtifactOptions): Promise<Artifact>
     `export const taskModules = [${list}];`,
     'startTaskWorker(taskModules);',
   ].join('\n');
+  const tasksFile = resolve(options.outFile);
+  await esbuildOrThrow({
+    ...esbuildDefaults(options.minify ?? false),
+    stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' },
+    outfile: tasksFile,
+  });
+  return { tasksFile, taskFiles };
+}
 
-  const tasksFile = join(outDir, 'tasks.cjs');
+/**
+ * Builds the dispatcher artifact with esbuild: the same files run in Lambda and in
+ * `taskworker dev`. `index.js` is the handler; `tasks.cjs` is {@link buildTasksBundle}'s output.
+ */
+export async function buildArtifact(options: ArtifactOptions): Promise<Artifact> {
+  const outDir = resolve(options.outDir);
+  await mkdir(outDir, { recursive: true });
+  const minify = options.minify ?? false;
   const handlerFile = join(outDir, 'index.js');
   const runnerFile = options.localRunner ? join(outDir, 'runner.js') : undefined;
-  try {
-    await Promise.all([
-      build({ ...common, stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' }, outfile: tasksFile }),
-      build({ ...common, entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')], outfile: handlerFile }),
-      ...(runnerFile ? [build({ ...common, entryPoints: [join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts')], outfile: runnerFile })] : []),
-    ]);
-  } catch (error) {
-    throw new BundleError(`building the dispatcher artifact failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
+  const [{ tasksFile, taskFiles }] = await Promise.all([
+    buildTasksBundle({
+      configFile: options.configFile,
+      ...(options.tasksDir ? { tasksDir: options.tasksDir } : {}),
+      outFile: join(outDir, 'tasks.cjs'),
+      minify,
+    }),
+    esbuildOrThrow({ ...esbuildDefaults(minify), entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')], outfile: handlerFile }),
+    ...(runnerFile
+      ? [
+          esbuildOrThrow({
+            ...esbuildDefaults(minify),
+            entryPoints: [join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts')],
+            outfile: runnerFile,
+          }),
+        ]
+      : []),
+  ]);
   return { outDir, handlerFile, tasksFile, runnerFile, taskFiles };
+}
+
+async function esbuildOrThrow(options: EsbuildOptions): Promise<void> {
+  try {
+    await build(options);
+  } catch (error) {
+    throw new BundleError(`esbuild failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
 }
 
 /** Reads `tasksDir` from a config module without running it twice: bundle it alone and evaluate. */
@@ -109,17 +145,7 @@ export async function loadConfigModule(configFile: string): Promise<unknown> {
   if (extname(file) === '.json') return JSON.parse(readFileSync(file, 'utf8'));
   const dir = await mkdtemp(join(tmpdir(), 'taskworker-config-'));
   const outfile = join(dir, 'config.cjs');
-  await build({
-    entryPoints: [file],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    outfile,
-    logLevel: 'silent',
-    alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
-    external: ['fauxqs', 'dynalite', 'esbuild', 'aws-cdk-lib', 'constructs'],
-  });
+  await esbuildOrThrow({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
   try {
     const exported = require(outfile) as { default?: unknown };
     return exported.default ?? exported;
@@ -127,4 +153,3 @@ export async function loadConfigModule(configFile: string): Promise<unknown> {
     await rm(dir, { recursive: true, force: true });
   }
 }
-

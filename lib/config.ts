@@ -114,7 +114,11 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     seen.add(q.name);
   });
   const dispatcher = resolveDispatcher(root.dispatcher);
-  const longestName = queueResourceName(app, 'x'.repeat(20), queues.reduce((a, q) => (q.name.length > a.length ? q.name : a), ''));
+  const longestName = queueResourceName(
+    app,
+    'x'.repeat(20),
+    queues.reduce((a, q) => (q.name.length > a.length ? q.name : a), ''),
+  );
   if (`${longestName}-dlq`.length > SQS_NAME_MAX) {
     throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${SQS_NAME_MAX} chars`);
   }
@@ -128,7 +132,12 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     name: stringMatching(`${path}.name`, q.name, QUEUE_PATTERN, 'lowercase letters, digits and "_", starting with a letter, ≤ 40 chars'),
     priority: integerIn(`${path}.priority`, q.priority, 1, 100),
     batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, 10),
-    visibilityTimeoutSeconds: integerIn(`${path}.visibilityTimeoutSeconds`, q.visibilityTimeoutSeconds ?? d.visibilityTimeoutSeconds, 1, 43_200),
+    visibilityTimeoutSeconds: integerIn(
+      `${path}.visibilityTimeoutSeconds`,
+      q.visibilityTimeoutSeconds ?? d.visibilityTimeoutSeconds,
+      1,
+      43_200,
+    ),
     longPollSeconds: integerIn(`${path}.longPollSeconds`, q.longPollSeconds ?? d.longPollSeconds, 0, 20),
     iterations: integerIn(`${path}.iterations`, q.iterations ?? d.iterations, 1, 100),
     maxReceiveCount: integerIn(`${path}.maxReceiveCount`, q.maxReceiveCount ?? d.maxReceiveCount, 1, 1000),
@@ -153,7 +162,11 @@ function resolveDispatcher(input: unknown): DispatcherConfig {
     killGraceMs: integerIn('dispatcher.killGraceMs', p.killGraceMs ?? d.killGraceMs, 0, 60_000),
   };
   if (config.settleMarginMs >= config.timeoutSeconds * 1000) {
-    throw new ConfigError('dispatcher.settleMarginMs', config.settleMarginMs, `less than dispatcher.timeoutSeconds (${config.timeoutSeconds} s)`);
+    throw new ConfigError(
+      'dispatcher.settleMarginMs',
+      config.settleMarginMs,
+      `less than dispatcher.timeoutSeconds (${config.timeoutSeconds} s)`,
+    );
   }
   return config;
 }

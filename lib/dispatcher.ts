@@ -46,6 +46,10 @@ export interface RunOptions {
 
 /** Pause after a failed receive or selection, so an outage does not become a hot loop. */
 const ERROR_PAUSE_MS = 1000;
+/** Pause after a selection that found nothing without long-polling (long poll 0, or too little time for one). */
+const IDLE_PAUSE_MS = 200;
+/** Below this much usable time the loop ends: there is no room for a receive and a settle. */
+const MIN_USABLE_MS = 1000;
 
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
@@ -96,10 +100,18 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const stopped = () => options.signal?.aborted === true;
   const usableMs = () => options.deadline - margin - clock.now();
 
-  while (!stopped() && usableMs() > 0) {
+  const longestTaskMs = longestTaskByQueue(deps);
+  const fitting = () => config.queues.filter((q) => (longestTaskMs.get(q.name) ?? 0) <= usableMs());
+
+  while (!stopped() && usableMs() >= MIN_USABLE_MS) {
+    const candidates = fitting();
+    if (candidates.length === 0) {
+      logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
+      break;
+    }
     let selection: Awaited<ReturnType<typeof selector.select>>;
     try {
-      selection = await selector.select();
+      selection = await selector.select(candidates);
     } catch (error) {
       summary.errors += 1;
       logger.error('queue selection failed', { error: describe(error) });
@@ -109,11 +121,15 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     summary.selections += 1;
     const queue = selection.queue;
     let batch: readonly ReceivedMessage[] = selection.messages;
+    let longPolled = false;
+    let receivedAny = batch.length > 0;
     if (batch.length > 0) observe(deps, summary, queue, batch);
     for (let i = 0; i < queue.iterations && !stopped(); i++) {
+      if (i > 0 && (longestTaskMs.get(queue.name) ?? 0) > usableMs()) break;
       if (i > 0 || batch.length === 0) {
         const waitSeconds = Math.min(i === 0 ? selection.waitSeconds : queue.longPollSeconds, Math.floor(usableMs() / 1000));
         if (waitSeconds < 0) break;
+        longPolled ||= waitSeconds > 0;
         try {
           batch = await deps.queues.receive(
             deps.urls.queues[queue.name] as string,
@@ -128,6 +144,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
           break;
         }
         observe(deps, summary, queue, batch);
+        receivedAny ||= batch.length > 0;
       }
       if (batch.length === 0) break;
       const report = await processBatch(deps, queue, batch, options);
@@ -138,8 +155,23 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         logger.warn('batch observer failed', { error: describe(error) });
       }
     }
+    if (!receivedAny && !longPolled) await clock.sleep(Math.min(IDLE_PAUSE_MS, Math.max(0, usableMs())), options.signal);
   }
   return summary;
+}
+
+/**
+ * Per queue, the time its longest registered task needs (limit + kill grace). A queue is only
+ * received from while that fits the time left, so messages are not taken just to be released
+ * (each release adds a receive, and enough of them move a message to the DLQ).
+ */
+function longestTaskByQueue(deps: DispatcherDeps): Map<string, number> {
+  const longest = new Map<string, number>();
+  for (const def of deps.registry.values()) {
+    const need = def.timeLimitSeconds * 1000 + deps.config.dispatcher.killGraceMs;
+    longest.set(def.queue, Math.max(longest.get(def.queue) ?? 0, need));
+  }
+  return longest;
 }
 
 function observe(deps: DispatcherDeps, summary: DispatcherSummary, queue: QueueConfig, batch: readonly ReceivedMessage[]): void {
@@ -209,17 +241,38 @@ async function runOne(
   const fitsVisibility = now + needMs <= receivedAt + queue.visibilityTimeoutSeconds * 1000;
   if (options.signal?.aborted || !fitsInvocation || !fitsVisibility) {
     settlement.visibility.push({ message, seconds: 0 });
-    settlement.reports.set(message.messageId, { messageId: message.messageId, jobId: job.id, task: def.name, outcome: 'released', attempt: message.receiveCount });
+    settlement.reports.set(message.messageId, {
+      messageId: message.messageId,
+      jobId: job.id,
+      task: def.name,
+      outcome: 'released',
+      attempt: message.receiveCount,
+    });
     return;
   }
   const attempt = message.receiveCount;
   let outcome: TaskOutcome;
   try {
-    outcome = await deps.executor.run({ task: def.name, jobId: job.id, queue: queue.name, attempt, payload: job.payload, appData: job.appData, timeLimitMs });
+    outcome = await deps.executor.run({
+      task: def.name,
+      jobId: job.id,
+      queue: queue.name,
+      attempt,
+      payload: job.payload,
+      appData: job.appData,
+      timeLimitMs,
+    });
   } catch (error) {
     outcome = { status: 'failed', kind: 'crashed', durationMs: 0, error: { type: 'ExecutorError', message: describe(error) } };
   }
-  const base = { messageId: message.messageId, jobId: job.id, task: def.name, attempt, waitMs: Math.max(0, now - job.publishedAt), runMs: outcome.durationMs };
+  const base = {
+    messageId: message.messageId,
+    jobId: job.id,
+    task: def.name,
+    attempt,
+    waitMs: Math.max(0, now - job.publishedAt),
+    runMs: outcome.durationMs,
+  };
   if (outcome.status === 'succeeded') {
     settlement.deletes.push(message);
     settlement.reports.set(message.messageId, { ...base, outcome: 'succeeded' });
@@ -233,11 +286,21 @@ async function runOne(
   const seconds = retryDelaySeconds(attempt, def.backoff, deps.random);
   settlement.visibility.push({ message, seconds });
   settlement.reports.set(message.messageId, { ...base, outcome: 'retried' });
-  deps.logger.info('task failed; retrying', { task: def.name, jobId: job.id, attempt, retryInSeconds: seconds, error: outcome.error.message });
+  deps.logger.info('task failed; retrying', {
+    task: def.name,
+    jobId: job.id,
+    attempt,
+    retryInSeconds: seconds,
+    error: outcome.error.message,
+  });
 }
 
 /** Undefined means retry. Attempts are SQS receive counts until tracking makes them authoritative. */
-function archiveReasonFor(outcome: Exclude<TaskOutcome, { status: 'succeeded' }>, attempt: number, def: TaskDefinition): ArchiveReason | undefined {
+function archiveReasonFor(
+  outcome: Exclude<TaskOutcome, { status: 'succeeded' }>,
+  attempt: number,
+  def: TaskDefinition,
+): ArchiveReason | undefined {
   if (outcome.status === 'failed' && outcome.kind === 'unrecoverable') return 'unrecoverable';
   if (outcome.status === 'failed' && outcome.kind === 'invalid-payload') return 'invalid-payload';
   if (attempt < def.maxRetries + 1) return undefined;
@@ -274,7 +337,13 @@ function archive(
     outcome: 'archived',
     reason,
   });
-  deps.logger.warn('archiving message', { queue: queue.name, reason, messageId: message.messageId, task: job?.task, detail: error.message });
+  deps.logger.warn('archiving message', {
+    queue: queue.name,
+    reason,
+    messageId: message.messageId,
+    task: job?.task,
+    detail: error.message,
+  });
 }
 
 /**
@@ -322,7 +391,12 @@ async function settle(deps: DispatcherDeps, queue: QueueConfig, s: Settlement): 
   return retries;
 }
 
-function logFailures(deps: DispatcherDeps, what: string, queue: QueueConfig, failed: readonly { id: string; code: string; message: string }[]): void {
+function logFailures(
+  deps: DispatcherDeps,
+  what: string,
+  queue: QueueConfig,
+  failed: readonly { id: string; code: string; message: string }[],
+): void {
   if (failed.length === 0) return;
   deps.logger.error(`${what} failed after retries; the messages will return when their visibility expires`, {
     queue: queue.name,

@@ -35,8 +35,8 @@ export interface MessageMeta {
   readonly sentTimestamp: number;
 }
 
-/** Task names: a letter or digit, then letters, digits, `.`, `_`, `:`, `-`; no slashes, so no paths. */
-export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
+export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Job ids: 1..128 printable ASCII characters. */
 export const JOB_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 /** Deepest nesting accepted in a body; deeper bodies are archived as `too-deep` before they can exhaust a stack. */

@@ -5,8 +5,8 @@
 export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './backoff';
 export {
-  defineConfig,
   type DispatcherConfigInput,
+  defineConfig,
   type QueueConfig,
   type QueueConfigInput,
   resolveConfig,
@@ -16,6 +16,6 @@ export {
 } from './config';
 export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './envelope';
 export * from './errors';
-export { type PublishItem, type Published, Publisher, type PublisherOptions, type PublishOptions } from './publisher';
+export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publisher';
 export { seededRandom } from './random';
 export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './task';

@@ -48,7 +48,10 @@ export type PublisherOptions = {
   /** Task definitions this publisher knows: their queues and time limits are checked at publish. */
   readonly tasks?: readonly TaskDefinition[];
   readonly clock?: Clock;
-} & ({ readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never } | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never });
+} & (
+  | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
+  | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
+);
 
 /** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
 const BATCH_ENTRIES = 10;
@@ -146,14 +149,19 @@ export class Publisher {
       throw new UnknownTaskError(name, 'this publisher does not know the task; pass its definition, list it in `tasks`, or give `queue`');
     }
     const queue = this.config.queues.find((q) => q.name === queueName);
-    if (!queue) throw new UnknownQueueError(queueName, this.config.queues.map((q) => q.name));
+    if (!queue)
+      throw new UnknownQueueError(
+        queueName,
+        this.config.queues.map((q) => q.name),
+      );
     if (def && def.timeLimitSeconds * 1000 + this.config.dispatcher.killGraceMs > queue.visibilityTimeoutSeconds * 1000) {
       throw new TimeLimitExceedsVisibilityError(name, def.timeLimitSeconds, queue.name, queue.visibilityTimeoutSeconds);
     }
     const delay = options.delaySeconds ?? 0;
     if (!Number.isInteger(delay) || delay < 0 || delay > 900) throw new PublishOptionError('delaySeconds', delay, 'an integer 0..900');
     const jobId = options.id ?? randomUUID();
-    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId)) throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
     const body = encodeEnvelope({ task: name, payload: item.payload, id: jobId, appData: options.appData, publishedAt: now });
     const bytes = bodyBytes(body);
     if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);

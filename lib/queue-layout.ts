@@ -23,7 +23,13 @@ export function queueLayout(config: TaskworkerConfig, version: string): QueueSpe
   const specs: QueueSpec[] = [];
   for (const q of config.queues) {
     const deadLetterResourceName = deadLetterQueueName(config.app, version, q.name);
-    specs.push({ resourceName: deadLetterResourceName, role: 'dead-letter', queue: q.name, visibilityTimeoutSeconds: PARKED_VISIBILITY_SECONDS, retentionSeconds: MAX_RETENTION_SECONDS });
+    specs.push({
+      resourceName: deadLetterResourceName,
+      role: 'dead-letter',
+      queue: q.name,
+      visibilityTimeoutSeconds: PARKED_VISIBILITY_SECONDS,
+      retentionSeconds: MAX_RETENTION_SECONDS,
+    });
     specs.push({
       resourceName: queueResourceName(config.app, version, q.name),
       role: 'main',
@@ -33,6 +39,11 @@ export function queueLayout(config: TaskworkerConfig, version: string): QueueSpe
       redrive: { deadLetterResourceName, maxReceiveCount: q.maxReceiveCount },
     });
   }
-  specs.push({ resourceName: archiveQueueName(config.app, version), role: 'archive', visibilityTimeoutSeconds: PARKED_VISIBILITY_SECONDS, retentionSeconds: MAX_RETENTION_SECONDS });
+  specs.push({
+    resourceName: archiveQueueName(config.app, version),
+    role: 'archive',
+    visibilityTimeoutSeconds: PARKED_VISIBILITY_SECONDS,
+    retentionSeconds: MAX_RETENTION_SECONDS,
+  });
   return specs;
 }

@@ -51,7 +51,12 @@ export class DispatcherRuntime {
     this.queues = options.queues ?? new SqsQueueClient(options.sqs);
     this.executor =
       options.executor ??
-      new ThreadPoolExecutor({ bundlePath: options.bundle.path, size: config.dispatcher.concurrency, killGraceMs: config.dispatcher.killGraceMs, logger: this.logger });
+      new ThreadPoolExecutor({
+        bundlePath: options.bundle.path,
+        size: config.dispatcher.concurrency,
+        killGraceMs: config.dispatcher.killGraceMs,
+        logger: this.logger,
+      });
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
@@ -96,7 +101,8 @@ export class DispatcherRuntime {
 
   private async queueUrls(): Promise<QueueUrls> {
     if (!this.urls) {
-      if (!(this.queues instanceof SqsQueueClient)) throw new ConfigError('urls', undefined, 'queue URLs when a custom queue client is used');
+      if (!(this.queues instanceof SqsQueueClient))
+        throw new ConfigError('urls', undefined, 'queue URLs when a custom queue client is used');
       this.urls = await resolveQueueUrls(this.queues.sqs, this.options.bundle.config, this.options.version);
     }
     return this.urls;

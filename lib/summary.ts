@@ -87,7 +87,8 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
     q.retried += src.retried;
     q.released += src.released;
     q.unsettled += src.unsettled;
-    for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>) q.archived[reason] = (q.archived[reason] ?? 0) + n;
+    for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
+      q.archived[reason] = (q.archived[reason] ?? 0) + n;
     mergeHistogram(q.wait, src.wait);
     mergeHistogram(q.run, src.run);
   }

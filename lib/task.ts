@@ -37,14 +37,21 @@ export interface TaskOptions<P = unknown, R = unknown> {
   readonly unrecoverable?: readonly ErrorClass[];
   /** Checks and narrows the payload; a throw archives the job as `invalid-payload`. */
   readonly validate?: (payload: unknown) => P;
-  readonly run: (payload: P, ctx: TaskContext) => R | Promise<R>;
+  // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
+  run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
 /** A validated task, as the registry and workers hold it. */
-export interface TaskDefinition<P = unknown, R = unknown> extends Required<Omit<TaskOptions<P, R>, 'validate' | 'backoff'>> {
+export interface TaskDefinition<P = unknown, R = unknown> {
   readonly kind: typeof TASK_KIND;
+  readonly name: string;
+  readonly queue: string;
+  readonly timeLimitSeconds: number;
+  readonly maxRetries: number;
   readonly backoff: BackoffPolicy;
+  readonly unrecoverable: readonly ErrorClass[];
   readonly validate: ((payload: unknown) => P) | undefined;
+  run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
 /** A string marker, not a symbol or class, so definitions from another bundle's copy of the library still count. */
@@ -119,7 +126,12 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
     if (registry.has(def.name)) throw new TaskDefinitionError(def.name, 'name', def.name, 'a name no other task module uses');
     const queue = config.queues.find((q) => q.name === def.queue);
     if (!queue) {
-      throw new TaskDefinitionError(def.name, 'queue', def.queue, `one of the configured queues (${config.queues.map((q) => q.name).join(', ')})`);
+      throw new TaskDefinitionError(
+        def.name,
+        'queue',
+        def.queue,
+        `one of the configured queues (${config.queues.map((q) => q.name).join(', ')})`,
+      );
     }
     const needMs = def.timeLimitSeconds * 1000 + config.dispatcher.killGraceMs;
     if (needMs > queue.visibilityTimeoutSeconds * 1000) {

@@ -1,5 +1,6 @@
 declare module 'dynalite' {
   import type { Server } from 'node:http';
+
   interface DynaliteOptions {
     /** ms a CreateTable takes to become ACTIVE (0 = at once). */
     createTableMs?: number;

@@ -7,7 +7,11 @@ import { queueLayout } from '../queue-layout';
  * Creates a version's queues (main queues with redrive, DLQs, archive) from the shared layout,
  * as the CDK stack does in AWS. Idempotent. Used by `taskworker dev` on the emulator.
  */
-export async function createVersionQueues(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<QueueUrls & { deadLetter: Record<string, string> }> {
+export async function createVersionQueues(
+  sqs: SQSClient,
+  config: TaskworkerConfig,
+  version: string,
+): Promise<QueueUrls & { deadLetter: Record<string, string> }> {
   const arns = new Map<string, string>();
   const queues: Record<string, string> = {};
   const deadLetter: Record<string, string> = {};

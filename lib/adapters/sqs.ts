@@ -24,10 +24,17 @@ import type {
 } from '../ports';
 
 /** Pass a ready client or a client config, never both. Endpoints follow the SDK (`AWS_ENDPOINT_URL_SQS`). */
-export type SqsClientOption = { readonly client: SQSClient; readonly clientConfig?: never } | { readonly client?: never; readonly clientConfig?: SQSClientConfig };
+export type SqsClientOption =
+  | { readonly client: SQSClient; readonly clientConfig?: never }
+  | { readonly client?: never; readonly clientConfig?: SQSClientConfig };
 
 export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
-  return option.client ?? new SQSClient(option.clientConfig ?? {});
+  if (option.client) return option.client;
+  const config = option.clientConfig ?? {};
+  // With an endpoint override (an emulator), send every call there: the SDK would otherwise
+  // prefer the queue URL's host, which an emulator's URLs may not resolve to.
+  const overridden = config.endpoint !== undefined || Boolean(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL);
+  return new SQSClient({ ...(overridden ? { useQueueUrlAsEndpoint: false } : {}), ...config });
 }
 
 /** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */
@@ -122,8 +129,17 @@ export class SqsQueueClient implements QueueClient {
   }
 }
 
-function failures(failed: readonly { Id?: string | undefined; Code?: string | undefined; Message?: string | undefined; SenderFault?: boolean | undefined }[] | undefined): BatchFailure[] {
-  return (failed ?? []).map((f) => ({ id: f.Id ?? '', code: f.Code ?? 'Unknown', message: f.Message ?? '', senderFault: f.SenderFault === true }));
+function failures(
+  failed:
+    | readonly { Id?: string | undefined; Code?: string | undefined; Message?: string | undefined; SenderFault?: boolean | undefined }[]
+    | undefined,
+): BatchFailure[] {
+  return (failed ?? []).map((f) => ({
+    id: f.Id ?? '',
+    code: f.Code ?? 'Unknown',
+    message: f.Message ?? '',
+    senderFault: f.SenderFault === true,
+  }));
 }
 
 /**
@@ -136,6 +152,8 @@ export async function resolveQueueUrls(sqs: SQSClient, config: TaskworkerConfig,
     if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no URL for ${name}`);
     return out.QueueUrl;
   };
-  const entries = await Promise.all(config.queues.map(async (q) => [q.name, await lookup(queueResourceName(config.app, version, q.name))] as const));
+  const entries = await Promise.all(
+    config.queues.map(async (q) => [q.name, await lookup(queueResourceName(config.app, version, q.name))] as const),
+  );
   return { queues: Object.fromEntries(entries), archive: await lookup(archiveQueueName(config.app, version)) };
 }

@@ -40,6 +40,9 @@ export async function runTaskBody(def: TaskDefinition, run: TaskRun, deadline: n
 /** An AbortSignal that fires at `deadline` (epoch ms), and a way to cancel the timer. */
 export function deadlineSignal(run: TaskRun, deadline: number): { signal: AbortSignal; cancel: () => void } {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new TimeLimitExceededError(run.task, run.timeLimitMs)), Math.max(0, deadline - Date.now()));
+  const timer = setTimeout(
+    () => controller.abort(new TimeLimitExceededError(run.task, run.timeLimitMs)),
+    Math.max(0, deadline - Date.now()),
+  );
   return { signal: controller.signal, cancel: () => clearTimeout(timer) };
 }

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
-import { type RunDone, type RunRequest, WORKER_FLAG } from './worker-runtime';
 import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type RunDone, type RunRequest, WORKER_FLAG } from './worker-runtime';
 
 export interface ThreadPoolOptions {
   /** Path of the built tasks bundle (`tasks.cjs`); each thread loads it once. */
@@ -113,17 +113,30 @@ export class ThreadPoolExecutor implements TaskExecutor {
         else this.discard(worker);
         resolve(outcome);
       };
-      const crashed = (error: Error): TaskOutcome => ({ status: 'failed', kind: 'crashed', durationMs: elapsed(), error: serializeError(error) });
+      const crashed = (error: Error): TaskOutcome => ({
+        status: 'failed',
+        kind: 'crashed',
+        durationMs: elapsed(),
+        error: serializeError(error),
+      });
       const onMessage = (message: RunDone) => {
         if (message.type === 'done' && message.runId === runId) finish(message.outcome, true);
       };
       const onError = (error: Error) => {
         finish(crashed(new WorkerCrashedError(`thread running ${run.task} crashed: ${error.message}`, { cause: error })), false);
       };
-      const onExit = (code: number) => finish(crashed(new WorkerCrashedError(`thread running ${run.task} exited with code ${code}`)), false);
+      const onExit = (code: number) =>
+        finish(crashed(new WorkerCrashedError(`thread running ${run.task} exited with code ${code}`)), false);
       const killTimer = setTimeout(() => {
-        this.logger.warn('task exceeded its time limit; terminating its thread', { task: run.task, jobId: run.jobId, timeLimitMs: run.timeLimitMs });
-        finish({ status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) }, false);
+        this.logger.warn('task exceeded its time limit; terminating its thread', {
+          task: run.task,
+          jobId: run.jobId,
+          timeLimitMs: run.timeLimitMs,
+        });
+        finish(
+          { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
+          false,
+        );
       }, run.timeLimitMs + this.options.killGraceMs);
       worker.on('message', onMessage);
       worker.once('error', onError);

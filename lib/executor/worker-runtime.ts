@@ -31,7 +31,12 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
     const def = registry.get(run.task);
     let outcome: TaskOutcome;
     if (!def) {
-      outcome = { status: 'failed', kind: 'crashed', durationMs: 0, error: serializeError(new RangeError(`task ${run.task} is not in this bundle`)) };
+      outcome = {
+        status: 'failed',
+        kind: 'crashed',
+        durationMs: 0,
+        error: serializeError(new RangeError(`task ${run.task} is not in this bundle`)),
+      };
     } else {
       const deadline = Date.now() + run.timeLimitMs;
       const { signal, cancel } = deadlineSignal(run, deadline);

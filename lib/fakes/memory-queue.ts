@@ -53,7 +53,12 @@ export class MemoryQueueService implements QueueClient {
   createQueue(name: string, options: MemoryQueueOptions = {}): string {
     const url = `memory://queues/${name}`;
     if (!this.queues.has(url)) {
-      this.queues.set(url, { name, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 30, redrive: options.redrive, messages: [] });
+      this.queues.set(url, {
+        name,
+        visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 30,
+        redrive: options.redrive,
+        messages: [],
+      });
     }
     return url;
   }
@@ -107,9 +112,15 @@ export class MemoryQueueService implements QueueClient {
     const failed: BatchFailure[] = [];
     const messageIds: Record<string, string> = {};
     for (const entry of entries) {
-      const size = bodyBytes(entry.body) + Object.entries(entry.attributes ?? {}).reduce((n, [k, v]) => n + bodyBytes(k) + bodyBytes(v) + 6, 0);
+      const size =
+        bodyBytes(entry.body) + Object.entries(entry.attributes ?? {}).reduce((n, [k, v]) => n + bodyBytes(k) + bodyBytes(v) + 6, 0);
       if (size > SQS_MESSAGE_LIMIT_BYTES) {
-        failed.push({ id: entry.id, code: 'InvalidParameterValue', message: `message of ${size} bytes exceeds the limit`, senderFault: true });
+        failed.push({
+          id: entry.id,
+          code: 'InvalidParameterValue',
+          message: `message of ${size} bytes exceeds the limit`,
+          senderFault: true,
+        });
         continue;
       }
       const messageId = randomUUID();

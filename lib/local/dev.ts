@@ -102,7 +102,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dispatchers: ChildProcess[] = [];
   const startDispatcher = (): number => {
     const index = dispatchers.length;
-    const child = fork(artifact.runnerFile as string, [], { env: { ...process.env, ...dispatcherEnv }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(artifact.runnerFile as string, [], {
+      env: { ...process.env, ...dispatcherEnv },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child.on('message', (message: RunnerMessage) => {
       if (message.type === 'batch') options.onBatch?.(message.report, index);
       else if (message.type === 'invocation') options.onInvocation?.(message.summary, index);
@@ -116,7 +119,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let stopped: Promise<void> | undefined;
   const stop = () => {
     stopped ??= (async () => {
-      await Promise.all(dispatchers.map(stopChild));
+      await Promise.all(dispatchers.map((child) => stopChild(child)));
       sqs.destroy();
       await emulators?.stop();
       await rm(buildDir, { recursive: true, force: true });

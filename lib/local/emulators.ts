@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
-import { startFauxqs } from 'fauxqs';
+import { buildApp } from 'fauxqs';
 
 export interface EmulatorOptions {
   /** @defaultValue a free port */
@@ -20,7 +20,10 @@ export interface Emulators {
 /** Starts the SQS emulator (fauxqs) and the DynamoDB emulator (dynalite) in this process. */
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
   const host = options.host ?? '127.0.0.1';
-  const sqs = await startFauxqs({ port: options.sqsPort ?? 0, host, logger: false });
+  // fauxqs's own start helper listens on every interface; build its app and bind loopback only.
+  // Queue URLs it hands out read http://sqs.<region>.localhost:<port>/000000000000/<name>.
+  const sqs = buildApp({ logger: false, host: 'localhost' });
+  const sqsEndpoint = await sqs.listen({ port: options.sqsPort ?? 0, host });
   const dynamo = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -28,15 +31,15 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       dynamo.listen(options.dynamodbPort ?? 0, host, () => resolve());
     });
   } catch (error) {
-    await sqs.stop();
+    await sqs.close();
     throw error;
   }
   const dynamoPort = (dynamo.address() as AddressInfo).port;
   return {
-    sqsEndpoint: `http://${host}:${sqs.port}`,
+    sqsEndpoint,
     dynamodbEndpoint: `http://${host}:${dynamoPort}`,
     async stop() {
-      await sqs.stop();
+      await sqs.close();
       await new Promise<void>((resolve) => dynamo.close(() => resolve()));
     },
   };

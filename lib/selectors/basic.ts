@@ -27,30 +27,30 @@ export function reducedLottery<M>(env: SelectorEnv<M>, probe: 'receive' | 'attri
   const check = probe === 'receive' ? env.probes.receive : env.probes.attributes;
   return {
     name: probe === 'receive' ? 'reduced-lottery' : 'reduced-lottery-gqa',
-    async select() {
-      const pool = [...env.queues];
+    async select(candidates) {
+      const pool = [...candidates];
       while (pool.length > 0) {
         const queue = lotteryDraw(pool, env);
         const found = await check(queue);
         if (!found.empty) return taken(queue, found);
         pool.splice(pool.indexOf(queue), 1);
       }
-      return longPoll(lotteryDraw(env.queues, env));
+      return longPoll(lotteryDraw(candidates, env));
     },
   };
 }
 
 /** Plain lottery by priority, no emptiness check: may long-poll an empty queue while others wait. */
 export function lottery<M>(env: SelectorEnv<M>): QueueSelector<M> {
-  return { name: 'lottery', select: async () => longPoll(lotteryDraw(env.queues, env)) };
+  return { name: 'lottery', select: async (candidates) => longPoll(lotteryDraw(candidates, env)) };
 }
 
 /** Strict priority: the highest-priority queue that is not empty; starves lower queues under load. */
 export function strictPriority<M>(env: SelectorEnv<M>): QueueSelector<M> {
-  const ordered = [...env.queues].sort((a, b) => b.priority - a.priority);
   return {
     name: 'strict',
-    async select() {
+    async select(candidates) {
+      const ordered = [...candidates].sort((a, b) => b.priority - a.priority);
       for (const queue of ordered) {
         const found = await env.probes.receive(queue);
         if (!found.empty) return taken(queue, found);
@@ -61,12 +61,12 @@ export function strictPriority<M>(env: SelectorEnv<M>): QueueSelector<M> {
 }
 
 /** Round-robin over all queues, priority ignored: what Celery's Redis/SQS transports do. */
-export function roundRobin<M>(env: SelectorEnv<M>): QueueSelector<M> {
+export function roundRobin<M>(_env: SelectorEnv<M>): QueueSelector<M> {
   let next = 0;
   return {
     name: 'round-robin',
-    async select() {
-      const queue = env.queues[next % env.queues.length] as QueueConfig;
+    async select(candidates) {
+      const queue = candidates[next % candidates.length] as QueueConfig;
       next += 1;
       return longPoll(queue);
     },

@@ -31,7 +31,11 @@ export interface ReceiveObservation {
 
 export interface QueueSelector<M> {
   readonly name: string;
-  select(): Promise<Selection<M>>;
+  /**
+   * Picks one of `candidates` (a non-empty subset of the configured queues, in config order):
+   * the dispatcher leaves out queues whose tasks cannot finish in the time it has left.
+   */
+  select(candidates: readonly QueueConfig[]): Promise<Selection<M>>;
   observe?(observation: ReceiveObservation): void;
 }
 

@@ -1,0 +1,130 @@
+import { parseArgs } from 'node:util';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SqsQueueClient } from '../lib/adapters/sqs';
+import { quantile } from '../lib/histogram';
+import { startLocalStack } from '../lib/local/dev';
+import type { PublishItem } from '../lib/publisher';
+import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/summary';
+import { findConfigFile, formatMs, integerOption, table } from './shared';
+
+export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S]
+  The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a
+  mixed workload over three priorities, shows progress, prints a summary and exits 0 once
+  every job has succeeded or been archived.`;
+
+/** The mixed workload: steady work on every queue plus one of each kind of trouble. */
+function workload(): PublishItem[] {
+  const items: PublishItem[] = [];
+  const add = (task: string, count: number, payload: (i: number) => unknown) => {
+    for (let i = 0; i < count; i++) items.push({ task, payload: payload(i) });
+  };
+  add('rebuild-index', 30, (i) => ({ shard: i }));
+  add('sync-crm', 2, (i) => ({ account: `acct-${i}` }));
+  add('build-report', 1, () => ({ rows: 1e13 }));
+  add('resize-image', 60, (i) => ({ image: `photo-${i}.jpg`, width: 320 }));
+  add('charge-card', 4, (i) => ({ order: `order-${i}`, cents: 1999 }));
+  add('send-notification', 150, (i) => ({ user: `user-${i}`, text: 'Someone replied to your post' }));
+  return items;
+}
+
+/** Sent with a plain SendMessage, as any other SDK would: both end in the archive with a reason. */
+const RAW_MESSAGES = [
+  { queue: 'low_priority', body: 'this is not JSON' },
+  { queue: 'default', body: JSON.stringify({ task: 'no-such-task', payload: {} }) },
+];
+
+export async function demoCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { config: { type: 'string' }, dispatchers: { type: 'string' }, timeout: { type: 'string' } },
+    strict: true,
+  });
+  const timeoutMs = integerOption('--timeout', values.timeout, 110, 10, 3600) * 1000;
+  const started = Date.now();
+  const summary = emptySummary();
+  const archivedJobs: JobReport[] = [];
+  const stack = await startLocalStack({
+    configFile: findConfigFile(values.config),
+    dispatchers: integerOption('--dispatchers', values.dispatchers, 2, 1, 16),
+    version: 'demo',
+    logLevel: 'ERROR',
+    onBatch: (report) => {
+      addBatch(summary, report);
+      for (const job of report.jobs) if (job.outcome === 'archived') archivedJobs.push(job);
+    },
+  });
+  try {
+    const items = workload();
+    const expected: Record<string, number> = {};
+    for (const item of items) {
+      const queue = stack.bundle.registry.get(item.task as string)?.queue as string;
+      expected[queue] = (expected[queue] ?? 0) + 1;
+    }
+    for (const raw of RAW_MESSAGES) expected[raw.queue] = (expected[raw.queue] ?? 0) + 1;
+    const queueNames = stack.bundle.config.queues.map((q) => q.name);
+    process.stdout.write(
+      `taskworker demo: ${stack.dispatchers.length} dispatchers on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
+        `(${queueNames.map((q) => `${q} ${expected[q] ?? 0}`).join(', ')})\n`,
+    );
+    await stack.publisher.publishBatch(items);
+    for (const raw of RAW_MESSAGES)
+      await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues[raw.queue], MessageBody: raw.body }));
+
+    const queues = new SqsQueueClient({ client: stack.sqs });
+    let lastLine = '';
+    for (;;) {
+      const depths = await Promise.all(queueNames.map((q) => queues.depth(stack.urls.queues[q] as string)));
+      const pending = depths.reduce((n, d) => n + d.visible + d.inFlight + d.delayed, 0);
+      const done = (q: string) => {
+        const s = summary.queues[q];
+        return s ? s.succeeded + archivedTotal(s) : 0;
+      };
+      const line = queueNames
+        .map((q, i) => {
+          const d = depths[i] as { visible: number; inFlight: number; delayed: number };
+          return `${q} ${done(q)}/${expected[q] ?? 0} done (${d.visible} waiting, ${d.inFlight} running, ${d.delayed} delayed)`;
+        })
+        .join(' · ');
+      if (line !== lastLine) process.stdout.write(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${line}\n`);
+      lastLine = line;
+      if (pending === 0 && queueNames.every((q) => done(q) >= (expected[q] ?? 0))) break;
+      if (Date.now() - started > timeoutMs) {
+        process.stdout.write(`demo did not settle within ${timeoutMs / 1000} s\n`);
+        return 1;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
+    process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
+    return 0;
+  } finally {
+    await stack.stop();
+  }
+}
+
+function summaryTable(summary: DispatcherSummary, queues: readonly string[], expected: Record<string, number>): string {
+  return table(
+    ['queue', 'published', 'succeeded', 'retries', 'archived', 'wait p50', 'wait p99', 'run p50'],
+    queues.map((name) => {
+      const q = summary.queues[name];
+      return [
+        name,
+        expected[name] ?? 0,
+        q?.succeeded ?? 0,
+        q?.retried ?? 0,
+        q ? archivedTotal(q) : 0,
+        q ? formatMs(quantile(q.wait, 0.5)) : '–',
+        q ? formatMs(quantile(q.wait, 0.99)) : '–',
+        q ? formatMs(quantile(q.run, 0.5)) : '–',
+      ];
+    }),
+  );
+}
+
+function archiveList(jobs: readonly JobReport[]): string {
+  if (jobs.length === 0) return 'archived: none';
+  return [
+    'archived (reason · task · job):',
+    ...jobs.map((j) => `  ${(j.reason ?? '').padEnd(13)} ${(j.task ?? '(none)').padEnd(14)} ${j.jobId ?? j.messageId}`),
+  ].join('\n');
+}

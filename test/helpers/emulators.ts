@@ -1,0 +1,52 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { createVersionQueues } from '../../lib/adapters/sqs-admin';
+import { buildTasksBundle } from '../../lib/build';
+import { loadTaskBundle, type TaskBundle } from '../../lib/bundle';
+import type { TaskworkerConfig } from '../../lib/config';
+import { type Emulators, startEmulators } from '../../lib/local/emulators';
+
+export const FIXTURE_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');
+
+export interface EmulatorHarness {
+  readonly emulators: Emulators;
+  readonly sqs: SQSClient;
+}
+
+/** Starts fauxqs and dynalite on free ports for one test file. */
+export async function startHarness(): Promise<EmulatorHarness> {
+  const emulators = await startEmulators();
+  const sqs = new SQSClient({
+    region: 'us-east-1',
+    endpoint: emulators.sqsEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  return { emulators, sqs };
+}
+
+export async function stopHarness(h: EmulatorHarness | undefined): Promise<void> {
+  h?.sqs.destroy();
+  await h?.emulators.stop();
+}
+
+/** Builds the fixture tasks bundle with esbuild (the same path Lambda's artifact takes). */
+export async function buildFixtureBundle(configFile = FIXTURE_CONFIG): Promise<TaskBundle> {
+  const dir = mkdtempSync(join(tmpdir(), 'tw-test-bundle-'));
+  const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(dir, 'tasks.cjs') });
+  return loadTaskBundle(tasksFile);
+}
+
+let versionCounter = 0;
+
+/** Fresh queues for one test: a unique version name keeps tests in a file apart. */
+export async function freshQueues(h: EmulatorHarness, config: TaskworkerConfig) {
+  versionCounter += 1;
+  const version = `t${versionCounter}`;
+  return { version, urls: await createVersionQueues(h.sqs, config, version) };
+}
+
+export function tempFile(name: string): string {
+  return join(mkdtempSync(join(tmpdir(), 'tw-test-')), name);
+}

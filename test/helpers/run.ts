@@ -1,0 +1,41 @@
+import { readFileSync } from 'node:fs';
+import type { DispatcherRuntime } from '../../lib/runtime';
+import type { DispatcherSummary } from '../../lib/summary';
+
+/** Polls `check` every 50 ms until it holds; throws with `what` if `timeoutMs` passes first. */
+export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Runs a dispatcher until `done` holds, then stops it the way SIGTERM would and returns its summary. */
+export async function runUntil(
+  runtime: DispatcherRuntime,
+  what: string,
+  done: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<DispatcherSummary> {
+  const stop = new AbortController();
+  const running = runtime.invoke(Date.now() + 60_000, stop.signal);
+  try {
+    await eventually(what, done, timeoutMs);
+  } finally {
+    stop.abort();
+  }
+  return running;
+}
+
+/** The JSON lines fixture tasks appended to a journal file. */
+export function readJournal(file: string): Array<Record<string, unknown>> {
+  try {
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,102 @@
+import { main } from '../../cli/taskworker';
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+
+/** Runs the CLI in-process and captures what it prints. */
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const stdout = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    out += String(chunk);
+    return true;
+  });
+  const stderr = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    err += String(chunk);
+    return true;
+  });
+  try {
+    return { code: await main(argv), out, err };
+  } finally {
+    stdout.mockRestore();
+    stderr.mockRestore();
+  }
+}
+
+describe('taskworker CLI', () => {
+  let stack: LocalStack;
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    stack = await startLocalStack({ configFile: FIXTURE_CONFIG });
+    Object.assign(process.env, stack.env);
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await stack.stop();
+  });
+
+  it('publish: sends a task that the local dispatcher runs, and prints the job', async () => {
+    const journal = tempFile('journal.jsonl');
+    const result = await cli(
+      'publish',
+      'record',
+      '--payload',
+      JSON.stringify({ journal, n: 7 }),
+      '--app-data',
+      '{"via":"cli"}',
+      '--version',
+      stack.version,
+      '--config',
+      FIXTURE_CONFIG,
+      '--json',
+    );
+    expect(result.code).toBe(0);
+    const printed = JSON.parse(result.out) as { jobId: string; queue: string };
+    expect(printed.queue).toBe('urgent');
+    await eventually('the task', () => readJournal(journal).length === 1);
+    expect(readJournal(journal)[0]).toMatchObject({ n: 7, jobId: printed.jobId, appData: { via: 'cli' } });
+  });
+
+  it('publish: --delay and --queue are honoured', async () => {
+    const result = await cli(
+      'publish',
+      'from-another-service',
+      '--payload',
+      '{}',
+      '--queue',
+      'routine',
+      '--delay',
+      '60',
+      '--version',
+      stack.version,
+      '--config',
+      FIXTURE_CONFIG,
+    );
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/published from-another-service to routine/);
+  });
+
+  it.each([
+    [['publish'], /expected exactly one TASK/],
+    [['publish', 'record', '--payload', '{not json', '--version', 'dev', '--config', FIXTURE_CONFIG], /--payload is not valid JSON/],
+    [['publish', 'record', '--delay', '901', '--version', 'dev', '--config', FIXTURE_CONFIG], /--delay 901: expected an integer 0..900/],
+    [['publish', 'nope', '--version', 'dev', '--config', FIXTURE_CONFIG], /task nope is not defined/],
+    [['publish', 'record', '--config', 'missing.config.ts', '--version', 'dev'], /no such file/],
+    [['frobnicate'], /unknown command/],
+  ])('rejects bad usage with exit code 2: %j', async (argv, message) => {
+    const result = await cli(...argv);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(message);
+  });
+});
+
+describe('npm start (taskworker demo)', () => {
+  it('publishes the mixed workload, settles every job and exits 0 with a summary', async () => {
+    const result = await cli('demo');
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/all \d+ jobs settled/);
+    for (const reason of ['timed-out', 'exhausted', 'malformed', 'unknown-task']) expect(result.out).toContain(reason);
+    expect(result.out).toMatch(/high_priority\s+150\s+150/);
+  }, 150_000);
+});

@@ -1,0 +1,176 @@
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { readArchiveRecord } from '../../lib/archive';
+import type { TaskBundle } from '../../lib/bundle';
+import { silentLogger } from '../../lib/ports';
+import { Publisher } from '../../lib/publisher';
+import { DispatcherRuntime } from '../../lib/runtime';
+import type { BatchReport, JobReport } from '../../lib/summary';
+import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { FaultyQueue } from '../helpers/faulty-queue';
+import { eventually, readJournal, runUntil } from '../helpers/run';
+
+let h: EmulatorHarness;
+let bundle: TaskBundle;
+
+beforeAll(async () => {
+  h = await startHarness();
+  bundle = await buildFixtureBundle();
+});
+afterAll(() => stopHarness(h));
+
+/** A dispatcher (worker threads, real SQS adapter on fauxqs) and a publisher on fresh queues. */
+async function system(options: { faulty?: boolean } = {}) {
+  const { version, urls } = await freshQueues(h, bundle.config);
+  const sqs = new SqsQueueClient({ client: h.sqs });
+  const queues = options.faulty ? new FaultyQueue(sqs) : undefined;
+  const reports: BatchReport[] = [];
+  const runtime = new DispatcherRuntime({
+    bundle,
+    version,
+    urls,
+    sqs: { client: h.sqs },
+    ...(queues ? { queues } : {}),
+    logger: silentLogger,
+    observer: { onBatch: (r) => reports.push(r) },
+  });
+  const publisher = new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: sqs, urls });
+  const jobs = (): JobReport[] => reports.flatMap((r) => r.jobs);
+  const archive = async () => {
+    const messages = await sqs.receive(urls.archive, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
+    return messages.map((m) => ({ body: m.body, record: readArchiveRecord(m.attributes) }));
+  };
+  const depth = (queue: string) => sqs.depth(urls.queues[queue] as string);
+  return { version, urls, runtime, publisher, reports, jobs, archive, depth, faulty: queues };
+}
+
+type System = Awaited<ReturnType<typeof system>>;
+let current: System | undefined;
+afterEach(async () => {
+  await current?.runtime.close();
+  current = undefined;
+});
+async function fresh(options?: { faulty?: boolean }): Promise<System> {
+  current = await system(options);
+  return current;
+}
+
+describe('dispatcher on fauxqs with worker threads', () => {
+  it('publishes, runs and deletes', async () => {
+    const s = await fresh();
+    const journal = tempFile('journal.jsonl');
+    const { jobId } = await s.publisher.publish('record', { journal, n: 1 }, { appData: { tenant: 'acme' } });
+    await runUntil(s.runtime, 'the task to run', () => s.jobs().length === 1);
+    expect(readJournal(journal)).toEqual([{ task: 'record', n: 1, jobId, attempt: 1, appData: { tenant: 'acme' } }]);
+    expect(s.jobs()[0]?.outcome).toBe('succeeded');
+    expect(await s.depth('urgent')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('retries a failing task by visibility (same message, no re-send) until it succeeds', async () => {
+    const s = await fresh();
+    const journal = tempFile('journal.jsonl');
+    await s.publisher.publish('flaky', { journal, succeedOn: 3 });
+    await runUntil(s.runtime, 'the third attempt', () => s.jobs().some((j) => j.outcome === 'succeeded'), 30_000);
+    expect(s.jobs().map((j) => [j.outcome, j.attempt])).toEqual([
+      ['retried', 1],
+      ['retried', 2],
+      ['succeeded', 3],
+    ]);
+    expect(new Set(s.jobs().map((j) => j.messageId)).size).toBe(1);
+    expect(readJournal(journal).map((e) => e.attempt)).toEqual([1, 2, 3]);
+    expect(await s.archive()).toEqual([]);
+  });
+
+  it('archives an exhausted task with its reason, error and attempts, then deletes it', async () => {
+    const s = await fresh();
+    const { jobId } = await s.publisher.publish('doomed', {});
+    await runUntil(s.runtime, 'the job to be archived', () => s.jobs().some((j) => j.outcome === 'archived'), 30_000);
+    const [archived] = await s.archive();
+    expect(archived?.record).toMatchObject({
+      reason: 'exhausted',
+      attempts: 2,
+      errorType: 'Error',
+      detail: 'downstream said no',
+      task: 'doomed',
+      jobId,
+      queue: 'urgent',
+    });
+    expect(await s.depth('urgent')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('archives an unrecoverable error class of the task at once', async () => {
+    const s = await fresh();
+    await s.publisher.publish('doomed', { fatal: true });
+    await runUntil(s.runtime, 'the job to be archived', () => s.jobs().length === 1);
+    expect((await s.archive())[0]?.record).toMatchObject({ reason: 'unrecoverable', errorType: 'LedgerClosed', attempts: 1 });
+  });
+
+  it('kills a CPU-bound loop at its time limit while the rest of the batch succeeds', async () => {
+    const s = await fresh();
+    const journal = tempFile('journal.jsonl');
+    await s.publisher.publishBatch([{ task: 'spin', payload: {} }, ...[1, 2, 3].map((n) => ({ task: 'record', payload: { journal, n } }))]);
+    await runUntil(s.runtime, 'all four jobs', () => s.jobs().length === 4);
+    const spin = s.jobs().find((j) => j.task === 'spin');
+    expect(spin).toMatchObject({ outcome: 'archived', reason: 'timed-out' });
+    // Limit 1 s + kill grace 0.2 s: the thread was terminated, not left spinning.
+    expect(spin?.runMs).toBeGreaterThanOrEqual(1000);
+    expect(
+      readJournal(journal)
+        .map((e) => e.n)
+        .sort(),
+    ).toEqual([1, 2, 3]);
+    expect((await s.archive())[0]?.record).toMatchObject({ reason: 'timed-out', errorType: 'TimeLimitExceededError' });
+    // The pool replaced the terminated thread: more work still runs.
+    await s.publisher.publish('record', { journal, n: 4 });
+    await runUntil(s.runtime, 'a task after the kill', () => readJournal(journal).length === 4);
+  });
+
+  it('archives malformed JSON, an unknown task and an invalid payload, each with its reason', async () => {
+    const s = await fresh();
+    const send = (queue: string, body: string) => h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues[queue], MessageBody: body }));
+    await send('urgent', '{"task": "record", ');
+    await send('urgent', JSON.stringify({ task: 'os.system', payload: 'rm -rf /' }));
+    await send('routine', JSON.stringify({ task: 'strict-input', payload: { count: 'three' } }));
+    await runUntil(s.runtime, 'three archived jobs', () => s.jobs().filter((j) => j.outcome === 'archived').length === 3);
+    const records = (await s.archive()).map((a) => a.record);
+    expect(records.map((r) => r?.reason).sort()).toEqual(['invalid-payload', 'malformed', 'unknown-task']);
+    expect(records.find((r) => r?.reason === 'malformed')?.code).toBe('not-json');
+    expect(records.find((r) => r?.reason === 'invalid-payload')?.detail).toContain('count must be a number');
+  });
+
+  it('loses nothing when batch calls partly fail', async () => {
+    const s = await fresh({ faulty: true });
+    const journal = tempFile('journal.jsonl');
+    s.faulty?.inject({ operation: 'deleteBatch', failEntries: 3, code: 'InternalError' });
+    s.faulty?.inject({ operation: 'receive', throws: 'ServiceUnavailable' });
+    s.faulty?.inject({ operation: 'sendBatch', failEntries: 1, code: 'ServiceUnavailable' });
+    await s.publisher.publishBatch([
+      ...Array.from({ length: 6 }, (_, n) => ({ task: 'record', payload: { journal, n } })),
+      { task: 'doomed', payload: { fatal: true } },
+    ]);
+    await runUntil(s.runtime, 'all queues to drain', async () => {
+      const d = await s.depth('urgent');
+      return s.jobs().length >= 7 && d.visible + d.inFlight + d.delayed === 0;
+    });
+    expect(new Set(readJournal(journal).map((e) => e.n))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
+    expect(await s.archive()).toHaveLength(1);
+    expect(s.faulty?.injected).toMatchObject({ deleteBatch: 1, receive: 1, sendBatch: 1 });
+  });
+
+  it('releases unstarted messages at the end of its time budget, unrun and visible again', async () => {
+    const s = await fresh();
+    const journal = tempFile('journal.jsonl');
+    await s.publisher.publishBatch(Array.from({ length: 10 }, (_, n) => ({ task: 'nap', payload: { journal, ms: 900, n } })));
+    // 2.4 s usable (urgent's longest task needs 2.2 s, so it is received); concurrency 4; each nap
+    // needs 1.2 s of budget: the third group (of one batch of 10) would start at ~1.8 s and cannot fit.
+    const summary = await s.runtime.invoke(Date.now() + 2600);
+    const outcomes = s.jobs().map((j) => j.outcome);
+    expect(outcomes).toHaveLength(10);
+    const released = outcomes.filter((o) => o === 'released').length;
+    expect(released).toBeGreaterThanOrEqual(2);
+    expect(outcomes.filter((o) => o === 'succeeded').length + released).toBe(10);
+    expect(readJournal(journal)).toHaveLength(10 - released);
+    expect((await s.depth('urgent')).visible).toBe(released);
+    expect(summary.queues.urgent?.released).toBe(released);
+  });
+});
