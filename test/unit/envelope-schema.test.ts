@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import { decodeEnvelope } from '../../lib/envelope';
+
+const schema = JSON.parse(readFileSync(join(__dirname, '..', '..', 'schema', 'envelope-v1.schema.json'), 'utf8'));
+const validate = new Ajv2020({ strict: true, allowUnionTypes: true }).compile(schema);
+
+/** Bodies within the schema's reach (size and depth limits are the codec's alone). */
+const corpus: unknown[] = [
+  { task: 'send-email' },
+  { task: 'send-email', payload: { to: 'x' } },
+  { task: 'a.b_c-d', payload: null, id: 'job-1', appData: [1, 'two'], publishedAt: 0, v: 1 },
+  { task: 'x', v: 2 },
+  { task: 'x', v: '1' },
+  { task: '' },
+  { task: '../etc/passwd' },
+  { task: 'node:fs' },
+  { task: 42 },
+  { payload: {} },
+  { task: 'x', id: '' },
+  { task: 'x', id: 'has space' },
+  { task: 'x', id: 'x'.repeat(129) },
+  { task: 'x', id: 7 },
+  { task: 'x', publishedAt: -1 },
+  { task: 'x', publishedAt: 1.5 },
+  { task: 'x', publishedAt: '2026-01-01' },
+  { task: 'x', extra: 'ignored by both' },
+  [],
+  'task',
+  null,
+];
+
+describe('the published JSON Schema', () => {
+  it.each(corpus.map((body) => [JSON.stringify(body), body]))('agrees with the codec on %s', (_label, body) => {
+    let decoded = true;
+    try {
+      decodeEnvelope(JSON.stringify(body), { messageId: 'm', sentTimestamp: 1 });
+    } catch {
+      decoded = false;
+    }
+    expect(validate(body)).toBe(decoded);
+  });
+
+  it('accepts its own examples', () => {
+    for (const example of schema.examples) expect(validate(example)).toBe(true);
+  });
+});
