@@ -4,6 +4,15 @@ import { ConfigError } from './errors';
 export const SELECTOR_NAMES = ['reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
 export type SelectorName = (typeof SELECTOR_NAMES)[number];
 
+/** How much a queue's jobs are recorded in DynamoDB: the cost the user chooses per queue. */
+export const TRACKING_MODES = ['full', 'failures', 'off'] as const;
+/**
+ * - `full`: a claim before every run (duplicate deliveries never run twice) and every transition.
+ * - `failures`: a record only for retries and archives; no claim.
+ * - `off`: no job records (stats are still kept).
+ */
+export type TrackingMode = (typeof TRACKING_MODES)[number];
+
 /** One priority queue, as written in the config file. */
 export interface QueueConfigInput {
   /** Queue name inside the app, e.g. `high_priority`. Lowercase letters, digits, `_`. */
@@ -24,6 +33,8 @@ export interface QueueConfigInput {
   readonly slaSeconds?: number;
   /** Message retention in seconds, 60..1123200 (13 days): the DLQ keeps 14 days, and must outlast it. @defaultValue 345600 */
   readonly retentionSeconds?: number;
+  /** Job records kept for this queue's jobs. @defaultValue 'full' */
+  readonly tracking?: TrackingMode;
 }
 
 export type QueueConfig = Required<QueueConfigInput>;
@@ -46,6 +57,18 @@ export interface DispatcherConfigInput {
 
 export type DispatcherConfig = Required<DispatcherConfigInput>;
 
+/** Retention of what the jobs and stats tables hold (qless's jobs-history and stats-history). */
+export interface TrackingConfigInput {
+  /** Days a finished job's record is kept (DynamoDB TTL). @defaultValue 7 */
+  readonly jobRetentionDays?: number;
+  /** Days per-queue daily stats are kept. @defaultValue 30 */
+  readonly statsRetentionDays?: number;
+  /** Most recent transitions kept in a job's history. @defaultValue 20 */
+  readonly historyLimit?: number;
+}
+
+export type TrackingConfig = Required<TrackingConfigInput>;
+
 /** The whole app: the single source for the CDK stack and the local runtime. */
 export interface TaskworkerConfigInput {
   /** Resource name prefix; names are `<app>-<version>-<queue>`. Lowercase letters, digits, `-`. */
@@ -54,6 +77,7 @@ export interface TaskworkerConfigInput {
   readonly tasksDir?: string;
   readonly queues: readonly QueueConfigInput[];
   readonly dispatcher?: DispatcherConfigInput;
+  readonly tracking?: TrackingConfigInput;
 }
 
 export interface TaskworkerConfig {
@@ -61,6 +85,7 @@ export interface TaskworkerConfig {
   readonly tasksDir: string;
   readonly queues: readonly QueueConfig[];
   readonly dispatcher: DispatcherConfig;
+  readonly tracking: TrackingConfig;
 }
 
 export const QUEUE_DEFAULTS = {
@@ -71,7 +96,10 @@ export const QUEUE_DEFAULTS = {
   maxReceiveCount: 10,
   slaSeconds: 60,
   retentionSeconds: 345_600,
+  tracking: 'full',
 } as const satisfies Omit<QueueConfig, 'name' | 'priority'>;
+
+export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
 
 export const DISPATCHER_DEFAULTS: DispatcherConfig = {
   selector: 'reduced-lottery',
@@ -114,6 +142,7 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     seen.add(q.name);
   });
   const dispatcher = resolveDispatcher(root.dispatcher);
+  const tracking = resolveTracking(root.tracking);
   const longestName = queueResourceName(
     app,
     'x'.repeat(20),
@@ -122,7 +151,17 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   if (`${longestName}-dlq`.length > SQS_NAME_MAX) {
     throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${SQS_NAME_MAX} chars`);
   }
-  return { app, tasksDir, queues, dispatcher };
+  return { app, tasksDir, queues, dispatcher, tracking };
+}
+
+function resolveTracking(input: unknown): TrackingConfig {
+  const t = input === undefined ? {} : objectAt('tracking', input);
+  const d = TRACKING_DEFAULTS;
+  return {
+    jobRetentionDays: integerIn('tracking.jobRetentionDays', t.jobRetentionDays ?? d.jobRetentionDays, 1, 3650),
+    statsRetentionDays: integerIn('tracking.statsRetentionDays', t.statsRetentionDays ?? d.statsRetentionDays, 1, 3650),
+    historyLimit: integerIn('tracking.historyLimit', t.historyLimit ?? d.historyLimit, 1, 200),
+  };
 }
 
 function resolveQueue(path: string, input: unknown): QueueConfig {
@@ -143,18 +182,15 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     maxReceiveCount: integerIn(`${path}.maxReceiveCount`, q.maxReceiveCount ?? d.maxReceiveCount, 1, 1000),
     slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600),
     retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
+    tracking: oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES),
   };
 }
 
 function resolveDispatcher(input: unknown): DispatcherConfig {
   const p = input === undefined ? {} : objectAt('dispatcher', input);
   const d = DISPATCHER_DEFAULTS;
-  const selector = p.selector ?? d.selector;
-  if (!(SELECTOR_NAMES as readonly unknown[]).includes(selector)) {
-    throw new ConfigError('dispatcher.selector', selector, `one of ${SELECTOR_NAMES.join(', ')}`);
-  }
   const config: DispatcherConfig = {
-    selector: selector as SelectorName,
+    selector: oneOf('dispatcher.selector', p.selector ?? d.selector, SELECTOR_NAMES),
     concurrency: integerIn('dispatcher.concurrency', p.concurrency ?? d.concurrency, 1, 64),
     timeoutSeconds: integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, 900),
     memoryMb: integerIn('dispatcher.memoryMb', p.memoryMb ?? d.memoryMb, 128, 10_240),
@@ -186,6 +222,11 @@ export function deadLetterQueueName(app: string, version: string, queue: string)
   return `${queueResourceName(app, version, queue)}-dlq`;
 }
 
+/** DynamoDB table names of a version. */
+export function tableNames(app: string, version: string): { jobs: string; stats: string } {
+  return { jobs: `${app}-${version}-jobs`, stats: `${app}-${version}-stats` };
+}
+
 /** SQS queue name of the version's archive queue. */
 export function archiveQueueName(app: string, version: string): string {
   return `${app}-${version}-archive`;
@@ -194,6 +235,11 @@ export function archiveQueueName(app: string, version: string): string {
 /** Looks a configured queue up by name. */
 export function queueByName(config: TaskworkerConfig, name: string): QueueConfig | undefined {
   return config.queues.find((q) => q.name === name);
+}
+
+function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {
+  if (!(allowed as readonly unknown[]).includes(value)) throw new ConfigError(field, value, `one of ${allowed.join(', ')}`);
+  return value as T;
 }
 
 function objectAt(field: string, value: unknown): Record<string, unknown> {

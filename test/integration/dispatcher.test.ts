@@ -8,7 +8,7 @@ import { DispatcherRuntime } from '../../lib/runtime';
 import type { BatchReport, JobReport } from '../../lib/summary';
 import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness, tempFile } from '../helpers/emulators';
 import { FaultyQueue } from '../helpers/faulty-queue';
-import { eventually, readJournal, runUntil } from '../helpers/run';
+import { readJournal, runUntil } from '../helpers/run';
 
 let h: EmulatorHarness;
 let bundle: TaskBundle;

@@ -1,0 +1,40 @@
+/**
+ * The DynamoDB tables of a version, described once for the CDK stack and `taskworker dev`.
+ *
+ * jobs: one item per job, keyed by `jobId`. Jobs in a state operators list (retrying, archived)
+ * also carry `queueState` = `<queue>#<state>` and appear in the sparse `byQueueState` index,
+ * newest first by `updatedAt`; the common path (claimed, then succeeded) writes no index entries.
+ *
+ * stats: one item per queue and UTC day, keyed by `pk` = `<queue>#<YYYY-MM-DD>`, updated with
+ * atomic ADDs (one per queue per batch).
+ *
+ * Both expire through TTL on `expiresAt` (epoch seconds).
+ */
+export interface TableSpec {
+  readonly role: 'jobs' | 'stats';
+  readonly partitionKey: { readonly name: string; readonly type: 'S' };
+  readonly ttlAttribute: string;
+  readonly indexes: readonly {
+    readonly name: string;
+    readonly partitionKey: { readonly name: string; readonly type: 'S' };
+    readonly sortKey: { readonly name: string; readonly type: 'N' };
+  }[];
+}
+
+export const JOBS_BY_QUEUE_STATE_INDEX = 'byQueueState';
+export const TTL_ATTRIBUTE = 'expiresAt';
+
+export const TABLES: readonly TableSpec[] = [
+  {
+    role: 'jobs',
+    partitionKey: { name: 'jobId', type: 'S' },
+    ttlAttribute: TTL_ATTRIBUTE,
+    indexes: [{ name: JOBS_BY_QUEUE_STATE_INDEX, partitionKey: { name: 'queueState', type: 'S' }, sortKey: { name: 'updatedAt', type: 'N' } }],
+  },
+  {
+    role: 'stats',
+    partitionKey: { name: 'pk', type: 'S' },
+    ttlAttribute: TTL_ATTRIBUTE,
+    indexes: [],
+  },
+];
