@@ -1,8 +1,13 @@
 import type { ArchiveReason } from './archive';
 import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from './histogram';
 
-/** How one received message left the dispatcher's hands. */
-export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released';
+/**
+ * How one received message left the dispatcher's hands. `duplicate`: the job had already
+ * finished, so the message was deleted unrun. `deferred`: another live worker holds the job; the
+ * message returns when that lease ends. `stale`: this worker's lease was taken over while it ran,
+ * so its outcome was rejected and the message left to the new owner.
+ */
+export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale';
 
 export interface JobReport {
   readonly messageId: string;
@@ -14,6 +19,8 @@ export interface JobReport {
   /** Publish → start, ms (only for tasks that started). */
   readonly waitMs?: number;
   readonly runMs?: number;
+  /** The run was stopped at its time limit. */
+  readonly timedOut?: boolean;
   /** True when the settle call for this outcome still failed after retries (the message will come back). */
   readonly unsettled?: boolean;
 }
@@ -31,6 +38,9 @@ export interface QueueSummary {
   succeeded: number;
   retried: number;
   released: number;
+  duplicate: number;
+  deferred: number;
+  stale: number;
   unsettled: number;
   archived: Partial<Record<ArchiveReason, number>>;
   wait: Histogram;
@@ -53,7 +63,19 @@ export function emptySummary(): DispatcherSummary {
 function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
   let q = summary.queues[queue];
   if (!q) {
-    q = { received: 0, succeeded: 0, retried: 0, released: 0, unsettled: 0, archived: {}, wait: emptyHistogram(), run: emptyHistogram() };
+    q = {
+      received: 0,
+      succeeded: 0,
+      retried: 0,
+      released: 0,
+      duplicate: 0,
+      deferred: 0,
+      stale: 0,
+      unsettled: 0,
+      archived: {},
+      wait: emptyHistogram(),
+      run: emptyHistogram(),
+    };
     summary.queues[queue] = q;
   }
   return q;
@@ -82,11 +104,8 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
   into.errors += from.errors;
   for (const [name, src] of Object.entries(from.queues)) {
     const q = queueSummary(into, name);
-    q.received += src.received;
-    q.succeeded += src.succeeded;
-    q.retried += src.retried;
-    q.released += src.released;
-    q.unsettled += src.unsettled;
+    for (const key of ['received', 'succeeded', 'retried', 'released', 'duplicate', 'deferred', 'stale', 'unsettled'] as const)
+      q[key] += src[key];
     for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
       q.archived[reason] = (q.archived[reason] ?? 0) + n;
     mergeHistogram(q.wait, src.wait);

@@ -29,7 +29,9 @@ export const TABLES: readonly TableSpec[] = [
     role: 'jobs',
     partitionKey: { name: 'jobId', type: 'S' },
     ttlAttribute: TTL_ATTRIBUTE,
-    indexes: [{ name: JOBS_BY_QUEUE_STATE_INDEX, partitionKey: { name: 'queueState', type: 'S' }, sortKey: { name: 'updatedAt', type: 'N' } }],
+    indexes: [
+      { name: JOBS_BY_QUEUE_STATE_INDEX, partitionKey: { name: 'queueState', type: 'S' }, sortKey: { name: 'updatedAt', type: 'N' } },
+    ],
   },
   {
     role: 'stats',
