@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { loadTaskBundle } from '../lib/bundle';
@@ -9,6 +10,7 @@ import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
 import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/runtime';
 import type { DispatcherSummary } from '../lib/summary';
+import { combineObservers, createDispatcherMetrics } from './metrics';
 
 export interface DispatcherFunctionOptions {
   readonly env?: NodeJS.ProcessEnv;
@@ -29,6 +31,8 @@ export interface DispatcherFunction {
 export function createDispatcherFunction(options: DispatcherFunctionOptions = {}): DispatcherFunction {
   const env = options.env ?? process.env;
   const logger = new Logger({ serviceName: 'taskworker-dispatcher', logLevel: (env.TASKWORKER_LOG_LEVEL as 'INFO' | undefined) ?? 'INFO' });
+  // EMF metrics: flushed per settled batch (an invocation lasts minutes), and per invocation by logMetrics.
+  const metrics = createDispatcherMetrics({ env });
   let runtime: DispatcherRuntime | undefined;
   let stopping = new AbortController();
 
@@ -42,7 +46,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       version,
       logger: structured(logger),
       ...(urls ? { urls } : {}),
-      ...(options.observer ? { observer: options.observer } : {}),
+      observer: combineObservers(metrics.observer, options.observer),
     });
     created.warm();
     return created;
@@ -51,11 +55,15 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
   const run = async (_event: unknown, context: Context): Promise<DispatcherSummary> => {
     runtime ??= init();
     if (stopping.signal.aborted) stopping = new AbortController();
-    return runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal);
+    const summary = await runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal);
+    metrics.recordInvocation(summary);
+    return summary;
   };
 
   return {
-    handler: middy(run).use(injectLambdaContext(logger)) as unknown as DispatcherFunction['handler'],
+    handler: middy(run)
+      .use(injectLambdaContext(logger))
+      .use(logMetrics(metrics.metrics, { captureColdStartMetric: true })) as unknown as DispatcherFunction['handler'],
     stop: () => stopping.abort(),
     close: async () => {
       await runtime?.close();

@@ -98,6 +98,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     AWS_LAMBDA_FUNCTION_NAME: `${bundle.config.app}-${version}-dispatcher`,
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(bundle.config.dispatcher.memoryMb),
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
+    POWERTOOLS_METRICS_DISABLED: 'true',
   };
   const dispatchers: ChildProcess[] = [];
   const startDispatcher = (): number => {
