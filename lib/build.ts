@@ -18,6 +18,12 @@ export interface ArtifactOptions {
   readonly minify?: boolean;
   /** Also build `runner.js`, the local stand-in for the Lambda runtime. @defaultValue false */
   readonly localRunner?: boolean;
+  /**
+   * Bundle the AWS SDK (`@aws-sdk/*`) into the artifact, or leave it to the Lambda runtime's copy.
+   * Bundled is what the stack deploys: measured in BENCHMARKS.md (`npm run bench:artifact`).
+   * @defaultValue true
+   */
+  readonly bundleAwsSdk?: boolean;
 }
 
 export interface Artifact {
@@ -44,7 +50,7 @@ export function listTaskModules(tasksDir: string): string[] {
     .map((f) => join(tasksDir, f));
 }
 
-const esbuildDefaults = (minify: boolean): EsbuildOptions => ({
+const esbuildDefaults = (minify: boolean, bundleAwsSdk = true): EsbuildOptions => ({
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -54,7 +60,8 @@ const esbuildDefaults = (minify: boolean): EsbuildOptions => ({
   logLevel: 'silent',
   alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
   // Dev-only packages that must never reach a Lambda bundle.
-  external: ['fauxqs', 'dynalite', 'esbuild'],
+  // With bundleAwsSdk false, `@aws-sdk/*` resolves at run time (Lambda's runtime ships v3).
+  external: ['fauxqs', 'dynalite', 'esbuild', ...(bundleAwsSdk ? [] : ['@aws-sdk/*'])],
 });
 
 export interface TasksBundleOptions {
@@ -62,6 +69,8 @@ export interface TasksBundleOptions {
   readonly tasksDir?: string;
   readonly outFile: string;
   readonly minify?: boolean;
+  /** @defaultValue true */
+  readonly bundleAwsSdk?: boolean;
 }
 
 /**
@@ -86,7 +95,7 @@ export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ t
   ].join('\n');
   const tasksFile = resolve(options.outFile);
   await esbuildOrThrow({
-    ...esbuildDefaults(options.minify ?? false),
+    ...esbuildDefaults(options.minify ?? false, options.bundleAwsSdk),
     stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' },
     outfile: tasksFile,
   });
@@ -101,6 +110,7 @@ export async function buildArtifact(options: ArtifactOptions): Promise<Artifact>
   const outDir = resolve(options.outDir);
   await mkdir(outDir, { recursive: true });
   const minify = options.minify ?? false;
+  const bundleAwsSdk = options.bundleAwsSdk ?? true;
   const handlerFile = join(outDir, 'index.js');
   const runnerFile = options.localRunner ? join(outDir, 'runner.js') : undefined;
   const [{ tasksFile, taskFiles }] = await Promise.all([
@@ -109,8 +119,13 @@ export async function buildArtifact(options: ArtifactOptions): Promise<Artifact>
       ...(options.tasksDir ? { tasksDir: options.tasksDir } : {}),
       outFile: join(outDir, 'tasks.cjs'),
       minify,
+      bundleAwsSdk,
     }),
-    esbuildOrThrow({ ...esbuildDefaults(minify), entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')], outfile: handlerFile }),
+    esbuildOrThrow({
+      ...esbuildDefaults(minify, bundleAwsSdk),
+      entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')],
+      outfile: handlerFile,
+    }),
     ...(runnerFile
       ? [
           esbuildOrThrow({

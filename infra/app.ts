@@ -1,0 +1,73 @@
+/**
+ * The CDK app: one stack per release version, built from the same config module as the local
+ * runtime.
+ *
+ *   npx cdk synth  -c version=v1
+ *   npx cdk deploy -c version=v2 [-c config=path/to/taskworker.config.ts] [-c alarmTopic=create|<topic ARN>]
+ *                                [-c retainData=false]
+ */
+import { resolve } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { loadConfigModule, PACKAGE_ROOT } from '../lib/build';
+import { resolveConfig, validateVersion } from '../lib/config';
+import { ConfigError } from '../lib/errors';
+import { stackName, TaskworkerStack } from './stack';
+
+/** Context keys the app reads (`-c key=value`). */
+export interface AppContext {
+  readonly version?: unknown;
+  readonly config?: unknown;
+  readonly alarmTopic?: unknown;
+  readonly retainData?: unknown;
+}
+
+/** Builds the app's one stack from `-c version=…` (required) and the config module. */
+export async function buildApp(app: App = new App()): Promise<{ app: App; stack: TaskworkerStack }> {
+  const context = (key: keyof AppContext): unknown => app.node.tryGetContext(key);
+  const version = validateVersion(context('version'), 'version (cdk -c version=…)');
+  const configFile = resolve(PACKAGE_ROOT, stringContext('config', context('config')) ?? 'taskworker.config.ts');
+  const config = resolveConfig(await loadConfigModule(configFile));
+  const alarmTopicValue = stringContext('alarmTopic', context('alarmTopic'));
+  const stack = new TaskworkerStack(app, stackName(version), {
+    config,
+    version,
+    configFile,
+    // The account and region the CLI resolved (none offline): the stack stays environment-agnostic then.
+    ...(process.env.CDK_DEFAULT_ACCOUNT && process.env.CDK_DEFAULT_REGION
+      ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
+      : {}),
+    ...(alarmTopicValue === 'create' ? { alarmTopic: 'create' as const } : {}),
+    ...(alarmTopicValue !== undefined && alarmTopicValue !== 'create' ? { alarmTopicArn: topicArn(alarmTopicValue) } : {}),
+    ...(retainData(context('retainData')) === false ? { retainData: false } : {}),
+  });
+  return { app, stack };
+}
+
+function stringContext(key: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0) throw new ConfigError(`${key} (cdk -c ${key}=…)`, value, 'a non-empty string');
+  return value;
+}
+
+function topicArn(value: string): string {
+  if (!/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/.test(value)) {
+    throw new ConfigError('alarmTopic (cdk -c alarmTopic=…)', value, '"create" or an SNS topic ARN');
+  }
+  return value;
+}
+
+function retainData(value: unknown): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new ConfigError('retainData (cdk -c retainData=…)', value, 'true or false');
+}
+
+if (require.main === module) {
+  buildApp()
+    .then(({ app }) => app.synth())
+    .catch((error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    });
+}

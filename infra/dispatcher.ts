@@ -1,0 +1,138 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { TaskworkerConfig } from '../lib/config';
+import { METRICS_NAMESPACE } from '../lib/metric-names';
+import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
+
+/** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
+export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'];
+/** The archive is written to (SendMessageBatch is authorised by SendMessage), never read by the dispatcher. */
+export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
+/** Job records: record, claim, complete, fail (lib/adapters/dynamo-tracking.ts). Listing is the operator CLI's. */
+export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+/** Daily stats: one atomic ADD per queue per batch. */
+export const STATS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+
+export type DispatcherLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+export interface TaskworkerDispatcherProps {
+  readonly config: TaskworkerConfig;
+  readonly version: string;
+  /** The artifact (`dispatcherCode()`): index.js + tasks.cjs. */
+  readonly code: lambda.Code;
+  /** Main queues by configured queue name; every configured queue must be present. */
+  readonly queues: Readonly<Record<string, sqs.IQueue>>;
+  readonly archive: sqs.IQueue;
+  readonly jobsTable: dynamodb.ITable;
+  readonly statsTable: dynamodb.ITable;
+  /**
+   * Concurrent dispatchers at most. The schedule starts one a minute and each runs for the
+   * configured timeout, so about `timeout / 60 s` overlap; one more absorbs schedule jitter.
+   * @default ceil(dispatcher.timeoutSeconds / 60) + 1
+   */
+  readonly reservedConcurrency?: number;
+  /** @default 'INFO' */
+  readonly logLevel?: DispatcherLogLevel;
+  /** @default one month */
+  readonly logRetention?: logs.RetentionDays;
+  /** @default every minute */
+  readonly schedule?: events.Schedule;
+  /** @default `<app>-<version>-dispatcher` */
+  readonly functionName?: string;
+}
+
+/**
+ * The dispatcher Lambda (nodejs24.x, arm64; timeout and memory from the config) started by an
+ * EventBridge schedule every minute; each invocation loops until its time is nearly spent. Its
+ * role can do exactly what the dispatcher does, on this version's queues and tables only.
+ *
+ * @example
+ * ```ts
+ * const dispatcher = new TaskworkerDispatcher(stack, 'Dispatcher', {
+ *   config, version: 'v1', code: dispatcherCode({ configFile }),
+ *   queues: queues.queues, archive: queues.archive, jobsTable: tables.jobs, statsTable: tables.stats,
+ * });
+ * ```
+ */
+export class TaskworkerDispatcher extends Construct {
+  public readonly function: lambda.IFunction;
+  public readonly role: iam.IRole;
+  public readonly logGroup: logs.ILogGroup;
+  public readonly schedule: events.IRule;
+  /** The function's timeout, for alarms on duration. */
+  public readonly timeout: Duration;
+
+  constructor(scope: Construct, id: string, props: TaskworkerDispatcherProps) {
+    super(scope, id);
+    const { config, version } = props;
+    const missing = config.queues.map((q) => q.name).filter((name) => !props.queues[name]);
+    if (missing.length > 0) throw new Error(`TaskworkerDispatcher: no queue given for ${missing.join(', ')}`);
+
+    this.timeout = Duration.seconds(config.dispatcher.timeoutSeconds);
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? LOG_RETENTION,
+      removalPolicy: REMOVAL_POLICIES.logs,
+    });
+    // Own role, no AWS-managed policy: logs to its own group, and the grants below.
+    const role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `taskworker ${config.app} ${version} dispatcher`,
+    });
+    logGroup.grantWrite(role);
+    const workQueues = config.queues.map((q) => props.queues[q.name] as sqs.IQueue);
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: WORK_QUEUE_ACTIONS, resources: workQueues.map((q) => q.queueArn) }));
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ARCHIVE_ACTIONS, resources: [props.archive.queueArn] }));
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: JOBS_TABLE_ACTIONS, resources: [props.jobsTable.tableArn] }));
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
+
+    const queueUrls = Stack.of(this).toJsonString({
+      queues: Object.fromEntries(config.queues.map((q) => [q.name, (props.queues[q.name] as sqs.IQueue).queueUrl])),
+      archive: props.archive.queueUrl,
+    });
+    const fn = new lambda.Function(this, 'Function', {
+      ...FUNCTION_DEFAULTS,
+      functionName: props.functionName ?? `${config.app}-${version}-dispatcher`,
+      description: `taskworker ${config.app} ${version}: runs the tasks published to this version's queues`,
+      code: props.code,
+      role,
+      logGroup,
+      timeout: this.timeout,
+      memorySize: config.dispatcher.memoryMb,
+      reservedConcurrentExecutions: props.reservedConcurrency ?? Math.ceil(config.dispatcher.timeoutSeconds / 60) + 1,
+      // A scheduled invocation that waited in Lambda's queue a minute is superseded by the next one.
+      maxEventAge: Duration.minutes(1),
+      environment: {
+        ...FUNCTION_DEFAULTS.environment,
+        TASKWORKER_VERSION: version,
+        TASKWORKER_QUEUE_URLS: queueUrls,
+        TASKWORKER_JOBS_TABLE: props.jobsTable.tableName,
+        TASKWORKER_STATS_TABLE: props.statsTable.tableName,
+        TASKWORKER_LOG_LEVEL: props.logLevel ?? 'INFO',
+        POWERTOOLS_SERVICE_NAME: config.app,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      },
+    });
+
+    this.schedule = new events.Rule(this, 'Schedule', {
+      description: `Starts a taskworker ${config.app} ${version} dispatcher every minute`,
+      schedule: props.schedule ?? events.Schedule.rate(SCHEDULE_RATE),
+      targets: [
+        new targets.LambdaFunction(fn, {
+          event: events.RuleTargetInput.fromObject({ source: 'taskworker.schedule', app: config.app, version }),
+          retryAttempts: 0,
+          maxEventAge: Duration.minutes(1),
+        }),
+      ],
+    });
+    this.function = fn;
+    this.role = role;
+    this.logGroup = logGroup;
+  }
+}

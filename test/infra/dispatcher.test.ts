@@ -1,0 +1,130 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { ARCHIVE_ACTIONS, JOBS_TABLE_ACTIONS, STATS_TABLE_ACTIONS, WORK_QUEUE_ACTIONS } from '../../infra/dispatcher';
+import { queueUrlsFromEnv } from '../../lib/runtime';
+import { synthStack } from '../helpers/infra';
+
+type Properties = Record<string, unknown>;
+
+/** Evaluates `Fn::Join` / `Ref` / `Fn::GetAtt` into a string, writing references as `<Ref:Id>`. */
+function evaluate(value: unknown): string {
+  if (typeof value === 'string') return value;
+  const v = value as { 'Fn::Join'?: [string, unknown[]]; Ref?: string; 'Fn::GetAtt'?: [string, string] };
+  if (v.Ref) return `<Ref:${v.Ref}>`;
+  if (v['Fn::GetAtt']) return `<${v['Fn::GetAtt'].join('.')}>`;
+  if (v['Fn::Join']) return v['Fn::Join'][1].map(evaluate).join(v['Fn::Join'][0]);
+  throw new Error(`cannot evaluate ${JSON.stringify(value)}`);
+}
+
+function resourceId(template: ReturnType<typeof synthStack>['template'], type: string, properties: Properties): string {
+  const ids = Object.keys(template.findResources(type, { Properties: properties }));
+  if (ids.length !== 1) throw new Error(`expected one ${type} with ${JSON.stringify(properties)}, found ${ids.length}`);
+  return ids[0] as string;
+}
+
+describe('TaskworkerDispatcher', () => {
+  const { template, config } = synthStack({ version: 'v1' });
+  const functionId = resourceId(template, 'AWS::Lambda::Function', { FunctionName: 'taskworker-v1-dispatcher' });
+  const fn = template.findResources('AWS::Lambda::Function')[functionId] as { Properties: Properties };
+  const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+  const queueId = (name: string) => resourceId(template, 'AWS::SQS::Queue', { QueueName: name });
+  const tableId = (name: string) => resourceId(template, 'AWS::DynamoDB::Table', { TableName: name });
+
+  it('runs the artifact on nodejs24.x, arm64, with timeout and memory from the config', () => {
+    expect(fn.Properties).toMatchObject({
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      Handler: 'index.handler',
+      Timeout: config.dispatcher.timeoutSeconds,
+      MemorySize: config.dispatcher.memoryMb,
+    });
+  });
+
+  it('reserves enough concurrency for the dispatchers the schedule overlaps, and no more', () => {
+    // one a minute, each running the 300 s timeout: 5 overlap, plus one for schedule jitter
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(6);
+    const custom = synthStack({ config: { app: 'x', queues: [{ name: 'q', priority: 1 }], dispatcher: { timeoutSeconds: 900 } } });
+    custom.template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 900, ReservedConcurrentExecutions: 16 });
+    synthStack({ props: { reservedConcurrency: 2 } }).template.hasResourceProperties('AWS::Lambda::Function', {
+      ReservedConcurrentExecutions: 2,
+    });
+  });
+
+  it('tells the handler its version, queue URLs (JSON the handler parses), tables and log level', () => {
+    expect(env).toMatchObject({
+      TASKWORKER_VERSION: 'v1',
+      TASKWORKER_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+      TASKWORKER_JOBS_TABLE: { Ref: tableId('taskworker-v1-jobs') },
+      TASKWORKER_STATS_TABLE: { Ref: tableId('taskworker-v1-stats') },
+      POWERTOOLS_SERVICE_NAME: 'taskworker',
+      POWERTOOLS_METRICS_NAMESPACE: 'Taskworker',
+    });
+    const urls = queueUrlsFromEnv(evaluate(env.TASKWORKER_QUEUE_URLS));
+    expect(urls).toEqual({
+      queues: Object.fromEntries(config.queues.map((q) => [q.name, `<Ref:${queueId(`taskworker-v1-${q.name}`)}>`])),
+      archive: `<Ref:${queueId('taskworker-v1-archive')}>`,
+    });
+  });
+
+  it('is started every minute by an EventBridge rule, and may be invoked by it', () => {
+    const ruleId = resourceId(template, 'AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      State: 'ENABLED',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [functionId, 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+        }),
+      ],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [functionId, 'Arn'] },
+      SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+    });
+    // A scheduled invocation that could not start within a minute is dropped, not queued for hours.
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+  });
+
+  it('logs to its own group with a retention period', () => {
+    const logGroupId = Object.keys(template.findResources('AWS::Logs::LogGroup'))[0] as string;
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+    expect(fn.Properties.LoggingConfig).toEqual({ LogGroup: { Ref: logGroupId } });
+  });
+
+  describe('its role (least privilege)', () => {
+    const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Array<{ Properties: Properties }>;
+    const statements = policies
+      .filter((p) => (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref === roleId))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[]; Resource: unknown }> }).Statement);
+    const actionsOn = (resource: unknown) =>
+      statements
+        .filter((s) => JSON.stringify([s.Resource].flat()).includes(JSON.stringify(resource)))
+        .flatMap((s) => [s.Action].flat())
+        .sort();
+
+    it('receives and settles on the work queues only, and only sends to the archive', () => {
+      for (const q of config.queues) {
+        expect(actionsOn({ 'Fn::GetAtt': [queueId(`taskworker-v1-${q.name}`), 'Arn'] })).toEqual([...WORK_QUEUE_ACTIONS].sort());
+        expect(actionsOn({ 'Fn::GetAtt': [queueId(`taskworker-v1-${q.name}-dlq`), 'Arn'] })).toEqual([]);
+      }
+      expect(actionsOn({ 'Fn::GetAtt': [queueId('taskworker-v1-archive'), 'Arn'] })).toEqual([...ARCHIVE_ACTIONS].sort());
+    });
+
+    it('reads and writes single items of its own tables', () => {
+      expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-jobs'), 'Arn'] })).toEqual([...JOBS_TABLE_ACTIONS].sort());
+      expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-stats'), 'Arn'] })).toEqual([...STATS_TABLE_ACTIONS].sort());
+    });
+
+    it('has no wildcard action, no wildcard resource and no AWS managed policy', () => {
+      for (const s of statements) {
+        for (const action of [s.Action].flat()) expect(action).not.toContain('*');
+        expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"|\/\*"/);
+      }
+      const role = template.findResources('AWS::IAM::Role')[roleId] as { Properties: Properties };
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    });
+  });
+});
