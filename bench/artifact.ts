@@ -1,8 +1,9 @@
 /**
  * Dispatcher artifact benchmark: size of the Lambda artifact (`index.js` + `tasks.cjs`, built by
  * the same `buildArtifact` the stack deploys, minified) with the AWS SDK bundled and left to the
- * runtime, and module init time under Node 24 (Lambda's nodejs24.x): the median of N cold
- * `require`s, each in a fresh process. Prints a table, then the JSON.
+ * runtime, and module init time under Node 24 (Lambda's nodejs24.x) with the stack's
+ * `NODE_OPTIONS=--enable-source-maps`: the median of N cold `require`s, each in a fresh process.
+ * Prints a table, then the JSON.
  *
  *   npm run bench:artifact -- [--runs 21] [--config taskworker.config.ts] [--json]
  *
@@ -70,9 +71,11 @@ async function measure(node: string, variant: Variant['variant'], configFile: st
   try {
     const bundleAwsSdk = variant === 'sdk-bundled';
     const artifact = await buildArtifact({ configFile, outDir, minify: true, bundleAwsSdk });
-    // Only what Lambda's environment would provide: no project node_modules unless the SDK is external.
+    // Only what Lambda's environment would provide: no project node_modules unless the SDK is external,
+    // and the stack's NODE_OPTIONS (source maps are read when a module loads).
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
+      NODE_OPTIONS: '--enable-source-maps',
       ...(bundleAwsSdk ? {} : { NODE_PATH: join(PACKAGE_ROOT, 'node_modules') }),
     };
     return {
