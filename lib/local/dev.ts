@@ -108,7 +108,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       env: { ...process.env, ...dispatcherEnv },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    readiness.set(
+      child,
+      new Promise<void>((resolve) => {
+        child.on('message', (message: RunnerMessage) => message.type === 'ready' && resolve());
+        child.once('exit', () => resolve());
+      }),
+    );
     child.on('message', (message: RunnerMessage) => {
+      if (message.type === 'ready') return;
       if (message.type === 'batch') options.onBatch?.(message.report, index);
       else if (message.type === 'invocation') options.onInvocation?.(message.summary, index);
       else options.onDispatcherError?.(message.message, index);
@@ -143,12 +151,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
 }
 
+/** Resolves once a dispatcher process has its stop handlers installed (or has exited). */
+const readiness = new WeakMap<ChildProcess, Promise<void>>();
+
 /** Asks a dispatcher to stop (it finishes running tasks and settles), and kills it if it has not exited in time. */
 async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  // A process still starting has no SIGTERM handler yet and would die of the signal: wait for it.
+  await readiness.get(child);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   await exited;
   clearTimeout(timer);
 }

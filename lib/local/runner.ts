@@ -10,6 +10,7 @@ import type { DispatcherFunction, DispatcherFunctionOptions } from '../../functi
 import type { BatchReport, DispatcherSummary } from '../summary';
 
 export type RunnerMessage =
+  | { readonly type: 'ready' }
   | { readonly type: 'batch'; readonly report: BatchReport }
   | { readonly type: 'invocation'; readonly summary: DispatcherSummary }
   | { readonly type: 'error'; readonly message: string };
@@ -38,21 +39,26 @@ function lambdaContext(deadline: number): Context {
 }
 
 async function main(): Promise<void> {
-  const handlerModule = require(join(__dirname, 'index.js')) as {
-    createDispatcherFunction: (options: DispatcherFunctionOptions) => DispatcherFunction;
-  };
-  const dispatcher = handlerModule.createDispatcherFunction({ observer: { onBatch: (report) => send({ type: 'batch', report }) } });
   let stopping = false;
+  let dispatcher: DispatcherFunction | undefined;
   const stop = () => {
     stopping = true;
-    dispatcher.stop();
+    dispatcher?.stop();
   };
+  // Before loading the handler: a stop that arrives while index.js is still loading (a busy
+  // machine, a short run) must end the loop cleanly, not kill the process with the signal. The
+  // parent sends SIGTERM only after 'ready'.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   process.on('disconnect', stop);
   process.on('message', (message: { type?: string }) => {
     if (message?.type === 'stop') stop();
   });
+  send({ type: 'ready' });
+  const handlerModule = require(join(__dirname, 'index.js')) as {
+    createDispatcherFunction: (options: DispatcherFunctionOptions) => DispatcherFunction;
+  };
+  dispatcher = handlerModule.createDispatcherFunction({ observer: { onBatch: (report) => send({ type: 'batch', report }) } });
   while (!stopping) {
     try {
       const summary = await dispatcher.handler({ source: 'taskworker.local' }, lambdaContext(Date.now() + timeoutSeconds * 1000));
