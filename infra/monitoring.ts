@@ -6,7 +6,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
-import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../lib/metric-names';
+import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/metric-names';
 
 export interface TaskworkerMonitoringProps {
   readonly config: TaskworkerConfig;
@@ -169,6 +169,7 @@ export class TaskworkerMonitoring extends Construct {
             emf(JOB_METRICS.archived, cloudwatch.Stats.SUM, byQueue, 'archived'),
             emf(JOB_METRICS.timedOut, cloudwatch.Stats.SUM, byQueue, 'timed out'),
             emf(JOB_METRICS.released, cloudwatch.Stats.SUM, byQueue, 'released'),
+            emf(outcomeMetric('duplicate'), cloudwatch.Stats.SUM, byQueue, 'duplicates'),
           ],
         }),
         new cloudwatch.GraphWidget({

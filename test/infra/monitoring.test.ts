@@ -104,5 +104,6 @@ describe('TaskworkerMonitoring', () => {
     expect(body).toContain(JOB_METRICS.waitTime);
     expect(body).toContain(JOB_METRICS.runTime);
     expect(body).toContain('EmptyReceives');
+    expect(body).toContain('JobsDuplicate');
   });
 });
