@@ -8,7 +8,7 @@ import { loadTaskBundle } from '../lib/bundle';
 import type { DispatcherObserver } from '../lib/dispatcher';
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
-import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/runtime';
+import { DispatcherRuntime, queueUrlsFromEnv, trackingFor } from '../lib/runtime';
 import type { DispatcherSummary } from '../lib/summary';
 import { combineObservers, createDispatcherMetrics } from './metrics';
 
@@ -41,10 +41,12 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     if (!version) throw new ConfigError('TASKWORKER_VERSION', version, 'the release version this dispatcher serves');
     const bundle = loadTaskBundle(env.TASKWORKER_TASKS_BUNDLE ?? join(__dirname, 'tasks.cjs'));
     const urls = queueUrlsFromEnv(env.TASKWORKER_QUEUE_URLS);
+    const tracking = trackingFor(bundle.config, { jobs: env.TASKWORKER_JOBS_TABLE, stats: env.TASKWORKER_STATS_TABLE });
     const created = new DispatcherRuntime({
       bundle,
       version,
       logger: structured(logger),
+      tracking,
       ...(urls ? { urls } : {}),
       observer: combineObservers(metrics.observer, options.observer),
     });

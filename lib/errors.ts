@@ -165,6 +165,18 @@ export class WorkerCrashedError extends TaskworkerError {
   }
 }
 
+/** A heartbeat found that the job's lease now belongs to another attempt: stop, the outcome will be rejected. */
+export class LeaseLostError extends TaskworkerError {
+  readonly jobId: string;
+  readonly fencingToken: number;
+  constructor(jobId: string, fencingToken: number) {
+    super(`Job ${jobId}: the lease of attempt ${fencingToken} was lost to a newer attempt`);
+    this.name = 'LeaseLostError';
+    this.jobId = jobId;
+    this.fencingToken = fencingToken;
+  }
+}
+
 /** A task did not finish within its time limit and was stopped. */
 export class TimeLimitExceededError extends TaskworkerError {
   readonly timeLimitMs: number;

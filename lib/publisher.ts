@@ -16,6 +16,7 @@ import {
 import type { QueueClient, SendEntry } from './ports';
 import { callWithEntryRetries } from './retry-entries';
 import type { TaskDefinition } from './task';
+import type { JobStore } from './tracking/model';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */
@@ -47,6 +48,11 @@ export type PublisherOptions = {
   readonly version: string;
   /** Task definitions this publisher knows: their queues and time limits are checked at publish. */
   readonly tasks?: readonly TaskDefinition[];
+  /**
+   * The version's jobs table: jobs sent to queues tracked `full` get a `queued` record, so
+   * `taskworker jobs show` covers them from the moment they are published. Costs one write per job.
+   */
+  readonly jobs?: JobStore;
   readonly clock?: Clock;
 } & (
   | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
@@ -70,6 +76,8 @@ export class Publisher {
   private readonly clock: Clock;
   private readonly queues: QueueClient;
   private readonly resolveUrls: () => Promise<QueueUrls>;
+  private readonly jobs: JobStore | undefined;
+  private warnedAboutTracking = false;
   private urls: Promise<QueueUrls> | undefined;
 
   constructor(options: PublisherOptions) {
@@ -78,6 +86,7 @@ export class Publisher {
     this.version = validateVersion(options.version);
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.clock = options.clock ?? systemClock;
+    this.jobs = options.jobs;
     if (options.queues) {
       const urls = options.urls;
       this.queues = options.queues;
@@ -135,8 +144,33 @@ export class Publisher {
       }
     }
     sent.sort((a, b) => a.index - b.index);
+    await this.recordQueued(prepared, sent, now);
     if (failed.length > 0) throw new PublishBatchError(failed, sent);
     return sent.map(({ index: _index, ...published }) => published);
+  }
+
+  /**
+   * Written after the send: a dispatcher that claims first makes the conditional put a no-op, and
+   * a failed send leaves no orphan record. A failed write costs the record, never the job.
+   */
+  private async recordQueued(prepared: readonly Prepared[], sent: readonly { index: number }[], now: number): Promise<void> {
+    const jobs = this.jobs;
+    if (!jobs) return;
+    const byIndex = new Map(prepared.map((p) => [p.index, p]));
+    const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full');
+    const results = await Promise.allSettled(
+      tracked.map((p) =>
+        jobs.recordQueued({ jobId: p.jobId, task: p.task, queue: p.queue.name, version: this.version, publishedAt: now }, now),
+      ),
+    );
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure && !this.warnedAboutTracking) {
+      this.warnedAboutTracking = true;
+      process.emitWarning(
+        `taskworker: could not record queued jobs (${String(failure.reason)}); the jobs were published`,
+        'TaskworkerTrackingWarning',
+      );
+    }
   }
 
   private prepare(item: PublishItem, index: number, now: number): Prepared {

@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
+import { type DynamoClientOption, DynamoJobStore, DynamoStatsStore, dynamoClientFrom } from './adapters/dynamo-tracking';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from './adapters/sqs';
 import type { TaskBundle } from './bundle';
 import { type Clock, systemClock } from './clock';
-import { validateVersion } from './config';
-import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher } from './dispatcher';
+import { type TaskworkerConfig, validateVersion } from './config';
+import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher, type Tracking } from './dispatcher';
 import { ConfigError } from './errors';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
@@ -23,6 +24,8 @@ export interface DispatcherRuntimeOptions {
   readonly queues?: QueueClient;
   /** Replaces the worker-thread pool (tests). */
   readonly executor?: TaskExecutor;
+  /** Job records and stats; see {@link trackingFor} to build them on DynamoDB tables. */
+  readonly tracking?: Omit<Tracking, 'version'>;
   readonly logger?: Logger;
   readonly observer?: DispatcherObserver;
   readonly clock?: Clock;
@@ -90,6 +93,7 @@ export class DispatcherRuntime {
         logger: this.logger,
         workerId: this.workerId,
         ...(this.options.observer ? { observer: this.options.observer } : {}),
+        ...(this.options.tracking ? { tracking: { version: this.options.version, ...this.options.tracking } } : {}),
       },
       { deadline, ...(signal ? { signal } : {}) },
     );
@@ -123,4 +127,25 @@ export function queueUrlsFromEnv(value: string | undefined): QueueUrls | undefin
     throw new ConfigError('TASKWORKER_QUEUE_URLS', value, 'JSON {"queues":{"<name>":"<url>"},"archive":"<url>"}');
   }
   return urls as QueueUrls;
+}
+
+/** Job and stats stores on a version's DynamoDB tables, with the config's retention settings. */
+export function trackingFor(
+  config: TaskworkerConfig,
+  tables: { jobs?: string | undefined; stats?: string | undefined },
+  dynamo: DynamoClientOption = {},
+): Omit<Tracking, 'version'> {
+  const client = dynamoClientFrom(dynamo);
+  return {
+    ...(tables.jobs
+      ? {
+          jobs: new DynamoJobStore(
+            tables.jobs,
+            { historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays },
+            { client },
+          ),
+        }
+      : {}),
+    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }) } : {}),
+  };
 }

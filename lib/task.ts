@@ -16,6 +16,18 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Epoch ms at which the time limit is reached; the thread is terminated shortly after. */
   readonly deadline: number;
+  /**
+   * The attempt's fencing token: with tracking `full`, the claim's number (it grows with every
+   * claim, takeovers included); otherwise the attempt. Guard your own writes with it
+   * (e.g. `ConditionExpression: 'token < :t'`) so a stale attempt's side effect cannot land.
+   */
+  readonly fencingToken: number;
+  /**
+   * Extends the message's visibility and the job's lease. Rejects with LeaseLostError when a
+   * newer attempt holds the job. Long tasks are heartbeated automatically before their visibility
+   * runs out; call this to learn early that the work was taken over.
+   */
+  heartbeat(): Promise<void>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments

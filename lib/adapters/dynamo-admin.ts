@@ -1,9 +1,9 @@
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   type DynamoDBClient,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
-  waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
 import { type TaskworkerConfig, tableNames } from '../config';
 import { TABLES } from '../table-layout';
@@ -49,7 +49,7 @@ export async function createVersionTables(
     } catch (error) {
       if (!(error instanceof ResourceInUseException || (error instanceof Error && error.name === 'ResourceInUseException'))) throw error;
     }
-    await waitUntilTableExists({ client: dynamo, maxWaitTime: 30, minDelay: 1 }, { TableName });
+    await waitForActive(dynamo, TableName);
     try {
       await dynamo.send(
         new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: spec.ttlAttribute, Enabled: true } }),
@@ -61,4 +61,18 @@ export async function createVersionTables(
     }
   }
   return names;
+}
+
+/**
+ * Polls until the table is ACTIVE. (The SDK's waiter leaves its max-wait timer running after it
+ * resolves, which holds a short-lived process open for that long.)
+ */
+async function waitForActive(dynamo: DynamoDBClient, TableName: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const out = await dynamo.send(new DescribeTableCommand({ TableName }));
+    if (out.Table?.TableStatus === 'ACTIVE') return;
+    if (Date.now() > until) throw new Error(`table ${TableName} is still ${out.Table?.TableStatus} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }

@@ -1,7 +1,7 @@
 import { TimeLimitExceededError } from '../errors';
 import type { TaskRegistry } from '../task';
 import { deadlineSignal, runTaskBody } from './run-task';
-import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 
 /**
  * Runs tasks on the calling thread. The AbortSignal still fires at the limit and the run is
@@ -15,7 +15,7 @@ export class InlineExecutor implements TaskExecutor {
     private readonly killGraceMs: number,
   ) {}
 
-  async run(run: TaskRun): Promise<TaskOutcome> {
+  async run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
     const def = this.registry.get(run.task);
     if (!def) throw new RangeError(`task ${run.task} is not registered`);
     const deadline = Date.now() + run.timeLimitMs;
@@ -33,7 +33,7 @@ export class InlineExecutor implements TaskExecutor {
       );
     });
     try {
-      return await Promise.race([runTaskBody(def, run, deadline, signal), abandoned]);
+      return await Promise.race([runTaskBody(def, run, deadline, signal, hooks), abandoned]);
     } finally {
       cancel();
       clearTimeout(giveUp);

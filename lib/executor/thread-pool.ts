@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
-import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
-import { type RunDone, type RunRequest, WORKER_FLAG } from './worker-runtime';
+import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-runtime';
 
 export interface ThreadPoolOptions {
   /** Path of the built tasks bundle (`tasks.cjs`); each thread loads it once. */
@@ -41,9 +41,9 @@ export class ThreadPoolExecutor implements TaskExecutor {
     }
   }
 
-  async run(run: TaskRun): Promise<TaskOutcome> {
+  async run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
     if (this.closed) throw new WorkerCrashedError('the thread pool is closed');
-    return this.execute(await this.acquire(), run);
+    return this.execute(await this.acquire(), run, hooks);
   }
 
   async close(): Promise<void> {
@@ -94,7 +94,7 @@ export class ThreadPoolExecutor implements TaskExecutor {
     }
   }
 
-  private execute(worker: Worker, run: TaskRun): Promise<TaskOutcome> {
+  private execute(worker: Worker, run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
     const runId = this.nextRunId++;
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
@@ -119,8 +119,19 @@ export class ThreadPoolExecutor implements TaskExecutor {
         durationMs: elapsed(),
         error: serializeError(error),
       });
-      const onMessage = (message: RunDone) => {
-        if (message.type === 'done' && message.runId === runId) finish(message.outcome, true);
+      const onMessage = (message: ThreadMessage) => {
+        if (message.runId !== runId) return;
+        if (message.type === 'done') finish(message.outcome, true);
+        else if (message.type === 'heartbeat') {
+          void hooks.heartbeat().then(
+            (ok) => answer(message.beat, ok),
+            () => answer(message.beat, false),
+          );
+        }
+      };
+      const answer = (beat: number, ok: boolean) => {
+        const reply: HeartbeatAnswer = { type: 'heartbeat-answer', beat, ok };
+        if (!settled) worker.postMessage(reply);
       };
       const onError = (error: Error) => {
         finish(crashed(new WorkerCrashedError(`thread running ${run.task} crashed: ${error.message}`, { cause: error })), false);

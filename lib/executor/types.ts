@@ -15,18 +15,26 @@ export interface TaskRun {
   readonly appData: unknown;
   /** The task's time limit; its clock starts when a worker takes the run. */
   readonly timeLimitMs: number;
+  /** The claim's token (tracking `full`), else the attempt: handlers guard their own writes with it. */
+  readonly fencingToken: number;
+}
+
+/** Calls a running task can make back into the dispatcher. */
+export interface RunHooks {
+  /** Extends the message's visibility and the job's lease; false when the lease was lost. */
+  heartbeat(): Promise<boolean>;
 }
 
 export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed';
 
 export type TaskOutcome =
-  | { readonly status: 'succeeded'; readonly durationMs: number }
+  | { readonly status: 'succeeded'; readonly durationMs: number; readonly result?: string }
   | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
   | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError };
 
 /** Runs tasks under their time limits. Implementations: worker threads (production), inline (tests). */
 export interface TaskExecutor {
-  run(run: TaskRun): Promise<TaskOutcome>;
+  run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome>;
   /** Stops all workers; runs still in progress end as crashed. */
   close(): Promise<void>;
 }

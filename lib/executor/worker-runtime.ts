@@ -18,6 +18,22 @@ export interface RunDone {
   readonly outcome: TaskOutcome;
 }
 
+/** Thread → pool: the task called ctx.heartbeat(). */
+export interface HeartbeatRequest {
+  readonly type: 'heartbeat';
+  readonly runId: number;
+  readonly beat: number;
+}
+
+/** Pool → thread: whether the heartbeat kept the lease. */
+export interface HeartbeatAnswer {
+  readonly type: 'heartbeat-answer';
+  readonly beat: number;
+  readonly ok: boolean;
+}
+
+export type ThreadMessage = RunDone | HeartbeatRequest;
+
 /**
  * The body of a pool thread. Every tasks bundle calls this at load; it only acts inside a
  * thread the pool started, where it answers run requests one at a time.
@@ -26,8 +42,24 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
   const port = parentPort;
   if (isMainThread || !port || !(workerData as Record<string, unknown> | undefined)?.[WORKER_FLAG]) return;
   const registry = new Map(definitionsFromModules(modules).map((def) => [def.name, def]));
-  port.on('message', async (request: RunRequest) => {
+  const beats = new Map<number, (ok: boolean) => void>();
+  let nextBeat = 1;
+  port.on('message', async (request: RunRequest | HeartbeatAnswer) => {
+    if (request.type === 'heartbeat-answer') {
+      beats.get(request.beat)?.(request.ok);
+      beats.delete(request.beat);
+      return;
+    }
     const { run } = request;
+    const hooks = {
+      heartbeat: () =>
+        new Promise<boolean>((resolve) => {
+          const beat = nextBeat++;
+          beats.set(beat, resolve);
+          const ask: HeartbeatRequest = { type: 'heartbeat', runId: request.runId, beat };
+          port.postMessage(ask);
+        }),
+    };
     const def = registry.get(run.task);
     let outcome: TaskOutcome;
     if (!def) {
@@ -40,7 +72,7 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
     } else {
       const deadline = Date.now() + run.timeLimitMs;
       const { signal, cancel } = deadlineSignal(run, deadline);
-      outcome = await runTaskBody(def, run, deadline, signal);
+      outcome = await runTaskBody(def, run, deadline, signal, hooks);
       cancel();
     }
     const done: RunDone = { type: 'done', runId: request.runId, outcome };

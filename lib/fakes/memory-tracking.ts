@@ -65,14 +65,14 @@ export class MemoryJobStore implements JobStore {
 
   async extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean> {
     const record = this.jobs.get(jobId);
-    if (!record || record.state !== 'running' || record.attempt !== token) return false;
+    if (record?.state !== 'running' || record.attempt !== token) return false;
     this.put({ ...record, leaseUntil, updatedAt: now });
     return true;
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<boolean> {
     const record = this.jobs.get(c.jobId);
-    if (!record || record.state !== 'running' || record.attempt !== c.token) return false;
+    if (record?.state !== 'running' || record.attempt !== c.token) return false;
     const next: Mutable<JobRecord> = { ...record, state: c.state, updatedAt: c.now };
     delete next.leaseOwner;
     delete next.leaseUntil;
@@ -132,7 +132,7 @@ export class MemoryJobStore implements JobStore {
 
   async resetForReplay(jobId: string, now: number): Promise<void> {
     const record = this.jobs.get(jobId);
-    if (!record || record.state !== 'archived') return;
+    if (record?.state !== 'archived') return;
     const next: Mutable<JobRecord> = { ...record, state: 'queued', attempt: 0, updatedAt: now };
     delete next.reason;
     delete next.finishedAt;

@@ -2,7 +2,9 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { createVersionTables } from '../adapters/dynamo-admin';
 import { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
 import { buildArtifact } from '../build';
@@ -10,7 +12,9 @@ import { loadTaskBundle, type TaskBundle } from '../bundle';
 import { validateVersion } from '../config';
 import type { QueueUrls } from '../dispatcher';
 import { Publisher } from '../publisher';
+import { trackingFor } from '../runtime';
 import type { BatchReport, DispatcherSummary } from '../summary';
+import type { JobStore, StatsStore } from '../tracking/model';
 import { type Emulators, startEmulators } from './emulators';
 import type { RunnerMessage } from './runner';
 
@@ -42,6 +46,10 @@ export interface LocalStack {
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
   readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
   readonly sqs: SQSClient;
+  readonly dynamo: DynamoDBClient;
+  readonly tables: { readonly jobs: string; readonly stats: string };
+  readonly jobs: JobStore;
+  readonly stats: StatsStore;
   readonly publisher: Publisher;
   /** Environment that points the AWS SDK (and a dispatcher) at this stack. */
   readonly env: Readonly<Record<string, string>>;
@@ -81,8 +89,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await rm(buildDir, { recursive: true, force: true });
     throw error;
   }
-  const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
+  const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
+  const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
   const urls = await createVersionQueues(sqs, bundle.config, version);
+  const tables = await createVersionTables(dynamo, bundle.config, version);
+  const { jobs, stats } = trackingFor(bundle.config, tables, { client: dynamo }) as { jobs: JobStore; stats: StatsStore };
   const env: Record<string, string> = {
     AWS_REGION: region,
     AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
@@ -93,6 +105,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     ...env,
     TASKWORKER_VERSION: version,
     TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),
+    TASKWORKER_JOBS_TABLE: tables.jobs,
+    TASKWORKER_STATS_TABLE: tables.stats,
     TASKWORKER_LOCAL_TIMEOUT_SECONDS: String(options.invocationSeconds ?? bundle.config.dispatcher.timeoutSeconds),
     TASKWORKER_LOG_LEVEL: options.logLevel ?? 'WARN',
     AWS_LAMBDA_FUNCTION_NAME: `${bundle.config.app}-${version}-dispatcher`,
@@ -131,6 +145,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopped ??= (async () => {
       await Promise.all(dispatchers.map((child) => stopChild(child)));
       sqs.destroy();
+      dynamo.destroy();
       await emulators?.stop();
       await rm(buildDir, { recursive: true, force: true });
     })();
@@ -143,7 +158,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
     urls,
     sqs,
-    publisher: new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: new SqsQueueClient({ client: sqs }), urls }),
+    dynamo,
+    tables,
+    jobs,
+    stats,
+    publisher: new Publisher({
+      config: bundle.config,
+      version,
+      tasks: bundle.tasks,
+      queues: new SqsQueueClient({ client: sqs }),
+      urls,
+      jobs,
+    }),
     env,
     dispatchers,
     startDispatcher,

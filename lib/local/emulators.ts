@@ -40,6 +40,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     dynamodbEndpoint: `http://${host}:${dynamoPort}`,
     async stop() {
       await sqs.close();
+      // Keep-alive connections of clients that were not destroyed would hold close() open.
+      dynamo.closeAllConnections();
       await new Promise<void>((resolve) => dynamo.close(() => resolve()));
     },
   };

@@ -1,14 +1,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { readArchiveRecord } from '../../lib/archive';
 import type { TaskBundle } from '../../lib/bundle';
-import { silentLogger } from '../../lib/ports';
-import { Publisher } from '../../lib/publisher';
-import { DispatcherRuntime } from '../../lib/runtime';
-import type { BatchReport, JobReport } from '../../lib/summary';
-import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
 import { FaultyQueue } from '../helpers/faulty-queue';
 import { readJournal, runUntil } from '../helpers/run';
+import { type System, system } from '../helpers/system';
 
 let h: EmulatorHarness;
 let bundle: TaskBundle;
@@ -19,40 +14,15 @@ beforeAll(async () => {
 });
 afterAll(() => stopHarness(h));
 
-/** A dispatcher (worker threads, real SQS adapter on fauxqs) and a publisher on fresh queues. */
-async function system(options: { faulty?: boolean } = {}) {
-  const { version, urls } = await freshQueues(h, bundle.config);
-  const sqs = new SqsQueueClient({ client: h.sqs });
-  const queues = options.faulty ? new FaultyQueue(sqs) : undefined;
-  const reports: BatchReport[] = [];
-  const runtime = new DispatcherRuntime({
-    bundle,
-    version,
-    urls,
-    sqs: { client: h.sqs },
-    ...(queues ? { queues } : {}),
-    logger: silentLogger,
-    observer: { onBatch: (r) => reports.push(r) },
-  });
-  const publisher = new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: sqs, urls });
-  const jobs = (): JobReport[] => reports.flatMap((r) => r.jobs);
-  const archive = async () => {
-    const messages = await sqs.receive(urls.archive, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
-    return messages.map((m) => ({ body: m.body, record: readArchiveRecord(m.attributes) }));
-  };
-  const depth = (queue: string) => sqs.depth(urls.queues[queue] as string);
-  return { version, urls, runtime, publisher, reports, jobs, archive, depth, faulty: queues };
-}
-
-type System = Awaited<ReturnType<typeof system>>;
 let current: System | undefined;
 afterEach(async () => {
-  await current?.runtime.close();
+  await current?.close();
   current = undefined;
 });
-async function fresh(options?: { faulty?: boolean }): Promise<System> {
-  current = await system(options);
-  return current;
+async function fresh(options: { faulty?: boolean } = {}) {
+  let faulty: FaultyQueue | undefined;
+  current = await system(h, bundle, options.faulty ? { wrapQueues: (q) => (faulty = new FaultyQueue(q)) } : {});
+  return { ...current, faulty };
 }
 
 describe('dispatcher on fauxqs with worker threads', () => {

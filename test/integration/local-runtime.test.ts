@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { readArchiveRecord } from '../../lib/archive';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { BatchReport } from '../../lib/summary';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
@@ -44,17 +45,14 @@ describe('taskworker dev (local runtime)', () => {
     expect(reports[0]?.jobs[0]).toMatchObject({ task: 'greet', outcome: 'succeeded' });
   });
 
-  it('moves a message that crashes the dispatcher every time to the DLQ via redrive', async () => {
-    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1 });
-    const local = stack;
-    await local.publisher.publish('kill-process', {});
-    const queues = new SqsQueueClient({ client: local.sqs });
+  /** Publishes a task that kills its dispatcher process, restarting dispatchers until `done`. */
+  async function crashLoop(local: LocalStack, queue: string, done: () => Promise<boolean>): Promise<number> {
+    await local.publisher.publish('kill-process', {}, { queue });
     let crashes = 0;
     await eventually(
-      'the poison message in the DLQ',
+      'the poison message to leave its queue',
       async () => {
-        const dlq = await queues.depth(local.urls.deadLetter.routine as string);
-        if (dlq.visible === 1) return true;
+        if (await done()) return true;
         const last = local.dispatchers[local.dispatchers.length - 1];
         if (last && last.exitCode === null && last.signalCode === null) return false;
         crashes += 1;
@@ -63,9 +61,32 @@ describe('taskworker dev (local runtime)', () => {
       },
       40_000,
     );
-    // routine's maxReceiveCount is 3: three receives crashed a dispatcher, the fourth moved it.
+    return crashes;
+  }
+
+  it('untracked: moves a message that crashes the dispatcher every time to the DLQ via redrive', async () => {
+    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1 });
+    const local = stack;
+    const queues = new SqsQueueClient({ client: local.sqs });
+    const crashes = await crashLoop(local, 'bulk', async () => (await queues.depth(local.urls.deadLetter.bulk as string)).visible === 1);
+    // bulk's maxReceiveCount is 3: three receives crashed a dispatcher, the fourth moved it.
     expect(crashes).toBe(3);
-    expect(await queues.depth(local.urls.queues.routine as string)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(await queues.depth(local.urls.queues.bulk as string)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('tracked: archives a message that crashes the dispatcher every time, once its attempts are spent', async () => {
+    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1 });
+    const local = stack;
+    const queues = new SqsQueueClient({ client: local.sqs });
+    const archived = async () => (await queues.depth(local.urls.archive)).visible === 1;
+    const crashes = await crashLoop(local, 'routine', archived);
+    // maxRetries 1: two claimed attempts died with their process; the third claim archives it
+    // (before SQS's redrive, which would have moved it on the fourth receive).
+    expect(crashes).toBe(2);
+    const [message] = await queues.receive(local.urls.archive, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
+    const record = readArchiveRecord(message?.attributes ?? {});
+    expect(record).toMatchObject({ reason: 'exhausted', errorType: 'WorkerLostError', attempts: 3 });
+    expect(await local.jobs.get(record?.jobId as string)).toMatchObject({ state: 'archived', reason: 'exhausted', attempt: 3 });
   });
 
   it('runs several dispatcher processes and stops them cleanly', async () => {

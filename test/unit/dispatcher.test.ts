@@ -1,82 +1,7 @@
 import { readArchiveRecord } from '../../lib/archive';
-import { VirtualClock } from '../../lib/clock';
-import type { TaskworkerConfig } from '../../lib/config';
-import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from '../../lib/dispatcher';
 import { encodeEnvelope } from '../../lib/envelope';
 import { UnrecoverableError } from '../../lib/errors';
-import { InlineExecutor } from '../../lib/executor/inline';
-import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { silentLogger } from '../../lib/ports';
-import { seededRandom } from '../../lib/random';
-import { createSelector } from '../../lib/selectors';
-import type { BatchReport } from '../../lib/summary';
-import { createRegistry, defineTask, type TaskOptions } from '../../lib/task';
-import { appConfig } from '../helpers/factories';
-import { FaultyQueue } from '../helpers/faulty-queue';
-
-interface World {
-  readonly clock: VirtualClock;
-  readonly sqs: MemoryQueueService;
-  readonly queues: FaultyQueue;
-  readonly urls: QueueUrls;
-  readonly config: TaskworkerConfig;
-  readonly runs: Array<{ task: string; payload: unknown; attempt: number; appData: unknown }>;
-  readonly reports: BatchReport[];
-  send(queue: string, body: string): Promise<void>;
-  run(options?: { forMs?: number; signal?: AbortSignal }): ReturnType<typeof runDispatcher>;
-}
-
-function world(tasks: TaskOptions[] = [], configOverrides: Parameters<typeof appConfig>[0] = {}): World {
-  const clock = new VirtualClock();
-  const sqs = new MemoryQueueService(clock);
-  const queues = new FaultyQueue(sqs);
-  const config = appConfig(configOverrides);
-  const urls: QueueUrls = {
-    queues: Object.fromEntries(
-      config.queues.map((q) => [q.name, sqs.createQueue(q.name, { visibilityTimeoutSeconds: q.visibilityTimeoutSeconds })]),
-    ),
-    archive: sqs.createQueue('archive'),
-  };
-  const runs: World['runs'] = [];
-  const recorded = tasks.map((t) =>
-    defineTask({
-      ...t,
-      run: (payload: unknown, ctx) => {
-        runs.push({ task: t.name, payload, attempt: ctx.attempt, appData: ctx.appData });
-        return t.run(payload, ctx);
-      },
-    }),
-  );
-  const registry = createRegistry(recorded, config);
-  const reports: BatchReport[] = [];
-  const random = seededRandom(5);
-  const deps: DispatcherDeps = {
-    config,
-    registry,
-    queues,
-    urls,
-    executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
-    selector: createSelector('reduced-lottery', { queues: config.queues, random, clock, probes: queueProbes(queues, urls) }),
-    clock,
-    random,
-    logger: silentLogger,
-    workerId: 'test-worker',
-    observer: { onBatch: (r) => reports.push(r) },
-  };
-  return {
-    clock,
-    sqs,
-    queues,
-    urls,
-    config,
-    runs,
-    reports,
-    send: async (queue, body) => {
-      await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);
-    },
-    run: ({ forMs = 30_000, signal } = {}) => runDispatcher(deps, { deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
-  };
-}
+import { type World, world } from '../helpers/world';
 
 const ok = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined };
 const failing = {
@@ -96,7 +21,7 @@ describe('dispatcher loop (fakes)', () => {
     const w = world([ok]);
     await w.send('urgent', envelope('ok', { n: 1 }, { appData: { tenant: 't1' } }));
     const summary = await w.run();
-    expect(w.runs).toEqual([{ task: 'ok', payload: { n: 1 }, attempt: 1, appData: { tenant: 't1' } }]);
+    expect(w.runs.map(({ ctx: _ctx, ...run }) => run)).toEqual([{ task: 'ok', payload: { n: 1 }, attempt: 1, appData: { tenant: 't1' } }]);
     expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(0);
     expect(summary.queues.urgent?.succeeded).toBe(1);
   });

@@ -1,0 +1,498 @@
+import { type ArchiveReason, type ArchiveRecord, archiveEntry } from './archive';
+import { MAX_VISIBILITY_SECONDS, retryDelaySeconds } from './backoff';
+import type { QueueConfig } from './config';
+import type { DispatcherDeps, RunOptions } from './dispatcher';
+import { type DecodedJob, decodeEnvelope } from './envelope';
+import { EnvelopeError } from './errors';
+import type { SerializedError, TaskOutcome } from './executor/types';
+import type { ReceivedMessage, VisibilityEntry } from './ports';
+import { callWithEntryRetries } from './retry-entries';
+import type { BatchReport, JobReport } from './summary';
+import type { TaskDefinition } from './task';
+import type { JobRecord } from './tracking/model';
+import { expiresAt } from './tracking/rules';
+import { isEmptyDelta, statsOfBatch } from './tracking/stats';
+
+/** How long a message waits when its claim could not be made (the jobs table did not answer). */
+const CLAIM_RETRY_SECONDS = 10;
+/** Heartbeats go out this long before a running task's message would become visible again (or a quarter of the visibility timeout, if less). */
+const HEARTBEAT_LEAD_MS = 5000;
+
+/**
+ * The job-record write that must land before a message is settled. Resolves false when the
+ * attempt's token no longer holds the job: then the message is left alone for the newer attempt.
+ */
+type RecordWrite = () => Promise<boolean>;
+
+/** What happens to one message, decided while its batch runs, carried out in the settle. */
+type Decision =
+  | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
+  | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
+  | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+
+interface Planned {
+  readonly message: ReceivedMessage;
+  readonly job: DecodedJob;
+  readonly def: TaskDefinition;
+}
+
+/** One batch's bookkeeping. */
+class BatchState {
+  readonly decisions: Decision[] = [];
+  readonly reports = new Map<string, JobReport>();
+
+  decide(decision: Decision, report: JobReport): void {
+    this.decisions.push(decision);
+    this.reports.set(decision.message.messageId, report);
+  }
+
+  mark(messageId: string, patch: Partial<JobReport>): void {
+    const report = this.reports.get(messageId);
+    if (report) this.reports.set(messageId, { ...report, ...patch });
+  }
+}
+
+/** Decodes, claims, runs and settles one received batch. Never throws. */
+export async function processBatch(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  batch: readonly ReceivedMessage[],
+  options: RunOptions,
+): Promise<BatchReport> {
+  const receivedAt = deps.clock.now();
+  const state = new BatchState();
+  const runnable: Planned[] = [];
+  for (const message of batch) {
+    const planned = plan(deps, queue, message, state);
+    if (planned) runnable.push(planned);
+  }
+  await forEachConcurrently(runnable, deps.config.dispatcher.concurrency, (p) => runOne(deps, queue, p, receivedAt, options, state));
+  const settleRetries = await settle(deps, queue, state);
+  const report: BatchReport = { queue: queue.name, jobs: batch.map((m) => state.reports.get(m.messageId) as JobReport), settleRetries };
+  await recordStats(deps, report);
+  return report;
+}
+
+/** The tracking mode in force for a queue: `off` when no jobs table is configured. */
+function trackingOf(deps: DispatcherDeps, queue: QueueConfig): QueueConfig['tracking'] {
+  return deps.tracking?.jobs ? queue.tracking : 'off';
+}
+
+/** Decodes one message; routes undecodable and unknown ones to the archive. */
+function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage, state: BatchState): Planned | undefined {
+  let job: DecodedJob;
+  try {
+    job = decodeEnvelope(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
+  } catch (error) {
+    const envelopeError = error instanceof EnvelopeError ? error : undefined;
+    archive(deps, queue, state, message, undefined, 'malformed', {
+      type: 'EnvelopeError',
+      message: envelopeError?.message ?? describe(error),
+      ...(envelopeError ? { code: envelopeError.code } : {}),
+    });
+    return undefined;
+  }
+  const def = deps.registry.get(job.task);
+  if (!def) {
+    archive(deps, queue, state, message, job, 'unknown-task', {
+      type: 'UnknownTaskError',
+      message: `task ${JSON.stringify(job.task)} is not registered in this version`,
+    });
+    return undefined;
+  }
+  return { message, job, def };
+}
+
+async function runOne(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  { message, job, def }: Planned,
+  receivedAt: number,
+  options: RunOptions,
+  state: BatchState,
+): Promise<void> {
+  const { clock, config } = deps;
+  const start = clock.now();
+  const timeLimitMs = def.timeLimitSeconds * 1000;
+  const needMs = timeLimitMs + config.dispatcher.killGraceMs;
+  const base = { messageId: message.messageId, jobId: job.id, task: def.name };
+  if (options.signal?.aborted || start + needMs > options.deadline - config.dispatcher.settleMarginMs) {
+    state.decide({ kind: 'visibility', message, seconds: 0 }, { ...base, outcome: 'released', attempt: message.receiveCount });
+    return;
+  }
+
+  const mode = trackingOf(deps, queue);
+  const jobs = deps.tracking?.jobs;
+  const leaseMs = needMs + config.dispatcher.settleMarginMs;
+  let attempt = message.receiveCount;
+  let claimed: JobRecord | undefined;
+  if (mode === 'full' && jobs) {
+    let claim: Awaited<ReturnType<typeof jobs.claim>>;
+    try {
+      claim = await jobs.claim({ ...ref(deps, queue, job), workerId: deps.workerId, now: start, leaseUntil: start + leaseMs });
+    } catch (error) {
+      deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });
+      state.decide({ kind: 'visibility', message, seconds: CLAIM_RETRY_SECONDS }, { ...base, outcome: 'deferred', attempt });
+      return;
+    }
+    if (claim.outcome === 'finished') {
+      state.decide(
+        {
+          kind: 'delete',
+          message,
+          record: async () => {
+            await jobs.recordDuplicate(job.id, deps.workerId, clock.now());
+            return true;
+          },
+        },
+        { ...base, outcome: 'duplicate', attempt: claim.record.attempt },
+      );
+      return;
+    }
+    if (claim.outcome === 'leased') {
+      const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(((claim.record.leaseUntil ?? start) - start) / 1000) + 1));
+      state.decide({ kind: 'visibility', message, seconds }, { ...base, outcome: 'deferred', attempt: claim.record.attempt });
+      return;
+    }
+    attempt = claim.token;
+    claimed = claim.record;
+    if (attempt > def.maxRetries + 1) {
+      // Earlier attempts were started but never finished: their worker was lost (a crash, a kill).
+      const error = {
+        type: 'WorkerLostError',
+        message: `${attempt - 1} attempts started without finishing; maxRetries is ${def.maxRetries}`,
+      };
+      archive(
+        deps,
+        queue,
+        state,
+        message,
+        job,
+        'exhausted',
+        error,
+        { ...base, attempt },
+        completionWrite(deps, job, attempt, claimed, { state: 'archived', reason: 'exhausted', error }),
+      );
+      return;
+    }
+  }
+
+  let visibleUntil = receivedAt + queue.visibilityTimeoutSeconds * 1000;
+  const url = deps.urls.queues[queue.name] as string;
+  const heartbeat = async (): Promise<boolean> => {
+    const now = clock.now();
+    const changed = await callWithEntryRetries(
+      [{ id: message.messageId, receiptHandle: message.receiptHandle, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds }],
+      (entries) => deps.queues.changeVisibilityBatch(url, entries),
+      clock,
+    );
+    if (changed.failed.length > 0) return false;
+    visibleUntil = now + queue.visibilityTimeoutSeconds * 1000;
+    if (!claimed || !jobs) return true;
+    try {
+      return await jobs.extendLease(job.id, attempt, now + leaseMs, now);
+    } catch (error) {
+      deps.logger.warn('lease extension failed; the lease may still hold', { jobId: job.id, error: describe(error) });
+      return true;
+    }
+  };
+  // A task that started late in its batch may outlive its message's visibility: beat before that.
+  // A failed beat is not repeated (the lease is lost, or SQS refuses): the outcome decides then.
+  const hardEnd = start + needMs;
+  const lead = Math.min(HEARTBEAT_LEAD_MS, (queue.visibilityTimeoutSeconds * 1000) / 4);
+  let running = true;
+  let beatTimer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (!running || hardEnd <= visibleUntil - lead) return;
+    beatTimer = setTimeout(
+      () => {
+        void heartbeat().then(
+          (kept) => kept && arm(),
+          () => undefined,
+        );
+      },
+      Math.max(0, visibleUntil - lead - clock.now()),
+    );
+  };
+  arm();
+
+  let outcome: TaskOutcome;
+  try {
+    outcome = await deps.executor.run(
+      {
+        task: def.name,
+        jobId: job.id,
+        queue: queue.name,
+        attempt,
+        payload: job.payload,
+        appData: job.appData,
+        timeLimitMs,
+        fencingToken: attempt,
+      },
+      { heartbeat },
+    );
+  } catch (error) {
+    outcome = { status: 'failed', kind: 'crashed', durationMs: 0, error: { type: 'ExecutorError', message: describe(error) } };
+  } finally {
+    running = false;
+    clearTimeout(beatTimer);
+  }
+
+  const ran = {
+    ...base,
+    attempt,
+    waitMs: Math.max(0, start - job.publishedAt),
+    runMs: outcome.durationMs,
+    ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
+  };
+  if (outcome.status === 'succeeded') {
+    const record = claimed
+      ? completionWrite(deps, job, attempt, claimed, {
+          state: 'succeeded',
+          ...(outcome.result !== undefined ? { result: outcome.result } : {}),
+        })
+      : undefined;
+    state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'succeeded' });
+    return;
+  }
+  const reason = archiveReasonFor(outcome, attempt, def);
+  if (reason) {
+    const record = claimed
+      ? completionWrite(deps, job, attempt, claimed, { state: 'archived', reason, error: outcome.error })
+      : failureWrite(deps, queue, job, attempt, 'archived', outcome.error, reason);
+    archive(deps, queue, state, message, job, reason, outcome.error, ran, record);
+    return;
+  }
+  const seconds = retryDelaySeconds(attempt, def.backoff, deps.random);
+  const retryAt = clock.now() + seconds * 1000;
+  const record = claimed
+    ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error: outcome.error, retryAt })
+    : failureWrite(deps, queue, job, attempt, 'retrying', outcome.error);
+  state.decide({ kind: 'visibility', message, seconds, ...(record ? { record } : {}) }, { ...ran, outcome: 'retried' });
+  deps.logger.info('task failed; retrying', {
+    task: def.name,
+    jobId: job.id,
+    attempt,
+    retryInSeconds: seconds,
+    error: outcome.error.message,
+  });
+}
+
+function ref(deps: DispatcherDeps, queue: QueueConfig, job: DecodedJob) {
+  return { jobId: job.id, task: job.task, queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
+}
+
+/** The fenced completion of a claimed attempt (tracking `full`). */
+function completionWrite(
+  deps: DispatcherDeps,
+  job: DecodedJob,
+  token: number,
+  claimed: JobRecord,
+  end: { state: 'succeeded' | 'retrying' | 'archived'; reason?: ArchiveReason; error?: SerializedError; result?: string; retryAt?: number },
+): RecordWrite {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs) throw new Error('completionWrite needs a job store');
+  return () => jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
+}
+
+/** An unfenced failure record (tracking `failures`, or any mode for messages that never ran). */
+function failureWrite(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  job: DecodedJob | { id: string; task: string; publishedAt: number },
+  attempt: number,
+  jobState: 'retrying' | 'archived',
+  error: SerializedError,
+  reason?: ArchiveReason,
+): RecordWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  return async () => {
+    await jobs.recordFailure({
+      jobId: job.id,
+      task: job.task,
+      queue: queue.name,
+      version: deps.tracking?.version ?? '',
+      publishedAt: job.publishedAt,
+      state: jobState,
+      attempt,
+      error,
+      workerId: deps.workerId,
+      now: deps.clock.now(),
+      ...(reason ? { reason } : {}),
+    });
+    return true;
+  };
+}
+
+/** Undefined means retry. */
+function archiveReasonFor(
+  outcome: Exclude<TaskOutcome, { status: 'succeeded' }>,
+  attempt: number,
+  def: TaskDefinition,
+): ArchiveReason | undefined {
+  if (outcome.status === 'failed' && outcome.kind === 'unrecoverable') return 'unrecoverable';
+  if (outcome.status === 'failed' && outcome.kind === 'invalid-payload') return 'invalid-payload';
+  if (attempt < def.maxRetries + 1) return undefined;
+  return outcome.status === 'timed-out' ? 'timed-out' : 'exhausted';
+}
+
+function archive(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  state: BatchState,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  reason: ArchiveReason,
+  error: SerializedError & { code?: string },
+  base?: Omit<JobReport, 'outcome'>,
+  record?: RecordWrite,
+): void {
+  const archiveRecord: ArchiveRecord = {
+    reason,
+    detail: error.message,
+    errorType: error.type,
+    ...(error.stack !== undefined ? { errorStack: error.stack } : {}),
+    ...(error.code !== undefined ? { code: error.code } : {}),
+    attempts: base?.attempt ?? message.receiveCount,
+    queue: queue.name,
+    ...(job ? { task: job.task, jobId: job.id } : {}),
+    messageId: message.messageId,
+    sentTimestamp: message.sentTimestamp,
+    archivedAt: deps.clock.now(),
+    workerId: deps.workerId,
+  };
+  // Messages that never ran (malformed, unknown task) still get a record, under their job id or message id.
+  const write =
+    record ??
+    failureWrite(
+      deps,
+      queue,
+      { id: job?.id ?? message.messageId, task: job?.task ?? '', publishedAt: job?.publishedAt ?? message.sentTimestamp },
+      message.receiveCount,
+      'archived',
+      error,
+      reason,
+    );
+  state.decide(
+    { kind: 'archive', message, archive: archiveRecord, ...(write ? { record: write } : {}) },
+    {
+      ...(base ?? { messageId: message.messageId, attempt: message.receiveCount, ...(job ? { jobId: job.id, task: job.task } : {}) }),
+      outcome: 'archived',
+      reason,
+    },
+  );
+  deps.logger.warn('archiving message', {
+    queue: queue.name,
+    reason,
+    messageId: message.messageId,
+    task: job?.task,
+    detail: error.message,
+  });
+}
+
+/**
+ * Settles a batch, one call per outcome list, in an order that never loses a message: archive
+ * sends first; then the job records (a completion must land before its message is deleted, so a
+ * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
+ * delete and one visibility change. A message whose archive send failed is not deleted; one whose
+ * completion was rejected (stale token) is left to the newer attempt.
+ */
+async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState): Promise<number> {
+  const url = deps.urls.queues[queue.name] as string;
+  let retries = 0;
+  const archives = state.decisions.filter((d): d is Extract<Decision, { kind: 'archive' }> => d.kind === 'archive');
+  const notSent = new Set<string>();
+  if (archives.length > 0) {
+    const entries = archives.map((d) => archiveEntry(d.message.messageId, d.message.body, d.archive));
+    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(deps.urls.archive, e), deps.clock);
+    retries += sent.retries;
+    for (const f of sent.failed) {
+      notSent.add(f.id);
+      state.mark(f.id, { unsettled: true });
+    }
+    logFailures(deps, 'archive send', queue, sent.failed);
+  }
+
+  const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
+  const stale = new Set<string>();
+  await Promise.all(
+    proceeding.map(async (d) => {
+      if (!d.record) return;
+      try {
+        if (!(await d.record())) {
+          stale.add(d.message.messageId);
+          state.mark(d.message.messageId, { outcome: 'stale' });
+          deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
+        }
+      } catch (error) {
+        // The job record could not be written; settling the message anyway avoids running the job twice.
+        deps.logger.error('job record write failed', { messageId: d.message.messageId, error: describe(error) });
+      }
+    }),
+  );
+  const settling = proceeding.filter((d) => !stale.has(d.message.messageId));
+
+  const deletes = settling
+    .filter((d) => d.kind !== 'visibility')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
+  if (deletes.length > 0) {
+    const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);
+    retries += deleted.retries;
+    for (const f of deleted.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'delete', queue, deleted.failed);
+  }
+  const changes: VisibilityEntry[] = settling
+    .filter((d): d is Extract<Decision, { kind: 'visibility' }> => d.kind === 'visibility')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle, visibilityTimeoutSeconds: d.seconds }));
+  if (changes.length > 0) {
+    const changed = await callWithEntryRetries(changes, (e) => deps.queues.changeVisibilityBatch(url, e), deps.clock);
+    retries += changed.retries;
+    for (const f of changed.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'visibility change', queue, changed.failed);
+  }
+  return retries;
+}
+
+/** One atomic ADD per queue per batch. A failure costs accuracy of the stats, never a job. */
+async function recordStats(deps: DispatcherDeps, report: BatchReport): Promise<void> {
+  const stats = deps.tracking?.stats;
+  if (!stats) return;
+  const now = deps.clock.now();
+  const delta = statsOfBatch(report, now);
+  if (isEmptyDelta(delta)) return;
+  try {
+    await stats.add(delta, expiresAt(now, deps.config.tracking.statsRetentionDays));
+  } catch (error) {
+    deps.logger.error('stats write failed', { queue: report.queue, error: describe(error) });
+  }
+}
+
+function logFailures(
+  deps: DispatcherDeps,
+  what: string,
+  queue: QueueConfig,
+  failed: readonly { id: string; code: string; message: string }[],
+): void {
+  if (failed.length === 0) return;
+  deps.logger.error(`${what} failed after retries; the messages will return when their visibility expires`, {
+    queue: queue.name,
+    failed: failed.map((f) => ({ messageId: f.id, code: f.code, message: f.message })),
+  });
+}
+
+/** Runs `fn` over items with at most `limit` in flight. */
+export async function forEachConcurrently<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+export function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,79 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createVersionTables } from '../../lib/adapters/dynamo-admin';
+import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { readArchiveRecord } from '../../lib/archive';
+import type { TaskBundle } from '../../lib/bundle';
+import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
+import { Publisher } from '../../lib/publisher';
+import { DispatcherRuntime, trackingFor } from '../../lib/runtime';
+import type { BatchReport, JobReport } from '../../lib/summary';
+import type { JobStore } from '../../lib/tracking/model';
+import { type EmulatorHarness, freshQueues } from './emulators';
+
+export interface SystemOptions {
+  /** Wraps the SQS adapter (fault injection, interference). */
+  readonly wrapQueues?: (sqs: QueueClient) => QueueClient;
+  /** Job records and stats on dynalite. */
+  readonly tracked?: boolean;
+  /** Wraps the job store of one dispatcher (interference with leases). */
+  readonly wrapJobs?: (jobs: JobStore) => JobStore;
+  readonly logger?: Logger;
+  readonly workerId?: string;
+}
+
+/** Fresh queues (and tables) on the emulators, a publisher, and a way to start dispatchers on them. */
+export async function system(h: EmulatorHarness, bundle: TaskBundle, options: SystemOptions = {}) {
+  const { version, urls } = await freshQueues(h, bundle.config);
+  const sqs = new SqsQueueClient({ client: h.sqs });
+  const dynamo = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: h.emulators.dynamodbEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  const tables = options.tracked ? await createVersionTables(dynamo, bundle.config, version) : undefined;
+  const tracking = tables ? trackingFor(bundle.config, tables, { client: dynamo }) : undefined;
+  const reports: BatchReport[] = [];
+  const runtimes: DispatcherRuntime[] = [];
+  const dispatcher = (more: SystemOptions = {}) => {
+    const wrap = more.wrapQueues ?? options.wrapQueues;
+    const runtime = new DispatcherRuntime({
+      bundle,
+      version,
+      urls,
+      sqs: { client: h.sqs },
+      ...(wrap ? { queues: wrap(sqs) } : {}),
+      ...(tracking ? { tracking: more.wrapJobs && tracking.jobs ? { ...tracking, jobs: more.wrapJobs(tracking.jobs) } : tracking } : {}),
+      logger: more.logger ?? options.logger ?? silentLogger,
+      workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
+      observer: { onBatch: (r) => reports.push(r) },
+    });
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const runtime = dispatcher();
+  const publisher = new Publisher({
+    config: bundle.config,
+    version,
+    tasks: bundle.tasks,
+    queues: sqs,
+    urls,
+    ...(tracking?.jobs ? { jobs: tracking.jobs } : {}),
+  });
+  const jobs = (): JobReport[] => reports.flatMap((r) => r.jobs);
+  const archive = async () => {
+    const messages = await sqs.receive(urls.archive, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
+    return messages.map((m) => ({ body: m.body, record: readArchiveRecord(m.attributes) }));
+  };
+  const depth = (queue: string) => sqs.depth(urls.queues[queue] as string);
+  const drained = async (queue: string) => {
+    const d = await depth(queue);
+    return d.visible + d.inFlight + d.delayed === 0;
+  };
+  const close = async () => {
+    await Promise.all(runtimes.map((r) => r.close()));
+    dynamo.destroy();
+  };
+  return { version, urls, tables, tracking, runtime, dispatcher, publisher, reports, jobs, archive, depth, drained, close, sqs };
+}
+
+export type System = Awaited<ReturnType<typeof system>>;

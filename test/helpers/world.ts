@@ -1,0 +1,91 @@
+import { VirtualClock } from '../../lib/clock';
+import type { TaskworkerConfig } from '../../lib/config';
+import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from '../../lib/dispatcher';
+import { InlineExecutor } from '../../lib/executor/inline';
+import { MemoryQueueService } from '../../lib/fakes/memory-queue';
+import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
+import { silentLogger } from '../../lib/ports';
+import { seededRandom } from '../../lib/random';
+import { createSelector } from '../../lib/selectors';
+import type { BatchReport } from '../../lib/summary';
+import { createRegistry, defineTask, type TaskContext, type TaskOptions } from '../../lib/task';
+import { appConfig } from './factories';
+import { FaultyQueue } from './faulty-queue';
+
+/** A dispatcher on fakes: in-memory SQS (and job/stats stores), a virtual clock, tasks run inline. */
+export interface World {
+  readonly clock: VirtualClock;
+  readonly sqs: MemoryQueueService;
+  readonly queues: FaultyQueue;
+  readonly urls: QueueUrls;
+  readonly config: TaskworkerConfig;
+  readonly runs: Array<{ task: string; payload: unknown; attempt: number; appData: unknown; ctx: TaskContext }>;
+  readonly jobs: MemoryJobStore;
+  readonly stats: MemoryStatsStore;
+  readonly deps: DispatcherDeps;
+  readonly reports: BatchReport[];
+  send(queue: string, body: string): Promise<void>;
+  run(options?: { forMs?: number; signal?: AbortSignal }): ReturnType<typeof runDispatcher>;
+}
+
+export function world(
+  tasks: TaskOptions[] = [],
+  configOverrides: Parameters<typeof appConfig>[0] = {},
+  options: { tracked?: boolean } = {},
+): World {
+  const clock = new VirtualClock();
+  const sqs = new MemoryQueueService(clock);
+  const queues = new FaultyQueue(sqs);
+  const config = appConfig(configOverrides);
+  const urls: QueueUrls = {
+    queues: Object.fromEntries(
+      config.queues.map((q) => [q.name, sqs.createQueue(q.name, { visibilityTimeoutSeconds: q.visibilityTimeoutSeconds })]),
+    ),
+    archive: sqs.createQueue('archive'),
+  };
+  const runs: World['runs'] = [];
+  const recorded = tasks.map((t) =>
+    defineTask({
+      ...t,
+      run: (payload: unknown, ctx) => {
+        runs.push({ task: t.name, payload, attempt: ctx.attempt, appData: ctx.appData, ctx });
+        return t.run(payload, ctx);
+      },
+    }),
+  );
+  const registry = createRegistry(recorded, config);
+  const reports: BatchReport[] = [];
+  const random = seededRandom(5);
+  const jobs = new MemoryJobStore({ historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays });
+  const stats = new MemoryStatsStore();
+  const deps: DispatcherDeps = {
+    config,
+    registry,
+    queues,
+    urls,
+    executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
+    selector: createSelector('reduced-lottery', { queues: config.queues, random, clock, probes: queueProbes(queues, urls) }),
+    clock,
+    random,
+    logger: silentLogger,
+    workerId: 'test-worker',
+    observer: { onBatch: (r) => reports.push(r) },
+    ...(options.tracked ? { tracking: { version: 'v1', jobs, stats } } : {}),
+  };
+  return {
+    clock,
+    sqs,
+    queues,
+    urls,
+    config,
+    runs,
+    reports,
+    jobs,
+    stats,
+    deps,
+    send: async (queue, body) => {
+      await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);
+    },
+    run: ({ forMs = 30_000, signal } = {}) => runDispatcher(deps, { deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
+  };
+}

@@ -1,0 +1,219 @@
+import { writeFileSync } from 'node:fs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { TaskBundle } from '../../lib/bundle';
+import { encodeEnvelope } from '../../lib/envelope';
+import type { QueueClient } from '../../lib/ports';
+import type { JobStore } from '../../lib/tracking/model';
+import { utcDay } from '../../lib/tracking/stats';
+import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+import { type System, system } from '../helpers/system';
+
+let h: EmulatorHarness;
+let bundle: TaskBundle;
+let current: System | undefined;
+
+beforeAll(async () => {
+  h = await startHarness();
+  bundle = await buildFixtureBundle();
+});
+afterAll(async () => {
+  await stopHarness(h);
+  setTimeout(() => writeFileSync('/tmp/handles.txt', JSON.stringify(process.getActiveResourcesInfo())), 3000);
+});
+afterEach(async () => {
+  await current?.close();
+  current = undefined;
+});
+
+async function tracked(): Promise<System> {
+  current = await system(h, bundle, { tracked: true });
+  return current;
+}
+
+/** Runs dispatchers until `done`, then stops them. */
+async function runAll(
+  runtimes: System['runtime'][],
+  what: string,
+  done: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const stop = new AbortController();
+  const running = runtimes.map((r) => r.invoke(Date.now() + 60_000, stop.signal));
+  try {
+    await eventually(what, done, timeoutMs);
+  } finally {
+    stop.abort();
+    await Promise.all(running);
+  }
+}
+
+/** A queue client that makes every message it receives visible again at once, as if its visibility expired mid-run. */
+function expiring(inner: QueueClient): QueueClient {
+  return {
+    receive: async (url, request, signal) => {
+      const messages = await inner.receive(url, request, signal);
+      if (messages.length > 0) {
+        await inner.changeVisibilityBatch(
+          url,
+          messages.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
+        );
+      }
+      return messages;
+    },
+    sendBatch: (url, entries) => inner.sendBatch(url, entries),
+    deleteBatch: (url, entries) => inner.deleteBatch(url, entries),
+    changeVisibilityBatch: (url, entries) => inner.changeVisibilityBatch(url, entries),
+    depth: (url) => inner.depth(url),
+  };
+}
+
+describe('job tracking (full mode) on fauxqs + dynalite', () => {
+  it('records a job from publish to success, with its result and history', async () => {
+    const s = await tracked();
+    const journal = tempFile('journal.jsonl');
+    const { jobId } = await s.publisher.publish('record', { journal, n: 5 });
+    expect(await s.tracking?.jobs?.get(jobId)).toMatchObject({ state: 'queued', attempt: 0, version: s.version });
+    await runAll([s.runtime], 'the job', () => s.jobs().length === 1);
+    const record = await s.tracking?.jobs?.get(jobId);
+    expect(record).toMatchObject({ state: 'succeeded', attempt: 1, task: 'record', queue: 'urgent', result: '{"n":5}' });
+    expect(record?.leaseOwner).toBeUndefined();
+    expect(record?.history.map((e) => [e.what, e.attempt])).toEqual([
+      ['queued', undefined],
+      ['started', 1],
+      ['succeeded', 1],
+    ]);
+    expect(record?.lastStartedAt).toBeGreaterThanOrEqual(record?.publishedAt ?? Number.POSITIVE_INFINITY);
+  });
+
+  it('runs the same envelope delivered twice only once: the second delivery ends skipped-duplicate', async () => {
+    const s = await tracked();
+    const journal = tempFile('journal.jsonl');
+    const body = encodeEnvelope({ task: 'record', payload: { journal, n: 1 }, id: 'order-42-confirmation' });
+    for (let i = 0; i < 2; i++) await h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
+    await runAll(
+      [s.runtime],
+      'both deliveries to settle',
+      async () => s.jobs().some((j) => j.outcome === 'duplicate') && (await s.drained('urgent')),
+    );
+    expect(readJournal(journal)).toHaveLength(1);
+    const outcomes = s.jobs().map((j) => j.outcome);
+    expect(outcomes.filter((o) => o === 'succeeded')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(1);
+    const record = await s.tracking?.jobs?.get('order-42-confirmation');
+    expect(record?.history.map((e) => e.what)).toEqual(['started', 'succeeded', 'skipped-duplicate']);
+  });
+
+  it('does not run a task again when its message becomes visible while it still runs', async () => {
+    const s = await tracked();
+    const journal = tempFile('journal.jsonl');
+    const slow = s.dispatcher({ wrapQueues: expiring, workerId: 'slow' });
+    const { jobId } = await s.publisher.publish('nap', { journal, ms: 800 });
+    const slowRun = slow.invoke(Date.now() + 60_000, AbortSignal.timeout(5000));
+    await eventually('the first delivery to start', async () => (await s.tracking?.jobs?.get(jobId))?.state === 'running');
+    // The message is visible again while its task runs: another dispatcher receives it.
+    const other = s.dispatcher({ workerId: 'other' });
+    await runAll(
+      [other],
+      'the redelivery to end as a duplicate',
+      async () => s.jobs().some((j) => j.outcome === 'duplicate') && (await s.drained('urgent')),
+    );
+    await slowRun;
+    expect(readJournal(journal)).toHaveLength(1);
+    expect(s.jobs().filter((j) => j.outcome === 'succeeded')).toHaveLength(1);
+    const record = await s.tracking?.jobs?.get(jobId);
+    expect(record).toMatchObject({ state: 'succeeded', attempt: 1 });
+    const history = record?.history.map((e) => [e.what, e.worker]) ?? [];
+    expect(history.slice(0, 3)).toEqual([
+      ['queued', undefined],
+      ['started', 'slow'],
+      ['succeeded', 'slow'],
+    ]);
+    // Every later delivery, from either dispatcher, was skipped.
+    expect(new Set(history.slice(3).map(([what]) => what))).toEqual(new Set(['skipped-duplicate']));
+  });
+
+  it("rejects a stale worker's completion after a takeover: the newer outcome stands", async () => {
+    const s = await tracked();
+    const journal = tempFile('journal.jsonl');
+    // The stale worker's leases lapse at once, and its message reappears at once.
+    const shortLeases = (jobs: JobStore): JobStore => ({
+      recordQueued: (job, now) => jobs.recordQueued(job, now),
+      claim: (request) => jobs.claim({ ...request, leaseUntil: request.now + 1 }),
+      extendLease: async () => true,
+      complete: (c, claimed) => jobs.complete(c, claimed),
+      recordFailure: (f) => jobs.recordFailure(f),
+      recordDuplicate: (id, worker, now) => jobs.recordDuplicate(id, worker, now),
+      get: (id) => jobs.get(id),
+      list: (q) => jobs.list(q),
+      resetForReplay: (id, now) => jobs.resetForReplay(id, now),
+    });
+    const stale = s.dispatcher({ wrapQueues: expiring, wrapJobs: shortLeases, workerId: 'stale' });
+    const { jobId } = await s.publisher.publish('nap', { journal, ms: 700 });
+    const staleRun = stale.invoke(Date.now() + 60_000, AbortSignal.timeout(4000));
+    await eventually('the stale worker to start', async () => (await s.tracking?.jobs?.get(jobId))?.state === 'running');
+    const fresh = s.dispatcher({ workerId: 'fresh' });
+    await runAll(
+      [fresh],
+      'the newer attempt and the stale outcome',
+      () => s.jobs().some((j) => j.outcome === 'stale') && s.jobs().some((j) => j.outcome === 'succeeded'),
+    );
+    await staleRun;
+    const record = await s.tracking?.jobs?.get(jobId);
+    expect(record).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(record?.history.map((e) => [e.what, e.worker])).toEqual([
+      ['queued', undefined],
+      ['started', 'stale'],
+      ['took-over', 'fresh'],
+      ['succeeded', 'fresh'],
+    ]);
+    // Both bodies ran (the first was not stopped), each with its own fencing token.
+    expect(
+      readJournal(journal)
+        .map((e) => e.fencingToken)
+        .sort(),
+    ).toEqual([1, 2]);
+  });
+
+  it('keeps stats whose counters and histogram totals equal the ground truth', async () => {
+    const s = await tracked();
+    const journal = tempFile('journal.jsonl');
+    const startDay = utcDay(Date.now());
+    await s.publisher.publishBatch([
+      ...Array.from({ length: 20 }, (_, n) => ({ task: 'record', payload: { journal, n } })),
+      ...Array.from({ length: 3 }, () => ({ task: 'flaky', payload: { journal, succeedOn: 2 } })),
+      ...Array.from({ length: 2 }, () => ({ task: 'doomed', payload: {} })),
+      { task: 'doomed', payload: { fatal: true } },
+      { task: 'spin', payload: {} },
+    ]);
+    for (const body of ['not json', '{"task":"ghost"}'])
+      await h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
+    await runAll(
+      [s.runtime],
+      'every job to settle',
+      async () =>
+        s.jobs().filter((j) => j.outcome === 'succeeded' || j.outcome === 'archived').length === 29 && (await s.drained('urgent')),
+    );
+    const days = [...new Set([startDay, utcDay(Date.now())])];
+    const stats = await Promise.all(days.map((d) => s.tracking?.stats?.get('urgent', d)));
+    const sum = (pick: (x: NonNullable<(typeof stats)[number]>) => number | undefined) =>
+      stats.reduce((n, x) => n + (x ? (pick(x) ?? 0) : 0), 0);
+    // Ground truth from what was published: 20 + 3 successes; flaky fails once each, doomed once
+    // each before its last attempt; four jobs end archived after running, two never ran.
+    expect(sum((x) => x.counters.succeeded)).toBe(23);
+    expect(sum((x) => x.counters.retried)).toBe(5);
+    expect(sum((x) => x.counters.failed)).toBe(9);
+    expect(sum((x) => x.counters.timedOut)).toBe(1);
+    expect(sum((x) => x.archived.exhausted)).toBe(2);
+    expect(sum((x) => x.archived.unrecoverable)).toBe(1);
+    expect(sum((x) => x.archived['timed-out'])).toBe(1);
+    expect(sum((x) => x.archived.malformed)).toBe(1);
+    expect(sum((x) => x.archived['unknown-task'])).toBe(1);
+    const runs = 23 + 5 + 4;
+    expect(sum((x) => x.wait.count)).toBe(runs);
+    expect(sum((x) => x.run.count)).toBe(runs);
+    expect(sum((x) => Object.values(x.wait.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
+    expect(sum((x) => Object.values(x.run.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
+    expect(sum((x) => x.run.sum)).toBeGreaterThanOrEqual(1000);
+  });
+});

@@ -1,0 +1,162 @@
+import { readArchiveRecord } from '../../lib/archive';
+import type { TrackingMode } from '../../lib/config';
+import { encodeEnvelope } from '../../lib/envelope';
+import { LeaseLostError } from '../../lib/errors';
+import type { TaskOptions } from '../../lib/task';
+import { type World, world } from '../helpers/world';
+
+const ok: TaskOptions = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => 'done' };
+const failing: TaskOptions = {
+  name: 'failing',
+  queue: 'urgent',
+  timeLimitSeconds: 5,
+  maxRetries: 1,
+  backoff: { baseSeconds: 1, capSeconds: 1 },
+  run: () => Promise.reject(new Error('boom')),
+};
+const envelope = (task: string, id?: string) => encodeEnvelope({ task, payload: {}, ...(id ? { id } : {}) });
+const outcomes = (w: World) => w.reports.flatMap((r) => r.jobs.map((j) => j.outcome));
+
+function trackedWorld(mode: TrackingMode, tasks: TaskOptions[] = [ok, failing]): World {
+  return world(tasks, { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking: mode }] }, { tracked: true });
+}
+
+describe('dispatcher with job tracking (fakes)', () => {
+  it.each<[TrackingMode, number]>([
+    ['full', 2],
+    ['failures', 0],
+    ['off', 0],
+  ])('%s mode: job-record writes per successful task = %d', async (mode, perTask) => {
+    const w = trackedWorld(mode);
+    for (let i = 0; i < 30; i++) await w.send('urgent', envelope('ok'));
+    await w.run();
+    expect(outcomes(w).filter((o) => o === 'succeeded')).toHaveLength(30);
+    expect(w.jobs.writes / 30).toBe(perTask);
+    // Stats: one atomic ADD per batch, not per task.
+    expect(w.stats.writes).toBe(w.reports.length);
+    expect(w.stats.writes).toBeLessThanOrEqual(4);
+  });
+
+  it.each<[TrackingMode, number]>([
+    ['full', 4],
+    ['failures', 2],
+  ])('%s mode: a job that fails twice (retry, then archive) costs %d job-record writes', async (mode, writes) => {
+    const w = trackedWorld(mode);
+    await w.send('urgent', envelope('failing', 'job-f'));
+    await w.run({ forMs: 60_000 });
+    expect(outcomes(w)).toEqual(['retried', 'archived']);
+    expect(w.jobs.writes).toBe(writes);
+    expect(await w.jobs.get('job-f')).toMatchObject({ state: 'archived', reason: 'exhausted', attempt: 2 });
+  });
+
+  it('full mode: counts attempts itself, not by SQS receives', async () => {
+    const w = trackedWorld('full');
+    await w.send('urgent', envelope('ok', 'job-a'));
+    // Three earlier receives that never started the task (released, lost).
+    for (let i = 0; i < 3; i++) {
+      const [m] = await w.sqs.receive(w.urls.queues.urgent as string, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 0 });
+      expect(m?.receiveCount).toBe(i + 1);
+    }
+    await w.run();
+    expect(w.runs[0]?.attempt).toBe(1);
+    expect(await w.jobs.get('job-a')).toMatchObject({ state: 'succeeded', attempt: 1, result: '"done"' });
+  });
+
+  it('full mode: deletes a delivery of a finished job without running it', async () => {
+    const w = trackedWorld('full');
+    await w.send('urgent', envelope('ok', 'job-d'));
+    await w.run();
+    await w.send('urgent', envelope('ok', 'job-d'));
+    await w.run();
+    expect(w.runs).toHaveLength(1);
+    expect(outcomes(w)).toEqual(['succeeded', 'duplicate']);
+    expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(0);
+    expect((await w.jobs.get('job-d'))?.history.map((h) => h.what)).toEqual(['started', 'succeeded', 'skipped-duplicate']);
+  });
+
+  it('full mode: archives a job whose attempts were all lost with their workers (before SQS redrive)', async () => {
+    const w = trackedWorld('full');
+    await w.send('urgent', envelope('failing', 'job-lost'));
+    // Two attempts claimed by workers that died (their leases lapse).
+    for (let i = 0; i < 2; i++) {
+      const claim = await w.jobs.claim({
+        jobId: 'job-lost',
+        task: 'failing',
+        queue: 'urgent',
+        version: 'v1',
+        publishedAt: 0,
+        workerId: `gone-${i}`,
+        now: w.clock.now(),
+        leaseUntil: w.clock.now() + 1,
+      });
+      expect(claim.outcome).toBe('claimed');
+      w.clock.advance(10);
+    }
+    await w.run();
+    expect(w.runs).toHaveLength(0);
+    const [archived] = w.sqs.peek(w.urls.archive);
+    expect(readArchiveRecord(archived?.attributes ?? {})).toMatchObject({ reason: 'exhausted', errorType: 'WorkerLostError', attempts: 3 });
+    expect(await w.jobs.get('job-lost')).toMatchObject({ state: 'archived', attempt: 3 });
+  });
+
+  it('ctx.heartbeat() extends the visibility, and rejects with LeaseLostError once a newer attempt holds the job', async () => {
+    let beatAfterTakeover: unknown;
+    const w: World = trackedWorld('full', [
+      {
+        ...ok,
+        async run(_payload, ctx) {
+          w.clock.advance(20_000);
+          await ctx.heartbeat();
+          const [message] = w.sqs.peek(w.urls.queues.urgent as string);
+          expect(message).toBeDefined();
+          // The message is hidden for a full visibility timeout from now, not from the receive.
+          expect((await w.sqs.depth(w.urls.queues.urgent as string)).inFlight).toBe(1);
+          w.clock.advance(40_000);
+          const takeover = await w.jobs.claim({
+            jobId: ctx.jobId,
+            task: 'ok',
+            queue: 'urgent',
+            version: 'v1',
+            publishedAt: 0,
+            workerId: 'newer',
+            now: w.clock.now(),
+            leaseUntil: w.clock.now() + 60_000,
+          });
+          expect(takeover.outcome).toBe('claimed');
+          beatAfterTakeover = await ctx.heartbeat().catch((e: unknown) => e);
+        },
+      },
+    ]);
+    await w.send('urgent', envelope('ok', 'job-h'));
+    await w.run({ forMs: 120_000 });
+    expect(beatAfterTakeover).toBeInstanceOf(LeaseLostError);
+    // Its completion was rejected too: the newer attempt owns the job.
+    expect(outcomes(w)[0]).toBe('stale');
+    expect(await w.jobs.get('job-h')).toMatchObject({ state: 'running', leaseOwner: 'newer', attempt: 2 });
+  });
+
+  it('gives handlers the fencing token: the claim number in full mode', async () => {
+    const w = trackedWorld('full');
+    await w.send('urgent', envelope('ok', 'job-t'));
+    await w.run();
+    expect(w.runs[0]?.ctx.fencingToken).toBe(1);
+  });
+
+  it('records malformed messages and unknown tasks as archived jobs', async () => {
+    const w = trackedWorld('failures');
+    await w.send('urgent', 'not json');
+    await w.send('urgent', envelope('ghost', 'job-ghost'));
+    await w.run();
+    expect(await w.jobs.get('job-ghost')).toMatchObject({ state: 'archived', reason: 'unknown-task', task: 'ghost' });
+    const malformed = await w.jobs.list({ state: 'archived', queues: ['urgent'], limit: 10 });
+    expect(malformed.map((r) => r.reason).sort()).toEqual(['malformed', 'unknown-task']);
+  });
+
+  it('keeps stats per batch even with tracking off', async () => {
+    const w = trackedWorld('off');
+    for (let i = 0; i < 3; i++) await w.send('urgent', envelope('ok'));
+    await w.run();
+    const day = new Date(w.clock.now()).toISOString().slice(0, 10);
+    expect((await w.stats.get('urgent', day))?.counters.succeeded).toBe(3);
+  });
+});
