@@ -1,10 +1,12 @@
 import { TaskworkerError } from '../lib/errors';
+import { VersionNotFoundError } from '../lib/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
+import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
 import { UsageError } from './shared';
 
-const USAGE = ['usage:', DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE].join('\n\n');
+const USAGE = ['usage:', DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, OPERATOR_USAGE].join('\n\n');
 
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -21,6 +23,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'demo':
         return await demoCommand(rest);
+      case 'status':
+      case 'jobs':
+      case 'stats':
+      case 'archive':
+      case 'dlq':
+        return await operatorCommand(command, rest);
       case undefined:
       case 'help':
       case '--help':
@@ -35,6 +43,15 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`taskworker: ${error.message}\n`);
       return 2;
     }
+    const explained = explainAwsError(error);
+    if (explained) {
+      process.stderr.write(`taskworker: ${explained}\n`);
+      return 1;
+    }
+    if (error instanceof VersionNotFoundError) {
+      process.stderr.write(`taskworker: ${error.message}\n`);
+      return 1;
+    }
     if (
       error instanceof TaskworkerError ||
       (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
@@ -45,6 +62,25 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`taskworker: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
   }
+}
+
+/** Plain words for the AWS failures an operator meets first; undefined for anything else. */
+export function explainAwsError(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
+  const text = `${error.name} ${error.message}`;
+  if (error.name === 'CredentialsProviderError' || /Could not load credentials/i.test(error.message)) {
+    return 'no AWS credentials found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or run `taskworker dev` in this directory for local emulators';
+  }
+  if (code === 'ECONNREFUSED' || /ECONNREFUSED/.test(text)) {
+    return `cannot reach the endpoint (${process.env.AWS_ENDPOINT_URL_SQS ?? process.env.AWS_ENDPOINT_URL_DYNAMODB ?? 'AWS'}): connection refused — is \`taskworker dev\` still running?`;
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || /ENOTFOUND|EAI_AGAIN/.test(text)) {
+    return `cannot resolve the AWS endpoint (${error.message}): no network, or a wrong region or endpoint`;
+  }
+  if (error.name === 'ResourceNotFoundException')
+    return `a DynamoDB table of this version does not exist (${error.message}): is the version deployed?`;
+  return undefined;
 }
 
 if (require.main === module) {

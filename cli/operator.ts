@@ -1,0 +1,169 @@
+import { parseArgs } from 'node:util';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/archive';
+import { loadConfigModule } from '../lib/build';
+import { resolveConfig } from '../lib/config';
+import {
+  type ArchiveFilter,
+  cloudWatchForStatus,
+  listArchived,
+  type OperatorContext,
+  operatorContext,
+  redriveDeadLetters,
+  replayArchived,
+  versionStatus,
+} from '../lib/operator';
+import { JOB_STATES, type JobState } from '../lib/tracking/model';
+import { utcDay } from '../lib/tracking/stats';
+import { progressBar, renderArchive, renderJob, renderJobList, renderStats, renderStatus } from './render';
+import { findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
+
+export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
+taskworker jobs show ID [--json]
+taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
+taskworker stats [--queue Q] [--day YYYY-MM-DD] [--json]
+taskworker archive list [--reason R] [--task T] [--limit N] [--json]
+taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
+taskworker dlq redrive [--queue Q] [--json]
+  Operator commands for one release version (--version, or the running taskworker dev's).
+  They talk to AWS with your usual credentials, or to the emulators of a running
+  \`taskworker dev\` in this directory (or AWS_ENDPOINT_URL_SQS/_DYNAMODB). All take --config FILE.`;
+
+const common = {
+  version: { type: 'string' },
+  config: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  queue: { type: 'string' },
+  task: { type: 'string' },
+  limit: { type: 'string' },
+  state: { type: 'string' },
+  reason: { type: 'string' },
+  day: { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parse>['values'];
+
+function parse(argv: string[]) {
+  return parseArgs({ args: argv, options: common, allowPositionals: true, strict: true });
+}
+
+async function context(values: Values): Promise<OperatorContext> {
+  const local = useLocalEndpointsIfRunning();
+  const version = values.version ?? local?.version;
+  if (!version) throw new UsageError('--version is required (no taskworker dev is running here)');
+  const config = resolveConfig(await loadConfigModule(findConfigFile(values.config ?? local?.configFile)));
+  const cloudwatch = cloudWatchForStatus();
+  return operatorContext({ config, version, ...(cloudwatch ? { cloudwatch } : {}) });
+}
+
+function queueOption(ctx: OperatorContext, queue: string | undefined): string[] {
+  if (queue === undefined) return ctx.config.queues.map((q) => q.name);
+  if (!ctx.config.queues.some((q) => q.name === queue)) {
+    throw new UsageError(`--queue ${queue}: no such queue (configured: ${ctx.config.queues.map((q) => q.name).join(', ')})`);
+  }
+  return [queue];
+}
+
+function reasonOption(reason: string | undefined): ArchiveReason | undefined {
+  if (reason === undefined) return undefined;
+  if (!(ARCHIVE_REASONS as readonly string[]).includes(reason))
+    throw new UsageError(`--reason ${reason}: expected one of ${ARCHIVE_REASONS.join(', ')}`);
+  return reason as ArchiveReason;
+}
+
+const print = (json: boolean, data: unknown, text: () => string) =>
+  process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
+
+/** Runs an operator command; `command` is the first word (status, jobs, stats, archive, dlq). */
+export async function operatorCommand(command: string, argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv);
+  const json = values.json ?? false;
+  const limit = integerOption('--limit', values.limit, 20, 1, 10_000);
+  switch (command) {
+    case 'status': {
+      const ctx = await context(values);
+      const status = await versionStatus(ctx);
+      print(json, status, () => renderStatus(status));
+      return 0;
+    }
+    case 'jobs': {
+      const [sub, id, ...extra] = positionals;
+      const ctx = await context(values);
+      if (sub === 'show') {
+        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs show ID');
+        const job = await ctx.jobs.get(id);
+        if (!job) {
+          process.stderr.write(
+            `taskworker: no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)\n`,
+          );
+          return 1;
+        }
+        print(json, job, () => renderJob(job));
+        return 0;
+      }
+      if (sub === 'list') {
+        const state = values.state;
+        if (!state || !(JOB_STATES as readonly string[]).includes(state))
+          throw new UsageError(`--state is required: one of ${JOB_STATES.join(', ')}`);
+        const jobs = await ctx.jobs.list({
+          state: state as JobState,
+          queues: queueOption(ctx, values.queue),
+          ...(values.task ? { task: values.task } : {}),
+          limit,
+        });
+        print(json, jobs, () => renderJobList(jobs));
+        return 0;
+      }
+      throw new UsageError('usage: taskworker jobs show ID | taskworker jobs list --state S');
+    }
+    case 'stats': {
+      const ctx = await context(values);
+      const day = values.day ?? utcDay(ctx.clock.now());
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new UsageError(`--day ${day}: expected YYYY-MM-DD (UTC)`);
+      const days = (await Promise.all(queueOption(ctx, values.queue).map((q) => ctx.stats.get(q, day)))).filter((s) => s !== undefined);
+      print(json, days, () => renderStats(days));
+      return 0;
+    }
+    case 'archive': {
+      const [sub] = positionals;
+      const ctx = await context(values);
+      const reason = reasonOption(values.reason);
+      const filter: ArchiveFilter = { ...(reason ? { reason } : {}), ...(values.task ? { task: values.task } : {}) };
+      if (sub === 'list') {
+        const messages = await listArchived(ctx, filter, limit);
+        print(json, messages, () => renderArchive(messages));
+        return 0;
+      }
+      if (sub === 'replay') {
+        const total = values.limit === undefined ? (await ctx.queues.depth(ctx.urls.archive)).visible : limit;
+        const tty = process.stderr.isTTY === true;
+        const result = await replayArchived(ctx, filter, values.limit === undefined ? Number.MAX_SAFE_INTEGER : limit, (done) => {
+          if (tty) process.stderr.write(`\rreplaying ${progressBar(done, Math.max(total, done))}`);
+          else if (done % 100 === 0) process.stderr.write(`replayed ${done}\n`);
+        });
+        if (tty) process.stderr.write('\n');
+        print(json, result, () =>
+          [
+            `replayed ${result.replayed} message(s) to their queues (attempts reset)`,
+            ...result.skipped.map((s) => `skipped ${s.messageId}: ${s.why}`),
+          ].join('\n'),
+        );
+        return 0;
+      }
+      throw new UsageError('usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]');
+    }
+    case 'dlq': {
+      const [sub] = positionals;
+      if (sub !== 'redrive') throw new UsageError('usage: taskworker dlq redrive [--queue Q]');
+      const ctx = await context(values);
+      const results = await redriveDeadLetters(ctx, values.queue === undefined ? undefined : (queueOption(ctx, values.queue)[0] as string));
+      print(json, results, () =>
+        results
+          .map((r) => `${r.queue}: ${r.messages === 0 ? 'DLQ empty' : `moved ${r.messages} message(s) back (${r.status})`}`)
+          .join('\n'),
+      );
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command ${command}`);
+  }
+}

@@ -1,0 +1,135 @@
+import type { ArchivedMessage, VersionStatus } from '../lib/operator';
+import type { DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
+import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/tracking/stats';
+import { formatMs, table } from './shared';
+
+const iso = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString());
+const relative = (ms: number | undefined, from: number | undefined) =>
+  ms === undefined || from === undefined ? '' : ` (+${formatMs(ms - from)})`;
+
+export function renderStatus(status: VersionStatus): string {
+  const rows = status.queues.map((q) => [
+    q.queue,
+    q.priority,
+    q.depth.visible,
+    q.depth.inFlight,
+    q.depth.delayed,
+    q.oldestAgeSeconds === undefined ? 'n/a' : `${q.oldestAgeSeconds} s${q.oldestAgeSeconds > q.slaSeconds ? ' (over SLA)' : ''}`,
+    `${q.slaSeconds} s`,
+    q.deadLetter,
+    formatMs(q.waitP50Ms),
+    formatMs(q.waitP99Ms),
+  ]);
+  const lines = [
+    `version ${status.version} · ${status.drained ? 'drained (no message visible, in flight or delayed)' : 'has work'} · archive ${status.archive}`,
+    table(['queue', 'priority', 'visible', 'in flight', 'delayed', 'oldest', 'SLA', 'DLQ', `wait p50 (${status.day})`, 'wait p99'], rows),
+  ];
+  if (status.queues.every((q) => q.oldestAgeSeconds === undefined)) {
+    lines.push('oldest: ApproximateAgeOfOldestMessage comes from CloudWatch, which the local emulators do not have.');
+  }
+  return lines.join('\n');
+}
+
+export function renderJob(job: JobRecord): string {
+  const start = job.publishedAt;
+  const lines = [
+    `job ${job.jobId}`,
+    `  task      ${job.task || '(none)'}   queue ${job.queue}   version ${job.version}`,
+    `  state     ${job.state}${job.reason ? ` (${job.reason})` : ''}   attempts ${job.attempt}`,
+    `  published ${iso(job.publishedAt)}`,
+    `  started   ${iso(job.firstStartedAt)}${relative(job.firstStartedAt, start)}${job.lastStartedAt !== job.firstStartedAt ? `   last ${iso(job.lastStartedAt)}${relative(job.lastStartedAt, start)}` : ''}`,
+    `  finished  ${iso(job.finishedAt)}${relative(job.finishedAt, start)}`,
+  ];
+  if (job.state === 'running') lines.push(`  lease     held by ${job.leaseOwner ?? '?'} until ${iso(job.leaseUntil)}`);
+  if (job.lastError) lines.push(`  error     ${job.lastError.type}: ${job.lastError.message}`);
+  if (job.result !== undefined) lines.push(`  result    ${job.result}`);
+  lines.push(
+    '  history',
+    table(
+      ['  when', 'what', 'attempt', 'worker', 'detail'],
+      job.history.map((h) => [
+        `  ${iso(h.when)}`,
+        h.what,
+        h.attempt === undefined ? '' : String(h.attempt),
+        h.worker ?? '',
+        h.detail ?? '',
+      ]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+export function renderJobList(jobs: readonly JobRecord[]): string {
+  if (jobs.length === 0) return 'no jobs';
+  return table(
+    ['job', 'task', 'queue', 'state', 'attempts', 'updated', 'error'],
+    jobs.map((j) => [
+      j.jobId,
+      j.task,
+      j.queue,
+      j.reason ? `${j.state} (${j.reason})` : j.state,
+      j.attempt,
+      iso(j.updatedAt),
+      j.lastError ? `${j.lastError.type}: ${j.lastError.message}`.slice(0, 60) : '',
+    ]),
+  );
+}
+
+const BAR_WIDTH = 40;
+
+/** A histogram of qless buckets as text bars, empty buckets left out. */
+export function renderHistogram(title: string, d: DurationStats): string {
+  if (d.count === 0) return `${title}: no samples`;
+  const sd = Math.sqrt(variance(d));
+  const head = `${title}: ${d.count} samples · mean ${formatMs(mean(d))} · sd ${formatMs(sd)} · p50 ≤ ${formatMs(bucketQuantile(d, 0.5))} · p99 ≤ ${formatMs(bucketQuantile(d, 0.99))}`;
+  const used = QLESS_BUCKETS.filter((b) => (d.buckets[b] ?? 0) > 0);
+  const most = Math.max(...used.map((b) => d.buckets[b] ?? 0));
+  const label = (b: string) => (b === 's0' ? '< 1s' : `${b.slice(1)}${b[0]}`);
+  const rows = used.map((b) => {
+    const n = d.buckets[b] ?? 0;
+    return `  ${label(b).padStart(5)} │${'█'.repeat(Math.max(1, Math.round((n / most) * BAR_WIDTH)))} ${n}`;
+  });
+  return [head, ...rows].join('\n');
+}
+
+export function renderStats(days: readonly QueueDayStats[]): string {
+  if (days.length === 0) return 'no stats for that day';
+  return days
+    .map((s) => {
+      const counters = Object.entries(s.counters)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(' · ');
+      const archived = Object.entries(s.archived)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(' · ');
+      return [
+        `${s.queue} — ${s.day}`,
+        `  ${counters || 'no outcomes'}${archived ? ` · archived: ${archived}` : ''}`,
+        renderHistogram('  wait (publish → start)', s.wait),
+        renderHistogram('  run', s.run),
+      ].join('\n');
+    })
+    .join('\n\n');
+}
+
+export function renderArchive(messages: readonly ArchivedMessage[]): string {
+  if (messages.length === 0) return 'the archive holds no matching message';
+  return table(
+    ['archived', 'reason', 'queue', 'task', 'job', 'attempts', 'detail'],
+    messages.map((m) => [
+      iso(m.record?.archivedAt),
+      m.record?.reason ?? '?',
+      m.record?.queue ?? '?',
+      m.record?.task ?? '',
+      m.record?.jobId ?? m.messageId,
+      m.record?.attempts ?? '',
+      (m.record?.detail ?? '').slice(0, 60),
+    ]),
+  );
+}
+
+/** A one-line progress bar, redrawn in place on a terminal. */
+export function progressBar(done: number, total: number, width = 30): string {
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`;
+}

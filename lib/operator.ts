@@ -1,0 +1,389 @@
+import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  ListMessageMoveTasksCommand,
+  QueueDoesNotExist,
+  type SQSClient,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
+import type { DynamoClientOption } from './adapters/dynamo-tracking';
+import { type SqsClientOption, SqsQueueClient, sqsClientFrom } from './adapters/sqs';
+import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
+import { type Clock, systemClock } from './clock';
+import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from './config';
+import type { QueueUrls } from './dispatcher';
+import { TaskworkerError } from './errors';
+import type { QueueClient, QueueDepth, ReceivedMessage } from './ports';
+import { callWithEntryRetries, chunk } from './retry-entries';
+import { trackingFor } from './runtime';
+import type { JobStore, QueueDayStats, StatsStore } from './tracking/model';
+import { bucketQuantile, utcDay } from './tracking/stats';
+
+/** The version's queues or tables are not there: it was never deployed, or was destroyed. */
+export class VersionNotFoundError extends TaskworkerError {
+  readonly version: string;
+  constructor(version: string, resource: string, options?: { cause?: unknown }) {
+    super(`version ${version} is not deployed here: ${resource} does not exist`, options);
+    this.name = 'VersionNotFoundError';
+    this.version = version;
+  }
+}
+
+export interface VersionUrls extends QueueUrls {
+  readonly deadLetter: Readonly<Record<string, string>>;
+}
+
+/** What every operator command works on: one release version's queues and tables. */
+export interface OperatorContext {
+  readonly config: TaskworkerConfig;
+  readonly version: string;
+  readonly sqs: SQSClient;
+  readonly queues: QueueClient;
+  readonly urls: VersionUrls;
+  readonly jobs: JobStore;
+  readonly stats: StatsStore;
+  readonly clock: Clock;
+  /** Age of the oldest message per queue resource name (CloudWatch), when available. */
+  readonly oldestAge?: (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
+}
+
+export interface OperatorOptions {
+  readonly config: TaskworkerConfig;
+  readonly version: string;
+  readonly sqs?: SqsClientOption;
+  readonly dynamo?: DynamoClientOption;
+  /** Read ApproximateAgeOfOldestMessage from CloudWatch (AWS only; emulators have none). */
+  readonly cloudwatch?: CloudWatchClient;
+  readonly clock?: Clock;
+}
+
+/** Resolves a version's queue URLs by name; a missing queue becomes {@link VersionNotFoundError}. */
+export async function resolveVersionUrls(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<VersionUrls> {
+  const lookup = async (name: string) => {
+    try {
+      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl as string;
+    } catch (error) {
+      if (error instanceof QueueDoesNotExist || (error instanceof Error && /QueueDoesNotExist|NonExistentQueue/.test(error.name))) {
+        throw new VersionNotFoundError(version, `queue ${name}`, { cause: error });
+      }
+      throw error;
+    }
+  };
+  const queues: Record<string, string> = {};
+  const deadLetter: Record<string, string> = {};
+  for (const q of config.queues) {
+    queues[q.name] = await lookup(queueResourceName(config.app, version, q.name));
+    deadLetter[q.name] = await lookup(deadLetterQueueName(config.app, version, q.name));
+  }
+  return { queues, deadLetter, archive: await lookup(archiveQueueName(config.app, version)) };
+}
+
+export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
+  const sqs = sqsClientFrom(options.sqs);
+  const urls = await resolveVersionUrls(sqs, options.config, options.version);
+  const { jobs, stats } = trackingFor(options.config, tableNames(options.config.app, options.version), options.dynamo) as {
+    jobs: JobStore;
+    stats: StatsStore;
+  };
+  const cloudwatch = options.cloudwatch;
+  return {
+    config: options.config,
+    version: options.version,
+    sqs,
+    queues: new SqsQueueClient({ client: sqs }),
+    urls,
+    jobs,
+    stats,
+    clock: options.clock ?? systemClock,
+    ...(cloudwatch ? { oldestAge: (names: readonly string[]) => oldestAgeFromCloudWatch(cloudwatch, names) } : {}),
+  };
+}
+
+/** ApproximateAgeOfOldestMessage (max over the last 5 minutes) per queue, seconds. */
+async function oldestAgeFromCloudWatch(
+  cloudwatch: CloudWatchClient,
+  names: readonly string[],
+): Promise<Record<string, number | undefined>> {
+  const end = new Date();
+  const start = new Date(end.getTime() - 5 * 60_000);
+  const out = await cloudwatch.send(
+    new GetMetricDataCommand({
+      StartTime: start,
+      EndTime: end,
+      MetricDataQueries: names.map((name, i) => ({
+        Id: `q${i}`,
+        MetricStat: {
+          Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: [{ Name: 'QueueName', Value: name }] },
+          Period: 60,
+          Stat: 'Maximum',
+        },
+      })),
+    }),
+  );
+  const ages: Record<string, number | undefined> = {};
+  names.forEach((name, i) => {
+    const result = out.MetricDataResults?.find((r) => r.Id === `q${i}`);
+    ages[name] = result?.Values?.[0];
+  });
+  return ages;
+}
+
+export interface QueueStatus {
+  readonly queue: string;
+  readonly priority: number;
+  readonly depth: QueueDepth;
+  readonly deadLetter: number;
+  /** Seconds; undefined where CloudWatch is not available. */
+  readonly oldestAgeSeconds: number | undefined;
+  readonly slaSeconds: number;
+  /** Today's wait (publish → start) from the stats table, ms. */
+  readonly waitP50Ms: number;
+  readonly waitP99Ms: number;
+  readonly today: QueueDayStats | undefined;
+}
+
+export interface VersionStatus {
+  readonly version: string;
+  readonly day: string;
+  readonly queues: readonly QueueStatus[];
+  readonly archive: number;
+  /** Nothing visible, in flight or delayed on any queue: safe to destroy once the DLQs and archive are handled. */
+  readonly drained: boolean;
+}
+
+export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus> {
+  const day = utcDay(ctx.clock.now());
+  const names = ctx.config.queues.map((q) => queueResourceName(ctx.config.app, ctx.version, q.name));
+  const ages = ctx.oldestAge ? await ctx.oldestAge(names).catch(() => ({}) as Record<string, number | undefined>) : {};
+  const queues = await Promise.all(
+    ctx.config.queues.map(async (q, i): Promise<QueueStatus> => {
+      const [depth, dlq, today] = await Promise.all([
+        ctx.queues.depth(ctx.urls.queues[q.name] as string),
+        ctx.queues.depth(ctx.urls.deadLetter[q.name] as string),
+        ctx.stats.get(q.name, day),
+      ]);
+      return {
+        queue: q.name,
+        priority: q.priority,
+        depth,
+        deadLetter: dlq.visible + dlq.inFlight + dlq.delayed,
+        oldestAgeSeconds: ages[names[i] as string],
+        slaSeconds: q.slaSeconds,
+        waitP50Ms: today ? bucketQuantile(today.wait, 0.5) : Number.NaN,
+        waitP99Ms: today ? bucketQuantile(today.wait, 0.99) : Number.NaN,
+        today,
+      };
+    }),
+  );
+  const archive = await ctx.queues.depth(ctx.urls.archive);
+  return {
+    version: ctx.version,
+    day,
+    queues,
+    archive: archive.visible + archive.inFlight + archive.delayed,
+    drained: queues.every((q) => q.depth.visible + q.depth.inFlight + q.depth.delayed === 0),
+  };
+}
+
+export interface ArchiveFilter {
+  readonly reason?: ArchiveReason;
+  readonly task?: string;
+}
+
+export interface ArchivedMessage {
+  readonly messageId: string;
+  readonly record: ArchiveRecord | undefined;
+  readonly body: string;
+}
+
+const matches = (filter: ArchiveFilter, record: ArchiveRecord | undefined) =>
+  (filter.reason === undefined || record?.reason === filter.reason) && (filter.task === undefined || record?.task === filter.task);
+
+/** How long scanned archive messages stay hidden, so a scan does not see one twice. */
+const SCAN_VISIBILITY_SECONDS = 120;
+
+/**
+ * Walks the archive queue: receives batches (hiding them while the walk lasts), hands each
+ * message to `visit`, and makes everything it did not consume visible again at the end.
+ * `visit` returns true when it consumed (deleted) the message.
+ */
+async function walkArchive(
+  ctx: OperatorContext,
+  visit: (message: ReceivedMessage, record: ArchiveRecord | undefined) => Promise<'consumed' | 'kept' | 'stop'>,
+): Promise<void> {
+  const kept: ReceivedMessage[] = [];
+  const seen = new Set<string>();
+  try {
+    walk: for (;;) {
+      const batch = await ctx.queues.receive(ctx.urls.archive, {
+        maxMessages: 10,
+        waitSeconds: 0,
+        visibilityTimeoutSeconds: SCAN_VISIBILITY_SECONDS,
+      });
+      const fresh = batch.filter((m) => !seen.has(m.messageId));
+      if (fresh.length === 0) break;
+      for (const message of fresh) {
+        seen.add(message.messageId);
+        const verdict = await visit(message, readArchiveRecord(message.attributes));
+        if (verdict !== 'consumed') kept.push(message);
+        if (verdict === 'stop') {
+          kept.push(...fresh.slice(fresh.indexOf(message) + 1));
+          break walk;
+        }
+      }
+    }
+  } finally {
+    for (const part of chunk(kept, 10)) {
+      await callWithEntryRetries(
+        part.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
+        (entries) => ctx.queues.changeVisibilityBatch(ctx.urls.archive, entries),
+        ctx.clock,
+      );
+    }
+  }
+}
+
+/** Archived messages matching the filter, oldest archive first as SQS hands them out. Leaves the archive as it was. */
+export async function listArchived(ctx: OperatorContext, filter: ArchiveFilter, limit: number): Promise<ArchivedMessage[]> {
+  const found: ArchivedMessage[] = [];
+  await walkArchive(ctx, async (message, record) => {
+    if (!matches(filter, record)) return 'kept';
+    found.push({ messageId: message.messageId, record, body: message.body });
+    return found.length >= limit ? 'stop' : 'kept';
+  });
+  return found;
+}
+
+export interface ReplayResult {
+  readonly replayed: number;
+  /** Matching messages that could not be replayed, with why. */
+  readonly skipped: ReadonlyArray<{ messageId: string; why: string }>;
+}
+
+/**
+ * Sends archived messages back to the queue they came from, attempts reset (a tracked job goes
+ * back to `queued` with attempt 0), then deletes them from the archive. Send first, delete after:
+ * an interrupted replay leaves a copy in the archive, never loses one; a job replayed twice runs
+ * once, because the claim stops the second copy.
+ */
+export async function replayArchived(
+  ctx: OperatorContext,
+  filter: ArchiveFilter,
+  limit: number,
+  onProgress?: (done: number) => void,
+): Promise<ReplayResult> {
+  let replayed = 0;
+  const skipped: Array<{ messageId: string; why: string }> = [];
+  await walkArchive(ctx, async (message, record) => {
+    if (!matches(filter, record)) return 'kept';
+    if (replayed >= limit) return 'stop';
+    const origin = record ? ctx.urls.queues[record.queue] : undefined;
+    if (!record || !origin) {
+      skipped.push({ messageId: message.messageId, why: record ? `queue ${record.queue} is not configured` : 'no archive record' });
+      return 'kept';
+    }
+    if (record.reason === 'malformed' && filter.reason !== 'malformed') {
+      skipped.push({ messageId: message.messageId, why: 'malformed (replay it explicitly with --reason malformed)' });
+      return 'kept';
+    }
+    if (record.jobId) await ctx.jobs.resetForReplay(record.jobId, ctx.clock.now());
+    const sent = await callWithEntryRetries(
+      [{ id: 'replay', body: message.body }],
+      (entries) => ctx.queues.sendBatch(origin, entries),
+      ctx.clock,
+    );
+    if (sent.failed.length > 0) {
+      skipped.push({ messageId: message.messageId, why: `send failed: ${sent.failed[0]?.code}` });
+      return 'kept';
+    }
+    await callWithEntryRetries(
+      [{ id: message.messageId, receiptHandle: message.receiptHandle }],
+      (entries) => ctx.queues.deleteBatch(ctx.urls.archive, entries),
+      ctx.clock,
+    );
+    replayed += 1;
+    onProgress?.(replayed);
+    return 'consumed';
+  });
+  return { replayed, skipped };
+}
+
+export interface RedriveResult {
+  readonly queue: string;
+  readonly messages: number;
+  /** `move-task`: SQS moved them (StartMessageMoveTask); `client`: this process did (receive, send, delete). */
+  readonly via?: 'move-task' | 'client';
+  readonly taskHandle?: string;
+  readonly status?: string;
+}
+
+/**
+ * Moves each dead-letter queue's messages back to its source queue: with SQS's own move task, or
+ * where the service has none (emulators), by receiving, re-sending and then deleting each batch.
+ */
+export async function redriveDeadLetters(ctx: OperatorContext, queue?: string, wait = true): Promise<RedriveResult[]> {
+  const names = queue ? [queue] : ctx.config.queues.map((q) => q.name);
+  const results: RedriveResult[] = [];
+  for (const name of names) {
+    const dlqUrl = ctx.urls.deadLetter[name];
+    if (!dlqUrl) throw new VersionNotFoundError(ctx.version, `queue ${name}`);
+    const depth = await ctx.queues.depth(dlqUrl);
+    const messages = depth.visible + depth.inFlight + depth.delayed;
+    if (messages === 0) {
+      results.push({ queue: name, messages });
+      continue;
+    }
+    const arn = (await ctx.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes
+      ?.QueueArn as string;
+    let started: { TaskHandle?: string | undefined };
+    try {
+      started = await ctx.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: arn }));
+    } catch (error) {
+      if (!(error instanceof Error && /InvalidAction|UnsupportedOperation|Unknown action/i.test(`${error.name} ${error.message}`)))
+        throw error;
+      const moved = await moveMessages(ctx, dlqUrl, ctx.urls.queues[name] as string);
+      results.push({ queue: name, messages: moved, via: 'client', status: 'COMPLETED' });
+      continue;
+    }
+    let status = 'RUNNING';
+    for (let i = 0; wait && status === 'RUNNING' && i < 600; i++) {
+      await ctx.clock.sleep(500);
+      const tasks = await ctx.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn, MaxResults: 1 }));
+      status = tasks.Results?.[0]?.Status ?? 'COMPLETED';
+    }
+    results.push({ queue: name, messages, via: 'move-task', ...(started.TaskHandle ? { taskHandle: started.TaskHandle } : {}), status });
+  }
+  return results;
+}
+
+/** Moves messages between queues, send first and delete after, so an interruption duplicates rather than loses. */
+async function moveMessages(ctx: OperatorContext, fromUrl: string, toUrl: string): Promise<number> {
+  let moved = 0;
+  for (;;) {
+    const batch = await ctx.queues.receive(fromUrl, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 60 });
+    if (batch.length === 0) return moved;
+    const sent = await callWithEntryRetries(
+      batch.map((m) => ({ id: m.messageId, body: m.body, ...(Object.keys(m.attributes).length > 0 ? { attributes: m.attributes } : {}) })),
+      (entries) => ctx.queues.sendBatch(toUrl, entries),
+      ctx.clock,
+    );
+    const failed = new Set(sent.failed.map((f) => f.id));
+    const done = batch.filter((m) => !failed.has(m.messageId));
+    if (done.length > 0) {
+      await callWithEntryRetries(
+        done.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle })),
+        (entries) => ctx.queues.deleteBatch(fromUrl, entries),
+        ctx.clock,
+      );
+    }
+    moved += done.length;
+    if (failed.size > 0) throw new Error(`could not move ${failed.size} message(s): ${sent.failed[0]?.code}`);
+  }
+}
+
+/** A CloudWatch client for status, only when talking to AWS (an endpoint override means emulators). */
+export function cloudWatchForStatus(): CloudWatchClient | undefined {
+  if (process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL) return undefined;
+  return new CloudWatchClient({});
+}

@@ -1,0 +1,142 @@
+import { writeFileSync } from 'node:fs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { encodeEnvelope } from '../../lib/envelope';
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { VersionStatus } from '../../lib/operator';
+import type { JobRecord, QueueDayStats } from '../../lib/tracking/model';
+import { cli } from '../helpers/cli';
+import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+
+describe('operator CLI against taskworker dev', () => {
+  let stack: LocalStack;
+  let queues: SqsQueueClient;
+  const saved = { ...process.env };
+  const journal = tempFile('journal.jsonl');
+  const gate = tempFile('gate');
+  const ids: Record<string, string> = {};
+  const run = (...argv: string[]) => cli(...argv, '--version', stack.version, '--config', FIXTURE_CONFIG);
+  const archived = async () => (await queues.depth(stack.urls.archive)).visible;
+
+  beforeAll(async () => {
+    stack = await startLocalStack({ configFile: FIXTURE_CONFIG });
+    Object.assign(process.env, stack.env);
+    queues = new SqsQueueClient({ client: stack.sqs });
+    const published = await stack.publisher.publishBatch([
+      ...[1, 2, 3].map((n) => ({ task: 'record', payload: { journal, n } })),
+      { task: 'doomed', payload: {} },
+      { task: 'doomed', payload: { fatal: true } },
+      { task: 'gated', payload: { gate } },
+    ]);
+    ids.record = published[0]?.jobId as string;
+    ids.doomed = published[3]?.jobId as string;
+    ids.gated = published[5]?.jobId as string;
+    await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues.urgent, MessageBody: 'not json' }));
+    await eventually('three records and four archived', async () => readJournal(journal).length === 3 && (await archived()) === 4, 30_000);
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await stack.stop();
+  });
+
+  it("status: depths, DLQ, archive and today's waits, as a table and as JSON", async () => {
+    const json = await run('status', '--json');
+    expect(json.code).toBe(0);
+    const status = JSON.parse(json.out) as VersionStatus;
+    expect(status).toMatchObject({ version: stack.version, archive: 4, drained: true });
+    const urgent = status.queues.find((q) => q.queue === 'urgent');
+    expect(urgent).toMatchObject({ depth: { visible: 0, inFlight: 0, delayed: 0 }, deadLetter: 0, slaSeconds: 5 });
+    expect(urgent?.waitP50Ms).toBeGreaterThan(0);
+    const text = await run('status');
+    expect(text.out).toMatch(/version \S+ · drained/);
+    expect(text.out).toMatch(/urgent\s+90\s+0\s+0\s+0\s+n\/a/);
+  });
+
+  it('jobs show: state, attempts, error and history', async () => {
+    const json = await run('jobs', 'show', ids.doomed as string, '--json');
+    const job = JSON.parse(json.out) as JobRecord;
+    expect(job).toMatchObject({
+      state: 'archived',
+      reason: 'exhausted',
+      attempt: 2,
+      lastError: { type: 'Error', message: 'downstream said no' },
+    });
+    const text = await run('jobs', 'show', ids.record as string);
+    expect(text.out).toContain(`job ${ids.record}`);
+    expect(text.out).toMatch(/state\s+succeeded\s+attempts 1/);
+    expect(text.out).toMatch(/queued[\s\S]*started[\s\S]*succeeded/);
+  });
+
+  it('jobs show: an unknown id is a clear error', async () => {
+    const result = await run('jobs', 'show', 'no-such-job');
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/no job no-such-job in version/);
+  });
+
+  it('jobs list: by state, queue and task', async () => {
+    const all = JSON.parse((await run('jobs', 'list', '--state', 'archived', '--json')).out) as JobRecord[];
+    expect(all.map((j) => j.reason).sort()).toEqual(['exhausted', 'exhausted', 'malformed', 'unrecoverable']);
+    const doomed = JSON.parse(
+      (await run('jobs', 'list', '--state', 'archived', '--task', 'doomed', '--queue', 'urgent', '--json')).out,
+    ) as JobRecord[];
+    expect(doomed).toHaveLength(2);
+    const table = await run('jobs', 'list', '--state', 'succeeded');
+    expect(table.out.split('\n').filter((l) => l.includes(' record '))).toHaveLength(3);
+    expect((await run('jobs', 'list')).code).toBe(2);
+  });
+
+  it('stats: counters and histograms, as text bars and as JSON', async () => {
+    const [urgent] = JSON.parse((await run('stats', '--queue', 'urgent', '--json')).out) as QueueDayStats[];
+    expect(urgent?.counters).toMatchObject({ succeeded: 3, retried: 1, failed: 4 });
+    expect(urgent?.archived).toMatchObject({ exhausted: 2, unrecoverable: 1, malformed: 1 });
+    expect(urgent?.wait.count).toBe(7);
+    const text = await run('stats');
+    expect(text.out).toMatch(/wait \(publish → start\): 7 samples/);
+    expect(text.out).toMatch(/< 1s │█+ \d+/);
+  });
+
+  it('archive list: the archived messages with their reasons, filtered, leaving the archive as it was', async () => {
+    const all = JSON.parse((await run('archive', 'list', '--json')).out) as Array<{ record: { reason: string } }>;
+    expect(all.map((m) => m.record.reason).sort()).toEqual(['exhausted', 'exhausted', 'malformed', 'unrecoverable']);
+    const text = await run('archive', 'list', '--reason', 'unrecoverable');
+    expect(text.out).toMatch(/unrecoverable\s+urgent\s+doomed/);
+    expect(await archived()).toBe(4);
+  });
+
+  it('archive replay: back to the origin queue with attempts reset; the job runs again', async () => {
+    writeFileSync(gate, 'open');
+    const result = await run('archive', 'replay', '--task', 'gated', '--json');
+    expect(JSON.parse(result.out)).toMatchObject({ replayed: 1, skipped: [] });
+    await eventually('the replayed job to succeed', async () => (await stack.jobs.get(ids.gated as string))?.state === 'succeeded');
+    const job = await stack.jobs.get(ids.gated as string);
+    expect(job).toMatchObject({ attempt: 1, result: '"opened"' });
+    expect(job?.history.map((h) => h.what)).toEqual(['queued', 'started', 'archived', 'queued', 'started', 'succeeded']);
+    expect(await archived()).toBe(3);
+  });
+
+  it('archive replay: malformed messages only when asked for explicitly', async () => {
+    const result = JSON.parse((await run('archive', 'replay', '--json')).out) as { replayed: number; skipped: Array<{ why: string }> };
+    expect(result.skipped.some((s) => s.why.startsWith('malformed'))).toBe(true);
+  });
+
+  it('dlq redrive: moves dead letters back to their queue', async () => {
+    const body = encodeEnvelope({ task: 'record', payload: { journal, n: 99 } });
+    await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.deadLetter.bulk, MessageBody: body }));
+    const result = await run('dlq', 'redrive', '--queue', 'bulk', '--json');
+    expect(result.err).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.out)).toEqual([expect.objectContaining({ queue: 'bulk', messages: 1 })]);
+    await eventually('the redriven task to run', () => readJournal(journal).some((e) => e.n === 99));
+    expect((await queues.depth(stack.urls.deadLetter.bulk as string)).visible).toBe(0);
+  });
+
+  it('reports a version that is not deployed, and a missing version', async () => {
+    const missing = await cli('status', '--version', 'v999', '--config', FIXTURE_CONFIG);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/version v999 is not deployed here: queue twtest-v999-urgent does not exist/);
+    const noVersion = await cli('status', '--config', FIXTURE_CONFIG);
+    expect(noVersion.code).toBe(2);
+    expect(noVersion.err).toMatch(/--version is required/);
+  });
+});
