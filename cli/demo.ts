@@ -2,15 +2,18 @@ import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { quantile } from '../lib/histogram';
-import { startLocalStack } from '../lib/local/dev';
+import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import type { PublishItem } from '../lib/publisher';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/summary';
-import { findConfigFile, formatMs, integerOption, table } from './shared';
+import { utcDay } from '../lib/tracking/stats';
+import { renderJob, renderStats } from './render';
+import { clearDevState, findConfigFile, formatMs, integerOption, table, writeDevState } from './shared';
 
-export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S]
+export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep]
   The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a
-  mixed workload over three priorities, shows progress, prints a summary and exits 0 once
-  every job has succeeded or been archived.`;
+  mixed workload over three priorities, shows progress, prints a summary, two job records and
+  the stats histograms, and exits 0 once every job has succeeded or been archived. With --keep
+  the system stays up afterwards for \`taskworker jobs show\`, \`stats\`, \`archive\` in another shell.`;
 
 /** The mixed workload: steady work on every queue plus one of each kind of trouble. */
 function workload(): PublishItem[] {
@@ -36,21 +39,31 @@ const RAW_MESSAGES = [
 export async function demoCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string' }, dispatchers: { type: 'string' }, timeout: { type: 'string' } },
+    options: {
+      config: { type: 'string' },
+      dispatchers: { type: 'string' },
+      timeout: { type: 'string' },
+      keep: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   const timeoutMs = integerOption('--timeout', values.timeout, 110, 10, 3600) * 1000;
   const started = Date.now();
   const summary = emptySummary();
   const archivedJobs: JobReport[] = [];
+  const retriedJobs: JobReport[] = [];
+  const configFile = findConfigFile(values.config);
   const stack = await startLocalStack({
-    configFile: findConfigFile(values.config),
+    configFile,
     dispatchers: integerOption('--dispatchers', values.dispatchers, 2, 1, 16),
     version: 'demo',
     logLevel: 'ERROR',
     onBatch: (report) => {
       addBatch(summary, report);
-      for (const job of report.jobs) if (job.outcome === 'archived') archivedJobs.push(job);
+      for (const job of report.jobs) {
+        if (job.outcome === 'archived') archivedJobs.push(job);
+        if (job.outcome === 'retried') retriedJobs.push(job);
+      }
     },
   });
   try {
@@ -96,10 +109,42 @@ export async function demoCommand(argv: string[]): Promise<number> {
     }
     process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
+    await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
+    if (values.keep) {
+      writeDevState({
+        pid: process.pid,
+        version: stack.version,
+        region: stack.region,
+        configFile,
+        sqsEndpoint: stack.endpoints.sqs,
+        dynamodbEndpoint: stack.endpoints.dynamodb,
+      });
+      process.stdout.write(
+        '\nstill running (--keep): try `npx taskworker status`, `jobs list --state archived`, `stats`, `archive list` in another shell; Ctrl-C to stop.\n',
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      clearDevState();
+    }
     return 0;
   } finally {
     await stack.stop();
   }
+}
+
+/** What `taskworker jobs show` and `taskworker stats` say about the run, from the DynamoDB tables. */
+async function showRecords(stack: LocalStack, jobIds: ReadonlyArray<string | undefined>): Promise<void> {
+  const out: string[] = ['', '── job records (taskworker jobs show ID) ──'];
+  for (const id of jobIds) {
+    const job = id ? await stack.jobs.get(id) : undefined;
+    if (job) out.push(renderJob(job), '');
+  }
+  const day = utcDay(Date.now());
+  const stats = (await Promise.all(stack.bundle.config.queues.map((q) => stack.stats.get(q.name, day)))).filter((d) => d !== undefined);
+  out.push('── stats (taskworker stats) ──', renderStats(stats));
+  process.stdout.write(`${out.join('\n')}\n`);
 }
 
 function summaryTable(summary: DispatcherSummary, queues: readonly string[], expected: Record<string, number>): string {
