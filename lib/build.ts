@@ -5,8 +5,16 @@ import { dirname, extname, join, relative, resolve } from 'node:path';
 import { build, type BuildOptions as EsbuildOptions } from 'esbuild';
 import { BundleError } from './errors';
 
-/** The taskworker package root (this file lives in `lib/`, or in `dist/` once bundled). */
-export const PACKAGE_ROOT = resolve(__dirname, '..');
+/** The taskworker package root: the nearest folder above this file (in `lib/`, or bundled into `dist/…`) whose package.json is taskworker's. */
+export const PACKAGE_ROOT = findPackageRoot(__dirname);
+
+function findPackageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'taskworker') return dir;
+    if (dirname(dir) === dir) return resolve(from, '..');
+  }
+}
 
 export interface ArtifactOptions {
   /** The app config module (`export default defineConfig({...})`) or a JSON file. */

@@ -1,0 +1,147 @@
+/**
+ * DynamoDB write units per task, per tracking mode, measured on dynalite (which reports
+ * ConsumedCapacity with DynamoDB's rules: 1 WCU per KB written, rounded up per item).
+ *
+ *   npx tsx bench/tracking-writes.ts [--tasks N] [--json]
+ *
+ * For each mode it publishes N no-op tasks through the library (full mode also records each as
+ * `queued`), runs the real dispatcher (worker threads) until they settle, and reads the units
+ * the job and stats stores consumed. A second pass runs tasks that fail once and then succeed.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { createVersionTables } from '../lib/adapters/dynamo-admin';
+import type { DynamoJobStore, DynamoStatsStore } from '../lib/adapters/dynamo-tracking';
+import { SqsQueueClient } from '../lib/adapters/sqs';
+import { createVersionQueues } from '../lib/adapters/sqs-admin';
+import { buildTasksBundle } from '../lib/build';
+import { loadTaskBundle } from '../lib/bundle';
+import type { TrackingMode } from '../lib/config';
+import { startEmulators } from '../lib/local/emulators';
+import { silentLogger } from '../lib/ports';
+import { Publisher } from '../lib/publisher';
+import { DispatcherRuntime, trackingFor } from '../lib/runtime';
+
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const tasks = Number(args[args.indexOf('--tasks') + 1] ?? 200) || 200;
+
+const TASKS_DIR = {
+  'noop.ts': "export default { name: 'noop', queue: 'work', timeLimitSeconds: 5, run() {} };",
+  'flaky.ts':
+    "export default { name: 'flaky', queue: 'work', timeLimitSeconds: 5, maxRetries: 2, backoff: { baseSeconds: 0, capSeconds: 0 }, run(_p, ctx) { if (ctx.attempt < 2) throw new Error('once'); } };",
+};
+
+async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClient, dynamo: DynamoDBClient, workDir: string, run: number) {
+  const configFile = join(workDir, `config-${run}.json`);
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      app: 'bench',
+      tasksDir: 'tasks',
+      queues: [{ name: 'work', priority: 1, visibilityTimeoutSeconds: 30, longPollSeconds: 0, tracking: mode }],
+      dispatcher: { concurrency: 10 },
+    }),
+  );
+  const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(workDir, `tasks-${run}.cjs`) });
+  const bundle = loadTaskBundle(tasksFile);
+  const version = `r${run}`;
+  const urls = await createVersionQueues(sqs, bundle.config, version);
+  const tables = await createVersionTables(dynamo, bundle.config, version);
+  const tracking = trackingFor(bundle.config, tables, { client: dynamo });
+  const queues = new SqsQueueClient({ client: sqs });
+  const publisher = new Publisher({
+    config: bundle.config,
+    version,
+    tasks: bundle.tasks,
+    queues,
+    urls,
+    ...(tracking.jobs ? { jobs: tracking.jobs } : {}),
+  });
+  await publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() } })));
+  const jobs = tracking.jobs as DynamoJobStore;
+  const stats = tracking.stats as DynamoStatsStore;
+  const queuedUnits = jobs.capacity.writeUnits;
+  let settled = 0;
+  let batches = 0;
+  const runtime = new DispatcherRuntime({
+    bundle,
+    version,
+    urls,
+    sqs: { client: sqs },
+    tracking,
+    logger: silentLogger,
+    observer: {
+      onBatch: (r) => {
+        batches += 1;
+        settled += r.jobs.filter((j) => j.outcome === 'succeeded').length;
+      },
+    },
+  });
+  const stop = new AbortController();
+  const running = runtime.invoke(Date.now() + 600_000, stop.signal);
+  while (settled < tasks) await new Promise((resolve) => setTimeout(resolve, 20));
+  stop.abort();
+  await running;
+  await runtime.close();
+  const dispatcherJobUnits = jobs.capacity.writeUnits - queuedUnits;
+  return {
+    mode,
+    task,
+    tasks,
+    batches,
+    queuedWriteUnitsPerTask: round(queuedUnits / tasks),
+    jobWriteUnitsPerTask: round(dispatcherJobUnits / tasks),
+    statsWriteUnitsPerTask: round(stats.capacity.writeUnits / tasks),
+    totalWriteUnitsPerTask: round((jobs.capacity.writeUnits + stats.capacity.writeUnits) / tasks),
+  };
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+async function main() {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const emulators = await startEmulators();
+  const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+  const sqs = new SQSClient({ region: 'us-east-1', endpoint: emulators.sqsEndpoint, credentials });
+  const dynamo = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamodbEndpoint, credentials });
+  const workDir = mkdtempSync(join(tmpdir(), 'tw-bench-writes-'));
+  const tasksDir = join(workDir, 'tasks');
+  mkdirSync(tasksDir);
+  for (const [file, source] of Object.entries(TASKS_DIR)) writeFileSync(join(tasksDir, file), source);
+  const results = [];
+  let run = 0;
+  try {
+    for (const task of ['noop', 'flaky'] as const) {
+      for (const mode of ['full', 'failures', 'off'] as const) results.push(await measure(mode, task, sqs, dynamo, workDir, ++run));
+    }
+  } finally {
+    sqs.destroy();
+    dynamo.destroy();
+    await emulators.stop();
+  }
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ bench: 'tracking-writes', tasksPerRun: tasks, results }, null, 2)}\n`);
+    return;
+  }
+  const header = ['mode', 'task', 'queued WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
+  const rows = results.map((r) => [
+    r.mode,
+    r.task === 'noop' ? 'succeeds' : 'fails once',
+    r.queuedWriteUnitsPerTask,
+    r.jobWriteUnitsPerTask,
+    r.statsWriteUnitsPerTask,
+    r.totalWriteUnitsPerTask,
+    r.batches,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => String(row[i]).length)));
+  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')}\n`);
+}
+
+void main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
