@@ -7,7 +7,7 @@ import type { PublishItem } from '../lib/publisher';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/summary';
 import { utcDay } from '../lib/tracking/stats';
 import { renderJob, renderStats } from './render';
-import { clearDevState, findConfigFile, formatMs, integerOption, table, writeDevState } from './shared';
+import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
 
 export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep]
   The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a
@@ -111,14 +111,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
     await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
     if (values.keep) {
-      writeDevState({
-        pid: process.pid,
-        version: stack.version,
-        region: stack.region,
-        configFile,
-        sqsEndpoint: stack.endpoints.sqs,
-        dynamodbEndpoint: stack.endpoints.dynamodb,
-      });
+      announceLocalStack(stack, configFile);
       process.stdout.write(
         '\nstill running (--keep): try `npx taskworker status`, `jobs list --state archived`, `stats`, `archive list` in another shell; Ctrl-C to stop.\n',
       );

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../lib/local/dev';
 import type { BatchReport } from '../lib/summary';
-import { clearDevState, findConfigFile, integerOption, writeDevState } from './shared';
+import { announceLocalStack, clearDevState, findConfigFile, integerOption } from './shared';
 
 export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N]
                [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL] [--quiet]
@@ -36,17 +36,10 @@ export async function devCommand(argv: string[]): Promise<void> {
     ...(sqsPort !== undefined ? { sqsPort } : {}),
     ...(dynamodbPort !== undefined ? { dynamodbPort } : {}),
     logLevel,
-    onBatch: values.quiet ? undefined : (report, index) => process.stdout.write(`${batchLine(report, index)}\n`),
+    ...(values.quiet ? {} : { onBatch: (report: BatchReport, index: number) => process.stdout.write(`${batchLine(report, index)}\n`) }),
     onDispatcherError: (message, index) => process.stderr.write(`[dispatcher ${index}] invocation failed: ${message}\n`),
-  } as Parameters<typeof startLocalStack>[0]);
-  writeDevState({
-    pid: process.pid,
-    version: stack.version,
-    region: stack.region,
-    configFile,
-    sqsEndpoint: stack.endpoints.sqs,
-    dynamodbEndpoint: stack.endpoints.dynamodb,
   });
+  announceLocalStack(stack, configFile);
   const { config } = stack.bundle;
   const out = [
     `taskworker dev: app ${config.app}, version ${stack.version}, ${stack.dispatchers.length} dispatcher(s), ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,

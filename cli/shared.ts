@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TaskworkerError } from '../lib/errors';
+import type { LocalStack } from '../lib/local/dev';
 
 /** A command-line mistake: printed without a stack, exit code 2. */
 export class UsageError extends TaskworkerError {
@@ -37,6 +38,18 @@ export interface DevState {
 }
 
 const STATE_FILE = join('.taskworker', 'dev.json');
+
+/** Records a running local stack for the other commands in this directory. */
+export function announceLocalStack(stack: LocalStack, configFile: string): void {
+  writeDevState({
+    pid: process.pid,
+    version: stack.version,
+    region: stack.region,
+    configFile,
+    sqsEndpoint: stack.endpoints.sqs,
+    dynamodbEndpoint: stack.endpoints.dynamodb,
+  });
+}
 
 export function writeDevState(state: DevState): void {
   mkdirSync('.taskworker', { recursive: true });
