@@ -7,6 +7,7 @@ import { EnvelopeError } from './errors';
 import type { SerializedError, TaskOutcome } from './executor/types';
 import type { ReceivedMessage, VisibilityEntry } from './ports';
 import { callWithEntryRetries } from './retry-entries';
+import { type SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
 import type { TaskDefinition } from './task';
 import type { JobRecord } from './tracking/model';
@@ -17,6 +18,11 @@ import { isEmptyDelta, statsOfBatch } from './tracking/stats';
 const CLAIM_RETRY_SECONDS = 10;
 /** Heartbeats go out this long before a running task's message would become visible again (or a quarter of the visibility timeout, if less). */
 const HEARTBEAT_LEAD_MS = 5000;
+/**
+ * A message that waited for a slot until less than this (or a quarter of its visibility timeout)
+ * was left of its visibility is not started: SQS may already have handed it to another worker.
+ */
+const LAPSE_MARGIN_MS = 1000;
 
 /**
  * The job-record write that must land before a message is settled. Resolves false when the
@@ -26,6 +32,7 @@ type RecordWrite = () => Promise<boolean>;
 
 /** What happens to one message, decided while its batch runs, carried out in the settle. */
 type Decision =
+  | { readonly kind: 'leave'; readonly message: ReceivedMessage; readonly record?: never }
   | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
   | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
   | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
@@ -52,12 +59,17 @@ class BatchState {
   }
 }
 
-/** Decodes, claims, runs and settles one received batch. Never throws. */
+/**
+ * Decodes, claims, runs and settles one received batch. Never throws. Its tasks take slots from
+ * `slots`, shared by every batch the dispatcher has in flight (a batch of its own, of
+ * `dispatcher.concurrency` slots, when none is given); the batch is settled when its own tasks end.
+ */
 export async function processBatch(
   deps: DispatcherDeps,
   queue: QueueConfig,
   batch: readonly ReceivedMessage[],
   options: RunOptions,
+  slots: TaskSlots = new TaskSlots(deps.config.dispatcher.concurrency, () => deps.clock.now()),
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const state = new BatchState();
@@ -66,7 +78,13 @@ export async function processBatch(
     const planned = plan(deps, queue, message, state);
     if (planned) runnable.push(planned);
   }
-  await forEachConcurrently(runnable, deps.config.dispatcher.concurrency, (p) => runOne(deps, queue, p, receivedAt, options, state));
+  // Slots are taken in message order (the limiter is first come, first served).
+  const killGraceMs = deps.config.dispatcher.killGraceMs;
+  await Promise.all(
+    runnable.map((p) =>
+      slots.run(p.def.timeLimitSeconds * 1000 + killGraceMs, (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
+    ),
+  );
   const settleRetries = await settle(deps, queue, state);
   const report: BatchReport = { queue: queue.name, jobs: batch.map((m) => state.reports.get(m.messageId) as JobReport), settleRetries };
   await recordStats(deps, report);
@@ -110,14 +128,24 @@ async function runOne(
   receivedAt: number,
   options: RunOptions,
   state: BatchState,
+  lease: SlotLease,
 ): Promise<void> {
   const { clock, config } = deps;
   const start = clock.now();
   const timeLimitMs = def.timeLimitSeconds * 1000;
   const needMs = timeLimitMs + config.dispatcher.killGraceMs;
+  lease.endsBy(start + needMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   if (options.signal?.aborted || start + needMs > options.deadline - config.dispatcher.settleMarginMs) {
     state.decide({ kind: 'visibility', message, seconds: 0 }, { ...base, outcome: 'released', attempt: message.receiveCount });
+    return;
+  }
+  const visibilityMs = queue.visibilityTimeoutSeconds * 1000;
+  if (start >= receivedAt + visibilityMs - Math.min(LAPSE_MARGIN_MS, visibilityMs / 4)) {
+    // It waited for a slot until its visibility (nearly) lapsed: SQS may have handed it to another
+    // worker, whose receipt a visibility change could undo. Leave it alone; it comes back by itself.
+    state.decide({ kind: 'leave', message }, { ...base, outcome: 'released', attempt: message.receiveCount });
+    deps.logger.warn('message waited for a slot past its visibility; not started', { queue: queue.name, messageId: message.messageId });
     return;
   }
 
@@ -434,7 +462,7 @@ async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchStat
   const settling = proceeding.filter((d) => !stale.has(d.message.messageId));
 
   const deletes = settling
-    .filter((d) => d.kind !== 'visibility')
+    .filter((d) => d.kind === 'delete' || d.kind === 'archive')
     .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
   if (deletes.length > 0) {
     const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);
@@ -479,18 +507,6 @@ function logFailures(
     queue: queue.name,
     failed: failed.map((f) => ({ messageId: f.id, code: f.code, message: f.message })),
   });
-}
-
-/** Runs `fn` over items with at most `limit` in flight. */
-export async function forEachConcurrently<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 export function describe(error: unknown): string {

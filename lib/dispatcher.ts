@@ -5,6 +5,7 @@ import type { TaskExecutor } from './executor/types';
 import type { Logger, QueueClient, ReceivedMessage } from './ports';
 import type { Random } from './random';
 import type { Probes, QueueSelector } from './selectors/types';
+import { TaskSlots } from './slots';
 import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from './summary';
 import type { TaskRegistry } from './task';
 import type { JobStore, StatsStore } from './tracking/model';
@@ -34,6 +35,13 @@ export interface DispatcherDeps {
   readonly observer?: DispatcherObserver;
   /** Job records and stats (DynamoDB); without it the dispatcher keeps none. */
   readonly tracking?: Tracking;
+  /**
+   * Batches in flight at once. The loop receives the next batch while earlier ones run, whenever
+   * a task slot is free; `1` is the blocking loop (receive, run the whole batch, settle, receive
+   * again), kept for comparison in the benchmarks.
+   * @defaultValue unbounded: only the slots (`dispatcher.concurrency`) limit it
+   */
+  readonly maxBatchesInFlight?: number;
 }
 
 export interface Tracking {
@@ -56,6 +64,8 @@ const ERROR_PAUSE_MS = 1000;
 const IDLE_PAUSE_MS = 200;
 /** Below this much usable time the loop ends: there is no room for a receive and a settle. */
 const MIN_USABLE_MS = 1000;
+/** Messages received while slots are busy must be able to start this long before their visibility lapses. */
+const VISIBILITY_LEAD_MS = 5000;
 
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
@@ -77,8 +87,11 @@ export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<Receiv
 
 /**
  * The dispatcher loop: select a queue, receive up to `iterations` batches from it, run each
- * batch's tasks concurrently under their time limits, settle, repeat until the deadline.
- * One bad message or one failed call never stops the loop.
+ * batch's tasks under their time limits, settle each batch when its tasks end, repeat until the
+ * deadline. It does not wait for a batch's slowest task before receiving more: while any of the
+ * `dispatcher.concurrency` task slots is free and no received message is waiting for one, it
+ * receives the next batch, and every batch in flight shares the slots. One bad message or one
+ * failed call never stops the loop.
  */
 export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): Promise<DispatcherSummary> {
   const { config, clock, logger, selector } = deps;
@@ -90,7 +103,48 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const longestTaskMs = longestTaskByQueue(deps);
   const fitting = () => config.queues.filter((q) => (longestTaskMs.get(q.name) ?? 0) <= usableMs());
 
+  const slots = new TaskSlots(config.dispatcher.concurrency, () => clock.now());
+  const maxBatches = deps.maxBatchesInFlight ?? Number.POSITIVE_INFINITY;
+  const inFlight = new Set<Promise<void>>();
+  const aborted = new Promise<void>((resolve) => options.signal?.addEventListener('abort', () => resolve(), { once: true }));
+  const start = (queue: QueueConfig, batch: readonly ReceivedMessage[]) => {
+    const done: Promise<void> = processBatch(deps, queue, batch, options, slots)
+      .then(
+        (report) => {
+          addBatch(summary, report);
+          try {
+            deps.observer?.onBatch(report);
+          } catch (error) {
+            logger.warn('batch observer failed', { error: describe(error) });
+          }
+        },
+        (error: unknown) => {
+          summary.errors += 1;
+          logger.error('batch processing failed', { queue: queue.name, error: describe(error) });
+        },
+      )
+      .then(() => {
+        inFlight.delete(done);
+      });
+    inFlight.add(done);
+  };
+  /**
+   * Room to receive a full batch from each of `queues` now: a slot free, nobody waiting for one,
+   * and the messages that would wait for a slot would all start before their visibility lapses
+   * (going by the hard ends of the tasks holding the slots).
+   */
+  const roomFor = (queues: readonly QueueConfig[]) => {
+    if (!slots.hasRoom || inFlight.size >= maxBatches) return false;
+    const now = clock.now();
+    return queues.every((q) => slots.freeBy(Math.min(q.batchSize, slots.size), now) <= now + startWithinMs(q));
+  };
+  const waitForRoom = async (queues: readonly QueueConfig[]) => {
+    while (!stopped() && !roomFor(queues)) await Promise.race([slots.released(), aborted, ...inFlight]);
+  };
+
   while (!stopped() && usableMs() >= MIN_USABLE_MS) {
+    await waitForRoom(fitting());
+    if (stopped() || usableMs() < MIN_USABLE_MS) break;
     const candidates = fitting();
     if (candidates.length === 0) {
       logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
@@ -107,12 +161,17 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     }
     summary.selections += 1;
     const queue = selection.queue;
+    const fits = () => (longestTaskMs.get(queue.name) ?? 0) <= usableMs();
     let batch: readonly ReceivedMessage[] = selection.messages;
     let longPolled = false;
     let receivedAny = batch.length > 0;
     if (batch.length > 0) observe(deps, summary, queue, batch);
     for (let i = 0; i < queue.iterations && !stopped(); i++) {
-      if (i > 0 && (longestTaskMs.get(queue.name) ?? 0) > usableMs()) break;
+      if (i > 0) {
+        if (!fits()) break;
+        await waitForRoom([queue]);
+        if (stopped() || !fits()) break;
+      }
       if (i > 0 || batch.length === 0) {
         const waitSeconds = Math.min(i === 0 ? selection.waitSeconds : queue.longPollSeconds, Math.floor(usableMs() / 1000));
         if (waitSeconds < 0) break;
@@ -134,17 +193,21 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         receivedAny ||= batch.length > 0;
       }
       if (batch.length === 0) break;
-      const report = await processBatch(deps, queue, batch, options);
-      addBatch(summary, report);
-      try {
-        deps.observer?.onBatch(report);
-      } catch (error) {
-        logger.warn('batch observer failed', { error: describe(error) });
-      }
+      start(queue, batch);
     }
     if (!receivedAny && !longPolled) await clock.sleep(Math.min(IDLE_PAUSE_MS, Math.max(0, usableMs())), options.signal);
   }
+  while (inFlight.size > 0) await Promise.all(inFlight);
   return summary;
+}
+
+/**
+ * How soon after a receive a message of `queue` must start: before its visibility lapses, with
+ * the heartbeat's lead to spare (a task that starts late extends its visibility by heartbeat).
+ */
+function startWithinMs(queue: QueueConfig): number {
+  const visibilityMs = queue.visibilityTimeoutSeconds * 1000;
+  return visibilityMs - Math.min(VISIBILITY_LEAD_MS, visibilityMs / 4);
 }
 
 /**

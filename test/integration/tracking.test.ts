@@ -48,17 +48,41 @@ async function runAll(
   }
 }
 
-/** A queue client that makes every message it receives visible again at once, as if its visibility expired mid-run. */
+/**
+ * A queue client that makes each message visible again right after its first receive, as if its
+ * visibility expired mid-run. (Once: a dispatcher keeps receiving while its tasks run, so a
+ * message exposed on every receive would burn its receive count into the DLQ within milliseconds.)
+ */
 function expiring(inner: QueueClient): QueueClient {
+  const expired = new Set<string>();
   return {
     receive: async (url, request, signal) => {
       const messages = await inner.receive(url, request, signal);
-      if (messages.length > 0) {
+      const first = messages.filter((m) => !expired.has(m.messageId));
+      if (first.length > 0) {
+        for (const m of first) expired.add(m.messageId);
         await inner.changeVisibilityBatch(
           url,
-          messages.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
+          first.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
         );
       }
+      return messages;
+    },
+    sendBatch: (url, entries) => inner.sendBatch(url, entries),
+    deleteBatch: (url, entries) => inner.deleteBatch(url, entries),
+    changeVisibilityBatch: (url, entries) => inner.changeVisibilityBatch(url, entries),
+    depth: (url) => inner.depth(url),
+  };
+}
+
+/** A worker stuck in its first batch: after one receive that returned messages, it receives nothing more. */
+function stuck(inner: QueueClient): QueueClient {
+  let received = false;
+  return {
+    receive: async (url, request, signal) => {
+      if (received) return [];
+      const messages = await inner.receive(url, request, signal);
+      received = messages.length > 0;
       return messages;
     },
     sendBatch: (url, entries) => inner.sendBatch(url, entries),
@@ -136,7 +160,7 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
   it("rejects a stale worker's completion after a takeover: the newer outcome stands", async () => {
     const s = await tracked();
     const journal = tempFile('journal.jsonl');
-    // The stale worker's leases lapse at once, and its message reappears at once.
+    // The stale worker's leases lapse at once, its message reappears at once, and it is stuck in that run.
     const shortLeases = (jobs: JobStore): JobStore => ({
       recordQueued: (job, now) => jobs.recordQueued(job, now),
       claim: (request) => jobs.claim({ ...request, leaseUntil: request.now + 1 }),
@@ -148,7 +172,7 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
       list: (q) => jobs.list(q),
       resetForReplay: (id, now) => jobs.resetForReplay(id, now),
     });
-    const stale = s.dispatcher({ wrapQueues: expiring, wrapJobs: shortLeases, workerId: 'stale' });
+    const stale = s.dispatcher({ wrapQueues: (q) => stuck(expiring(q)), wrapJobs: shortLeases, workerId: 'stale' });
     const { jobId } = await s.publisher.publish('nap', { journal, ms: 700 });
     const staleRun = stale.invoke(Date.now() + 60_000, AbortSignal.timeout(4000));
     await eventually('the stale worker to start', async () => (await s.tracking?.jobs?.get(jobId))?.state === 'running');
