@@ -20,5 +20,5 @@ export default defineConfig({
     { name: 'default', priority: 40, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 1, iterations: 5, slaSeconds: 60 },
     { name: 'low_priority', priority: 5, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 5, iterations: 5, slaSeconds: 300 },
   ],
-  dispatcher: { selector: 'reduced-lottery', concurrency: 10, timeoutSeconds: 300, memoryMb: 1024 },
+  dispatcher: { selector: 'sla-aware', concurrency: 10, timeoutSeconds: 300, memoryMb: 1024 },
 });

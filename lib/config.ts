@@ -1,7 +1,7 @@
 import { ConfigError } from './errors';
 
 /** Names of the built-in queue selectors. */
-export const SELECTOR_NAMES = ['reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
+export const SELECTOR_NAMES = ['sla-aware', 'reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
 export type SelectorName = (typeof SELECTOR_NAMES)[number];
 
 /** How much a queue's jobs are recorded in DynamoDB: the cost the user chooses per queue. */
@@ -41,7 +41,7 @@ export type QueueConfig = Required<QueueConfigInput>;
 
 /** Settings of the dispatcher Lambda (and of each local dispatcher). */
 export interface DispatcherConfigInput {
-  /** Queue selection algorithm. @defaultValue 'reduced-lottery' */
+  /** Queue selection algorithm (`sla-aware`: see lib/selectors/sla.ts and BENCHMARKS.md). @defaultValue 'sla-aware' */
   readonly selector?: SelectorName;
   /** Tasks of one batch run in parallel up to this many worker threads, 1..64. @defaultValue 10 */
   readonly concurrency?: number;
@@ -102,7 +102,7 @@ export const QUEUE_DEFAULTS = {
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
 
 export const DISPATCHER_DEFAULTS: DispatcherConfig = {
-  selector: 'reduced-lottery',
+  selector: 'sla-aware',
   concurrency: 10,
   timeoutSeconds: 300,
   memoryMb: 1024,

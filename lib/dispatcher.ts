@@ -70,9 +70,9 @@ const VISIBILITY_LEAD_MS = 5000;
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
   return {
-    async receive(queue) {
+    async receive(queue, maxMessages) {
       const messages = await queues.receive(urls.queues[queue.name] as string, {
-        maxMessages: queue.batchSize,
+        maxMessages: Math.max(1, Math.min(queue.batchSize, maxMessages ?? queue.batchSize)),
         waitSeconds: 0,
         visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
       });
@@ -106,7 +106,12 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const slots = new TaskSlots(config.dispatcher.concurrency, () => clock.now());
   const maxBatches = deps.maxBatchesInFlight ?? Number.POSITIVE_INFINITY;
   const inFlight = new Set<Promise<void>>();
-  const aborted = new Promise<void>((resolve) => options.signal?.addEventListener('abort', () => resolve(), { once: true }));
+  // The stop signal outlives invocations (a warm container's): the listener must go with this one.
+  let onAbort = () => {};
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = () => resolve();
+  });
+  options.signal?.addEventListener('abort', onAbort, { once: true });
   const start = (queue: QueueConfig, batch: readonly ReceivedMessage[]) => {
     const done: Promise<void> = processBatch(deps, queue, batch, options, slots)
       .then(
@@ -152,7 +157,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     }
     let selection: Awaited<ReturnType<typeof selector.select>>;
     try {
-      selection = await selector.select(candidates);
+      selection = await selector.select(candidates, { freeSlots: slots.free, slots: slots.size });
     } catch (error) {
       summary.errors += 1;
       logger.error('queue selection failed', { error: describe(error) });
@@ -166,7 +171,8 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     let longPolled = false;
     let receivedAny = batch.length > 0;
     if (batch.length > 0) observe(deps, summary, queue, batch);
-    for (let i = 0; i < queue.iterations && !stopped(); i++) {
+    const receives = Math.max(1, Math.min(queue.iterations, selection.receives ?? queue.iterations));
+    for (let i = 0; i < receives && !stopped(); i++) {
       if (i > 0) {
         if (!fits()) break;
         await waitForRoom([queue]);
@@ -198,6 +204,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     if (!receivedAny && !longPolled) await clock.sleep(Math.min(IDLE_PAUSE_MS, Math.max(0, usableMs())), options.signal);
   }
   while (inFlight.size > 0) await Promise.all(inFlight);
+  options.signal?.removeEventListener('abort', onAbort);
   return summary;
 }
 

@@ -1,13 +1,17 @@
 import type { SelectorName } from '../config';
 import { lottery, reducedLottery, roundRobin, strictPriority } from './basic';
+import { slaAware } from './sla';
 import type { QueueSelector, SelectorEnv } from './types';
 
 export * from './basic';
+export * from './sla';
 export * from './types';
 
 /** Builds a selector by its config name. */
 export function createSelector<M>(name: SelectorName, env: SelectorEnv<M>): QueueSelector<M> {
   switch (name) {
+    case 'sla-aware':
+      return slaAware(env);
     case 'reduced-lottery':
       return reducedLottery(env, 'receive');
     case 'reduced-lottery-gqa':

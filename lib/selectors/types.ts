@@ -10,7 +10,8 @@ export interface Probe<M> {
 
 /** Ways to check a queue: a short-poll receive (free: its messages become the batch) or GetQueueAttributes. */
 export interface Probes<M> {
-  receive(queue: QueueConfig): Promise<Probe<M>>;
+  /** A short-poll receive of up to `maxMessages` (at most the queue's batch size; all of it when absent). */
+  receive(queue: QueueConfig, maxMessages?: number): Promise<Probe<M>>;
   attributes(queue: QueueConfig): Promise<Probe<M>>;
 }
 
@@ -19,6 +20,11 @@ export interface Selection<M> {
   readonly queue: QueueConfig;
   readonly messages: readonly M[];
   readonly waitSeconds: number;
+  /**
+   * Receives to make from the queue before selecting again (the batch in `messages` counts as one).
+   * @defaultValue the queue's `iterations`, which also caps it
+   */
+  readonly receives?: number;
 }
 
 /** What the dispatcher reports back after each receive, for selectors that learn from it. */
@@ -29,13 +35,19 @@ export interface ReceiveObservation {
   readonly oldestAgeMs: number;
 }
 
+/** The dispatcher's task slots when it selects: selectors that care can send long work where there is room. */
+export interface Room {
+  readonly freeSlots: number;
+  readonly slots: number;
+}
+
 export interface QueueSelector<M> {
   readonly name: string;
   /**
    * Picks one of `candidates` (a non-empty subset of the configured queues, in config order):
    * the dispatcher leaves out queues whose tasks cannot finish in the time it has left.
    */
-  select(candidates: readonly QueueConfig[]): Promise<Selection<M>>;
+  select(candidates: readonly QueueConfig[], room?: Room): Promise<Selection<M>>;
   observe?(observation: ReceiveObservation): void;
 }
 

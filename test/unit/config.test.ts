@@ -29,7 +29,7 @@ describe('resolveConfig', () => {
       ['low_priority', 5, 5, 5],
     ]);
     expect(config.queues[0]).toMatchObject({ maxReceiveCount: 10, slaSeconds: 60, retentionSeconds: 345_600 });
-    expect(config.dispatcher.selector).toBe('reduced-lottery');
+    expect(config.dispatcher.selector).toBe('sla-aware');
     expect(config.tasksDir).toBe('tasks');
   });
 

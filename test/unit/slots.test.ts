@@ -7,7 +7,12 @@ describe('TaskSlots', () => {
     const a = await slots.acquire();
     const b = await slots.acquire();
     expect(slots.free).toBe(0);
-    const waiting = ['c', 'd', 'e'].map((name) => slots.acquire().then((lease) => (order.push(name), lease)));
+    const waiting = ['c', 'd', 'e'].map((name) =>
+      slots.acquire().then((lease) => {
+        order.push(name);
+        return lease;
+      }),
+    );
     expect(slots.waiting).toBe(3);
     expect(slots.hasRoom).toBe(false);
     a.release();

@@ -1,0 +1,317 @@
+/**
+ * Selector benchmark: a deterministic discrete-event simulation of a dispatcher fleet (the real
+ * lib/dispatcher.ts loop, lib/batch.ts and the selectors of lib/selectors) on a simulated SQS,
+ * for Kale's three queues under steady, overloaded, bursty and idle workloads.
+ *
+ *   npm run bench:selectors -- [--json] [--seeds 1,2,3] [--workloads steady-0.9,idle-hour] [--selectors sla-aware,strict] [--jobs 2]
+ *
+ * Every figure pools the runs of all seeds (percentiles over all their waits, max of all); the
+ * same seeds give the same figures to the digit. Runs are independent, so they are spread over
+ * `--jobs` worker threads (default: up to 2 cores) without changing any figure. Prints a table,
+ * or with --json one JSON document.
+ */
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
+import type { SlaAwareOptions } from '../lib/selectors';
+import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
+import { KALE_QUEUES, WORKLOADS, type Workload } from './sim/workloads';
+
+/** One simulation cell: a workload and selector, all seeds. */
+interface Job {
+  readonly workload: string;
+  readonly selector: SelectorName;
+  readonly seeds: readonly number[];
+  readonly slaAware?: SlaAwareOptions;
+  readonly fleet?: FleetSpec;
+}
+
+async function runJob(job: Job): Promise<RunFigures> {
+  const workload = WORKLOADS.find((w) => w.name === job.workload);
+  if (!workload) throw new Error(`no workload ${job.workload}`);
+  return runSimulation({
+    workload,
+    selector: job.selector,
+    seeds: job.seeds,
+    ...(job.slaAware ? { slaAware: job.slaAware } : {}),
+    ...(job.fleet ? { fleet: job.fleet } : {}),
+  });
+}
+
+if (!isMainThread) {
+  parentPort?.on('message', (message: { id: number; job: Job }) => {
+    void runJob(message.job).then((result) => parentPort?.postMessage({ id: message.id, result }));
+  });
+}
+
+const { values } = parseArgs({
+  options: {
+    json: { type: 'boolean', default: false },
+    seeds: { type: 'string', default: '1,2,3' },
+    workloads: { type: 'string' },
+    selectors: { type: 'string' },
+    jobs: { type: 'string', default: String(Math.min(2, availableParallelism())) },
+  },
+});
+const seeds = (values.seeds as string).split(',').map(Number);
+const workloads = values.workloads ? WORKLOADS.filter((w) => (values.workloads as string).split(',').includes(w.name)) : WORKLOADS;
+const selectors = (values.selectors ? (values.selectors as string).split(',') : [...SELECTOR_NAMES]) as SelectorName[];
+const DEFAULT = DISPATCHER_DEFAULTS.selector;
+const BASELINE: SelectorName = 'reduced-lottery';
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Runs jobs on worker threads (or here, with --jobs 1), results in job order. */
+async function runAll(jobs: readonly Job[], parallel: number): Promise<RunFigures[]> {
+  const results: RunFigures[] = new Array(jobs.length);
+  if (parallel <= 1) {
+    for (const [i, job] of jobs.entries()) {
+      results[i] = await runJob(job);
+      progress(`  ${job.workload} ${job.selector} done`);
+    }
+    return results;
+  }
+  let next = 0;
+  const workers = Array.from({ length: Math.min(parallel, jobs.length) }, () => new Worker(__filename));
+  await Promise.all(
+    workers.map(
+      (worker) =>
+        new Promise<void>((resolve, reject) => {
+          const feed = () => {
+            if (next >= jobs.length) return resolve();
+            const id = next++;
+            worker.postMessage({ id, job: jobs[id] });
+          };
+          worker.on('message', (message: { id: number; result: RunFigures }) => {
+            results[message.id] = message.result;
+            progress(`  ${jobs[message.id]?.workload} ${jobs[message.id]?.selector} done`);
+            feed();
+          });
+          worker.on('error', reject);
+          feed();
+        }),
+    ),
+  );
+  await Promise.all(workers.map((w) => w.terminate()));
+  return results;
+}
+
+interface QueueOut {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly published: number;
+  readonly overSla: number;
+  readonly heldP99: number;
+}
+
+interface SelectorOut {
+  readonly queues: Readonly<Record<string, QueueOut>>;
+  readonly sqsRequestsPerTask: number;
+  /** Receives that found no message, per minute, whole fleet: what waiting for work costs. */
+  readonly idleRequestsPerMinute: number;
+  readonly requestsPerMinute: number;
+  readonly requests: Readonly<Record<string, number>>;
+  readonly tasks: number;
+  readonly duplicateRuns: number;
+}
+
+function selectorOut(r: RunFigures): SelectorOut {
+  const minutes = r.requestsPerMinute > 0 ? Object.values(r.requests).reduce((a, n) => a + n, 0) / r.requestsPerMinute : 1;
+  return {
+    queues: Object.fromEntries(
+      r.queues.map((q) => [
+        q.queue,
+        { p50: q.p50, p99: q.p99, max: q.max, published: q.published, overSla: q.overSla, heldP99: q.heldP99 },
+      ]),
+    ),
+    sqsRequestsPerTask: r.sqsRequestsPerTask,
+    idleRequestsPerMinute: Math.round((r.emptyReceives / minutes) * 10) / 10,
+    requestsPerMinute: r.requestsPerMinute,
+    requests: r.requests,
+    tasks: r.tasks,
+    duplicateRuns: r.duplicateRuns,
+  };
+}
+
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : a > 0 ? Number.POSITIVE_INFINITY : 1);
+const [HIGH, , LOW] = KALE_QUEUES.map((q) => q.name) as [string, string, string];
+
+/** The issue's targets for the default selector, against ReducedLottery (and strict priority) in the same run. */
+function targets(out: Record<string, SelectorOut>) {
+  const d = out[DEFAULT];
+  const rl = out[BASELINE];
+  const strict = out.strict;
+  if (!d || !rl) return undefined;
+  const highP99VsReducedLottery = ratio(d.queues[HIGH]?.p99 ?? 0, rl.queues[HIGH]?.p99 ?? 0);
+  const lowMaxVsReducedLottery = ratio(d.queues[LOW]?.max ?? 0, rl.queues[LOW]?.max ?? 0);
+  const requestsVsReducedLottery = ratio(d.sqsRequestsPerTask, rl.sqsRequestsPerTask);
+  return {
+    highP99VsReducedLottery,
+    highP99VsStrict: strict ? ratio(d.queues[HIGH]?.p99 ?? 0, strict.queues[HIGH]?.p99 ?? 0) : null,
+    lowMaxVsReducedLottery,
+    requestsVsReducedLottery,
+    met: {
+      highP99AtMostHalf: highP99VsReducedLottery <= 0.5,
+      lowMaxNoWorse: lowMaxVsReducedLottery <= 1,
+      requestsNoMore: requestsVsReducedLottery <= 1,
+    },
+  };
+}
+
+function workloadOut(workload: Workload, runs: ReadonlyMap<SelectorName, RunFigures>) {
+  const out: Record<string, SelectorOut> = {};
+  for (const [selector, figures] of runs) out[selector] = selectorOut(figures);
+  return {
+    name: workload.name,
+    description: workload.description,
+    minutes: workload.minutes,
+    warmupMinutes: workload.warmupMinutes,
+    load: workload.profile.map(([fromMinute, load]) => ({ fromMinute, load })),
+    selectors: out,
+    targets: targets(out),
+  };
+}
+
+/**
+ * The idle trade-off of the SLA-aware selector: how long it pauses between looks at an idle queue
+ * (the first pause, and how far repeated empty looks stretch it) against what idling costs.
+ */
+const IDLE_POINTS: ReadonlyArray<{ readonly label: string; readonly options: SlaAwareOptions }> = [
+  { label: 'every ≤ 1 s', options: { firstLookMaxMs: 1000, maxLookFraction: 0 } },
+  { label: 'every ≤ 3 s', options: { firstLookMaxMs: 3000, maxLookFraction: 0 } },
+  { label: 'back off to 2% SLA', options: { maxLookFraction: 0.02 } },
+  { label: 'back off to 5% SLA (default)', options: {} },
+  { label: 'back off to 10% SLA', options: { maxLookFraction: 0.1 } },
+];
+
+const LOOP_WORKLOAD = 'steady-0.9';
+
+async function main() {
+  const began = Date.now();
+  const parallel = Number(values.jobs) || 1;
+  const cells: Job[] = workloads.flatMap((w) => selectors.map((selector) => ({ workload: w.name, selector, seeds })));
+  const idleJobs: Job[] = selectors.includes(DEFAULT)
+    ? IDLE_POINTS.map((p) => ({ workload: 'idle-hour', selector: 'sla-aware', seeds, slaAware: p.options }))
+    : [];
+  const loopJobs: Job[] = [BASELINE, DEFAULT]
+    .filter((s) => selectors.includes(s))
+    .flatMap((selector) =>
+      [1, 0].map((maxBatchesInFlight) => ({
+        workload: LOOP_WORKLOAD,
+        selector,
+        seeds,
+        fleet: { ...DEFAULT_FLEET, ...(maxBatchesInFlight ? { maxBatchesInFlight } : {}) },
+      })),
+    );
+  const all = await runAll([...cells, ...idleJobs, ...loopJobs], parallel);
+  const cellResults = all.slice(0, cells.length);
+  const results = workloads.map((w) =>
+    workloadOut(w, new Map(cellResults.filter((r) => r.workload === w.name).map((r) => [r.selector as SelectorName, r]))),
+  );
+  const idleTradeoff = all.slice(cells.length, cells.length + idleJobs.length).map((r, i) => {
+    const o = selectorOut(r);
+    return {
+      looks: IDLE_POINTS[i]?.label ?? '',
+      options: IDLE_POINTS[i]?.options ?? {},
+      idleRequestsPerMinute: o.idleRequestsPerMinute,
+      highP99: o.queues[HIGH]?.p99 ?? 0,
+      defaultMax: o.queues.default?.max ?? 0,
+      lowMax: o.queues[LOW]?.max ?? 0,
+    };
+  });
+  const loop = all.slice(cells.length + idleJobs.length).map((r, i) => ({
+    selector: r.selector,
+    loop: loopJobs[i]?.fleet?.maxBatchesInFlight === 1 ? 'blocking' : 'pipelined',
+    workload: LOOP_WORKLOAD,
+    ...selectorOut(r),
+  }));
+  const document = {
+    benchmark: 'selectors',
+    command: 'npm run bench:selectors -- --json',
+    default: DEFAULT,
+    baseline: BASELINE,
+    seeds,
+    fleet: DEFAULT_FLEET,
+    queues: KALE_QUEUES,
+    model: {
+      sqs: 'bench/sim/sqs.ts: request latency 8 ms + exp(4 ms); short poll finds each visible message with p = 0.8; long poll answers on the first visible message',
+      tasks: 'lognormal run times (σ 0.8) with the queue means, capped at 80% of the time limit; Poisson arrivals at load × fleet capacity',
+      waits: 'publish → start; a task still waiting at the end counts with its age then; tasks published in the warm-up are not counted',
+    },
+    workloads: results,
+    idleTradeoff,
+    loop,
+    elapsedSeconds: Math.round((Date.now() - began) / 100) / 10,
+  };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    return;
+  }
+  printTables(document);
+}
+
+function printTables(doc: {
+  default: string;
+  workloads: ReturnType<typeof workloadOut>[];
+  idleTradeoff: Array<{ looks: string; idleRequestsPerMinute: number; highP99: number; defaultMax: number; lowMax: number }>;
+  loop: Array<SelectorOut & { selector: string; loop: string }>;
+  seeds: number[];
+  elapsedSeconds: number;
+}) {
+  const pad = (s: string | number, n: number) => String(s).padStart(n);
+  const lines: string[] = [];
+  lines.push(
+    `Selector benchmark — seeds ${doc.seeds.join(',')}, fleet ${DEFAULT_FLEET.dispatchers}×${DEFAULT_FLEET.concurrency} slots; waits in s (p50 / p99 / max)`,
+  );
+  for (const w of doc.workloads) {
+    lines.push('', `${w.name}: ${w.description}`);
+    lines.push(`${'selector'.padEnd(22)}${KALE_QUEUES.map((q) => pad(q.name, 26)).join('')}${pad('req/task', 10)}${pad('idle rpm', 10)}`);
+    for (const [name, s] of Object.entries(w.selectors)) {
+      const cells = KALE_QUEUES.map((q) => {
+        const f = s.queues[q.name];
+        return pad(f ? `${f.p50.toFixed(2)} / ${f.p99.toFixed(2)} / ${f.max.toFixed(1)}` : '-', 26);
+      }).join('');
+      lines.push(
+        `${(name === doc.default ? `${name} (default)` : name).padEnd(22)}${cells}${pad(s.sqsRequestsPerTask.toFixed(3), 10)}${pad(s.idleRequestsPerMinute, 10)}`,
+      );
+    }
+    const t = w.targets;
+    if (t) {
+      const mark = (ok: boolean) => (ok ? 'met' : 'NOT met');
+      lines.push(
+        `targets vs reduced-lottery: high p99 ×${t.highP99VsReducedLottery} (≤ 0.5: ${mark(t.met.highP99AtMostHalf)}; ×${t.highP99VsStrict} of strict), ` +
+          `low max ×${t.lowMaxVsReducedLottery} (≤ 1: ${mark(t.met.lowMaxNoWorse)}), requests/task ×${t.requestsVsReducedLottery} (≤ 1: ${mark(t.met.requestsNoMore)})`,
+      );
+    }
+  }
+  if (doc.idleTradeoff.length > 0) {
+    lines.push('', 'idle trade-off (sla-aware, idle hour): pauses between looks at an idle queue vs what idling costs');
+    lines.push(
+      `${'looks at an idle queue'.padEnd(30)}${pad('idle rpm', 10)}${pad('high p99', 10)}${pad('def max', 10)}${pad('low max', 10)}`,
+    );
+    for (const p of doc.idleTradeoff) {
+      lines.push(
+        `${p.looks.padEnd(30)}${pad(p.idleRequestsPerMinute, 10)}${pad(p.highP99, 10)}${pad(p.defaultMax, 10)}${pad(p.lowMax, 10)}`,
+      );
+    }
+  }
+  if (doc.loop.length > 0) {
+    lines.push('', 'dispatcher loop, steady-0.9: blocking (one batch in flight) vs pipelined (batches share the slots)');
+    for (const r of doc.loop) {
+      const q = (name: string) => r.queues[name];
+      lines.push(
+        `${`${r.selector} ${r.loop}`.padEnd(30)} high p99 ${pad(q(HIGH)?.p99 ?? 0, 8)}  low p99 ${pad(q(LOW)?.p99 ?? 0, 8)}  tasks ${pad(r.tasks, 7)}  req/task ${r.sqsRequestsPerTask}`,
+      );
+    }
+  }
+  lines.push('', `(${doc.elapsedSeconds} s)`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+if (isMainThread) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}

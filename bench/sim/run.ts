@@ -1,0 +1,269 @@
+/**
+ * One simulation run: a fleet of real dispatchers (lib/dispatcher.ts with a selector from
+ * lib/selectors, batch processing from lib/batch.ts) on a simulated SQS and the simulation
+ * clock, fed by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
+ */
+import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
+import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from '../../lib/dispatcher';
+import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/executor/types';
+import { silentLogger } from '../../lib/ports';
+import { seededRandom } from '../../lib/random';
+import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/selectors';
+import { createRegistry, defineTask } from '../../lib/task';
+import { Simulation } from './engine';
+import { SimSqs } from './sqs';
+import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
+
+export interface FleetSpec {
+  /** Dispatchers running at once, each invoked back to back (a warm Lambda container each). */
+  readonly dispatchers: number;
+  /** Task slots per dispatcher (`dispatcher.concurrency`). */
+  readonly concurrency: number;
+  /** Lambda timeout: each invocation loops this long. */
+  readonly invocationSeconds: number;
+  /** 1: the blocking loop; unset: batches in flight limited by the slots only. */
+  readonly maxBatchesInFlight?: number;
+}
+
+export const DEFAULT_FLEET: FleetSpec = { dispatchers: 4, concurrency: 10, invocationSeconds: 300 };
+
+export interface QueueFigures {
+  readonly queue: string;
+  readonly priority: number;
+  readonly slaSeconds: number;
+  /** Tasks published after the warm-up. */
+  readonly published: number;
+  /** Of those, tasks started by the end. */
+  readonly started: number;
+  /** Wait (publish → start), seconds; a task still waiting at the end counts with its age then. */
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  /** Share of counted tasks that waited longer than the queue's SLA. */
+  readonly overSla: number;
+  /** p99 of the part of the wait spent received but waiting for a task slot (prefetched), seconds. */
+  readonly heldP99: number;
+}
+
+export interface RunFigures {
+  readonly workload: string;
+  readonly selector: string;
+  readonly seeds: readonly number[];
+  readonly queues: readonly QueueFigures[];
+  /** Every request the dispatchers made (receive, delete, visibility, attributes, archive sends) per task started. */
+  readonly sqsRequestsPerTask: number;
+  /** Requests per minute of simulated time, whole fleet. */
+  readonly requestsPerMinute: number;
+  readonly requests: Readonly<Record<string, number>>;
+  readonly emptyReceives: number;
+  readonly tasks: number;
+  /** Tasks started more than once (a message that came back while it ran). */
+  readonly duplicateRuns: number;
+  /** Dispatcher invocation-seconds: what Lambda would bill (× memory). */
+  readonly dispatcherSeconds: number;
+  /** Simulation events fired (work the run took). */
+  readonly events: number;
+}
+
+export interface RunOptions {
+  readonly workload: Workload;
+  readonly selector: SelectorName;
+  /** Each seed is one independent run; figures pool them (percentiles over all waits, max of all). */
+  readonly seeds: readonly number[];
+  readonly fleet?: FleetSpec;
+  readonly queues?: readonly SimQueueSpec[];
+  /** Tuning of the SLA-aware selector (its defaults otherwise). */
+  readonly slaAware?: SlaAwareOptions;
+}
+
+/** Task run times and publish times ride in the payload; the executor sleeps the run time on the simulation clock. */
+class SimExecutor implements TaskExecutor {
+  readonly started = new Set<string>();
+  duplicates = 0;
+  constructor(
+    private readonly sim: Simulation,
+    private readonly onStart: (queue: string, waitMs: number, publishedAt: number, jobId: string) => void,
+  ) {}
+
+  async run(run: TaskRun): Promise<TaskOutcome> {
+    const { ms, at } = run.payload as { ms: number; at: number };
+    if (this.started.has(run.jobId)) this.duplicates += 1;
+    else {
+      this.started.add(run.jobId);
+      this.onStart(run.queue, this.sim.now() - at, at, run.jobId);
+    }
+    await this.sim.sleep(ms);
+    return { status: 'succeeded', durationMs: ms };
+  }
+
+  async close(): Promise<void> {}
+}
+
+export function simConfig(queues: readonly SimQueueSpec[], selector: SelectorName, fleet: FleetSpec): TaskworkerConfig {
+  return resolveConfig({
+    app: 'sim',
+    queues: queues.map((q) => ({
+      name: q.name,
+      priority: q.priority,
+      batchSize: 10,
+      visibilityTimeoutSeconds: 60,
+      longPollSeconds: q.longPollSeconds,
+      iterations: q.iterations,
+      slaSeconds: q.slaSeconds,
+      tracking: 'off',
+    })),
+    dispatcher: { selector, concurrency: fleet.concurrency, timeoutSeconds: fleet.invocationSeconds },
+  });
+}
+
+/** Exact quantile of sorted values (nearest rank). */
+function quantile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
+}
+
+const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** What one seeded run leaves: raw waits per queue and counters. */
+interface RawRun {
+  readonly waits: Map<string, number[]>;
+  readonly held: Map<string, number[]>;
+  readonly requests: Record<string, number>;
+  readonly emptyReceives: number;
+  readonly tasks: number;
+  readonly duplicates: number;
+  readonly dispatcherMs: number;
+  readonly events: number;
+}
+
+export async function runSimulation(options: RunOptions): Promise<RunFigures> {
+  const { workload, selector, seeds } = options;
+  const specs = options.queues ?? KALE_QUEUES;
+  const runs: RawRun[] = [];
+  for (const seed of seeds) runs.push(await simulateOnce(options, seed));
+  const pooled = (pick: (r: RawRun) => Map<string, number[]>, queue: string) => runs.flatMap((r) => pick(r).get(queue) ?? []);
+  const queues = specs.map((spec): QueueFigures => {
+    const all = Float64Array.from(pooled((r) => r.waits, spec.name)).sort();
+    const slaMs = spec.slaSeconds * 1000;
+    const over = all.reduce((n, w) => n + (w > slaMs ? 1 : 0), 0);
+    return {
+      queue: spec.name,
+      priority: spec.priority,
+      slaSeconds: spec.slaSeconds,
+      published: all.length,
+      started: runs.reduce((n, r) => n + (r.held.get(spec.name)?.length ?? 0), 0),
+      p50: round(quantile(all, 0.5) / 1000),
+      p99: round(quantile(all, 0.99) / 1000),
+      max: round((all[all.length - 1] ?? 0) / 1000),
+      overSla: round(all.length > 0 ? over / all.length : 0, 4),
+      heldP99: round(quantile(Float64Array.from(pooled((r) => r.held, spec.name)).sort(), 0.99) / 1000),
+    };
+  });
+  const sum = (f: (r: RawRun) => number) => runs.reduce((a, r) => a + f(r), 0);
+  const requests: Record<string, number> = {};
+  for (const r of runs) for (const [k, v] of Object.entries(r.requests)) requests[k] = (requests[k] ?? 0) + v;
+  const total = Object.values(requests).reduce((a, n) => a + n, 0);
+  const tasks = sum((r) => r.tasks);
+  return {
+    workload: workload.name,
+    selector,
+    seeds,
+    queues,
+    sqsRequestsPerTask: round(tasks > 0 ? total / tasks : 0, 4),
+    requestsPerMinute: round(total / (workload.minutes * runs.length), 1),
+    requests,
+    emptyReceives: sum((r) => r.emptyReceives),
+    tasks,
+    duplicateRuns: sum((r) => r.duplicates),
+    dispatcherSeconds: Math.round(sum((r) => r.dispatcherMs) / 1000 / runs.length),
+    events: sum((r) => r.events),
+  };
+}
+
+async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> {
+  const { workload, selector } = options;
+  const fleet = options.fleet ?? DEFAULT_FLEET;
+  const specs = options.queues ?? KALE_QUEUES;
+  const sim = new Simulation();
+  const start = sim.now();
+  const end = start + workload.minutes * 60_000;
+  const countFrom = start + workload.warmupMinutes * 60_000;
+  const config = simConfig(specs, selector, fleet);
+  const sqs = new SimSqs({ clock: sim, random: seededRandom(seed * 7 + 1) });
+  const capacityPerSecond = (fleet.dispatchers * fleet.concurrency) / meanTaskSeconds(specs);
+  const urls: QueueUrls = {
+    queues: Object.fromEntries(
+      specs.map((q, i) => [
+        q.name,
+        sqs.createQueue(q.name, new PoissonArrivals(q, workload.profile, capacityPerSecond, start, end, seed * 1000 + i)),
+      ]),
+    ),
+    archive: sqs.createQueue('archive'),
+  };
+  const registry = createRegistry(
+    specs.map((q) => defineTask({ name: q.task, queue: q.name, timeLimitSeconds: q.timeLimitSeconds, run: () => undefined })),
+    config,
+  );
+  const waits = new Map<string, number[]>(specs.map((q) => [q.name, []]));
+  const held = new Map<string, number[]>(specs.map((q) => [q.name, []]));
+  const executor = new SimExecutor(sim, (queue, waitMs, publishedAt, jobId) => {
+    if (publishedAt < countFrom) return;
+    waits.get(queue)?.push(waitMs);
+    const received = sqs.firstReceivedAt(urls.queues[queue] as string, jobId);
+    if (received !== undefined) held.get(queue)?.push(sim.now() - received);
+  });
+
+  const stop = new AbortController();
+  let dispatcherMs = 0;
+  const dispatcher = async (index: number) => {
+    const random = seededRandom(seed * 100 + index);
+    const deps: DispatcherDeps = {
+      config,
+      registry,
+      queues: sqs,
+      urls,
+      executor,
+      selector:
+        selector === 'sla-aware' && options.slaAware
+          ? slaAware({ queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) }, options.slaAware)
+          : createSelector(selector, { queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) }),
+      clock: sim,
+      random,
+      logger: silentLogger,
+      workerId: `sim-${index}`,
+      ...(fleet.maxBatchesInFlight ? { maxBatchesInFlight: fleet.maxBatchesInFlight } : {}),
+    };
+    // Invocations end at evenly spread times, as overlapping scheduled invocations do: the first one is shorter.
+    let length = ((index + 1) * fleet.invocationSeconds * 1000) / fleet.dispatchers;
+    while (!stop.signal.aborted) {
+      const began = sim.now();
+      await runDispatcher(deps, { deadline: began + length, signal: stop.signal });
+      dispatcherMs += sim.now() - began;
+      length = fleet.invocationSeconds * 1000;
+    }
+  };
+  for (let i = 0; i < fleet.dispatchers; i++) void dispatcher(i);
+  await sim.runUntil(end);
+  stop.abort();
+
+  const waiting = new Map(
+    specs.map((spec) => [
+      spec.name,
+      sqs
+        .pending(urls.queues[spec.name] as string)
+        .filter((m) => m.sent >= countFrom && !executor.started.has(m.messageId))
+        .map((m) => end - m.sent),
+    ]),
+  );
+  for (const [queue, ages] of waiting) waits.get(queue)?.push(...ages);
+  return {
+    waits,
+    held,
+    requests: { ...sqs.requests },
+    emptyReceives: sqs.emptyReceives,
+    tasks: executor.started.size,
+    duplicates: executor.duplicates,
+    dispatcherMs,
+    events: sim.events,
+  };
+}

@@ -1,0 +1,372 @@
+/**
+ * A simulated SQS standard queue service behind the library's {@link QueueClient} port, on the
+ * simulation clock. What it models, and what it leaves out:
+ *
+ * - every request takes a latency drawn from a seeded distribution; its effect lands half-way;
+ * - a short poll (WaitTimeSeconds 0) samples a subset of SQS's servers: each visible message is
+ *   found with probability `shortPollFindProbability`, so a queue holding a few messages can
+ *   answer empty; a long poll queries every server and answers as soon as one message is visible
+ *   (with whatever is visible then), or empty when its wait ends;
+ * - at most `maxMessages` (≤ 10) per receive, oldest first; visibility timeouts; receipt handles
+ *   that go stale on the next receive (a delete or visibility change with a stale one does
+ *   nothing); `ChangeMessageVisibility` to 0 makes a message visible at once;
+ * - every request is counted by operation and queue, as SQS bills them.
+ *
+ * Not modelled: delays (DelaySeconds), DLQ redrive, message size. Arrivals are generated lazily
+ * from each queue's arrival process, so publishing costs no simulation events.
+ */
+
+import type {
+  BatchFailure,
+  BatchResult,
+  QueueClient,
+  QueueDepth,
+  ReceiptEntry,
+  ReceivedMessage,
+  ReceiveRequest,
+  SendBatchResult,
+  SendEntry,
+  VisibilityEntry,
+} from '../../lib/ports';
+import type { Random } from '../../lib/random';
+import type { Simulation } from './engine';
+
+/** The next messages a queue receives: arrival times in order, and each message's body. */
+export interface ArrivalSource {
+  /** Time of the next arrival (epoch ms), Infinity when there is none. */
+  peek(): number;
+  /** Takes the next arrival. */
+  take(): { readonly at: number; readonly body: string };
+}
+
+export interface LatencyModel {
+  /** Fixed part of a request's round trip, ms. */
+  readonly baseMs: number;
+  /** Mean of an exponential extra, ms. */
+  readonly jitterMeanMs: number;
+}
+
+export type Operation = 'receive' | 'deleteBatch' | 'changeVisibilityBatch' | 'depth' | 'sendBatch';
+
+interface Message {
+  readonly seq: number;
+  readonly messageId: string;
+  readonly body: string;
+  readonly sent: number;
+  receiveCount: number;
+  receipt: string | undefined;
+  visibleAt: number;
+  state: 'ready' | 'inflight' | 'deleted';
+  firstReceivedAt?: number;
+}
+
+/** Min-heap by a numeric key, ties by insertion. */
+class Heap<T> {
+  private readonly items: Array<{ key: number; seq: number; value: T }> = [];
+  private seq = 0;
+  get size(): number {
+    return this.items.length;
+  }
+  peekKey(): number {
+    return this.items[0]?.key ?? Number.POSITIVE_INFINITY;
+  }
+  peek(): T | undefined {
+    return this.items[0]?.value;
+  }
+  values(): T[] {
+    return this.items.map((i) => i.value);
+  }
+  push(key: number, value: T): void {
+    const a = this.items;
+    a.push({ key, seq: this.seq++, value });
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(i, p)) break;
+      [a[i], a[p]] = [a[p] as (typeof a)[number], a[i] as (typeof a)[number]];
+      i = p;
+    }
+  }
+  pop(): T | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.less(l, m)) m = l;
+        if (r < a.length && this.less(r, m)) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m] as (typeof a)[number], a[i] as (typeof a)[number]];
+        i = m;
+      }
+    }
+    return top?.value;
+  }
+  private less(i: number, j: number): boolean {
+    const x = this.items[i] as { key: number; seq: number };
+    const y = this.items[j] as { key: number; seq: number };
+    return x.key < y.key || (x.key === y.key && x.seq < y.seq);
+  }
+}
+
+class SimQueue {
+  /** Visible messages, oldest first (entries of messages deleted while visible are skipped). */
+  readonly ready = new Heap<Message>();
+  /** In-flight messages by the time they become visible (stale entries are skipped). */
+  readonly inflight = new Heap<{ message: Message; visibleAt: number }>();
+  readonly byReceipt = new Map<string, Message>();
+  readonly byId = new Map<string, Message>();
+  readonly wakers = new Set<() => void>();
+  visible = 0;
+  inFlight = 0;
+
+  constructor(
+    readonly name: string,
+    readonly arrivals: ArrivalSource | undefined,
+  ) {}
+}
+
+export interface SimSqsOptions {
+  readonly clock: Simulation;
+  readonly random: Random;
+  readonly latency?: LatencyModel;
+  /** Chance that a short poll finds a given visible message. @defaultValue 0.8 */
+  readonly shortPollFindProbability?: number;
+}
+
+export class SimSqs implements QueueClient {
+  private readonly queues = new Map<string, SimQueue>();
+  private readonly clock: Simulation;
+  private readonly random: Random;
+  private readonly latency: LatencyModel;
+  private readonly findProbability: number;
+  private nextSeq = 1;
+  /** Requests by operation, all queues. */
+  readonly requests: Record<Operation, number> = { receive: 0, deleteBatch: 0, changeVisibilityBatch: 0, depth: 0, sendBatch: 0 };
+  /** Receives that returned nothing. */
+  emptyReceives = 0;
+
+  constructor(options: SimSqsOptions) {
+    this.clock = options.clock;
+    this.random = options.random;
+    this.latency = options.latency ?? { baseMs: 8, jitterMeanMs: 4 };
+    this.findProbability = options.shortPollFindProbability ?? 0.8;
+  }
+
+  createQueue(name: string, arrivals?: ArrivalSource): string {
+    const url = `sim://sqs/${name}`;
+    this.queues.set(url, new SimQueue(name, arrivals));
+    return url;
+  }
+
+  get totalRequests(): number {
+    return Object.values(this.requests).reduce((a, n) => a + n, 0);
+  }
+
+  /** First receive time of each message still known, by SQS MessageId (for splitting wait times). */
+  firstReceivedAt(url: string, messageId: string): number | undefined {
+    return this.queue(url).byId.get(messageId)?.firstReceivedAt;
+  }
+
+  /** Send time of a message (for wait times), by SQS MessageId. */
+  sentAt(url: string, messageId: string): number | undefined {
+    return this.queue(url).byId.get(messageId)?.sent;
+  }
+
+  /** Messages not deleted yet, with their send times (visible or in flight). */
+  pending(url: string): Array<{ messageId: string; sent: number }> {
+    const q = this.queue(url);
+    this.catchUp(q);
+    return [...q.byId.values()].filter((m) => m.state !== 'deleted').map((m) => ({ messageId: m.messageId, sent: m.sent }));
+  }
+
+  async receive(url: string, request: ReceiveRequest, signal?: AbortSignal): Promise<ReceivedMessage[]> {
+    this.requests.receive += 1;
+    const q = this.queue(url);
+    await this.halfTrip();
+    const end = this.clock.now() + request.waitSeconds * 1000;
+    let taken: ReceivedMessage[];
+    for (;;) {
+      this.catchUp(q);
+      taken = this.take(q, request, request.waitSeconds === 0);
+      if (taken.length > 0 || this.clock.now() >= end || signal?.aborted) break;
+      // Long poll: sleep until something may have become visible, or the wait ends.
+      const wake = Math.min(end, q.arrivals?.peek() ?? Number.POSITIVE_INFINITY, q.inflight.peekKey());
+      await this.waitOn(q, wake - this.clock.now(), signal);
+    }
+    if (taken.length === 0) this.emptyReceives += 1;
+    await this.halfTrip();
+    return taken;
+  }
+
+  async deleteBatch(url: string, entries: readonly ReceiptEntry[]): Promise<BatchResult> {
+    this.requests.deleteBatch += 1;
+    const q = this.queue(url);
+    await this.halfTrip();
+    for (const entry of entries) {
+      const message = q.byReceipt.get(entry.receiptHandle);
+      // Like SQS, a stale receipt "succeeds" without deleting.
+      if (!message || message.receipt !== entry.receiptHandle || message.state === 'deleted') continue;
+      if (message.state === 'ready') q.visible -= 1;
+      else q.inFlight -= 1;
+      message.state = 'deleted';
+      q.byReceipt.delete(entry.receiptHandle);
+      q.byId.delete(message.messageId);
+    }
+    await this.halfTrip();
+    return { failed: [] };
+  }
+
+  async changeVisibilityBatch(url: string, entries: readonly VisibilityEntry[]): Promise<BatchResult> {
+    this.requests.changeVisibilityBatch += 1;
+    const q = this.queue(url);
+    await this.halfTrip();
+    this.catchUp(q);
+    const failed: BatchFailure[] = [];
+    const now = this.clock.now();
+    for (const entry of entries) {
+      const message = q.byReceipt.get(entry.receiptHandle);
+      if (!message || message.receipt !== entry.receiptHandle || message.state !== 'inflight') {
+        failed.push({ id: entry.id, code: 'ReceiptHandleIsInvalid', message: 'stale or unknown receipt', senderFault: true });
+        continue;
+      }
+      message.visibleAt = now + entry.visibilityTimeoutSeconds * 1000;
+      if (entry.visibilityTimeoutSeconds === 0) this.makeVisible(q, message);
+      else q.inflight.push(message.visibleAt, { message, visibleAt: message.visibleAt });
+    }
+    for (const wake of [...q.wakers]) wake();
+    await this.halfTrip();
+    return { failed };
+  }
+
+  async depth(url: string): Promise<QueueDepth> {
+    this.requests.depth += 1;
+    const q = this.queue(url);
+    await this.halfTrip();
+    this.catchUp(q);
+    const depth = { visible: q.visible, inFlight: q.inFlight, delayed: 0 };
+    await this.halfTrip();
+    return depth;
+  }
+
+  async sendBatch(url: string, entries: readonly SendEntry[]): Promise<SendBatchResult> {
+    this.requests.sendBatch += 1;
+    const q = this.queue(url);
+    await this.halfTrip();
+    const messageIds: Record<string, string> = {};
+    for (const entry of entries) messageIds[entry.id] = this.add(q, entry.body, this.clock.now()).messageId;
+    for (const wake of [...q.wakers]) wake();
+    await this.halfTrip();
+    return { failed: [], messageIds };
+  }
+
+  private add(q: SimQueue, body: string, sent: number): Message {
+    const seq = this.nextSeq++;
+    const message: Message = {
+      seq,
+      messageId: `m${seq}`,
+      body,
+      sent,
+      receiveCount: 0,
+      receipt: undefined,
+      visibleAt: sent,
+      state: 'ready',
+    };
+    q.byId.set(message.messageId, message);
+    q.ready.push(sent, message);
+    q.visible += 1;
+    return message;
+  }
+
+  private makeVisible(q: SimQueue, message: Message): void {
+    message.state = 'ready';
+    q.inFlight -= 1;
+    q.visible += 1;
+    q.ready.push(message.sent, message);
+  }
+
+  /** Brings a queue up to now: arrivals so far, and in-flight messages whose visibility ended. */
+  private catchUp(q: SimQueue): void {
+    const now = this.clock.now();
+    if (q.arrivals) {
+      while (q.arrivals.peek() <= now) {
+        const arrival = q.arrivals.take();
+        this.add(q, arrival.body, arrival.at);
+      }
+    }
+    while (q.inflight.peekKey() <= now) {
+      const entry = q.inflight.pop() as { message: Message; visibleAt: number };
+      const m = entry.message;
+      if (m.state === 'inflight' && m.visibleAt === entry.visibleAt) this.makeVisible(q, m);
+    }
+  }
+
+  private take(q: SimQueue, request: ReceiveRequest, shortPoll: boolean): ReceivedMessage[] {
+    const now = this.clock.now();
+    const out: ReceivedMessage[] = [];
+    const skipped: Message[] = [];
+    // A short poll looks at a bounded sample of the oldest visible messages.
+    let budget = shortPoll ? request.maxMessages * 3 : Number.POSITIVE_INFINITY;
+    while (out.length < request.maxMessages && budget > 0 && q.ready.size > 0) {
+      const m = q.ready.pop() as Message;
+      if (m.state !== 'ready') continue;
+      budget -= 1;
+      if (shortPoll && this.random() >= this.findProbability) {
+        skipped.push(m);
+        continue;
+      }
+      m.state = 'inflight';
+      q.visible -= 1;
+      q.inFlight += 1;
+      m.receiveCount += 1;
+      m.firstReceivedAt ??= now;
+      if (m.receipt) q.byReceipt.delete(m.receipt);
+      m.receipt = `${m.messageId}#${m.receiveCount}`;
+      q.byReceipt.set(m.receipt, m);
+      m.visibleAt = now + request.visibilityTimeoutSeconds * 1000;
+      q.inflight.push(m.visibleAt, { message: m, visibleAt: m.visibleAt });
+      out.push({
+        messageId: m.messageId,
+        receiptHandle: m.receipt,
+        body: m.body,
+        receiveCount: m.receiveCount,
+        sentTimestamp: m.sent,
+        attributes: {},
+      });
+    }
+    for (const m of skipped) q.ready.push(m.sent, m);
+    return out;
+  }
+
+  /** Sleeps up to `ms`, woken early by a visibility change or send on the queue, or the signal. */
+  private async waitOn(q: SimQueue, ms: number, signal?: AbortSignal): Promise<void> {
+    const wake = new AbortController();
+    const onAbort = () => wake.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const waker = () => wake.abort();
+    q.wakers.add(waker);
+    try {
+      await this.clock.sleep(ms, wake.signal);
+    } finally {
+      q.wakers.delete(waker);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private halfTrip(): Promise<void> {
+    const { baseMs, jitterMeanMs } = this.latency;
+    const ms = baseMs + -Math.log(1 - this.random()) * jitterMeanMs;
+    return this.clock.sleep(ms / 2);
+  }
+
+  private queue(url: string): SimQueue {
+    const q = this.queues.get(url);
+    if (!q) throw new Error(`no simulated queue ${url}`);
+    return q;
+  }
+}
