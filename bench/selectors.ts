@@ -16,7 +16,7 @@ import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
 import type { SlaAwareOptions } from '../lib/selectors';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
-import { KALE_QUEUES, WORKLOADS, type Workload } from './sim/workloads';
+import { KALE_QUEUES, SCALING_WORKLOADS, WORKLOADS, type Workload } from './sim/workloads';
 
 /** One simulation cell: a workload and selector, all seeds. */
 interface Job {
@@ -28,7 +28,7 @@ interface Job {
 }
 
 async function runJob(job: Job): Promise<RunFigures> {
-  const workload = WORKLOADS.find((w) => w.name === job.workload);
+  const workload = [...WORKLOADS, ...SCALING_WORKLOADS].find((w) => w.name === job.workload);
   if (!workload) throw new Error(`no workload ${job.workload}`);
   return runSimulation({
     workload,
@@ -187,6 +187,23 @@ const IDLE_POINTS: ReadonlyArray<{ readonly label: string; readonly options: Sla
 
 const LOOP_WORKLOAD = 'steady-0.9';
 
+/** The scheduled fleet: one invocation a minute, 300 s each (5 overlap), 12 at most (the default maxConcurrency). */
+const SCHEDULED_FLEET: FleetSpec = { dispatchers: 5, concurrency: 10, invocationSeconds: 300 };
+const MAX_CONCURRENCY = 12;
+/** Lambda arm64 price per GB-second, and the example dispatcher's memory. */
+const LAMBDA_GB_SECOND_USD = 0.000_013_333_4;
+const DISPATCHER_GB = 1;
+
+/** Minute by which the backlog a surge left was gone (fewer than 100 waiting), counted from the surge's end. */
+function drainedAfter(workload: Workload, timeline: RunFigures['timeline']): number | null {
+  const steps = workload.profile;
+  const surge = steps.findIndex(([, load]) => load > 1);
+  const surgeEnd = surge >= 0 ? steps[surge + 1]?.[0] : undefined;
+  if (surgeEnd === undefined) return null;
+  const drained = timeline.find((p) => p.minute >= surgeEnd && p.waiting < 100);
+  return drained ? drained.minute - surgeEnd : null;
+}
+
 async function main() {
   const began = Date.now();
   const parallel = Number(values.jobs) || 1;
@@ -204,7 +221,17 @@ async function main() {
         fleet: { ...DEFAULT_FLEET, ...(maxBatchesInFlight ? { maxBatchesInFlight } : {}) },
       })),
     );
-  const all = await runAll([...cells, ...idleJobs, ...loopJobs], parallel);
+  const scalingJobs: Job[] = selectors.includes(DEFAULT)
+    ? SCALING_WORKLOADS.flatMap((w) =>
+        [false, true].map((autoscale) => ({
+          workload: w.name,
+          selector: DEFAULT,
+          seeds,
+          fleet: { ...SCHEDULED_FLEET, schedule: { maxConcurrency: MAX_CONCURRENCY, autoscale } },
+        })),
+      )
+    : [];
+  const all = await runAll([...cells, ...idleJobs, ...loopJobs, ...scalingJobs], parallel);
   const cellResults = all.slice(0, cells.length);
   const results = workloads.map((w) =>
     workloadOut(w, new Map(cellResults.filter((r) => r.workload === w.name).map((r) => [r.selector as SelectorName, r]))),
@@ -220,7 +247,31 @@ async function main() {
       lowMax: o.queues[LOW]?.max ?? 0,
     };
   });
-  const loop = all.slice(cells.length + idleJobs.length).map((r, i) => ({
+  const scalingStart = cells.length + idleJobs.length + loopJobs.length;
+  const autoscaling = all.slice(scalingStart).map((r, i) => {
+    const job = scalingJobs[i] as Job;
+    const workload = SCALING_WORKLOADS.find((w) => w.name === job.workload) as Workload;
+    const o = selectorOut(r);
+    return {
+      workload: r.workload,
+      description: workload.description,
+      fleet: job.fleet?.schedule?.autoscale
+        ? `autoscaled (scheduled 5, at most ${MAX_CONCURRENCY})`
+        : 'fixed (scheduled 5, run to timeout)',
+      autoscale: job.fleet?.schedule?.autoscale === true,
+      queues: o.queues,
+      backlogDrainedMinutesAfterSurge: drainedAfter(workload, r.timeline),
+      peakDispatchers: r.peakDispatchers,
+      throttledInvocations: r.throttled,
+      dispatcherSecondsPerRun: r.dispatcherSeconds,
+      lambdaUsdPerHour:
+        Math.round(((r.dispatcherSeconds * DISPATCHER_GB * LAMBDA_GB_SECOND_USD) / (workload.minutes / 60)) * 10_000) / 10_000,
+      sqsRequestsPerTask: o.sqsRequestsPerTask,
+      requestsPerMinute: o.requestsPerMinute,
+      timeline: r.timeline,
+    };
+  });
+  const loop = all.slice(cells.length + idleJobs.length, scalingStart).map((r, i) => ({
     selector: r.selector,
     loop: loopJobs[i]?.fleet?.maxBatchesInFlight === 1 ? 'blocking' : 'pipelined',
     workload: LOOP_WORKLOAD,
@@ -242,6 +293,7 @@ async function main() {
     workloads: results,
     idleTradeoff,
     loop,
+    autoscaling,
     elapsedSeconds: Math.round((Date.now() - began) / 100) / 10,
   };
   if (values.json) {
@@ -256,6 +308,17 @@ function printTables(doc: {
   workloads: ReturnType<typeof workloadOut>[];
   idleTradeoff: Array<{ looks: string; idleRequestsPerMinute: number; highP99: number; defaultMax: number; lowMax: number }>;
   loop: Array<SelectorOut & { selector: string; loop: string }>;
+  autoscaling: Array<{
+    workload: string;
+    fleet: string;
+    queues: Readonly<Record<string, QueueOut>>;
+    backlogDrainedMinutesAfterSurge: number | null;
+    peakDispatchers: number;
+    throttledInvocations: number;
+    dispatcherSecondsPerRun: number;
+    lambdaUsdPerHour: number;
+    sqsRequestsPerTask: number;
+  }>;
   seeds: number[];
   elapsedSeconds: number;
 }) {
@@ -302,6 +365,19 @@ function printTables(doc: {
       const q = (name: string) => r.queues[name];
       lines.push(
         `${`${r.selector} ${r.loop}`.padEnd(30)} high p99 ${pad(q(HIGH)?.p99 ?? 0, 8)}  low p99 ${pad(q(LOW)?.p99 ?? 0, 8)}  tasks ${pad(r.tasks, 7)}  req/task ${r.sqsRequestsPerTask}`,
+      );
+    }
+  }
+  if (doc.autoscaling.length > 0) {
+    lines.push('', 'autoscaling (sla-aware; Lambda-like schedule: one invocation a minute, 300 s each)');
+    lines.push(
+      `${'workload / fleet'.padEnd(52)}${pad('high p99', 9)}${pad('def max', 9)}${pad('low max', 9)}${pad('drained', 9)}${pad('peak', 6)}${pad('disp-s', 8)}${pad('$/h', 8)}${pad('thr', 5)}`,
+    );
+    for (const a of doc.autoscaling) {
+      const q = (name: string) => a.queues[name];
+      const drained = a.backlogDrainedMinutesAfterSurge === null ? '-' : `${a.backlogDrainedMinutesAfterSurge} min`;
+      lines.push(
+        `${`${a.workload}: ${a.fleet}`.padEnd(52)}${pad(q(HIGH)?.p99 ?? 0, 9)}${pad(q('default')?.max ?? 0, 9)}${pad(q(LOW)?.max ?? 0, 9)}${pad(drained, 9)}${pad(a.peakDispatchers, 6)}${pad(a.dispatcherSecondsPerRun, 8)}${pad(a.lambdaUsdPerHour, 8)}${pad(a.throttledInvocations, 5)}`,
       );
     }
   }

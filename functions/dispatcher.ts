@@ -4,11 +4,13 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { LambdaLauncher } from '../lib/adapters/lambda-launcher';
 import { loadTaskBundle } from '../lib/bundle';
 import type { DispatcherObserver } from '../lib/dispatcher';
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
 import { DispatcherRuntime, queueUrlsFromEnv, trackingFor } from '../lib/runtime';
+import { invocationRole, scheduledOverlap } from '../lib/scaling';
 import type { DispatcherSummary } from '../lib/summary';
 import { combineObservers, createDispatcherMetrics } from './metrics';
 
@@ -42,6 +44,11 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     const bundle = loadTaskBundle(env.TASKWORKER_TASKS_BUNDLE ?? join(__dirname, 'tasks.cjs'));
     const urls = queueUrlsFromEnv(env.TASKWORKER_QUEUE_URLS);
     const tracking = trackingFor(bundle.config, { jobs: env.TASKWORKER_JOBS_TABLE, stats: env.TASKWORKER_STATS_TABLE });
+    // Scheduled invocations start more of this same function when a backlog builds, if its
+    // reserved concurrency leaves room beyond the schedule's own overlap.
+    const maxConcurrency = Number(env.TASKWORKER_MAX_CONCURRENCY) || bundle.config.dispatcher.maxConcurrency;
+    const canScaleOut = maxConcurrency > scheduledOverlap(bundle.config.dispatcher.timeoutSeconds) + 1;
+    const functionName = env.AWS_LAMBDA_FUNCTION_NAME;
     const created = new DispatcherRuntime({
       bundle,
       version,
@@ -49,15 +56,16 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       tracking,
       ...(urls ? { urls } : {}),
       observer: combineObservers(metrics.observer, options.observer),
+      ...(functionName && canScaleOut ? { launcher: new LambdaLauncher(functionName), maxConcurrency } : {}),
     });
     created.warm();
     return created;
   };
 
-  const run = async (_event: unknown, context: Context): Promise<DispatcherSummary> => {
+  const run = async (event: unknown, context: Context): Promise<DispatcherSummary> => {
     runtime ??= init();
     if (stopping.signal.aborted) stopping = new AbortController();
-    const summary = await runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal);
+    const summary = await runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal, invocationRole(event));
     metrics.recordInvocation(summary);
     return summary;
   };

@@ -1,4 +1,4 @@
-import { Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -9,6 +9,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { METRICS_NAMESPACE } from '../lib/metric-names';
+import { SCHEDULE_SOURCE, scheduledOverlap } from '../lib/scaling';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
@@ -19,6 +20,8 @@ export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
 export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 /** Daily stats: one atomic ADD per queue per batch. */
 export const STATS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+/** Scaling out: the scheduled invocation starts more invocations of this same function (asynchronously). */
+export const SELF_INVOKE_ACTIONS = ['lambda:InvokeFunction'];
 
 export type DispatcherLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -33,9 +36,10 @@ export interface TaskworkerDispatcherProps {
   readonly jobsTable: dynamodb.ITable;
   readonly statsTable: dynamodb.ITable;
   /**
-   * Concurrent dispatchers at most. The schedule starts one a minute and each runs for the
-   * configured timeout, so about `timeout / 60 s` overlap; one more absorbs schedule jitter.
-   * @default ceil(dispatcher.timeoutSeconds / 60) + 1
+   * Concurrent dispatchers at most (the function's reserved concurrency). The schedule starts one
+   * a minute and each runs up to the configured timeout, so up to `timeout / 60 s` overlap; the
+   * scheduled dispatcher starts more when a backlog builds, up to this less one.
+   * @default config.dispatcher.maxConcurrency
    */
   readonly reservedConcurrency?: number;
   /** @default 'INFO' */
@@ -50,8 +54,11 @@ export interface TaskworkerDispatcherProps {
 
 /**
  * The dispatcher Lambda (nodejs24.x, arm64; timeout and memory from the config) started by an
- * EventBridge schedule every minute; each invocation loops until its time is nearly spent. Its
- * role can do exactly what the dispatcher does, on this version's queues and tables only.
+ * EventBridge schedule every minute; each invocation loops until its time is nearly spent, or
+ * until it has been idle a while once the next one has started. When the queues hold a backlog,
+ * the scheduled invocation starts more invocations of the function (asynchronously), bounded by
+ * its reserved concurrency; those end when the backlog is gone (lib/scaling.ts). Its role can do
+ * exactly what the dispatcher does, on this version's queues and tables and this function only.
  *
  * @example
  * ```ts
@@ -92,21 +99,35 @@ export class TaskworkerDispatcher extends Construct {
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: JOBS_TABLE_ACTIONS, resources: [props.jobsTable.tableArn] }));
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
 
+    const functionName = props.functionName ?? `${config.app}-${version}-dispatcher`;
+    const reservedConcurrency = props.reservedConcurrency ?? config.dispatcher.maxConcurrency;
+    if (reservedConcurrency > scheduledOverlap(config.dispatcher.timeoutSeconds) + 1) {
+      // Room to scale out: it may invoke itself, and nothing else. The ARN is built from the name,
+      // so the role's policy does not depend on the function (which depends on the role).
+      const selfArn = Stack.of(this).formatArn({
+        service: 'lambda',
+        resource: 'function',
+        resourceName: functionName,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: SELF_INVOKE_ACTIONS, resources: [selfArn] }));
+    }
+
     const queueUrls = Stack.of(this).toJsonString({
       queues: Object.fromEntries(config.queues.map((q) => [q.name, (props.queues[q.name] as sqs.IQueue).queueUrl])),
       archive: props.archive.queueUrl,
     });
     const fn = new lambda.Function(this, 'Function', {
       ...FUNCTION_DEFAULTS,
-      functionName: props.functionName ?? `${config.app}-${version}-dispatcher`,
+      functionName,
       description: `taskworker ${config.app} ${version}: runs the tasks published to this version's queues`,
       code: props.code,
       role,
       logGroup,
       timeout: this.timeout,
       memorySize: config.dispatcher.memoryMb,
-      reservedConcurrentExecutions: props.reservedConcurrency ?? Math.ceil(config.dispatcher.timeoutSeconds / 60) + 1,
-      // A scheduled invocation that waited in Lambda's queue a minute is superseded by the next one.
+      reservedConcurrentExecutions: reservedConcurrency,
+      // A scheduled (or scaled-out) invocation that waited in Lambda's queue a minute is superseded by the next minute's.
       maxEventAge: Duration.minutes(1),
       environment: {
         ...FUNCTION_DEFAULTS.environment,
@@ -115,6 +136,7 @@ export class TaskworkerDispatcher extends Construct {
         TASKWORKER_JOBS_TABLE: props.jobsTable.tableName,
         TASKWORKER_STATS_TABLE: props.statsTable.tableName,
         TASKWORKER_LOG_LEVEL: props.logLevel ?? 'INFO',
+        TASKWORKER_MAX_CONCURRENCY: String(reservedConcurrency),
         POWERTOOLS_SERVICE_NAME: config.app,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       },
@@ -125,7 +147,7 @@ export class TaskworkerDispatcher extends Construct {
       schedule: props.schedule ?? events.Schedule.rate(SCHEDULE_RATE),
       targets: [
         new targets.LambdaFunction(fn, {
-          event: events.RuleTargetInput.fromObject({ source: 'taskworker.schedule', app: config.app, version }),
+          event: events.RuleTargetInput.fromObject({ source: SCHEDULE_SOURCE, app: config.app, version }),
           retryAttempts: 0,
           maxEventAge: Duration.minutes(1),
         }),

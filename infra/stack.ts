@@ -35,7 +35,7 @@ export interface TaskworkerStackProps extends StackProps {
    * @default true
    */
   readonly retainData?: boolean;
-  /** @default ceil(dispatcher.timeoutSeconds / 60) + 1 */
+  /** The dispatcher's reserved concurrency. @default config.dispatcher.maxConcurrency */
   readonly reservedConcurrency?: number;
   /** @default 'INFO' */
   readonly logLevel?: DispatcherLogLevel;

@@ -53,6 +53,15 @@ export interface DispatcherConfigInput {
   readonly settleMarginMs?: number;
   /** After a task's time limit its AbortSignal fires; this long after, its thread is terminated. @defaultValue 1000 */
   readonly killGraceMs?: number;
+  /**
+   * Dispatcher invocations at once, at most: the function's reserved concurrency. The schedule keeps
+   * up to ⌈timeoutSeconds / 60⌉ running; when a backlog builds, the scheduled dispatcher starts more,
+   * up to this less one (kept for the next scheduled start). At least ⌈timeoutSeconds / 60⌉ + 1.
+   * @defaultValue 2 × (⌈timeoutSeconds / 60⌉ + 1)
+   */
+  readonly maxConcurrency?: number;
+  /** Messages, waiting or in flight, per dispatcher when scaling out (1..1000000). @defaultValue 10 × concurrency */
+  readonly backlogPerDispatcher?: number;
 }
 
 export type DispatcherConfig = Required<DispatcherConfigInput>;
@@ -108,6 +117,8 @@ export const DISPATCHER_DEFAULTS: DispatcherConfig = {
   memoryMb: 1024,
   settleMarginMs: 5000,
   killGraceMs: 1000,
+  maxConcurrency: 12,
+  backlogPerDispatcher: 100,
 };
 
 /** SQS's longest retention; the DLQ and archive use it. */
@@ -189,13 +200,27 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
 function resolveDispatcher(input: unknown): DispatcherConfig {
   const p = input === undefined ? {} : objectAt('dispatcher', input);
   const d = DISPATCHER_DEFAULTS;
+  const concurrency = integerIn('dispatcher.concurrency', p.concurrency ?? d.concurrency, 1, 64);
+  const timeoutSeconds = integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, 900);
+  // The schedule starts one a minute and each runs up to its timeout: this many overlap.
+  const overlap = Math.ceil(timeoutSeconds / 60);
+  const maxConcurrency = p.maxConcurrency ?? 2 * (overlap + 1);
+  if (typeof maxConcurrency !== 'number' || !Number.isInteger(maxConcurrency) || maxConcurrency < overlap + 1 || maxConcurrency > 1000) {
+    throw new ConfigError(
+      'dispatcher.maxConcurrency',
+      maxConcurrency,
+      `an integer ${overlap + 1}..1000 (${overlap} scheduled dispatchers overlap at timeoutSeconds ${timeoutSeconds}, and one more absorbs schedule jitter)`,
+    );
+  }
   const config: DispatcherConfig = {
     selector: oneOf('dispatcher.selector', p.selector ?? d.selector, SELECTOR_NAMES),
-    concurrency: integerIn('dispatcher.concurrency', p.concurrency ?? d.concurrency, 1, 64),
-    timeoutSeconds: integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, 900),
+    concurrency,
+    timeoutSeconds,
     memoryMb: integerIn('dispatcher.memoryMb', p.memoryMb ?? d.memoryMb, 128, 10_240),
     settleMarginMs: integerIn('dispatcher.settleMarginMs', p.settleMarginMs ?? d.settleMarginMs, 100, 60_000),
     killGraceMs: integerIn('dispatcher.killGraceMs', p.killGraceMs ?? d.killGraceMs, 0, 60_000),
+    maxConcurrency,
+    backlogPerDispatcher: integerIn('dispatcher.backlogPerDispatcher', p.backlogPerDispatcher ?? 10 * concurrency, 1, 1_000_000),
   };
   if (config.settleMarginMs >= config.timeoutSeconds * 1000) {
     throw new ConfigError(

@@ -56,6 +56,11 @@ export interface RunOptions {
   readonly deadline: number;
   /** Aborting stops new receives and unstarted tasks; running tasks finish and the batch is settled. */
   readonly signal?: AbortSignal;
+  /**
+   * End the invocation early once no work has come for `afterMs` (and not before `notBefore`,
+   * epoch ms): how the fleet scales in (lib/scaling.ts). Without it the loop runs to the deadline.
+   */
+  readonly idleExit?: { readonly afterMs: number; readonly notBefore: number };
 }
 
 /** Pause after a failed receive or selection, so an outage does not become a hot loop. */
@@ -106,6 +111,8 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const slots = new TaskSlots(config.dispatcher.concurrency, () => clock.now());
   const maxBatches = deps.maxBatchesInFlight ?? Number.POSITIVE_INFINITY;
   const inFlight = new Set<Promise<void>>();
+  /** When a batch was last received or settled: how long the invocation has been without work. */
+  let lastWorkAt = clock.now();
   // The stop signal outlives invocations (a warm container's): the listener must go with this one.
   let onAbort = () => {};
   const aborted = new Promise<void>((resolve) => {
@@ -130,6 +137,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
       )
       .then(() => {
         inFlight.delete(done);
+        lastWorkAt = clock.now();
       });
     inFlight.add(done);
   };
@@ -147,9 +155,20 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     while (!stopped() && !roomFor(queues)) await Promise.race([slots.released(), aborted, ...inFlight]);
   };
 
+  const idle = () => {
+    const exit = options.idleExit;
+    if (!exit || inFlight.size > 0) return false;
+    const now = clock.now();
+    return now >= exit.notBefore && now - lastWorkAt >= exit.afterMs;
+  };
+
   while (!stopped() && usableMs() >= MIN_USABLE_MS) {
     await waitForRoom(fitting());
     if (stopped() || usableMs() < MIN_USABLE_MS) break;
+    if (idle()) {
+      logger.info('no work for a while; ending the invocation early (scaling in)', { idleMs: clock.now() - lastWorkAt });
+      break;
+    }
     const candidates = fitting();
     if (candidates.length === 0) {
       logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
@@ -199,6 +218,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         receivedAny ||= batch.length > 0;
       }
       if (batch.length === 0) break;
+      lastWorkAt = clock.now();
       start(queue, batch);
     }
     if (!receivedAny && !longPolled) await clock.sleep(Math.min(IDLE_PAUSE_MS, Math.max(0, usableMs())), options.signal);

@@ -10,6 +10,7 @@ import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from './ports';
 import type { Random } from './random';
+import { type DispatcherLauncher, type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import type { DispatcherSummary } from './summary';
@@ -31,6 +32,10 @@ export interface DispatcherRuntimeOptions {
   readonly clock?: Clock;
   readonly random?: Random;
   readonly workerId?: string;
+  /** Starts more dispatcher invocations when a scheduled one finds a backlog (lib/scaling.ts); none: no scaling out. */
+  readonly launcher?: DispatcherLauncher;
+  /** The function's actual reserved concurrency, when the stack set one other than the config's `maxConcurrency`. */
+  readonly maxConcurrency?: number;
 }
 
 /**
@@ -71,7 +76,13 @@ export class DispatcherRuntime {
     if (this.executor instanceof ThreadPoolExecutor) this.executor.warm();
   }
 
-  async invoke(deadline: number, signal?: AbortSignal): Promise<DispatcherSummary> {
+  /**
+   * Runs the loop until `deadline`. A `scheduled` invocation first scales the fleet out if the
+   * backlog needs it; `scheduled` and `scale-out` invocations end early once idle (scaling in), and
+   * a `scale-out` one by the next scheduled decision at the latest.
+   */
+  async invoke(deadline: number, signal?: AbortSignal, role: InvocationRole = 'plain'): Promise<DispatcherSummary> {
+    const startedAt = this.clock.now();
     const urls = await this.queueUrls();
     const { config, registry } = this.options.bundle;
     this.selector ??= createSelector(config.dispatcher.selector, {
@@ -80,6 +91,12 @@ export class DispatcherRuntime {
       clock: this.clock,
       probes: queueProbes(this.queues, urls),
     });
+    if (role === 'scheduled' && this.options.launcher) {
+      const max = this.options.maxConcurrency ?? config.dispatcher.maxConcurrency;
+      const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency: max } };
+      await scaleOut({ config: scaling, queues: this.queues, urls, launcher: this.options.launcher, logger: this.logger });
+    }
+    const exit = idleExit(role, startedAt);
     return runDispatcher(
       {
         config,
@@ -95,7 +112,7 @@ export class DispatcherRuntime {
         ...(this.options.observer ? { observer: this.options.observer } : {}),
         ...(this.options.tracking ? { tracking: { version: this.options.version, ...this.options.tracking } } : {}),
       },
-      { deadline, ...(signal ? { signal } : {}) },
+      { deadline: invocationDeadline(role, startedAt, deadline), ...(signal ? { signal } : {}), ...(exit ? { idleExit: exit } : {}) },
     );
   }
 

@@ -8,6 +8,7 @@ import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from 
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/executor/types';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
+import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/scaling';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/selectors';
 import { createRegistry, defineTask } from '../../lib/task';
 import { Simulation } from './engine';
@@ -23,6 +24,14 @@ export interface FleetSpec {
   readonly invocationSeconds: number;
   /** 1: the blocking loop; unset: batches in flight limited by the slots only. */
   readonly maxBatchesInFlight?: number;
+  /**
+   * Lambda-like operation instead of `dispatchers` running back to back: the schedule starts an
+   * invocation every minute (each running up to `invocationSeconds`, so `dispatchers` overlap),
+   * at most `maxConcurrency` run at once (further starts are throttled), warm containers are
+   * reused. With `autoscale`, scheduled invocations scale out through lib/scaling.ts and idle
+   * ones end early; without, every invocation runs to its timeout (the fixed fleet).
+   */
+  readonly schedule?: { readonly maxConcurrency: number; readonly autoscale: boolean };
 }
 
 export const DEFAULT_FLEET: FleetSpec = { dispatchers: 4, concurrency: 10, invocationSeconds: 300 };
@@ -63,6 +72,11 @@ export interface RunFigures {
   readonly dispatcherSeconds: number;
   /** Simulation events fired (work the run took). */
   readonly events: number;
+  /** Scheduled mode (first seed): per minute, dispatchers running and messages waiting. */
+  readonly timeline: RawRun['timeline'];
+  /** Scheduled mode: invocations refused for want of reserved concurrency; most dispatchers at once. */
+  readonly throttled: number;
+  readonly peakDispatchers: number;
 }
 
 export interface RunOptions {
@@ -134,6 +148,10 @@ interface RawRun {
   readonly duplicates: number;
   readonly dispatcherMs: number;
   readonly events: number;
+  /** Scheduled mode: per minute, dispatchers running and messages waiting (all queues). */
+  readonly timeline: ReadonlyArray<{ readonly minute: number; readonly dispatchers: number; readonly waiting: number }>;
+  readonly throttled: number;
+  readonly peakDispatchers: number;
 }
 
 export async function runSimulation(options: RunOptions): Promise<RunFigures> {
@@ -177,6 +195,9 @@ export async function runSimulation(options: RunOptions): Promise<RunFigures> {
     duplicateRuns: sum((r) => r.duplicates),
     dispatcherSeconds: Math.round(sum((r) => r.dispatcherMs) / 1000 / runs.length),
     events: sum((r) => r.events),
+    timeline: runs[0]?.timeline ?? [],
+    throttled: sum((r) => r.throttled),
+    peakDispatchers: Math.max(0, ...runs.map((r) => r.peakDispatchers)),
   };
 }
 
@@ -215,36 +236,99 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
 
   const stop = new AbortController();
   let dispatcherMs = 0;
-  const dispatcher = async (index: number) => {
+  /** A dispatcher's long-lived state (a warm Lambda container): its selector and random source. */
+  const container = (index: number): DispatcherDeps => {
     const random = seededRandom(seed * 100 + index);
-    const deps: DispatcherDeps = {
+    const env = { queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) };
+    return {
       config,
       registry,
       queues: sqs,
       urls,
       executor,
-      selector:
-        selector === 'sla-aware' && options.slaAware
-          ? slaAware({ queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) }, options.slaAware)
-          : createSelector(selector, { queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) }),
+      selector: selector === 'sla-aware' && options.slaAware ? slaAware(env, options.slaAware) : createSelector(selector, env),
       clock: sim,
       random,
       logger: silentLogger,
       workerId: `sim-${index}`,
       ...(fleet.maxBatchesInFlight ? { maxBatchesInFlight: fleet.maxBatchesInFlight } : {}),
     };
-    // Invocations end at evenly spread times, as overlapping scheduled invocations do: the first one is shorter.
-    let length = ((index + 1) * fleet.invocationSeconds * 1000) / fleet.dispatchers;
-    while (!stop.signal.aborted) {
-      const began = sim.now();
-      await runDispatcher(deps, { deadline: began + length, signal: stop.signal });
-      dispatcherMs += sim.now() - began;
-      length = fleet.invocationSeconds * 1000;
-    }
   };
-  for (let i = 0; i < fleet.dispatchers; i++) void dispatcher(i);
+  const timeline: Array<{ minute: number; dispatchers: number; waiting: number }> = [];
+  let throttled = 0;
+  let running = 0;
+  let peak = 0;
+  const open = new Set<{ began: number }>();
+
+  if (!fleet.schedule) {
+    const dispatcher = async (index: number) => {
+      const deps = container(index);
+      // Invocations end at evenly spread times, as overlapping scheduled invocations do: the first one is shorter.
+      let length = ((index + 1) * fleet.invocationSeconds * 1000) / fleet.dispatchers;
+      while (!stop.signal.aborted) {
+        const invocation = { began: sim.now() };
+        open.add(invocation);
+        await runDispatcher(deps, { deadline: invocation.began + length, signal: stop.signal });
+        open.delete(invocation);
+        dispatcherMs += sim.now() - invocation.began;
+        length = fleet.invocationSeconds * 1000;
+      }
+    };
+    for (let i = 0; i < fleet.dispatchers; i++) void dispatcher(i);
+    peak = fleet.dispatchers;
+  } else {
+    const { maxConcurrency, autoscale } = fleet.schedule;
+    const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } };
+    const warm: DispatcherDeps[] = [];
+    let containers = 0;
+    const invoke = async (role: InvocationRole, lengthMs = fleet.invocationSeconds * 1000) => {
+      if (stop.signal.aborted) return;
+      if (running >= maxConcurrency) {
+        throttled += 1;
+        return;
+      }
+      running += 1;
+      peak = Math.max(peak, running);
+      const deps = warm.pop() ?? container(containers++);
+      const invocation = { began: sim.now() };
+      open.add(invocation);
+      if (autoscale && role === 'scheduled') await scaleOut({ config: scaling, queues: sqs, urls, launcher, logger: silentLogger });
+      const exit = autoscale ? idleExit(role, invocation.began) : undefined;
+      const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
+      await runDispatcher(deps, { deadline, signal: stop.signal, ...(exit ? { idleExit: exit } : {}) });
+      open.delete(invocation);
+      dispatcherMs += sim.now() - invocation.began;
+      running -= 1;
+      warm.push(deps);
+    };
+    // Lambda starts an asynchronous invocation a moment after it is accepted.
+    const launcher = {
+      launch: async (count: number) => {
+        for (let i = 0; i < count; i++) void sim.sleep(100).then(() => invoke('scale-out'));
+        return count;
+      },
+    };
+    // The schedule has been running before the workload starts: its overlapping invocations end a minute apart.
+    const overlap = Math.ceil(fleet.invocationSeconds / 60);
+    for (let k = 0; k < overlap; k++) void invoke('scheduled', Math.min(fleet.invocationSeconds, (k + 1) * 60) * 1000);
+    void (async () => {
+      for (let minute = 1; start + minute * 60_000 < end; minute++) {
+        await sim.sleep(start + minute * 60_000 - sim.now());
+        void invoke('scheduled');
+      }
+    })();
+  }
+  // Sampled half-way through each minute (helpers of a generation end just before the next decision).
+  void (async () => {
+    for (let minute = 0; start + minute * 60_000 + 30_000 <= end; minute++) {
+      await sim.sleep(start + minute * 60_000 + 30_000 - sim.now());
+      const waitingNow = specs.reduce((n, q) => n + sqs.visibleCount(urls.queues[q.name] as string), 0);
+      timeline.push({ minute, dispatchers: fleet.schedule ? running : fleet.dispatchers, waiting: waitingNow });
+    }
+  })();
   await sim.runUntil(end);
   stop.abort();
+  for (const invocation of open) dispatcherMs += end - invocation.began;
 
   const waiting = new Map(
     specs.map((spec) => [
@@ -265,5 +349,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     duplicates: executor.duplicates,
     dispatcherMs,
     events: sim.events,
+    timeline,
+    throttled,
+    peakDispatchers: peak,
   };
 }

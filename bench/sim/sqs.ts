@@ -173,6 +173,13 @@ export class SimSqs implements QueueClient {
     return this.queue(url).byId.get(messageId)?.firstReceivedAt;
   }
 
+  /** Visible messages now, without a (counted) request: for the simulation's own timeline. */
+  visibleCount(url: string): number {
+    const q = this.queue(url);
+    this.catchUp(q);
+    return q.visible;
+  }
+
   /** Send time of a message (for wait times), by SQS MessageId. */
   sentAt(url: string, messageId: string): number | undefined {
     return this.queue(url).byId.get(messageId)?.sent;

@@ -180,3 +180,28 @@ export class PoissonArrivals implements ArrivalSource {
     }
   }
 }
+
+/**
+ * Workloads for the autoscaling comparison, relative to the scheduled fleet's capacity (the
+ * invocations the schedule overlaps): a surge that leaves a backlog, then a quiet spell.
+ */
+export const SCALING_WORKLOADS: readonly Workload[] = [
+  {
+    name: 'surge',
+    description: '0.5 of the scheduled fleet’s capacity, a 5-minute surge at 3.0, then 0.3 (40 minutes)',
+    minutes: 40,
+    warmupMinutes: 3,
+    profile: [
+      [0, 0.5],
+      [10, 3],
+      [15, 0.3],
+    ],
+  },
+  {
+    name: 'idle-hour',
+    description: 'an idle hour: a task every few minutes',
+    minutes: 60,
+    warmupMinutes: 0,
+    profile: [[0, 0.002]],
+  },
+];

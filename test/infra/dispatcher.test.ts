@@ -1,5 +1,5 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { ARCHIVE_ACTIONS, JOBS_TABLE_ACTIONS, STATS_TABLE_ACTIONS, WORK_QUEUE_ACTIONS } from '../../infra/dispatcher';
+import { ARCHIVE_ACTIONS, JOBS_TABLE_ACTIONS, SELF_INVOKE_ACTIONS, STATS_TABLE_ACTIONS, WORK_QUEUE_ACTIONS } from '../../infra/dispatcher';
 import { queueUrlsFromEnv } from '../../lib/runtime';
 import { synthStack } from '../helpers/infra';
 
@@ -39,13 +39,17 @@ describe('TaskworkerDispatcher', () => {
     });
   });
 
-  it('reserves enough concurrency for the dispatchers the schedule overlaps, and no more', () => {
-    // one a minute, each running the 300 s timeout: 5 overlap, plus one for schedule jitter
-    expect(fn.Properties.ReservedConcurrentExecutions).toBe(6);
+  it('reserves the configured maximum concurrency: the schedule’s overlap plus room to scale out', () => {
+    // Default: 2 × (⌈300 s / 60⌉ + 1); the schedule keeps up to 5 running, scaling out adds up to 6.
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(config.dispatcher.maxConcurrency);
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(12);
     const custom = synthStack({ config: { app: 'x', queues: [{ name: 'q', priority: 1 }], dispatcher: { timeoutSeconds: 900 } } });
-    custom.template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 900, ReservedConcurrentExecutions: 16 });
+    custom.template.hasResourceProperties('AWS::Lambda::Function', { Timeout: 900, ReservedConcurrentExecutions: 32 });
+    const capped = synthStack({ config: { app: 'x', queues: [{ name: 'q', priority: 1 }], dispatcher: { maxConcurrency: 7 } } });
+    capped.template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 7 });
     synthStack({ props: { reservedConcurrency: 2 } }).template.hasResourceProperties('AWS::Lambda::Function', {
       ReservedConcurrentExecutions: 2,
+      Environment: { Variables: Match.objectLike({ TASKWORKER_MAX_CONCURRENCY: '2' }) },
     });
   });
 
@@ -53,6 +57,7 @@ describe('TaskworkerDispatcher', () => {
     expect(env).toMatchObject({
       TASKWORKER_VERSION: 'v1',
       TASKWORKER_LOG_LEVEL: 'INFO',
+      TASKWORKER_MAX_CONCURRENCY: '12',
       NODE_OPTIONS: '--enable-source-maps',
       TASKWORKER_JOBS_TABLE: { Ref: tableId('taskworker-v1-jobs') },
       TASKWORKER_STATS_TABLE: { Ref: tableId('taskworker-v1-stats') },
@@ -116,6 +121,25 @@ describe('TaskworkerDispatcher', () => {
     it('reads and writes single items of its own tables', () => {
       expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-jobs'), 'Arn'] })).toEqual([...JOBS_TABLE_ACTIONS].sort());
       expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-stats'), 'Arn'] })).toEqual([...STATS_TABLE_ACTIONS].sort());
+    });
+
+    it('may invoke itself (to scale out) and no other function', () => {
+      const invoking = statements.filter((st) => [st.Action].flat().some((a) => a.startsWith('lambda:')));
+      expect(invoking).toHaveLength(1);
+      expect([invoking[0]?.Action].flat()).toEqual(SELF_INVOKE_ACTIONS);
+      expect([invoking[0]?.Resource].flat().map(evaluate)).toEqual([
+        'arn:<Ref:AWS::Partition>:lambda:<Ref:AWS::Region>:<Ref:AWS::AccountId>:function:taskworker-v1-dispatcher',
+      ]);
+    });
+
+    it('is not allowed to invoke anything when its reserved concurrency leaves no room to scale out', () => {
+      const { template: tight } = synthStack({ props: { reservedConcurrency: 6 } });
+      const lambdaActions = Object.values(tight.findResources('AWS::IAM::Policy')).flatMap((p) =>
+        (
+          p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } } }
+        ).Properties.PolicyDocument.Statement.flatMap((st) => [st.Action].flat()),
+      );
+      expect(lambdaActions.filter((a) => a.startsWith('lambda:'))).toEqual([]);
     });
 
     it('has no wildcard action, no wildcard resource and no AWS managed policy', () => {

@@ -1,0 +1,173 @@
+/**
+ * Dispatcher autoscaling: the serverless counterpart of Celery's autoscaler. Pure policy, no AWS
+ * SDK: the scheduled invocation reads queue depths, asks {@link planScaleOut} how many more
+ * dispatcher invocations the backlog needs, and starts them through a {@link DispatcherLauncher};
+ * dispatchers end their invocation once they have found no work for a while ({@link idleExit}),
+ * and scaled-out ones at the next decision at the latest, so the fleet shrinks as the backlog
+ * drains. Lambda's reserved concurrency (the configured `maxConcurrency`) bounds it regardless.
+ */
+import type { TaskworkerConfig } from './config';
+import type { QueueUrls } from './dispatcher';
+import type { Logger, QueueClient } from './ports';
+
+/** How an invocation was started: by the schedule, by a scheduled one scaling out, or otherwise (local runs, tests). */
+export type InvocationRole = 'scheduled' | 'scale-out' | 'plain';
+
+/** Event `source` of the schedule's invocations and of the invocations a scheduled one starts. */
+export const SCHEDULE_SOURCE = 'taskworker.schedule';
+export const SCALE_OUT_SOURCE = 'taskworker.scale-out';
+
+/** The role of an invocation from its event. Only `scheduled` invocations ever start others. */
+export function invocationRole(event: unknown): InvocationRole {
+  const source = typeof event === 'object' && event !== null ? (event as { source?: unknown }).source : undefined;
+  if (source === SCHEDULE_SOURCE) return 'scheduled';
+  if (source === SCALE_OUT_SOURCE) return 'scale-out';
+  return 'plain';
+}
+
+/** Starts dispatcher invocations (on Lambda: asynchronous InvokeFunction of the dispatcher itself). */
+export interface DispatcherLauncher {
+  /** Starts `count` invocations; resolves with how many were accepted. */
+  launch(count: number, event: ScaleOutEvent): Promise<number>;
+}
+
+/** The event a scaled-out invocation receives. */
+export interface ScaleOutEvent {
+  readonly source: typeof SCALE_OUT_SOURCE;
+  /** Why: the decision that started it, for the logs. */
+  readonly decision: ScaleDecision;
+}
+
+export interface QueueBacklog {
+  readonly queue: string;
+  /** Messages waiting (ApproximateNumberOfMessages). */
+  readonly visible: number;
+  /** Messages received and not yet settled (ApproximateNumberOfMessagesNotVisible). */
+  readonly inFlight: number;
+}
+
+export interface ScalePolicy {
+  /** Dispatcher invocations at once, at most (`dispatcher.maxConcurrency`, the reserved concurrency). */
+  readonly maxConcurrency: number;
+  /** Waiting or in-flight messages per dispatcher the fleet is sized for (`dispatcher.backlogPerDispatcher`). */
+  readonly backlogPerDispatcher: number;
+  /** Scheduled invocations that may be running (⌈timeoutSeconds / 60⌉): counted as running whatever they hold. */
+  readonly scheduled: number;
+}
+
+export interface ScaleDecision {
+  /** Messages waiting, all queues. */
+  readonly waiting: number;
+  /** Messages in flight, all queues. */
+  readonly inFlight: number;
+  /** Dispatchers the backlog calls for. */
+  readonly desired: number;
+  /** Dispatchers counted as running: the scheduled ones that may be. */
+  readonly running: number;
+  /** Invocations to start now. */
+  readonly start: number;
+}
+
+/** Scheduled invocations running at once when every one runs its full timeout (one a minute). */
+export function scheduledOverlap(timeoutSeconds: number): number {
+  return Math.ceil(timeoutSeconds / 60);
+}
+
+export function scalePolicyOf(config: TaskworkerConfig): ScalePolicy {
+  const { maxConcurrency, backlogPerDispatcher, timeoutSeconds } = config.dispatcher;
+  return { maxConcurrency, backlogPerDispatcher, scheduled: scheduledOverlap(timeoutSeconds) };
+}
+
+/**
+ * How many dispatcher invocations to start, from the queues' depths. The fleet is sized to the
+ * work, waiting and in flight: desired = ⌈(waiting + in flight) / backlogPerDispatcher⌉, at most
+ * `maxConcurrency − 1` (one slot stays free for the next scheduled start). Invocations started
+ * this way live at most until the next scheduled decision ({@link SCALE_OUT_LIFETIME_MS}), so
+ * each decision sizes the whole scaled-out fleet afresh: only the scheduled invocations count as
+ * running (all that may be, however many have ended early), and nothing needs counting. When the
+ * backlog drains the next decision starts fewer, and idle ones end sooner (see {@link idleExit}).
+ *
+ * @example
+ * ```ts
+ * planScaleOut([{ queue: 'default', visible: 2500, inFlight: 40 }], { maxConcurrency: 20, backlogPerDispatcher: 100, scheduled: 5 });
+ * // → { desired: 19, running: 5, start: 14, … }
+ * ```
+ */
+export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePolicy): ScaleDecision {
+  const waiting = backlogs.reduce((n, b) => n + Math.max(0, b.visible), 0);
+  const inFlight = backlogs.reduce((n, b) => n + Math.max(0, b.inFlight), 0);
+  const ceiling = Math.max(1, policy.maxConcurrency - 1);
+  const desired = Math.min(ceiling, Math.ceil((waiting + inFlight) / policy.backlogPerDispatcher));
+  const running = Math.min(ceiling, Math.max(1, policy.scheduled));
+  const start = waiting === 0 ? 0 : Math.max(0, desired - running);
+  return { waiting, inFlight, desired, running, start };
+}
+
+/** After this long without work, an invocation that may scale in ends. */
+export const IDLE_EXIT_MS = 20_000;
+/** The schedule's period: a scheduled invocation stays at least this long, until the next one has started. */
+export const SCHEDULE_PERIOD_MS = 60_000;
+/**
+ * A scaled-out invocation ends by this long after it started, before the next scheduled decision
+ * (which starts the next generation if the backlog is still there). Tasks whose time limit does
+ * not fit in it are left to the scheduled dispatchers.
+ */
+export const SCALE_OUT_LIFETIME_MS = 55_000;
+
+/** The deadline of an invocation: a scaled-out one's is at most {@link SCALE_OUT_LIFETIME_MS} away. */
+export function invocationDeadline(role: InvocationRole, startedAt: number, deadline: number): number {
+  return role === 'scale-out' ? Math.min(deadline, startedAt + SCALE_OUT_LIFETIME_MS) : deadline;
+}
+
+/**
+ * When an invocation may end for lack of work: a scaled-out one as soon as it has been idle for
+ * {@link IDLE_EXIT_MS}; a scheduled one too, but not before the next scheduled one has started, so
+ * one dispatcher always waits for work. Plain invocations (local runs) run to their deadline.
+ */
+export function idleExit(role: InvocationRole, startedAt: number): { readonly afterMs: number; readonly notBefore: number } | undefined {
+  if (role === 'scale-out') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt };
+  if (role === 'scheduled') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt + SCHEDULE_PERIOD_MS };
+  return undefined;
+}
+
+/** What the scheduled invocation needs to scale the fleet out. */
+export interface ScaleOutDeps {
+  readonly config: TaskworkerConfig;
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+  readonly launcher: DispatcherLauncher;
+  readonly logger: Logger;
+}
+
+/**
+ * The scheduled invocation's first step: read every queue's depth (one GetQueueAttributes each),
+ * plan, and start the invocations the backlog needs. Never throws: a failure to read or to launch
+ * costs capacity for a minute, never the invocation.
+ */
+export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | undefined> {
+  let decision: ScaleDecision;
+  try {
+    const backlogs = await Promise.all(
+      deps.config.queues.map(async (q) => {
+        const depth = await deps.queues.depth(deps.urls.queues[q.name] as string);
+        return { queue: q.name, visible: depth.visible, inFlight: depth.inFlight };
+      }),
+    );
+    decision = planScaleOut(backlogs, scalePolicyOf(deps.config));
+  } catch (error) {
+    deps.logger.warn('could not read queue depths; not scaling out this minute', { error: describeError(error) });
+    return undefined;
+  }
+  if (decision.start === 0) return decision;
+  try {
+    const started = await deps.launcher.launch(decision.start, { source: SCALE_OUT_SOURCE, decision });
+    deps.logger.info('scaling out', { ...decision, started });
+  } catch (error) {
+    deps.logger.warn('could not start dispatchers; the backlog waits for the next minute', { ...decision, error: describeError(error) });
+  }
+  return decision;
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

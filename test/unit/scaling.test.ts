@@ -1,0 +1,218 @@
+import { resolveConfig } from '../../lib/config';
+import { runDispatcher } from '../../lib/dispatcher';
+import { encodeEnvelope } from '../../lib/envelope';
+import { ConfigError } from '../../lib/errors';
+import { type Logger, silentLogger } from '../../lib/ports';
+import {
+  type DispatcherLauncher,
+  IDLE_EXIT_MS,
+  idleExit,
+  invocationDeadline,
+  invocationRole,
+  planScaleOut,
+  SCALE_OUT_LIFETIME_MS,
+  SCALE_OUT_SOURCE,
+  SCHEDULE_PERIOD_MS,
+  type ScaleOutEvent,
+  scaleOut,
+  scalePolicyOf,
+} from '../../lib/scaling';
+import { world } from '../helpers/world';
+
+const policy = { maxConcurrency: 20, backlogPerDispatcher: 100, scheduled: 5 };
+const backlog = (visible: number, inFlight = 0) => [{ queue: 'default', visible, inFlight }];
+
+describe('planScaleOut (pure policy)', () => {
+  it('starts nothing while the scheduled dispatchers cover the work', () => {
+    expect(planScaleOut(backlog(0, 0), policy).start).toBe(0);
+    expect(planScaleOut(backlog(300, 50), policy)).toMatchObject({ desired: 4, running: 5, start: 0 });
+  });
+
+  it('starts enough dispatchers for the work, waiting and in flight, beyond the scheduled ones', () => {
+    // 2,500 waiting + 40 in flight → 26 wanted, capped at 19 (one slot kept for the next scheduled start).
+    expect(planScaleOut(backlog(2500, 40), policy)).toMatchObject({ waiting: 2500, inFlight: 40, desired: 19, running: 5, start: 14 });
+    expect(planScaleOut(backlog(900, 0), policy)).toMatchObject({ desired: 9, start: 4 });
+  });
+
+  it('starts fewer as the backlog drains, and none once nothing waits', () => {
+    const starts = [5000, 2000, 800, 400, 0].map((visible) => planScaleOut(backlog(visible, 100), policy).start);
+    expect(starts).toEqual([14, 14, 4, 0, 0]);
+  });
+
+  it('never plans past the maximum concurrency less one, however large the backlog', () => {
+    for (const visible of [10_000, 1_000_000]) {
+      const d = planScaleOut(backlog(visible), policy);
+      expect(d.running + d.start).toBe(policy.maxConcurrency - 1);
+    }
+    expect(planScaleOut(backlog(10_000), { ...policy, maxConcurrency: 6 }).start).toBe(0);
+  });
+
+  it('sums every queue, and reads nothing into negative depths', () => {
+    const d = planScaleOut(
+      [
+        { queue: 'a', visible: 400, inFlight: 10 },
+        { queue: 'b', visible: 300, inFlight: -5 },
+      ],
+      policy,
+    );
+    expect(d).toMatchObject({ waiting: 700, inFlight: 10, desired: 8, start: 3 });
+  });
+
+  it('takes its policy from the config', () => {
+    const config = resolveConfig({ app: 'x', queues: [{ name: 'q', priority: 1 }], dispatcher: { timeoutSeconds: 300, concurrency: 8 } });
+    expect(scalePolicyOf(config)).toEqual({ maxConcurrency: 12, backlogPerDispatcher: 80, scheduled: 5 });
+  });
+});
+
+describe('invocation roles and scaling in', () => {
+  it('tells scheduled, scaled-out and other invocations apart by the event source', () => {
+    expect(invocationRole({ source: 'taskworker.schedule' })).toBe('scheduled');
+    expect(invocationRole({ source: SCALE_OUT_SOURCE })).toBe('scale-out');
+    expect(invocationRole({ source: 'taskworker.local' })).toBe('plain');
+    expect(invocationRole(undefined)).toBe('plain');
+    expect(invocationRole('taskworker.schedule')).toBe('plain');
+  });
+
+  it('lets scaled-out invocations end once idle, scheduled ones once their successor has started, others never', () => {
+    expect(idleExit('scale-out', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
+    expect(idleExit('scheduled', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 + SCHEDULE_PERIOD_MS });
+    expect(idleExit('plain', 1000)).toBeUndefined();
+  });
+
+  it('ends a scaled-out invocation before the next scheduled decision, so each decision sizes a fresh generation', () => {
+    expect(invocationDeadline('scale-out', 0, 300_000)).toBe(SCALE_OUT_LIFETIME_MS);
+    expect(SCALE_OUT_LIFETIME_MS).toBeLessThan(SCHEDULE_PERIOD_MS);
+    expect(invocationDeadline('scale-out', 0, 30_000)).toBe(30_000);
+    expect(invocationDeadline('scheduled', 0, 300_000)).toBe(300_000);
+    expect(invocationDeadline('plain', 0, 300_000)).toBe(300_000);
+  });
+});
+
+describe('dispatcher config for scaling', () => {
+  const base = { app: 'x', queues: [{ name: 'q', priority: 1 }] };
+
+  it('defaults the maximum concurrency to twice the scheduled overlap plus one, and the backlog per dispatcher to ten batches of slots', () => {
+    expect(resolveConfig(base).dispatcher).toMatchObject({ maxConcurrency: 12, backlogPerDispatcher: 100 });
+    expect(resolveConfig({ ...base, dispatcher: { timeoutSeconds: 900, concurrency: 4 } }).dispatcher).toMatchObject({
+      maxConcurrency: 32,
+      backlogPerDispatcher: 40,
+    });
+  });
+
+  it.each([
+    ['dispatcher.maxConcurrency', { timeoutSeconds: 300, maxConcurrency: 5 }, 5, /an integer 6\.\.1000 \(5 scheduled dispatchers overlap/],
+    ['dispatcher.maxConcurrency', { maxConcurrency: 1001 }, 1001, /6\.\.1000/],
+    ['dispatcher.maxConcurrency', { maxConcurrency: 'many' }, 'many', /an integer/],
+    ['dispatcher.backlogPerDispatcher', { backlogPerDispatcher: 0 }, 0, /1\.\.1000000/],
+  ])('names %s when it is invalid', (field, dispatcher, value, expected) => {
+    let error: unknown;
+    try {
+      resolveConfig({ ...base, dispatcher });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ field, value });
+    expect((error as Error).message).toMatch(expected);
+    expect((error as Error).message).toContain(field);
+  });
+});
+
+describe('scaleOut (the scheduled invocation’s first step)', () => {
+  function setup(waiting: number, launch: DispatcherLauncher['launch'] = async (n) => n) {
+    const w = world([{ name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined }], {
+      dispatcher: {
+        concurrency: 4,
+        timeoutSeconds: 120,
+        settleMarginMs: 500,
+        killGraceMs: 100,
+        maxConcurrency: 10,
+        backlogPerDispatcher: 20,
+      },
+    });
+    const launches: Array<{ count: number; event: ScaleOutEvent }> = [];
+    const logged: string[] = [];
+    const logger: Logger = { ...silentLogger, info: (m) => logged.push(m), warn: (m) => logged.push(m) };
+    const launcher: DispatcherLauncher = {
+      launch: async (count, event) => {
+        launches.push({ count, event });
+        return launch(count, event);
+      },
+    };
+    return { w, launches, logged, deps: { config: w.config, queues: w.queues, urls: w.urls, launcher, logger }, waiting };
+  }
+
+  it('reads each queue’s depth once and starts the dispatchers the backlog needs, tagged so they never fan out', async () => {
+    const s = setup(150);
+    for (let i = 0; i < 150; i++) await s.w.send('urgent', encodeEnvelope({ task: 'ok' }));
+    const requestsBefore = s.w.sqs.requests.depth;
+    const decision = await scaleOut(s.deps);
+    expect(s.w.sqs.requests.depth - requestsBefore).toBe(s.w.config.queues.length);
+    // 150 waiting / 20 per dispatcher → 8; two scheduled may run (timeout 120 s): start 6.
+    expect(decision).toMatchObject({ waiting: 150, desired: 8, running: 2, start: 6 });
+    expect(s.launches).toHaveLength(1);
+    expect(s.launches[0]?.count).toBe(6);
+    expect(s.launches[0]?.event.source).toBe(SCALE_OUT_SOURCE);
+    expect(invocationRole(s.launches[0]?.event)).toBe('scale-out');
+  });
+
+  it('starts nothing when the queues are empty', async () => {
+    const s = setup(0);
+    expect(await scaleOut(s.deps)).toMatchObject({ start: 0 });
+    expect(s.launches).toEqual([]);
+  });
+
+  it('never fails the invocation: a launch that throws is logged', async () => {
+    const s = setup(150, async () => {
+      throw new Error('TooManyRequestsException');
+    });
+    for (let i = 0; i < 150; i++) await s.w.send('urgent', encodeEnvelope({ task: 'ok' }));
+    await expect(scaleOut(s.deps)).resolves.toMatchObject({ start: 6 });
+    expect(s.logged).toContain('could not start dispatchers; the backlog waits for the next minute');
+  });
+});
+
+describe('dispatcher loop: scaling in', () => {
+  const ok = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined };
+
+  it('ends an invocation that has found no work for the idle time, not before `notBefore`', async () => {
+    const w = world([ok]);
+    const start = w.clock.now();
+    await runDispatcher(w.deps, { deadline: start + 300_000, idleExit: { afterMs: 20_000, notBefore: start + 60_000 } });
+    const ended = w.clock.now() - start;
+    expect(ended).toBeGreaterThanOrEqual(60_000);
+    expect(ended).toBeLessThan(90_000);
+  });
+
+  it('keeps going while work keeps coming, and works everything before it ends', async () => {
+    const w = world([
+      {
+        ...ok,
+        run: async () => {
+          // Each task publishes the next one 15 s (of virtual time) later: never 20 s without work.
+          if (w.runs.length < 10) {
+            w.clock.advance(15_000);
+            await w.send('urgent', encodeEnvelope({ task: 'ok' }));
+          }
+        },
+      },
+    ]);
+    await w.send('urgent', encodeEnvelope({ task: 'ok' }));
+    const start = w.clock.now();
+    // (One batch at a time: virtual time jumps inside the tasks, faster than any heartbeat.)
+    await runDispatcher(
+      { ...w.deps, maxBatchesInFlight: 1 },
+      { deadline: start + 600_000, idleExit: { afterMs: 20_000, notBefore: start } },
+    );
+    expect(w.runs).toHaveLength(10);
+    expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(0);
+    expect(w.clock.now() - start).toBeLessThan(600_000 - 60_000);
+  });
+
+  it('without idleExit runs to the deadline', async () => {
+    const w = world([ok]);
+    const start = w.clock.now();
+    await runDispatcher(w.deps, { deadline: start + 120_000 });
+    expect(w.clock.now() - start).toBeGreaterThan(110_000);
+  });
+});
