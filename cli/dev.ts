@@ -28,6 +28,7 @@ export async function devCommand(argv: string[]): Promise<void> {
   const dynamodbPort =
     values['dynamodb-port'] === undefined ? undefined : integerOption('--dynamodb-port', values['dynamodb-port'], 0, 0, 65535);
   const logLevel = (values['log-level'] ?? 'WARN').toUpperCase() as 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  let shuttingDown = false;
   const stack = await startLocalStack({
     configFile,
     ...(values.tasks ? { tasksDir: values.tasks } : {}),
@@ -38,6 +39,14 @@ export async function devCommand(argv: string[]): Promise<void> {
     logLevel,
     ...(values.quiet ? {} : { onBatch: (report: BatchReport, index: number) => process.stdout.write(`${batchLine(report, index)}\n`) }),
     onDispatcherError: (message, index) => process.stderr.write(`[dispatcher ${index}] invocation failed: ${message}\n`),
+    onInvocation: (summary, index) => {
+      if (!summary.memoryStop || shuttingDown) return;
+      const { rssMb, limitMb } = summary.memoryStop;
+      process.stderr.write(
+        `[dispatcher ${index}] resident set ${rssMb} MB passed rssLimitMb ${limitMb}: it stopped cleanly; starting a fresh one\n`,
+      );
+      stack.startDispatcher();
+    },
   });
   announceLocalStack(stack, configFile);
   const { config } = stack.bundle;
@@ -61,6 +70,7 @@ export async function devCommand(argv: string[]): Promise<void> {
     const stop = () => {
       if (stopping) process.exit(130);
       stopping = true;
+      shuttingDown = true;
       process.stdout.write('stopping: running tasks finish, unstarted ones are released...\n');
       void stack.stop().then(() => {
         clearDevState();

@@ -67,6 +67,13 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     if (stopping.signal.aborted) stopping = new AbortController();
     const summary = await runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal, invocationRole(event));
     metrics.recordInvocation(summary);
+    if (summary.memoryStop) {
+      // Like Kale's worker past its RSS limit: start afresh. The next invocation builds new
+      // clients and worker threads; the old threads' memory goes with them.
+      const spent = runtime;
+      runtime = undefined;
+      await spent.close();
+    }
     return summary;
   };
 

@@ -62,6 +62,12 @@ export interface DispatcherConfigInput {
   readonly maxConcurrency?: number;
   /** Messages, waiting or in flight, per dispatcher when scaling out (1..1000000). @defaultValue 10 × concurrency */
   readonly backlogPerDispatcher?: number;
+  /**
+   * Resident-set limit in MB, 64..memoryMb (Kale's RSS limit). Past it the dispatcher stops taking
+   * work: running tasks finish, unstarted ones are released, the batch is settled, and the
+   * invocation returns; its worker threads are then replaced. @defaultValue 90 % of `memoryMb`
+   */
+  readonly rssLimitMb?: number;
 }
 
 export type DispatcherConfig = Required<DispatcherConfigInput>;
@@ -110,7 +116,10 @@ export const QUEUE_DEFAULTS = {
 
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
 
-export const DISPATCHER_DEFAULTS: DispatcherConfig = {
+/** The default `rssLimitMb`, as a share of `memoryMb`. */
+export const RSS_LIMIT_SHARE = 0.9;
+
+export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb'> = {
   selector: 'sla-aware',
   concurrency: 10,
   timeoutSeconds: 300,
@@ -212,15 +221,17 @@ function resolveDispatcher(input: unknown): DispatcherConfig {
       `an integer ${overlap + 1}..1000 (${overlap} scheduled dispatchers overlap at timeoutSeconds ${timeoutSeconds}, and one more absorbs schedule jitter)`,
     );
   }
+  const memoryMb = integerIn('dispatcher.memoryMb', p.memoryMb ?? d.memoryMb, 128, 10_240);
   const config: DispatcherConfig = {
     selector: oneOf('dispatcher.selector', p.selector ?? d.selector, SELECTOR_NAMES),
     concurrency,
     timeoutSeconds,
-    memoryMb: integerIn('dispatcher.memoryMb', p.memoryMb ?? d.memoryMb, 128, 10_240),
+    memoryMb,
     settleMarginMs: integerIn('dispatcher.settleMarginMs', p.settleMarginMs ?? d.settleMarginMs, 100, 60_000),
     killGraceMs: integerIn('dispatcher.killGraceMs', p.killGraceMs ?? d.killGraceMs, 0, 60_000),
     maxConcurrency,
     backlogPerDispatcher: integerIn('dispatcher.backlogPerDispatcher', p.backlogPerDispatcher ?? 10 * concurrency, 1, 1_000_000),
+    rssLimitMb: integerIn('dispatcher.rssLimitMb', p.rssLimitMb ?? Math.floor(memoryMb * RSS_LIMIT_SHARE), 64, memoryMb),
   };
   if (config.settleMarginMs >= config.timeoutSeconds * 1000) {
     throw new ConfigError(

@@ -177,6 +177,18 @@ export class LeaseLostError extends TaskworkerError {
   }
 }
 
+/** The dispatcher process's resident set passed `dispatcher.rssLimitMb`: it stops taking work. */
+export class MemoryLimitError extends TaskworkerError {
+  readonly rssBytes: number;
+  readonly limitBytes: number;
+  constructor(rssBytes: number, limitBytes: number) {
+    super(`resident set ${Math.round(rssBytes / 1_048_576)} MB is over the limit of ${Math.round(limitBytes / 1_048_576)} MB`);
+    this.name = 'MemoryLimitError';
+    this.rssBytes = rssBytes;
+    this.limitBytes = limitBytes;
+  }
+}
+
 /** A task did not finish within its time limit and was stopped. */
 export class TimeLimitExceededError extends TaskworkerError {
   readonly timeLimitMs: number;

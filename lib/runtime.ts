@@ -8,6 +8,7 @@ import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher, ty
 import { ConfigError } from './errors';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
+import { anySignal, type MemoryGuardOptions, watchMemory } from './memory-guard';
 import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from './ports';
 import type { Random } from './random';
 import { type DispatcherLauncher, type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
@@ -36,7 +37,11 @@ export interface DispatcherRuntimeOptions {
   readonly launcher?: DispatcherLauncher;
   /** The function's actual reserved concurrency, when the stack set one other than the config's `maxConcurrency`. */
   readonly maxConcurrency?: number;
+  /** How the resident-set guard reads memory (tests). The limit is the config's `dispatcher.rssLimitMb`. */
+  readonly memory?: Omit<MemoryGuardOptions, 'limitBytes'>;
 }
+
+const MB = 1_048_576;
 
 /**
  * Everything one dispatcher keeps between invocations (a warm Lambda container): clients, the
@@ -77,9 +82,12 @@ export class DispatcherRuntime {
   }
 
   /**
-   * Runs the loop until `deadline`. A `scheduled` invocation first scales the fleet out if the
-   * backlog needs it; `scheduled` and `scale-out` invocations end early once idle (scaling in), and
-   * a `scale-out` one by the next scheduled decision at the latest.
+   * Runs the loop until `deadline`, `signal` aborts, or the process's resident set passes
+   * `dispatcher.rssLimitMb`. A `scheduled` invocation first scales the fleet out if the backlog
+   * needs it; `scheduled` and `scale-out` invocations end early once idle (scaling in), and a
+   * `scale-out` one by the next scheduled decision at the latest. Past the memory limit running
+   * tasks finish, unstarted ones are released, every batch is settled, and the summary carries
+   * `memoryStop`: the caller should replace this runtime (its worker threads) before taking more work.
    */
   async invoke(deadline: number, signal?: AbortSignal, role: InvocationRole = 'plain'): Promise<DispatcherSummary> {
     const startedAt = this.clock.now();
@@ -97,23 +105,38 @@ export class DispatcherRuntime {
       await scaleOut({ config: scaling, queues: this.queues, urls, launcher: this.options.launcher, logger: this.logger });
     }
     const exit = idleExit(role, startedAt);
-    return runDispatcher(
-      {
-        config,
-        registry,
-        queues: this.queues,
-        urls,
-        executor: this.executor,
-        selector: this.selector,
-        clock: this.clock,
-        random: this.random,
-        logger: this.logger,
-        workerId: this.workerId,
-        ...(this.options.observer ? { observer: this.options.observer } : {}),
-        ...(this.options.tracking ? { tracking: { version: this.options.version, ...this.options.tracking } } : {}),
-      },
-      { deadline: invocationDeadline(role, startedAt, deadline), ...(signal ? { signal } : {}), ...(exit ? { idleExit: exit } : {}) },
-    );
+    const guard = watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...this.options.memory });
+    let summary: DispatcherSummary;
+    try {
+      summary = await runDispatcher(
+        {
+          config,
+          registry,
+          queues: this.queues,
+          urls,
+          executor: this.executor,
+          selector: this.selector,
+          clock: this.clock,
+          random: this.random,
+          logger: this.logger,
+          workerId: this.workerId,
+          ...(this.options.observer ? { observer: this.options.observer } : {}),
+          ...(this.options.tracking ? { tracking: { version: this.options.version, ...this.options.tracking } } : {}),
+        },
+        {
+          deadline: invocationDeadline(role, startedAt, deadline),
+          signal: signal ? anySignal([signal, guard.signal]) : guard.signal,
+          ...(exit ? { idleExit: exit } : {}),
+        },
+      );
+    } finally {
+      guard.stop();
+    }
+    const tripped = guard.tripped;
+    if (!tripped) return summary;
+    const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
+    this.logger.warn('resident set over dispatcher.rssLimitMb: stopped taking work, released what had not started', memoryStop);
+    return { ...summary, memoryStop };
   }
 
   async close(): Promise<void> {

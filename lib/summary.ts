@@ -54,6 +54,8 @@ export interface DispatcherSummary {
   emptyReceives: number;
   errors: number;
   queues: Record<string, QueueSummary>;
+  /** Set when the invocation stopped because the process's resident set passed `dispatcher.rssLimitMb`. */
+  memoryStop?: { readonly rssMb: number; readonly limitMb: number };
 }
 
 export function emptySummary(): DispatcherSummary {

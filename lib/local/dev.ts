@@ -54,8 +54,13 @@ export interface LocalStack {
   /** Environment that points the AWS SDK (and a dispatcher) at this stack. */
   readonly env: Readonly<Record<string, string>>;
   readonly dispatchers: readonly ChildProcess[];
-  /** Starts one more dispatcher process; returns its index. */
-  startDispatcher(): number;
+  /**
+   * Starts one more dispatcher process; returns its index. `env` adds to (or overrides) the
+   * environment the stack gives it, e.g. its own endpoints.
+   */
+  startDispatcher(options?: { readonly env?: Readonly<Record<string, string>> }): number;
+  /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
+  stopDispatchers(): Promise<void>;
   /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
   stop(): Promise<void>;
 }
@@ -116,10 +121,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     POWERTOOLS_METRICS_DISABLED: 'true',
   };
   const dispatchers: ChildProcess[] = [];
-  const startDispatcher = (): number => {
+  const startDispatcher = (more: { readonly env?: Readonly<Record<string, string>> } = {}): number => {
     const index = dispatchers.length;
     const child = fork(artifact.runnerFile as string, [], {
-      env: { ...process.env, ...dispatcherEnv },
+      env: { ...process.env, ...dispatcherEnv, ...more.env },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     readiness.set(
@@ -140,10 +145,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
   for (let i = 0; i < (options.dispatchers ?? 1); i++) startDispatcher();
 
+  const stopDispatchers = async () => {
+    await Promise.all(dispatchers.map((child) => stopChild(child)));
+  };
   let stopped: Promise<void> | undefined;
   const stop = () => {
     stopped ??= (async () => {
-      await Promise.all(dispatchers.map((child) => stopChild(child)));
+      await stopDispatchers();
       sqs.destroy();
       dynamo.destroy();
       await emulators?.stop();
@@ -173,6 +181,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     env,
     dispatchers,
     startDispatcher,
+    stopDispatchers,
     stop,
   };
 }

@@ -63,6 +63,9 @@ async function main(): Promise<void> {
     try {
       const summary = await dispatcher.handler({ source: 'taskworker.local' }, lambdaContext(Date.now() + timeoutSeconds * 1000));
       send({ type: 'invocation', summary });
+      // Past its resident-set limit a dispatcher stops, as Kale's worker did: the process (this
+      // container) exits cleanly once its batches are settled; `taskworker dev` reports it.
+      if (summary.memoryStop) stopping = true;
     } catch (error) {
       send({ type: 'error', message: error instanceof Error ? error.message : String(error) });
       await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -55,11 +55,23 @@ describe('resolveConfig', () => {
     ['dispatcher.selector', { ...kale, dispatcher: { selector: 'fifo' } }, 'fifo'],
     ['dispatcher.concurrency', { ...kale, dispatcher: { concurrency: 0 } }, 0],
     ['dispatcher.timeoutSeconds', { ...kale, dispatcher: { timeoutSeconds: 901 } }, 901],
+    ['dispatcher.rssLimitMb', { ...kale, dispatcher: { memoryMb: 512, rssLimitMb: 513 } }, 513],
+    ['dispatcher.rssLimitMb', { ...kale, dispatcher: { rssLimitMb: 63 } }, 63],
+    ['dispatcher.rssLimitMb', { ...kale, dispatcher: { rssLimitMb: '900' } }, '900'],
   ])('names %s when it is invalid', (field, input, value) => {
     const error = configErrorOf(input);
     expect(error.field).toBe(field);
     expect(error.value).toEqual(value);
     expect(error.message).toContain(field);
+  });
+
+  it('limits the resident set to 90 % of memoryMb unless told otherwise', () => {
+    expect(resolveConfig(kale).dispatcher).toMatchObject({ memoryMb: 1024, rssLimitMb: 921 });
+    expect(resolveConfig({ ...kale, dispatcher: { memoryMb: 2048 } }).dispatcher.rssLimitMb).toBe(1843);
+    expect(resolveConfig({ ...kale, dispatcher: { memoryMb: 2048, rssLimitMb: 1500 } }).dispatcher.rssLimitMb).toBe(1500);
+    expect(configErrorOf({ ...kale, dispatcher: { memoryMb: 512, rssLimitMb: 600 } }).message).toBe(
+      'Invalid config dispatcher.rssLimitMb = 600: expected an integer 64..512',
+    );
   });
 
   it('rejects a config that is not an object', () => {

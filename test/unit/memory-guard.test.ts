@@ -1,0 +1,140 @@
+import { systemClock } from '../../lib/clock';
+import { encodeEnvelope } from '../../lib/envelope';
+import { MemoryLimitError } from '../../lib/errors';
+import { InlineExecutor } from '../../lib/executor/inline';
+import { MemoryQueueService } from '../../lib/fakes/memory-queue';
+import { anySignal, watchMemory } from '../../lib/memory-guard';
+import { silentLogger } from '../../lib/ports';
+import { DispatcherRuntime } from '../../lib/runtime';
+import type { BatchReport } from '../../lib/summary';
+import { createRegistry, defineTask } from '../../lib/task';
+import { appConfig } from '../helpers/factories';
+
+const MB = 1_048_576;
+
+describe('watchMemory', () => {
+  it('aborts with a MemoryLimitError at the first reading over the limit, and reads no more', async () => {
+    const readings = [100, 200, 301, 50];
+    let reads = 0;
+    const guard = watchMemory({ limitBytes: 300, intervalMs: 1, rss: () => readings[reads++] ?? 0 });
+    await new Promise<void>((resolve) => guard.signal.addEventListener('abort', () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(guard.tripped).toEqual({ rssBytes: 301, limitBytes: 300 });
+    expect(guard.signal.reason).toBeInstanceOf(MemoryLimitError);
+    expect(reads).toBe(3);
+  });
+
+  it('trips at once when the process is already over the limit', () => {
+    const guard = watchMemory({ limitBytes: 10, rss: () => 11 });
+    expect(guard.signal.aborted).toBe(true);
+  });
+
+  it('stays quiet under the limit and stops reading when stopped', async () => {
+    let reads = 0;
+    const guard = watchMemory({
+      limitBytes: 10,
+      intervalMs: 1,
+      rss: () => {
+        reads += 1;
+        return 5;
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    guard.stop();
+    const after = reads;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(guard.signal.aborted).toBe(false);
+    expect(reads).toBe(after);
+  });
+});
+
+describe('anySignal', () => {
+  it('aborts with the reason of whichever signal aborts first', () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const any = anySignal([a.signal, b.signal]);
+    b.abort('b first');
+    a.abort('a later');
+    expect(any.reason).toBe('b first');
+  });
+
+  it('is aborted already when one of its signals is', () => {
+    expect(anySignal([new AbortController().signal, AbortSignal.abort('done')]).aborted).toBe(true);
+  });
+});
+
+describe('DispatcherRuntime: the resident-set guard', () => {
+  /** One queue, tasks run inline one at a time; `rss` decides what the guard reads. */
+  function setup(rss: () => number) {
+    const config = appConfig({
+      queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0 }],
+      dispatcher: { concurrency: 1, timeoutSeconds: 60, settleMarginMs: 500, killGraceMs: 100, memoryMb: 512, rssLimitMb: 400 },
+    });
+    const started: number[] = [];
+    const slow = defineTask({
+      name: 'slow',
+      queue: 'urgent',
+      timeLimitSeconds: 5,
+      run: async (payload: { n: number }) => {
+        started.push(payload.n);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      },
+    });
+    const registry = createRegistry([slow], config);
+    const sqs = new MemoryQueueService(systemClock);
+    const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
+    const reports: BatchReport[] = [];
+    const runtime = new DispatcherRuntime({
+      bundle: { path: 'inline', config, tasks: [slow], registry },
+      version: 'v1',
+      urls,
+      queues: sqs,
+      executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
+      logger: silentLogger,
+      observer: { onBatch: (r) => reports.push(r) },
+      memory: { rss, intervalMs: 5 },
+    });
+    const send = (n: number) =>
+      sqs.sendBatch(urls.queues.urgent, [{ id: String(n), body: encodeEnvelope({ task: 'slow', payload: { n } }) }]);
+    return { runtime, sqs, urls, started, reports, send };
+  }
+
+  it('past dispatcher.rssLimitMb lets the running task finish, releases the unstarted ones and returns', async () => {
+    let grown = false;
+    const s = setup(() => (grown ? 450 * MB : 100 * MB));
+    for (let n = 0; n < 5; n++) await s.send(n);
+    const invocation = s.runtime.invoke(Date.now() + 60_000);
+    // The first task is running (one slot): memory passes the limit now.
+    while (s.started.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    grown = true;
+    const summary = await invocation;
+
+    expect(summary.memoryStop).toEqual({ rssMb: 450, limitMb: 400 });
+    const outcomes = s.reports.flatMap((r) => r.jobs.map((j) => j.outcome));
+    expect(outcomes.filter((o) => o === 'succeeded')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'released')).toHaveLength(4);
+    expect(s.started).toHaveLength(1);
+    // Released with visibility 0: visible again at once, for another dispatcher.
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 4, inFlight: 0, delayed: 0 });
+  });
+
+  it('takes no work at all when the process is over the limit when invoked', async () => {
+    const s = setup(() => 500 * MB);
+    await s.send(1);
+    const summary = await s.runtime.invoke(Date.now() + 60_000);
+    expect(summary).toMatchObject({ receives: 0, memoryStop: { rssMb: 500, limitMb: 400 } });
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+  });
+
+  it('leaves the summary without memoryStop under the limit', async () => {
+    const s = setup(() => 100 * MB);
+    await s.send(1);
+    const stop = new AbortController();
+    const invocation = s.runtime.invoke(Date.now() + 60_000, stop.signal);
+    while (s.reports.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    stop.abort();
+    const summary = await invocation;
+    expect(summary.memoryStop).toBeUndefined();
+    expect(s.reports.flatMap((r) => r.jobs.map((j) => j.outcome))).toEqual(['succeeded']);
+  });
+});
