@@ -1,4 +1,4 @@
-import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
+import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
 import type { SendEntry } from './ports';
 
 /** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
@@ -23,6 +23,11 @@ export interface ArchiveRecord {
   readonly sentTimestamp: number;
   readonly archivedAt: number;
   readonly workerId: string;
+  /**
+   * Set when the body was cut to fit SQS's limit beside this record: its size in bytes before.
+   * Only bodies within a few hundred bytes of 1 MiB need it (the publisher leaves 8 KiB free).
+   */
+  readonly bodyTruncatedFrom?: number;
 }
 
 export const ARCHIVE_RECORD_ATTRIBUTE = 'taskworker-archive';
@@ -30,22 +35,29 @@ export const ARCHIVE_REASON_ATTRIBUTE = 'taskworker-reason';
 
 /**
  * The archive send for one message: its original body, untouched, and the record as message
- * attributes. If body and record would pass SQS's limit, the stack and then the detail are cut.
+ * attributes. If body and record would pass SQS's limit, the stack and then the detail are cut;
+ * if even that does not fit (a body within a few hundred bytes of 1 MiB), the body's end is cut
+ * and the record says so (`bodyTruncatedFrom`): a message is never refused by the archive.
  */
 export function archiveEntry(id: string, body: string, record: ArchiveRecord): SendEntry {
-  const room = SQS_MESSAGE_LIMIT_BYTES - bodyBytes(body) - 256;
-  let fitted: ArchiveRecord = record;
-  let json = JSON.stringify(fitted);
-  if (bodyBytes(json) > room && fitted.errorStack !== undefined) {
-    const { errorStack: _dropped, ...rest } = fitted;
-    fitted = rest;
-    json = JSON.stringify(fitted);
+  const attributes = (r: ArchiveRecord) => ({ [ARCHIVE_RECORD_ATTRIBUTE]: JSON.stringify(r), [ARCHIVE_REASON_ATTRIBUTE]: r.reason });
+  const { errorStack: _dropped, ...withoutStack } = record;
+  const shortDetail: ArchiveRecord = { ...withoutStack, detail: record.detail.slice(0, 200) };
+  for (const fitted of [record, withoutStack, shortDetail]) {
+    if (messageBytes(body, attributes(fitted)) <= SQS_MESSAGE_LIMIT_BYTES) return { id, body, attributes: attributes(fitted) };
   }
-  if (bodyBytes(json) > room) {
-    fitted = { ...fitted, detail: fitted.detail.slice(0, 200) };
-    json = JSON.stringify(fitted);
-  }
-  return { id, body, attributes: { [ARCHIVE_RECORD_ATTRIBUTE]: json, [ARCHIVE_REASON_ATTRIBUTE]: record.reason } };
+  const truncated: ArchiveRecord = { ...shortDetail, bodyTruncatedFrom: bodyBytes(body) };
+  const room = SQS_MESSAGE_LIMIT_BYTES - messageBytes('', attributes(truncated));
+  return { id, body: utf8Prefix(body, room), attributes: attributes(truncated) };
+}
+
+/** The longest prefix of `text` whose UTF-8 encoding fits `maxBytes`, never cutting a character. */
+function utf8Prefix(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  let cut = Math.max(0, Math.min(maxBytes, bytes.length));
+  // Step back over continuation bytes (10xxxxxx) so the cut falls between characters.
+  while (cut > 0 && cut < bytes.length && ((bytes[cut] as number) & 0xc0) === 0x80) cut -= 1;
+  return bytes.toString('utf8', 0, cut);
 }
 
 /** Reads the record back from an archived message's attributes; undefined if it is not one. */

@@ -64,6 +64,18 @@ export function bodyBytes(body: string): number {
   return Buffer.byteLength(body, 'utf8');
 }
 
+const STRING_TYPE_BYTES = 'String'.length;
+
+/**
+ * Bytes SQS counts for a message against its 1 MiB limit (and a batch's, summed): the body, and
+ * each string attribute's name, data type (`String`) and value.
+ */
+export function messageBytes(body: string, attributes: Readonly<Record<string, string>> = {}): number {
+  let bytes = bodyBytes(body);
+  for (const [name, value] of Object.entries(attributes)) bytes += bodyBytes(name) + STRING_TYPE_BYTES + bodyBytes(value);
+  return bytes;
+}
+
 /**
  * Decodes and validates a message body. Throws {@link EnvelopeError} with a machine-readable code;
  * never runs or resolves anything named in the message.

@@ -147,16 +147,13 @@ export class DynamoJobStore implements JobStore {
       );
       this.meter(out, 'write');
       const record = toRecord(out.Attributes ?? {});
-      // The attempt is only known once written; patch it into the entry just appended.
-      const withAttempt = {
-        ...record,
-        history: record.history.map((h, i) => (i === record.history.length - 1 ? { ...h, attempt: record.attempt } : h)),
-      };
-      return { outcome: 'claimed', token: record.attempt, record: withAttempt };
+      return { outcome: 'claimed', token: record.attempt, record: withClaimAttempt(record) };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       const old = error.Item ? toRecord(error.Item) : await this.get(r.jobId);
       if (!old) throw error;
+      // The SDK retried this very claim after a lost answer, and its first try had landed: ours.
+      if (isOwnClaim(old, r)) return { outcome: 'claimed', token: old.attempt, record: withClaimAttempt(old) };
       return old.state === 'running' ? { outcome: 'leased', record: old } : { outcome: 'finished', record: old };
     }
   }
@@ -184,10 +181,15 @@ export class DynamoJobStore implements JobStore {
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
-    return this.conditionalUpdate(c.jobId, e, {
-      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-      condition: `${e.name('state')} = ${e.value('running')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
-    });
+    return this.conditionalUpdate(
+      c.jobId,
+      e,
+      {
+        update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+        condition: `${e.name('state')} = ${e.value('running')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
+      },
+      (old) => isOwnCompletion(old, c),
+    );
   }
 
   async recordFailure(f: FailureRecord): Promise<void> {
@@ -244,7 +246,16 @@ export class DynamoJobStore implements JobStore {
     });
   }
 
-  private async conditionalUpdate(jobId: string, e: Expression, expr: { update: string; condition: string }): Promise<boolean> {
+  /**
+   * An UpdateItem that resolves false when its condition fails, or, given `landed`, true when the
+   * item shows this very write had landed already (the SDK retried it after a lost answer).
+   */
+  private async conditionalUpdate(
+    jobId: string,
+    e: Expression,
+    expr: { update: string; condition: string },
+    landed?: (old: JobRecord) => boolean,
+  ): Promise<boolean> {
     try {
       const out = await this.dynamo.send(
         new UpdateItemCommand({
@@ -253,14 +264,17 @@ export class DynamoJobStore implements JobStore {
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
           ReturnConsumedCapacity: 'TOTAL',
+          ...(landed ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
           ...e.params(),
         }),
       );
       this.meter(out, 'write');
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
+      if (!isConditionFailure(error)) throw error;
+      if (!landed) return false;
+      const old = error.Item ? toRecord(error.Item) : await this.get(jobId);
+      return old !== undefined && landed(old);
     }
   }
 
@@ -326,6 +340,35 @@ export class DynamoJobStore implements JobStore {
     }
     return found.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, q.limit);
   }
+}
+
+/** The attempt is only known once written; patch it into the history entry the claim appended. */
+function withClaimAttempt(record: JobRecord): JobRecord {
+  return {
+    ...record,
+    history: record.history.map((h, i) => (i === record.history.length - 1 ? { ...h, attempt: record.attempt } : h)),
+  };
+}
+
+/**
+ * Whether a job record shows `r` itself applied: a claim is one request with its own timestamp and
+ * lease end, so a retry of it after a lost answer finds exactly these values, set by its first try.
+ */
+function isOwnClaim(old: JobRecord, r: ClaimRequest): boolean {
+  return old.state === 'running' && old.leaseOwner === r.workerId && old.lastStartedAt === r.now && old.leaseUntil === r.leaseUntil;
+}
+
+/** Whether a job record shows completion `c` itself applied (its retry after a lost answer fails the condition). */
+function isOwnCompletion(old: JobRecord, c: Completion): boolean {
+  const last = old.history[old.history.length - 1];
+  return (
+    old.state === c.state &&
+    old.updatedAt === c.now &&
+    last?.what === c.state &&
+    last.attempt === c.token &&
+    last.worker === c.workerId &&
+    last.when === c.now
+  );
 }
 
 function toRecord(item: Record<string, AttributeValue>): JobRecord {

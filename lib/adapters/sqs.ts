@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
 import type { QueueUrls } from '../dispatcher';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../envelope';
 import type {
   BatchFailure,
   BatchResult,
@@ -73,7 +74,53 @@ export class SqsQueueClient implements QueueClient {
     });
   }
 
+  /**
+   * SendMessageBatch, split into as many calls as SQS's 1 MiB limit on a whole request needs
+   * (entries near the limit cannot share one). An entry over the limit on its own is reported
+   * as a sender fault, as SQS reports a bad entry, and the others are sent.
+   */
   async sendBatch(queueUrl: string, entries: readonly SendEntry[]): Promise<SendBatchResult> {
+    const failed: BatchFailure[] = [];
+    const messageIds: Record<string, string> = {};
+    const calls: SendEntry[][] = [];
+    let bytes = 0;
+    for (const entry of entries) {
+      const size = messageBytes(entry.body, entry.attributes);
+      if (size > SQS_MESSAGE_LIMIT_BYTES) {
+        failed.push({
+          id: entry.id,
+          code: 'MessageTooLong',
+          message: `message is ${size} bytes; SQS takes ${SQS_MESSAGE_LIMIT_BYTES}`,
+          senderFault: true,
+        });
+        continue;
+      }
+      const current = calls[calls.length - 1];
+      if (!current || bytes + size > SQS_MESSAGE_LIMIT_BYTES) {
+        calls.push([entry]);
+        bytes = size;
+      } else {
+        current.push(entry);
+        bytes += size;
+      }
+    }
+    if (calls.length === 1 && failed.length === 0) return this.sendOneBatch(queueUrl, calls[0] as SendEntry[]);
+    for (const call of calls) {
+      try {
+        const result = await this.sendOneBatch(queueUrl, call);
+        failed.push(...result.failed);
+        Object.assign(messageIds, result.messageIds);
+      } catch (error) {
+        // Only this call's entries failed; the calls before it were sent and must not be retried.
+        const code = error instanceof Error ? error.name : 'Error';
+        const message = error instanceof Error ? error.message : String(error);
+        failed.push(...call.map((e) => ({ id: e.id, code, message, senderFault: false })));
+      }
+    }
+    return { failed, messageIds };
+  }
+
+  private async sendOneBatch(queueUrl: string, entries: readonly SendEntry[]): Promise<SendBatchResult> {
     const out = await this.sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: queueUrl,

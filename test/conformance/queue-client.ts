@@ -52,6 +52,20 @@ export function queueClientConformance(label: string, setup: () => Promise<Queue
       expect(await f.client.depth(url)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
     });
 
+    it('sends a batch whose messages together pass 1 MiB, refusing only a message over the limit on its own', async () => {
+      const url = await f.createQueue(name('large'));
+      const sent = await f.client.sendBatch(url, [
+        { id: 'a', body: 'a'.repeat(600 * 1024), attributes: { kind: 'large' } },
+        { id: 'b', body: 'b'.repeat(600 * 1024) },
+        { id: 'c', body: 'c'.repeat(1_048_576 - 10), attributes: { kind: 'too large with this' } },
+        { id: 'd', body: 'small' },
+      ]);
+      expect(Object.keys(sent.messageIds).sort()).toEqual(['a', 'b', 'd']);
+      expect(sent.failed).toEqual([expect.objectContaining({ id: 'c', senderFault: true })]);
+      const messages = await receive(url);
+      expect(messages.map((m) => m.body.length).sort((x, y) => x - y)).toEqual([5, 600 * 1024, 600 * 1024]);
+    });
+
     it('hides a received message until its visibility is changed, counting receives', async () => {
       const url = await f.createQueue(name('visibility'));
       await f.client.sendBatch(url, [{ id: 'a', body: 'x' }]);

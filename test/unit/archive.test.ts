@@ -1,5 +1,5 @@
 import { ARCHIVE_REASON_ATTRIBUTE, type ArchiveRecord, archiveEntry, readArchiveRecord } from '../../lib/archive';
-import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/envelope';
+import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/envelope';
 
 const record: ArchiveRecord = {
   reason: 'exhausted',
@@ -32,6 +32,26 @@ describe('archive entries', () => {
     const kept = readArchiveRecord(entry.attributes ?? {});
     expect(kept?.errorStack).toBeUndefined();
     expect(kept?.reason).toBe('exhausted');
+  });
+
+  it('cut the end of a body too close to 1 MiB for any record, never inside a character, and say so', () => {
+    // 4-byte characters: a cut at an arbitrary byte would split one.
+    const body = '\u{1F600}'.repeat(SQS_MESSAGE_LIMIT_BYTES / 4);
+    const entry = archiveEntry('0', body, record);
+    expect(messageBytes(entry.body, entry.attributes)).toBeLessThanOrEqual(SQS_MESSAGE_LIMIT_BYTES);
+    expect(messageBytes(entry.body, entry.attributes)).toBeGreaterThan(SQS_MESSAGE_LIMIT_BYTES - 4);
+    expect(body.startsWith(entry.body)).toBe(true);
+    expect(entry.body).not.toContain('\uFFFD');
+    const kept = readArchiveRecord(entry.attributes ?? {});
+    expect(kept).toMatchObject({ reason: 'exhausted', jobId: 'job-1', bodyTruncatedFrom: SQS_MESSAGE_LIMIT_BYTES });
+    expect(entry.attributes?.[ARCHIVE_REASON_ATTRIBUTE]).toBe('exhausted');
+  });
+
+  it('keep a body whole when the record fits beside it without its stack', () => {
+    const body = 'x'.repeat(SQS_MESSAGE_LIMIT_BYTES - 1024);
+    const entry = archiveEntry('0', body, record);
+    expect(entry.body).toBe(body);
+    expect(readArchiveRecord(entry.attributes ?? {})?.bodyTruncatedFrom).toBeUndefined();
   });
 
   it('reads nothing from messages that are not archive records', () => {

@@ -1,0 +1,83 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createVersionTables } from '../../lib/adapters/dynamo-admin';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-tracking';
+import { type Emulators, startEmulators } from '../../lib/local/emulators';
+import { appConfig } from '../helpers/factories';
+
+/**
+ * A DynamoDB write whose answer is lost (a timeout after the request reached the service) is
+ * retried by the SDK; the retry fails its own condition because the first try landed. The job
+ * store must recognise its own write, or it wastes an attempt (claim) or rejects its own outcome
+ * (completion) and the job runs again.
+ */
+let emulators: Emulators;
+let lose: Set<string>;
+let plain: DynamoDBClient;
+let lossy: DynamoDBClient;
+let tables: { jobs: string; stats: string };
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  const options = { region: 'us-east-1', endpoint: emulators.dynamodbEndpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } };
+  plain = new DynamoDBClient(options);
+  lossy = new DynamoDBClient(options);
+  lose = new Set();
+  // Inside the SDK's retry loop: send the request, then lose its answer, once per marked command.
+  lossy.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (lose.delete(context.commandName ?? '')) throw Object.assign(new Error('socket timed out'), { name: 'TimeoutError' });
+      return result;
+    },
+    { step: 'deserialize', name: 'loseOneAnswer', priority: 'low' },
+  );
+  tables = await createVersionTables(plain, appConfig(), 'lost');
+});
+afterAll(async () => {
+  plain.destroy();
+  lossy.destroy();
+  await emulators.stop();
+});
+
+const settings = { historyLimit: 20, retentionDays: 7 };
+const ref = (jobId: string) => ({ jobId, task: 'ok', queue: 'urgent', version: 'lost', publishedAt: 1 });
+
+describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
+  it('takes a claim whose first try landed as its own: attempt 1, not a lease held by someone else', async () => {
+    const store = new DynamoJobStore(tables.jobs, settings, { client: lossy });
+    lose.add('UpdateItemCommand');
+    const now = Date.now();
+    const claim = await store.claim({ ...ref('claim-1'), workerId: 'w1', now, leaseUntil: now + 5000 });
+    expect(claim).toMatchObject({ outcome: 'claimed', token: 1 });
+    expect(lose.size).toBe(0);
+    const record = await store.get('claim-1');
+    expect(record).toMatchObject({ state: 'running', attempt: 1 });
+    expect(record?.history.map((h) => h.what)).toEqual(['started']);
+  });
+
+  it('takes a completion whose first try landed as its own: the outcome stands, the message can be deleted', async () => {
+    const store = new DynamoJobStore(tables.jobs, settings, { client: lossy });
+    const now = Date.now();
+    const claim = await store.claim({ ...ref('done-1'), workerId: 'w1', now, leaseUntil: now + 5000 });
+    if (claim.outcome !== 'claimed') throw new Error('expected a claim');
+    lose.add('UpdateItemCommand');
+    const completed = await store.complete({ jobId: 'done-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, claim.record);
+    expect(completed).toBe(true);
+    expect(lose.size).toBe(0);
+    expect(await store.get('done-1')).toMatchObject({ state: 'succeeded', attempt: 1 });
+  });
+
+  it('still rejects a completion a newer attempt overtook, and a claim on a job another worker holds', async () => {
+    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const now = Date.now();
+    const first = await store.claim({ ...ref('stale-1'), workerId: 'w1', now, leaseUntil: now + 1 });
+    const second = await store.claim({ ...ref('stale-1'), workerId: 'w2', now: now + 5, leaseUntil: now + 5000 });
+    if (first.outcome !== 'claimed' || second.outcome !== 'claimed') throw new Error('expected two claims');
+    expect(second.token).toBe(2);
+    expect(await store.complete({ jobId: 'stale-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, first.record)).toBe(
+      false,
+    );
+    const third = await store.claim({ ...ref('stale-1'), workerId: 'w3', now: now + 20, leaseUntil: now + 5000 });
+    expect(third.outcome).toBe('leased');
+  });
+});
