@@ -1,0 +1,394 @@
+/**
+ * Crash suite: the local runtime (dispatcher processes running the real Lambda handler, the
+ * emulators in this process) under a seeded schedule of SIGKILLs. Each dispatcher talks to the
+ * emulators through its own loopback relay (test/chaos/helpers/relay.ts), which sees every call it
+ * makes and kills it at the scheduled point: as a receive is made or has just handed out messages,
+ * as it claims a job, while its task writes its side effect, and at every step of the settle
+ * (archive send, job record, delete, visibility change, stats), before the call lands or after it
+ * landed but before the process hears the answer. A new dispatcher replaces each one killed.
+ * Then the system drains, and the tables and queues must show: nothing lost, no job completed
+ * twice, the fenced side effect applied once per job, and stats that differ from the jobs table
+ * by exactly what the killed processes had recorded but not yet counted.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { type Random, seededRandom } from '../../lib/random';
+import type { BatchReport } from '../../lib/summary';
+import type { EffectPayload } from './fixtures/tasks/effect';
+import { addedCounters } from './helpers/faults';
+import { assignedState, type Exchange, type Phase, Relay } from './helpers/relay';
+import { audit, CHAOS_CONFIG, createEffectsTable, daysSince, type Published, scanAll, statsOver, until } from './helpers/stage';
+import { writeTally } from './helpers/tally';
+
+const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
+const JOBS = 1000;
+const WAVES = 10;
+const DISPATCHERS = 3;
+/** Every kill point, before the call lands and after; each this many times. */
+const KILL_POINTS: readonly Phase[] = [
+  'receive',
+  'claim',
+  'task',
+  'settle-archive',
+  'settle-record',
+  'settle-delete',
+  'settle-visibility',
+  'settle-stats',
+];
+const REPEATS = 2;
+/** Kills at a random moment, wherever each process happens to be. */
+const ANYTIME_KILLS = 4;
+
+type When = 'before' | 'after';
+interface Target {
+  readonly phase: Phase | 'anytime';
+  readonly when: When;
+}
+
+/** One dispatcher process with its relays and what they saw it write. */
+interface Dispatcher {
+  readonly id: number;
+  child?: ChildProcess;
+  relays: Relay[];
+  killed: boolean;
+  /** Terminal job records it wrote that landed, and the stats it added that landed. */
+  readonly recorded: { succeeded: number; archived: number };
+  readonly counted: { succeeded: number; archived: number };
+}
+
+let stack: LocalStack | undefined;
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('crash suite: dispatcher processes killed at every point of the loop', () => {
+  it(`loses nothing, completes nothing twice and applies each fenced effect once over ${JOBS} jobs`, async () => {
+    const random = seededRandom(SEED);
+    const startedAt = Date.now();
+    const reports: BatchReport[] = [];
+    stack = await startLocalStack({
+      configFile: CHAOS_CONFIG,
+      version: 'crash',
+      dispatchers: 0,
+      logLevel: 'ERROR',
+      onBatch: (report) => reports.push(report),
+    });
+    const local = stack;
+    const effectsTable = await createEffectsTable(local.dynamo, 'chaos-crash-effects');
+    const terminalWrites = new Map<string, number>();
+    const dispatchers: Dispatcher[] = [];
+    const schedule = new KillSchedule(random, plan(random));
+
+    const classify = (target: string, body: Record<string, unknown>): Phase => {
+      const table = body.TableName;
+      switch (target) {
+        case 'AmazonSQS.ReceiveMessage':
+          return 'receive';
+        case 'AmazonSQS.SendMessageBatch':
+          return body.QueueUrl === local.urls.archive ? 'settle-archive' : 'other';
+        case 'AmazonSQS.DeleteMessageBatch':
+          return 'settle-delete';
+        case 'AmazonSQS.ChangeMessageVisibilityBatch':
+          return 'settle-visibility';
+        case 'DynamoDB_20120810.GetItem':
+          return table === effectsTable ? 'task' : 'other';
+        case 'DynamoDB_20120810.UpdateItem': {
+          if (table === effectsTable) return 'task';
+          if (table === local.tables.stats) return 'settle-stats';
+          const state = assignedState(body);
+          if (state === 'running') return 'claim';
+          if (state !== undefined || JSON.stringify(body).includes('skipped-duplicate')) return 'settle-record';
+          return 'heartbeat';
+        }
+        default:
+          return 'other';
+      }
+    };
+
+    /** What landed: terminal job records and stats ADDs, per dispatcher. */
+    const account = (d: Dispatcher, x: Exchange, status: number) => {
+      if (status !== 200 || x.target !== 'DynamoDB_20120810.UpdateItem') return;
+      if (x.phase === 'settle-stats') {
+        const added = addedCounters(x.body);
+        d.counted.succeeded += added.succeeded ?? 0;
+        d.counted.archived += Object.entries(added)
+          .filter(([k]) => k.startsWith('archived_'))
+          .reduce((n, [, value]) => n + value, 0);
+      } else if (x.phase === 'settle-record') {
+        const state = assignedState(x.body);
+        if (state !== 'succeeded' && state !== 'archived') return;
+        d.recorded[state] += 1;
+        const jobId = (x.body.Key as { jobId: { S: string } }).jobId.S;
+        terminalWrites.set(jobId, (terminalWrites.get(jobId) ?? 0) + 1);
+      }
+    };
+
+    const launch = async (): Promise<Dispatcher> => {
+      const d: Dispatcher = {
+        id: dispatchers.length,
+        relays: [],
+        killed: false,
+        recorded: { succeeded: 0, archived: 0 },
+        counted: { succeeded: 0, archived: 0 },
+      };
+      const hooks = {
+        classify,
+        before: (x: Exchange) => schedule.offer(d, x, 'before'),
+        landed: (x: Exchange, status: number) => account(d, x, status),
+        after: (x: Exchange, _status: number, answer: Record<string, unknown>) => schedule.offer(d, x, 'after', answer),
+        kill: () => kill(d),
+      };
+      d.relays = [await Relay.start(local.endpoints.sqs, hooks), await Relay.start(local.endpoints.dynamodb, hooks)];
+      const index = local.startDispatcher({
+        env: { AWS_ENDPOINT_URL_SQS: d.relays[0]?.url as string, AWS_ENDPOINT_URL_DYNAMODB: d.relays[1]?.url as string },
+      });
+      d.child = local.dispatchers[index] as ChildProcess;
+      dispatchers.push(d);
+      return d;
+    };
+    const kill = async (d: Dispatcher) => {
+      if (d.killed) return;
+      d.killed = true;
+      const child = d.child as ChildProcess;
+      const exited = new Promise<void>((resolve) =>
+        child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+      );
+      child.kill('SIGKILL');
+      await exited;
+      void Promise.all(d.relays.map((r) => r.close()));
+      // A new container takes its place, as Lambda starts one on the next schedule.
+      setTimeout(() => void launch(), Math.floor(random() * 500));
+    };
+    schedule.onAnytime = () => {
+      const alive = dispatchers.filter((d) => !d.killed);
+      const d = alive[Math.floor(random() * alive.length)];
+      if (d) void kill(d);
+    };
+
+    for (let i = 0; i < DISPATCHERS; i++) await launch();
+    schedule.start();
+    const progress = setInterval(() => {
+      void scanAll(local.dynamo, local.tables.jobs).then((jobs) => {
+        const states: Record<string, number> = {};
+        for (const j of jobs) states[j.state as string] = (states[j.state as string] ?? 0) + 1;
+        process.stderr.write(
+          `crash progress: ${Math.round((Date.now() - startedAt) / 1000)} s, kills ${schedule.kills.length}, missed ${schedule.missed.length}, alive ${dispatchers.filter((d) => !d.killed).length}, jobs ${JSON.stringify(states)}\n`,
+        );
+      });
+    }, 10_000);
+
+    // Publish in waves while the kills go on: most through the library, some as any SDK would.
+    const published: Published[] = [];
+    const perWave = JOBS / WAVES;
+    for (let wave = 0; wave < WAVES; wave++) {
+      const items = Array.from({ length: perWave }, (_, i) => {
+        const roll = random();
+        if (roll < 0.05) return { task: 'doomed', payload: { wave, i } };
+        const payload: EffectPayload = {
+          table: effectsTable,
+          ms: 20 + Math.floor(random() * 380),
+          ...(roll < 0.15 ? { failBelow: 2 } : {}),
+        };
+        return { task: 'effect', payload };
+      });
+      const viaSdk = items.slice(0, 10);
+      const sent = await local.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: local.urls.queues.work,
+          Entries: viaSdk.map((item, j) => ({ Id: String(j), MessageBody: JSON.stringify({ task: item.task, payload: item.payload }) })),
+        }),
+      );
+      expect(sent.Failed ?? []).toEqual([]);
+      for (const s of sent.Successful ?? []) published.push({ jobId: s.MessageId as string, task: viaSdk[Number(s.Id)]?.task as string });
+      const rest = items.slice(10);
+      const viaLibrary = await local.publisher.publishBatch(rest);
+      viaLibrary.forEach((p, j) => {
+        published.push({ jobId: p.jobId, task: rest[j]?.task as string });
+      });
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+    }
+
+    const queues = new SqsQueueClient({ client: local.sqs });
+    const depth = (url: string) => queues.depth(url);
+    const terminal = new Set(['succeeded', 'archived']);
+    const drained = await until(
+      async () => {
+        const jobs = await scanAll(local.dynamo, local.tables.jobs);
+        const done = new Set(jobs.filter((j) => terminal.has(j.state as string)).map((j) => j.jobId as string));
+        if (!published.every((p) => done.has(p.jobId))) return false;
+        const d = await depth(local.urls.queues.work as string);
+        return d.visible + d.inFlight + d.delayed === 0;
+      },
+      180_000,
+      2000,
+    );
+    clearInterval(progress);
+    // Kill points the drained system never reached again are reported as missed.
+    schedule.stop();
+    // The survivors stop as Lambda stops a container (SIGTERM): their last batches settle.
+    const children = dispatchers.map((d) => d.child as ChildProcess);
+    await local.stopDispatchers();
+    await Promise.all(dispatchers.flatMap((d) => d.relays.map((r) => r.close())));
+
+    const result = await audit({
+      sqs: local.sqs,
+      dynamo: local.dynamo,
+      urls: local.urls,
+      jobsTable: local.tables.jobs,
+      published,
+      effectsTable,
+      depth,
+      historyLimit: local.bundle.config.tracking.historyLimit,
+    });
+    const stats = await statsOver(local.stats, 'work', daysSince(startedAt));
+    const killed = dispatchers.filter((d) => d.killed);
+    const survivors = dispatchers.filter((d) => !d.killed);
+    const uncounted = (ds: Dispatcher[], key: 'succeeded' | 'archived') => ds.reduce((n, d) => n + d.recorded[key] - d.counted[key], 0);
+    const killsBy: Record<string, number> = {};
+    for (const k of schedule.kills)
+      killsBy[`${k.phase}${k.phase === 'anytime' ? '' : `:${k.when}`}`] =
+        (killsBy[`${k.phase}${k.phase === 'anytime' ? '' : `:${k.when}`}`] ?? 0) + 1;
+    const outcomes = reports.flatMap((r) => r.jobs.map((j) => j.outcome));
+    const details = {
+      seed: SEED,
+      dispatchersStarted: dispatchers.length,
+      kills: schedule.kills.length,
+      killsBy,
+      missedKillPoints: schedule.missed.map((t) => `${t.phase}:${t.when}`),
+      restartedJobs: result.restartedJobs,
+      rerunBodies: result.effects?.rerunBodies,
+      effectsOnce: result.effects?.once,
+      skippedDuplicates: result.skippedDuplicates,
+      archiveCopies: result.archiveMessages,
+      reportedOutcomes: Object.fromEntries([...new Set(outcomes)].map((o) => [o, outcomes.filter((x) => x === o).length])),
+      stats: {
+        table: { succeeded: stats.succeeded, archived: stats.archivedTotal },
+        jobs: { succeeded: result.succeeded, archived: result.archived },
+        uncountedByKilled: { succeeded: uncounted(killed, 'succeeded'), archived: uncounted(killed, 'archived') },
+      },
+    };
+    writeTally({
+      suite: 'crash',
+      published: result.published,
+      succeeded: result.succeeded,
+      archived: result.archived,
+      lost: result.lost.length,
+      duplicates:
+        result.completedTwice.length + (result.effects?.overApplied.length ?? 0) + [...terminalWrites.values()].filter((n) => n > 1).length,
+      details,
+    });
+    process.stdout.write(`crash: ${JSON.stringify(details)}\n`);
+
+    expect(drained).toBe(true);
+    // Nothing lost: every published job succeeded or was archived with a reason; nothing left anywhere.
+    expect(result.published).toBe(JOBS);
+    expect(result.lost).toEqual([]);
+    expect(result.archivedWithoutMessage).toEqual([]);
+    expect(result.archiveMessagesWithoutReason).toBe(0);
+    expect(result.leftInQueues + result.leftInDeadLetterQueues).toBe(0);
+    expect(result.archivedByReason).toEqual({ exhausted: published.filter((p) => p.task === 'doomed').length });
+    // Completed once: one terminal record per job (the writes that landed, and the history).
+    expect(result.completedTwice).toEqual([]);
+    expect(result.truncatedHistories).toBe(0);
+    expect([...terminalWrites.values()].every((n) => n === 1)).toBe(true);
+    expect(terminalWrites.size).toBe(JOBS);
+    // The fenced effect landed exactly once per effect job, though bodies were killed and ran again.
+    expect(result.effects?.overApplied).toEqual([]);
+    expect(result.effects?.missing).toEqual([]);
+    expect(result.effects?.once).toBe(published.filter((p) => p.task === 'effect').length);
+    expect(result.effects?.rerunBodies).toBeGreaterThan(0);
+    // The schedule hit every kill point, before and after the call landed.
+    expect(schedule.kills.length).toBeGreaterThanOrEqual(KILL_POINTS.length * 2);
+    for (const phase of ['receive', 'claim', 'task', 'settle-record', 'settle-delete', 'settle-stats'] as const)
+      expect((killsBy[`${phase}:before`] ?? 0) + (killsBy[`${phase}:after`] ?? 0)).toBeGreaterThan(0);
+    expect(killed.map((d) => d.child?.signalCode)).toEqual(killed.map(() => 'SIGKILL'));
+    expect(survivors.map((d) => [d.child?.exitCode, d.child?.signalCode])).toEqual(survivors.map(() => [0, null]));
+    expect(children.length).toBe(dispatchers.length);
+    // Stats: a dispatcher that stopped cleanly counted everything it recorded; the jobs table and the
+    // stats differ by exactly what the killed ones had recorded and not yet counted.
+    for (const d of survivors) expect([d.id, d.recorded]).toEqual([d.id, d.counted]);
+    expect(result.succeeded - stats.succeeded).toBe(uncounted(killed, 'succeeded'));
+    expect(result.archived - stats.archivedTotal).toBe(uncounted(killed, 'archived'));
+  });
+});
+
+/** The kill points in a seeded order. */
+function plan(random: Random): Target[] {
+  const targets: Target[] = [];
+  for (const phase of KILL_POINTS)
+    for (const when of ['before', 'after'] as const) for (let i = 0; i < REPEATS; i++) targets.push({ phase, when });
+  for (let i = 0; i < ANYTIME_KILLS; i++) targets.push({ phase: 'anytime', when: 'before' });
+  for (let i = targets.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [targets[i], targets[j]] = [targets[j] as Target, targets[i] as Target];
+  }
+  return targets;
+}
+
+/**
+ * Arms one kill point at a time: the k-th matching call (k random, 1..4) from any live
+ * dispatcher triggers it. A point not reached within 15 s is recorded as missed and skipped, as
+ * are those left when the system has drained.
+ */
+class KillSchedule {
+  readonly kills: Array<Target & { dispatcher: number }> = [];
+  readonly missed: Target[] = [];
+  onAnytime: () => void = () => undefined;
+  private armed: { target: Target; skip: number; timer: NodeJS.Timeout } | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly random: Random,
+    private readonly targets: Target[],
+  ) {}
+
+  start(): void {
+    this.next(1000);
+  }
+
+  /** Ends the schedule: the armed point and those not yet armed count as missed. */
+  stop(): void {
+    this.stopped = true;
+    if (this.armed) {
+      clearTimeout(this.armed.timer);
+      this.missed.push(this.armed.target);
+      this.armed = undefined;
+    }
+    this.missed.push(...this.targets.filter((t) => t.phase !== 'anytime').splice(0));
+    this.targets.length = 0;
+  }
+
+  offer(d: Dispatcher, x: Exchange, when: When, answer?: Record<string, unknown>): boolean {
+    const armed = this.armed;
+    if (!armed || d.killed || armed.target.phase !== x.phase || armed.target.when !== when) return false;
+    // "Mid-receive" after the answer means messages were handed out: only then is it worth a kill.
+    if (x.phase === 'receive' && when === 'after' && !((answer?.Messages as unknown[] | undefined)?.length ?? 0)) return false;
+    if (armed.skip-- > 0) return false;
+    clearTimeout(armed.timer);
+    this.armed = undefined;
+    this.kills.push({ ...armed.target, dispatcher: d.id });
+    this.next();
+    return true;
+  }
+
+  private next(delayMs = 200 + Math.floor(this.random() * 500)): void {
+    setTimeout(() => {
+      if (this.stopped) return;
+      const target = this.targets.shift();
+      if (!target) return;
+      if (target.phase === 'anytime') {
+        this.kills.push({ ...target, dispatcher: -1 });
+        this.onAnytime();
+        return this.next();
+      }
+      const timer = setTimeout(() => {
+        this.missed.push(target);
+        this.armed = undefined;
+        this.next(0);
+      }, 15_000);
+      this.armed = { target, skip: Math.floor(this.random() * 4), timer };
+    }, delayMs);
+  }
+}
