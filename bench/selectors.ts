@@ -108,7 +108,7 @@ interface QueueOut {
 interface SelectorOut {
   readonly queues: Readonly<Record<string, QueueOut>>;
   readonly sqsRequestsPerTask: number;
-  /** Receives that found no message, per minute, whole fleet: what waiting for work costs. */
+  /** Requests that took no message (empty receives, GetQueueAttributes checks), per minute, whole fleet: what looking for work costs. */
   readonly idleRequestsPerMinute: number;
   readonly requestsPerMinute: number;
   readonly requests: Readonly<Record<string, number>>;
@@ -126,7 +126,7 @@ function selectorOut(r: RunFigures): SelectorOut {
       ]),
     ),
     sqsRequestsPerTask: r.sqsRequestsPerTask,
-    idleRequestsPerMinute: Math.round((r.emptyReceives / minutes) * 10) / 10,
+    idleRequestsPerMinute: Math.round(((r.emptyReceives + (r.requests.depth ?? 0)) / minutes) * 10) / 10,
     requestsPerMinute: r.requestsPerMinute,
     requests: r.requests,
     tasks: r.tasks,
