@@ -4,6 +4,16 @@ import { ConfigError } from './errors';
 export const SELECTOR_NAMES = ['sla-aware', 'reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
 export type SelectorName = (typeof SELECTOR_NAMES)[number];
 
+/**
+ * Where task bodies run. `threads` (default): each in a pool thread, terminated `killGraceMs` after
+ * its limit, which stops even a CPU-bound loop. `inline`: on the dispatcher's own thread, without
+ * the hop to a thread (BENCHMARKS.md: about 1.6× the no-op throughput); the AbortSignal still
+ * fires at the limit, but a body that ignores it cannot be stopped, and a CPU-bound one stalls the
+ * loop, its heartbeats and every other task. For trusted, cooperative, I/O-bound tasks only.
+ */
+export const ISOLATION_MODES = ['threads', 'inline'] as const;
+export type IsolationMode = (typeof ISOLATION_MODES)[number];
+
 /** How much a queue's jobs are recorded in DynamoDB: the cost the user chooses per queue. */
 export const TRACKING_MODES = ['full', 'failures', 'off'] as const;
 /**
@@ -45,6 +55,8 @@ export interface DispatcherConfigInput {
   readonly selector?: SelectorName;
   /** Tasks of one batch run in parallel up to this many worker threads, 1..64. @defaultValue 10 */
   readonly concurrency?: number;
+  /** Where task bodies run: see {@link ISOLATION_MODES}. @defaultValue 'threads' */
+  readonly isolation?: IsolationMode;
   /** Lambda timeout in seconds, 10..900; each invocation loops until it is nearly spent. @defaultValue 300 */
   readonly timeoutSeconds?: number;
   /** Lambda memory in MB, 128..10240. @defaultValue 1024 */
@@ -122,6 +134,7 @@ export const RSS_LIMIT_SHARE = 0.9;
 export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb'> = {
   selector: 'sla-aware',
   concurrency: 10,
+  isolation: 'threads',
   timeoutSeconds: 300,
   memoryMb: 1024,
   settleMarginMs: 5000,
@@ -225,6 +238,7 @@ function resolveDispatcher(input: unknown): DispatcherConfig {
   const config: DispatcherConfig = {
     selector: oneOf('dispatcher.selector', p.selector ?? d.selector, SELECTOR_NAMES),
     concurrency,
+    isolation: oneOf('dispatcher.isolation', p.isolation ?? d.isolation, ISOLATION_MODES),
     timeoutSeconds,
     memoryMb,
     settleMarginMs: integerIn('dispatcher.settleMarginMs', p.settleMarginMs ?? d.settleMarginMs, 100, 60_000),

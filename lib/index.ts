@@ -7,6 +7,7 @@ export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './backof
 export {
   type DispatcherConfigInput,
   defineConfig,
+  type IsolationMode,
   type QueueConfig,
   type QueueConfigInput,
   resolveConfig,

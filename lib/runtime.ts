@@ -6,6 +6,7 @@ import { type Clock, systemClock } from './clock';
 import { type TaskworkerConfig, validateVersion } from './config';
 import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher, type Tracking } from './dispatcher';
 import { ConfigError } from './errors';
+import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { anySignal, type MemoryGuardOptions, watchMemory } from './memory-guard';
@@ -64,12 +65,14 @@ export class DispatcherRuntime {
     this.queues = options.queues ?? new SqsQueueClient(options.sqs);
     this.executor =
       options.executor ??
-      new ThreadPoolExecutor({
-        bundlePath: options.bundle.path,
-        size: config.dispatcher.concurrency,
-        killGraceMs: config.dispatcher.killGraceMs,
-        logger: this.logger,
-      });
+      (config.dispatcher.isolation === 'inline'
+        ? new InlineExecutor(options.bundle.registry, config.dispatcher.killGraceMs)
+        : new ThreadPoolExecutor({
+            bundlePath: options.bundle.path,
+            size: config.dispatcher.concurrency,
+            killGraceMs: config.dispatcher.killGraceMs,
+            logger: this.logger,
+          }));
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;

@@ -6,8 +6,8 @@ import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, typ
 /**
  * Runs tasks on the calling thread. The AbortSignal still fires at the limit and the run is
  * reported timed out after the grace, but a CPU-bound body cannot be stopped: a JavaScript
- * promise cannot be cancelled. For unit tests and trusted cooperative tasks; production uses
- * {@link ThreadPoolExecutor}.
+ * promise cannot be cancelled. `dispatcher.isolation: 'inline'` chooses it (trusted, cooperative
+ * tasks; see ISOLATION_MODES); the default is {@link ThreadPoolExecutor}.
  */
 export class InlineExecutor implements TaskExecutor {
   constructor(

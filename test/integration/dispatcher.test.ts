@@ -144,3 +144,20 @@ describe('dispatcher on fauxqs with worker threads', () => {
     expect(summary.queues.urgent?.released).toBe(released);
   });
 });
+
+describe("dispatcher.isolation: 'inline'", () => {
+  it('runs task bodies on the dispatcher thread: no pool thread loads the bundle', async () => {
+    // A bundle path no thread could load: with threads the task would crash; inline never reads it.
+    const inline: TaskBundle = {
+      ...bundle,
+      path: '/nonexistent/tasks.cjs',
+      config: { ...bundle.config, dispatcher: { ...bundle.config.dispatcher, isolation: 'inline' } },
+    };
+    current = await system(h, inline);
+    const journal = tempFile('journal.jsonl');
+    const { jobId } = await current.publisher.publish('record', { journal, n: 7 });
+    await runUntil(current.runtime, 'the task to run', () => current?.jobs().length === 1);
+    expect(current.jobs()[0]).toMatchObject({ jobId, outcome: 'succeeded' });
+    expect(readJournal(journal)).toEqual([{ task: 'record', n: 7, jobId, attempt: 1, appData: null }]);
+  });
+});

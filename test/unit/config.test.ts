@@ -30,6 +30,7 @@ describe('resolveConfig', () => {
     ]);
     expect(config.queues[0]).toMatchObject({ maxReceiveCount: 10, slaSeconds: 60, retentionSeconds: 345_600 });
     expect(config.dispatcher.selector).toBe('sla-aware');
+    expect(config.dispatcher.isolation).toBe('threads');
     expect(config.tasksDir).toBe('tasks');
   });
 
@@ -54,6 +55,7 @@ describe('resolveConfig', () => {
     ['queues', { ...kale, queues: [] }, []],
     ['dispatcher.selector', { ...kale, dispatcher: { selector: 'fifo' } }, 'fifo'],
     ['dispatcher.concurrency', { ...kale, dispatcher: { concurrency: 0 } }, 0],
+    ['dispatcher.isolation', { ...kale, dispatcher: { isolation: 'process' } }, 'process'],
     ['dispatcher.timeoutSeconds', { ...kale, dispatcher: { timeoutSeconds: 901 } }, 901],
     ['dispatcher.rssLimitMb', { ...kale, dispatcher: { memoryMb: 512, rssLimitMb: 513 } }, 513],
     ['dispatcher.rssLimitMb', { ...kale, dispatcher: { rssLimitMb: 63 } }, 63],
