@@ -6,68 +6,20 @@
  * real timer is involved, so a run with the same seeds is repeatable to the digit.
  */
 import type { Clock } from '../../lib/clock';
+import { Heap } from './heap';
 
 interface Timer {
   readonly at: number;
-  readonly seq: number;
   resolve: (() => void) | undefined;
 }
-
-/** A binary min-heap of timers by (at, seq). */
-class TimerHeap {
-  private readonly items: Timer[] = [];
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): Timer | undefined {
-    return this.items[0];
-  }
-
-  push(timer: Timer): void {
-    const a = this.items;
-    a.push(timer);
-    let i = a.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(a[i] as Timer, a[parent] as Timer)) break;
-      [a[i], a[parent]] = [a[parent] as Timer, a[i] as Timer];
-      i = parent;
-    }
-  }
-
-  pop(): Timer | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length > 0 && last) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && before(a[l] as Timer, a[m] as Timer)) m = l;
-        if (r < a.length && before(a[r] as Timer, a[m] as Timer)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m] as Timer, a[i] as Timer];
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
-const before = (x: Timer, y: Timer) => x.at < y.at || (x.at === y.at && x.seq < y.seq);
 
 /** Lets every pending promise continuation run (they all run before the next macrotask). */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class Simulation implements Clock {
   private current: number;
-  private seq = 0;
-  private readonly timers = new TimerHeap();
+  /** Timers by due time; the heap keeps ties in the order they were set. */
+  private readonly timers = new Heap<Timer>();
   /** Timers fired so far (a measure of the work a run took). */
   events = 0;
 
@@ -83,7 +35,7 @@ export class Simulation implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const timer: Timer = { at: this.current + Math.max(0, ms), seq: this.seq++, resolve };
+      const timer: Timer = { at: this.current + Math.max(0, ms), resolve };
       if (signal) {
         const abort = () => {
           const pending = timer.resolve;
@@ -96,7 +48,7 @@ export class Simulation implements Clock {
           resolve();
         };
       }
-      this.timers.push(timer);
+      this.timers.push(timer.at, timer);
     });
   }
 

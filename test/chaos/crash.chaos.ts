@@ -19,7 +19,7 @@ import type { BatchReport } from '../../lib/summary';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters } from './helpers/faults';
 import { assignedState, type Exchange, type Phase, Relay } from './helpers/relay';
-import { audit, CHAOS_CONFIG, createEffectsTable, daysSince, type Published, scanAll, statsOver, until } from './helpers/stage';
+import { auditStack, CHAOS_CONFIG, createEffectsTable, daysSince, type Published, scanAll, statsOver, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';
 
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
@@ -232,16 +232,7 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
     await local.stopDispatchers();
     await Promise.all(dispatchers.flatMap((d) => d.relays.map((r) => r.close())));
 
-    const result = await audit({
-      sqs: local.sqs,
-      dynamo: local.dynamo,
-      urls: local.urls,
-      jobsTable: local.tables.jobs,
-      published,
-      effectsTable,
-      depth,
-      historyLimit: local.bundle.config.tracking.historyLimit,
-    });
+    const result = await auditStack(local, { published, effectsTable, depth });
     const stats = await statsOver(local.stats, 'work', daysSince(startedAt));
     const killed = dispatchers.filter((d) => d.killed);
     const survivors = dispatchers.filter((d) => !d.killed);

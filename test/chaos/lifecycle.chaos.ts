@@ -10,7 +10,7 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
 import type { BatchReport, DispatcherSummary } from '../../lib/summary';
 import type { EffectPayload } from './fixtures/tasks/effect';
-import { audit, CHAOS_CONFIG, createEffectsTable, MEMORY_CONFIG, type Published, scanAll, until } from './helpers/stage';
+import { auditStack, CHAOS_CONFIG, createEffectsTable, MEMORY_CONFIG, type Published, scanAll, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';
 
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
@@ -40,16 +40,7 @@ async function drainAndAudit(local: LocalStack, published: readonly Published[],
     500,
   );
   await local.stopDispatchers();
-  const result = await audit({
-    sqs: local.sqs,
-    dynamo: local.dynamo,
-    urls: local.urls,
-    jobsTable: local.tables.jobs,
-    published,
-    effectsTable,
-    depth,
-    historyLimit: local.bundle.config.tracking.historyLimit,
-  });
+  const result = await auditStack(local, { published, effectsTable, depth });
   return { drained, result };
 }
 

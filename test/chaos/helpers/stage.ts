@@ -4,6 +4,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import { fromItem } from '../../../lib/adapters/dynamo-values';
 import { type ArchiveRecord, readArchiveRecord } from '../../../lib/archive';
 import type { QueueUrls } from '../../../lib/dispatcher';
+import type { LocalStack } from '../../../lib/local/dev';
 import type { Logger } from '../../../lib/ports';
 import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/tracking/model';
 
@@ -132,6 +133,18 @@ export interface AuditInput {
   readonly archived?: readonly ArchivedMessage[];
   readonly depth: (url: string) => Promise<{ visible: number; inFlight: number; delayed: number }>;
   readonly historyLimit: number;
+}
+
+/** {@link audit} of a local stack's version: its clients, queues, jobs table and history limit. */
+export function auditStack(local: LocalStack, input: Pick<AuditInput, 'published' | 'effectsTable' | 'depth'>): Promise<Audit> {
+  return audit({
+    sqs: local.sqs,
+    dynamo: local.dynamo,
+    urls: local.urls,
+    jobsTable: local.tables.jobs,
+    historyLimit: local.bundle.config.tracking.historyLimit,
+    ...input,
+  });
 }
 
 const TERMINAL = new Set(['succeeded', 'archived']);
