@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type ArchiveReason, type ArchiveRecord, archiveEntry } from './archive';
 import { MAX_VISIBILITY_SECONDS, retryDelaySeconds } from './backoff';
 import type { QueueConfig } from './config';
@@ -157,7 +158,13 @@ async function runOne(
   if (mode === 'full' && jobs) {
     let claim: Awaited<ReturnType<typeof jobs.claim>>;
     try {
-      claim = await jobs.claim({ ...ref(deps, queue, job), workerId: deps.workerId, now: start, leaseUntil: start + leaseMs });
+      claim = await jobs.claim({
+        ...ref(deps, queue, job),
+        workerId: deps.workerId,
+        now: start,
+        leaseUntil: start + leaseMs,
+        claimId: randomBytes(9).toString('base64url'),
+      });
     } catch (error) {
       deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });
       state.decide({ kind: 'visibility', message, seconds: CLAIM_RETRY_SECONDS }, { ...base, outcome: 'deferred', attempt });

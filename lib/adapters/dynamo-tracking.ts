@@ -129,6 +129,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('updatedAt')} = ${e.value(r.now)}`,
       `${e.name('leaseOwner')} = ${e.value(r.workerId)}`,
       `${leaseUntil} = ${e.value(r.leaseUntil)}`,
+      ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
@@ -137,7 +138,7 @@ export class DynamoJobStore implements JobStore {
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { jobId: { S: r.jobId } },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${e.name('queueState')}`,
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${[e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
           ConditionExpression: condition,
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -174,7 +175,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('history')} = ${e.value(appendHistory(claimed.history, historyOf(c), this.settings.historyLimit))}`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(c.now, this.settings.retentionDays))}`,
     ];
-    const removes = [e.name('leaseOwner'), e.name('leaseUntil')];
+    const removes = [e.name('leaseOwner'), e.name('leaseUntil'), e.name('leaseClaim')];
     if (c.state !== 'retrying') sets.push(`${e.name('finishedAt')} = ${e.value(c.now)}`);
     if (c.reason) sets.push(`${e.name('reason')} = ${e.value(c.reason)}`);
     if (c.error) sets.push(`${e.name('lastError')} = ${e.value(c.error)}`);
@@ -351,11 +352,12 @@ function withClaimAttempt(record: JobRecord): JobRecord {
 }
 
 /**
- * Whether a job record shows `r` itself applied: a claim is one request with its own timestamp and
- * lease end, so a retry of it after a lost answer finds exactly these values, set by its first try.
+ * Whether a job record shows `r` itself applied: a retry of a claim after a lost answer finds the
+ * lease its first try took, with that request's own `claimId`. Worker, time and lease end alone
+ * do not tell it from a second copy of the job in the same batch.
  */
 function isOwnClaim(old: JobRecord, r: ClaimRequest): boolean {
-  return old.state === 'running' && old.leaseOwner === r.workerId && old.lastStartedAt === r.now && old.leaseUntil === r.leaseUntil;
+  return r.claimId !== undefined && old.state === 'running' && old.leaseClaim === r.claimId && old.leaseOwner === r.workerId;
 }
 
 /** Whether a job record shows completion `c` itself applied (its retry after a lost answer fails the condition). */
@@ -391,6 +393,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'finishedAt',
     'leaseOwner',
     'leaseUntil',
+    'leaseClaim',
     'lastError',
     'result',
   ]) {

@@ -43,6 +43,8 @@ export interface JobRecord {
   readonly updatedAt: number;
   readonly leaseOwner?: string;
   readonly leaseUntil?: number;
+  /** The `claimId` of the claim that holds the lease. */
+  readonly leaseClaim?: string;
   readonly lastError?: SerializedError;
   /** The task's return value as JSON, when it was small enough to keep. */
   readonly result?: string;
@@ -63,6 +65,13 @@ export interface ClaimRequest extends JobRef {
   readonly now: number;
   /** Epoch ms until which the claim holds unless extended by a heartbeat. */
   readonly leaseUntil: number;
+  /**
+   * Unique to this claim request, kept on the record while the lease lasts. It is how a store
+   * tells the SDK's retry of this very claim after a lost answer (ours) from another delivery of
+   * the same job claimed by the same worker at the same instant (two copies in one batch: a duplicate).
+   * Without it a claim that finds the job running is never taken as ours.
+   */
+  readonly claimId?: string;
 }
 
 /**

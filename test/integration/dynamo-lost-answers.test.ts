@@ -47,7 +47,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     const store = new DynamoJobStore(tables.jobs, settings, { client: lossy });
     lose.add('UpdateItemCommand');
     const now = Date.now();
-    const claim = await store.claim({ ...ref('claim-1'), workerId: 'w1', now, leaseUntil: now + 5000 });
+    const claim = await store.claim({ ...ref('claim-1'), workerId: 'w1', now, leaseUntil: now + 5000, claimId: 'c-1' });
     expect(claim).toMatchObject({ outcome: 'claimed', token: 1 });
     expect(lose.size).toBe(0);
     const record = await store.get('claim-1');
@@ -79,5 +79,20 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     );
     const third = await store.claim({ ...ref('stale-1'), workerId: 'w3', now: now + 20, leaseUntil: now + 5000 });
     expect(third.outcome).toBe('leased');
+  });
+
+  it('does not take a second copy of the job in the same batch as its own: same worker, same instant, another claim', async () => {
+    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const now = Date.now();
+    const lease = { workerId: 'w1', now, leaseUntil: now + 5000 };
+    const first = await store.claim({ ...ref('twin-1'), ...lease, claimId: 'copy-a' });
+    const second = await store.claim({ ...ref('twin-1'), ...lease, claimId: 'copy-b' });
+    expect(first).toMatchObject({ outcome: 'claimed', token: 1 });
+    expect(second.outcome).toBe('leased');
+    // Completion lets the lease go with its claim id; a later copy is a plain duplicate.
+    if (first.outcome !== 'claimed') throw new Error('expected a claim');
+    await store.complete({ jobId: 'twin-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, first.record);
+    expect((await store.get('twin-1'))?.leaseClaim).toBeUndefined();
+    expect((await store.claim({ ...ref('twin-1'), ...lease, now: now + 20, claimId: 'copy-c' })).outcome).toBe('finished');
   });
 });
