@@ -32,14 +32,19 @@ import {
 } from '../tracking/model';
 import { appendHistory, expiresAt, historyOf, INDEXED_STATES, indexKey, type JobStoreSettings } from '../tracking/rules';
 import { Expression, fromItem, toItem } from './dynamo-values';
+import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
 
-/** Pass a ready client or a client config, never both. Endpoints follow the SDK (`AWS_ENDPOINT_URL_DYNAMODB`). */
+/**
+ * Pass a ready client or a client config, never both. Endpoints follow the SDK
+ * (`AWS_ENDPOINT_URL_DYNAMODB`). A built client gets {@link DYNAMO_TIMEOUTS} unless `timeouts` or
+ * the config's own `requestHandler` says otherwise.
+ */
 export type DynamoClientOption =
-  | { readonly client: DynamoDBClient; readonly clientConfig?: never }
-  | { readonly client?: never; readonly clientConfig?: DynamoDBClientConfig };
+  | { readonly client: DynamoDBClient; readonly clientConfig?: never; readonly timeouts?: never }
+  | { readonly client?: never; readonly clientConfig?: DynamoDBClientConfig; readonly timeouts?: HttpTimeouts };
 
 export function dynamoClientFrom(option: DynamoClientOption = {}): DynamoDBClient {
-  return option.client ?? new DynamoDBClient(option.clientConfig ?? {});
+  return option.client ?? new DynamoDBClient(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS));
 }
 
 const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>

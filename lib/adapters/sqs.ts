@@ -23,15 +23,20 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
+import { type HttpTimeouts, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
 
-/** Pass a ready client or a client config, never both. Endpoints follow the SDK (`AWS_ENDPOINT_URL_SQS`). */
+/**
+ * Pass a ready client or a client config, never both. Endpoints follow the SDK
+ * (`AWS_ENDPOINT_URL_SQS`). A built client gets {@link SQS_TIMEOUTS} unless `timeouts` or the
+ * config's own `requestHandler` says otherwise.
+ */
 export type SqsClientOption =
-  | { readonly client: SQSClient; readonly clientConfig?: never }
-  | { readonly client?: never; readonly clientConfig?: SQSClientConfig };
+  | { readonly client: SQSClient; readonly clientConfig?: never; readonly timeouts?: never }
+  | { readonly client?: never; readonly clientConfig?: SQSClientConfig; readonly timeouts?: HttpTimeouts };
 
 export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
   if (option.client) return option.client;
-  const config = option.clientConfig ?? {};
+  const config = withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? SQS_TIMEOUTS);
   // With an endpoint override (an emulator), send every call there: the SDK would otherwise
   // prefer the queue URL's host, which an emulator's URLs may not resolve to.
   const overridden = config.endpoint !== undefined || Boolean(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL);
