@@ -22,6 +22,14 @@ export async function runUntil(
   const running = runtime.invoke(Date.now() + 60_000, stop.signal);
   try {
     await eventually(what, done, timeoutMs);
+  } catch (error) {
+    // Say what the dispatcher did meanwhile (receives, empty ones, errors): a stall shows where.
+    stop.abort();
+    const summary = await Promise.race([
+      running,
+      new Promise((resolve) => setTimeout(() => resolve('still running 5 s after the stop'), 5000)),
+    ]);
+    throw new Error(`${(error as Error).message}; the dispatcher's summary: ${JSON.stringify(summary)}`);
   } finally {
     stop.abort();
   }
