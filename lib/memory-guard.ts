@@ -7,14 +7,19 @@ export interface MemoryGuardOptions {
   readonly rss?: () => number;
   /** How often it reads. @defaultValue 500 */
   readonly intervalMs?: number;
+  /**
+   * The caller's own stop signal: the guard's signal aborts with its reason too. It may outlive
+   * the guard (a warm container's); `stop()` takes the guard's listener off it.
+   */
+  readonly stop?: AbortSignal;
 }
 
 export interface MemoryGuard {
-  /** Aborts (reason: {@link MemoryLimitError}) the first time a reading passes the limit. */
+  /** Aborts (reason: {@link MemoryLimitError}) the first time a reading passes the limit, or with `stop`'s reason. */
   readonly signal: AbortSignal;
   /** The reading that tripped the guard, if one did. */
   readonly tripped: { readonly rssBytes: number; readonly limitBytes: number } | undefined;
-  /** Stops reading. */
+  /** Stops reading and lets go of `stop`. */
   stop(): void;
 }
 
@@ -24,9 +29,9 @@ export interface MemoryGuard {
  * timer, so it never keeps a process alive).
  *
  * @example
- * const guard = watchMemory({ limitBytes: 900 * 1024 * 1024 });
+ * const guard = watchMemory({ limitBytes: 900 * 1024 * 1024, stop: stopping.signal });
  * try {
- *   await runDispatcher(deps, { deadline, signal: anySignal([stop.signal, guard.signal]) });
+ *   await runDispatcher(deps, { deadline, signal: guard.signal });
  * } finally {
  *   guard.stop();
  * }
@@ -36,15 +41,25 @@ export function watchMemory(options: MemoryGuardOptions): MemoryGuard {
   const controller = new AbortController();
   let tripped: MemoryGuard['tripped'];
   let timer: NodeJS.Timeout | undefined;
+  const outer = options.stop;
+  const forward = () => controller.abort(outer?.reason);
+  const stop = () => {
+    clearInterval(timer);
+    outer?.removeEventListener('abort', forward);
+  };
   const check = () => {
     const rssBytes = rss();
     if (rssBytes <= options.limitBytes) return;
     tripped = { rssBytes, limitBytes: options.limitBytes };
-    clearInterval(timer);
+    stop();
     controller.abort(new MemoryLimitError(rssBytes, options.limitBytes));
   };
-  check();
-  if (!tripped) {
+  if (outer?.aborted) forward();
+  else {
+    outer?.addEventListener('abort', forward, { once: true });
+    check();
+  }
+  if (!controller.signal.aborted) {
     timer = setInterval(check, options.intervalMs ?? 500);
     timer.unref();
   }
@@ -53,23 +68,6 @@ export function watchMemory(options: MemoryGuardOptions): MemoryGuard {
     get tripped() {
       return tripped;
     },
-    stop: () => clearInterval(timer),
+    stop,
   };
-}
-
-/** A signal that aborts when any of `signals` does, with that signal's reason. */
-export function anySignal(signals: readonly AbortSignal[]): AbortSignal {
-  const controller = new AbortController();
-  for (const signal of signals) {
-    if (signal.aborted) {
-      controller.abort(signal.reason);
-      return controller.signal;
-    }
-  }
-  const onAbort = (event: Event) => {
-    controller.abort((event.target as AbortSignal).reason);
-    for (const signal of signals) signal.removeEventListener('abort', onAbort);
-  };
-  for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
-  return controller.signal;
 }

@@ -9,7 +9,7 @@ import { ConfigError } from './errors';
 import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
-import { anySignal, type MemoryGuardOptions, watchMemory } from './memory-guard';
+import { type MemoryGuardOptions, watchMemory } from './memory-guard';
 import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from './ports';
 import type { Random } from './random';
 import { type DispatcherLauncher, type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
@@ -108,7 +108,11 @@ export class DispatcherRuntime {
       await scaleOut({ config: scaling, queues: this.queues, urls, launcher: this.options.launcher, logger: this.logger });
     }
     const exit = idleExit(role, startedAt);
-    const guard = watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...this.options.memory });
+    const guard = watchMemory({
+      limitBytes: config.dispatcher.rssLimitMb * MB,
+      ...this.options.memory,
+      ...(signal ? { stop: signal } : {}),
+    });
     let summary: DispatcherSummary;
     try {
       summary = await runDispatcher(
@@ -128,7 +132,7 @@ export class DispatcherRuntime {
         },
         {
           deadline: invocationDeadline(role, startedAt, deadline),
-          signal: signal ? anySignal([signal, guard.signal]) : guard.signal,
+          signal: guard.signal,
           ...(exit ? { idleExit: exit } : {}),
         },
       );

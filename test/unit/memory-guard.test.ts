@@ -1,9 +1,10 @@
+import { getEventListeners } from 'node:events';
 import { systemClock } from '../../lib/clock';
 import { encodeEnvelope } from '../../lib/envelope';
 import { MemoryLimitError } from '../../lib/errors';
 import { InlineExecutor } from '../../lib/executor/inline';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { anySignal, watchMemory } from '../../lib/memory-guard';
+import { watchMemory } from '../../lib/memory-guard';
 import { silentLogger } from '../../lib/ports';
 import { DispatcherRuntime } from '../../lib/runtime';
 import type { BatchReport } from '../../lib/summary';
@@ -48,18 +49,27 @@ describe('watchMemory', () => {
   });
 });
 
-describe('anySignal', () => {
-  it('aborts with the reason of whichever signal aborts first', () => {
+describe("watchMemory with the caller's stop signal", () => {
+  const under = { limitBytes: 100, rss: () => 10 };
+
+  it('aborts with the reason of whichever aborts first', () => {
     const a = new AbortController();
-    const b = new AbortController();
-    const any = anySignal([a.signal, b.signal]);
-    b.abort('b first');
-    a.abort('a later');
-    expect(any.reason).toBe('b first');
+    const guard = watchMemory({ ...under, stop: a.signal });
+    a.abort('stopped first');
+    expect(guard.signal.reason).toBe('stopped first');
+    guard.stop();
   });
 
-  it('is aborted already when one of its signals is', () => {
-    expect(anySignal([new AbortController().signal, AbortSignal.abort('done')]).aborted).toBe(true);
+  it('is aborted already when the stop signal is', () => {
+    const guard = watchMemory({ ...under, stop: AbortSignal.abort('done') });
+    expect(guard.signal.aborted).toBe(true);
+    guard.stop();
+  });
+
+  it('lets go of a stop signal that outlives it (a warm container invoked many times)', () => {
+    const stopping = new AbortController();
+    for (let i = 0; i < 20; i++) watchMemory({ ...under, stop: stopping.signal }).stop();
+    expect(getEventListeners(stopping.signal, 'abort')).toHaveLength(0);
   });
 });
 
