@@ -4,11 +4,11 @@ import { MAX_VISIBILITY_SECONDS, retryDelaySeconds } from './backoff';
 import type { QueueConfig } from './config';
 import type { DispatcherDeps, RunOptions } from './dispatcher';
 import { type DecodedJob, decodeEnvelope } from './envelope';
-import { EnvelopeError } from './errors';
+import { describe, EnvelopeError } from './errors';
 import type { SerializedError, TaskOutcome } from './executor/types';
 import type { ReceivedMessage, VisibilityEntry } from './ports';
 import { callWithEntryRetries } from './retry-entries';
-import { type SlotLease, TaskSlots } from './slots';
+import type { SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
 import type { TaskDefinition } from './task';
 import type { JobRecord } from './tracking/model';
@@ -62,15 +62,15 @@ class BatchState {
 
 /**
  * Decodes, claims, runs and settles one received batch. Never throws. Its tasks take slots from
- * `slots`, shared by every batch the dispatcher has in flight (a batch of its own, of
- * `dispatcher.concurrency` slots, when none is given); the batch is settled when its own tasks end.
+ * `slots`, shared by every batch the dispatcher has in flight; the batch is settled when its own
+ * tasks end.
  */
 export async function processBatch(
   deps: DispatcherDeps,
   queue: QueueConfig,
   batch: readonly ReceivedMessage[],
   options: RunOptions,
-  slots: TaskSlots = new TaskSlots(deps.config.dispatcher.concurrency, () => deps.clock.now()),
+  slots: TaskSlots,
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const state = new BatchState();
@@ -241,6 +241,8 @@ async function runOne(
     if (!running || hardEnd <= visibleUntil - lead) return;
     beatTimer = setTimeout(
       () => {
+        // The task's own ctx.heartbeat() may have moved the visibility on since this was set.
+        if (clock.now() < visibleUntil - lead) return arm();
         void heartbeat().then(
           (kept) => kept && arm(),
           () => undefined,
@@ -514,8 +516,4 @@ function logFailures(
     queue: queue.name,
     failed: failed.map((f) => ({ messageId: f.id, code: f.code, message: f.message })),
   });
-}
-
-export function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,6 +1,7 @@
-import { describe, processBatch } from './batch';
+import { processBatch } from './batch';
 import type { Clock } from './clock';
 import type { QueueConfig, TaskworkerConfig } from './config';
+import { describe } from './errors';
 import type { TaskExecutor } from './executor/types';
 import type { Logger, QueueClient, ReceivedMessage } from './ports';
 import type { Random } from './random';
@@ -113,11 +114,13 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const inFlight = new Set<Promise<void>>();
   /** When a batch was last received or settled: how long the invocation has been without work. */
   let lastWorkAt = clock.now();
+  /**
+   * Wakes the loop waiting for room: a stop, or a batch settled. Each wait makes a fresh promise
+   * (racing the long-lived ones would add a reaction to them on every pass of a long invocation).
+   */
+  let wake = () => {};
   // The stop signal outlives invocations (a warm container's): the listener must go with this one.
-  let onAbort = () => {};
-  const aborted = new Promise<void>((resolve) => {
-    onAbort = () => resolve();
-  });
+  const onAbort = () => wake();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const start = (queue: QueueConfig, batch: readonly ReceivedMessage[]) => {
     const done: Promise<void> = processBatch(deps, queue, batch, options, slots)
@@ -138,6 +141,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
       .then(() => {
         inFlight.delete(done);
         lastWorkAt = clock.now();
+        wake();
       });
     inFlight.add(done);
   };
@@ -152,7 +156,12 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return queues.every((q) => slots.freeBy(Math.min(q.batchSize, slots.size), now) <= now + startWithinMs(q));
   };
   const waitForRoom = async (queues: readonly QueueConfig[]) => {
-    while (!stopped() && !roomFor(queues)) await Promise.race([slots.released(), aborted, ...inFlight]);
+    while (!stopped() && !roomFor(queues)) {
+      const woken = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      await Promise.race([slots.released(), woken]);
+    }
   };
 
   const idle = () => {
