@@ -131,7 +131,8 @@ export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRet
 /** The default `rssLimitMb`, as a share of `memoryMb`. */
 export const RSS_LIMIT_SHARE = 0.9;
 
-export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb'> = {
+/** Fixed defaults; `maxConcurrency`, `backlogPerDispatcher` and `rssLimitMb` follow from other fields. */
+export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb' | 'maxConcurrency' | 'backlogPerDispatcher'> = {
   selector: 'sla-aware',
   concurrency: 10,
   isolation: 'threads',
@@ -139,8 +140,6 @@ export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb'> = {
   memoryMb: 1024,
   settleMarginMs: 5000,
   killGraceMs: 1000,
-  maxConcurrency: 12,
-  backlogPerDispatcher: 100,
 };
 
 /** SQS's longest retention; the DLQ and archive use it. */

@@ -219,3 +219,8 @@ export function describeValue(value: unknown): string {
     return Object.prototype.toString.call(value);
   }
 }
+
+/** An error as one log-friendly line: `Name: message`, or the value itself when it is not an Error. */
+export function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

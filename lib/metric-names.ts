@@ -21,17 +21,17 @@ export const METRIC_DIMENSIONS = { service: 'service', version: 'version', queue
 /** Per queue (and per queue and task), one value per job of a settled batch. */
 export const JOB_METRICS = {
   /** The task ran and succeeded. */
-  succeeded: 'JobsSucceeded',
+  succeeded: outcomeMetric('succeeded'),
   /** The task ran (or failed validation) and did not succeed: retried or archived as a failure. */
   failed: 'JobsFailed',
   /** A failed attempt left for a later retry (visibility backoff). */
-  retried: 'JobsRetried',
+  retried: outcomeMetric('retried'),
   /** Sent to the archive queue, for any reason; per reason see {@link archivedMetric}. */
-  archived: 'JobsArchived',
+  archived: outcomeMetric('archived'),
   /** The run was stopped at its time limit (then retried or archived). */
   timedOut: 'JobsTimedOut',
   /** Received but not started (no time left in the invocation): handed back with visibility 0. */
-  released: 'JobsReleased',
+  released: outcomeMetric('released'),
   /** The settle call for the outcome still failed after retries: the message will come back. */
   unsettled: 'JobsUnsettled',
   /** Publish → start, milliseconds. */

@@ -8,6 +8,7 @@
  */
 import type { TaskworkerConfig } from './config';
 import type { QueueUrls } from './dispatcher';
+import { describe } from './errors';
 import type { Logger, QueueClient } from './ports';
 
 /** How an invocation was started: by the schedule, by a scheduled one scaling out, or otherwise (local runs, tests). */
@@ -155,7 +156,7 @@ export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | unde
     );
     decision = planScaleOut(backlogs, scalePolicyOf(deps.config));
   } catch (error) {
-    deps.logger.warn('could not read queue depths; not scaling out this minute', { error: describeError(error) });
+    deps.logger.warn('could not read queue depths; not scaling out this minute', { error: describe(error) });
     return undefined;
   }
   if (decision.start === 0) return decision;
@@ -163,11 +164,7 @@ export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | unde
     const started = await deps.launcher.launch(decision.start, { source: SCALE_OUT_SOURCE, decision });
     deps.logger.info('scaling out', { ...decision, started });
   } catch (error) {
-    deps.logger.warn('could not start dispatchers; the backlog waits for the next minute', { ...decision, error: describeError(error) });
+    deps.logger.warn('could not start dispatchers; the backlog waits for the next minute', { ...decision, error: describe(error) });
   }
   return decision;
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock';
-import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../envelope';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../envelope';
 import type {
   BatchFailure,
   BatchResult,
@@ -112,8 +112,7 @@ export class MemoryQueueService implements QueueClient {
     const failed: BatchFailure[] = [];
     const messageIds: Record<string, string> = {};
     for (const entry of entries) {
-      const size =
-        bodyBytes(entry.body) + Object.entries(entry.attributes ?? {}).reduce((n, [k, v]) => n + bodyBytes(k) + bodyBytes(v) + 6, 0);
+      const size = messageBytes(entry.body, entry.attributes);
       if (size > SQS_MESSAGE_LIMIT_BYTES) {
         failed.push({
           id: entry.id,

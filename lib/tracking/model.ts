@@ -13,7 +13,6 @@ import type { SerializedError } from '../executor/types';
  */
 export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived'] as const;
 export type JobState = (typeof JOB_STATES)[number];
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived'];
 
 /** What can happen to a job, as its history records it. */
 export type HistoryWhat = 'queued' | 'started' | 'took-over' | 'succeeded' | 'retrying' | 'archived' | 'skipped-duplicate';

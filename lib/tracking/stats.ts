@@ -81,10 +81,6 @@ export function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
-export function emptyQueueDay(queue: string, day: string): QueueDayStats {
-  return { queue, day, counters: {}, archived: {}, wait: emptyDuration(), run: emptyDuration() };
-}
-
 /** What one settled batch adds to its queue's day: the single ADD the dispatcher writes. */
 export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
   const counters: Partial<Record<StatCounter, number>> = {};
