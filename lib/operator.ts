@@ -8,7 +8,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import type { DynamoClientOption } from './adapters/dynamo-tracking';
-import { type SqsClientOption, SqsQueueClient, sqsClientFrom } from './adapters/sqs';
+import { queueUrlOf, type SqsClientOption, SqsQueueClient, sqsClientFrom } from './adapters/sqs';
 import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
 import { type Clock, systemClock } from './clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from './config';
@@ -62,7 +62,7 @@ export interface OperatorOptions {
 export async function resolveVersionUrls(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<VersionUrls> {
   const lookup = async (name: string) => {
     try {
-      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl as string;
+      return await queueUrlOf(sqs, name);
     } catch (error) {
       if (error instanceof QueueDoesNotExist || (error instanceof Error && /QueueDoesNotExist|NonExistentQueue/.test(error.name))) {
         throw new VersionNotFoundError(version, `queue ${name}`, { cause: error });
@@ -70,6 +70,7 @@ export async function resolveVersionUrls(sqs: SQSClient, config: TaskworkerConfi
       throw error;
     }
   };
+  // One at a time, in config order: a version that is not deployed is reported by its first queue.
   const queues: Record<string, string> = {};
   const deadLetter: Record<string, string> = {};
   for (const q of config.queues) {

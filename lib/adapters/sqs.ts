@@ -194,16 +194,19 @@ function failures(
   }));
 }
 
+/** One queue's URL by its name (GetQueueUrl). */
+export async function queueUrlOf(sqs: SQSClient, name: string): Promise<string> {
+  const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+  if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no URL for ${name}`);
+  return out.QueueUrl;
+}
+
 /**
  * Finds a version's queue URLs by the naming convention (`<app>-<version>-<queue>`), one
  * GetQueueUrl per queue. Throws the SDK's QueueDoesNotExist when the version is not deployed.
  */
 export async function resolveQueueUrls(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<QueueUrls> {
-  const lookup = async (name: string) => {
-    const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
-    if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no URL for ${name}`);
-    return out.QueueUrl;
-  };
+  const lookup = (name: string) => queueUrlOf(sqs, name);
   const entries = await Promise.all(
     config.queues.map(async (q) => [q.name, await lookup(queueResourceName(config.app, version, q.name))] as const),
   );
