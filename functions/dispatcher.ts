@@ -10,7 +10,7 @@ import type { DispatcherObserver } from '../lib/dispatcher';
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
 import { DispatcherRuntime, queueUrlsFromEnv, trackingFor } from '../lib/runtime';
-import { invocationRole, scheduledOverlap } from '../lib/scaling';
+import { canScaleOut, invocationRole } from '../lib/scaling';
 import type { DispatcherSummary } from '../lib/summary';
 import { combineObservers, createDispatcherMetrics } from './metrics';
 
@@ -47,7 +47,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     // Scheduled invocations start more of this same function when a backlog builds, if its
     // reserved concurrency leaves room beyond the schedule's own overlap.
     const maxConcurrency = Number(env.TASKWORKER_MAX_CONCURRENCY) || bundle.config.dispatcher.maxConcurrency;
-    const canScaleOut = maxConcurrency > scheduledOverlap(bundle.config.dispatcher.timeoutSeconds) + 1;
+    const scalesOut = canScaleOut(maxConcurrency, bundle.config.dispatcher.timeoutSeconds);
     const functionName = env.AWS_LAMBDA_FUNCTION_NAME;
     const created = new DispatcherRuntime({
       bundle,
@@ -56,7 +56,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       tracking,
       ...(urls ? { urls } : {}),
       observer: combineObservers(metrics.observer, options.observer),
-      ...(functionName && canScaleOut ? { launcher: new LambdaLauncher(functionName), maxConcurrency } : {}),
+      ...(functionName && scalesOut ? { launcher: new LambdaLauncher(functionName), maxConcurrency } : {}),
     });
     created.warm();
     return created;

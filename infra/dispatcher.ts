@@ -9,7 +9,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { METRICS_NAMESPACE } from '../lib/metric-names';
-import { SCHEDULE_SOURCE, scheduledOverlap } from '../lib/scaling';
+import { canScaleOut, SCHEDULE_SOURCE } from '../lib/scaling';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
@@ -101,7 +101,7 @@ export class TaskworkerDispatcher extends Construct {
 
     const functionName = props.functionName ?? `${config.app}-${version}-dispatcher`;
     const reservedConcurrency = props.reservedConcurrency ?? config.dispatcher.maxConcurrency;
-    if (reservedConcurrency > scheduledOverlap(config.dispatcher.timeoutSeconds) + 1) {
+    if (canScaleOut(reservedConcurrency, config.dispatcher.timeoutSeconds)) {
       // Room to scale out: it may invoke itself, and nothing else. The ARN is built from the name,
       // so the role's policy does not depend on the function (which depends on the role).
       const selfArn = Stack.of(this).formatArn({

@@ -74,6 +74,14 @@ export function scheduledOverlap(timeoutSeconds: number): number {
   return Math.ceil(timeoutSeconds / 60);
 }
 
+/**
+ * Whether a function with this reserved concurrency can start more of itself: room beyond the
+ * schedule's own overlap and the one kept for the next scheduled start.
+ */
+export function canScaleOut(maxConcurrency: number, timeoutSeconds: number): boolean {
+  return maxConcurrency > scheduledOverlap(timeoutSeconds) + 1;
+}
+
 export function scalePolicyOf(config: TaskworkerConfig): ScalePolicy {
   const { maxConcurrency, backlogPerDispatcher, timeoutSeconds } = config.dispatcher;
   return { maxConcurrency, backlogPerDispatcher, scheduled: scheduledOverlap(timeoutSeconds) };
