@@ -2,8 +2,27 @@ import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
 import type { SendEntry } from './ports';
 
 /** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
-export const ARCHIVE_REASONS = ['exhausted', 'timed-out', 'unrecoverable', 'invalid-payload', 'malformed', 'unknown-task'] as const;
+export const ARCHIVE_REASONS = [
+  'exhausted',
+  'timed-out',
+  'unrecoverable',
+  'invalid-payload',
+  'malformed',
+  'unknown-task',
+  'id-conflict',
+] as const;
 export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+
+/**
+ * Reasons for messages that never ran as a job: they could not be decoded, named a task this
+ * version does not have, or carried the id of another job (another task or payload). Their job
+ * record, if any, is their own, keyed by their SQS message id.
+ */
+export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
+
+export function isRejection(reason: ArchiveReason): boolean {
+  return REJECTION_REASONS.includes(reason);
+}
 
 /** What the archive keeps beside the original body (which it stores unchanged). */
 export interface ArchiveRecord {
@@ -18,7 +37,10 @@ export interface ArchiveRecord {
   /** Configured queue the message came from; replay sends it back there. */
   readonly queue: string;
   readonly task?: string;
+  /** The job's id in the jobs table (`taskworker jobs show` takes it); for a rejected message, its own message id. */
   readonly jobId?: string;
+  /** For a rejected message: the id its envelope carried, which it was not allowed to act on. */
+  readonly envelopeId?: string;
   readonly messageId: string;
   readonly sentTimestamp: number;
   readonly archivedAt: number;

@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { type ArchiveReason, type ArchiveRecord, archiveEntry } from './archive';
+import { type ArchiveReason, type ArchiveRecord, archiveEntry, isRejection } from './archive';
 import { MAX_VISIBILITY_SECONDS, retryDelaySeconds } from './backoff';
 import type { QueueConfig } from './config';
 import type { DispatcherDeps, RunOptions } from './dispatcher';
-import { type DecodedJob, decodeEnvelope } from './envelope';
+import { type DecodedJob, decodeEnvelope, messageBytes, pinEnvelope, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
 import { describe, EnvelopeError } from './errors';
 import type { SerializedError, TaskOutcome } from './executor/types';
-import type { ReceivedMessage, VisibilityEntry } from './ports';
+import type { ReceivedMessage, SendEntry, VisibilityEntry } from './ports';
 import { callWithEntryRetries } from './retry-entries';
 import type { SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
 import type { TaskDefinition } from './task';
-import type { JobRecord } from './tracking/model';
-import { expiresAt } from './tracking/rules';
+import type { JobIdentity, JobRecord } from './tracking/model';
+import { expiresAt, payloadDigest } from './tracking/rules';
 import { isEmptyDelta, statsOfBatch } from './tracking/stats';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
@@ -31,12 +31,20 @@ const LAPSE_MARGIN_MS = 1000;
  */
 type RecordWrite = () => Promise<boolean>;
 
-/** What happens to one message, decided while its batch runs, carried out in the settle. */
+/**
+ * What happens to one message, decided while its batch runs, carried out in the settle.
+ * `requeue`: a fresh copy goes to the queue (after `delaySeconds`), then the message is deleted —
+ * how a tracked job's message leaves before SQS's redrive would move it to the DLQ.
+ */
 type Decision =
   | { readonly kind: 'leave'; readonly message: ReceivedMessage; readonly record?: never }
   | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
   | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
+  | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
   | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+
+/** A decision that hands the message back to its queue: a visibility change, or leaving it to lapse. */
+type HandBack = { readonly kind: 'visibility'; readonly seconds: number; readonly record?: RecordWrite } | { readonly kind: 'leave' };
 
 interface Planned {
   readonly message: ReceivedMessage;
@@ -99,6 +107,8 @@ function trackingOf(deps: DispatcherDeps, queue: QueueConfig): QueueConfig['trac
 
 /** Decodes one message; routes undecodable and unknown ones to the archive. */
 function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage, state: BatchState): Planned | undefined {
+  // A message that is not a runnable job is archived under its own message id: it never acts on
+  // (nor even reads) the record of an id it carries.
   let job: DecodedJob;
   try {
     job = decodeEnvelope(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
@@ -137,20 +147,21 @@ async function runOne(
   const needMs = timeLimitMs + config.dispatcher.killGraceMs;
   lease.endsBy(start + needMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
+  const mode = trackingOf(deps, queue);
+  const handBack = (decision: HandBack, report: JobReport) => state.decide(handedBack(deps, queue, mode, message, job, decision), report);
   if (options.signal?.aborted || start + needMs > options.deadline - config.dispatcher.settleMarginMs) {
-    state.decide({ kind: 'visibility', message, seconds: 0 }, { ...base, outcome: 'released', attempt: message.receiveCount });
+    handBack({ kind: 'visibility', seconds: 0 }, { ...base, outcome: 'released', attempt: message.receiveCount });
     return;
   }
   const visibilityMs = queue.visibilityTimeoutSeconds * 1000;
   if (start >= receivedAt + visibilityMs - Math.min(LAPSE_MARGIN_MS, visibilityMs / 4)) {
     // It waited for a slot until its visibility (nearly) lapsed: SQS may have handed it to another
     // worker, whose receipt a visibility change could undo. Leave it alone; it comes back by itself.
-    state.decide({ kind: 'leave', message }, { ...base, outcome: 'released', attempt: message.receiveCount });
+    handBack({ kind: 'leave' }, { ...base, outcome: 'released', attempt: message.receiveCount });
     deps.logger.warn('message waited for a slot past its visibility; not started', { queue: queue.name, messageId: message.messageId });
     return;
   }
 
-  const mode = trackingOf(deps, queue);
   const jobs = deps.tracking?.jobs;
   const leaseMs = needMs + config.dispatcher.settleMarginMs;
   let attempt = message.receiveCount;
@@ -167,7 +178,17 @@ async function runOne(
       });
     } catch (error) {
       deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });
-      state.decide({ kind: 'visibility', message, seconds: CLAIM_RETRY_SECONDS }, { ...base, outcome: 'deferred', attempt });
+      handBack({ kind: 'visibility', seconds: CLAIM_RETRY_SECONDS }, { ...base, outcome: 'deferred', attempt });
+      return;
+    }
+    if (claim.outcome === 'conflict') {
+      const error = {
+        type: 'JobIdConflictError',
+        message:
+          `job id ${JSON.stringify(job.id)} belongs to a job of task ${JSON.stringify(claim.record.task)}` +
+          `${claim.record.task === job.task ? ' with another payload' : ''}; this message names task ${JSON.stringify(job.task)}`,
+      };
+      archive(deps, queue, state, message, job, 'id-conflict', error);
       return;
     }
     if (claim.outcome === 'finished') {
@@ -176,7 +197,7 @@ async function runOne(
           kind: 'delete',
           message,
           record: async () => {
-            await jobs.recordDuplicate(job.id, deps.workerId, clock.now());
+            await jobs.recordDuplicate(job.id, identity(job), deps.workerId, clock.now());
             return true;
           },
         },
@@ -186,7 +207,7 @@ async function runOne(
     }
     if (claim.outcome === 'leased') {
       const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(((claim.record.leaseUntil ?? start) - start) / 1000) + 1));
-      state.decide({ kind: 'visibility', message, seconds }, { ...base, outcome: 'deferred', attempt: claim.record.attempt });
+      handBack({ kind: 'visibility', seconds }, { ...base, outcome: 'deferred', attempt: claim.record.attempt });
       return;
     }
     attempt = claim.token;
@@ -288,7 +309,10 @@ async function runOne(
           state: 'succeeded',
           ...(outcome.result !== undefined ? { result: outcome.result } : {}),
         })
-      : undefined;
+      : // Tracking `failures`: an earlier delivery may have left a `retrying` record; end it.
+        message.receiveCount > 1
+        ? unclaimedWrite(deps, queue, job, attempt, 'succeeded')
+        : undefined;
     state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'succeeded' });
     return;
   }
@@ -296,7 +320,7 @@ async function runOne(
   if (reason) {
     const record = claimed
       ? completionWrite(deps, job, attempt, claimed, { state: 'archived', reason, error: outcome.error })
-      : failureWrite(deps, queue, job, attempt, 'archived', outcome.error, reason);
+      : unclaimedWrite(deps, queue, job, attempt, 'archived', outcome.error, reason);
     archive(deps, queue, state, message, job, reason, outcome.error, ran, record);
     return;
   }
@@ -304,8 +328,8 @@ async function runOne(
   const retryAt = clock.now() + seconds * 1000;
   const record = claimed
     ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error: outcome.error, retryAt })
-    : failureWrite(deps, queue, job, attempt, 'retrying', outcome.error);
-  state.decide({ kind: 'visibility', message, seconds, ...(record ? { record } : {}) }, { ...ran, outcome: 'retried' });
+    : unclaimedWrite(deps, queue, job, attempt, 'retrying', outcome.error);
+  handBack({ kind: 'visibility', seconds, ...(record ? { record } : {}) }, { ...ran, outcome: 'retried' });
   deps.logger.info('task failed; retrying', {
     task: def.name,
     jobId: job.id,
@@ -315,9 +339,60 @@ async function runOne(
   });
 }
 
-function ref(deps: DispatcherDeps, queue: QueueConfig, job: DecodedJob) {
-  return { jobId: job.id, task: job.task, queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
+function identity(job: DecodedJob): JobIdentity {
+  return { task: job.task, payloadDigest: payloadDigest(job.payload) };
 }
+
+function ref(deps: DispatcherDeps, queue: QueueConfig, job: DecodedJob) {
+  return { jobId: job.id, ...identity(job), queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
+}
+
+/**
+ * Receives left before SQS's redrive moves a message to the DLQ at which a tracked job's message
+ * is no longer handed back to its queue but replaced by a fresh copy. Releases and lost processes
+ * use up receives without attempts; this way they never push a tracked job into the DLQ with its
+ * record unfinished. Two receives, not one: a dispatcher lost between sending the copy and
+ * deleting the original still leaves one more receive to do it again.
+ */
+const REQUEUE_RECEIVES_BEFORE_REDRIVE = 1;
+
+/**
+ * The decision that hands a message back to its queue. On a `full` tracked queue whose message is
+ * at its last receives before redrive, a fresh copy with the job's id and publish time pinned is
+ * sent instead (delayed as the visibility would have been, up to SQS's 15 minutes), and the
+ * message is deleted: the dispatcher, not the redrive, decides when the job ends.
+ */
+function handedBack(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  mode: QueueConfig['tracking'],
+  message: ReceivedMessage,
+  job: DecodedJob,
+  decision: HandBack,
+): Decision {
+  const seconds = decision.kind === 'visibility' ? decision.seconds : 0;
+  const record = decision.kind === 'visibility' ? decision.record : undefined;
+  if (mode === 'full' && message.receiveCount >= queue.maxReceiveCount - REQUEUE_RECEIVES_BEFORE_REDRIVE) {
+    const copy: SendEntry = {
+      id: message.messageId,
+      body: pinEnvelope(message.body, job),
+      ...(seconds > 0 ? { delaySeconds: Math.min(MAX_DELAY_SECONDS, seconds) } : {}),
+      ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+    };
+    if (messageBytes(copy.body, copy.attributes) <= SQS_MESSAGE_LIMIT_BYTES) {
+      deps.logger.info('message near its redrive limit: replaced by a fresh copy', {
+        queue: queue.name,
+        jobId: job.id,
+        receiveCount: message.receiveCount,
+      });
+      return { kind: 'requeue', message, copy, ...(record ? { record } : {}) };
+    }
+  }
+  return decision.kind === 'leave' ? { kind: 'leave', message } : { kind: 'visibility', message, seconds, ...(record ? { record } : {}) };
+}
+
+/** SQS's longest DelaySeconds. */
+const MAX_DELAY_SECONDS = 900;
 
 /** The fenced completion of a claimed attempt (tracking `full`). */
 function completionWrite(
@@ -332,31 +407,64 @@ function completionWrite(
   return () => jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
 }
 
-/** An unfenced failure record (tracking `failures`, or any mode for messages that never ran). */
-function failureWrite(
+/**
+ * An attempt's outcome without a claim (tracking `failures`). It lands only on a record of the
+ * same job; one whose id belongs to another job is left untouched (the message still retries or
+ * is archived by its own outcome).
+ */
+function unclaimedWrite(
   deps: DispatcherDeps,
   queue: QueueConfig,
-  job: DecodedJob | { id: string; task: string; publishedAt: number },
+  job: DecodedJob,
   attempt: number,
-  jobState: 'retrying' | 'archived',
-  error: SerializedError,
+  jobState: 'retrying' | 'archived' | 'succeeded',
+  error?: SerializedError,
   reason?: ArchiveReason,
 ): RecordWrite | undefined {
   const jobs = deps.tracking?.jobs;
   if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
   return async () => {
-    await jobs.recordFailure({
-      jobId: job.id,
-      task: job.task,
-      queue: queue.name,
-      version: deps.tracking?.version ?? '',
-      publishedAt: job.publishedAt,
+    const result = await jobs.recordUnclaimed({
+      ...ref(deps, queue, job),
       state: jobState,
       attempt,
-      error,
       workerId: deps.workerId,
       now: deps.clock.now(),
+      ...(error ? { error } : {}),
       ...(reason ? { reason } : {}),
+    });
+    if (result === 'conflict') {
+      deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
+    }
+    return true;
+  };
+}
+
+/** The record of a message that never ran (malformed, unknown task, id conflict), under its own message id. */
+function rejectionWrite(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  reason: ArchiveReason,
+  error: SerializedError,
+): RecordWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  return async () => {
+    await jobs.recordRejected({
+      jobId: message.messageId,
+      task: job?.task ?? '',
+      payloadDigest: job ? payloadDigest(job.payload) : '',
+      queue: queue.name,
+      version: deps.tracking?.version ?? '',
+      publishedAt: job?.publishedAt ?? message.sentTimestamp,
+      reason,
+      error,
+      attempt: message.receiveCount,
+      workerId: deps.workerId,
+      now: deps.clock.now(),
+      ...(job && job.id !== message.messageId ? { envelopeId: job.id } : {}),
     });
     return true;
   };
@@ -385,6 +493,9 @@ function archive(
   base?: Omit<JobReport, 'outcome'>,
   record?: RecordWrite,
 ): void {
+  const rejected = isRejection(reason);
+  // A message that never ran is known under its own message id; the id it carried is kept aside.
+  const jobId = rejected ? message.messageId : job?.id;
   const archiveRecord: ArchiveRecord = {
     reason,
     detail: error.message,
@@ -393,28 +504,20 @@ function archive(
     ...(error.code !== undefined ? { code: error.code } : {}),
     attempts: base?.attempt ?? message.receiveCount,
     queue: queue.name,
-    ...(job ? { task: job.task, jobId: job.id } : {}),
+    ...(job ? { task: job.task } : {}),
+    ...(jobId !== undefined ? { jobId } : {}),
+    ...(rejected && job && job.id !== message.messageId ? { envelopeId: job.id } : {}),
     messageId: message.messageId,
     sentTimestamp: message.sentTimestamp,
     archivedAt: deps.clock.now(),
     workerId: deps.workerId,
   };
-  // Messages that never ran (malformed, unknown task) still get a record, under their job id or message id.
-  const write =
-    record ??
-    failureWrite(
-      deps,
-      queue,
-      { id: job?.id ?? message.messageId, task: job?.task ?? '', publishedAt: job?.publishedAt ?? message.sentTimestamp },
-      message.receiveCount,
-      'archived',
-      error,
-      reason,
-    );
+  const write = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
   state.decide(
     { kind: 'archive', message, archive: archiveRecord, ...(write ? { record: write } : {}) },
     {
-      ...(base ?? { messageId: message.messageId, attempt: message.receiveCount, ...(job ? { jobId: job.id, task: job.task } : {}) }),
+      ...(base ?? { messageId: message.messageId, attempt: message.receiveCount, ...(job ? { task: job.task } : {}) }),
+      ...(jobId !== undefined ? { jobId } : {}),
       outcome: 'archived',
       reason,
     },
@@ -430,7 +533,7 @@ function archive(
 
 /**
  * Settles a batch, one call per outcome list, in an order that never loses a message: archive
- * sends first; then the job records (a completion must land before its message is deleted, so a
+ * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
  * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
  * delete and one visibility change. A message whose archive send failed is not deleted; one whose
  * completion was rejected (stale token) is left to the newer attempt.
@@ -438,18 +541,27 @@ function archive(
 async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState): Promise<number> {
   const url = deps.urls.queues[queue.name] as string;
   let retries = 0;
-  const archives = state.decisions.filter((d): d is Extract<Decision, { kind: 'archive' }> => d.kind === 'archive');
   const notSent = new Set<string>();
-  if (archives.length > 0) {
-    const entries = archives.map((d) => archiveEntry(d.message.messageId, d.message.body, d.archive));
-    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(deps.urls.archive, e), deps.clock);
+  const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
+    if (entries.length === 0) return;
+    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(target, e), deps.clock);
     retries += sent.retries;
     for (const f of sent.failed) {
       notSent.add(f.id);
       state.mark(f.id, { unsettled: true });
     }
-    logFailures(deps, 'archive send', queue, sent.failed);
-  }
+    logFailures(deps, what, queue, sent.failed);
+  };
+  await send(
+    'archive send',
+    deps.urls.archive,
+    state.decisions.flatMap((d) => (d.kind === 'archive' ? [archiveEntry(d.message.messageId, d.message.body, d.archive)] : [])),
+  );
+  await send(
+    'requeue send',
+    url,
+    state.decisions.flatMap((d) => (d.kind === 'requeue' ? [d.copy] : [])),
+  );
 
   const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
   const stale = new Set<string>();
@@ -471,7 +583,7 @@ async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchStat
   const settling = proceeding.filter((d) => !stale.has(d.message.messageId));
 
   const deletes = settling
-    .filter((d) => d.kind === 'delete' || d.kind === 'archive')
+    .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')
     .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
   if (deletes.length > 0) {
     const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);

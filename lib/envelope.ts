@@ -49,6 +49,8 @@ export const ARCHIVE_RESERVE_BYTES = 8_192;
 export const MAX_BODY_BYTES = SQS_MESSAGE_LIMIT_BYTES - ARCHIVE_RESERVE_BYTES;
 
 const KNOWN_VERSION = 1;
+/** The latest instant a JavaScript `Date` holds (year 275760). */
+export const MAX_EPOCH_MS = 8_640_000_000_000_000;
 
 /** Serializes an envelope; `v` is always written so future readers can tell versions apart. */
 export function encodeEnvelope(envelope: EnvelopeV1): string {
@@ -89,7 +91,8 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     throw new EnvelopeError('not-json', error instanceof Error ? error.message : 'unparseable body');
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new EnvelopeError('not-object', `body is ${Array.isArray(parsed) ? 'an array' : typeof parsed}, not an object`);
+    const kind = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
+    throw new EnvelopeError('not-object', `body is ${kind}, not an object`);
   }
   const depth = jsonDepth(parsed, MAX_JSON_DEPTH);
   if (depth > MAX_JSON_DEPTH) throw new EnvelopeError('too-deep', `nesting exceeds ${MAX_JSON_DEPTH} levels`);
@@ -109,8 +112,15 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     throw new EnvelopeError('bad-id', `id is ${preview(id)}; expected 1..128 printable ASCII characters`, 'id');
   }
   const publishedAt = own('publishedAt');
-  if (publishedAt !== undefined && (typeof publishedAt !== 'number' || !Number.isSafeInteger(publishedAt) || publishedAt < 0)) {
-    throw new EnvelopeError('bad-published-at', `publishedAt is ${preview(publishedAt)}; expected epoch milliseconds`, 'publishedAt');
+  if (
+    publishedAt !== undefined &&
+    (typeof publishedAt !== 'number' || !Number.isInteger(publishedAt) || publishedAt < 0 || publishedAt > MAX_EPOCH_MS)
+  ) {
+    throw new EnvelopeError(
+      'bad-published-at',
+      `publishedAt is ${preview(publishedAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`,
+      'publishedAt',
+    );
   }
   return {
     task,
@@ -119,6 +129,17 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
   };
+}
+
+/**
+ * A body with its job's id and publish time written in (when the publisher left them to SQS's
+ * defaults), for a copy of the message: the copy gets a new MessageId and SentTimestamp but must
+ * stay the same job with the same wait. Other fields are kept as they were.
+ */
+export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishedAt'>): string {
+  const fields = JSON.parse(body) as Record<string, unknown>;
+  if (Object.hasOwn(fields, 'id') && Object.hasOwn(fields, 'publishedAt')) return body;
+  return JSON.stringify({ ...fields, id: job.id, publishedAt: job.publishedAt });
 }
 
 /** Depth of a parsed JSON value, walked without recursion; stops counting past `limit`. */
@@ -139,6 +160,8 @@ export function jsonDepth(value: unknown, limit: number): number {
 
 function preview(value: unknown): string {
   if (value === undefined) return 'missing';
+  // JSON has no Infinity or NaN (JSON.stringify writes null): name them.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   const json = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
   return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }

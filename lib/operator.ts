@@ -1,7 +1,6 @@
 import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import {
   GetQueueAttributesCommand,
-  GetQueueUrlCommand,
   ListMessageMoveTasksCommand,
   QueueDoesNotExist,
   type SQSClient,
@@ -9,16 +8,26 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DynamoClientOption } from './adapters/dynamo-tracking';
 import { queueUrlOf, type SqsClientOption, SqsQueueClient, sqsClientFrom } from './adapters/sqs';
-import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
+import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from './archive';
 import { type Clock, systemClock } from './clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from './config';
 import type { QueueUrls } from './dispatcher';
+import { decodeEnvelope, pinEnvelope } from './envelope';
 import { TaskworkerError } from './errors';
 import type { QueueClient, QueueDepth, ReceivedMessage } from './ports';
 import { callWithEntryRetries, chunk } from './retry-entries';
 import { trackingFor } from './runtime';
 import type { JobStore, QueueDayStats, StatsStore } from './tracking/model';
+import { payloadDigest } from './tracking/rules';
 import { bucketQuantile, utcDay } from './tracking/stats';
+
+function decodedOrUndefined(message: ReceivedMessage) {
+  try {
+    return decodeEnvelope(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
+  } catch {
+    return undefined;
+  }
+}
 
 /** The version's queues or tables are not there: it was never deployed, or was destroyed. */
 export class VersionNotFoundError extends TaskworkerError {
@@ -288,9 +297,15 @@ export async function replayArchived(
       skipped.push({ messageId: message.messageId, why: 'malformed (replay it explicitly with --reason malformed)' });
       return 'kept';
     }
-    if (record.jobId) await ctx.jobs.resetForReplay(record.jobId, ctx.clock.now());
+    // A job that ran goes back to `queued` with its attempts reset, if the record is still that job
+    // (a rejected message's record is its own delivery's and stays as it was).
+    const job = isRejection(record.reason) ? undefined : decodedOrUndefined(message);
+    if (record.jobId && job) {
+      await ctx.jobs.resetForReplay(record.jobId, { task: job.task, payloadDigest: payloadDigest(job.payload) }, ctx.clock.now());
+    }
     const sent = await callWithEntryRetries(
-      [{ id: 'replay', body: message.body }],
+      // The id pinned: a job published without one was known by its first message's id.
+      [{ id: 'replay', body: job ? pinEnvelope(message.body, job) : message.body }],
       (entries) => ctx.queues.sendBatch(origin, entries),
       ctx.clock,
     );

@@ -17,6 +17,7 @@ import type { QueueClient, SendEntry } from './ports';
 import { callWithEntryRetries } from './retry-entries';
 import type { TaskDefinition } from './task';
 import type { JobStore } from './tracking/model';
+import { payloadDigest } from './tracking/rules';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */
@@ -160,7 +161,18 @@ export class Publisher {
     const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full');
     const results = await Promise.allSettled(
       tracked.map((p) =>
-        jobs.recordQueued({ jobId: p.jobId, task: p.task, queue: p.queue.name, version: this.version, publishedAt: now }, now),
+        jobs.recordQueued(
+          {
+            jobId: p.jobId,
+            task: p.task,
+            // As the dispatcher will see it: decoded from the body, after JSON's own conversions.
+            payloadDigest: payloadDigest((JSON.parse(p.entry.body) as { payload: unknown }).payload),
+            queue: p.queue.name,
+            version: this.version,
+            publishedAt: now,
+          },
+          now,
+        ),
       ),
     );
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

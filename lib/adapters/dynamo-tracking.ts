@@ -5,7 +5,6 @@ import {
   DynamoDBClient,
   type DynamoDBClientConfig,
   GetItemCommand,
-  PutItemCommand,
   QueryCommand,
   ScanCommand,
   UpdateItemCommand,
@@ -18,20 +17,34 @@ import {
   type ClaimResult,
   type Completion,
   type DurationStats,
-  type FailureRecord,
   type HistoryEntry,
+  type JobIdentity,
   type JobQuery,
   type JobRecord,
   type JobRef,
   type JobState,
   type JobStore,
   type QueueDayStats,
+  type Rejection,
   STAT_COUNTERS,
   type StatCounter,
   type StatsStore,
+  type UnclaimedOutcome,
+  type UnclaimedResult,
 } from '../tracking/model';
-import { appendHistory, expiresAt, historyOf, INDEXED_STATES, indexKey, type JobStoreSettings } from '../tracking/rules';
-import { Expression, fromItem, toItem } from './dynamo-values';
+import {
+  appendHistory,
+  expiresAt,
+  historyOf,
+  INDEXED_STATES,
+  indexKey,
+  type JobStoreSettings,
+  type JobWrite,
+  type PriorState,
+  permits,
+  TRANSITIONS,
+} from '../tracking/rules';
+import { Expression, fromItem } from './dynamo-values';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
 
 /**
@@ -57,9 +70,11 @@ export interface CapacityMeter {
 }
 
 /**
- * {@link JobStore} on a DynamoDB table (layout in lib/table-layout.ts). Claims, completions and
- * heartbeats are single conditional UpdateItems; the claim returns the new item, or on a failed
- * condition the old one, so classifying a duplicate costs no extra read.
+ * {@link JobStore} on a DynamoDB table (layout in lib/table-layout.ts). Every write is one
+ * conditional UpdateItem whose condition is the write's row of `TRANSITIONS` (the states it may
+ * start from, and the job's identity where it must match); a failed condition returns the old
+ * item, so classifying a duplicate or a conflict costs no extra read. A write that appends to a
+ * history past `historyLimit` is followed by one that trims it (jobs with that many transitions only).
  */
 export class DynamoJobStore implements JobStore {
   private readonly dynamo: DynamoDBClient;
@@ -80,28 +95,19 @@ export class DynamoJobStore implements JobStore {
   }
 
   async recordQueued(job: JobRef, now: number): Promise<boolean> {
-    try {
-      const out = await this.dynamo.send(
-        new PutItemCommand({
-          TableName: this.tableName,
-          Item: toItem({
-            ...job,
-            state: 'queued',
-            attempt: 0,
-            updatedAt: now,
-            history: [{ what: 'queued', when: now }],
-            expiresAt: expiresAt(now, this.settings.retentionDays),
-          }),
-          ConditionExpression: 'attribute_not_exists(jobId)',
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      this.meter(out, 'write');
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    const e = new Expression();
+    const outcome = await this.write(job.jobId, e, {
+      update: `SET ${assignments(e, {
+        ...refFields(job),
+        state: 'queued',
+        attempt: 0,
+        updatedAt: now,
+        history: [{ what: 'queued', when: now }],
+        expiresAt: expiresAt(now, this.settings.retentionDays),
+      })}`,
+      condition: transitionCondition(e, 'queue'),
+    });
+    return outcome.landed;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimResult> {
@@ -113,19 +119,18 @@ export class DynamoJobStore implements JobStore {
 
   private async tryClaim(r: ClaimRequest, what: 'started' | 'took-over'): Promise<ClaimResult> {
     const e = new Expression();
-    const state = e.name('state');
     const attempt = e.name('attempt');
     const history = e.name('history');
-    const leaseUntil = e.name('leaseUntil');
     const entry: HistoryEntry = { what, when: r.now, worker: r.workerId };
     const condition =
       what === 'started'
-        ? `attribute_not_exists(${e.name('jobId')}) OR ${state} IN (${e.value('queued')}, ${e.value('retrying')})`
-        : `${state} = ${e.value('running')} AND ${leaseUntil} < ${e.value(r.now)}`;
+        ? transitionCondition(e, 'claim', r)
+        : `${transitionCondition(e, 'takeOver', r)} AND ${e.name('leaseUntil')} < ${e.value(r.now)}`;
     const sets = [
-      `${state} = ${e.value('running')}`,
+      `${e.name('state')} = ${e.value('running')}`,
       `${attempt} = if_not_exists(${attempt}, ${e.value(0)}) + ${e.value(1)}`,
       `${e.name('task')} = ${e.value(r.task)}`,
+      `${e.name('payloadDigest')} = ${e.value(r.payloadDigest)}`,
       `${e.name('queue')} = ${e.value(r.queue)}`,
       `${e.name('version')} = ${e.value(r.version)}`,
       `${e.name('publishedAt')} = if_not_exists(${e.name('publishedAt')}, ${e.value(r.publishedAt)})`,
@@ -133,43 +138,34 @@ export class DynamoJobStore implements JobStore {
       `${e.name('lastStartedAt')} = ${e.value(r.now)}`,
       `${e.name('updatedAt')} = ${e.value(r.now)}`,
       `${e.name('leaseOwner')} = ${e.value(r.workerId)}`,
-      `${leaseUntil} = ${e.value(r.leaseUntil)}`,
+      `${e.name('leaseUntil')} = ${e.value(r.leaseUntil)}`,
       ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
-    try {
-      const out = await this.dynamo.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: { jobId: { S: r.jobId } },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${[e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
-          ConditionExpression: condition,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ReturnConsumedCapacity: 'TOTAL',
-          ...e.params(),
-        }),
-      );
-      this.meter(out, 'write');
-      const record = toRecord(out.Attributes ?? {});
+    const outcome = await this.write(r.jobId, e, {
+      update: `SET ${sets.join(', ')} REMOVE ${[e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
+      condition,
+    });
+    if (outcome.landed) {
+      const record = outcome.record as JobRecord;
       return { outcome: 'claimed', token: record.attempt, record: withClaimAttempt(record) };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const old = error.Item ? toRecord(error.Item) : await this.get(r.jobId);
-      if (!old) throw error;
-      // The SDK retried this very claim after a lost answer, and its first try had landed: ours.
-      if (isOwnClaim(old, r)) return { outcome: 'claimed', token: old.attempt, record: withClaimAttempt(old) };
-      return old.state === 'running' ? { outcome: 'leased', record: old } : { outcome: 'finished', record: old };
     }
+    const old = outcome.record;
+    if (!old) throw new Error(`claim of ${r.jobId} failed its condition, but the job has no record`);
+    if (permits('claim', old, r) === 'conflict') return { outcome: 'conflict', record: old };
+    // The SDK retried this very claim after a lost answer, and its first try had landed: ours.
+    if (isOwnClaim(old, r)) return { outcome: 'claimed', token: old.attempt, record: withClaimAttempt(old) };
+    return old.state === 'running' ? { outcome: 'leased', record: old } : { outcome: 'finished', record: old };
   }
 
   async extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean> {
     const e = new Expression();
-    return this.conditionalUpdate(jobId, e, {
-      update: `SET ${e.name('leaseUntil')} = ${e.value(leaseUntil)}, ${e.name('updatedAt')} = ${e.value(now)}`,
-      condition: `${e.name('state')} = ${e.value('running')} AND ${e.name('attempt')} = ${e.value(token)}`,
+    const outcome = await this.write(jobId, e, {
+      update: `SET ${assignments(e, { leaseUntil, updatedAt: now })}`,
+      condition: `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)}`,
     });
+    return outcome.landed;
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<boolean> {
@@ -187,81 +183,104 @@ export class DynamoJobStore implements JobStore {
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
-    return this.conditionalUpdate(
-      c.jobId,
-      e,
-      {
-        update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-        condition: `${e.name('state')} = ${e.value('running')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
-      },
-      (old) => isOwnCompletion(old, c),
-    );
+    const outcome = await this.write(c.jobId, e, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
+    });
+    // A retry of this very completion after a lost answer finds it landed: ours.
+    return outcome.landed || (outcome.record !== undefined && isOwnCompletion(outcome.record, c));
   }
 
-  async recordFailure(f: FailureRecord): Promise<void> {
+  async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
+    const write = o.state === 'succeeded' ? 'unclaimedSuccess' : 'unclaimedFailure';
     const e = new Expression();
     const history = e.name('history');
     const entry: HistoryEntry = {
-      what: f.state,
-      when: f.now,
-      worker: f.workerId,
-      attempt: f.attempt,
-      ...(f.reason ? { detail: f.reason } : {}),
+      what: o.state,
+      when: o.now,
+      worker: o.workerId,
+      attempt: o.attempt,
+      ...(o.reason ? { detail: o.reason } : {}),
     };
     const sets = [
-      `${e.name('state')} = ${e.value(f.state)}`,
-      `${e.name('attempt')} = ${e.value(f.attempt)}`,
-      `${e.name('task')} = ${e.value(f.task)}`,
-      `${e.name('queue')} = ${e.value(f.queue)}`,
-      `${e.name('version')} = ${e.value(f.version)}`,
-      `${e.name('publishedAt')} = if_not_exists(${e.name('publishedAt')}, ${e.value(f.publishedAt)})`,
-      `${e.name('updatedAt')} = ${e.value(f.now)}`,
-      `${e.name('lastError')} = ${e.value(f.error)}`,
+      assignments(e, {
+        state: o.state,
+        attempt: o.attempt,
+        task: o.task,
+        payloadDigest: o.payloadDigest,
+        queue: o.queue,
+        version: o.version,
+        updatedAt: o.now,
+        lastError: o.error,
+        reason: o.reason,
+        finishedAt: o.state === 'retrying' ? undefined : o.now,
+        queueState: indexKey(o.queue, o.state),
+        expiresAt: expiresAt(o.now, this.settings.retentionDays),
+      }),
+      `${e.name('publishedAt')} = if_not_exists(${e.name('publishedAt')}, ${e.value(o.publishedAt)})`,
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
-      `${e.name('queueState')} = ${e.value(indexKey(f.queue, f.state))}`,
-      `${e.name('expiresAt')} = ${e.value(expiresAt(f.now, this.settings.retentionDays))}`,
     ];
-    if (f.reason) sets.push(`${e.name('reason')} = ${e.value(f.reason)}`);
-    if (f.state === 'archived') sets.push(`${e.name('finishedAt')} = ${e.value(f.now)}`);
-    const state = e.name('state');
-    await this.conditionalUpdate(f.jobId, e, {
-      update: `SET ${sets.join(', ')}`,
-      condition: `attribute_not_exists(${e.name('jobId')}) OR NOT (${state} IN (${e.value('succeeded')}, ${e.value('archived')}))`,
+    const outcome = await this.write(o.jobId, e, {
+      update: `SET ${sets.join(', ')}${indexKey(o.queue, o.state) ? '' : ` REMOVE ${e.name('queueState')}`}`,
+      condition: transitionCondition(e, write, o),
     });
+    if (outcome.landed) return 'recorded';
+    return outcome.record && permits(write, outcome.record, o) === 'conflict' ? 'conflict' : 'ignored';
   }
 
-  async recordDuplicate(jobId: string, workerId: string, now: number): Promise<void> {
+  async recordRejected(r: Rejection): Promise<boolean> {
+    const e = new Expression();
+    const outcome = await this.write(r.jobId, e, {
+      update: `SET ${assignments(e, {
+        ...refFields(r),
+        state: 'archived',
+        reason: r.reason,
+        attempt: r.attempt,
+        lastError: r.error,
+        envelopeId: r.envelopeId,
+        updatedAt: r.now,
+        finishedAt: r.now,
+        queueState: indexKey(r.queue, 'archived'),
+        history: [{ what: 'archived', when: r.now, worker: r.workerId, attempt: r.attempt, detail: r.reason }],
+        expiresAt: expiresAt(r.now, this.settings.retentionDays),
+      })}`,
+      condition: transitionCondition(e, 'reject'),
+    });
+    return outcome.landed;
+  }
+
+  async recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {
     const e = new Expression();
     const history = e.name('history');
     const entry: HistoryEntry = { what: 'skipped-duplicate', when: now, worker: workerId };
-    await this.conditionalUpdate(jobId, e, {
+    await this.write(jobId, e, {
       update: `SET ${history} = list_append(${history}, ${e.value([entry])})`,
-      condition: `${e.name('state')} IN (${e.value('succeeded')}, ${e.value('archived')})`,
+      condition: transitionCondition(e, 'duplicate', identity),
     });
   }
 
-  async resetForReplay(jobId: string, now: number): Promise<void> {
+  async resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean> {
     const e = new Expression();
     const history = e.name('history');
     const entry: HistoryEntry = { what: 'queued', when: now, detail: 'replayed from the archive' };
-    await this.conditionalUpdate(jobId, e, {
+    const outcome = await this.write(jobId, e, {
       update:
-        `SET ${e.name('state')} = ${e.value('queued')}, ${e.name('attempt')} = ${e.value(0)}, ${e.name('updatedAt')} = ${e.value(now)}, ` +
-        `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}`,
-      condition: `${e.name('state')} = ${e.value('archived')}`,
+        `SET ${assignments(e, { state: 'queued', attempt: 0, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
+        `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}`,
+      condition: transitionCondition(e, 'replay', identity),
     });
+    return outcome.landed;
   }
 
   /**
-   * An UpdateItem that resolves false when its condition fails, or, given `landed`, true when the
-   * item shows this very write had landed already (the SDK retried it after a lost answer).
+   * One conditional UpdateItem. Landed: the item as written (its history trimmed to the limit).
+   * Refused: the item as the condition found it, if there is one.
    */
-  private async conditionalUpdate(
+  private async write(
     jobId: string,
     e: Expression,
     expr: { update: string; condition: string },
-    landed?: (old: JobRecord) => boolean,
-  ): Promise<boolean> {
+  ): Promise<{ landed: boolean; record: JobRecord | undefined }> {
     try {
       const out = await this.dynamo.send(
         new UpdateItemCommand({
@@ -269,19 +288,46 @@ export class DynamoJobStore implements JobStore {
           Key: { jobId: { S: jobId } },
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ReturnConsumedCapacity: 'TOTAL',
-          ...(landed ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
           ...e.params(),
         }),
       );
       this.meter(out, 'write');
-      return true;
+      const record = toRecord(out.Attributes ?? {});
+      return { landed: true, record: await this.trimHistory(record) };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      if (!landed) return false;
-      const old = error.Item ? toRecord(error.Item) : await this.get(jobId);
-      return old !== undefined && landed(old);
+      return { landed: false, record: error.Item ? toRecord(error.Item) : await this.get(jobId) };
     }
+  }
+
+  /**
+   * Keeps the newest `historyLimit` entries: removes the oldest ones from the head of the list, on
+   * condition the list is still the length it was read at (an append racing in trims itself).
+   */
+  private async trimHistory(record: JobRecord): Promise<JobRecord> {
+    const excess = record.history.length - this.settings.historyLimit;
+    if (excess <= 0) return record;
+    const e = new Expression();
+    const history = e.name('history');
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: record.jobId } },
+          UpdateExpression: `REMOVE ${Array.from({ length: excess }, (_, i) => `${history}[${i}]`).join(', ')}`,
+          ConditionExpression: `size(${history}) = ${e.value(record.history.length)}`,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    return { ...record, history: record.history.slice(excess) };
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
@@ -348,6 +394,45 @@ export class DynamoJobStore implements JobStore {
   }
 }
 
+/** `#name = :value` for each defined field. */
+function assignments(e: Expression, fields: Record<string, unknown>): string {
+  return Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `${e.name(name)} = ${e.value(value)}`)
+    .join(', ');
+}
+
+/** A job's reference fields as item attributes (the key, `jobId`, is the UpdateItem's own). */
+function refFields(r: JobRef): Record<string, unknown> {
+  return {
+    task: r.task,
+    payloadDigest: r.payloadDigest,
+    queue: r.queue,
+    version: r.version,
+    publishedAt: r.publishedAt,
+  };
+}
+
+/**
+ * The condition under which `write` may land: the states its row of `TRANSITIONS` allows it to
+ * start from (no item at all, where `absent` is one), and the job's identity where the row asks.
+ */
+function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdentity): string {
+  const rule = TRANSITIONS[write];
+  const states = (rule.from as readonly PriorState[]).filter((s) => s !== 'absent');
+  const existing = [
+    states.length > 0 ? `${e.name('state')} IN (${states.map((s) => e.value(s)).join(', ')})` : undefined,
+    rule.sameJob && identity
+      ? `${e.name('task')} = ${e.value(identity.task)} AND ${e.name('payloadDigest')} = ${e.value(identity.payloadDigest)}`
+      : undefined,
+  ]
+    .filter((c) => c !== undefined)
+    .join(' AND ');
+  const absent = (rule.from as readonly PriorState[]).includes('absent') ? `attribute_not_exists(${e.name('jobId')})` : undefined;
+  if (absent && existing) return `${absent} OR (${existing})`;
+  return absent ?? existing;
+}
+
 /** The attempt is only known once written; patch it into the history entry the claim appended. */
 function withClaimAttempt(record: JobRecord): JobRecord {
   return {
@@ -383,6 +468,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
   const record: Record<string, unknown> = {
     jobId: raw.jobId,
     task: raw.task ?? '',
+    payloadDigest: raw.payloadDigest ?? '',
     queue: raw.queue ?? '',
     version: raw.version ?? '',
     state: raw.state as JobState,
@@ -401,6 +487,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'leaseClaim',
     'lastError',
     'result',
+    'envelopeId',
   ]) {
     if (raw[key] !== undefined && raw[key] !== null) record[key] = raw[key];
   }

@@ -2,23 +2,28 @@ import type {
   ClaimRequest,
   ClaimResult,
   Completion,
-  FailureRecord,
+  HistoryEntry,
+  JobIdentity,
   JobQuery,
   JobRecord,
   JobRef,
   JobStore,
   QueueDayStats,
+  Rejection,
   StatsStore,
+  UnclaimedOutcome,
+  UnclaimedResult,
 } from '../tracking/model';
-import { appendHistory, claimable, historyOf, type JobStoreSettings } from '../tracking/rules';
+import { appendHistory, historyOf, type JobStoreSettings, permits } from '../tracking/rules';
 import { mergeQueueDay } from '../tracking/stats';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /**
  * In-memory jobs table with the DynamoDB adapter's conditions and results; the job-store
- * conformance suite holds both to the same behaviour. `writes` counts conditional writes the way
- * DynamoDB bills them (one per write request, item size aside).
+ * conformance suite holds both to the same behaviour. Each write checks the transition table
+ * (`permits`) and caps the history. `writes` counts conditional writes the way DynamoDB bills
+ * them (one per write request, item size aside).
  */
 export class MemoryJobStore implements JobStore {
   private readonly jobs = new Map<string, JobRecord>();
@@ -32,20 +37,26 @@ export class MemoryJobStore implements JobStore {
     return structuredClone(record);
   }
 
+  private history(record: Pick<JobRecord, 'history'> | undefined, entry: HistoryEntry): HistoryEntry[] {
+    return appendHistory(record?.history ?? [], entry, this.settings.historyLimit);
+  }
+
   async recordQueued(job: JobRef, now: number): Promise<boolean> {
-    if (this.jobs.has(job.jobId)) return false;
-    this.put({ ...job, state: 'queued', attempt: 0, updatedAt: now, history: [{ what: 'queued', when: now }] });
+    if (permits('queue', this.jobs.get(job.jobId)) !== 'ok') return false;
+    this.put({ ...pickRef(job), state: 'queued', attempt: 0, updatedAt: now, history: [{ what: 'queued', when: now }] });
     return true;
   }
 
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const prior = this.jobs.get(r.jobId);
-    if (!claimable(prior, r.now)) {
+    const fresh = permits('claim', prior, r);
+    const takeOver = fresh === 'state' && permits('takeOver', prior, r) === 'ok' && (prior?.leaseUntil ?? 0) < r.now;
+    if (fresh !== 'ok' && !takeOver) {
       const record = structuredClone(prior as JobRecord);
+      if (fresh === 'conflict') return { outcome: 'conflict', record };
       return record.state === 'running' ? { outcome: 'leased', record } : { outcome: 'finished', record };
     }
     const attempt = (prior?.attempt ?? 0) + 1;
-    const what = prior?.state === 'running' ? 'took-over' : 'started';
     const base: Mutable<JobRecord> = {
       ...(prior ?? { jobId: r.jobId, history: [] }),
       ...pickRef(r),
@@ -58,63 +69,83 @@ export class MemoryJobStore implements JobStore {
     base.updatedAt = r.now;
     base.leaseOwner = r.workerId;
     base.leaseUntil = r.leaseUntil;
-    base.history = [...(prior?.history ?? []), { what, when: r.now, worker: r.workerId, attempt }];
+    if (r.claimId) base.leaseClaim = r.claimId;
+    else delete base.leaseClaim;
+    base.history = this.history(prior, { what: takeOver ? 'took-over' : 'started', when: r.now, worker: r.workerId, attempt });
     const record = this.put(base);
     return { outcome: 'claimed', token: attempt, record };
   }
 
   async extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean> {
     const record = this.jobs.get(jobId);
-    if (record?.state !== 'running' || record.attempt !== token) return false;
+    if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token) return false;
     this.put({ ...record, leaseUntil, updatedAt: now });
     return true;
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<boolean> {
     const record = this.jobs.get(c.jobId);
-    if (record?.state !== 'running' || record.attempt !== c.token) return false;
+    if (permits('complete', record) !== 'ok' || record?.attempt !== c.token) return false;
     const next: Mutable<JobRecord> = { ...record, state: c.state, updatedAt: c.now };
     delete next.leaseOwner;
     delete next.leaseUntil;
+    delete next.leaseClaim;
     if (c.state !== 'retrying') next.finishedAt = c.now;
     if (c.reason) next.reason = c.reason;
     if (c.error) next.lastError = c.error;
     if (c.result !== undefined) next.result = c.result;
-    next.history = appendHistory(claimed.history, historyOf(c), this.settings.historyLimit);
+    next.history = this.history(claimed, historyOf(c));
     this.put(next);
     return true;
   }
 
-  async recordFailure(f: FailureRecord): Promise<void> {
-    const prior = this.jobs.get(f.jobId);
-    if (prior && (prior.state === 'succeeded' || prior.state === 'archived')) return;
+  async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
+    const prior = this.jobs.get(o.jobId);
+    const verdict = permits(o.state === 'succeeded' ? 'unclaimedSuccess' : 'unclaimedFailure', prior, o);
+    if (verdict !== 'ok') return verdict === 'conflict' ? 'conflict' : 'ignored';
     const next: Mutable<JobRecord> = {
       ...(prior ?? { history: [] }),
-      ...pickRef(f),
-      jobId: f.jobId,
-      state: f.state,
-      attempt: f.attempt,
-      updatedAt: f.now,
-      lastError: f.error,
-      publishedAt: prior?.publishedAt ?? f.publishedAt,
+      ...pickRef(o),
+      jobId: o.jobId,
+      state: o.state,
+      attempt: o.attempt,
+      updatedAt: o.now,
+      publishedAt: prior?.publishedAt ?? o.publishedAt,
     } as JobRecord;
-    if (f.reason) next.reason = f.reason;
-    if (f.state === 'archived') next.finishedAt = f.now;
-    next.history = appendHistory(
-      prior?.history ?? [],
-      { what: f.state, when: f.now, worker: f.workerId, attempt: f.attempt, ...(f.reason ? { detail: f.reason } : {}) },
-      this.settings.historyLimit,
-    );
+    if (o.error) next.lastError = o.error;
+    if (o.reason) next.reason = o.reason;
+    if (o.state !== 'retrying') next.finishedAt = o.now;
+    next.history = this.history(prior, {
+      what: o.state,
+      when: o.now,
+      worker: o.workerId,
+      attempt: o.attempt,
+      ...(o.reason ? { detail: o.reason } : {}),
+    });
     this.put(next);
+    return 'recorded';
   }
 
-  async recordDuplicate(jobId: string, workerId: string, now: number): Promise<void> {
-    const record = this.jobs.get(jobId);
-    if (!record || (record.state !== 'succeeded' && record.state !== 'archived')) return;
+  async recordRejected(r: Rejection): Promise<boolean> {
+    if (permits('reject', this.jobs.get(r.jobId)) !== 'ok') return false;
     this.put({
-      ...record,
-      history: appendHistory(record.history, { what: 'skipped-duplicate', when: now, worker: workerId }, this.settings.historyLimit),
+      ...pickRef(r),
+      state: 'archived',
+      reason: r.reason,
+      attempt: r.attempt,
+      lastError: r.error,
+      updatedAt: r.now,
+      finishedAt: r.now,
+      ...(r.envelopeId !== undefined ? { envelopeId: r.envelopeId } : {}),
+      history: [{ what: 'archived', when: r.now, worker: r.workerId, attempt: r.attempt, detail: r.reason }],
     });
+    return true;
+  }
+
+  async recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {
+    const record = this.jobs.get(jobId);
+    if (!record || permits('duplicate', record, identity) !== 'ok') return;
+    this.put({ ...record, history: this.history(record, { what: 'skipped-duplicate', when: now, worker: workerId }) });
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
@@ -130,23 +161,27 @@ export class MemoryJobStore implements JobStore {
       .map((r) => structuredClone(r));
   }
 
-  async resetForReplay(jobId: string, now: number): Promise<void> {
+  async resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean> {
     const record = this.jobs.get(jobId);
-    if (record?.state !== 'archived') return;
+    if (!record || permits('replay', record, identity) !== 'ok') return false;
     const next: Mutable<JobRecord> = { ...record, state: 'queued', attempt: 0, updatedAt: now };
     delete next.reason;
     delete next.finishedAt;
-    next.history = appendHistory(
-      record.history,
-      { what: 'queued', when: now, detail: 'replayed from the archive' },
-      this.settings.historyLimit,
-    );
+    next.history = this.history(record, { what: 'queued', when: now, detail: 'replayed from the archive' });
     this.put(next);
+    return true;
   }
 }
 
 function pickRef(r: JobRef): JobRef {
-  return { jobId: r.jobId, task: r.task, queue: r.queue, version: r.version, publishedAt: r.publishedAt };
+  return {
+    jobId: r.jobId,
+    task: r.task,
+    payloadDigest: r.payloadDigest,
+    queue: r.queue,
+    version: r.version,
+    publishedAt: r.publishedAt,
+  };
 }
 
 /** In-memory stats table; `writes` counts one per `add`, like the DynamoDB adapter's single UpdateItem. */

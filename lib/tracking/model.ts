@@ -3,13 +3,15 @@ import type { SerializedError } from '../executor/types';
 
 /**
  * A job's lifecycle. Terminal states never change again: a later delivery of a finished job is
- * recorded as a `skipped-duplicate` history entry and does not run.
+ * recorded as a `skipped-duplicate` history entry and does not run. Every write and the states
+ * it may start from are in `TRANSITIONS` (lib/tracking/rules.ts).
  *
  *   (published) queued ──claim──▶ running ──▶ succeeded
  *                  │                 ├──▶ retrying ──claim──▶ running …
  *                  │                 └──▶ archived (exhausted, timed-out, unrecoverable, invalid-payload)
- *                  └───────────────────────▶ archived (malformed, unknown-task; nothing ran)
  *   running with an expired lease ──claim (takeover)──▶ running (attempt + 1)
+ *   a message that never ran as a job (malformed, unknown-task, id-conflict) ──▶ archived, in a
+ *     record of its own keyed by its SQS message id, never under an id it carries
  */
 export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -29,6 +31,12 @@ export interface HistoryEntry {
 export interface JobRecord {
   readonly jobId: string;
   readonly task: string;
+  /**
+   * Digest of the payload the job was first recorded with ({@link payloadDigest}). With `task` it
+   * is the job's identity: a later message with the same id but another task or payload is not
+   * this job (it is archived as `id-conflict`).
+   */
+  readonly payloadDigest?: string;
   readonly queue: string;
   readonly version: string;
   readonly state: JobState;
@@ -47,13 +55,20 @@ export interface JobRecord {
   readonly lastError?: SerializedError;
   /** The task's return value as JSON, when it was small enough to keep. */
   readonly result?: string;
+  /** For a message that never ran (kept under its own message id): the id it carried. */
+  readonly envelopeId?: string;
   readonly history: readonly HistoryEntry[];
 }
 
-/** Identity of a job as a delivery reveals it. */
-export interface JobRef {
-  readonly jobId: string;
+/** What makes two deliveries the same job: its task and its payload (as a digest). */
+export interface JobIdentity {
   readonly task: string;
+  readonly payloadDigest: string;
+}
+
+/** Identity of a job as a delivery reveals it. */
+export interface JobRef extends JobIdentity {
+  readonly jobId: string;
   readonly queue: string;
   readonly version: string;
   readonly publishedAt: number;
@@ -76,12 +91,14 @@ export interface ClaimRequest extends JobRef {
 /**
  * A claim's answer. `claimed` carries the fencing token (the new attempt number): completions
  * and heartbeats must present it. `finished` means the job already ended; `leased` that another
- * live worker holds it.
+ * live worker holds it; `conflict` that the id belongs to another job (another task or payload),
+ * which the claim left untouched.
  */
 export type ClaimResult =
   | { readonly outcome: 'claimed'; readonly token: number; readonly record: JobRecord }
   | { readonly outcome: 'finished'; readonly record: JobRecord }
-  | { readonly outcome: 'leased'; readonly record: JobRecord };
+  | { readonly outcome: 'leased'; readonly record: JobRecord }
+  | { readonly outcome: 'conflict'; readonly record: JobRecord };
 
 /** How an attempt ended, as written by the worker that holds the token. */
 export interface Completion {
@@ -97,12 +114,36 @@ export interface Completion {
   readonly retryAt?: number;
 }
 
-/** A failure recorded without a claim (tracking mode `failures`, or messages that never ran). */
-export interface FailureRecord extends JobRef {
-  readonly state: 'retrying' | 'archived';
+/**
+ * An attempt's outcome recorded without a claim (tracking mode `failures`): a failure creates or
+ * updates the record; a success only ends one that an earlier failure left `retrying`.
+ */
+export interface UnclaimedOutcome extends JobRef {
+  readonly state: 'retrying' | 'archived' | 'succeeded';
   readonly attempt: number;
   readonly reason?: ArchiveReason;
+  readonly error?: SerializedError;
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/**
+ * `recorded`: the write landed. `ignored`: the record was in no state this outcome may follow
+ * (finished already; or, for a success, never failed). `conflict`: the id belongs to another job.
+ */
+export type UnclaimedResult = 'recorded' | 'ignored' | 'conflict';
+
+/**
+ * A message that never ran as a job: it could not be decoded, named an unknown task, or carried
+ * the id of another job. Recorded once, under its own SQS message id (`jobId`), never under an id
+ * it carries; `task` and `payloadDigest` are empty where the body did not give them.
+ */
+export interface Rejection extends JobRef {
+  readonly reason: ArchiveReason;
   readonly error: SerializedError;
+  /** The id the message carried, when it named one. */
+  readonly envelopeId?: string;
+  readonly attempt: number;
   readonly workerId: string;
   readonly now: number;
 }
@@ -128,12 +169,18 @@ export interface JobStore {
   extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean>;
   /** Ends an attempt. False when the token no longer holds the job (the outcome was rejected). */
   complete(completion: Completion, claimed: JobRecord): Promise<boolean>;
-  recordFailure(failure: FailureRecord): Promise<void>;
-  recordDuplicate(jobId: string, workerId: string, now: number): Promise<void>;
+  recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
+  /** Creates the record of a message that never ran; false if one exists under that id (nothing changed). */
+  recordRejected(rejection: Rejection): Promise<boolean>;
+  /** Notes a delivery of a finished job that was deleted unrun. */
+  recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
   get(jobId: string): Promise<JobRecord | undefined>;
   list(query: JobQuery): Promise<JobRecord[]>;
-  /** Puts a finished (archived) job back to `queued` with its attempts reset, for replay. */
-  resetForReplay(jobId: string, now: number): Promise<void>;
+  /**
+   * Puts an archived job back to `queued` with its attempts reset, for replay; only when the record
+   * is that job (task and payload). False when nothing changed.
+   */
+  resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean>;
 }
 
 /** Counter names of the stats table. */

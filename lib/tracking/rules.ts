@@ -1,4 +1,6 @@
-import type { Completion, HistoryEntry, JobRecord, JobState } from './model';
+import { createHash } from 'node:crypto';
+import { stringify } from 'safe-stable-stringify';
+import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from './model';
 
 /** Settings both job stores apply identically. */
 export interface JobStoreSettings {
@@ -26,11 +28,67 @@ export function appendHistory(history: readonly HistoryEntry[], entry: HistoryEn
   return next.length > limit ? next.slice(next.length - limit) : next;
 }
 
+/** A job record's state before a write: one of the states, or no record yet. */
+export type PriorState = JobState | 'absent';
+
+/**
+ * Every write to a job record: the states it may find, and whether the record must already be
+ * the same job (task and payload digest, see {@link sameJob}) for it to land. A write that finds
+ * anything else changes nothing. Both job stores follow this table (the in-memory one reads it,
+ * the DynamoDB one turns it into condition expressions) and the conformance suite exercises every
+ * row on both. Token-guarded writes (heartbeat, complete) need the claim's attempt number as well;
+ * a take-over needs a lapsed lease.
+ */
+export const TRANSITIONS = {
+  /** The publisher's `queued` record. */
+  queue: { from: ['absent'], sameJob: false },
+  /** A dispatcher starts an attempt. */
+  claim: { from: ['absent', 'queued', 'retrying'], sameJob: true },
+  /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
+  takeOver: { from: ['running'], sameJob: true },
+  heartbeat: { from: ['running'], sameJob: false },
+  /** The claim's holder ends its attempt: succeeded, retrying or archived. */
+  complete: { from: ['running'], sameJob: false },
+  /** Tracking `failures`: a failed attempt (nothing claimed it). */
+  unclaimedFailure: { from: ['absent', 'queued', 'retrying'], sameJob: true },
+  /** Tracking `failures`: a success after failures ends the `retrying` record. */
+  unclaimedSuccess: { from: ['retrying'], sameJob: true },
+  /** A message that never ran, under its own message id. */
+  reject: { from: ['absent'], sameJob: false },
+  duplicate: { from: ['succeeded', 'archived'], sameJob: true },
+  replay: { from: ['archived'], sameJob: true },
+} as const satisfies Record<string, { readonly from: readonly PriorState[]; readonly sameJob: boolean }>;
+
+export type JobWrite = keyof typeof TRANSITIONS;
+
+/** Whether `write` may land on `record`: `ok`, `state` (not from this state) or `conflict` (another job). */
+export function permits(write: JobWrite, record: JobRecord | undefined, identity?: JobIdentity): 'ok' | 'state' | 'conflict' {
+  const rule = TRANSITIONS[write];
+  if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
+  return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';
+}
+
+/** Whether a record is the job a delivery names: same task, same payload. */
+export function sameJob(record: Pick<JobRecord, 'task' | 'payloadDigest'>, identity: JobIdentity): boolean {
+  return record.task === identity.task && record.payloadDigest === identity.payloadDigest;
+}
+
+/**
+ * The digest that stands for a payload in a job's identity: SHA-256 of its JSON with object keys
+ * sorted (so two publishers that order keys differently send the same payload), 128 bits in
+ * base64url. Computed from the decoded payload, so the publisher and the dispatcher agree.
+ */
+export function payloadDigest(payload: unknown): string {
+  return createHash('sha256')
+    .update(stringify(payload ?? null) ?? 'null')
+    .digest('base64url')
+    .slice(0, 22);
+}
+
 /** Whether a claim at `now` may take the job: new, queued, retrying, or running on a lapsed lease. */
 export function claimable(record: JobRecord | undefined, now: number): boolean {
-  if (!record) return true;
-  if (record.state === 'queued' || record.state === 'retrying') return true;
-  return record.state === 'running' && (record.leaseUntil ?? 0) < now;
+  if (permits('claim', record) === 'ok') return true;
+  return permits('takeOver', record) === 'ok' && (record?.leaseUntil ?? 0) < now;
 }
 
 /** Results larger than this are not kept on the job record. */

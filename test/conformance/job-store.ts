@@ -1,11 +1,13 @@
 import { UnrecoverableError } from '../../lib/errors';
-import type { JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/tracking/model';
+import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/tracking/model';
+import type { JobStoreSettings } from '../../lib/tracking/rules';
 import { emptyDuration } from '../../lib/tracking/stats';
 
 let unique = 0;
 const ref = (overrides: Partial<JobRef> = {}): JobRef => ({
   jobId: `job-${Date.now()}-${++unique}`,
   task: 'send-email',
+  payloadDigest: 'digest-a',
   queue: 'urgent',
   version: 'v1',
   publishedAt: 1000,
@@ -14,6 +16,33 @@ const ref = (overrides: Partial<JobRef> = {}): JobRef => ({
 const claim = (store: JobStore, job: JobRef, now: number, worker = 'w1', leaseMs = 10_000) =>
   store.claim({ ...job, workerId: worker, now, leaseUntil: now + leaseMs });
 const error = { type: 'Error', message: 'boom' };
+
+/** The settings both stores are built with for the suite: a short history, so every write meets the cap. */
+export const CONFORMANCE_SETTINGS: JobStoreSettings = { historyLimit: 4, retentionDays: 7 };
+const LIMIT = CONFORMANCE_SETTINGS.historyLimit;
+
+/** Claims and fails a job until its history is exactly at the limit; it is left `retrying`. */
+async function retryingAtLimit(store: JobStore, job: JobRef): Promise<JobRecord> {
+  let now = 100;
+  for (;;) {
+    const claimed = await claim(store, job, now++);
+    if (claimed.outcome !== 'claimed') throw new Error(`not claimed: ${claimed.outcome}`);
+    await store.complete({ jobId: job.jobId, token: claimed.token, state: 'retrying', error, workerId: 'w1', now: now++ }, claimed.record);
+    const record = (await store.get(job.jobId)) as JobRecord;
+    if (record.history.length >= LIMIT) {
+      expect(record.history).toHaveLength(LIMIT);
+      return record;
+    }
+  }
+}
+
+/** Every history entry kept, in order, ending with `last`, within the cap. */
+function expectCapped(record: JobRecord | undefined, last: string): void {
+  expect(record?.history.length).toBeLessThanOrEqual(LIMIT);
+  expect(record?.history.at(-1)?.what).toBe(last);
+  const whens = record?.history.map((h) => h.when) ?? [];
+  expect(whens).toEqual([...whens].sort((a, b) => a - b));
+}
 
 /** The behaviour the dispatcher relies on from the jobs and stats tables; run on the fake and on dynalite. */
 export function jobStoreConformance(
@@ -81,7 +110,7 @@ export function jobStoreConformance(
       expect(again.outcome).toBe('finished');
       expect(again.record).toMatchObject({ state: 'succeeded', finishedAt: 2500, result: '{"ok":true}' });
       expect(again.record.leaseOwner).toBeUndefined();
-      await jobs.recordDuplicate(job.jobId, 'w2', 3000);
+      await jobs.recordDuplicate(job.jobId, job, 'w2', 3000);
       expect((await jobs.get(job.jobId))?.history.map((h) => h.what)).toEqual(['started', 'succeeded', 'skipped-duplicate']);
     });
 
@@ -135,25 +164,194 @@ export function jobStoreConformance(
           record.record,
         );
         record = await claim(jobs, job, i * 10 + 1);
+        // The claim's own answer is capped too: the completion writes its history from it.
+        expect(record.record.history.length).toBeLessThanOrEqual(LIMIT);
       }
-      const history = (await jobs.get(job.jobId))?.history ?? [];
-      expect(history.length).toBeLessThanOrEqual(21);
-      expect(history[history.length - 1]?.what).toBe('started');
+      expectCapped(await jobs.get(job.jobId), 'started');
+    });
+
+    describe('the history cap holds after every write', () => {
+      it('claim', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        expect((await claim(jobs, job, 10_000)).outcome).toBe('claimed');
+        expectCapped(await jobs.get(job.jobId), 'started');
+      });
+
+      it('take-over of a lapsed lease', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        await claim(jobs, job, 10_000, 'w1', 10);
+        expect((await claim(jobs, job, 20_000, 'w2')).outcome).toBe('claimed');
+        expectCapped(await jobs.get(job.jobId), 'took-over');
+      });
+
+      it('completion', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        const claimed = await claim(jobs, job, 10_000);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete({ jobId: job.jobId, token: claimed.token, state: 'succeeded', workerId: 'w1', now: 10_001 }, claimed.record);
+        expectCapped(await jobs.get(job.jobId), 'succeeded');
+      });
+
+      it('unclaimed failure and success', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        expect(await jobs.recordUnclaimed({ ...job, state: 'retrying', attempt: 9, error, workerId: 'w', now: 10_000 })).toBe('recorded');
+        expectCapped(await jobs.get(job.jobId), 'retrying');
+        expect(await jobs.recordUnclaimed({ ...job, state: 'succeeded', attempt: 10, workerId: 'w', now: 10_001 })).toBe('recorded');
+        expectCapped(await jobs.get(job.jobId), 'succeeded');
+      });
+
+      it('duplicate deliveries and replay', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        expect(
+          await jobs.recordUnclaimed({ ...job, state: 'archived', reason: 'exhausted', attempt: 9, error, workerId: 'w', now: 10_000 }),
+        ).toBe('recorded');
+        for (let i = 1; i <= LIMIT + 2; i++) await jobs.recordDuplicate(job.jobId, job, 'w2', 10_000 + i);
+        expectCapped(await jobs.get(job.jobId), 'skipped-duplicate');
+        expect(await jobs.resetForReplay(job.jobId, job, 20_000)).toBe(true);
+        expectCapped(await jobs.get(job.jobId), 'queued');
+      });
+    });
+
+    describe('a job id names one job: task and payload fixed by its first record', () => {
+      const other = { task: 'charge-card', payloadDigest: 'digest-a' };
+      const otherPayload = { task: 'send-email', payloadDigest: 'digest-b' };
+
+      it.each([
+        ['another task', other],
+        ['the same task with another payload', otherPayload],
+      ])('a claim for %s while the job retries is a conflict and changes nothing', async (_what, intruder) => {
+        const job = ref();
+        const before = await retryingAtLimit(jobs, job);
+        const result = await claim(jobs, { ...job, ...intruder }, 10_000, 'w9');
+        expect(result.outcome).toBe('conflict');
+        expect(result.record).toMatchObject({ task: job.task, payloadDigest: job.payloadDigest, state: 'retrying' });
+        expect(await jobs.get(job.jobId)).toEqual(before);
+        // The job itself still claims as usual.
+        expect((await claim(jobs, job, 10_001)).outcome).toBe('claimed');
+      });
+
+      it('is a conflict against a queued, a running (even lapsed) and a finished job', async () => {
+        const queued = ref();
+        await jobs.recordQueued(queued, 1);
+        expect((await claim(jobs, { ...queued, ...other }, 2)).outcome).toBe('conflict');
+        expect(await jobs.get(queued.jobId)).toMatchObject({ state: 'queued', task: queued.task, attempt: 0 });
+
+        const running = ref();
+        await claim(jobs, running, 1, 'w1', 10);
+        const before = await jobs.get(running.jobId);
+        expect((await claim(jobs, { ...running, ...other }, 5000, 'w2')).outcome).toBe('conflict');
+        expect(await jobs.get(running.jobId)).toEqual(before);
+
+        const finished = ref();
+        const first = await claim(jobs, finished, 1);
+        if (first.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete({ jobId: finished.jobId, token: 1, state: 'succeeded', workerId: 'w1', now: 2 }, first.record);
+        const done = await jobs.get(finished.jobId);
+        expect((await claim(jobs, { ...finished, ...otherPayload }, 3)).outcome).toBe('conflict');
+        await jobs.recordDuplicate(finished.jobId, otherPayload, 'w2', 4);
+        expect(await jobs.get(finished.jobId)).toEqual(done);
+        // The same job again is a duplicate, as before.
+        expect((await claim(jobs, finished, 5)).outcome).toBe('finished');
+      });
+
+      it('unclaimed outcomes of another job leave the record alone', async () => {
+        const job = ref({ queue: 'routine' });
+        await jobs.recordUnclaimed({ ...job, state: 'retrying', attempt: 1, error, workerId: 'w', now: 10 });
+        const before = await jobs.get(job.jobId);
+        expect(
+          await jobs.recordUnclaimed({
+            ...job,
+            ...other,
+            state: 'archived',
+            reason: 'exhausted',
+            attempt: 5,
+            error,
+            workerId: 'x',
+            now: 20,
+          }),
+        ).toBe('conflict');
+        expect(await jobs.recordUnclaimed({ ...job, ...otherPayload, state: 'succeeded', attempt: 5, workerId: 'x', now: 20 })).toBe(
+          'conflict',
+        );
+        expect(await jobs.get(job.jobId)).toEqual(before);
+      });
+
+      it('a success without a claim ends only a record that failed before, and creates none', async () => {
+        const fresh = ref({ queue: 'routine' });
+        expect(await jobs.recordUnclaimed({ ...fresh, state: 'succeeded', attempt: 1, workerId: 'w', now: 10 })).toBe('ignored');
+        expect(await jobs.get(fresh.jobId)).toBeUndefined();
+        const retried = ref({ queue: 'routine' });
+        await jobs.recordUnclaimed({ ...retried, state: 'retrying', attempt: 1, error, workerId: 'w', now: 10 });
+        expect(await jobs.recordUnclaimed({ ...retried, state: 'succeeded', attempt: 2, workerId: 'w', now: 20 })).toBe('recorded');
+        expect(await jobs.get(retried.jobId)).toMatchObject({ state: 'succeeded', attempt: 2, finishedAt: 20 });
+        expect(await jobs.list({ state: 'retrying', queues: ['routine'], limit: 100 })).not.toContainEqual(
+          expect.objectContaining({ jobId: retried.jobId }),
+        );
+      });
+
+      it('replay resets only the job the archive names', async () => {
+        const job = ref();
+        await jobs.recordUnclaimed({ ...job, state: 'archived', reason: 'exhausted', attempt: 3, error, workerId: 'w', now: 10 });
+        const before = await jobs.get(job.jobId);
+        expect(await jobs.resetForReplay(job.jobId, other, 20)).toBe(false);
+        expect(await jobs.get(job.jobId)).toEqual(before);
+      });
+    });
+
+    it('records a rejected message once, under its own id, and never over an existing record', async () => {
+      const messageId = `msg-${++unique}`;
+      const rejection = {
+        jobId: messageId,
+        task: 'ghost',
+        payloadDigest: 'digest-g',
+        queue: 'urgent',
+        version: 'v1',
+        publishedAt: 5,
+        reason: 'unknown-task' as const,
+        error: { type: 'UnknownTaskError', message: 'no ghost' },
+        envelopeId: 'job-x',
+        attempt: 1,
+        workerId: 'w',
+        now: 50,
+      };
+      expect(await jobs.recordRejected(rejection)).toBe(true);
+      expect(await jobs.get(messageId)).toMatchObject({
+        state: 'archived',
+        reason: 'unknown-task',
+        task: 'ghost',
+        envelopeId: 'job-x',
+        finishedAt: 50,
+      });
+      expect(await jobs.recordRejected({ ...rejection, now: 60 })).toBe(false);
+      expect((await jobs.get(messageId))?.history).toHaveLength(1);
+      const job = ref();
+      await claim(jobs, job, 1);
+      const before = await jobs.get(job.jobId);
+      expect(await jobs.recordRejected({ ...rejection, jobId: job.jobId })).toBe(false);
+      expect(await jobs.get(job.jobId)).toEqual(before);
+      expect((await jobs.list({ state: 'archived', queues: ['urgent'], limit: 100 })).map((r) => r.jobId)).toContain(messageId);
     });
 
     it('records failures without a claim, and never over a finished job', async () => {
       const job = ref({ queue: 'routine', task: 'sync' });
-      await jobs.recordFailure({ ...job, state: 'retrying', attempt: 1, error, workerId: 'w1', now: 100 });
-      await jobs.recordFailure({ ...job, state: 'archived', attempt: 2, reason: 'exhausted', error, workerId: 'w1', now: 200 });
+      expect(await jobs.recordUnclaimed({ ...job, state: 'retrying', attempt: 1, error, workerId: 'w1', now: 100 })).toBe('recorded');
+      expect(
+        await jobs.recordUnclaimed({ ...job, state: 'archived', attempt: 2, reason: 'exhausted', error, workerId: 'w1', now: 200 }),
+      ).toBe('recorded');
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', attempt: 2, reason: 'exhausted', finishedAt: 200 });
-      await jobs.recordFailure({ ...job, state: 'retrying', attempt: 3, error, workerId: 'w1', now: 300 });
+      expect(await jobs.recordUnclaimed({ ...job, state: 'retrying', attempt: 3, error, workerId: 'w1', now: 300 })).toBe('ignored');
       expect((await jobs.get(job.jobId))?.state).toBe('archived');
     });
 
     it('lists archived and retrying jobs by queue and task, newest first', async () => {
       const queue = `q${++unique}`;
       for (let i = 0; i < 3; i++)
-        await jobs.recordFailure({
+        await jobs.recordUnclaimed({
           ...ref({ queue, task: i === 2 ? 'other' : 'sync' }),
           state: 'archived',
           attempt: 1,
@@ -179,8 +377,8 @@ export function jobStoreConformance(
 
     it('resets an archived job for replay: queued, attempts 0', async () => {
       const job = ref();
-      await jobs.recordFailure({ ...job, state: 'archived', attempt: 3, reason: 'exhausted', error, workerId: 'w', now: 10 });
-      await jobs.resetForReplay(job.jobId, 20);
+      await jobs.recordUnclaimed({ ...job, state: 'archived', attempt: 3, reason: 'exhausted', error, workerId: 'w', now: 10 });
+      expect(await jobs.resetForReplay(job.jobId, job, 20)).toBe(true);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'queued', attempt: 0 });
       expect((await claim(jobs, job, 30)).outcome).toBe('claimed');
     });

@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 const settings = { historyLimit: 20, retentionDays: 7 };
-const ref = (jobId: string) => ({ jobId, task: 'ok', queue: 'urgent', version: 'lost', publishedAt: 1 });
+const ref = (jobId: string) => ({ jobId, task: 'ok', payloadDigest: 'd1', queue: 'urgent', version: 'lost', publishedAt: 1 });
 
 describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
   it('takes a claim whose first try landed as its own: attempt 1, not a lease held by someone else', async () => {

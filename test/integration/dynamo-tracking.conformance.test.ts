@@ -3,7 +3,7 @@ import { createVersionTables } from '../../lib/adapters/dynamo-admin';
 import { DynamoJobStore, DynamoStatsStore } from '../../lib/adapters/dynamo-tracking';
 import { resolveConfig } from '../../lib/config';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
-import { jobStoreConformance } from '../conformance/job-store';
+import { CONFORMANCE_SETTINGS, jobStoreConformance } from '../conformance/job-store';
 
 let emulators: Emulators | undefined;
 let dynamo: DynamoDBClient | undefined;
@@ -20,7 +20,7 @@ jobStoreConformance(
     const config = resolveConfig({ app: 'conf', queues: [{ name: 'urgent', priority: 1 }] });
     const names = await createVersionTables(dynamo, config, 'v1');
     return {
-      jobs: new DynamoJobStore(names.jobs, { historyLimit: 20, retentionDays: 7 }, { client: dynamo }),
+      jobs: new DynamoJobStore(names.jobs, CONFORMANCE_SETTINGS, { client: dynamo }),
       stats: new DynamoStatsStore(names.stats, { client: dynamo }),
     };
   },

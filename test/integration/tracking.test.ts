@@ -166,11 +166,12 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
       claim: (request) => jobs.claim({ ...request, leaseUntil: request.now + 1 }),
       extendLease: async () => true,
       complete: (c, claimed) => jobs.complete(c, claimed),
-      recordFailure: (f) => jobs.recordFailure(f),
-      recordDuplicate: (id, worker, now) => jobs.recordDuplicate(id, worker, now),
+      recordUnclaimed: (o) => jobs.recordUnclaimed(o),
+      recordRejected: (r) => jobs.recordRejected(r),
+      recordDuplicate: (id, identity, worker, now) => jobs.recordDuplicate(id, identity, worker, now),
       get: (id) => jobs.get(id),
       list: (q) => jobs.list(q),
-      resetForReplay: (id, now) => jobs.resetForReplay(id, now),
+      resetForReplay: (id, identity, now) => jobs.resetForReplay(id, identity, now),
     });
     const stale = s.dispatcher({ wrapQueues: (q) => stuck(expiring(q)), wrapJobs: shortLeases, workerId: 'stale' });
     const { jobId } = await s.publisher.publish('nap', { journal, ms: 700 });

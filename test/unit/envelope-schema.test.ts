@@ -25,6 +25,8 @@ const corpus: unknown[] = [
   { task: 'x', publishedAt: -1 },
   { task: 'x', publishedAt: 1.5 },
   { task: 'x', publishedAt: '2026-01-01' },
+  { task: 'x', publishedAt: 8_640_000_000_000_001 },
+  { task: 'x', publishedAt: 8_640_000_000_000_000 },
   { task: 'x', extra: 'ignored by both' },
   [],
   'task',

@@ -53,9 +53,25 @@ describe('envelope v1', () => {
     ['a very long id', `{"task":"a","id":"${'x'.repeat(129)}"}`, 'bad-id'],
     ['a negative publishedAt', '{"task":"a","publishedAt":-1}', 'bad-published-at'],
     ['a string publishedAt', '{"task":"a","publishedAt":"yesterday"}', 'bad-published-at'],
+    ['a publishedAt past what a Date holds', '{"task":"a","publishedAt":8640000000000001}', 'bad-published-at'],
+    ['an infinite publishedAt', '{"task":"a","publishedAt":1e400}', 'bad-published-at'],
     ['deep nesting', `{"task":"a","payload":${'['.repeat(MAX_JSON_DEPTH + 5)}${']'.repeat(MAX_JSON_DEPTH + 5)}}`, 'too-deep'],
   ])('rejects %s', (_label, body, code) => {
     expect(codeOf(body)).toBe(code);
+  });
+
+  it.each([
+    ['null', 'body is null, not an object'],
+    ['[1]', 'body is an array, not an object'],
+    ['"task"', 'body is a string, not an object'],
+    ['{"task":"a","publishedAt":1e400}', 'publishedAt is Infinity;'],
+    ['{"task":"a","publishedAt":8640000000000001}', 'publishedAt is 8640000000000001;'],
+  ])('says what %s is in plain words', (body, words) => {
+    expect(() => decodeEnvelope(body, meta)).toThrow(words);
+  });
+
+  it('accepts the last instant a Date holds', () => {
+    expect(decodeEnvelope('{"task":"a","publishedAt":8640000000000000}', meta).publishedAt).toBe(8_640_000_000_000_000);
   });
 
   it('treats __proto__ keys as plain data and pollutes nothing', () => {

@@ -1,8 +1,8 @@
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
-import { jobStoreConformance } from '../conformance/job-store';
+import { CONFORMANCE_SETTINGS, jobStoreConformance } from '../conformance/job-store';
 
 jobStoreConformance(
   'in-memory fakes',
-  async () => ({ jobs: new MemoryJobStore({ historyLimit: 20, retentionDays: 7 }), stats: new MemoryStatsStore() }),
+  async () => ({ jobs: new MemoryJobStore(CONFORMANCE_SETTINGS), stats: new MemoryStatsStore() }),
   async () => {},
 );

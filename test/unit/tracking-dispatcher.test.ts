@@ -3,6 +3,7 @@ import type { TrackingMode } from '../../lib/config';
 import { encodeEnvelope } from '../../lib/envelope';
 import { LeaseLostError } from '../../lib/errors';
 import type { TaskOptions } from '../../lib/task';
+import { payloadDigest } from '../../lib/tracking/rules';
 import { type World, world } from '../helpers/world';
 
 const ok: TaskOptions = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => 'done' };
@@ -82,6 +83,7 @@ describe('dispatcher with job tracking (fakes)', () => {
       const claim = await w.jobs.claim({
         jobId: 'job-lost',
         task: 'failing',
+        payloadDigest: payloadDigest({}),
         queue: 'urgent',
         version: 'v1',
         publishedAt: 0,
@@ -115,6 +117,7 @@ describe('dispatcher with job tracking (fakes)', () => {
           const takeover = await w.jobs.claim({
             jobId: ctx.jobId,
             task: 'ok',
+            payloadDigest: payloadDigest({}),
             queue: 'urgent',
             version: 'v1',
             publishedAt: 0,
@@ -142,14 +145,52 @@ describe('dispatcher with job tracking (fakes)', () => {
     expect(w.runs[0]?.ctx.fencingToken).toBe(1);
   });
 
-  it('records malformed messages and unknown tasks as archived jobs', async () => {
+  it('records malformed messages and unknown tasks as archived jobs under their own message ids', async () => {
     const w = trackedWorld('failures');
     await w.send('urgent', 'not json');
     await w.send('urgent', envelope('ghost', 'job-ghost'));
     await w.run();
-    expect(await w.jobs.get('job-ghost')).toMatchObject({ state: 'archived', reason: 'unknown-task', task: 'ghost' });
-    const malformed = await w.jobs.list({ state: 'archived', queues: ['urgent'], limit: 10 });
-    expect(malformed.map((r) => r.reason).sort()).toEqual(['malformed', 'unknown-task']);
+    // The id the unknown task's envelope carried names no record: the message never ran as a job.
+    expect(await w.jobs.get('job-ghost')).toBeUndefined();
+    const archived = await w.jobs.list({ state: 'archived', queues: ['urgent'], limit: 10 });
+    expect(archived.map((r) => r.reason).sort()).toEqual(['malformed', 'unknown-task']);
+    const ghost = archived.find((r) => r.reason === 'unknown-task');
+    expect(ghost).toMatchObject({ task: 'ghost', envelopeId: 'job-ghost' });
+    // Archive records and job records agree on the id `jobs show` takes.
+    const records = w.sqs.peek(w.urls.archive).map((m) => readArchiveRecord(m.attributes));
+    expect(records.map((r) => r?.jobId).sort()).toEqual(archived.map((r) => r.jobId).sort());
+    expect(records.every((r) => r?.jobId === r?.messageId)).toBe(true);
+  });
+
+  it('failures mode: a job that retried and then succeeded ends with a succeeded record, not retrying', async () => {
+    const flaky: TaskOptions = {
+      name: 'flaky',
+      queue: 'urgent',
+      timeLimitSeconds: 5,
+      maxRetries: 2,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      run: (_payload, ctx) => (ctx.attempt < 2 ? Promise.reject(new Error('not yet')) : 'fine'),
+    };
+    const w = trackedWorld('failures', [ok, flaky]);
+    await w.send('urgent', envelope('flaky', 'job-r'));
+    await w.send('urgent', envelope('ok', 'job-ok'));
+    await w.run({ forMs: 60_000 });
+    expect(outcomes(w).sort()).toEqual(['retried', 'succeeded', 'succeeded']);
+    expect(await w.jobs.get('job-r')).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(await w.jobs.list({ state: 'retrying', queues: ['urgent'], limit: 10 })).toEqual([]);
+    // A job that succeeded at once still costs no write.
+    expect(await w.jobs.get('job-ok')).toBeUndefined();
+  });
+
+  it("failures mode: another job's failure under the same id leaves the first job's record alone", async () => {
+    const w = trackedWorld('failures');
+    await w.send('urgent', envelope('failing', 'job-same'));
+    await w.run({ forMs: 60_000 });
+    const first = await w.jobs.get('job-same');
+    expect(first).toMatchObject({ state: 'archived', task: 'failing' });
+    await w.send('urgent', encodeEnvelope({ task: 'failing', payload: { other: true }, id: 'job-same' }));
+    await w.run({ forMs: 60_000 });
+    expect(await w.jobs.get('job-same')).toEqual(first);
   });
 
   it('keeps stats per batch even with tracking off', async () => {
