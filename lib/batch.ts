@@ -148,7 +148,10 @@ async function runOne(
   lease.endsBy(start + needMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   const mode = trackingOf(deps, queue);
-  const handBack = (decision: HandBack, report: JobReport) => state.decide(handedBack(deps, queue, mode, message, job, decision), report);
+  const handBack = (decision: HandBack, report: JobReport) => {
+    const made = handedBack(deps, queue, mode, message, job, decision);
+    state.decide(made, made.kind === 'requeue' ? { ...report, requeued: true } : report);
+  };
   if (options.signal?.aborted || start + needMs > options.deadline - config.dispatcher.settleMarginMs) {
     handBack({ kind: 'visibility', seconds: 0 }, { ...base, outcome: 'released', attempt: message.receiveCount });
     return;

@@ -200,7 +200,9 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     let receivedAny = batch.length > 0;
     if (batch.length > 0) observe(deps, summary, queue, batch);
     const receives = Math.max(1, Math.min(queue.iterations, selection.receives ?? queue.iterations));
-    for (let i = 0; i < receives && !stopped(); i++) {
+    // What the selection already received is run (or released) even if a stop came meanwhile:
+    // dropped, it would stay invisible for its visibility timeout and burn a receive.
+    for (let i = 0; i < receives && (!stopped() || (i === 0 && batch.length > 0)); i++) {
       if (i > 0) {
         if (!fits()) break;
         await waitForRoom([queue]);

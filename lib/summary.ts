@@ -23,6 +23,8 @@ export interface JobReport {
   readonly timedOut?: boolean;
   /** True when the settle call for this outcome still failed after retries (the message will come back). */
   readonly unsettled?: boolean;
+  /** Near its redrive limit the message was replaced by a fresh copy instead of being handed back. */
+  readonly requeued?: boolean;
 }
 
 /** One batch, reported once it is settled; observers (metrics, local progress) consume these. */

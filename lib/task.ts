@@ -130,7 +130,8 @@ export type TaskRegistry = ReadonlyMap<string, TaskDefinition>;
 /**
  * Builds the registry and checks every task against the config: its queue exists, its time limit
  * plus the kill grace fits the queue's visibility timeout (Kale's check) and the dispatcher's
- * timeout, and its attempts end before SQS's redrive moves the message to the DLQ.
+ * timeout, and, on an untracked queue, its attempts end before SQS's redrive moves the message to
+ * the DLQ.
  */
 export function createRegistry(definitions: readonly TaskDefinition[], config: TaskworkerConfig): TaskRegistry {
   const registry = new Map<string, TaskDefinition>();
@@ -162,7 +163,10 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a limit that with killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
       );
     }
-    if (def.maxRetries + 1 >= queue.maxReceiveCount) {
+    // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
+    // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
+    // record and requeues a message before its redrive (lib/batch.ts): no such bound there.
+    if (queue.tracking !== 'full' && def.maxRetries + 1 >= queue.maxReceiveCount) {
       throw new TaskDefinitionError(
         def.name,
         'maxRetries',

@@ -6,12 +6,15 @@
  * as it claims a job, while its task writes its side effect, and at every step of the settle
  * (archive send, job record, delete, visibility change, stats), before the call lands or after it
  * landed but before the process hears the answer. A new dispatcher replaces each one killed.
- * Then the system drains, and the tables and queues must show: nothing lost, no job completed
- * twice, the fenced side effect applied once per job, and stats that differ from the jobs table
- * by exactly what the killed processes had recorded but not yet counted.
+ * Then the system drains, and the tables and queues must show: nothing lost, every job record
+ * terminal, nothing in the DLQs (at the default maxReceiveCount, with messages waiting for slots),
+ * no job completed twice, the fenced side effect applied once per job, and stats that differ from
+ * the jobs table by no more than what the killed processes had recorded but not yet counted.
+ * Assertions read the tables and queues: the relay's own observations die with a killed process.
  */
 import type { ChildProcess } from 'node:child_process';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { hostname } from 'node:os';
+import { ChangeMessageVisibilityBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { type Random, seededRandom } from '../../lib/random';
@@ -19,7 +22,17 @@ import type { BatchReport } from '../../lib/summary';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters } from './helpers/faults';
 import { assignedState, type Exchange, type Phase, Relay } from './helpers/relay';
-import { auditStack, CHAOS_CONFIG, createEffectsTable, daysSince, type Published, scanAll, statsOver, until } from './helpers/stage';
+import {
+  auditStack,
+  CHAOS_CONFIG,
+  createEffectsTable,
+  daysSince,
+  ONE_SLOT_CONFIG,
+  type Published,
+  scanAll,
+  statsOver,
+  until,
+} from './helpers/stage';
 import { writeTally } from './helpers/tally';
 
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
@@ -59,8 +72,9 @@ interface Dispatcher {
 }
 
 let stack: LocalStack | undefined;
-afterAll(async () => {
+afterEach(async () => {
   await stack?.stop();
+  stack = undefined;
 });
 
 describe('crash suite: dispatcher processes killed at every point of the loop', () => {
@@ -260,15 +274,24 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
         uncountedByKilled: { succeeded: uncounted(killed, 'succeeded'), archived: uncounted(killed, 'archived') },
       },
     };
+    // Durable truth: every record in the jobs table (not only the published jobs') is terminal, and
+    // which worker wrote each job's end, from its history.
+    const records = await scanAll(local.dynamo, local.tables.jobs);
+    const nonTerminal = records.filter((r) => !terminal.has(r.state as string)).map((r) => `${r.jobId}:${r.state}`);
+    const killedWorkers = new Set(killed.map((d) => `${hostname()}-${d.child?.pid}`));
+    const endedByKilled = records.filter((r) => {
+      const end = (r.history as Array<{ what: string; worker?: string }>).findLast((h) => terminal.has(h.what));
+      return end?.worker !== undefined && killedWorkers.has(end.worker);
+    }).length;
     writeTally({
       suite: 'crash',
       published: result.published,
       succeeded: result.succeeded,
       archived: result.archived,
-      lost: result.lost.length,
+      lost: result.lost.length + nonTerminal.length,
       duplicates:
         result.completedTwice.length + (result.effects?.overApplied.length ?? 0) + [...terminalWrites.values()].filter((n) => n > 1).length,
-      details,
+      details: { ...details, endedByKilled, requeued: countLogged(reports) },
     });
     process.stdout.write(`crash: ${JSON.stringify(details)}\n`);
 
@@ -279,12 +302,14 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
     expect(result.archivedWithoutMessage).toEqual([]);
     expect(result.archiveMessagesWithoutReason).toBe(0);
     expect(result.leftInQueues + result.leftInDeadLetterQueues).toBe(0);
+    expect(nonTerminal).toEqual([]);
     expect(result.archivedByReason).toEqual({ exhausted: published.filter((p) => p.task === 'doomed').length });
     // Completed once: one terminal record per job (the writes that landed, and the history).
     expect(result.completedTwice).toEqual([]);
     expect(result.truncatedHistories).toBe(0);
-    expect([...terminalWrites.values()].every((n) => n === 1)).toBe(true);
-    expect(terminalWrites.size).toBe(JOBS);
+    // The relay saw no job ended twice. (It may miss a write that landed as a killed process's
+    // sockets were torn down, so it is not asked to have seen them all: the history above is.)
+    expect([...terminalWrites.values()].filter((n) => n > 1)).toEqual([]);
     // The fenced effect landed exactly once per effect job, though bodies were killed and ran again.
     expect(result.effects?.overApplied).toEqual([]);
     expect(result.effects?.missing).toEqual([]);
@@ -297,13 +322,117 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
     expect(killed.map((d) => d.child?.signalCode)).toEqual(killed.map(() => 'SIGKILL'));
     expect(survivors.map((d) => [d.child?.exitCode, d.child?.signalCode])).toEqual(survivors.map(() => [0, null]));
     expect(children.length).toBe(dispatchers.length);
-    // Stats: a dispatcher that stopped cleanly counted everything it recorded; the jobs table and the
-    // stats differ by exactly what the killed ones had recorded and not yet counted.
+    // Stats: a dispatcher that stopped cleanly counted everything it recorded. The jobs table and the
+    // stats differ by what killed dispatchers had recorded and not yet counted: never more than the
+    // jobs whose end a killed dispatcher wrote (read from the table), never less than nothing.
     for (const d of survivors) expect([d.id, d.recorded]).toEqual([d.id, d.counted]);
-    expect(result.succeeded - stats.succeeded).toBe(uncounted(killed, 'succeeded'));
-    expect(result.archived - stats.archivedTotal).toBe(uncounted(killed, 'archived'));
+    const notCounted = result.succeeded + result.archived - stats.succeeded - stats.archivedTotal;
+    expect(notCounted).toBeGreaterThanOrEqual(0);
+    expect(notCounted).toBeLessThanOrEqual(endedByKilled);
   });
 });
+
+describe('crash suite: receives used up without attempts never leave a tracked job in the DLQ', () => {
+  it('jobs whose receives were spent by lost processes and a kill while they wait for a slot all end terminal', async () => {
+    const jobsCount = 20;
+    const reports: BatchReport[] = [];
+    stack = await startLocalStack({
+      configFile: ONE_SLOT_CONFIG,
+      version: 'crash-wait',
+      dispatchers: 0,
+      logLevel: 'ERROR',
+      onBatch: (report) => reports.push(report),
+    });
+    const local = stack;
+    const maxReceiveCount = local.bundle.config.queues[0]?.maxReceiveCount as number;
+    const effectsTable = await createEffectsTable(local.dynamo, 'chaos-wait-effects');
+    const published = (
+      await local.publisher.publishBatch(
+        Array.from({ length: jobsCount }, (_, i) => ({
+          task: 'effect',
+          payload: { table: effectsTable, ms: 150, ...(i % 2 === 0 ? { failBelow: 2 } : {}) } satisfies EffectPayload,
+        })),
+      )
+    ).map((p) => ({ jobId: p.jobId, task: 'effect' }));
+    const url = local.urls.queues.work as string;
+
+    // Receives lost with processes that died before they ran anything: all but two of each message's.
+    for (let round = 0; round < maxReceiveCount - 2; round++) {
+      const seen = new Map<string, string>();
+      while (seen.size < jobsCount) {
+        const got = await local.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60 }));
+        for (const m of got.Messages ?? []) seen.set(m.MessageId as string, m.ReceiptHandle as string);
+      }
+      const handles = [...seen.values()];
+      for (let i = 0; i < handles.length; i += 10)
+        await local.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: url,
+            Entries: handles.slice(i, i + 10).map((ReceiptHandle, j) => ({ Id: String(j), ReceiptHandle, VisibilityTimeout: 0 })),
+          }),
+        );
+    }
+
+    // A dispatcher takes a batch (the next-to-last receive of ten messages, nine of them waiting
+    // for its one slot) and is killed while they wait.
+    const first = local.dispatchers[local.startDispatcher()] as ChildProcess;
+    const running = await until(
+      async () => (await scanAll(local.dynamo, local.tables.jobs)).some((j) => j.state === 'running'),
+      30_000,
+      50,
+    );
+    first.kill('SIGKILL');
+    await new Promise((resolve) => first.once('exit', resolve));
+
+    // Two healthy dispatchers take over: every hand-back now happens at the last receives.
+    local.startDispatcher();
+    local.startDispatcher();
+    const terminal = new Set(['succeeded', 'archived']);
+    const drained = await until(
+      async () => {
+        const jobs = await scanAll(local.dynamo, local.tables.jobs);
+        const done = new Set(jobs.filter((j) => terminal.has(j.state as string)).map((j) => j.jobId as string));
+        const d = await new SqsQueueClient({ client: local.sqs }).depth(url);
+        return published.every((p) => done.has(p.jobId)) && d.visible + d.inFlight + d.delayed === 0;
+      },
+      120_000,
+      500,
+    );
+    await local.stopDispatchers();
+    const result = await auditStack(local, { published, effectsTable, depth: (u) => new SqsQueueClient({ client: local.sqs }).depth(u) });
+    const records = await scanAll(local.dynamo, local.tables.jobs);
+    writeTally({
+      suite: 'crash',
+      published: result.published,
+      succeeded: result.succeeded,
+      archived: result.archived,
+      lost: result.lost.length + result.leftInDeadLetterQueues,
+      duplicates: result.completedTwice.length + (result.effects?.overApplied.length ?? 0),
+      details: { scenario: 'spent receives', requeued: countLogged(reports), leftInDeadLetterQueues: result.leftInDeadLetterQueues },
+      file: 'crash-spent-receives',
+    });
+
+    expect(running).toBe(true);
+    expect(first.signalCode).toBe('SIGKILL');
+    expect(drained).toBe(true);
+    expect(result.lost).toEqual([]);
+    expect(result.leftInDeadLetterQueues).toBe(0);
+    expect(result.leftInQueues).toBe(0);
+    expect(records.filter((r) => !terminal.has(r.state as string))).toEqual([]);
+    // Every job succeeded: the failing first attempts were retried through fresh copies.
+    expect(result.succeeded).toBe(jobsCount);
+    expect(result.effects?.once).toBe(jobsCount);
+    expect(result.completedTwice).toEqual([]);
+    // Failing first attempts at the last receives went out as fresh copies (counted from the
+    // survivors' reports; the killed one's are lost with it).
+    expect(countLogged(reports)).toBeGreaterThan(0);
+  });
+});
+
+/** Messages the dispatchers replaced by a fresh copy near their redrive limit, as their batch reports show. */
+function countLogged(reports: readonly BatchReport[]): number {
+  return reports.reduce((n, r) => n + r.jobs.filter((j) => j.requeued).length, 0);
+}
 
 /** The kill points in a seeded order. */
 function plan(random: Random): Target[] {

@@ -31,15 +31,18 @@ export interface World {
 export function world(
   tasks: TaskOptions[] = [],
   configOverrides: Parameters<typeof appConfig>[0] = {},
-  options: { tracked?: boolean } = {},
+  options: { tracked?: boolean; deadLetters?: boolean } = {},
 ): World {
   const clock = new VirtualClock();
   const sqs = new MemoryQueueService(clock);
   const queues = new FaultyQueue(sqs);
   const config = appConfig(configOverrides);
+  // With deadLetters, each queue redrives to `<name>-dlq` after its maxReceiveCount, as deployed.
+  const redrive = (q: (typeof config.queues)[number]) =>
+    options.deadLetters ? { redrive: { deadLetterUrl: sqs.createQueue(`${q.name}-dlq`), maxReceiveCount: q.maxReceiveCount } } : {};
   const urls: QueueUrls = {
     queues: Object.fromEntries(
-      config.queues.map((q) => [q.name, sqs.createQueue(q.name, { visibilityTimeoutSeconds: q.visibilityTimeoutSeconds })]),
+      config.queues.map((q) => [q.name, sqs.createQueue(q.name, { visibilityTimeoutSeconds: q.visibilityTimeoutSeconds, ...redrive(q) })]),
     ),
     archive: sqs.createQueue('archive'),
   };

@@ -66,8 +66,15 @@ describe('createRegistry', () => {
     expect(error.message).toContain('visibilityTimeoutSeconds 30');
   });
 
-  it('requires attempts to end before SQS redrive to the DLQ', () => {
-    const error = definitionError(() => createRegistry([defineTask({ ...base, maxRetries: 9 })], config));
-    expect(error.field).toBe('maxRetries');
+  it('on an untracked queue, requires attempts to end before SQS redrive to the DLQ (receives count attempts there)', () => {
+    for (const tracking of ['failures', 'off'] as const) {
+      const untracked = appConfig({ queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking }] });
+      const error = definitionError(() => createRegistry([defineTask({ ...base, maxRetries: 9 })], untracked));
+      expect(error.field).toBe('maxRetries');
+    }
+  });
+
+  it('on a full tracked queue, allows more attempts than receives: the dispatcher requeues before redrive', () => {
+    expect(createRegistry([defineTask({ ...base, maxRetries: 30 })], config).get('send-email')?.maxRetries).toBe(30);
   });
 });

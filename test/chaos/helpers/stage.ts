@@ -10,6 +10,7 @@ import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/tracking
 
 export const CHAOS_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');
 export const MEMORY_CONFIG = join(__dirname, '..', 'fixtures', 'memory.config.ts');
+export const ONE_SLOT_CONFIG = join(__dirname, '..', 'fixtures', 'one-slot.config.ts');
 
 const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
