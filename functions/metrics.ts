@@ -1,7 +1,7 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { DispatcherObserver } from '../lib/dispatcher';
 import { archivedMetric, INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/metric-names';
-import type { BatchReport, DispatcherSummary, JobReport } from '../lib/summary';
+import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/summary';
 
 export interface DispatcherMetricsOptions {
   /** Reads `TASKWORKER_VERSION`, `POWERTOOLS_SERVICE_NAME`, `POWERTOOLS_METRICS_NAMESPACE`. @defaultValue process.env */
@@ -96,17 +96,13 @@ export function createDispatcherMetrics(options: DispatcherMetricsOptions = {}):
   };
 }
 
-/** Archive reasons that mean the task ran (or its payload failed validation) and did not succeed. */
-const FAILURE_REASONS = new Set(['exhausted', 'timed-out', 'unrecoverable', 'invalid-payload']);
-
 /** Count metrics of a group of jobs; only non-zero counts are emitted. */
 function jobCounts(jobs: readonly JobReport[]): Map<string, number> {
   const counts = new Map<string, number>();
   const add = (name: string) => counts.set(name, (counts.get(name) ?? 0) + 1);
   for (const job of jobs) {
     add(outcomeMetric(job.outcome));
-    if (job.outcome === 'retried' || (job.outcome === 'archived' && FAILURE_REASONS.has(job.reason ?? 'exhausted')))
-      add(JOB_METRICS.failed);
+    if (isFailedAttempt(job)) add(JOB_METRICS.failed);
     if (job.outcome === 'archived') add(archivedMetric(job.reason ?? 'exhausted'));
     if (timedOut(job)) add(JOB_METRICS.timedOut);
     if (job.unsettled) add(JOB_METRICS.unsettled);

@@ -27,6 +27,15 @@ export interface JobReport {
   readonly requeued?: boolean;
 }
 
+/**
+ * Whether a report is a failed attempt: this delivery ran the task (or its `validate`) and it did
+ * not succeed. A job archived without running now (malformed, unknown task, id conflict, attempts
+ * lost with their workers) is not one. The one rule the stats table and the metrics count by.
+ */
+export function isFailedAttempt(job: JobReport): boolean {
+  return job.runMs !== undefined && (job.outcome === 'retried' || job.outcome === 'archived');
+}
+
 /** One batch, reported once it is settled; observers (metrics, local progress) consume these. */
 export interface BatchReport {
   readonly queue: string;

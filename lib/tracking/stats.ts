@@ -1,5 +1,5 @@
 import type { ArchiveReason } from '../archive';
-import type { BatchReport } from '../summary';
+import { type BatchReport, isFailedAttempt } from '../summary';
 import type { DurationStats, QueueDayStats, StatCounter } from './model';
 
 const SECOND = 1000;
@@ -94,17 +94,16 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
     if (job.waitMs !== undefined) wait = withSample(wait, job.waitMs);
     if (job.runMs !== undefined) run = withSample(run, job.runMs);
     if (job.timedOut) bump(counters, 'timedOut');
+    if (isFailedAttempt(job)) bump(counters, 'failed');
     switch (job.outcome) {
       case 'succeeded':
         bump(counters, 'succeeded');
         break;
       case 'retried':
         bump(counters, 'retried');
-        bump(counters, 'failed');
         break;
       case 'archived':
         bump(archived, job.reason ?? 'exhausted');
-        if (job.runMs !== undefined) bump(counters, 'failed');
         break;
       case 'duplicate':
         bump(counters, 'duplicates');

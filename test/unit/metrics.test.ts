@@ -1,5 +1,6 @@
 import { combineObservers, createDispatcherMetrics, OTHER_TASK, UNREGISTERED_TASK } from '../../functions/metrics';
 import { emptySummary, type JobReport } from '../../lib/summary';
+import { statsOfBatch } from '../../lib/tracking/stats';
 
 interface EmfDocument {
   _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> };
@@ -78,17 +79,19 @@ describe('dispatcher metrics (EMF through Powertools Metrics)', () => {
         settleRetries: 1,
         jobs: [
           job({ task: 'build', outcome: 'archived', reason: 'timed-out', runMs: 2000 }),
+          job({ task: 'build', outcome: 'archived', reason: 'exhausted', runMs: 40 }),
+          // Attempts lost with their workers: archived without running now, so not a failed attempt.
           job({ task: 'build', outcome: 'archived', reason: 'exhausted' }),
-          job({ task: 'build', outcome: 'retried', timedOut: true } as Partial<JobReport>),
+          job({ task: 'build', outcome: 'retried', timedOut: true, runMs: 2000 } as Partial<JobReport>),
           job({ task: 'build', outcome: 'released' }),
           job({ task: 'build', outcome: 'succeeded', unsettled: true }),
         ],
       }),
     );
     expect(doc).toMatchObject({
-      JobsArchived: 2,
+      JobsArchived: 3,
       ArchivedTimedOut: 1,
-      ArchivedExhausted: 1,
+      ArchivedExhausted: 2,
       JobsRetried: 1,
       JobsFailed: 3,
       JobsTimedOut: 2,
@@ -97,6 +100,23 @@ describe('dispatcher metrics (EMF through Powertools Metrics)', () => {
       JobsUnsettled: 1,
     });
     expect(perTask).toHaveLength(1);
+  });
+
+  it('counts failed attempts by the same rule as the stats table', () => {
+    const jobs = [
+      job({ outcome: 'retried', runMs: 5 }),
+      job({ outcome: 'archived', reason: 'exhausted', runMs: 5 }),
+      job({ outcome: 'archived', reason: 'exhausted' }),
+      job({ outcome: 'archived', reason: 'invalid-payload', runMs: 1 }),
+      job({ outcome: 'archived', reason: 'malformed' }),
+      job({ outcome: 'archived', reason: 'id-conflict', task: 'build' }),
+      job({ outcome: 'succeeded', runMs: 5 }),
+    ];
+    const { observer } = createDispatcherMetrics({ env });
+    const [doc] = emitted(() => observer.onBatch({ queue: 'orders', settleRetries: 0, jobs }));
+    const stats = statsOfBatch({ queue: 'orders', settleRetries: 0, jobs }, Date.UTC(2026, 10, 22));
+    expect(doc?.JobsFailed).toBe(3);
+    expect(stats.counters.failed).toBe(doc?.JobsFailed);
   });
 
   it('never turns a task name from a message into a dimension unless the task is registered', () => {
