@@ -1,12 +1,18 @@
+import { createWriteStream, type FSWatcher, mkdirSync, watch } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startLocalStack } from '../lib/local/dev';
-import type { BatchReport } from '../lib/summary';
-import { announceLocalStack, clearDevState, findConfigFile, integerOption } from './shared';
+import { type LocalStack, startLocalStack } from '../lib/local/dev';
+import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS } from './dev-console';
+import { announceLocalStack, clearDevState, findConfigFile, integerOption, UsageError } from './shared';
 
-export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N]
-               [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL] [--quiet]
-  Starts the SQS and DynamoDB emulators in this process, creates the version's queues,
-  and runs N dispatcher processes on the same handler Lambda runs. Ctrl-C stops it.`;
+export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N] [--watch]
+               [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL] [--log-format pretty|json]
+               [--log-file FILE] [--quiet]
+  Starts the SQS and DynamoDB emulators in this process, creates the version's queues, and runs
+  N dispatcher processes on the same handler Lambda runs; a dispatcher that dies is replaced.
+  Prints each batch, each failed attempt and the dispatchers' log lines at --log-level (ERROR)
+  and above; every log line from INFO up goes as JSON to --log-file (.taskworker/dev.log).
+  --watch rebuilds and restarts the dispatchers when a task or the config changes. Ctrl-C stops it.`;
 
 export async function devCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -18,7 +24,10 @@ export async function devCommand(argv: string[]): Promise<void> {
       dispatchers: { type: 'string' },
       'sqs-port': { type: 'string' },
       'dynamodb-port': { type: 'string' },
-      'log-level': { type: 'string', default: 'WARN' },
+      'log-level': { type: 'string', default: 'ERROR' },
+      'log-format': { type: 'string', default: 'pretty' },
+      'log-file': { type: 'string', default: '.taskworker/dev.log' },
+      watch: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
     },
     strict: true,
@@ -27,54 +36,87 @@ export async function devCommand(argv: string[]): Promise<void> {
   const sqsPort = values['sqs-port'] === undefined ? undefined : integerOption('--sqs-port', values['sqs-port'], 0, 0, 65535);
   const dynamodbPort =
     values['dynamodb-port'] === undefined ? undefined : integerOption('--dynamodb-port', values['dynamodb-port'], 0, 0, 65535);
-  const logLevel = (values['log-level'] ?? 'WARN').toUpperCase() as 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
-  let shuttingDown = false;
-  const stack = await startLocalStack({
+  const level = (values['log-level'] ?? 'ERROR').toUpperCase() as ConsoleLevel;
+  if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level ${values['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
+  const format = values['log-format'];
+  if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format ${format}: expected pretty or json`);
+  const logFile = resolve(values['log-file'] ?? '.taskworker/dev.log');
+  mkdirSync(dirname(logFile), { recursive: true });
+  const log = createWriteStream(logFile, { flags: 'a' });
+
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const err = (line: string) => process.stderr.write(`${line}\n`);
+  // Other commands (status) read how many dispatchers run from the state file: kept current.
+  let ready: LocalStack | undefined;
+  const announce = () => {
+    if (ready) announceLocalStack(ready, configFile);
+  };
+  const stack: LocalStack = await startLocalStack({
     configFile,
     ...(values.tasks ? { tasksDir: values.tasks } : {}),
     version: values.version ?? 'dev',
     dispatchers: integerOption('--dispatchers', values.dispatchers, 1, 1, 64),
     ...(sqsPort !== undefined ? { sqsPort } : {}),
     ...(dynamodbPort !== undefined ? { dynamodbPort } : {}),
-    logLevel,
-    ...(values.quiet ? {} : { onBatch: (report: BatchReport, index: number) => process.stdout.write(`${batchLine(report, index)}\n`) }),
-    onDispatcherError: (message, index) => process.stderr.write(`[dispatcher ${index}] invocation failed: ${message}\n`),
-    onInvocation: (summary, index) => {
-      if (!summary.memoryStop || shuttingDown) return;
-      const { rssMb, limitMb } = summary.memoryStop;
-      process.stderr.write(
-        `[dispatcher ${index}] resident set ${rssMb} MB passed rssLimitMb ${limitMb}: it stopped cleanly; starting a fresh one\n`,
-      );
-      stack.startDispatcher();
+    // The file keeps INFO and up whatever the console shows.
+    logLevel: LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf('INFO') ? level : 'INFO',
+    onOutput: (line, index) => {
+      log.write(`${line}\n`);
+      if (format === 'json') {
+        if (atLeast(line, level)) err(line);
+        return;
+      }
+      const shown = consoleLine(line, index, level);
+      if (shown !== undefined) err(shown);
     },
+    onBatch: (report, index) => {
+      if (!values.quiet) out(batchLine(report, index));
+      for (const line of failureLines(report, index)) err(line);
+    },
+    onDispatcherError: (message, index) => err(`[dispatcher ${index}] invocation failed: ${message}`),
+    onInvocation: (summary, index) => {
+      if (!summary.memoryStop) return;
+      const { rssMb, limitMb } = summary.memoryStop;
+      err(`[dispatcher ${index}] resident set ${rssMb} MB passed rssLimitMb ${limitMb}: it stopped cleanly`);
+    },
+    onDispatcherExit: (exit) => {
+      err(exitLine(exit));
+      announce();
+    },
+    onDispatcherStart: () => announce(),
   });
-  announceLocalStack(stack, configFile);
+  ready = stack;
+  announce();
   const { config } = stack.bundle;
-  const out = [
-    `taskworker dev: app ${config.app}, version ${stack.version}, ${stack.dispatchers.length} dispatcher(s), ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
-    `  SQS       ${stack.endpoints.sqs}`,
-    `  DynamoDB  ${stack.endpoints.dynamodb}`,
-    '  queues:',
-    ...config.queues.map((q) => `    ${q.name.padEnd(16)} ${stack.urls.queues[q.name]}  (dlq ${stack.urls.deadLetter[q.name]})`),
-    `    ${'archive'.padEnd(16)} ${stack.urls.archive}`,
-    '  point any AWS SDK or CLI at it:',
-    `    export ${Object.entries(stack.env)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(' ')}`,
-    '  Ctrl-C to stop.',
-  ];
-  process.stdout.write(`${out.join('\n')}\n`);
+  out(
+    [
+      `taskworker dev: app ${config.app}, version ${stack.version}, ${stack.dispatchers.length} dispatcher(s), ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
+      `  SQS       ${stack.endpoints.sqs}`,
+      `  DynamoDB  ${stack.endpoints.dynamodb}`,
+      '  queues:',
+      ...config.queues.map((q) => `    ${q.name.padEnd(16)} ${stack.urls.queues[q.name]}  (dlq ${stack.urls.deadLetter[q.name]})`),
+      `    ${'archive'.padEnd(16)} ${stack.urls.archive}`,
+      '  point any AWS SDK or CLI at it:',
+      `    export ${Object.entries(stack.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+      `  log lines (JSON): ${relative(process.cwd(), logFile) || logFile}`,
+      ...(values.watch ? ['  watching the tasks and the config for changes'] : []),
+      '  Ctrl-C to stop.',
+    ].join('\n'),
+  );
+  const watcher = values.watch ? watchSources(stack, configFile, out, err) : undefined;
 
-  await new Promise<void>((resolve) => {
+  await new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
       if (stopping) process.exit(130);
       stopping = true;
-      shuttingDown = true;
-      process.stdout.write('stopping: running tasks finish, unstarted ones are released...\n');
+      watcher?.close();
+      out('stopping: running tasks finish, unstarted ones are released...');
       void stack.stop().then(() => {
         clearDevState();
-        resolve();
+        log.end(done);
       });
     };
     process.on('SIGINT', stop);
@@ -82,12 +124,51 @@ export async function devCommand(argv: string[]): Promise<void> {
   });
 }
 
-function batchLine(report: BatchReport, dispatcher: number): string {
-  const counts = new Map<string, number>();
-  for (const job of report.jobs) {
-    const key = job.outcome === 'archived' ? `archived(${job.reason})` : job.outcome;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  const parts = [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
-  return `[dispatcher ${dispatcher}] ${report.queue}: ${report.jobs.length} received: ${parts}`;
+/** Time for an editor's burst of writes (save, format, rename) to settle before a rebuild. */
+const SETTLE_MS = 300;
+
+/**
+ * `--watch`: rebuilds when a file under the tasks directory or the config changes, and restarts
+ * the dispatchers on the new build (running tasks finish, the rest are released). A build that
+ * fails is reported in one line and the previous build keeps running.
+ */
+function watchSources(stack: LocalStack, configFile: string, out: (line: string) => void, err: (line: string) => void): { close(): void } {
+  const tasksDir = resolve(dirname(configFile), stack.bundle.config.tasksDir);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let changed = new Set<string>();
+  const rebuild = () => {
+    const files = [...changed].map((f) => relative(process.cwd(), f) || f);
+    changed = new Set();
+    running = running.then(async () => {
+      out(`change in ${files.join(', ')}: rebuilding; running tasks finish first...`);
+      try {
+        const bundle = await stack.reload();
+        out(
+          `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${stack.alive()} dispatcher(s) restarted`,
+        );
+      } catch (error) {
+        err(
+          `rebuild failed, the previous build keeps running: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+        );
+      }
+    });
+  };
+  const onChange = (file: string) => {
+    changed.add(file);
+    clearTimeout(timer);
+    timer = setTimeout(rebuild, SETTLE_MS);
+  };
+  const tasks = watch(tasksDir, { recursive: true }, (_event, name) => onChange(resolve(tasksDir, String(name ?? ''))));
+  // Editors often replace a file rather than write it: watch the config's directory, not its inode.
+  const config = watch(dirname(configFile), (_event, name) => {
+    if (name && resolve(dirname(configFile), String(name)) === configFile) onChange(configFile);
+  });
+  return {
+    close() {
+      clearTimeout(timer);
+      tasks.close();
+      config.close();
+    },
+  };
 }

@@ -15,7 +15,7 @@ import {
 import { JOB_STATES, type JobState } from '../lib/tracking/model';
 import { utcDay } from '../lib/tracking/stats';
 import { progressBar, renderArchive, renderJob, renderJobList, renderStats, renderStatus } from './render';
-import { findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
+import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
 taskworker jobs show ID [--json]
@@ -46,13 +46,13 @@ function parse(argv: string[]) {
   return parseArgs({ args: argv, options: common, allowPositionals: true, strict: true });
 }
 
-async function context(values: Values): Promise<OperatorContext> {
+async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
-  if (!version) throw new UsageError('--version is required (no taskworker dev is running here)');
+  if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
   const config = resolveConfig(await loadConfigModule(findConfigFile(values.config ?? local?.configFile)));
   const cloudwatch = cloudWatchForStatus();
-  return operatorContext({ config, version, ...(cloudwatch ? { cloudwatch } : {}) });
+  return { ...(await operatorContext({ config, version, ...(cloudwatch ? { cloudwatch } : {}) })), local };
 }
 
 function queueOption(ctx: OperatorContext, queue: string | undefined): string[] {
@@ -82,7 +82,18 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
     case 'status': {
       const ctx = await context(values);
       const status = await versionStatus(ctx);
-      print(json, status, () => renderStatus(status));
+      const dispatchers = ctx.local && { alive: ctx.local.dispatchersAlive ?? 0, died: ctx.local.dispatchersDied ?? 0, pid: ctx.local.pid };
+      print(json, { ...status, ...(dispatchers ? { localDispatchers: dispatchers } : {}) }, () =>
+        [
+          renderStatus(status),
+          ...(dispatchers
+            ? [
+                `taskworker dev (pid ${dispatchers.pid}): ${dispatchers.alive} dispatcher(s) alive` +
+                  (dispatchers.died > 0 ? `, ${dispatchers.died} died and were replaced` : ''),
+              ]
+            : []),
+        ].join('\n'),
+      );
       return 0;
     }
     case 'jobs': {
@@ -158,7 +169,11 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
       const results = await redriveDeadLetters(ctx, values.queue === undefined ? undefined : (queueOption(ctx, values.queue)[0] as string));
       print(json, results, () =>
         results
-          .map((r) => `${r.queue}: ${r.messages === 0 ? 'DLQ empty' : `moved ${r.messages} message(s) back (${r.status})`}`)
+          .map((r) => {
+            if (r.messages === 0) return `${r.queue}: DLQ empty`;
+            const how = r.via === 'client' ? `, by this process: the endpoint ran no move task (${r.moveTaskError})` : '';
+            return `${r.queue}: moved ${r.messages} message(s) back (${r.status}${how})`;
+          })
           .join('\n'),
       );
       return 0;

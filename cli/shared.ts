@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { TaskworkerError } from '../lib/errors';
 import type { LocalStack } from '../lib/local/dev';
 
@@ -35,11 +36,18 @@ export interface DevState {
   readonly configFile: string;
   readonly sqsEndpoint: string;
   readonly dynamodbEndpoint: string;
+  /** Dispatcher processes running when the state was last written. */
+  readonly dispatchersAlive?: number;
+  /** Dispatcher processes that ended while dev ran (and were replaced). */
+  readonly dispatchersDied?: number;
 }
 
-const STATE_FILE = join('.taskworker', 'dev.json');
+const STATE_DIR = '.taskworker';
+const STATE_FILE = 'dev.json';
+/** Every running dev also registers here, so a command elsewhere can find it by its endpoint. */
+const REGISTRY_DIR = join(tmpdir(), 'taskworker-dev');
 
-/** Records a running local stack for the other commands in this directory. */
+/** Records a running local stack for the other commands in this directory (and below it). */
 export function announceLocalStack(stack: LocalStack, configFile: string): void {
   writeDevState({
     pid: process.pid,
@@ -48,23 +56,27 @@ export function announceLocalStack(stack: LocalStack, configFile: string): void 
     configFile,
     sqsEndpoint: stack.endpoints.sqs,
     dynamodbEndpoint: stack.endpoints.dynamodb,
+    dispatchersAlive: stack.alive(),
+    dispatchersDied: stack.deaths(),
   });
 }
 
 export function writeDevState(state: DevState): void {
-  mkdirSync('.taskworker', { recursive: true });
-  writeFileSync(STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
+  const text = `${JSON.stringify(state, null, 2)}\n`;
+  mkdirSync(STATE_DIR, { recursive: true });
+  writeFileSync(join(STATE_DIR, STATE_FILE), text);
+  mkdirSync(REGISTRY_DIR, { recursive: true });
+  writeFileSync(join(REGISTRY_DIR, `${state.pid}.json`), text);
 }
 
 export function clearDevState(): void {
-  rmSync(STATE_FILE, { force: true });
+  rmSync(join(STATE_DIR, STATE_FILE), { force: true });
+  rmSync(join(REGISTRY_DIR, `${process.pid}.json`), { force: true });
 }
 
-/** The running `taskworker dev` of this directory, if its process is still alive. */
-export function readDevState(): DevState | undefined {
-  if (!existsSync(STATE_FILE)) return undefined;
+function aliveState(file: string): DevState | undefined {
   try {
-    const state = JSON.parse(readFileSync(STATE_FILE, 'utf8')) as DevState;
+    const state = JSON.parse(readFileSync(file, 'utf8')) as DevState;
     process.kill(state.pid, 0);
     return state;
   } catch {
@@ -72,16 +84,43 @@ export function readDevState(): DevState | undefined {
   }
 }
 
+/** The running `taskworker dev` of this directory or the nearest one above it. */
+export function readDevState(from = process.cwd()): DevState | undefined {
+  for (let dir = resolve(from); ; dir = dirname(dir)) {
+    const state = aliveState(join(dir, STATE_DIR, STATE_FILE));
+    if (state) return state;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** The running `taskworker dev` whose SQS endpoint is `endpoint`, wherever it was started. */
+export function devStateByEndpoint(endpoint: string): DevState | undefined {
+  const wanted = endpoint.replace(/\/+$/, '');
+  let files: string[];
+  try {
+    files = readdirSync(REGISTRY_DIR).filter((f) => f.endsWith('.json'));
+  } catch {
+    return undefined;
+  }
+  for (const file of files) {
+    const state = aliveState(join(REGISTRY_DIR, file));
+    if (state?.sqsEndpoint.replace(/\/+$/, '') === wanted) return state;
+  }
+  return undefined;
+}
+
 /**
- * Points the AWS SDK at the local emulators when no endpoint is set and `taskworker dev` runs
- * here. Explicit environment always wins. Returns the dev state it used, if any.
+ * The running `taskworker dev` this command talks to: the one `AWS_ENDPOINT_URL_SQS` points at (the
+ * export line dev prints sets it), else, when no endpoint is set, the one started in this directory
+ * or a directory above. With no endpoint set, points the AWS SDK at its emulators. An endpoint that
+ * is set and is not a dev's is left alone (another emulator, or AWS): undefined.
  */
 export function useLocalEndpointsIfRunning(): DevState | undefined {
-  if (process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL) return undefined;
-  const state = readDevState();
+  const endpoint = process.env.AWS_ENDPOINT_URL_SQS ?? process.env.AWS_ENDPOINT_URL;
+  const state = endpoint ? devStateByEndpoint(endpoint) : readDevState();
   if (!state) return undefined;
-  process.env.AWS_ENDPOINT_URL_SQS = state.sqsEndpoint;
-  process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamodbEndpoint;
+  process.env.AWS_ENDPOINT_URL_SQS ??= state.sqsEndpoint;
+  process.env.AWS_ENDPOINT_URL_DYNAMODB ??= state.dynamodbEndpoint;
   process.env.AWS_REGION ??= state.region;
   process.env.AWS_ACCESS_KEY_ID ??= 'local';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'local';

@@ -12,6 +12,8 @@ const USAGE = ['usage:', DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, OPERATOR_USAGE].j
 export async function main(argv: readonly string[]): Promise<number> {
   // Local tooling on Node 20 should not print the SDK's Node-support notice on every run.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  // Errors from the user's modules (a task that throws while loading) point at their source.
+  process.setSourceMapsEnabled(true);
   const [command, ...rest] = argv;
   try {
     switch (command) {
@@ -59,16 +61,29 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`taskworker: ${error.name}: ${error.message}\n`);
       return 2;
     }
-    process.stderr.write(`taskworker: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    // Anything else is still one line; the stack only on request.
+    const debug = process.env.TASKWORKER_DEBUG === '1';
+    const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message}`) : String(error);
+    process.stderr.write(`taskworker: ${text}${debug ? '' : ' (TASKWORKER_DEBUG=1 prints the stack)'}\n`);
     return 1;
   }
 }
 
 /** Plain words for the AWS failures an operator meets first; undefined for anything else. */
-export function explainAwsError(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined;
+export function explainAwsError(thrown: unknown): string | undefined {
+  // By shape, not instanceof: errors raised by Node itself may come from another realm (a VM
+  // context, a test runner's sandbox).
+  if (typeof thrown !== 'object' || thrown === null || typeof (thrown as Error).message !== 'string') return undefined;
+  const error = thrown as Error;
   const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
   const text = `${error.name} ${error.message}`;
+  if (/Region is missing/i.test(error.message)) {
+    return 'no AWS region: set AWS_REGION (or a profile with a region in AWS_PROFILE), or run `taskworker dev` here for local emulators';
+  }
+  if (code === 'EADDRINUSE') {
+    const port = (error as { port?: number }).port;
+    return `port ${port ?? '?'} is already in use: choose another with --sqs-port / --dynamodb-port, or leave them out for free ports`;
+  }
   if (error.name === 'CredentialsProviderError' || /Could not load credentials/i.test(error.message)) {
     return 'no AWS credentials found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or run `taskworker dev` in this directory for local emulators';
   }

@@ -118,17 +118,19 @@ function timedOut(job: JobReport): boolean {
 /** Calls every observer; one that throws does not keep the others from seeing the batch. */
 export function combineObservers(...observers: ReadonlyArray<DispatcherObserver | undefined>): DispatcherObserver {
   const present = observers.filter((o): o is DispatcherObserver => o !== undefined);
-  return {
-    onBatch(report) {
-      let failure: unknown;
-      for (const observer of present) {
-        try {
-          observer.onBatch(report);
-        } catch (error) {
-          failure ??= error;
-        }
+  const each = (call: (observer: DispatcherObserver) => void) => {
+    let failure: unknown;
+    for (const observer of present) {
+      try {
+        call(observer);
+      } catch (error) {
+        failure ??= error;
       }
-      if (failure !== undefined) throw failure;
-    },
+    }
+    if (failure !== undefined) throw failure;
+  };
+  return {
+    onBatch: (report) => each((o) => o.onBatch(report)),
+    onBatchStart: (start) => each((o) => o.onBatchStart?.(start)),
   };
 }

@@ -87,6 +87,7 @@ export async function processBatch(
     const planned = plan(deps, queue, message, state);
     if (planned) runnable.push(planned);
   }
+  announce(deps, queue, batch, runnable);
   // Slots are taken in message order (the limiter is first come, first served).
   const killGraceMs = deps.config.dispatcher.killGraceMs;
   await Promise.all(
@@ -98,6 +99,23 @@ export async function processBatch(
   const report: BatchReport = { queue: queue.name, jobs: batch.map((m) => state.reports.get(m.messageId) as JobReport), settleRetries };
   await recordStats(deps, report);
   return report;
+}
+
+/** Tells the observer which jobs this batch holds. An observer that throws costs nothing but its own view. */
+function announce(deps: DispatcherDeps, queue: QueueConfig, batch: readonly ReceivedMessage[], runnable: readonly Planned[]): void {
+  if (!deps.observer?.onBatchStart) return;
+  const known = new Map(runnable.map((p) => [p.message.messageId, p]));
+  try {
+    deps.observer.onBatchStart({
+      queue: queue.name,
+      jobs: batch.map((m) => {
+        const p = known.get(m.messageId);
+        return { messageId: m.messageId, ...(p ? { jobId: p.job.id, task: p.def.name } : {}) };
+      }),
+    });
+  } catch (error) {
+    deps.logger.warn('batch observer failed', { error: describe(error) });
+  }
 }
 
 /** The tracking mode in force for a queue: `off` when no jobs table is configured. */
@@ -305,6 +323,7 @@ async function runOne(
     waitMs: Math.max(0, start - job.publishedAt),
     runMs: outcome.durationMs,
     ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
+    ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
   };
   if (outcome.status === 'succeeded') {
     const record = claimed
@@ -523,6 +542,7 @@ function archive(
       ...(jobId !== undefined ? { jobId } : {}),
       outcome: 'archived',
       reason,
+      error: { type: error.type, message: error.message, ...(error.stack !== undefined ? { stack: error.stack } : {}) },
     },
   );
   deps.logger.warn('archiving message', {

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, relative, resolve } from 'node:path';
 import { build, type BuildOptions as EsbuildOptions } from 'esbuild';
+import { loadModule } from './bundle';
 import { BundleError } from './errors';
 
 /** The taskworker package root: the nearest folder above this file (in `lib/`, or bundled into `dist/…`) whose package.json is taskworker's. */
@@ -91,14 +92,18 @@ export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ t
   const tasksDir = resolve(options.tasksDir ?? join(dirname(configFile), await readTasksDir(configFile)));
   const taskFiles = listTaskModules(tasksDir);
   if (taskFiles.length === 0) throw new BundleError(`tasks directory ${tasksDir} has no task modules`);
-  const imports = taskFiles.map((file, i) => `import * as m${i} from ${JSON.stringify(file)};`).join('\n');
-  const list = taskFiles.map((file, i) => `{ file: ${JSON.stringify(relative(tasksDir, file))}, module: m${i} }`).join(', ');
+  // Modules are required lazily, one at a time, so one that throws while loading is named (by its
+  // path in the user's project) instead of the bundle.
+  const shown = (file: string) => relative(dirname(configFile), file) || file;
+  const list = taskFiles
+    .map((file) => `{ file: ${JSON.stringify(shown(file))}, load: () => require(${JSON.stringify(file)}) }`)
+    .join(',\n  ');
   const entry = [
     `import { startTaskWorker } from ${JSON.stringify(join(PACKAGE_ROOT, 'lib', 'executor', 'worker-runtime.ts'))};`,
-    `import * as configModule from ${JSON.stringify(configFile)};`,
-    imports,
+    `import { loadModule } from ${JSON.stringify(join(PACKAGE_ROOT, 'lib', 'bundle.ts'))};`,
+    `const configModule = loadModule({ file: ${JSON.stringify(shown(configFile))}, load: () => require(${JSON.stringify(configFile)}) }, 'config file');`,
     'export const config = configModule.default ?? configModule;',
-    `export const taskModules = [${list}];`,
+    `export const taskModules = [\n  ${list}\n].map((m) => ({ file: m.file, module: loadModule(m, 'task module') }));`,
     'startTaskWorker(taskModules);',
   ].join('\n');
   const tasksFile = resolve(options.outFile);
@@ -168,9 +173,9 @@ export async function loadConfigModule(configFile: string): Promise<unknown> {
   if (extname(file) === '.json') return JSON.parse(readFileSync(file, 'utf8'));
   const dir = await mkdtemp(join(tmpdir(), 'taskworker-config-'));
   const outfile = join(dir, 'config.cjs');
-  await esbuildOrThrow({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
   try {
-    const exported = require(outfile) as { default?: unknown };
+    await esbuildOrThrow({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
+    const exported = loadModule({ file: relative(process.cwd(), file) || file, load: () => require(outfile) }, 'config file');
     return exported.default ?? exported;
   } finally {
     await rm(dir, { recursive: true, force: true });

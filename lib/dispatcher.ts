@@ -20,6 +20,14 @@ export interface QueueUrls {
 /** Receives every settled batch: metrics, local progress displays, tests. */
 export interface DispatcherObserver {
   onBatch(report: BatchReport): void;
+  /** A batch was received and decoded; its jobs are now held until the batch is settled. */
+  onBatchStart?(start: BatchStart): void;
+}
+
+/** The jobs of a batch as it starts: what a dispatcher holds until it reports the batch settled. */
+export interface BatchStart {
+  readonly queue: string;
+  readonly jobs: ReadonlyArray<{ readonly messageId: string; readonly jobId?: string; readonly task?: string }>;
 }
 
 export interface DispatcherDeps {

@@ -207,6 +207,17 @@ export class BundleError extends TaskworkerError {
   }
 }
 
+/** A module of the user's project (a task module, the config) threw while it was being loaded. */
+export class ModuleLoadError extends BundleError {
+  /** The module's path in the project. */
+  readonly file: string;
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ModuleLoadError';
+    this.file = file;
+  }
+}
+
 /** Short, safe rendering of a bad value for error messages. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);

@@ -13,7 +13,7 @@ import { type Clock, systemClock } from './clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from './config';
 import type { QueueUrls } from './dispatcher';
 import { decodeEnvelope, pinEnvelope } from './envelope';
-import { TaskworkerError } from './errors';
+import { describe, TaskworkerError } from './errors';
 import type { QueueClient, QueueDepth, ReceivedMessage } from './ports';
 import { callWithEntryRetries, chunk } from './retry-entries';
 import { trackingFor } from './runtime';
@@ -330,6 +330,8 @@ export interface RedriveResult {
   readonly messages: number;
   /** `move-task`: SQS moved them (StartMessageMoveTask); `client`: this process did (receive, send, delete). */
   readonly via?: 'move-task' | 'client';
+  /** Why the move task was not used, when the client moved them. */
+  readonly moveTaskError?: string;
   readonly taskHandle?: string;
   readonly status?: string;
 }
@@ -356,10 +358,12 @@ export async function redriveDeadLetters(ctx: OperatorContext, queue?: string, w
     try {
       started = await ctx.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: arn }));
     } catch (error) {
-      if (!(error instanceof Error && /InvalidAction|UnsupportedOperation|Unknown action/i.test(`${error.name} ${error.message}`)))
-        throw error;
+      // Where the service cannot run a move task (an emulator without one, an endpoint answering
+      // with an error page), this process moves the messages itself. Not where the caller may not:
+      // a client-side move would be refused too, and the refusal is the clearer answer.
+      if (refusedToCaller(error)) throw error;
       const moved = await moveMessages(ctx, dlqUrl, ctx.urls.queues[name] as string);
-      results.push({ queue: name, messages: moved, via: 'client', status: 'COMPLETED' });
+      results.push({ queue: name, messages: moved, via: 'client', status: 'COMPLETED', moveTaskError: describe(error) });
       continue;
     }
     let status = 'RUNNING';
@@ -371,6 +375,18 @@ export async function redriveDeadLetters(ctx: OperatorContext, queue?: string, w
     results.push({ queue: name, messages, via: 'move-task', ...(started.TaskHandle ? { taskHandle: started.TaskHandle } : {}), status });
   }
   return results;
+}
+
+/** An error that says the caller may not do this (credentials, permissions) or the queue is not there. */
+function refusedToCaller(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return (
+    status === 401 ||
+    status === 403 ||
+    error instanceof QueueDoesNotExist ||
+    /AccessDenied|NotAuthorized|InvalidClientTokenId|UnrecognizedClient|ExpiredToken|CredentialsProviderError/.test(error.name)
+  );
 }
 
 /** Moves messages between queues, send first and delete after, so an interruption duplicates rather than loses. */

@@ -1,4 +1,5 @@
 import type { ArchiveReason } from './archive';
+import type { SerializedError } from './executor/types';
 import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from './histogram';
 
 /**
@@ -25,6 +26,8 @@ export interface JobReport {
   readonly unsettled?: boolean;
   /** Near its redrive limit the message was replaced by a fresh copy instead of being handed back. */
   readonly requeued?: boolean;
+  /** Why a retried or archived job failed: the task's error, or why its message was rejected. */
+  readonly error?: SerializedError;
 }
 
 /**

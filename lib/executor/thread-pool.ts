@@ -54,7 +54,12 @@ export class ThreadPoolExecutor implements TaskExecutor {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(this.options.bundlePath, { workerData: { [WORKER_FLAG]: true } });
+    const worker = new Worker(this.options.bundlePath, {
+      workerData: { [WORKER_FLAG]: true },
+      // Task errors' stacks point at the task's own source files (the bundle's source map), in
+      // logs, job records and the archive, however the dispatcher process was started.
+      execArgv: [...process.execArgv.filter((a) => a !== '--enable-source-maps'), '--enable-source-maps'],
+    });
     worker.unref();
     // Always listening, so an error raised by a task's stray callback after it returned never
     // reaches Node as an unhandled 'error' event (which would take the dispatcher down).

@@ -2,21 +2,25 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
 import { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
-import { buildArtifact } from '../build';
+import { type Artifact, buildArtifact } from '../build';
 import { loadTaskBundle, type TaskBundle } from '../bundle';
 import { validateVersion } from '../config';
 import type { QueueUrls } from '../dispatcher';
+import { ConfigError } from '../errors';
 import { Publisher } from '../publisher';
 import { trackingFor } from '../runtime';
 import type { BatchReport, DispatcherSummary } from '../summary';
 import type { JobStore, StatsStore } from '../tracking/model';
 import { type Emulators, startEmulators } from './emulators';
 import type { RunnerMessage } from './runner';
+
+export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
 export interface LocalStackOptions {
   readonly configFile: string;
@@ -31,15 +35,50 @@ export interface LocalStackOptions {
   /** @defaultValue 'us-east-1' */
   readonly region?: string;
   /** Dispatcher log level. @defaultValue 'WARN' */
-  readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  readonly logLevel?: LogLevel;
   /** Invocation length of local dispatchers, seconds. @defaultValue the config's dispatcher.timeoutSeconds */
   readonly invocationSeconds?: number;
+  /**
+   * Start a new dispatcher process when one exits while the stack runs (a task killed its process,
+   * the OOM killer, a native crash, a stop past `rssLimitMb`), as Lambda starts a new container.
+   * Quick deaths in a row back off, from 0.5 s doubling to 30 s. Off for harnesses that manage
+   * their processes themselves. @defaultValue true
+   */
+  readonly replaceDeadDispatchers?: boolean;
+  /**
+   * Each line a dispatcher process writes (its JSON log lines, a task's console output). Without
+   * it the processes write to this process's stdout and stderr directly.
+   */
+  readonly onOutput?: (line: string, dispatcher: number) => void;
   readonly onBatch?: (report: BatchReport, dispatcher: number) => void;
   readonly onInvocation?: (summary: DispatcherSummary, dispatcher: number) => void;
   readonly onDispatcherError?: (message: string, dispatcher: number) => void;
+  /** A dispatcher process ended while the stack ran: how, what it held, and its replacement if any. */
+  readonly onDispatcherExit?: (exit: DispatcherExit) => void;
+  /** A dispatcher process was started (at the start, as a replacement, or after a reload). */
+  readonly onDispatcherStart?: (dispatcher: number) => void;
+}
+
+/** A job a dispatcher had received and not yet settled. */
+export interface HeldJob {
+  readonly queue: string;
+  readonly messageId: string;
+  readonly jobId?: string;
+  readonly task?: string;
+}
+
+export interface DispatcherExit {
+  readonly dispatcher: number;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** Jobs it held: their messages come back once their visibility lapses. */
+  readonly held: readonly HeldJob[];
+  /** The dispatcher started in its place, and after how long. */
+  readonly replacement?: { readonly dispatcher: number; readonly afterMs: number };
 }
 
 export interface LocalStack {
+  /** The tasks bundle the dispatchers run (the latest one after a {@link LocalStack.reload}). */
   readonly bundle: TaskBundle;
   readonly version: string;
   readonly region: string;
@@ -50,10 +89,15 @@ export interface LocalStack {
   readonly tables: { readonly jobs: string; readonly stats: string };
   readonly jobs: JobStore;
   readonly stats: StatsStore;
+  /** A publisher for this version that knows the bundle's tasks. */
   readonly publisher: Publisher;
   /** Environment that points the AWS SDK (and a dispatcher) at this stack. */
   readonly env: Readonly<Record<string, string>>;
   readonly dispatchers: readonly ChildProcess[];
+  /** Dispatcher processes running now. */
+  alive(): number;
+  /** Dispatcher processes that ended while the stack ran (not stopped by it). */
+  deaths(): number;
   /**
    * Starts one more dispatcher process; returns its index. `env` adds to (or overrides) the
    * environment the stack gives it, e.g. its own endpoints.
@@ -61,12 +105,43 @@ export interface LocalStack {
   startDispatcher(options?: { readonly env?: Readonly<Record<string, string>> }): number;
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
   stopDispatchers(): Promise<void>;
+  /**
+   * Builds the config and tasks again and restarts the dispatchers on the new build, as many as
+   * ran: running tasks finish, unstarted ones are released. A build that fails (a syntax error, a
+   * task that does not fit the config) throws and leaves the running dispatchers as they were. The
+   * app name and the queue names are fixed for the stack's life: changing them needs a new stack.
+   */
+  reload(): Promise<TaskBundle>;
   /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
   stop(): Promise<void>;
 }
 
 /** Credentials the emulators accept; never valid anywhere else. */
 const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
+
+/** A build of the dispatcher artifact in a directory of its own, loaded and checked. */
+interface Build {
+  readonly dir: string;
+  readonly artifact: Artifact;
+  readonly bundle: TaskBundle;
+}
+
+/** Builds the artifact into a fresh temporary directory; a build that fails leaves no directory behind. */
+async function buildInto(options: LocalStackOptions): Promise<Build> {
+  const dir = await mkdtemp(join(tmpdir(), 'taskworker-dev-'));
+  try {
+    const artifact = await buildArtifact({
+      configFile: options.configFile,
+      ...(options.tasksDir ? { tasksDir: options.tasksDir } : {}),
+      outDir: dir,
+      localRunner: true,
+    });
+    return { dir, artifact, bundle: loadTaskBundle(artifact.tasksFile) };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
 
 /**
  * The whole system on one machine: builds the same artifact Lambda runs, starts the SQS and
@@ -76,37 +151,33 @@ const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: '
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const version = validateVersion(options.version ?? 'dev', '--version');
   const region = options.region ?? 'us-east-1';
-  const buildDir = await mkdtemp(join(tmpdir(), 'taskworker-dev-'));
-  const artifact = await buildArtifact({
-    configFile: options.configFile,
-    ...(options.tasksDir ? { tasksDir: options.tasksDir } : {}),
-    outDir: buildDir,
-    localRunner: true,
-  });
-  const bundle = loadTaskBundle(artifact.tasksFile);
-  let emulators: Emulators | undefined;
+  let build = await buildInto(options);
+  let emulators: Emulators;
   try {
     emulators = await startEmulators({
       ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
       ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
     });
   } catch (error) {
-    await rm(buildDir, { recursive: true, force: true });
+    // Nothing may be left behind by a start that failed: not the build, not half the emulators.
+    await rm(build.dir, { recursive: true, force: true });
     throw error;
   }
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
   const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  const urls = await createVersionQueues(sqs, bundle.config, version);
-  const tables = await createVersionTables(dynamo, bundle.config, version);
-  const { jobs, stats } = trackingFor(bundle.config, tables, { client: dynamo }) as { jobs: JobStore; stats: StatsStore };
+  const urls = await createVersionQueues(sqs, build.bundle.config, version);
+  const tables = await createVersionTables(dynamo, build.bundle.config, version);
+  const { jobs, stats } = trackingFor(build.bundle.config, tables, { client: dynamo }) as { jobs: JobStore; stats: StatsStore };
   const env: Record<string, string> = {
     AWS_REGION: region,
+    // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
+    AWS_DEFAULT_REGION: region,
     AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
     AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
     ...LOCAL_CREDENTIALS,
   };
-  const dispatcherEnv: Record<string, string> = {
+  const dispatcherEnv = (bundle: TaskBundle): Record<string, string> => ({
     ...env,
     TASKWORKER_VERSION: version,
     TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),
@@ -119,14 +190,36 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
-  };
+  });
+  const publisherFor = (bundle: TaskBundle) =>
+    new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: new SqsQueueClient({ client: sqs }), urls, jobs });
+  let publisher = publisherFor(build.bundle);
+
   const dispatchers: ChildProcess[] = [];
+  const replace = options.replaceDeadDispatchers ?? true;
+  let stopping = false;
+  let deaths = 0;
+  const restarts = new RestartBackoff();
+  const pendingRestarts = new Set<NodeJS.Timeout>();
+  const alive = () => dispatchers.filter((c) => c.exitCode === null && c.signalCode === null).length;
+
   const startDispatcher = (more: { readonly env?: Readonly<Record<string, string>> } = {}): number => {
     const index = dispatchers.length;
-    const child = fork(artifact.runnerFile as string, [], {
-      env: { ...process.env, ...dispatcherEnv, ...more.env },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    const startedAt = Date.now();
+    const piped = options.onOutput !== undefined;
+    const child = fork(build.artifact.runnerFile as string, [], {
+      env: { ...process.env, ...dispatcherEnv(build.bundle), ...more.env },
+      // The handler's own stack traces point at the library's and the tasks' sources, as in Lambda.
+      execArgv: ['--enable-source-maps'],
+      stdio: ['ignore', piped ? 'pipe' : 'inherit', piped ? 'pipe' : 'inherit', 'ipc'],
     });
+    if (options.onOutput) {
+      const onOutput = options.onOutput;
+      for (const stream of [child.stdout, child.stderr]) {
+        if (stream) createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (line) => onOutput(line, index));
+      }
+    }
+    const holding = new Map<string, HeldJob>();
     readiness.set(
       child,
       new Promise<void>((resolve) => {
@@ -135,32 +228,97 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       }),
     );
     child.on('message', (message: RunnerMessage) => {
-      if (message.type === 'ready') return;
-      if (message.type === 'batch') options.onBatch?.(message.report, index);
-      else if (message.type === 'invocation') options.onInvocation?.(message.summary, index);
-      else options.onDispatcherError?.(message.message, index);
+      switch (message.type) {
+        case 'ready':
+          return;
+        case 'started':
+          for (const job of message.start.jobs) holding.set(job.messageId, { queue: message.start.queue, ...job });
+          return;
+        case 'batch':
+          for (const job of message.report.jobs) holding.delete(job.messageId);
+          options.onBatch?.(message.report, index);
+          return;
+        case 'invocation':
+          options.onInvocation?.(message.summary, index);
+          return;
+        case 'error':
+          options.onDispatcherError?.(message.message, index);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      deaths += 1;
+      const held = [...holding.values()];
+      if (!replace) {
+        options.onDispatcherExit?.({ dispatcher: index, code, signal, held });
+        return;
+      }
+      const afterMs = restarts.next(Date.now() - startedAt);
+      options.onDispatcherExit?.({ dispatcher: index, code, signal, held, replacement: { dispatcher: dispatchers.length, afterMs } });
+      const timer = setTimeout(() => {
+        pendingRestarts.delete(timer);
+        startDispatcher(more);
+      }, afterMs);
+      pendingRestarts.add(timer);
     });
     dispatchers.push(child);
+    options.onDispatcherStart?.(index);
     return index;
   };
   for (let i = 0; i < (options.dispatchers ?? 1); i++) startDispatcher();
 
-  const stopDispatchers = async () => {
+  const stopAll = async () => {
+    stopping = true;
+    for (const timer of pendingRestarts) clearTimeout(timer);
+    pendingRestarts.clear();
     await Promise.all(dispatchers.map((child) => stopChild(child)));
   };
+  const stopDispatchers = async () => {
+    await stopAll();
+    stopping = false;
+  };
   let stopped: Promise<void> | undefined;
+  const reload = async (): Promise<TaskBundle> => {
+    const next = await buildInto(options);
+    if (stopped) {
+      // The stack stopped while this build ran: nothing to restart, nothing to keep.
+      await rm(next.dir, { recursive: true, force: true });
+      return build.bundle;
+    }
+    const was = build.bundle.config;
+    const now = next.bundle.config;
+    const names = (c: typeof was) => c.queues.map((q) => q.name).join(',');
+    if (now.app !== was.app || names(now) !== names(was)) {
+      await rm(next.dir, { recursive: true, force: true });
+      throw new ConfigError(
+        now.app !== was.app ? 'app' : 'queues',
+        now.app !== was.app ? now.app : names(now),
+        `the value this taskworker dev started with (${now.app !== was.app ? was.app : names(was)}): restart it to change the app or its queues`,
+      );
+    }
+    const running = Math.max(1, alive());
+    await stopDispatchers();
+    const old = build;
+    build = next;
+    publisher = publisherFor(next.bundle);
+    await rm(old.dir, { recursive: true, force: true });
+    for (let i = 0; i < running; i++) startDispatcher();
+    return next.bundle;
+  };
   const stop = () => {
     stopped ??= (async () => {
-      await stopDispatchers();
+      await stopAll();
       sqs.destroy();
       dynamo.destroy();
-      await emulators?.stop();
-      await rm(buildDir, { recursive: true, force: true });
+      await emulators.stop();
+      await rm(build.dir, { recursive: true, force: true });
     })();
     return stopped;
   };
   return {
-    bundle,
+    get bundle() {
+      return build.bundle;
+    },
     version,
     region,
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
@@ -170,20 +328,36 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     tables,
     jobs,
     stats,
-    publisher: new Publisher({
-      config: bundle.config,
-      version,
-      tasks: bundle.tasks,
-      queues: new SqsQueueClient({ client: sqs }),
-      urls,
-      jobs,
-    }),
+    get publisher() {
+      return publisher;
+    },
     env,
     dispatchers,
+    alive,
+    deaths: () => deaths,
     startDispatcher,
     stopDispatchers,
+    reload,
     stop,
   };
+}
+
+const FIRST_RESTART_MS = 500;
+const MAX_RESTART_MS = 30_000;
+
+/**
+ * How long to wait before replacing a dispatcher that died: 0.5 s, doubling while each one dies
+ * within 10 s of its start (a crash loop), at most 30 s; back to 0.5 s after one lived a minute.
+ */
+class RestartBackoff {
+  private delayMs = FIRST_RESTART_MS;
+
+  next(livedMs: number): number {
+    if (livedMs >= 60_000) this.delayMs = FIRST_RESTART_MS;
+    const now = this.delayMs;
+    if (livedMs < 10_000) this.delayMs = Math.min(MAX_RESTART_MS, this.delayMs * 2);
+    return now;
+  }
 }
 
 /** Resolves once a dispatcher process has its stop handlers installed (or has exited). */

@@ -7,10 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
 import type { DispatcherFunction, DispatcherFunctionOptions } from '../../functions/dispatcher';
+import type { BatchStart } from '../dispatcher';
 import type { BatchReport, DispatcherSummary } from '../summary';
 
 export type RunnerMessage =
   | { readonly type: 'ready' }
+  | { readonly type: 'started'; readonly start: BatchStart }
   | { readonly type: 'batch'; readonly report: BatchReport }
   | { readonly type: 'invocation'; readonly summary: DispatcherSummary }
   | { readonly type: 'error'; readonly message: string };
@@ -58,7 +60,12 @@ async function main(): Promise<void> {
   const handlerModule = require(join(__dirname, 'index.js')) as {
     createDispatcherFunction: (options: DispatcherFunctionOptions) => DispatcherFunction;
   };
-  dispatcher = handlerModule.createDispatcherFunction({ observer: { onBatch: (report) => send({ type: 'batch', report }) } });
+  dispatcher = handlerModule.createDispatcherFunction({
+    observer: {
+      onBatch: (report) => send({ type: 'batch', report }),
+      onBatchStart: (start) => send({ type: 'started', start }),
+    },
+  });
   while (!stopping) {
     try {
       const summary = await dispatcher.handler({ source: 'taskworker.local' }, lambdaContext(Date.now() + timeoutSeconds * 1000));

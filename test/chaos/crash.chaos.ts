@@ -86,6 +86,8 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
       configFile: CHAOS_CONFIG,
       version: 'crash',
       dispatchers: 0,
+      // This suite starts and stops dispatcher processes itself.
+      replaceDeadDispatchers: false,
       logLevel: 'ERROR',
       onBatch: (report) => reports.push(report),
     });
@@ -340,6 +342,8 @@ describe('crash suite: receives used up without attempts never leave a tracked j
       configFile: ONE_SLOT_CONFIG,
       version: 'crash-wait',
       dispatchers: 0,
+      // This suite starts and stops dispatcher processes itself.
+      replaceDeadDispatchers: false,
       logLevel: 'ERROR',
       onBatch: (report) => reports.push(report),
     });

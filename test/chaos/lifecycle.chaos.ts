@@ -52,6 +52,8 @@ describe('graceful stops', () => {
       configFile: CHAOS_CONFIG,
       version: 'sigterm',
       dispatchers: 2,
+      // This suite starts and stops dispatcher processes itself.
+      replaceDeadDispatchers: false,
       logLevel: 'ERROR',
       onBatch: (report, dispatcher) => reports.push({ ...report, dispatcher }),
     });
@@ -110,6 +112,8 @@ describe('graceful stops', () => {
       configFile: MEMORY_CONFIG,
       version: 'memory',
       dispatchers: 0,
+      // This suite starts and stops dispatcher processes itself.
+      replaceDeadDispatchers: false,
       logLevel: 'ERROR',
       onBatch: (report) => reports.push(report),
       onInvocation: (summary) => invocations.push(summary),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { readArchiveRecord } from '../../lib/archive';
-import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { type DispatcherExit, type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { BatchReport } from '../../lib/summary';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
@@ -45,48 +45,57 @@ describe('taskworker dev (local runtime)', () => {
     expect(reports[0]?.jobs[0]).toMatchObject({ task: 'greet', outcome: 'succeeded' });
   });
 
-  /** Publishes a task that kills its dispatcher process, restarting dispatchers until `done`. */
-  async function crashLoop(local: LocalStack, queue: string, done: () => Promise<boolean>): Promise<number> {
-    await local.publisher.publish('kill-process', {}, { queue });
-    let crashes = 0;
-    await eventually(
-      'the poison message to leave its queue',
-      async () => {
-        if (await done()) return true;
-        const last = local.dispatchers[local.dispatchers.length - 1];
-        if (last && last.exitCode === null && last.signalCode === null) return false;
-        crashes += 1;
-        local.startDispatcher();
-        return false;
-      },
-      40_000,
-    );
-    return crashes;
+  /** A stack whose dispatcher exits are kept, as `taskworker dev` reports them. */
+  async function healingStack(): Promise<{ local: LocalStack; exits: DispatcherExit[] }> {
+    const exits: DispatcherExit[] = [];
+    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1, onDispatcherExit: (exit) => exits.push(exit) });
+    return { local: stack, exits };
   }
 
-  it('untracked: moves a message that crashes the dispatcher every time to the DLQ via redrive', async () => {
-    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1 });
-    const local = stack;
+  it('untracked: a message that kills its dispatcher every time goes to the DLQ; dev replaced each dead dispatcher', async () => {
+    const { local, exits } = await healingStack();
     const queues = new SqsQueueClient({ client: local.sqs });
-    const crashes = await crashLoop(local, 'bulk', async () => (await queues.depth(local.urls.deadLetter.bulk as string)).visible === 1);
-    // bulk's maxReceiveCount is 3: three receives crashed a dispatcher, the fourth moved it.
-    expect(crashes).toBe(3);
+    const { jobId } = await local.publisher.publish('kill-process', {}, { queue: 'bulk' });
+    await eventually(
+      'the poison message to reach the DLQ',
+      async () => (await queues.depth(local.urls.deadLetter.bulk as string)).visible === 1,
+      40_000,
+    );
+    // bulk's maxReceiveCount is 3: three receives each killed a dispatcher, the fourth moved it.
+    expect(exits.map((e) => e.signal)).toEqual(['SIGKILL', 'SIGKILL', 'SIGKILL']);
+    // Each exit names what its dispatcher held, and the replacement that followed.
+    for (const exit of exits) {
+      expect(exit.held).toEqual([expect.objectContaining({ queue: 'bulk', jobId, task: 'kill-process' })]);
+      expect(exit.replacement?.dispatcher).toBe(exit.dispatcher + 1);
+    }
+    await eventually('a replacement for the last one', () => local.alive() === 1);
     expect(await queues.depth(local.urls.queues.bulk as string)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    // The replacements still work.
+    const journal = tempFile('journal.jsonl');
+    await local.publisher.publish('record', { journal, n: 1 });
+    await eventually('a task on a replacement dispatcher', () => readJournal(journal).length === 1);
   });
 
-  it('tracked: archives a message that crashes the dispatcher every time, once its attempts are spent', async () => {
-    stack = await startLocalStack({ configFile: FIXTURE_CONFIG, dispatchers: 1 });
-    const local = stack;
+  it('tracked: archives a message that kills its dispatcher every time, once its attempts are spent', async () => {
+    const { local, exits } = await healingStack();
     const queues = new SqsQueueClient({ client: local.sqs });
-    const archived = async () => (await queues.depth(local.urls.archive)).visible === 1;
-    const crashes = await crashLoop(local, 'routine', archived);
-    // maxRetries 1: two claimed attempts died with their process; the third claim archives it
-    // (before SQS's redrive, which would have moved it on the fourth receive).
-    expect(crashes).toBe(2);
+    await local.publisher.publish('kill-process', {}, { queue: 'routine' });
+    await eventually('the poison message to be archived', async () => (await queues.depth(local.urls.archive)).visible === 1, 40_000);
+    // maxRetries 1: two claimed attempts died with their process; the third claim archives it.
+    expect(exits.map((e) => e.signal)).toEqual(['SIGKILL', 'SIGKILL']);
     const [message] = await queues.receive(local.urls.archive, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
     const record = readArchiveRecord(message?.attributes ?? {});
     expect(record).toMatchObject({ reason: 'exhausted', errorType: 'WorkerLostError', attempts: 3 });
     expect(await local.jobs.get(record?.jobId as string)).toMatchObject({ state: 'archived', reason: 'exhausted', attempt: 3 });
+    expect(local.alive()).toBe(1);
+  });
+
+  it('backs off when dispatchers keep dying at once after their start', async () => {
+    const { local, exits } = await healingStack();
+    for (let i = 0; i < 3; i++) await local.publisher.publish('kill-process', {}, { queue: 'bulk' });
+    await eventually('three deaths', () => exits.length >= 3, 40_000);
+    const delays = exits.map((e) => e.replacement?.afterMs ?? 0);
+    expect(delays.slice(0, 3)).toEqual([500, 1000, 2000]);
   });
 
   it('runs several dispatcher processes and stops them cleanly', async () => {

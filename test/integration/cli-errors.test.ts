@@ -1,0 +1,88 @@
+/**
+ * The CLI's first failures a new user meets, each one readable line (no stack trace): no region,
+ * no credentials, a port already taken, a task module that throws while loading. And a failed
+ * start leaves no temporary build directory behind.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cli } from '../helpers/cli';
+import { FIXTURE_CONFIG } from '../helpers/emulators';
+
+const saved = { ...process.env };
+afterEach(() => {
+  process.env = { ...saved };
+});
+
+/** The environment of a machine with no AWS setup at all. */
+function noAws(extra: Record<string, string> = {}): void {
+  for (const key of Object.keys(process.env)) if (key.startsWith('AWS_')) delete process.env[key];
+  Object.assign(process.env, {
+    HOME: mkdtempSync(join(tmpdir(), 'tw-home-')),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONFIG_FILE: '/nonexistent',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+    ...extra,
+  });
+}
+
+const builds = () =>
+  readdirSync(tmpdir())
+    .filter((f) => f.startsWith('taskworker-dev-'))
+    .sort();
+const oneLine = (text: string) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text);
+
+describe('CLI errors are one readable line', () => {
+  it('no AWS region', async () => {
+    noAws();
+    const result = await cli('status', '--version', 'v1', '--config', FIXTURE_CONFIG);
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/^taskworker: no AWS region: set AWS_REGION/);
+    expect(oneLine(result.err)).toBe(true);
+  });
+
+  it('no AWS credentials', async () => {
+    noAws({ AWS_REGION: 'eu-west-1' });
+    const result = await cli('status', '--version', 'v1', '--config', FIXTURE_CONFIG);
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/^taskworker: no AWS credentials found/);
+    expect(oneLine(result.err)).toBe(true);
+  });
+
+  it('a port already in use, and no build left behind', async () => {
+    const busy: Server = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as { port: number }).port;
+    const before = builds();
+    try {
+      const result = await cli('dev', '--config', FIXTURE_CONFIG, '--sqs-port', String(port));
+      expect(result.code).toBe(1);
+      expect(result.err).toBe(
+        `taskworker: port ${port} is already in use: choose another with --sqs-port / --dynamodb-port, or leave them out for free ports\n`,
+      );
+    } finally {
+      busy.close();
+    }
+    expect(builds()).toEqual(before);
+  }, 60_000);
+
+  it('a task module that throws while loading is named, with the line that threw', async () => {
+    const tasks = mkdtempSync(join(tmpdir(), 'tw-bad-tasks-'));
+    mkdirSync(join(tasks, 'lib'));
+    writeFileSync(join(tasks, 'lib', 'settings.ts'), "export function limit(): number {\n  throw new Error('SHOP_LIMIT is not set');\n}\n");
+    writeFileSync(
+      join(tasks, 'charge.ts'),
+      "import { limit } from './lib/settings';\nconst max = limit();\nexport default { name: 'charge', queue: 'urgent', timeLimitSeconds: 1, run: () => max };\n",
+    );
+    const before = builds();
+    const result = await cli('dev', '--config', FIXTURE_CONFIG, '--tasks', tasks);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(
+      /^taskworker: ModuleLoadError: task module .*charge\.ts threw while loading: Error: SHOP_LIMIT is not set \(.*settings\.ts:2:\d+\)$/m,
+    );
+    expect(result.err).not.toContain('tasks.cjs');
+    expect(oneLine(result.err)).toBe(true);
+    expect(builds()).toEqual(before);
+  }, 60_000);
+});

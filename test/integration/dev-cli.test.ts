@@ -1,0 +1,194 @@
+/**
+ * `taskworker dev` as a user runs it: the real CLI in its own process, in a project directory
+ * of the user's (its own config and tasks), driven by other CLI processes started where a user
+ * would start them — a subdirectory, another directory with dev's export line. What is asserted
+ * comes from what those processes print and from the jobs table (`jobs show`).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { eventually } from '../helpers/run';
+
+const ROOT = join(__dirname, '..', '..');
+const CLI = join(ROOT, 'bin', 'taskworker.js');
+
+let project: string;
+let dev: ChildProcess;
+let out = '';
+let err = '';
+let exportedEnv: Record<string, string> = {};
+
+/** Runs one CLI command to completion in `cwd`; the environment is the user's plus `env`. */
+function run(cwd: string, args: string[], env: Record<string, string> = {}) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))) as NodeJS.ProcessEnv;
+  try {
+    const stdout = execFileSync(process.execPath, [CLI, ...args], { cwd, env: { ...clean, ...env }, encoding: 'utf8', stdio: 'pipe' });
+    return { code: 0, stdout, stderr: '' };
+  } catch (error) {
+    const e = error as { status: number; stdout: string; stderr: string };
+    return { code: e.status, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function writeTask(name: string, body: string): void {
+  writeFileSync(join(project, 'tasks', `${name}.ts`), body);
+}
+
+const FLAKY = (outcome: string) => `class DownstreamError extends Error {
+  override name = 'DownstreamError';
+}
+
+export default {
+  name: 'flaky',
+  queue: 'default',
+  timeLimitSeconds: 2,
+  maxRetries: 1,
+  backoff: { baseSeconds: 0, capSeconds: 0 },
+  run(payload: { item: number }) {
+    ${outcome}
+  },
+};
+`;
+
+beforeAll(async () => {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT });
+  project = mkdtempSync(join(tmpdir(), 'tw-dev-project-'));
+  mkdirSync(join(project, 'tasks'));
+  mkdirSync(join(project, 'src', 'deep'), { recursive: true });
+  writeFileSync(
+    join(project, 'taskworker.config.ts'),
+    "export default { app: 'shop', queues: [{ name: 'default', priority: 10, visibilityTimeoutSeconds: 5, longPollSeconds: 0 }] };\n",
+  );
+  writeTask('flaky', FLAKY('throw new DownstreamError(`inventory said 503 for item ${payload.item}`);'));
+  writeTask(
+    'crash',
+    "export default { name: 'crash', queue: 'default', timeLimitSeconds: 2, run() { process.kill(process.pid, 'SIGKILL'); } };\n",
+  );
+  dev = spawn(process.execPath, [CLI, 'dev', '--watch', '--dispatchers', '2'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+  dev.stdout?.on('data', (chunk) => {
+    out += String(chunk);
+  });
+  dev.stderr?.on('data', (chunk) => {
+    err += String(chunk);
+  });
+  await eventually('dev to start', () => out.includes('Ctrl-C to stop.'), 60_000);
+  const line = /export (.*)/.exec(out)?.[1] ?? '';
+  exportedEnv = Object.fromEntries(line.split(' ').map((pair) => pair.split('=') as [string, string]));
+}, 90_000);
+
+afterAll(async () => {
+  if (dev.exitCode === null) {
+    dev.kill('SIGINT');
+    await new Promise((resolve) => dev.once('exit', resolve));
+  }
+});
+
+describe('taskworker dev, used from other shells', () => {
+  it('prints an export line that every SDK reads, AWS_DEFAULT_REGION included', () => {
+    expect(Object.keys(exportedEnv)).toEqual(
+      expect.arrayContaining(['AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL_DYNAMODB']),
+    );
+  });
+
+  it('is found from a subdirectory of the project, and says how many dispatchers are alive', () => {
+    const status = run(join(project, 'src', 'deep'), ['status', '--json']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ version: 'dev', localDispatchers: { alive: 2, died: 0 } });
+  });
+
+  it('is found from anywhere through the endpoint of its export line', () => {
+    const status = run(tmpdir(), ['status', '--json'], exportedEnv);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ version: 'dev', queues: [expect.objectContaining({ queue: 'default' })] });
+  });
+
+  it('prints one readable line per failed attempt, pointing at the task source; jobs show has the mapped stack', async () => {
+    const published = run(join(project, 'src'), ['publish', 'flaky', '--payload', '{"item":42}', '--json']);
+    expect(published.code).toBe(0);
+    const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    await eventually('two failed attempts', () => err.includes(`flaky ${jobId} attempt 2`), 30_000);
+    const lines = err.split('\n').filter((l) => l.includes(jobId));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(`✗ flaky ${jobId} attempt 1: DownstreamError: inventory said 503 for item 42 at tasks/flaky\\.ts:12:\\d+ → retrying$`),
+      ),
+      expect.stringMatching(/attempt 2: DownstreamError: .* → archived \(exhausted\)$/),
+    ]);
+    const shown = run(project, ['jobs', 'show', jobId, '--json']);
+    const job = JSON.parse(shown.stdout) as { state: string; lastError: { stack: string } };
+    expect(job.state).toBe('archived');
+    expect(job.lastError.stack).toContain(`${join(project, 'tasks', 'flaky.ts')}:12:`);
+    expect(job.lastError.stack).not.toContain('tasks.cjs');
+  });
+
+  it('keeps JSON log lines off the console and in .taskworker/dev.log', () => {
+    expect(err).not.toMatch(/^\{"level"/m);
+    expect(existsSync(join(project, '.taskworker', 'dev.log'))).toBe(true);
+  });
+
+  it('replaces a dispatcher whose task killed its process, naming the signal and the job it held', async () => {
+    const published = run(project, ['publish', 'crash', '--payload', '{}', '--json']);
+    const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    await eventually(
+      'the death to be reported',
+      () => new RegExp(`was killed by SIGKILL; it held 1 job\\(s\\): crash ${jobId}`).test(err),
+      30_000,
+    );
+    expect(err).toMatch(/starting dispatcher \d+ in 0\.5 s/);
+    await eventually(
+      'two dispatchers alive again',
+      () => (JSON.parse(run(project, ['status', '--json']).stdout) as { localDispatchers: { alive: number } }).localDispatchers.alive === 2,
+      30_000,
+    );
+    const status = JSON.parse(run(project, ['status', '--json']).stdout) as { localDispatchers: { died: number } };
+    expect(status.localDispatchers.died).toBeGreaterThanOrEqual(1);
+  });
+
+  it('--watch: a changed task is rebuilt and the dispatchers restart on it', async () => {
+    writeTask('flaky', FLAKY("return 'in stock';"));
+    await eventually('the reload', () => out.includes('reloaded:'), 30_000);
+    const published = run(project, ['publish', 'flaky', '--payload', '{"item":7}', '--json']);
+    const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    await eventually('the new code to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"in stock"' });
+  });
+
+  it('archive list shows, for a malformed message, the id jobs show accepts', async () => {
+    const sqs = new SQSClient({
+      region: 'us-east-1',
+      endpoint: exportedEnv.AWS_ENDPOINT_URL_SQS as string,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const queueUrl = /default\s+(http\S+)/.exec(out)?.[1] as string;
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'not json at all' }));
+    sqs.destroy();
+    let listed: Array<{ record: { reason: string; jobId: string } }> = [];
+    await eventually(
+      'the malformed message in the archive',
+      () => {
+        listed = JSON.parse(run(project, ['archive', 'list', '--reason', 'malformed', '--json']).stdout);
+        return listed.length === 1;
+      },
+      30_000,
+    );
+    const id = listed[0]?.record.jobId as string;
+    const shown = run(project, ['jobs', 'show', id, '--json']);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ jobId: id, state: 'archived', reason: 'malformed' });
+  });
+
+  it('stops on Ctrl-C, leaving no state file and no build directory behind', async () => {
+    const builds = () => readdirSync(tmpdir()).filter((f) => f.startsWith('taskworker-dev-')).length;
+    const before = builds();
+    dev.kill('SIGINT');
+    const code = await new Promise((resolve) => dev.once('exit', resolve));
+    expect(code).toBe(0);
+    expect(existsSync(join(project, '.taskworker', 'dev.json'))).toBe(false);
+    expect(builds()).toBe(before - 1);
+    const after = run(project, ['status']);
+    expect(after.code).toBe(2);
+    expect(after.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

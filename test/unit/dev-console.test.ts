@@ -1,0 +1,85 @@
+import { consoleLine, exitLine, failureLines, userFrame } from '../../cli/dev-console';
+
+describe('what taskworker dev prints', () => {
+  it('a failed attempt: task, job, attempt, error and the first frame in the user code', () => {
+    const stack = [
+      'DownstreamError: said 503',
+      '    at Object.run (/home/ana/shop/tasks/charge.ts:14:11)',
+      '    at runTaskBody (/tmp/taskworker-dev-abc/tasks.cjs:100:3)',
+    ].join('\n');
+    const [line] = failureLines(
+      {
+        queue: 'default',
+        settleRetries: 0,
+        jobs: [
+          {
+            messageId: 'm1',
+            jobId: 'j1',
+            task: 'charge',
+            outcome: 'retried',
+            attempt: 2,
+            error: { type: 'DownstreamError', message: 'said 503', stack },
+          },
+          { messageId: 'm2', jobId: 'j2', task: 'charge', outcome: 'succeeded', attempt: 1 },
+        ],
+      },
+      3,
+      '/home/ana/shop',
+    );
+    expect(line).toBe('[dispatcher 3] ✗ charge j1 attempt 2: DownstreamError: said 503 at tasks/charge.ts:14:11 → retrying');
+  });
+
+  it('a rejected message has no task: it is named by its message id, with the archive reason', () => {
+    const lines = failureLines(
+      {
+        queue: 'default',
+        settleRetries: 0,
+        jobs: [
+          {
+            messageId: 'm9',
+            jobId: 'm9',
+            outcome: 'archived',
+            reason: 'malformed',
+            attempt: 1,
+            error: { type: 'EnvelopeError', message: 'not JSON' },
+          },
+        ],
+      },
+      0,
+    );
+    expect(lines).toEqual(['[dispatcher 0] ✗ message m9: EnvelopeError: not JSON → archived (malformed)']);
+  });
+
+  it('skips frames in node_modules, Node itself and the temporary build', () => {
+    const stack = [
+      'Error: x',
+      '    at a (node:internal/x:1:1)',
+      '    at b (/p/node_modules/lib/i.js:2:2)',
+      '    at c (/tmp/taskworker-dev-q1/tasks.cjs:3:3)',
+    ].join('\n');
+    expect(userFrame(stack, '/p')).toBeUndefined();
+    expect(userFrame(`${stack}\n    at /p/tasks/t.ts:4:5`, '/p')).toBe('tasks/t.ts:4:5');
+  });
+
+  it('a dispatcher that died: how, what it held, and its replacement', () => {
+    expect(
+      exitLine({
+        dispatcher: 1,
+        code: null,
+        signal: 'SIGKILL',
+        held: [{ queue: 'default', messageId: 'm1', jobId: 'j1', task: 'crash' }],
+        replacement: { dispatcher: 2, afterMs: 500 },
+      }),
+    ).toBe(
+      '[dispatcher 1] was killed by SIGKILL; it held 1 job(s): crash j1 (they return when their visibility lapses); starting dispatcher 2 in 0.5 s',
+    );
+    expect(exitLine({ dispatcher: 0, code: 3, signal: null, held: [] })).toBe('[dispatcher 0] exited with code 3; it held no job');
+  });
+
+  it('JSON log lines become readable ones at or above the level; other output passes through', () => {
+    const json = JSON.stringify({ level: 'WARN', message: 'archiving message', function_name: 'x', queue: 'default', reason: 'malformed' });
+    expect(consoleLine(json, 0, 'WARN')).toBe('[dispatcher 0] WARN archiving message  queue=default reason=malformed');
+    expect(consoleLine(json, 0, 'ERROR')).toBeUndefined();
+    expect(consoleLine('hello from a task', 1, 'ERROR')).toBe('[dispatcher 1] hello from a task');
+  });
+});
