@@ -1,4 +1,4 @@
-import { createWriteStream, type FSWatcher, mkdirSync, watch } from 'node:fs';
+import { createWriteStream, mkdirSync, watch } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';

@@ -61,7 +61,7 @@ beforeAll(async () => {
     join(project, 'taskworker.config.ts'),
     "export default { app: 'shop', queues: [{ name: 'default', priority: 10, visibilityTimeoutSeconds: 5, longPollSeconds: 0 }] };\n",
   );
-  writeTask('flaky', FLAKY('throw new DownstreamError(`inventory said 503 for item ${payload.item}`);'));
+  writeTask('flaky', FLAKY("throw new DownstreamError('inventory said 503 for item ' + payload.item);"));
   writeTask(
     'crash',
     "export default { name: 'crash', queue: 'default', timeLimitSeconds: 2, run() { process.kill(process.pid, 'SIGKILL'); } };\n",

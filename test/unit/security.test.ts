@@ -74,8 +74,7 @@ const CODE_LOADING_SITES: Record<string, string> = {
     "the generated bundle entry's text: the config module given to the build, bundled by esbuild",
   'lib/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
     'the tasks bundle: TASKWORKER_TASKS_BUNDLE (set by the stack) or tasks.cjs beside the handler',
-  'lib/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {':
-    'pool threads run the same tasks bundle',
+  'lib/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
   "lib/local/runner.ts: const handlerModule = require(join(__dirname, 'index.js')) as {":
     'the local runner loads the handler built beside it',
   "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":
