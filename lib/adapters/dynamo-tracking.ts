@@ -63,6 +63,9 @@ export function dynamoClientFrom(option: DynamoClientOption = {}): DynamoDBClien
 const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
   error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
+/** Claims tried when the job changes between a failed condition and the read that classifies it. */
+const CLAIM_TRIES = 3;
+
 /** Write units consumed, summed from DynamoDB's own ConsumedCapacity answers. */
 export interface CapacityMeter {
   writeUnits: number;
@@ -111,13 +114,27 @@ export class DynamoJobStore implements JobStore {
   }
 
   async claim(r: ClaimRequest): Promise<ClaimResult> {
-    const fresh = await this.tryClaim(r, 'started');
-    if (fresh.outcome !== 'leased' || (fresh.record.leaseUntil ?? 0) >= r.now) return fresh;
-    // The holder's lease lapsed: take the job over (a second request, only on this rare path).
-    return this.tryClaim(r, 'took-over');
+    for (let tries = 1; ; tries++) {
+      const fresh = await this.tryClaim(r, 'started');
+      if (fresh.outcome === 'changed') {
+        // What failed the condition was gone by the time it was read: the job moved on (e.g. from
+        // running to retrying) in between. Look again; past a few tries, treat it as held.
+        if (tries < CLAIM_TRIES) continue;
+        return { outcome: 'leased', record: fresh.record };
+      }
+      if (fresh.outcome !== 'leased' || (fresh.record.leaseUntil ?? 0) >= r.now) return fresh;
+      // The holder's lease lapsed: take the job over (a second request, only on this rare path).
+      const takeover = await this.tryClaim(r, 'took-over');
+      if (takeover.outcome !== 'changed') return takeover;
+      if (tries >= CLAIM_TRIES) return { outcome: 'leased', record: takeover.record };
+    }
   }
 
-  private async tryClaim(r: ClaimRequest, what: 'started' | 'took-over'): Promise<ClaimResult> {
+  /**
+   * One conditional claim. `changed`: the condition failed, but the item read afterwards (where the
+   * service returned none with the failure) would have passed it: it changed in between.
+   */
+  private async tryClaim(r: ClaimRequest, what: 'started' | 'took-over'): Promise<ClaimResult | { outcome: 'changed'; record: JobRecord }> {
     const e = new Expression();
     const attempt = e.name('attempt');
     const history = e.name('history');
@@ -154,6 +171,9 @@ export class DynamoJobStore implements JobStore {
     const old = outcome.record;
     if (!old) throw new Error(`claim of ${r.jobId} failed its condition, but the job has no record`);
     if (permits('claim', old, r) === 'conflict') return { outcome: 'conflict', record: old };
+    if (!outcome.atCheck && (permits('claim', old, r) === 'ok' || (what === 'took-over' && (old.leaseUntil ?? 0) < r.now))) {
+      return { outcome: 'changed', record: old };
+    }
     // The SDK retried this very claim after a lost answer, and its first try had landed: ours.
     if (isOwnClaim(old, r)) return { outcome: 'claimed', token: old.attempt, record: withClaimAttempt(old) };
     return old.state === 'running' ? { outcome: 'leased', record: old } : { outcome: 'finished', record: old };
@@ -274,13 +294,13 @@ export class DynamoJobStore implements JobStore {
 
   /**
    * One conditional UpdateItem. Landed: the item as written (its history trimmed to the limit).
-   * Refused: the item as the condition found it, if there is one.
+   * Refused: the item as the condition found it, if there is one (`atCheck`), else as read after.
    */
   private async write(
     jobId: string,
     e: Expression,
     expr: { update: string; condition: string },
-  ): Promise<{ landed: boolean; record: JobRecord | undefined }> {
+  ): Promise<{ landed: boolean; record: JobRecord | undefined; atCheck?: boolean }> {
     try {
       const out = await this.dynamo.send(
         new UpdateItemCommand({
@@ -299,7 +319,10 @@ export class DynamoJobStore implements JobStore {
       return { landed: true, record: await this.trimHistory(record) };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      return { landed: false, record: error.Item ? toRecord(error.Item) : await this.get(jobId) };
+      // DynamoDB returns the item as the condition saw it; a store that does not (dynalite) is read
+      // afterwards, and what is read may already differ (`atCheck` false).
+      if (error.Item) return { landed: false, record: toRecord(error.Item), atCheck: true };
+      return { landed: false, record: await this.get(jobId), atCheck: false };
     }
   }
 

@@ -116,7 +116,12 @@ const CORPUS: Array<[string, Hostile]> = [
   ['publishedAt: a fraction', { body: env({ task: 'ok', publishedAt: 1.5 }), expect: malformed('bad-published-at') }],
   ['publishedAt: 1e300', { body: '{"task":"ok","publishedAt":1e300}', expect: malformed('bad-published-at') }],
   ['publishedAt: an object', { body: env({ task: 'ok', publishedAt: {} }), expect: malformed('bad-published-at') }],
-  ['publishedAt: far in the future', { body: env({ task: 'ok', publishedAt: Number.MAX_SAFE_INTEGER }), expect: { runs: true } }],
+  ['publishedAt: the last instant a Date holds', { body: env({ task: 'ok', publishedAt: 8_640_000_000_000_000 }), expect: { runs: true } }],
+  [
+    'publishedAt: past what a Date holds',
+    { body: env({ task: 'ok', publishedAt: Number.MAX_SAFE_INTEGER }), expect: malformed('bad-published-at') },
+  ],
+  ['publishedAt: 1e400 (Infinity once parsed)', { body: '{"task":"ok","publishedAt":1e400}', expect: malformed('bad-published-at') }],
   // v
   ['v from the future', { body: env({ task: 'ok', v: 2 }), expect: malformed('bad-version') }],
   ['v: the string "1"', { body: env({ task: 'ok', v: '1' }), expect: malformed('bad-version') }],

@@ -344,7 +344,7 @@ describe('crash suite: receives used up without attempts never leave a tracked j
       dispatchers: 0,
       // This suite starts and stops dispatcher processes itself.
       replaceDeadDispatchers: false,
-      logLevel: 'ERROR',
+      logLevel: (process.env.CHAOS_LOG_LEVEL as 'ERROR' | undefined) ?? 'ERROR',
       onBatch: (report) => reports.push(report),
     });
     const local = stack;
@@ -402,6 +402,17 @@ describe('crash suite: receives used up without attempts never leave a tracked j
       120_000,
       500,
     );
+    if (!drained) {
+      const jobs = await scanAll(local.dynamo, local.tables.jobs);
+      process.stderr.write(
+        `spent receives, not drained: ${JSON.stringify({
+          alive: local.alive(),
+          depth: await new SqsQueueClient({ client: local.sqs }).depth(url),
+          jobs: jobs.map((j) => [j.jobId, j.state, j.attempt, (j.history as Array<{ what: string }>).map((h) => h.what).join('>')]),
+          reports: reports.flatMap((r) => r.jobs).filter((j) => jobs.some((x) => x.jobId === j.jobId && x.state !== 'succeeded')),
+        })}\n`,
+      );
+    }
     await local.stopDispatchers();
     const result = await auditStack(local, { published, effectsTable, depth: (u) => new SqsQueueClient({ client: local.sqs }).depth(u) });
     const records = await scanAll(local.dynamo, local.tables.jobs);

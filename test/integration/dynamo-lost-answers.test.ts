@@ -95,4 +95,47 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     expect((await store.get('twin-1'))?.leaseClaim).toBeUndefined();
     expect((await store.claim({ ...ref('twin-1'), ...lease, now: now + 20, claimId: 'copy-c' })).outcome).toBe('finished');
   });
+
+  it('claims again when the job moved on between its failed condition and the read (no item came with the failure)', async () => {
+    // dynalite, unlike DynamoDB, returns no item with a failed condition, so the store reads it
+    // afterwards. Here the holder's retrying completion lands in that gap: the second delivery must
+    // claim the retry, not take it for a finished job and delete its message as a duplicate.
+    const now = Date.now();
+    const holder = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const first = await holder.claim({ ...ref('gap-1'), workerId: 'w1', now, leaseUntil: now + 60_000 });
+    if (first.outcome !== 'claimed') throw new Error('expected a claim');
+    const racing = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: emulators.dynamodbEndpoint,
+      credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+    });
+    let completedInGap = false;
+    racing.middlewareStack.add(
+      (next, context) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if (context.commandName === 'UpdateItemCommand' && !completedInGap) {
+            completedInGap = true;
+            await holder.complete(
+              { jobId: 'gap-1', token: 1, state: 'retrying', error: { type: 'Error', message: 'x' }, workerId: 'w1', now: now + 5 },
+              first.record,
+            );
+          }
+          throw error;
+        }
+      },
+      { step: 'initialize', name: 'completeInTheGap' },
+    );
+    const second = await new DynamoJobStore(tables.jobs, settings, { client: racing }).claim({
+      ...ref('gap-1'),
+      workerId: 'w2',
+      now: now + 10,
+      leaseUntil: now + 60_000,
+    });
+    racing.destroy();
+    expect(completedInGap).toBe(true);
+    expect(second).toMatchObject({ outcome: 'claimed', token: 2 });
+    expect((await holder.get('gap-1'))?.history.map((h) => h.what)).toEqual(['started', 'retrying', 'started']);
+  });
 });
