@@ -85,4 +85,31 @@ describe('CLI errors are one readable line', () => {
     expect(oneLine(result.err)).toBe(true);
     expect(builds()).toEqual(before);
   }, 60_000);
+
+  it('a config that does not compile is one line, and leaves no temporary directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tw-bad-config-'));
+    const config = join(dir, 'taskworker.config.ts');
+    writeFileSync(config, 'export default { app: "shop", queues: [ };\n');
+    const configs = () =>
+      readdirSync(tmpdir())
+        .filter((f) => f.startsWith('taskworker-config-'))
+        .sort();
+    const before = configs();
+    const result = await cli('status', '--version', 'v1', '--config', config);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(/^taskworker: BundleError: esbuild failed: /);
+    expect(configs()).toEqual(before);
+  });
+
+  it('a config module that throws while loading is named', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tw-bad-config-'));
+    const config = join(dir, 'taskworker.config.ts');
+    writeFileSync(config, "if (!process.env.SHOP_REGION) throw new Error('SHOP_REGION is not set');\nexport default {};\n");
+    const result = await cli('status', '--version', 'v1', '--config', config);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(
+      /^taskworker: ModuleLoadError: config file .*taskworker\.config\.ts threw while loading: Error: SHOP_REGION is not set/,
+    );
+    expect(oneLine(result.err)).toBe(true);
+  });
 });
