@@ -1,5 +1,6 @@
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config';
 import type { ReceivedMessage } from '../../lib/ports';
+import type { TaskOptions } from '../../lib/task';
 
 export function queueConfig(overrides: Partial<QueueConfig> & { name: string; priority: number }): QueueConfig {
   return resolveConfig({ app: 'test', queues: [overrides] }).queues[0] as QueueConfig;
@@ -37,6 +38,19 @@ export function received(body: unknown, overrides: Partial<ReceivedMessage> = {}
     receiveCount: 1,
     sentTimestamp: Date.UTC(2026, 0, 1),
     attributes: {},
+    ...overrides,
+  };
+}
+
+/** A task on `urgent` that fails every attempt before `succeedOn`, then returns `'done'`. */
+export function succeedsOnAttempt(succeedOn: number, overrides: Partial<TaskOptions> = {}): TaskOptions {
+  return {
+    name: 'flaky',
+    queue: 'urgent',
+    timeLimitSeconds: 5,
+    maxRetries: 2,
+    backoff: { baseSeconds: 1, capSeconds: 1 },
+    run: (_payload, ctx) => (ctx.attempt < succeedOn ? Promise.reject(new Error('not yet')) : 'done'),
     ...overrides,
   };
 }

@@ -8,7 +8,7 @@ import { Publisher } from '../../lib/publisher';
 import { DispatcherRuntime, trackingFor } from '../../lib/runtime';
 import type { BatchReport, JobReport } from '../../lib/summary';
 import type { JobStore } from '../../lib/tracking/model';
-import { type EmulatorHarness, freshQueues } from './emulators';
+import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness } from './emulators';
 
 export interface SystemOptions {
   /** Wraps the SQS adapter (fault injection, interference). */
@@ -77,3 +77,26 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
 }
 
 export type System = Awaited<ReturnType<typeof system>>;
+
+/**
+ * For one test file: the emulators and the fixture bundle once, and a fresh system per test
+ * (`fresh(options)`), closed after the test.
+ */
+export function systemPerTest(): (options?: SystemOptions) => Promise<System> {
+  let h: EmulatorHarness | undefined;
+  let bundle: TaskBundle | undefined;
+  let current: System | undefined;
+  beforeAll(async () => {
+    h = await startHarness();
+    bundle = await buildFixtureBundle();
+  });
+  afterAll(() => stopHarness(h));
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (options = {}) => {
+    current = await system(h as EmulatorHarness, bundle as TaskBundle, options);
+    return current;
+  };
+}

@@ -6,34 +6,17 @@
  * emulators; the truth is read from the jobs table, the journal the tasks write, and the archive.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { TaskBundle } from '../../lib/bundle';
 import type { JobRecord } from '../../lib/tracking/model';
-import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
-import { type System, system } from '../helpers/system';
+import { type System, systemPerTest } from '../helpers/system';
 
-let h: EmulatorHarness;
-let bundle: TaskBundle;
-let current: System | undefined;
-
-beforeAll(async () => {
-  h = await startHarness();
-  bundle = await buildFixtureBundle();
-});
-afterAll(() => stopHarness(h));
-afterEach(async () => {
-  await current?.close();
-  current = undefined;
-});
-
-async function tracked(): Promise<System> {
-  current = await system(h, bundle, { tracked: true });
-  return current;
-}
+const fresh = systemPerTest();
+const tracked = () => fresh({ tracked: true });
 
 /** Sends a body as any SDK would, to the version's urgent queue; returns its SQS message id. */
 async function sendRaw(s: System, body: unknown): Promise<string> {
-  const out = await h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: JSON.stringify(body) }));
+  const out = await s.sqs.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: JSON.stringify(body) }));
   return out.MessageId as string;
 }
 

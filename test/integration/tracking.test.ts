@@ -1,35 +1,14 @@
-import { writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { TaskBundle } from '../../lib/bundle';
 import { encodeEnvelope } from '../../lib/envelope';
 import type { QueueClient } from '../../lib/ports';
 import type { JobStore } from '../../lib/tracking/model';
 import { utcDay } from '../../lib/tracking/stats';
-import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
-import { type System, system } from '../helpers/system';
+import { type System, systemPerTest } from '../helpers/system';
 
-let h: EmulatorHarness;
-let bundle: TaskBundle;
-let current: System | undefined;
-
-beforeAll(async () => {
-  h = await startHarness();
-  bundle = await buildFixtureBundle();
-});
-afterAll(async () => {
-  await stopHarness(h);
-  setTimeout(() => writeFileSync('/tmp/handles.txt', JSON.stringify(process.getActiveResourcesInfo())), 3000);
-});
-afterEach(async () => {
-  await current?.close();
-  current = undefined;
-});
-
-async function tracked(): Promise<System> {
-  current = await system(h, bundle, { tracked: true });
-  return current;
-}
+const fresh = systemPerTest();
+const tracked = () => fresh({ tracked: true });
 
 /** Runs dispatchers until `done`, then stops them. */
 async function runAll(
@@ -114,7 +93,7 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
     const s = await tracked();
     const journal = tempFile('journal.jsonl');
     const body = encodeEnvelope({ task: 'record', payload: { journal, n: 1 }, id: 'order-42-confirmation' });
-    for (let i = 0; i < 2; i++) await h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
+    for (let i = 0; i < 2; i++) await s.sqs.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
     await runAll(
       [s.runtime],
       'both deliveries to settle',
@@ -212,7 +191,7 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
       { task: 'spin', payload: {} },
     ]);
     for (const body of ['not json', '{"task":"ghost"}'])
-      await h.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
+      await s.sqs.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: body }));
     await runAll(
       [s.runtime],
       'every job to settle',

@@ -10,6 +10,7 @@ import type { TrackingMode } from '../../lib/config';
 import { encodeEnvelope } from '../../lib/envelope';
 import type { TaskOptions } from '../../lib/task';
 import { payloadDigest } from '../../lib/tracking/rules';
+import { succeedsOnAttempt } from '../helpers/factories';
 import { type World, world } from '../helpers/world';
 
 const MAX_RECEIVES = 4;
@@ -35,15 +36,8 @@ async function lostReceives(w: World, times: number): Promise<void> {
 const dlq = (w: World) => w.sqs.peek(w.sqs.createQueue('urgent-dlq'));
 const left = (w: World) => w.sqs.peek(w.urls.queues.urgent as string);
 
-const flaky: TaskOptions = {
-  name: 'flaky',
-  queue: 'urgent',
-  timeLimitSeconds: 5,
-  maxRetries: 2,
-  backoff: { baseSeconds: 2, capSeconds: 2 },
-  run: (_payload, ctx) => (ctx.attempt < 2 ? Promise.reject(new Error('not yet')) : 'done'),
-};
-const doomed: TaskOptions = { ...flaky, name: 'doomed', run: () => Promise.reject(new Error('never')) };
+const flaky = succeedsOnAttempt(2, { backoff: { baseSeconds: 2, capSeconds: 2 } });
+const doomed = succeedsOnAttempt(Number.POSITIVE_INFINITY, { name: 'doomed' });
 
 describe('near the redrive limit, a tracked job is requeued, never redriven', () => {
   it('a retry after receives lost with their processes goes out as a fresh copy; the job succeeds, the DLQ stays empty', async () => {

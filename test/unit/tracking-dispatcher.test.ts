@@ -4,6 +4,7 @@ import { encodeEnvelope } from '../../lib/envelope';
 import { LeaseLostError } from '../../lib/errors';
 import type { TaskOptions } from '../../lib/task';
 import { payloadDigest } from '../../lib/tracking/rules';
+import { succeedsOnAttempt } from '../helpers/factories';
 import { type World, world } from '../helpers/world';
 
 const ok: TaskOptions = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => 'done' };
@@ -163,15 +164,7 @@ describe('dispatcher with job tracking (fakes)', () => {
   });
 
   it('failures mode: a job that retried and then succeeded ends with a succeeded record, not retrying', async () => {
-    const flaky: TaskOptions = {
-      name: 'flaky',
-      queue: 'urgent',
-      timeLimitSeconds: 5,
-      maxRetries: 2,
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-      run: (_payload, ctx) => (ctx.attempt < 2 ? Promise.reject(new Error('not yet')) : 'fine'),
-    };
-    const w = trackedWorld('failures', [ok, flaky]);
+    const w = trackedWorld('failures', [ok, succeedsOnAttempt(2)]);
     await w.send('urgent', envelope('flaky', 'job-r'));
     await w.send('urgent', envelope('ok', 'job-ok'));
     await w.run({ forMs: 60_000 });
