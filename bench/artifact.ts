@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { buildArtifact, PACKAGE_ROOT } from '../lib/build';
+import { buildArtifact, PACKAGE_ROOT } from '../lib/tasks/build';
 
 const { node24 } = require('../scripts/node24.cjs') as { node24: (o: { install: boolean }) => string | undefined };
 

@@ -23,14 +23,15 @@ import { Consumer } from 'sqs-consumer';
 import { createVersionTables } from '../lib/adapters/dynamo-admin';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { createVersionQueues } from '../lib/adapters/sqs-admin';
-import { buildTasksBundle } from '../lib/build';
-import { loadTaskBundle } from '../lib/bundle';
 import type { IsolationMode, TrackingMode } from '../lib/config';
-import { decodeEnvelope } from '../lib/envelope';
+import { SHARED_PROCESS } from '../lib/dispatching/memory-guard';
+import { DispatcherRuntime, trackingFor } from '../lib/dispatching/runtime';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
-import { Publisher } from '../lib/publisher';
-import { DispatcherRuntime, trackingFor } from '../lib/runtime';
+import { decodeEnvelope } from '../lib/publishing/envelope';
+import { Publisher } from '../lib/publishing/publisher';
+import { buildTasksBundle } from '../lib/tasks/build';
+import { loadTaskBundle } from '../lib/tasks/bundle';
 import { runSimulation } from './sim/run';
 import { SCALING_WORKLOADS } from './sim/workloads';
 
@@ -231,6 +232,7 @@ async function taskworker(
     sqs: { client: sqs },
     ...(variant === 'no-stats' ? {} : { tracking: trackingFor(bundle.config, tables, { client: dynamo }) }),
     logger: silentLogger,
+    memory: SHARED_PROCESS,
     workerId: `bench-${mode}`,
     observer: { onBatch: (r) => (succeeded += r.jobs.filter((j) => j.outcome === 'succeeded').length) },
   });

@@ -17,13 +17,14 @@ import { createVersionTables } from '../lib/adapters/dynamo-admin';
 import type { DynamoJobStore, DynamoStatsStore } from '../lib/adapters/dynamo-tracking';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { createVersionQueues } from '../lib/adapters/sqs-admin';
-import { buildTasksBundle } from '../lib/build';
-import { loadTaskBundle } from '../lib/bundle';
 import type { TrackingMode } from '../lib/config';
+import { SHARED_PROCESS } from '../lib/dispatching/memory-guard';
+import { DispatcherRuntime, trackingFor } from '../lib/dispatching/runtime';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
-import { Publisher } from '../lib/publisher';
-import { DispatcherRuntime, trackingFor } from '../lib/runtime';
+import { Publisher } from '../lib/publishing/publisher';
+import { buildTasksBundle } from '../lib/tasks/build';
+import { loadTaskBundle } from '../lib/tasks/bundle';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -73,6 +74,7 @@ async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClien
     urls,
     sqs: { client: sqs },
     tracking,
+    memory: SHARED_PROCESS,
     logger: silentLogger,
     observer: {
       onBatch: (r) => {

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../lib/adapters/sqs';
-import { quantile } from '../lib/histogram';
+import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/dispatching/summary';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
-import type { PublishItem } from '../lib/publisher';
-import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/summary';
+import type { PublishItem } from '../lib/publishing/publisher';
+import { quantile } from '../lib/tracking/histogram';
 import { utcDay } from '../lib/tracking/stats';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';

@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/archive';
-import { loadConfigModule } from '../lib/build';
 import { resolveConfig } from '../lib/config';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/dispatching/archive';
 import {
   type ArchiveFilter,
   cloudWatchForStatus,
@@ -11,7 +10,8 @@ import {
   redriveDeadLetters,
   replayArchived,
   versionStatus,
-} from '../lib/operator';
+} from '../lib/operating/operator';
+import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/tracking/model';
 import { utcDay } from '../lib/tracking/stats';
 import { progressBar, renderArchive, renderJob, renderJobList, renderStats, renderStatus } from './render';

@@ -2,11 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildTasksBundle, loadConfigModule } from '../lib/build';
-import { loadTaskBundle } from '../lib/bundle';
 import { resolveConfig } from '../lib/config';
-import { Publisher } from '../lib/publisher';
-import type { TaskDefinition } from '../lib/task';
+import { Publisher } from '../lib/publishing/publisher';
+import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
+import { loadTaskBundle } from '../lib/tasks/bundle';
+import type { TaskDefinition } from '../lib/tasks/task';
 import { findConfigFile, integerOption, jsonOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON [--queue Q] [--delay S] [--app-data JSON] [--id ID]

@@ -1,4 +1,4 @@
-import type { ArchivedMessage, VersionStatus } from '../lib/operator';
+import type { ArchivedMessage, VersionStatus } from '../lib/operating/operator';
 import type { DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/tracking/stats';
 import { formatMs, table } from './shared';

@@ -1,5 +1,5 @@
 import { TaskworkerError } from '../lib/errors';
-import { VersionNotFoundError } from '../lib/operator';
+import { VersionNotFoundError } from '../lib/operating/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
 import { OPERATOR_USAGE, operatorCommand } from './operator';

@@ -5,26 +5,17 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { LambdaLauncher } from '../lib/adapters/lambda-launcher';
-import { loadTaskBundle } from '../lib/bundle';
-import type { DispatcherObserver } from '../lib/dispatcher';
+import { DispatcherRuntime, queueUrlsFromEnv, trackingFor } from '../lib/dispatching/runtime';
+import { canScaleOut, invocationRole } from '../lib/dispatching/scaling';
+import type { DispatcherSummary } from '../lib/dispatching/summary';
+import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatching/types';
+
+export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatching/types';
+
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
-import { DispatcherRuntime, queueUrlsFromEnv, trackingFor } from '../lib/runtime';
-import { canScaleOut, invocationRole } from '../lib/scaling';
-import type { DispatcherSummary } from '../lib/summary';
+import { loadTaskBundle } from '../lib/tasks/bundle';
 import { combineObservers, createDispatcherMetrics } from './metrics';
-
-export interface DispatcherFunctionOptions {
-  readonly env?: NodeJS.ProcessEnv;
-  readonly observer?: DispatcherObserver;
-}
-
-export interface DispatcherFunction {
-  readonly handler: (event: unknown, context: Context) => Promise<DispatcherSummary>;
-  /** Stops taking new work: running tasks finish, unstarted ones are released, the batch is settled. */
-  stop(): void;
-  close(): Promise<void>;
-}
 
 /**
  * The dispatcher Lambda: loops until the invocation's remaining time (minus the settle margin)

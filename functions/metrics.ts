@@ -1,7 +1,14 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { DispatcherObserver } from '../lib/dispatcher';
-import { archivedMetric, INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/metric-names';
-import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/summary';
+import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/dispatching/summary';
+import type { DispatcherObserver } from '../lib/dispatching/types';
+import {
+  archivedMetric,
+  INVOCATION_METRICS,
+  JOB_METRICS,
+  METRIC_DIMENSIONS,
+  METRICS_NAMESPACE,
+  outcomeMetric,
+} from '../lib/layout/metric-names';
 
 export interface DispatcherMetricsOptions {
   /** Reads `TASKWORKER_VERSION`, `POWERTOOLS_SERVICE_NAME`, `POWERTOOLS_METRICS_NAMESPACE`. @defaultValue process.env */

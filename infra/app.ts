@@ -8,9 +8,9 @@
  */
 import { resolve } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { loadConfigModule, PACKAGE_ROOT } from '../lib/build';
 import { resolveConfig, validateVersion } from '../lib/config';
 import { ConfigError } from '../lib/errors';
+import { loadConfigModule, PACKAGE_ROOT } from '../lib/tasks/build';
 import { stackName, TaskworkerStack } from './stack';
 
 /** Context keys the app reads (`-c key=value`). */

@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { AssetHashType, type BundlingOptions, DockerImage, type ILocalBundling } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { PACKAGE_ROOT } from '../lib/build';
+import { PACKAGE_ROOT } from '../lib/tasks/build';
 
 export interface DispatcherCodeProps {
   /** The app config module the artifact is built from (it names the tasks directory). */

@@ -2,8 +2,8 @@
  * Child process of the CDK asset bundling (`infra/artifact.ts`): builds the dispatcher artifact
  * with `buildArtifact` into the asset directory. Argument: one JSON `BuildRequest`.
  */
-import { buildArtifact } from '../lib/build';
-import { loadTaskBundle } from '../lib/bundle';
+import { buildArtifact } from '../lib/tasks/build';
+import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { BuildRequest } from './artifact';
 
 async function main(): Promise<void> {

@@ -8,8 +8,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
-import { METRICS_NAMESPACE } from '../lib/metric-names';
-import { canScaleOut, SCHEDULE_SOURCE } from '../lib/scaling';
+import { canScaleOut, SCHEDULE_SOURCE } from '../lib/dispatching/scaling';
+import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */

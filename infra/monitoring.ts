@@ -6,7 +6,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
-import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/metric-names';
+import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/layout/metric-names';
 
 export interface TaskworkerMonitoringProps {
   readonly config: TaskworkerConfig;

@@ -2,7 +2,7 @@ import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
-import { type QueueSpec, queueLayout } from '../lib/queue-layout';
+import { type QueueSpec, queueLayout } from '../lib/layout/queues';
 import { QUEUE_DEFAULTS, REMOVAL_POLICIES } from './defaults';
 
 export interface TaskworkerQueuesProps {

@@ -2,7 +2,7 @@ import type { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import { type TaskworkerConfig, tableNames } from '../lib/config';
-import { TABLES, type TableSpec } from '../lib/table-layout';
+import { TABLES, type TableSpec } from '../lib/layout/tables';
 import { REMOVAL_POLICIES, TABLE_DEFAULTS } from './defaults';
 
 export interface TaskworkerTablesProps {

@@ -218,6 +218,24 @@ export class ModuleLoadError extends BundleError {
   }
 }
 
+/** A package that taskworker needs for this use is not installed (an optional peer dependency). */
+export class MissingDependencyError extends TaskworkerError {
+  readonly dependency: string;
+  constructor(dependency: string, message: string) {
+    super(message);
+    this.name = 'MissingDependencyError';
+    this.dependency = dependency;
+  }
+}
+
+/** The queue service cannot run a move task here; the caller may move the messages itself. */
+export class MoveTaskUnavailableError extends TaskworkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MoveTaskUnavailableError';
+  }
+}
+
 /** Short, safe rendering of a bad value for error messages. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);

@@ -2,8 +2,7 @@
  * taskworker: a task queue on AWS Lambda, SQS and DynamoDB.
  * Task modules import `defineTask`; publishers use `Publisher`; config files use `defineConfig`.
  */
-export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './archive';
-export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './backoff';
+
 export {
   type DispatcherConfigInput,
   defineConfig,
@@ -17,10 +16,12 @@ export {
   type TrackingMode,
   tableNames,
 } from './config';
-export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './envelope';
+export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './dispatching/archive';
+export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './dispatching/backoff';
+export { trackingFor } from './dispatching/runtime';
 export * from './errors';
-export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publisher';
+export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './publishing/envelope';
+export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publishing/publisher';
 export { seededRandom } from './random';
-export { trackingFor } from './runtime';
-export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './task';
+export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
 export type { JobRecord, JobState, JobStore, StatsStore } from './tracking/model';

@@ -3,6 +3,12 @@
  * fakes implement them; one conformance suite checks both.
  */
 
+/** Where each configured queue and the archive live. */
+export interface QueueUrls {
+  readonly queues: Readonly<Record<string, string>>;
+  readonly archive: string;
+}
+
 /** A message as received from a queue. */
 export interface ReceivedMessage {
   readonly messageId: string;
@@ -69,6 +75,24 @@ export interface QueueClient {
   deleteBatch(queueUrl: string, entries: readonly ReceiptEntry[]): Promise<BatchResult>;
   changeVisibilityBatch(queueUrl: string, entries: readonly VisibilityEntry[]): Promise<BatchResult>;
   depth(queueUrl: string): Promise<QueueDepth>;
+}
+
+/** Finding a version's queues by name (operator commands, publishers without URLs). */
+export interface QueueDirectory {
+  /** The URL of the queue named `name`; undefined when there is no such queue. */
+  urlOf(name: string): Promise<string | undefined>;
+}
+
+/** The service's own way to move a dead-letter queue's messages back to their source queue. */
+export interface DeadLetterMover {
+  /**
+   * Starts moving every message of the dead-letter queue at `deadLetterUrl` back to its source.
+   * Throws {@link MoveTaskUnavailableError} where the service cannot (an emulator without move
+   * tasks, an endpoint answering with an error page); a refusal to the caller is thrown as it is.
+   */
+  startMove(deadLetterUrl: string): Promise<{ readonly taskHandle?: string }>;
+  /** Status of the newest move from that queue: RUNNING, COMPLETED, FAILED, CANCELLING, CANCELLED. */
+  moveStatus(deadLetterUrl: string): Promise<string>;
 }
 
 /** Structured log lines; Powertools Logger fits this shape. */

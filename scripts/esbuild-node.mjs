@@ -13,7 +13,7 @@ export const nodeEntryOptions = {
   sourcemap: 'linked',
   logLevel: 'warning',
   absWorkingDir: root,
-  alias: { taskworker: './lib/index.ts' },
+  alias: { taskworker: './lib/index.ts', 'taskworker/runtime': './lib/tasks/runtime.ts', 'taskworker/testing': './lib/testing/index.ts' },
   plugins: [
     {
       name: 'external-packages-but-fauxqs',

@@ -4,13 +4,15 @@
  * clock, fed by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
  */
 import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
-import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from '../../lib/dispatcher';
-import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/executor/types';
+import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
+import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/executor/types';
+import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
+import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
+import type { DispatcherDeps } from '../../lib/dispatching/types';
+import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
-import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/scaling';
-import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/selectors';
-import { createRegistry, defineTask } from '../../lib/task';
+import { createRegistry, defineTask } from '../../lib/tasks/task';
 import { Simulation } from './engine';
 import { SimSqs } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';

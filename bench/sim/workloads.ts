@@ -3,7 +3,7 @@
  * lengths, arriving as Poisson processes whose rate follows a piecewise-constant load profile
  * expressed as a fraction of the fleet's task capacity.
  */
-import { encodeEnvelope } from '../../lib/envelope';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { type Random, seededRandom } from '../../lib/random';
 import type { ArrivalSource } from './sqs';
 

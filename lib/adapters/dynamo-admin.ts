@@ -6,7 +6,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type TaskworkerConfig, tableNames } from '../config';
-import { TABLES } from '../table-layout';
+import { TABLES } from '../layout/tables';
 
 /**
  * Creates a version's jobs and stats tables from the shared layout (on-demand, TTL on), as the

@@ -9,9 +9,9 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { ArchiveReason } from '../archive';
-import type { SerializedError } from '../executor/types';
-import { JOBS_BY_QUEUE_STATE_INDEX } from '../table-layout';
+import type { ArchiveReason } from '../dispatching/archive';
+import type { SerializedError } from '../dispatching/executor/types';
+import { JOBS_BY_QUEUE_STATE_INDEX } from '../layout/tables';
 import {
   type ClaimRequest,
   type ClaimResult,

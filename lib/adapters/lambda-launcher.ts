@@ -1,5 +1,5 @@
 import { InvokeCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda';
-import type { DispatcherLauncher, ScaleOutEvent } from '../scaling';
+import type { DispatcherLauncher, ScaleOutEvent } from '../dispatching/scaling';
 
 /** Pass a ready client or a client config, never both. */
 export type LambdaClientOption =

@@ -1,7 +1,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { TaskworkerConfig } from '../config';
-import type { QueueUrls } from '../dispatcher';
-import { queueLayout } from '../queue-layout';
+import { queueLayout } from '../layout/queues';
+import type { QueueUrls } from '../ports';
 
 /**
  * Creates a version's queues (main queues with redrive, DLQs, archive) from the shared layout,

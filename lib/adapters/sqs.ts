@@ -3,19 +3,24 @@ import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
+  ListMessageMoveTasksCommand,
+  QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SQSClient,
   type SQSClientConfig,
+  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
-import type { QueueUrls } from '../dispatcher';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../envelope';
+import { describe, MoveTaskUnavailableError } from '../errors';
 import type {
   BatchFailure,
   BatchResult,
+  DeadLetterMover,
   QueueClient,
   QueueDepth,
+  QueueDirectory,
+  QueueUrls,
   ReceiptEntry,
   ReceivedMessage,
   ReceiveRequest,
@@ -23,6 +28,7 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
 import { type HttpTimeouts, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
 
 /**
@@ -44,7 +50,7 @@ export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
 }
 
 /** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */
-export class SqsQueueClient implements QueueClient {
+export class SqsQueueClient implements QueueClient, QueueDirectory, DeadLetterMover {
   readonly sqs: SQSClient;
 
   constructor(option: SqsClientOption = {}) {
@@ -179,6 +185,54 @@ export class SqsQueueClient implements QueueClient {
       delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
     };
   }
+
+  async urlOf(name: string): Promise<string | undefined> {
+    try {
+      return await queueUrlOf(this.sqs, name);
+    } catch (error) {
+      if (error instanceof QueueDoesNotExist || (error instanceof Error && /QueueDoesNotExist|NonExistentQueue/.test(error.name)))
+        return undefined;
+      throw error;
+    }
+  }
+
+  async startMove(deadLetterUrl: string): Promise<{ readonly taskHandle?: string }> {
+    const SourceArn = await this.arnOf(deadLetterUrl);
+    try {
+      const out = await this.sqs.send(new StartMessageMoveTaskCommand({ SourceArn }));
+      return out.TaskHandle ? { taskHandle: out.TaskHandle } : {};
+    } catch (error) {
+      // Not where the caller may not: a client-side move would be refused too, and the refusal
+      // is the clearer answer.
+      if (refusedToCaller(error)) throw error;
+      throw new MoveTaskUnavailableError(`the endpoint ran no move task: ${describe(error)}`, { cause: error });
+    }
+  }
+
+  async moveStatus(deadLetterUrl: string): Promise<string> {
+    const SourceArn = await this.arnOf(deadLetterUrl);
+    const out = await this.sqs.send(new ListMessageMoveTasksCommand({ SourceArn, MaxResults: 1 }));
+    return out.Results?.[0]?.Status ?? 'COMPLETED';
+  }
+
+  private async arnOf(queueUrl: string): Promise<string> {
+    const out = await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const arn = out.Attributes?.QueueArn;
+    if (!arn) throw new Error(`GetQueueAttributes returned no QueueArn for ${queueUrl}`);
+    return arn;
+  }
+}
+
+/** An error that says the caller may not do this (credentials, permissions) or the queue is not there. */
+function refusedToCaller(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return (
+    status === 401 ||
+    status === 403 ||
+    error instanceof QueueDoesNotExist ||
+    /AccessDenied|NotAuthorized|InvalidClientTokenId|UnrecognizedClient|ExpiredToken|CredentialsProviderError/.test(error.name)
+  );
 }
 
 function failures(

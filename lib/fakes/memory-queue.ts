@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../envelope';
 import type {
   BatchFailure,
   BatchResult,
@@ -13,6 +12,7 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
 
 interface StoredMessage {
   readonly messageId: string;

@@ -6,9 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import type { DispatcherFunction, DispatcherFunctionOptions } from '../../functions/dispatcher';
-import type { BatchStart } from '../dispatcher';
-import type { BatchReport, DispatcherSummary } from '../summary';
+import type { BatchReport, DispatcherSummary } from '../dispatching/summary';
+import type { BatchStart, DispatcherFunction, DispatcherFunctionOptions } from '../dispatching/types';
 
 export type RunnerMessage =
   | { readonly type: 'ready' }

@@ -1,5 +1,5 @@
-import type { ArchiveReason } from '../archive';
-import type { SerializedError } from '../executor/types';
+import type { ArchiveReason } from '../dispatching/archive';
+import type { SerializedError } from '../dispatching/executor/types';
 
 /**
  * A job's lifecycle. Terminal states never change again: a later delivery of a finished job is

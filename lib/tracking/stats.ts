@@ -1,5 +1,5 @@
-import type { ArchiveReason } from '../archive';
-import { type BatchReport, isFailedAttempt } from '../summary';
+import type { ArchiveReason } from '../dispatching/archive';
+import { type BatchReport, isFailedAttempt } from '../dispatching/summary';
 import type { DurationStats, QueueDayStats, StatCounter } from './model';
 
 const SECOND = 1000;

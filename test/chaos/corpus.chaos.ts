@@ -6,13 +6,13 @@
  * must succeed, and nothing is logged at error level: no crash, no failed settle call.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { type ArchiveReason, readArchiveRecord } from '../../lib/archive';
-import type { TaskBundle } from '../../lib/bundle';
-import { MAX_JSON_DEPTH } from '../../lib/envelope';
+import { type ArchiveReason, readArchiveRecord } from '../../lib/dispatching/archive';
+import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import type { JobReport } from '../../lib/dispatching/summary';
 import type { MalformedCode } from '../../lib/errors';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
-import type { DispatcherRuntime } from '../../lib/runtime';
-import type { JobReport } from '../../lib/summary';
+import { MAX_JSON_DEPTH } from '../../lib/publishing/envelope';
+import type { TaskBundle } from '../../lib/tasks/bundle';
 import { buildFixtureBundle } from '../helpers/emulators';
 import { type InProcessVersion, inProcessVersion } from './helpers/in-process';
 import {

@@ -7,11 +7,11 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { TaskBundle } from '../../lib/bundle';
-import { encodeEnvelope } from '../../lib/envelope';
+import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { seededRandom } from '../../lib/random';
-import type { DispatcherRuntime } from '../../lib/runtime';
+import type { TaskBundle } from '../../lib/tasks/bundle';
 import { buildFixtureBundle } from '../helpers/emulators';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters, FaultInjector } from './helpers/faults';

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionQueues } from '../../lib/adapters/sqs-admin';
-import { buildTasksBundle } from '../../lib/build';
-import { loadTaskBundle, type TaskBundle } from '../../lib/bundle';
 import type { TaskworkerConfig } from '../../lib/config';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
+import { buildTasksBundle } from '../../lib/tasks/build';
+import { loadTaskBundle, type TaskBundle } from '../../lib/tasks/bundle';
 
 export const FIXTURE_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');
 

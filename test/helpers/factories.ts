@@ -1,6 +1,6 @@
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config';
 import type { ReceivedMessage } from '../../lib/ports';
-import type { TaskOptions } from '../../lib/task';
+import type { TaskOptions } from '../../lib/tasks/task';
 
 export function queueConfig(overrides: Partial<QueueConfig> & { name: string; priority: number }): QueueConfig {
   return resolveConfig({ app: 'test', queues: [overrides] }).queues[0] as QueueConfig;

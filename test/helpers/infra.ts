@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { stackName, TaskworkerStack, type TaskworkerStackProps } from '../../infra/stack';
-import { PACKAGE_ROOT } from '../../lib/build';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config';
+import { PACKAGE_ROOT } from '../../lib/tasks/build';
 import exampleConfig from '../../taskworker.config';
 
 export const EXAMPLE_CONFIG_FILE = join(PACKAGE_ROOT, 'taskworker.config.ts');

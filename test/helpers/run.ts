@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { DispatcherRuntime } from '../../lib/runtime';
-import type { DispatcherSummary } from '../../lib/summary';
+import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import type { DispatcherSummary } from '../../lib/dispatching/summary';
 
 /** Polls `check` every 50 ms until it holds; throws with `what` if `timeoutMs` passes first. */
 export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {

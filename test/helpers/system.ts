@@ -1,12 +1,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { readArchiveRecord } from '../../lib/archive';
-import type { TaskBundle } from '../../lib/bundle';
+import { readArchiveRecord } from '../../lib/dispatching/archive';
+import { SHARED_PROCESS } from '../../lib/dispatching/memory-guard';
+import { DispatcherRuntime, trackingFor } from '../../lib/dispatching/runtime';
+import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
-import { Publisher } from '../../lib/publisher';
-import { DispatcherRuntime, trackingFor } from '../../lib/runtime';
-import type { BatchReport, JobReport } from '../../lib/summary';
+import { Publisher } from '../../lib/publishing/publisher';
+import type { TaskBundle } from '../../lib/tasks/bundle';
 import type { JobStore } from '../../lib/tracking/model';
 import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness } from './emulators';
 
@@ -44,6 +45,7 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
       ...(wrap ? { queues: wrap(sqs) } : {}),
       ...(tracking ? { tracking: more.wrapJobs && tracking.jobs ? { ...tracking, jobs: more.wrapJobs(tracking.jobs) } : tracking } : {}),
       logger: more.logger ?? options.logger ?? silentLogger,
+      memory: SHARED_PROCESS,
       workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
       observer: { onBatch: (r) => reports.push(r) },
     });

@@ -1,14 +1,16 @@
 import { VirtualClock } from '../../lib/clock';
 import type { TaskworkerConfig } from '../../lib/config';
-import { type DispatcherDeps, type QueueUrls, queueProbes, runDispatcher } from '../../lib/dispatcher';
-import { InlineExecutor } from '../../lib/executor/inline';
+import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
+import { InlineExecutor } from '../../lib/dispatching/executor/inline';
+import { createSelector } from '../../lib/dispatching/selectors';
+import type { BatchReport } from '../../lib/dispatching/summary';
+import type { DispatcherDeps } from '../../lib/dispatching/types';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
+import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
-import { createSelector } from '../../lib/selectors';
-import type { BatchReport } from '../../lib/summary';
-import { createRegistry, defineTask, type TaskContext, type TaskOptions } from '../../lib/task';
+import { createRegistry, defineTask, type TaskContext, type TaskOptions } from '../../lib/tasks/task';
 import { appConfig } from './factories';
 import { FaultyQueue } from './faulty-queue';
 

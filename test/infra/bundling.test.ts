@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadTaskBundle } from '../../lib/bundle';
+import { loadTaskBundle } from '../../lib/tasks/bundle';
 import { dispatcherAssetDir, synthStack } from '../helpers/infra';
 
 // The one in-process synth that keeps real bundling (the others skip it for speed).

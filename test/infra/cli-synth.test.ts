@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../../lib/build';
+import { PACKAGE_ROOT } from '../../lib/tasks/build';
 
 const CDK = join(PACKAGE_ROOT, 'node_modules', '.bin', 'cdk');
 

@@ -1,6 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { ARCHIVE_ACTIONS, JOBS_TABLE_ACTIONS, SELF_INVOKE_ACTIONS, STATS_TABLE_ACTIONS, WORK_QUEUE_ACTIONS } from '../../infra/dispatcher';
-import { queueUrlsFromEnv } from '../../lib/runtime';
+import { queueUrlsFromEnv } from '../../lib/dispatching/runtime';
 import { synthStack } from '../helpers/infra';
 
 type Properties = Record<string, unknown>;

@@ -1,5 +1,5 @@
 import { tableNames } from '../../lib/config';
-import { TABLES } from '../../lib/table-layout';
+import { TABLES } from '../../lib/layout/tables';
 import { synthStack } from '../helpers/infra';
 
 describe('TaskworkerTables', () => {

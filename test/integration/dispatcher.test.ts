@@ -1,5 +1,5 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { TaskBundle } from '../../lib/bundle';
+import type { TaskBundle } from '../../lib/tasks/bundle';
 import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
 import { FaultyQueue } from '../helpers/faulty-queue';
 import { readJournal, runUntil } from '../helpers/run';

@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { resolveConfig } from '../../lib/config';
-import { encodeEnvelope } from '../../lib/envelope';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import { operatorContext, redriveDeadLetters } from '../../lib/operator';
+import { operatorContext, redriveDeadLetters } from '../../lib/operating/operator';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 
 let stack: LocalStack;

@@ -1,9 +1,9 @@
 import { DescribeTableCommand, DynamoDBClient, type TableDescription, type UpdateTimeToLiveCommandInput } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { loadConfigModule } from '../../lib/build';
 import type { TaskworkerConfigInput } from '../../lib/config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { loadConfigModule } from '../../lib/tasks/build';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 import { synthStack } from '../helpers/infra';
 

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { encodeEnvelope } from '../../lib/envelope';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { VersionStatus } from '../../lib/operator';
+import type { VersionStatus } from '../../lib/operating/operator';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import type { JobRecord, QueueDayStats } from '../../lib/tracking/model';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';

@@ -1,6 +1,6 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { encodeEnvelope } from '../../lib/envelope';
 import type { QueueClient } from '../../lib/ports';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import type { JobStore } from '../../lib/tracking/model';
 import { utcDay } from '../../lib/tracking/stats';
 import { tempFile } from '../helpers/emulators';

@@ -1,5 +1,5 @@
-import { ARCHIVE_REASON_ATTRIBUTE, type ArchiveRecord, archiveEntry, readArchiveRecord } from '../../lib/archive';
-import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/envelope';
+import { ARCHIVE_REASON_ATTRIBUTE, type ArchiveRecord, archiveEntry, readArchiveRecord } from '../../lib/dispatching/archive';
+import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/publishing/envelope';
 
 const record: ArchiveRecord = {
   reason: 'exhausted',

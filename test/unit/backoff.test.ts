@@ -1,4 +1,4 @@
-import { retryDelaySeconds } from '../../lib/backoff';
+import { retryDelaySeconds } from '../../lib/dispatching/backoff';
 import { seededRandom } from '../../lib/random';
 
 describe('retryDelaySeconds (exponential, full jitter)', () => {

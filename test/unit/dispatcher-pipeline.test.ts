@@ -1,7 +1,7 @@
-import { queueProbes, runDispatcher } from '../../lib/dispatcher';
-import { encodeEnvelope } from '../../lib/envelope';
-import { createSelector } from '../../lib/selectors';
-import type { TaskOptions } from '../../lib/task';
+import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
+import { createSelector } from '../../lib/dispatching/selectors';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import type { TaskOptions } from '../../lib/tasks/task';
 import { type World, world } from '../helpers/world';
 
 const envelope = (task: string, payload: unknown = {}) => encodeEnvelope({ task, payload });

@@ -1,4 +1,4 @@
-import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/histogram';
+import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/tracking/histogram';
 
 describe('histogram', () => {
   it('estimates quantiles within 10 %', () => {

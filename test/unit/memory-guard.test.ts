@@ -1,14 +1,14 @@
 import { getEventListeners } from 'node:events';
 import { systemClock } from '../../lib/clock';
-import { encodeEnvelope } from '../../lib/envelope';
+import { InlineExecutor } from '../../lib/dispatching/executor/inline';
+import { watchMemory } from '../../lib/dispatching/memory-guard';
+import { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import type { BatchReport } from '../../lib/dispatching/summary';
 import { MemoryLimitError } from '../../lib/errors';
-import { InlineExecutor } from '../../lib/executor/inline';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { watchMemory } from '../../lib/memory-guard';
 import { silentLogger } from '../../lib/ports';
-import { DispatcherRuntime } from '../../lib/runtime';
-import type { BatchReport } from '../../lib/summary';
-import { createRegistry, defineTask } from '../../lib/task';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { createRegistry, defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 
 const MB = 1_048_576;

@@ -1,5 +1,5 @@
 import { combineObservers, createDispatcherMetrics, OTHER_TASK, UNREGISTERED_TASK } from '../../functions/metrics';
-import { emptySummary, type JobReport } from '../../lib/summary';
+import { emptySummary, type JobReport } from '../../lib/dispatching/summary';
 import { statsOfBatch } from '../../lib/tracking/stats';
 
 interface EmfDocument {

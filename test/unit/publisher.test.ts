@@ -1,6 +1,4 @@
 import { VirtualClock } from '../../lib/clock';
-import type { QueueUrls } from '../../lib/dispatcher';
-import { decodeEnvelope, MAX_BODY_BYTES } from '../../lib/envelope';
 import {
   MessageTooLargeError,
   PublishBatchError,
@@ -10,8 +8,10 @@ import {
   UnknownTaskError,
 } from '../../lib/errors';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { Publisher } from '../../lib/publisher';
-import { defineTask } from '../../lib/task';
+import type { QueueUrls } from '../../lib/ports';
+import { decodeEnvelope, MAX_BODY_BYTES } from '../../lib/publishing/envelope';
+import { Publisher } from '../../lib/publishing/publisher';
+import { defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 import { FaultyQueue } from '../helpers/faulty-queue';
 

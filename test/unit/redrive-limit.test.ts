@@ -5,10 +5,11 @@
  * instead of handing it back, so the job's record always reaches a terminal state and the DLQ
  * stays empty. Fakes with DLQ redrive wired as deployed; a virtual clock.
  */
-import { readArchiveRecord } from '../../lib/archive';
+
 import type { TrackingMode } from '../../lib/config';
-import { encodeEnvelope } from '../../lib/envelope';
-import type { TaskOptions } from '../../lib/task';
+import { readArchiveRecord } from '../../lib/dispatching/archive';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import type { TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/tracking/rules';
 import { succeedsOnAttempt } from '../helpers/factories';
 import { type World, world } from '../helpers/world';

@@ -1,8 +1,5 @@
 import { resolveConfig } from '../../lib/config';
-import { runDispatcher } from '../../lib/dispatcher';
-import { encodeEnvelope } from '../../lib/envelope';
-import { ConfigError } from '../../lib/errors';
-import { type Logger, silentLogger } from '../../lib/ports';
+import { runDispatcher } from '../../lib/dispatching/dispatcher';
 import {
   type DispatcherLauncher,
   IDLE_EXIT_MS,
@@ -16,7 +13,10 @@ import {
   type ScaleOutEvent,
   scaleOut,
   scalePolicyOf,
-} from '../../lib/scaling';
+} from '../../lib/dispatching/scaling';
+import { ConfigError } from '../../lib/errors';
+import { type Logger, silentLogger } from '../../lib/ports';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { world } from '../helpers/world';
 
 const policy = { maxConcurrency: 20, backlogPerDispatcher: 100, scheduled: 5 };

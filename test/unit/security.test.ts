@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { readArchiveRecord } from '../../lib/archive';
-import { PACKAGE_ROOT } from '../../lib/build';
-import { decodeEnvelope } from '../../lib/envelope';
+import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { EnvelopeError } from '../../lib/errors';
-import { createRegistry, defineTask } from '../../lib/task';
+import { decodeEnvelope } from '../../lib/publishing/envelope';
+import { PACKAGE_ROOT } from '../../lib/tasks/build';
+import { createRegistry, defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
 
@@ -66,15 +66,17 @@ describe('message content selects registered task names and nothing else', () =>
  * never from a message. A new one fails this test until it is reviewed and listed here.
  */
 const CODE_LOADING_SITES: Record<string, string> = {
-  "lib/build.ts: const exported = loadModule({ file: relative(process.cwd(), file) || file, load: () => require(outfile) }, 'config file');":
+  "lib/tasks/build.ts: const exported = loadModule({ file: relative(process.cwd(), file) || file, load: () => require(outfile) }, 'config file');":
     'the config module, compiled by esbuild at build time (CLI, CDK synth); never in a dispatcher',
-  'lib/build.ts: .map((file) => `{ file: ${JSON.stringify(shown(file))}, load: () => require(${JSON.stringify(file)}) }`)':
+  'lib/tasks/build.ts: .map((file) => `{ file: ${JSON.stringify(shown(file))}, load: () => require(${JSON.stringify(file)}) }`)':
     "the generated bundle entry's text: each task module of the tasks directory, listed at build time and bundled by esbuild",
-  "lib/build.ts: `const configModule = loadModule({ file: ${JSON.stringify(shown(configFile))}, load: () => require(${JSON.stringify(configFile)}) }, 'config file');`,":
+  "lib/tasks/build.ts: `const configModule = loadModule({ file: ${JSON.stringify(shown(configFile))}, load: () => require(${JSON.stringify(configFile)}) }, 'config file');`,":
     "the generated bundle entry's text: the config module given to the build, bundled by esbuild",
-  'lib/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
+  "lib/tasks/build.ts: return optionalDependency('esbuild', 'building task bundles', () => require('esbuild') as typeof Esbuild);":
+    'esbuild, by its fixed package name, loaded only when a bundle is built (it is an optional peer dependency)',
+  'lib/tasks/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
     'the tasks bundle: TASKWORKER_TASKS_BUNDLE (set by the stack) or tasks.cjs beside the handler',
-  'lib/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
+  'lib/dispatching/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
   "lib/local/runner.ts: const handlerModule = require(join(__dirname, 'index.js')) as {":
     'the local runner loads the handler built beside it',
   "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":

@@ -1,5 +1,5 @@
 import { TaskDefinitionError, UnrecoverableError } from '../../lib/errors';
-import { createRegistry, defineTask, toDefinition } from '../../lib/task';
+import { createRegistry, defineTask, toDefinition } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 
 const base = { name: 'send-email', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined };

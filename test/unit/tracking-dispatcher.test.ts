@@ -1,8 +1,8 @@
-import { readArchiveRecord } from '../../lib/archive';
 import type { TrackingMode } from '../../lib/config';
-import { encodeEnvelope } from '../../lib/envelope';
+import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { LeaseLostError } from '../../lib/errors';
-import type { TaskOptions } from '../../lib/task';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import type { TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/tracking/rules';
 import { succeedsOnAttempt } from '../helpers/factories';
 import { type World, world } from '../helpers/world';

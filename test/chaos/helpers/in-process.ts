@@ -3,11 +3,12 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../../../lib/adapters/dynamo-admin';
 import { SqsQueueClient } from '../../../lib/adapters/sqs';
 import { createVersionQueues } from '../../../lib/adapters/sqs-admin';
-import type { TaskBundle } from '../../../lib/bundle';
+import { SHARED_PROCESS } from '../../../lib/dispatching/memory-guard';
+import { DispatcherRuntime, trackingFor } from '../../../lib/dispatching/runtime';
+import type { BatchReport } from '../../../lib/dispatching/summary';
 import { type Logger, silentLogger } from '../../../lib/ports';
-import { Publisher } from '../../../lib/publisher';
-import { DispatcherRuntime, trackingFor } from '../../../lib/runtime';
-import type { BatchReport } from '../../../lib/summary';
+import { Publisher } from '../../../lib/publishing/publisher';
+import type { TaskBundle } from '../../../lib/tasks/bundle';
 import type { JobStore, StatsStore } from '../../../lib/tracking/model';
 import { createEffectsTable } from './stage';
 
@@ -38,6 +39,7 @@ export async function inProcessVersion(clean: { sqs: SQSClient; dynamo: DynamoDB
       sqs: { client: clients.sqs },
       tracking: trackingFor(config, tables, { client: clients.dynamo }),
       logger,
+      memory: SHARED_PROCESS,
       workerId,
       observer: { onBatch: (report) => reports.push({ ...report, workerId }) },
     });

@@ -2,10 +2,9 @@ import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { fromItem } from '../../../lib/adapters/dynamo-values';
-import { type ArchiveRecord, readArchiveRecord } from '../../../lib/archive';
-import type { QueueUrls } from '../../../lib/dispatcher';
+import { type ArchiveRecord, readArchiveRecord } from '../../../lib/dispatching/archive';
 import type { LocalStack } from '../../../lib/local/dev';
-import type { Logger } from '../../../lib/ports';
+import type { Logger, QueueUrls } from '../../../lib/ports';
 import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/tracking/model';
 
 export const CHAOS_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');

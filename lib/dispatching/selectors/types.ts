@@ -1,6 +1,6 @@
-import type { Clock } from '../clock';
-import type { QueueConfig } from '../config';
-import type { Random } from '../random';
+import type { Clock } from '../../clock';
+import type { QueueConfig } from '../../config';
+import type { Random } from '../../random';
 
 /** What an emptiness check found. A receive-based probe hands over the messages it took. */
 export interface Probe<M> {

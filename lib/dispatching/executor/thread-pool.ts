@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { TimeLimitExceededError, WorkerCrashedError } from '../errors';
-import { type Logger, silentLogger } from '../ports';
+import { TimeLimitExceededError, WorkerCrashedError } from '../../errors';
+import { type Logger, silentLogger } from '../../ports';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 import { type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-runtime';
 

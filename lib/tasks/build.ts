@@ -1,21 +1,14 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, relative, resolve } from 'node:path';
-import { build, type BuildOptions as EsbuildOptions } from 'esbuild';
+import type * as Esbuild from 'esbuild';
+import type { BuildOptions as EsbuildOptions } from 'esbuild';
+import { BundleError } from '../errors';
 import { loadModule } from './bundle';
-import { BundleError } from './errors';
+import { FROM_SOURCE, optionalDependency, PACKAGE_ROOT, PREBUILT_ARTIFACT_DIR } from './package-root';
 
-/** The taskworker package root: the nearest folder above this file (in `lib/`, or bundled into `dist/…`) whose package.json is taskworker's. */
-export const PACKAGE_ROOT = findPackageRoot(__dirname);
-
-function findPackageRoot(from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'taskworker') return dir;
-    if (dirname(dir) === dir) return resolve(from, '..');
-  }
-}
+export { PACKAGE_ROOT } from './package-root';
 
 export interface ArtifactOptions {
   /** The app config module (`export default defineConfig({...})`) or a JSON file. */
@@ -59,6 +52,22 @@ export function listTaskModules(tasksDir: string): string[] {
     .map((f) => join(tasksDir, f));
 }
 
+/** esbuild, which a service that only publishes need not install. */
+function esbuild(): typeof Esbuild {
+  return optionalDependency('esbuild', 'building task bundles', () => require('esbuild') as typeof Esbuild);
+}
+
+/**
+ * From the sources, the package's public entry points resolve to the sources they are built from,
+ * so the tasks bundle (and the example app) runs this checkout's code. An installed package needs
+ * none of this: its entry points resolve through its `exports`.
+ */
+const SOURCE_ENTRIES: Record<string, string> = {
+  taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts'),
+  'taskworker/runtime': join(PACKAGE_ROOT, 'lib', 'tasks', 'runtime.ts'),
+  'taskworker/testing': join(PACKAGE_ROOT, 'lib', 'testing', 'index.ts'),
+};
+
 const esbuildDefaults = (minify: boolean, bundleAwsSdk = true): EsbuildOptions => ({
   bundle: true,
   platform: 'node',
@@ -67,7 +76,7 @@ const esbuildDefaults = (minify: boolean, bundleAwsSdk = true): EsbuildOptions =
   minify,
   sourcemap: 'linked',
   logLevel: 'silent',
-  alias: { taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts') },
+  ...(FROM_SOURCE ? { alias: SOURCE_ENTRIES } : {}),
   // Dev-only packages that must never reach a Lambda bundle.
   // With bundleAwsSdk false, `@aws-sdk/*` resolves at run time (Lambda's runtime ships v3).
   external: ['fauxqs', 'dynalite', 'esbuild', ...(bundleAwsSdk ? [] : ['@aws-sdk/*'])],
@@ -99,8 +108,8 @@ export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ t
     .map((file) => `{ file: ${JSON.stringify(shown(file))}, load: () => require(${JSON.stringify(file)}) }`)
     .join(',\n  ');
   const entry = [
-    `import { startTaskWorker } from ${JSON.stringify(join(PACKAGE_ROOT, 'lib', 'executor', 'worker-runtime.ts'))};`,
-    `import { loadModule } from ${JSON.stringify(join(PACKAGE_ROOT, 'lib', 'bundle.ts'))};`,
+    // Through the package, as the tasks import it: one copy of the library in the bundle.
+    "import { loadModule, startTaskWorker } from 'taskworker/runtime';",
     `const configModule = loadModule({ file: ${JSON.stringify(shown(configFile))}, load: () => require(${JSON.stringify(configFile)}) }, 'config file');`,
     'export const config = configModule.default ?? configModule;',
     `export const taskModules = [\n  ${list}\n].map((m) => ({ file: m.file, module: loadModule(m, 'task module') }));`,
@@ -113,6 +122,29 @@ export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ t
     outfile: tasksFile,
   });
   return { tasksFile, taskFiles };
+}
+
+/**
+ * The handler (`index.js`) and the local runner (`runner.js`): built from the sources, or copied
+ * from the installed package, which ships them prebuilt (they hold no user code; only `tasks.cjs`
+ * does).
+ */
+async function buildRuntimeFiles(outDir: string, minify: boolean, bundleAwsSdk: boolean, localRunner: boolean): Promise<void> {
+  const files = [
+    { name: 'index.js', source: join(PACKAGE_ROOT, 'functions', 'dispatcher.ts'), sdk: bundleAwsSdk },
+    ...(localRunner ? [{ name: 'runner.js', source: join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts'), sdk: true }] : []),
+  ];
+  if (!FROM_SOURCE) {
+    for (const { name } of files) {
+      for (const file of [name, `${name}.map`]) copyFileSync(join(PREBUILT_ARTIFACT_DIR, file), join(outDir, file));
+    }
+    return;
+  }
+  await Promise.all(
+    files.map(({ name, source, sdk }) =>
+      esbuildOrThrow({ ...esbuildDefaults(minify, sdk), entryPoints: [source], outfile: join(outDir, name) }),
+    ),
+  );
 }
 
 /**
@@ -134,25 +166,13 @@ export async function buildArtifact(options: ArtifactOptions): Promise<Artifact>
       minify,
       bundleAwsSdk,
     }),
-    esbuildOrThrow({
-      ...esbuildDefaults(minify, bundleAwsSdk),
-      entryPoints: [join(PACKAGE_ROOT, 'functions', 'dispatcher.ts')],
-      outfile: handlerFile,
-    }),
-    ...(runnerFile
-      ? [
-          esbuildOrThrow({
-            ...esbuildDefaults(minify),
-            entryPoints: [join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts')],
-            outfile: runnerFile,
-          }),
-        ]
-      : []),
+    buildRuntimeFiles(outDir, minify, bundleAwsSdk, options.localRunner ?? false),
   ]);
   return { outDir, handlerFile, tasksFile, runnerFile, taskFiles };
 }
 
 async function esbuildOrThrow(options: EsbuildOptions): Promise<void> {
+  const { build } = esbuild();
   try {
     await build(options);
   } catch (error) {
@@ -169,15 +189,27 @@ async function readTasksDir(configFile: string): Promise<string> {
 
 /** Evaluates a config module (TypeScript, JavaScript or JSON) and returns its default export. */
 export async function loadConfigModule(configFile: string): Promise<unknown> {
+  return loadConfigModuleSync(configFile);
+}
+
+/**
+ * {@link loadConfigModule}, synchronously: a CDK construct's constructor cannot wait. The config
+ * module is compiled by esbuild and evaluated in this process (it should be data, not side effects).
+ */
+export function loadConfigModuleSync(configFile: string): unknown {
   const file = resolve(configFile);
   if (extname(file) === '.json') return JSON.parse(readFileSync(file, 'utf8'));
-  const dir = await mkdtemp(join(tmpdir(), 'taskworker-config-'));
+  const dir = mkdtempSync(join(tmpdir(), 'taskworker-config-'));
   const outfile = join(dir, 'config.cjs');
   try {
-    await esbuildOrThrow({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
+    try {
+      esbuild().buildSync({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
+    } catch (error) {
+      throw new BundleError(`esbuild failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
     const exported = loadModule({ file: relative(process.cwd(), file) || file, load: () => require(outfile) }, 'config file');
     return exported.default ?? exported;
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 }

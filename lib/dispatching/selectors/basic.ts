@@ -1,5 +1,5 @@
-import type { QueueConfig } from '../config';
-import { weightedPick } from '../random';
+import type { QueueConfig } from '../../config';
+import { weightedPick } from '../../random';
 import type { Probe, QueueSelector, Selection, SelectorEnv } from './types';
 
 const byPriority = (q: QueueConfig) => q.priority;

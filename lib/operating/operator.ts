@@ -1,25 +1,17 @@
 import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import {
-  GetQueueAttributesCommand,
-  ListMessageMoveTasksCommand,
-  QueueDoesNotExist,
-  type SQSClient,
-  StartMessageMoveTaskCommand,
-} from '@aws-sdk/client-sqs';
-import type { DynamoClientOption } from './adapters/dynamo-tracking';
-import { queueUrlOf, type SqsClientOption, SqsQueueClient, sqsClientFrom } from './adapters/sqs';
-import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from './archive';
-import { type Clock, systemClock } from './clock';
-import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from './config';
-import type { QueueUrls } from './dispatcher';
-import { decodeEnvelope, pinEnvelope } from './envelope';
-import { describe, TaskworkerError } from './errors';
-import type { QueueClient, QueueDepth, ReceivedMessage } from './ports';
-import { callWithEntryRetries, chunk } from './retry-entries';
-import { trackingFor } from './runtime';
-import type { JobStore, QueueDayStats, StatsStore } from './tracking/model';
-import { payloadDigest } from './tracking/rules';
-import { bucketQuantile, utcDay } from './tracking/stats';
+import type { DynamoClientOption } from '../adapters/dynamo-tracking';
+import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { type Clock, systemClock } from '../clock';
+import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
+import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../dispatching/archive';
+import { trackingFor } from '../dispatching/runtime';
+import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
+import type { DeadLetterMover, QueueClient, QueueDepth, QueueDirectory, QueueUrls, ReceivedMessage } from '../ports';
+import { decodeEnvelope, pinEnvelope } from '../publishing/envelope';
+import { callWithEntryRetries, chunk } from '../retry-entries';
+import type { JobStore, QueueDayStats, StatsStore } from '../tracking/model';
+import { payloadDigest } from '../tracking/rules';
+import { bucketQuantile, utcDay } from '../tracking/stats';
 
 function decodedOrUndefined(message: ReceivedMessage) {
   try {
@@ -47,8 +39,7 @@ export interface VersionUrls extends QueueUrls {
 export interface OperatorContext {
   readonly config: TaskworkerConfig;
   readonly version: string;
-  readonly sqs: SQSClient;
-  readonly queues: QueueClient;
+  readonly queues: QueueClient & DeadLetterMover;
   readonly urls: VersionUrls;
   readonly jobs: JobStore;
   readonly stats: StatsStore;
@@ -68,16 +59,11 @@ export interface OperatorOptions {
 }
 
 /** Resolves a version's queue URLs by name; a missing queue becomes {@link VersionNotFoundError}. */
-export async function resolveVersionUrls(sqs: SQSClient, config: TaskworkerConfig, version: string): Promise<VersionUrls> {
+export async function resolveVersionUrls(directory: QueueDirectory, config: TaskworkerConfig, version: string): Promise<VersionUrls> {
   const lookup = async (name: string) => {
-    try {
-      return await queueUrlOf(sqs, name);
-    } catch (error) {
-      if (error instanceof QueueDoesNotExist || (error instanceof Error && /QueueDoesNotExist|NonExistentQueue/.test(error.name))) {
-        throw new VersionNotFoundError(version, `queue ${name}`, { cause: error });
-      }
-      throw error;
-    }
+    const url = await directory.urlOf(name);
+    if (url === undefined) throw new VersionNotFoundError(version, `queue ${name}`);
+    return url;
   };
   // One at a time, in config order: a version that is not deployed is reported by its first queue.
   const queues: Record<string, string> = {};
@@ -90,8 +76,8 @@ export async function resolveVersionUrls(sqs: SQSClient, config: TaskworkerConfi
 }
 
 export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
-  const sqs = sqsClientFrom(options.sqs);
-  const urls = await resolveVersionUrls(sqs, options.config, options.version);
+  const queues = new SqsQueueClient(options.sqs);
+  const urls = await resolveVersionUrls(queues, options.config, options.version);
   const { jobs, stats } = trackingFor(options.config, tableNames(options.config.app, options.version), options.dynamo) as {
     jobs: JobStore;
     stats: StatsStore;
@@ -100,8 +86,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
   return {
     config: options.config,
     version: options.version,
-    sqs,
-    queues: new SqsQueueClient({ client: sqs }),
+    queues,
     urls,
     jobs,
     stats,
@@ -352,41 +337,23 @@ export async function redriveDeadLetters(ctx: OperatorContext, queue?: string, w
       results.push({ queue: name, messages });
       continue;
     }
-    const arn = (await ctx.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes
-      ?.QueueArn as string;
-    let started: { TaskHandle?: string | undefined };
+    let started: { readonly taskHandle?: string };
     try {
-      started = await ctx.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: arn }));
+      started = await ctx.queues.startMove(dlqUrl);
     } catch (error) {
-      // Where the service cannot run a move task (an emulator without one, an endpoint answering
-      // with an error page), this process moves the messages itself. Not where the caller may not:
-      // a client-side move would be refused too, and the refusal is the clearer answer.
-      if (refusedToCaller(error)) throw error;
+      if (!(error instanceof MoveTaskUnavailableError)) throw error;
       const moved = await moveMessages(ctx, dlqUrl, ctx.urls.queues[name] as string);
-      results.push({ queue: name, messages: moved, via: 'client', status: 'COMPLETED', moveTaskError: describe(error) });
+      results.push({ queue: name, messages: moved, via: 'client', status: 'COMPLETED', moveTaskError: error.message });
       continue;
     }
     let status = 'RUNNING';
     for (let i = 0; wait && status === 'RUNNING' && i < 600; i++) {
       await ctx.clock.sleep(500);
-      const tasks = await ctx.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn, MaxResults: 1 }));
-      status = tasks.Results?.[0]?.Status ?? 'COMPLETED';
+      status = await ctx.queues.moveStatus(dlqUrl);
     }
-    results.push({ queue: name, messages, via: 'move-task', ...(started.TaskHandle ? { taskHandle: started.TaskHandle } : {}), status });
+    results.push({ queue: name, messages, via: 'move-task', ...(started.taskHandle ? { taskHandle: started.taskHandle } : {}), status });
   }
   return results;
-}
-
-/** An error that says the caller may not do this (credentials, permissions) or the queue is not there. */
-function refusedToCaller(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  return (
-    status === 401 ||
-    status === 403 ||
-    error instanceof QueueDoesNotExist ||
-    /AccessDenied|NotAuthorized|InvalidClientTokenId|UnrecognizedClient|ExpiredToken|CredentialsProviderError/.test(error.name)
-  );
 }
 
 /** Moves messages between queues, send first and delete after, so an interruption duplicates rather than loses. */

@@ -1,6 +1,6 @@
 import { isAbsolute, relative } from 'node:path';
-import { resolveConfig, type TaskworkerConfig } from './config';
-import { BundleError, describe, ModuleLoadError } from './errors';
+import { resolveConfig, type TaskworkerConfig } from '../config';
+import { BundleError, describe, ModuleLoadError } from '../errors';
 import { createRegistry, type TaskDefinition, type TaskRegistry, toDefinition } from './task';
 
 /** One module of the tasks directory as the generated bundle entry lists it. */

@@ -1,4 +1,4 @@
-import { archiveQueueName, deadLetterQueueName, MAX_RETENTION_SECONDS, queueResourceName, type TaskworkerConfig } from './config';
+import { archiveQueueName, deadLetterQueueName, MAX_RETENTION_SECONDS, queueResourceName, type TaskworkerConfig } from '../config';
 
 /** One SQS queue of a version, with the attributes both the CDK stack and `taskworker dev` give it. */
 export interface QueueSpec {

@@ -1,4 +1,4 @@
-import type { ArchiveReason } from './archive';
+import type { ArchiveReason } from '../dispatching/archive';
 
 /**
  * Names of the dispatcher's CloudWatch metrics, shared by the emitter (`functions/metrics.ts`,

@@ -6,10 +6,9 @@
  * and scaled-out ones at the next decision at the latest, so the fleet shrinks as the backlog
  * drains. Lambda's reserved concurrency (the configured `maxConcurrency`) bounds it regardless.
  */
-import type { TaskworkerConfig } from './config';
-import type { QueueUrls } from './dispatcher';
-import { describe } from './errors';
-import type { Logger, QueueClient } from './ports';
+import type { TaskworkerConfig } from '../config';
+import { describe } from '../errors';
+import type { Logger, QueueClient, QueueUrls } from '../ports';
 
 /** How an invocation was started: by the schedule, by a scheduled one scaling out, or otherwise (local runs, tests). */
 export type InvocationRole = 'scheduled' | 'scale-out' | 'plain';

@@ -1,6 +1,6 @@
-import { InvalidPayloadError, LeaseLostError, TimeLimitExceededError, UnrecoverableError } from '../errors';
-import type { TaskContext, TaskDefinition } from '../task';
-import { MAX_RESULT_BYTES } from '../tracking/rules';
+import { InvalidPayloadError, LeaseLostError, TimeLimitExceededError, UnrecoverableError } from '../../errors';
+import type { TaskContext, TaskDefinition } from '../../tasks/task';
+import { MAX_RESULT_BYTES } from '../../tracking/rules';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './types';
 
 /**

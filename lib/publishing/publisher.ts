@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from './adapters/sqs';
-import { type Clock, systemClock } from './clock';
-import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from './config';
-import type { QueueUrls } from './dispatcher';
-import { bodyBytes, encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES, SQS_MESSAGE_LIMIT_BYTES, TASK_NAME_PATTERN } from './envelope';
+import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { type Clock, systemClock } from '../clock';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../config';
 import {
   type FailedPublish,
   MessageTooLargeError,
@@ -12,12 +10,13 @@ import {
   TimeLimitExceedsVisibilityError,
   UnknownQueueError,
   UnknownTaskError,
-} from './errors';
-import type { QueueClient, SendEntry } from './ports';
-import { callWithEntryRetries } from './retry-entries';
-import type { TaskDefinition } from './task';
-import type { JobStore } from './tracking/model';
-import { payloadDigest } from './tracking/rules';
+} from '../errors';
+import type { QueueClient, QueueUrls, SendEntry } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import type { TaskDefinition } from '../tasks/task';
+import type { JobStore } from '../tracking/model';
+import { payloadDigest } from '../tracking/rules';
+import { bodyBytes, encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES, SQS_MESSAGE_LIMIT_BYTES, TASK_NAME_PATTERN } from './envelope';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */

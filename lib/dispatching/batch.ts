@@ -1,19 +1,19 @@
 import { randomBytes } from 'node:crypto';
+import type { QueueConfig } from '../config';
+import { describe, EnvelopeError } from '../errors';
+import type { ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
+import { type DecodedJob, decodeEnvelope, messageBytes, pinEnvelope, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
+import { callWithEntryRetries } from '../retry-entries';
+import type { TaskDefinition } from '../tasks/task';
+import type { JobIdentity, JobRecord } from '../tracking/model';
+import { expiresAt, payloadDigest } from '../tracking/rules';
+import { isEmptyDelta, statsOfBatch } from '../tracking/stats';
 import { type ArchiveReason, type ArchiveRecord, archiveEntry, isRejection } from './archive';
 import { MAX_VISIBILITY_SECONDS, retryDelaySeconds } from './backoff';
-import type { QueueConfig } from './config';
-import type { DispatcherDeps, RunOptions } from './dispatcher';
-import { type DecodedJob, decodeEnvelope, messageBytes, pinEnvelope, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
-import { describe, EnvelopeError } from './errors';
 import type { SerializedError, TaskOutcome } from './executor/types';
-import type { ReceivedMessage, SendEntry, VisibilityEntry } from './ports';
-import { callWithEntryRetries } from './retry-entries';
 import type { SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
-import type { TaskDefinition } from './task';
-import type { JobIdentity, JobRecord } from './tracking/model';
-import { expiresAt, payloadDigest } from './tracking/rules';
-import { isEmptyDelta, statsOfBatch } from './tracking/stats';
+import type { DispatcherDeps, RunOptions } from './types';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 const CLAIM_RETRY_SECONDS = 10;

@@ -1,7 +1,7 @@
-import { type BackoffPolicy, DEFAULT_BACKOFF, MAX_VISIBILITY_SECONDS } from './backoff';
-import type { TaskworkerConfig } from './config';
-import { TASK_NAME_PATTERN } from './envelope';
-import { TaskDefinitionError } from './errors';
+import type { TaskworkerConfig } from '../config';
+import { type BackoffPolicy, DEFAULT_BACKOFF, MAX_VISIBILITY_SECONDS } from '../dispatching/backoff';
+import { TaskDefinitionError } from '../errors';
+import { TASK_NAME_PATTERN } from '../publishing/envelope';
 
 /** What a running task knows about itself. */
 export interface TaskContext {

@@ -1,4 +1,4 @@
-import type { SelectorName } from '../config';
+import type { SelectorName } from '../../config';
 import { lottery, reducedLottery, roundRobin, strictPriority } from './basic';
 import { slaAware } from './sla';
 import type { QueueSelector, SelectorEnv } from './types';

@@ -1,4 +1,4 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../../config';
 import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv } from './types';
 
 /**

@@ -1,4 +1,4 @@
-import type { Random } from './random';
+import type { Random } from '../random';
 
 /** Exponential backoff with full jitter, in seconds. */
 export interface BackoffPolicy {

@@ -1,5 +1,5 @@
-import { TimeLimitExceededError } from '../errors';
-import type { TaskRegistry } from '../task';
+import { TimeLimitExceededError } from '../../errors';
+import type { TaskRegistry } from '../../tasks/task';
 import { deadlineSignal, runTaskBody } from './run-task';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 

@@ -1,4 +1,4 @@
-import { MemoryLimitError } from './errors';
+import { MemoryLimitError } from '../errors';
 
 export interface MemoryGuardOptions {
   /** Resident set size past which the guard aborts. */
@@ -13,6 +13,12 @@ export interface MemoryGuardOptions {
    */
   readonly stop?: AbortSignal;
 }
+
+/**
+ * Readings for a dispatcher that shares its process with others (in-process test systems,
+ * benchmarks): the process's resident set is not its own to guard, so it never trips.
+ */
+export const SHARED_PROCESS: Omit<MemoryGuardOptions, 'limitBytes'> = { rss: () => 0 };
 
 export interface MemoryGuard {
   /** Aborts (reason: {@link MemoryLimitError}) the first time a reading passes the limit, or with `stop`'s reason. */

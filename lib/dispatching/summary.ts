@@ -1,6 +1,6 @@
+import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../tracking/histogram';
 import type { ArchiveReason } from './archive';
 import type { SerializedError } from './executor/types';
-import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from './histogram';
 
 /**
  * How one received message left the dispatcher's hands. `duplicate`: the job had already

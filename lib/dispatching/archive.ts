@@ -1,5 +1,5 @@
-import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from './envelope';
-import type { SendEntry } from './ports';
+import type { SendEntry } from '../ports';
+import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
 
 /** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
 export const ARCHIVE_REASONS = [

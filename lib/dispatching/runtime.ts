@@ -1,21 +1,23 @@
 import { hostname } from 'node:os';
-import { type DynamoClientOption, DynamoJobStore, DynamoStatsStore, dynamoClientFrom } from './adapters/dynamo-tracking';
-import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from './adapters/sqs';
-import type { TaskBundle } from './bundle';
-import { type Clock, systemClock } from './clock';
-import { type TaskworkerConfig, validateVersion } from './config';
-import { type DispatcherObserver, type QueueUrls, queueProbes, runDispatcher, type Tracking } from './dispatcher';
-import { ConfigError } from './errors';
+import { type DynamoClientOption, DynamoJobStore, DynamoStatsStore, dynamoClientFrom } from '../adapters/dynamo-tracking';
+import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { type Clock, systemClock } from '../clock';
+import { type TaskworkerConfig, validateVersion } from '../config';
+import { ConfigError } from '../errors';
+import type { QueueUrls } from '../ports';
+import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from '../ports';
+import type { Random } from '../random';
+import type { TaskBundle } from '../tasks/bundle';
+import { queueProbes, runDispatcher } from './dispatcher';
 import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { type MemoryGuardOptions, watchMemory } from './memory-guard';
-import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from './ports';
-import type { Random } from './random';
 import { type DispatcherLauncher, type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import type { DispatcherSummary } from './summary';
+import type { DispatcherObserver, Tracking } from './types';
 
 export interface DispatcherRuntimeOptions {
   readonly bundle: TaskBundle;

@@ -1,4 +1,4 @@
-import { EnvelopeError } from './errors';
+import { EnvelopeError } from '../errors';
 
 /**
  * Envelope v1: the SQS message body, UTF-8 JSON. Any SDK can send one;

@@ -1,0 +1,80 @@
+/** What the dispatcher loop and a batch run share: their dependencies, options and observers. */
+
+import type { Context } from 'aws-lambda';
+import type { Clock } from '../clock';
+import type { TaskworkerConfig } from '../config';
+import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
+import type { Random } from '../random';
+import type { TaskRegistry } from '../tasks/task';
+import type { JobStore, StatsStore } from '../tracking/model';
+import type { TaskExecutor } from './executor/types';
+import type { QueueSelector } from './selectors/types';
+import type { BatchReport, DispatcherSummary } from './summary';
+
+/** Receives every settled batch: metrics, local progress displays, tests. */
+export interface DispatcherObserver {
+  onBatch(report: BatchReport): void;
+  /** A batch was received and decoded; its jobs are now held until the batch is settled. */
+  onBatchStart?(start: BatchStart): void;
+}
+
+/** The jobs of a batch as it starts: what a dispatcher holds until it reports the batch settled. */
+export interface BatchStart {
+  readonly queue: string;
+  readonly jobs: ReadonlyArray<{ readonly messageId: string; readonly jobId?: string; readonly task?: string }>;
+}
+
+export interface DispatcherDeps {
+  readonly config: TaskworkerConfig;
+  readonly registry: TaskRegistry;
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+  readonly executor: TaskExecutor;
+  readonly selector: QueueSelector<ReceivedMessage>;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly workerId: string;
+  readonly observer?: DispatcherObserver;
+  /** Job records and stats (DynamoDB); without it the dispatcher keeps none. */
+  readonly tracking?: Tracking;
+  /**
+   * Batches in flight at once. The loop receives the next batch while earlier ones run, whenever
+   * a task slot is free; `1` is the blocking loop (receive, run the whole batch, settle, receive
+   * again), kept for comparison in the benchmarks.
+   * @defaultValue unbounded: only the slots (`dispatcher.concurrency`) limit it
+   */
+  readonly maxBatchesInFlight?: number;
+}
+
+export interface Tracking {
+  /** The release version written on job records. */
+  readonly version: string;
+  readonly jobs?: JobStore;
+  readonly stats?: StatsStore;
+}
+
+export interface RunOptions {
+  /** Epoch ms when the invocation must have returned (Lambda: now + remaining time). */
+  readonly deadline: number;
+  /** Aborting stops new receives and unstarted tasks; running tasks finish and the batch is settled. */
+  readonly signal?: AbortSignal;
+  /**
+   * End the invocation early once no work has come for `afterMs` (and not before `notBefore`,
+   * epoch ms): how the fleet scales in (lib/dispatching/scaling.ts). Without it the loop runs to the deadline.
+   */
+  readonly idleExit?: { readonly afterMs: number; readonly notBefore: number };
+}
+
+/** What the dispatcher Lambda's module gives: the handler, and a stop for the container's shutdown. */
+export interface DispatcherFunction {
+  readonly handler: (event: unknown, context: Context) => Promise<DispatcherSummary>;
+  /** Stops taking new work: running tasks finish, unstarted ones are released, the batch is settled. */
+  stop(): void;
+  close(): Promise<void>;
+}
+
+export interface DispatcherFunctionOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly observer?: DispatcherObserver;
+}

@@ -1,0 +1,48 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { MissingDependencyError } from '../errors';
+
+/** The taskworker package root: the nearest folder above this file whose package.json is taskworker's. */
+export const PACKAGE_ROOT = findPackageRoot(__dirname);
+
+function findPackageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'taskworker') return dir;
+    if (dirname(dir) === dir) return resolve(from, '..');
+  }
+}
+
+/**
+ * Whether the package runs from its TypeScript sources (this repository, its tests) rather than
+ * from the compiled package a user installed. From sources, artifacts are built from the sources;
+ * installed, from the package's compiled and prebuilt files.
+ */
+export const FROM_SOURCE = existsSync(join(PACKAGE_ROOT, 'lib', 'index.ts'));
+
+/** The installed package's prebuilt dispatcher handler and local runner (`npm run build` makes them). */
+export const PREBUILT_ARTIFACT_DIR = join(PACKAGE_ROOT, 'dist', 'artifact');
+
+/**
+ * Loads a package taskworker needs only for some commands (esbuild to build task bundles, the
+ * emulators for `taskworker dev`), which a service that only publishes does not install. A missing
+ * one is one line saying what to install.
+ */
+export function optionalDependency<T>(name: string, purpose: string, load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') {
+      const version = peerVersion(name);
+      throw new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${name}${version ? `@${version}` : ''}`);
+    }
+    throw error;
+  }
+}
+
+/** The version range of a peer dependency, as the package's manifest gives it. */
+function peerVersion(name: string): string | undefined {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { peerDependencies?: Record<string, string> };
+  return manifest.peerDependencies?.[name];
+}
