@@ -1,4 +1,5 @@
 import type { QueueConfig } from '../config';
+import { startWithinMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import { processBatch } from './batch';
@@ -13,8 +14,6 @@ const ERROR_PAUSE_MS = 1000;
 const IDLE_PAUSE_MS = 200;
 /** Below this much usable time the loop ends: there is no room for a receive and a settle. */
 const MIN_USABLE_MS = 1000;
-/** Messages received while slots are busy must be able to start this long before their visibility lapses. */
-const VISIBILITY_LEAD_MS = 5000;
 
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
@@ -96,7 +95,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const roomFor = (queues: readonly QueueConfig[]) => {
     if (!slots.hasRoom || inFlight.size >= maxBatches) return false;
     const now = clock.now();
-    return queues.every((q) => slots.freeBy(Math.min(q.batchSize, slots.size), now) <= now + startWithinMs(q));
+    return queues.every((q) => slots.freeBy(Math.min(q.batchSize, slots.size), now) <= now + startWithinMs(q.visibilityTimeoutSeconds));
   };
   const waitForRoom = async (queues: readonly QueueConfig[]) => {
     while (!stopped() && !roomFor(queues)) {
@@ -183,15 +182,6 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
 }
 
 /**
- * How soon after a receive a message of `queue` must start: before its visibility lapses, with
- * the heartbeat's lead to spare (a task that starts late extends its visibility by heartbeat).
- */
-function startWithinMs(queue: QueueConfig): number {
-  const visibilityMs = queue.visibilityTimeoutSeconds * 1000;
-  return visibilityMs - Math.min(VISIBILITY_LEAD_MS, visibilityMs / 4);
-}
-
-/**
  * Per queue, the time its longest registered task needs (limit + kill grace). A queue is only
  * received from while that fits the time left, so messages are not taken just to be released
  * (each release adds a receive, and enough of them move a message to the DLQ).
@@ -199,7 +189,7 @@ function startWithinMs(queue: QueueConfig): number {
 function longestTaskByQueue(deps: DispatcherDeps): Map<string, number> {
   const longest = new Map<string, number>();
   for (const def of deps.registry.values()) {
-    const need = def.timeLimitSeconds * 1000 + deps.config.dispatcher.killGraceMs;
+    const need = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
     longest.set(def.queue, Math.max(longest.get(def.queue) ?? 0, need));
   }
   return longest;

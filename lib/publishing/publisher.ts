@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../config';
+import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
   type FailedPublish,
   MessageTooLargeError,
@@ -199,7 +200,7 @@ export class Publisher {
         queueName,
         this.config.queues.map((q) => q.name),
       );
-    if (def && def.timeLimitSeconds * 1000 + this.config.dispatcher.killGraceMs > queue.visibilityTimeoutSeconds * 1000) {
+    if (def && !fitsVisibility(taskNeedMs(def.timeLimitSeconds, this.config.dispatcher.killGraceMs), queue.visibilityTimeoutSeconds)) {
       throw new TimeLimitExceedsVisibilityError(name, def.timeLimitSeconds, queue.name, queue.visibilityTimeoutSeconds);
     }
     const delay = options.delaySeconds ?? 0;

@@ -1,4 +1,5 @@
 import type { TaskworkerConfig } from '../config';
+import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
 import { type BackoffPolicy, DEFAULT_BACKOFF, MAX_VISIBILITY_SECONDS } from '../dispatching/backoff';
 import { TaskDefinitionError } from '../errors';
 import { TASK_NAME_PATTERN } from '../publishing/envelope';
@@ -146,8 +147,8 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `one of the configured queues (${config.queues.map((q) => q.name).join(', ')})`,
       );
     }
-    const needMs = def.timeLimitSeconds * 1000 + config.dispatcher.killGraceMs;
-    if (needMs > queue.visibilityTimeoutSeconds * 1000) {
+    const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
+    if (!fitsVisibility(needMs, queue.visibilityTimeoutSeconds)) {
       throw new TaskDefinitionError(
         def.name,
         'timeLimitSeconds',
@@ -155,7 +156,7 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a limit that with killGraceMs ${config.dispatcher.killGraceMs} fits queue ${queue.name}'s visibilityTimeoutSeconds ${queue.visibilityTimeoutSeconds}`,
       );
     }
-    if (needMs + config.dispatcher.settleMarginMs > config.dispatcher.timeoutSeconds * 1000) {
+    if (!fitsInvocation(0, needMs, config.dispatcher.timeoutSeconds * 1000, config.dispatcher.settleMarginMs)) {
       throw new TaskDefinitionError(
         def.name,
         'timeLimitSeconds',
@@ -165,7 +166,7 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
     }
     // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
     // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
-    // record and requeues a message before its redrive (lib/batch.ts): no such bound there.
+    // record and requeues a message before its redrive (lib/dispatching/batch.ts): no such bound there.
     if (queue.tracking !== 'full' && def.maxRetries + 1 >= queue.maxReceiveCount) {
       throw new TaskDefinitionError(
         def.name,

@@ -1,0 +1,142 @@
+import type { QueueConfig } from '../config';
+import { describe } from '../errors';
+import type { ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import { expiresAt } from '../tracking/rules';
+import { isEmptyDelta, statsOfBatch } from '../tracking/stats';
+import { type ArchiveRecord, archiveEntry } from './archive';
+import type { BatchReport, JobReport } from './summary';
+import type { DispatcherDeps } from './types';
+
+/**
+ * The job-record write that must land before a message is settled. Resolves false when the
+ * attempt's token no longer holds the job: then the message is left alone for the newer attempt.
+ */
+export type RecordWrite = () => Promise<boolean>;
+
+/**
+ * What happens to one message, decided while its batch runs, carried out in the settle.
+ * `requeue`: a fresh copy goes to the queue (after `delaySeconds`), then the message is deleted —
+ * how a tracked job's message leaves before SQS's redrive would move it to the DLQ.
+ */
+export type Decision =
+  | { readonly kind: 'leave'; readonly message: ReceivedMessage; readonly record?: never }
+  | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
+  | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
+  | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
+  | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+
+/** One batch's bookkeeping. */
+export class BatchState {
+  readonly decisions: Decision[] = [];
+  readonly reports = new Map<string, JobReport>();
+
+  decide(decision: Decision, report: JobReport): void {
+    this.decisions.push(decision);
+    this.reports.set(decision.message.messageId, report);
+  }
+
+  mark(messageId: string, patch: Partial<JobReport>): void {
+    const report = this.reports.get(messageId);
+    if (report) this.reports.set(messageId, { ...report, ...patch });
+  }
+}
+
+/**
+ * Settles a batch, one call per outcome list, in an order that never loses a message: archive
+ * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
+ * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
+ * delete and one visibility change. A message whose archive send failed is not deleted; one whose
+ * completion was rejected (stale token) is left to the newer attempt.
+ */
+export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState): Promise<number> {
+  const url = deps.urls.queues[queue.name] as string;
+  let retries = 0;
+  const notSent = new Set<string>();
+  const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
+    if (entries.length === 0) return;
+    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(target, e), deps.clock);
+    retries += sent.retries;
+    for (const f of sent.failed) {
+      notSent.add(f.id);
+      state.mark(f.id, { unsettled: true });
+    }
+    logFailures(deps, what, queue, sent.failed);
+  };
+  await send(
+    'archive send',
+    deps.urls.archive,
+    state.decisions.flatMap((d) => (d.kind === 'archive' ? [archiveEntry(d.message.messageId, d.message.body, d.archive)] : [])),
+  );
+  await send(
+    'requeue send',
+    url,
+    state.decisions.flatMap((d) => (d.kind === 'requeue' ? [d.copy] : [])),
+  );
+
+  const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
+  const stale = new Set<string>();
+  await Promise.all(
+    proceeding.map(async (d) => {
+      if (!d.record) return;
+      try {
+        if (!(await d.record())) {
+          stale.add(d.message.messageId);
+          state.mark(d.message.messageId, { outcome: 'stale' });
+          deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
+        }
+      } catch (error) {
+        // The job record could not be written; settling the message anyway avoids running the job twice.
+        deps.logger.error('job record write failed', { messageId: d.message.messageId, error: describe(error) });
+      }
+    }),
+  );
+  const settling = proceeding.filter((d) => !stale.has(d.message.messageId));
+
+  const deletes = settling
+    .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
+  if (deletes.length > 0) {
+    const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);
+    retries += deleted.retries;
+    for (const f of deleted.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'delete', queue, deleted.failed);
+  }
+  const changes: VisibilityEntry[] = settling
+    .filter((d): d is Extract<Decision, { kind: 'visibility' }> => d.kind === 'visibility')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle, visibilityTimeoutSeconds: d.seconds }));
+  if (changes.length > 0) {
+    const changed = await callWithEntryRetries(changes, (e) => deps.queues.changeVisibilityBatch(url, e), deps.clock);
+    retries += changed.retries;
+    for (const f of changed.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'visibility change', queue, changed.failed);
+  }
+  return retries;
+}
+
+/** One atomic ADD per queue per batch. A failure costs accuracy of the stats, never a job. */
+export async function recordStats(deps: DispatcherDeps, report: BatchReport): Promise<void> {
+  const stats = deps.tracking?.stats;
+  if (!stats) return;
+  const now = deps.clock.now();
+  const delta = statsOfBatch(report, now);
+  if (isEmptyDelta(delta)) return;
+  try {
+    await stats.add(delta, expiresAt(now, deps.config.tracking.statsRetentionDays));
+  } catch (error) {
+    deps.logger.error('stats write failed', { queue: report.queue, error: describe(error) });
+  }
+}
+
+function logFailures(
+  deps: DispatcherDeps,
+  what: string,
+  queue: QueueConfig,
+  failed: readonly { id: string; code: string; message: string }[],
+): void {
+  if (failed.length === 0) return;
+  deps.logger.error(`${what} failed after retries; the messages will return when their visibility expires`, {
+    queue: queue.name,
+    failed: failed.map((f) => ({ messageId: f.id, code: f.code, message: f.message })),
+  });
+}
