@@ -27,6 +27,7 @@ import type { IsolationMode, TrackingMode } from '../lib/config';
 import { SHARED_PROCESS } from '../lib/dispatching/memory-guard';
 import { DispatcherRuntime, trackingFor } from '../lib/dispatching/runtime';
 import { startEmulators } from '../lib/local/emulators';
+import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
 import { decodeEnvelope } from '../lib/publishing/envelope';
 import { Publisher } from '../lib/publishing/publisher';
@@ -172,20 +173,13 @@ async function prepare(
   const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(env.workDir, `tasks-${env.run}.cjs`) });
   const bundle = loadTaskBundle(tasksFile);
   const version = `r${env.run}`;
-  const urls = await createVersionQueues(env.publisherSqs, bundle.config, version);
-  const tables = await createVersionTables(env.admin, bundle.config, version);
-  const publisher = new Publisher({
-    config: bundle.config,
-    version,
-    tasks: bundle.tasks,
-    queues: new SqsQueueClient({ client: env.publisherSqs }),
-    urls,
-  });
+  const provisioned = await provisionVersion({ bundle, version, sqs: env.publisherSqs, dynamo: env.admin, recordQueued: false });
+  const { publisher } = provisioned;
   const payload = options.task === 'io' ? { ms: IO_TASK_MS } : {};
   for (let i = 0; i < options.count; i += 500) {
     await publisher.publishBatch(Array.from({ length: Math.min(500, options.count - i) }, () => ({ task: options.task, payload })));
   }
-  return { bundle, urls, tables, version };
+  return provisioned;
 }
 
 interface Figures {
@@ -219,20 +213,17 @@ async function taskworker(
   variant: Variant = 'product',
 ): Promise<Figures> {
   const isolation = variant === 'inline' ? 'inline' : 'threads';
-  const { bundle, urls, tables, version } = await prepare(env, { mode, concurrency, task, count, isolation });
+  const provisioned = await prepare(env, { mode, concurrency, task, count, isolation });
   const sqsMeter = newMeter();
   const dynamoMeter = newMeter();
   const sqs = sqsClient(env, sqsMeter);
   const dynamo = dynamoClient(env, dynamoMeter);
   let succeeded = 0;
-  const runtime = new DispatcherRuntime({
-    bundle,
-    version,
-    urls,
-    sqs: { client: sqs },
-    ...(variant === 'no-stats' ? {} : { tracking: trackingFor(bundle.config, tables, { client: dynamo }) }),
+  const runtime = provisioned.dispatcher({
+    sqs,
+    dynamo,
+    tracked: variant !== 'no-stats',
     logger: silentLogger,
-    memory: SHARED_PROCESS,
     workerId: `bench-${mode}`,
     observer: { onBatch: (r) => (succeeded += r.jobs.filter((j) => j.outcome === 'succeeded').length) },
   });

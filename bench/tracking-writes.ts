@@ -21,6 +21,7 @@ import type { TrackingMode } from '../lib/config';
 import { SHARED_PROCESS } from '../lib/dispatching/memory-guard';
 import { DispatcherRuntime, trackingFor } from '../lib/dispatching/runtime';
 import { startEmulators } from '../lib/local/emulators';
+import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
 import { Publisher } from '../lib/publishing/publisher';
 import { buildTasksBundle } from '../lib/tasks/build';
@@ -50,31 +51,13 @@ async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClien
   const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(workDir, `tasks-${run}.cjs`) });
   const bundle = loadTaskBundle(tasksFile);
   const version = `r${run}`;
-  const urls = await createVersionQueues(sqs, bundle.config, version);
-  const tables = await createVersionTables(dynamo, bundle.config, version);
-  const tracking = trackingFor(bundle.config, tables, { client: dynamo });
-  const queues = new SqsQueueClient({ client: sqs });
-  const publisher = new Publisher({
-    config: bundle.config,
-    version,
-    tasks: bundle.tasks,
-    queues,
-    urls,
-    ...(tracking.jobs ? { jobs: tracking.jobs } : {}),
-  });
-  await publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() } })));
-  const jobs = tracking.jobs as DynamoJobStore;
-  const stats = tracking.stats as DynamoStatsStore;
+  const provisioned = await provisionVersion({ bundle, version, sqs, dynamo });
+  await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() } })));
+  const { jobs, stats } = provisioned;
   const queuedUnits = jobs.capacity.writeUnits;
   let settled = 0;
   let batches = 0;
-  const runtime = new DispatcherRuntime({
-    bundle,
-    version,
-    urls,
-    sqs: { client: sqs },
-    tracking,
-    memory: SHARED_PROCESS,
+  const runtime = provisioned.dispatcher({
     logger: silentLogger,
     observer: {
       onBatch: (r) => {

@@ -5,11 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createVersionTables } from '../adapters/dynamo-admin';
-import { SqsQueueClient } from '../adapters/sqs';
-import { createVersionQueues } from '../adapters/sqs-admin';
 import { validateVersion } from '../config';
-import { trackingFor } from '../dispatching/runtime';
 import type { BatchReport, DispatcherSummary } from '../dispatching/summary';
 import { ConfigError } from '../errors';
 import type { QueueUrls } from '../ports';
@@ -19,6 +15,7 @@ import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
 import type { JobStore, StatsStore } from '../tracking/model';
 import { type Emulators, startEmulators } from './emulators';
 import type { RunnerMessage } from './runner';
+import { provisionVersion } from './version';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -166,9 +163,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
   const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  const urls = await createVersionQueues(sqs, build.bundle.config, version);
-  const tables = await createVersionTables(dynamo, build.bundle.config, version);
-  const { jobs, stats } = trackingFor(build.bundle.config, tables, { client: dynamo }) as { jobs: JobStore; stats: StatsStore };
+  const { urls, tables, jobs, stats, queues } = await provisionVersion({ bundle: build.bundle, version, sqs, dynamo });
   const env: Record<string, string> = {
     AWS_REGION: region,
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
@@ -191,8 +186,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
   });
-  const publisherFor = (bundle: TaskBundle) =>
-    new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues: new SqsQueueClient({ client: sqs }), urls, jobs });
+  const publisherFor = (bundle: TaskBundle) => new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues, urls, jobs });
   let publisher = publisherFor(build.bundle);
 
   const dispatchers: ChildProcess[] = [];

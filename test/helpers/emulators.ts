@@ -2,8 +2,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createVersionQueues } from '../../lib/adapters/sqs-admin';
-import type { TaskworkerConfig } from '../../lib/config';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { buildTasksBundle } from '../../lib/tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../../lib/tasks/bundle';
@@ -40,11 +38,10 @@ export async function buildFixtureBundle(configFile = FIXTURE_CONFIG): Promise<T
 
 let versionCounter = 0;
 
-/** Fresh queues for one test: a unique version name keeps tests in a file apart. */
-export async function freshQueues(h: EmulatorHarness, config: TaskworkerConfig) {
+/** A version name no other test in this file uses: fresh queues and tables for each test. */
+export function nextVersion(): string {
   versionCounter += 1;
-  const version = `t${versionCounter}`;
-  return { version, urls: await createVersionQueues(h.sqs, config, version) };
+  return `t${versionCounter}`;
 }
 
 export function tempFile(name: string): string {

@@ -3,13 +3,14 @@ import { createVersionTables } from '../../lib/adapters/dynamo-admin';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { SHARED_PROCESS } from '../../lib/dispatching/memory-guard';
-import { DispatcherRuntime, trackingFor } from '../../lib/dispatching/runtime';
+import { type DispatcherRuntime, trackingFor } from '../../lib/dispatching/runtime';
 import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
+import { provisionVersion } from '../../lib/local/version';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
 import { Publisher } from '../../lib/publishing/publisher';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import type { JobStore } from '../../lib/tracking/model';
-import { buildFixtureBundle, type EmulatorHarness, freshQueues, startHarness, stopHarness } from './emulators';
+import { buildFixtureBundle, type EmulatorHarness, nextVersion, startHarness, stopHarness } from './emulators';
 
 export interface SystemOptions {
   /** Wraps the SQS adapter (fault injection, interference). */
@@ -24,28 +25,23 @@ export interface SystemOptions {
 
 /** Fresh queues (and tables) on the emulators, a publisher, and a way to start dispatchers on them. */
 export async function system(h: EmulatorHarness, bundle: TaskBundle, options: SystemOptions = {}) {
-  const { version, urls } = await freshQueues(h, bundle.config);
-  const sqs = new SqsQueueClient({ client: h.sqs });
   const dynamo = new DynamoDBClient({
     region: 'us-east-1',
     endpoint: h.emulators.dynamodbEndpoint,
     credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
-  const tables = options.tracked ? await createVersionTables(dynamo, bundle.config, version) : undefined;
-  const tracking = tables ? trackingFor(bundle.config, tables, { client: dynamo }) : undefined;
+  const tracked = options.tracked === true;
+  const provisioned = await provisionVersion({ bundle, version: nextVersion(), sqs: h.sqs, dynamo, recordQueued: tracked });
+  const { version, urls, queues: sqs, publisher } = provisioned;
   const reports: BatchReport[] = [];
   const runtimes: DispatcherRuntime[] = [];
   const dispatcher = (more: SystemOptions = {}) => {
     const wrap = more.wrapQueues ?? options.wrapQueues;
-    const runtime = new DispatcherRuntime({
-      bundle,
-      version,
-      urls,
-      sqs: { client: h.sqs },
+    const runtime = provisioned.dispatcher({
+      tracked,
       ...(wrap ? { queues: wrap(sqs) } : {}),
-      ...(tracking ? { tracking: more.wrapJobs && tracking.jobs ? { ...tracking, jobs: more.wrapJobs(tracking.jobs) } : tracking } : {}),
+      ...(more.wrapJobs ? { wrapJobs: more.wrapJobs } : {}),
       logger: more.logger ?? options.logger ?? silentLogger,
-      memory: SHARED_PROCESS,
       workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
       observer: { onBatch: (r) => reports.push(r) },
     });
@@ -53,14 +49,8 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
     return runtime;
   };
   const runtime = dispatcher();
-  const publisher = new Publisher({
-    config: bundle.config,
-    version,
-    tasks: bundle.tasks,
-    queues: sqs,
-    urls,
-    ...(tracking?.jobs ? { jobs: tracking.jobs } : {}),
-  });
+  const tracking = tracked ? { jobs: provisioned.jobs, stats: provisioned.stats } : undefined;
+  const tables = tracked ? provisioned.tables : undefined;
   const jobs = (): JobReport[] => reports.flatMap((r) => r.jobs);
   const archive = async () => {
     const messages = await sqs.receive(urls.archive, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });

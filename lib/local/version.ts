@@ -1,0 +1,94 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createVersionTables } from '../adapters/dynamo-admin';
+import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
+import { SqsQueueClient } from '../adapters/sqs';
+import { createVersionQueues } from '../adapters/sqs-admin';
+import { SHARED_PROCESS } from '../dispatching/memory-guard';
+import { DispatcherRuntime, type DispatcherRuntimeOptions, trackingFor } from '../dispatching/runtime';
+import type { QueueUrls } from '../ports';
+import { Publisher } from '../publishing/publisher';
+import type { TaskBundle } from '../tasks/bundle';
+import type { JobStore } from '../tracking/model';
+
+/** One release version's queues and tables on an SQS and a DynamoDB endpoint, and what works on them. */
+export interface ProvisionedVersion {
+  readonly version: string;
+  readonly bundle: TaskBundle;
+  readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
+  readonly tables: { readonly jobs: string; readonly stats: string };
+  /** The job and stats stores on the tables (DynamoDB adapters: they meter their write units). */
+  readonly jobs: DynamoJobStore;
+  readonly stats: DynamoStatsStore;
+  readonly queues: SqsQueueClient;
+  /** A publisher for the version that knows the bundle's tasks and records queued jobs. */
+  readonly publisher: Publisher;
+  /**
+   * A dispatcher in this process on the version: the real runtime, adapters and thread pool. It
+   * shares the process, so its memory guard is off. `sqs`/`dynamo` replace the clients it uses
+   * (a faulty one, say); `tracked: false` runs it without job records or stats.
+   */
+  dispatcher(options: InProcessDispatcherOptions): DispatcherRuntime;
+}
+
+export type InProcessDispatcherOptions = Omit<DispatcherRuntimeOptions, 'bundle' | 'version' | 'urls' | 'tracking' | 'sqs' | 'memory'> & {
+  readonly sqs?: SQSClient;
+  readonly dynamo?: DynamoDBClient;
+  /** @defaultValue true */
+  readonly tracked?: boolean;
+  /** Wraps the dispatcher's job store (interference with leases, in tests). */
+  readonly wrapJobs?: (jobs: JobStore) => JobStore;
+};
+
+/**
+ * Creates a version's queues (with their DLQs and the archive) and tables from the shared layout,
+ * as the stack does in AWS, on the given clients: what `taskworker dev`, the tests and the
+ * benchmarks all start from. Idempotent.
+ */
+export async function provisionVersion(options: {
+  readonly bundle: TaskBundle;
+  readonly version: string;
+  readonly sqs: SQSClient;
+  readonly dynamo: DynamoDBClient;
+  /** Whether the publisher writes `queued` records. @defaultValue true */
+  readonly recordQueued?: boolean;
+}): Promise<ProvisionedVersion> {
+  const { bundle, version } = options;
+  const urls = await createVersionQueues(options.sqs, bundle.config, version);
+  const tables = await createVersionTables(options.dynamo, bundle.config, version);
+  const { jobs, stats } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
+    jobs: DynamoJobStore;
+    stats: DynamoStatsStore;
+  };
+  const queues = new SqsQueueClient({ client: options.sqs });
+  return {
+    version,
+    bundle,
+    urls,
+    tables,
+    jobs,
+    stats,
+    queues,
+    publisher: new Publisher({
+      config: bundle.config,
+      version,
+      tasks: bundle.tasks,
+      queues,
+      urls,
+      ...(options.recordQueued === false ? {} : { jobs }),
+    }),
+    dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
+      // On the version's own client the dispatcher shares its stores (and their write meters).
+      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats };
+      return new DispatcherRuntime({
+        bundle,
+        version,
+        urls,
+        sqs: { client: sqs ?? options.sqs },
+        ...(tracked ? { tracking: wrapJobs && tracking.jobs ? { ...tracking, jobs: wrapJobs(tracking.jobs) } : tracking } : {}),
+        memory: SHARED_PROCESS,
+        ...rest,
+      });
+    },
+  };
+}
