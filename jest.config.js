@@ -7,6 +7,13 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j|mj)s$': '<rootDir>/test/esbuild-transform.js' },
   transformIgnorePatterns: ['/node_modules/(?!fauxqs/)'],
-  moduleNameMapper: { '^fauxqs$': '<rootDir>/node_modules/fauxqs/dist/app.js' },
+  moduleNameMapper: {
+    '^fauxqs$': '<rootDir>/node_modules/fauxqs/dist/app.js',
+    // The package's public entry points, from its sources (as tsconfig's paths have them).
+    '^taskworker$': '<rootDir>/lib/index.ts',
+    '^taskworker/cdk$': '<rootDir>/infra/index.ts',
+    '^taskworker/testing$': '<rootDir>/lib/testing/index.ts',
+    '^taskworker/runtime$': '<rootDir>/lib/tasks/runtime.ts',
+  },
   testTimeout: 60000,
 };

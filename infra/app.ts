@@ -1,17 +1,14 @@
 /**
- * The CDK app: one stack per release version, built from the same config module as the local
- * runtime.
+ * This repository's CDK app: one stack per release version of the example app, built with the
+ * public `taskworker/cdk` construct from the same config module as the local runtime.
  *
  *   npx cdk synth  -c version=v1
  *   npx cdk deploy -c version=v2 [-c config=path/to/taskworker.config.ts] [-c alarmTopic=create|<topic ARN>]
  *                                [-c retainData=false]
  */
-import { resolve } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { resolveConfig, validateVersion } from '../lib/config';
-import { ConfigError } from '../lib/errors';
-import { loadConfigModule, PACKAGE_ROOT } from '../lib/tasks/build';
-import { stackName, TaskworkerStack } from './stack';
+import { ConfigError, validateVersion } from 'taskworker';
+import { TaskworkerStack } from 'taskworker/cdk';
 
 /** Context keys the app reads (`-c key=value`). */
 export interface AppContext {
@@ -21,17 +18,14 @@ export interface AppContext {
   readonly retainData?: unknown;
 }
 
-/** Builds the app's one stack from `-c version=…` (required) and the config module. */
-export async function buildApp(app: App = new App()): Promise<{ app: App; stack: TaskworkerStack }> {
+/** Builds the app's one stack from `-c version=…` (required) and the config module (relative to the working directory). */
+export function buildApp(app: App = new App()): { app: App; stack: TaskworkerStack } {
   const context = (key: keyof AppContext): unknown => app.node.tryGetContext(key);
   const version = validateVersion(context('version'), 'version (cdk -c version=…)');
-  const configFile = resolve(PACKAGE_ROOT, stringContext('config', context('config')) ?? 'taskworker.config.ts');
-  const config = resolveConfig(await loadConfigModule(configFile));
   const alarmTopicValue = stringContext('alarmTopic', context('alarmTopic'));
-  const stack = new TaskworkerStack(app, stackName(version), {
-    config,
+  const stack = TaskworkerStack.forVersion(app, {
+    config: stringContext('config', context('config')) ?? 'taskworker.config.ts',
     version,
-    configFile,
     // The account and region the CLI resolved (none offline): the stack stays environment-agnostic then.
     ...(process.env.CDK_DEFAULT_ACCOUNT && process.env.CDK_DEFAULT_REGION
       ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
@@ -64,10 +58,10 @@ function retainData(value: unknown): boolean | undefined {
 }
 
 if (require.main === module) {
-  buildApp()
-    .then(({ app }) => app.synth())
-    .catch((error: unknown) => {
-      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-      process.exit(1);
-    });
+  try {
+    buildApp().app.synth();
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
 }

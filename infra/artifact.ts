@@ -13,21 +13,34 @@
  * local build fails, synth fails with esbuild's message instead of falling back to a container.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { AssetHashType, type BundlingOptions, DockerImage, type ILocalBundling } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { PACKAGE_ROOT } from '../lib/tasks/build';
+import type { TaskworkerConfig } from '../lib/config';
+import { FROM_SOURCE, PACKAGE_ROOT } from '../lib/tasks/package-root';
 
-export interface DispatcherCodeProps {
-  /** The app config module the artifact is built from (it names the tasks directory). */
-  readonly configFile: string;
+export type DispatcherCodeProps = {
   /** @default the config's `tasksDir`, relative to the config file */
   readonly tasksDir?: string;
   /** @default true */
   readonly minify?: boolean;
   /** Bundle the AWS SDK, or leave it to the runtime (see BENCHMARKS.md). @default true */
   readonly bundleAwsSdk?: boolean;
-}
+} & (
+  | {
+      /** The app config module the artifact is built from (it names the tasks directory). */
+      readonly configFile: string;
+      readonly config?: never;
+    }
+  | {
+      /** A resolved config given in the CDK app: bundled as JSON, with `tasksDir` (required then). */
+      readonly config: TaskworkerConfig;
+      readonly tasksDir: string;
+      readonly configFile?: never;
+    }
+);
 
 /** The options handed to `infra/build-artifact.ts` (as one JSON argument). */
 export interface BuildRequest {
@@ -43,31 +56,43 @@ export class ArtifactBundler implements ILocalBundling {
   constructor(private readonly props: DispatcherCodeProps) {}
 
   tryBundle(outputDir: string, _options: BundlingOptions): boolean {
-    const request: BuildRequest = {
-      configFile: resolve(this.props.configFile),
-      ...(this.props.tasksDir ? { tasksDir: resolve(this.props.tasksDir) } : {}),
-      outDir: outputDir,
-      minify: this.props.minify ?? true,
-      bundleAwsSdk: this.props.bundleAwsSdk ?? true,
-    };
-    const result = spawnSync(
-      process.execPath,
-      ['--import', 'tsx', join(PACKAGE_ROOT, 'infra', 'build-artifact.ts'), JSON.stringify(request)],
-      {
+    // A config given as an object travels to the build as a JSON module of its own.
+    const scratch = this.props.config ? mkdtempSync(join(tmpdir(), 'taskworker-config-')) : undefined;
+    try {
+      const configFile = scratch ? join(scratch, 'taskworker.config.json') : resolve(this.props.configFile as string);
+      if (scratch) writeFileSync(configFile, JSON.stringify(this.props.config));
+      const request: BuildRequest = {
+        configFile,
+        ...(this.props.tasksDir ? { tasksDir: resolve(this.props.tasksDir) } : {}),
+        outDir: outputDir,
+        minify: this.props.minify ?? true,
+        bundleAwsSdk: this.props.bundleAwsSdk ?? true,
+      };
+      const result = spawnSync(process.execPath, [...BUILD_ARTIFACT_COMMAND, JSON.stringify(request)], {
         cwd: PACKAGE_ROOT,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    if (result.error) throw new Error(`Cannot start the dispatcher artifact build: ${result.error.message}`, { cause: result.error });
-    if (result.status !== 0) {
-      throw new Error(
-        `Building the dispatcher artifact failed (exit ${result.status ?? result.signal}):\n${result.stderr}${result.stdout}`,
-      );
+      });
+      if (result.error) throw new Error(`Cannot start the dispatcher artifact build: ${result.error.message}`, { cause: result.error });
+      if (result.status !== 0) {
+        throw new Error(
+          `Building the dispatcher artifact failed (exit ${result.status ?? result.signal}):\n${result.stderr}${result.stdout}`,
+        );
+      }
+      return true;
+    } finally {
+      if (scratch) rmSync(scratch, { recursive: true, force: true });
     }
-    return true;
   }
 }
+
+/**
+ * The child process that builds the artifact: the compiled script in an installed package, the
+ * TypeScript source through tsx in this repository.
+ */
+const BUILD_ARTIFACT_COMMAND = FROM_SOURCE
+  ? ['--import', 'tsx', join(PACKAGE_ROOT, 'infra', 'build-artifact.ts')]
+  : [join(PACKAGE_ROOT, 'dist', 'cjs', 'infra', 'build-artifact.js')];
 
 /**
  * Lambda code built by {@link ArtifactBundler}. Its hash is the output's, so a change to any task,
@@ -80,7 +105,7 @@ export class ArtifactBundler implements ILocalBundling {
  * ```
  */
 export function dispatcherCode(props: DispatcherCodeProps): lambda.AssetCode {
-  return lambda.Code.fromAsset(dirname(resolve(props.configFile)), {
+  return lambda.Code.fromAsset(props.configFile ? dirname(resolve(props.configFile)) : resolve(props.tasksDir as string), {
     assetHashType: AssetHashType.OUTPUT,
     bundling: {
       // Required by the type; never pulled or run, since local bundling always succeeds or throws.

@@ -3,6 +3,7 @@
  * Task modules import `defineTask`; publishers use `Publisher`; config files use `defineConfig`.
  */
 
+export { trackingFor } from './adapters/dynamo-tracking';
 export {
   type DispatcherConfigInput,
   defineConfig,
@@ -15,10 +16,10 @@ export {
   type TaskworkerConfigInput,
   type TrackingMode,
   tableNames,
+  validateVersion,
 } from './config';
 export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './dispatching/archive';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './dispatching/backoff';
-export { trackingFor } from './dispatching/runtime';
 export * from './errors';
 export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './publishing/envelope';
 export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publishing/publisher';

@@ -9,6 +9,7 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import type { TaskworkerConfig } from '../config';
 import type { ArchiveReason } from '../dispatching/archive';
 import type { SerializedError } from '../dispatching/executor/types';
 import { JOBS_BY_QUEUE_STATE_INDEX } from '../layout/tables';
@@ -583,4 +584,25 @@ export class DynamoStatsStore implements StatsStore {
     for (const [k, v] of Object.entries(raw)) if (k.startsWith('archived_')) archived[k.slice('archived_'.length)] = v;
     return { queue, day, counters, archived, wait: duration('wait'), run: duration('run') };
   }
+}
+
+/** Job and stats stores on a version's DynamoDB tables, with the config's retention settings. */
+export function trackingFor(
+  config: TaskworkerConfig,
+  tables: { jobs?: string | undefined; stats?: string | undefined },
+  dynamo: DynamoClientOption = {},
+): { jobs?: DynamoJobStore; stats?: DynamoStatsStore } {
+  const client = dynamoClientFrom(dynamo);
+  return {
+    ...(tables.jobs
+      ? {
+          jobs: new DynamoJobStore(
+            tables.jobs,
+            { historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays },
+            { client },
+          ),
+        }
+      : {}),
+    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }) } : {}),
+  };
 }

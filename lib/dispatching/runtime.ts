@@ -177,24 +177,3 @@ export function queueUrlsFromEnv(value: string | undefined): QueueUrls | undefin
   }
   return urls as QueueUrls;
 }
-
-/** Job and stats stores on a version's DynamoDB tables, with the config's retention settings. */
-export function trackingFor(
-  config: TaskworkerConfig,
-  tables: { jobs?: string | undefined; stats?: string | undefined },
-  dynamo: DynamoClientOption = {},
-): Omit<Tracking, 'version'> {
-  const client = dynamoClientFrom(dynamo);
-  return {
-    ...(tables.jobs
-      ? {
-          jobs: new DynamoJobStore(
-            tables.jobs,
-            { historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays },
-            { client },
-          ),
-        }
-      : {}),
-    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }) } : {}),
-  };
-}

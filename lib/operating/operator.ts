@@ -1,10 +1,10 @@
 import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import type { DynamoClientOption } from '../adapters/dynamo-tracking';
+import { trackingFor } from '../adapters/dynamo-tracking';
 import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../dispatching/archive';
-import { trackingFor } from '../dispatching/runtime';
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
 import type { DeadLetterMover, QueueClient, QueueDepth, QueueDirectory, QueueUrls, ReceivedMessage } from '../ports';
 import { decodeEnvelope, pinEnvelope } from '../publishing/envelope';

@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { stackName, TaskworkerStack, type TaskworkerStackProps } from '../../infra/stack';
@@ -16,7 +16,7 @@ export interface SynthOptions {
   readonly configFile?: string;
   /** Build the dispatcher artifact (slow); template tests skip it. @defaultValue false */
   readonly bundling?: boolean;
-  readonly props?: Partial<Omit<TaskworkerStackProps, 'config' | 'version' | 'configFile'>>;
+  readonly props?: Partial<Omit<TaskworkerStackProps, 'config' | 'version' | 'tasksDir'>>;
 }
 
 export interface Synthesized {
@@ -36,12 +36,13 @@ export function synthStack(options: SynthOptions = {}): Synthesized {
   });
   const version = options.version ?? 'v1';
   const config = resolveConfig(options.config ?? exampleConfig);
-  const stack = new TaskworkerStack(app, stackName(version), {
-    config,
-    version,
-    configFile: options.configFile ?? EXAMPLE_CONFIG_FILE,
-    ...options.props,
-  });
+  // A config object stands for the module it came from: the construct gets the file (with a
+  // given object, the module's tasks directory), as a user's CDK app would give it.
+  const configFile = options.configFile ?? EXAMPLE_CONFIG_FILE;
+  const source = options.config
+    ? { config: options.config, tasksDir: join(dirname(configFile), options.config.tasksDir ?? exampleConfig.tasksDir ?? 'tasks') }
+    : { config: configFile };
+  const stack = new TaskworkerStack(app, stackName(config.app, version), { ...source, version, ...options.props });
   return { app, stack, config, template: Template.fromStack(stack), outdir };
 }
 

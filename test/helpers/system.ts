@@ -1,9 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
+import { trackingFor } from '../../lib/adapters/dynamo-tracking';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { SHARED_PROCESS } from '../../lib/dispatching/memory-guard';
-import { type DispatcherRuntime, trackingFor } from '../../lib/dispatching/runtime';
+import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
 import { provisionVersion } from '../../lib/local/version';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';

@@ -12,9 +12,9 @@ function appWith(context: Record<string, unknown>) {
 }
 
 describe('infra/app.ts context options', () => {
-  it('builds Taskworker-<version> from taskworker.config.ts by default', async () => {
+  it('builds Taskworker-<app>-<version> from taskworker.config.ts by default', async () => {
     const { app, stack } = await appWith({ version: 'v12' });
-    expect(app.node.children.map((c) => c.node.id)).toEqual(['Taskworker-v12']);
+    expect(app.node.children.map((c) => c.node.id)).toEqual(['Taskworker-taskworker-v12']);
     Template.fromStack(stack).hasResourceProperties('AWS::SQS::Queue', { QueueName: 'taskworker-v12-high_priority' });
   });
 
@@ -43,9 +43,8 @@ describe('infra/app.ts context options', () => {
     [{ version: 'v1', alarmTopic: 'ops-team' }, /alarmTopic \(cdk -c alarmTopic=…\) = "ops-team": expected "create" or an SNS topic ARN/],
     [{ version: 'v1', retainData: 'no' }, /retainData \(cdk -c retainData=…\) = "no": expected true or false/],
     [{ version: 'v1', config: '' }, /config \(cdk -c config=…\) = "": expected a non-empty string/],
-  ])('rejects bad context %j, naming the option', async (context, message) => {
-    const built = appWith(context);
-    await expect(built).rejects.toThrow(ConfigError);
-    await expect(built).rejects.toThrow(message);
+  ])('rejects bad context %j, naming the option', (context, message) => {
+    expect(() => appWith(context)).toThrow(ConfigError);
+    expect(() => appWith(context)).toThrow(message);
   });
 });

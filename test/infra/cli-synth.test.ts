@@ -26,11 +26,11 @@ function cdkSynth(...args: string[]) {
 }
 
 describe('npx cdk synth (the CLI pinned in package.json)', () => {
-  it('synthesizes Taskworker-v1 from taskworker.config.ts, building the dispatcher artifact', () => {
+  it('synthesizes Taskworker-taskworker-v1 from taskworker.config.ts, building the dispatcher artifact', () => {
     const result = cdkSynth('-c', 'version=v1');
     expect(result.stderr).not.toMatch(/Error/);
     expect(result.status).toBe(0);
-    const template = JSON.parse(readFileSync(join(result.outdir, 'Taskworker-v1.template.json'), 'utf8')) as {
+    const template = JSON.parse(readFileSync(join(result.outdir, 'Taskworker-taskworker-v1.template.json'), 'utf8')) as {
       Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
     };
     const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function');

@@ -35,7 +35,7 @@ describe('cdk-nag AwsSolutions checks', () => {
     const acks = acknowledgements(stack);
     // (CDK records the id in its own normalised form, `Annotation::<id>`.)
     expect(acks.map(({ path, id }) => ({ path, id }))).toEqual([
-      { path: 'Taskworker-v1/Queues/ArchiveQueue', id: expect.stringMatching(/(^|::)AwsSolutions-SQS3$/) },
+      { path: 'Taskworker-taskworker-v1/Taskworker/Queues/ArchiveQueue', id: expect.stringMatching(/(^|::)AwsSolutions-SQS3$/) },
     ]);
     for (const ack of acks) expect(ack.reason).toMatch(/end of the line.*DLQ behind it would never receive anything/);
   });

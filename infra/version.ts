@@ -1,0 +1,252 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { ArnFormat, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import {
+  archiveQueueName,
+  queueResourceName,
+  resolveConfig,
+  type TaskworkerConfig,
+  type TaskworkerConfigInput,
+  tableNames,
+  validateVersion,
+} from '../lib/config';
+import { ConfigError } from '../lib/errors';
+import { loadConfigModuleSync } from '../lib/tasks/build';
+import { type DispatcherCodeProps, dispatcherCode } from './artifact';
+import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher';
+import { TaskworkerMonitoring } from './monitoring';
+import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
+import { TaskworkerQueues } from './queues';
+import { TaskworkerTables } from './tables';
+
+export interface TaskworkerVersionProps {
+  /**
+   * The app config: the path of its module (`taskworker.config.ts`, or a JSON file), relative to
+   * the CDK app's working directory (your project, where `cdk.json` is) or absolute; or the config
+   * itself. The dispatcher's code is built from this module and the tasks directory.
+   */
+  readonly config: string | TaskworkerConfigInput;
+  /** Release version, e.g. `v42`: in every resource name, so versions live side by side. */
+  readonly version: string;
+  /**
+   * The task modules' directory, relative to the working directory or absolute.
+   * @default the config's `tasksDir`, relative to the config module (to the working directory when `config` is an object)
+   */
+  readonly tasksDir?: string;
+  /** Replaces the built dispatcher code (tests). @default the artifact built from the config and tasks */
+  readonly code?: lambda.Code;
+  /**
+   * Alarm notifications: an existing topic, `'create'` for a new encrypted topic (exposed as
+   * `alarmTopic`; subscribe to it), or none.
+   * @default no alarm actions
+   */
+  readonly alarmTopic?: sns.ITopic | 'create';
+  /** An existing topic for alarm notifications, by ARN (instead of `alarmTopic`). */
+  readonly alarmTopicArn?: string;
+  /**
+   * Keep the archive, DLQs and tables when the version is destroyed, so nothing archived or
+   * recorded is lost with it. `false` destroys everything with it.
+   * @default true
+   */
+  readonly retainData?: boolean;
+  /** The dispatcher's reserved concurrency. @default config.dispatcher.maxConcurrency */
+  readonly reservedConcurrency?: number;
+  /** @default 'INFO' */
+  readonly logLevel?: DispatcherLogLevel;
+}
+
+export interface GrantPublishOptions {
+  /**
+   * Also let the grantee write the `queued` record a `Publisher` with `recordQueued` writes
+   * (`dynamodb:UpdateItem` on the jobs table).
+   * @default false
+   */
+  readonly recordQueued?: boolean;
+}
+
+/**
+ * One release version of a taskworker app, in your own stack: its queues (each with a DLQ), the
+ * archive queue, the jobs and stats tables, the dispatcher function on its schedule, alarms, a
+ * dashboard and a publisher policy. Deploy the next version beside it, move publishers over, let
+ * this one drain (`taskworker status --version …` says `drained`), remove it.
+ *
+ * @example
+ * ```ts
+ * import { App, Stack } from 'aws-cdk-lib';
+ * import { TaskworkerVersion } from 'taskworker/cdk';
+ *
+ * const app = new App();
+ * const stack = new Stack(app, 'Orders');
+ * const v1 = new TaskworkerVersion(stack, 'TasksV1', { config: './taskworker.config.ts', version: 'v1' });
+ * v1.grantPublish(apiRole);
+ * ```
+ */
+export class TaskworkerVersion extends Construct {
+  /** The resolved config the version was made from. */
+  public readonly config: TaskworkerConfig;
+  public readonly version: string;
+  /** Work queues by configured queue name. */
+  public readonly queues: Readonly<Record<string, sqs.IQueue>>;
+  /** Each work queue's dead-letter queue, by configured queue name. */
+  public readonly deadLetterQueues: Readonly<Record<string, sqs.IQueue>>;
+  /** Where the dispatcher parks the jobs it gives up on, with the reason. */
+  public readonly archive: sqs.IQueue;
+  public readonly jobsTable: dynamodb.ITable;
+  public readonly statsTable: dynamodb.ITable;
+  public readonly dispatcher: lambda.IFunction;
+  public readonly dispatcherRole: iam.IRole;
+  public readonly alarms: readonly cloudwatch.IAlarm[];
+  public readonly dashboard: cloudwatch.Dashboard;
+  /** The managed policy publishers attach: SendMessage to this version's work queues, nothing else. */
+  public readonly publisherPolicy: iam.ManagedPolicy;
+  /** The topic alarms notify, when one was given or created. */
+  public readonly alarmTopic: sns.ITopic | undefined;
+
+  constructor(scope: Construct, id: string, props: TaskworkerVersionProps) {
+    super(scope, id);
+    // Validated before anything is named after it.
+    const version = validateVersion(props.version);
+    const source = configSource(props);
+    const config = resolveConfig(source.input);
+    this.config = config;
+    this.version = version;
+    Tags.of(this).add('taskworker:app', config.app);
+    Tags.of(this).add('taskworker:version', version);
+    const dataRemoval = props.retainData === false ? RemovalPolicy.DESTROY : undefined;
+
+    const queues = new TaskworkerQueues(this, 'Queues', { config, version, ...(dataRemoval ? { removalPolicy: dataRemoval } : {}) });
+    const tables = new TaskworkerTables(this, 'Tables', { config, version, ...(dataRemoval ? { removalPolicy: dataRemoval } : {}) });
+    const dispatcher = new TaskworkerDispatcher(this, 'Dispatcher', {
+      config,
+      version,
+      code: props.code ?? dispatcherCode(source.code(config)),
+      queues: queues.queues,
+      archive: queues.archive,
+      jobsTable: tables.jobs,
+      statsTable: tables.stats,
+      ...(props.reservedConcurrency !== undefined ? { reservedConcurrency: props.reservedConcurrency } : {}),
+      ...(props.logLevel ? { logLevel: props.logLevel } : {}),
+    });
+    if (props.alarmTopic && props.alarmTopicArn) {
+      throw new ConfigError('alarmTopicArn', props.alarmTopicArn, 'no alarmTopic beside it (give one or the other)');
+    }
+    this.alarmTopic =
+      props.alarmTopic === 'create'
+        ? this.createAlarmTopic(config, version)
+        : (props.alarmTopic ?? (props.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined));
+    const monitoring = new TaskworkerMonitoring(this, 'Monitoring', {
+      config,
+      version,
+      queues: queues.queues,
+      deadLetterQueues: queues.deadLetterQueues,
+      archive: queues.archive,
+      dispatcher: dispatcher.function,
+      ...(this.alarmTopic ? { alarmTopic: this.alarmTopic } : {}),
+    });
+    this.publisherPolicy = new TaskworkerPublisherPolicy(this, 'Publisher', {
+      queues: Object.values(queues.queues),
+      managedPolicyName: `${config.app}-${version}-publisher`,
+    }).policy;
+
+    this.queues = queues.queues;
+    this.deadLetterQueues = queues.deadLetterQueues;
+    this.archive = queues.archive;
+    this.jobsTable = tables.jobs;
+    this.statsTable = tables.stats;
+    this.dispatcher = dispatcher.function;
+    this.dispatcherRole = dispatcher.role;
+    this.alarms = monitoring.alarms;
+    this.dashboard = monitoring.dashboard;
+  }
+
+  /**
+   * Lets `grantee` publish to this version's work queues (and, with `recordQueued`, write queued
+   * job records). The ARNs are built from the resource names in the grantee's own stack, so a role
+   * in another stack gets a policy there that refers to nothing of this one: no cross-stack export,
+   * nothing that keeps this version from being destroyed when its time comes.
+   */
+  grantPublish(grantee: iam.IGrantable, options: GrantPublishOptions = {}): iam.Grant {
+    const { app } = this.config;
+    const stack = Stack.of(Construct.isConstruct(grantee) ? grantee : this);
+    const arn = (service: string, resource: string, resourceName?: string) =>
+      stack.formatArn({ service, resource, ...(resourceName ? { resourceName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME } : {}) });
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: PUBLISHER_ACTIONS,
+      resourceArns: this.config.queues.map((q) => arn('sqs', queueResourceName(app, this.version, q.name))),
+    });
+    if (!options.recordQueued) return grant;
+    return grant.combine(
+      iam.Grant.addToPrincipal({
+        grantee,
+        actions: ['dynamodb:UpdateItem'],
+        resourceArns: [arn('dynamodb', 'table', tableNames(app, this.version).jobs)],
+      }),
+    );
+  }
+
+  /** The version's queue names (`<app>-<version>-<queue>`), by configured queue, and its archive's. */
+  queueNames(): { readonly queues: Readonly<Record<string, string>>; readonly archive: string } {
+    const { app } = this.config;
+    return {
+      queues: Object.fromEntries(this.config.queues.map((q) => [q.name, queueResourceName(app, this.version, q.name)])),
+      archive: archiveQueueName(app, this.version),
+    };
+  }
+
+  /** An SNS topic CloudWatch can publish to: encrypted with a key whose policy lets CloudWatch use it, TLS only. */
+  private createAlarmTopic(config: TaskworkerConfig, version: string): sns.Topic {
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: `taskworker ${config.app} ${version} alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // The AWS-managed SNS key cannot be used: its policy does not let CloudWatch encrypt with it.
+    key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    return new sns.Topic(this, 'AlarmTopic', {
+      topicName: `${config.app}-${version}-alarms`,
+      displayName: `taskworker ${config.app} ${version} alarms`,
+      masterKey: key,
+      enforceSSL: true,
+    });
+  }
+}
+
+/**
+ * Where the config comes from: a module (read now; the artifact is built from it), or an object
+ * given in the CDK app. Paths resolve against the working directory, the user's project.
+ */
+function configSource(props: TaskworkerVersionProps): {
+  readonly input: unknown;
+  /** What the dispatcher's code is built from, once the config is resolved. */
+  readonly code: (config: TaskworkerConfig) => DispatcherCodeProps;
+} {
+  const tasksDir = props.tasksDir === undefined ? undefined : existingDir('tasksDir', props.tasksDir);
+  if (typeof props.config !== 'string') {
+    const dir = tasksDir ?? existingDir('config.tasksDir', props.config.tasksDir ?? 'tasks');
+    return { input: props.config, code: (config) => ({ config, tasksDir: dir }) };
+  }
+  const file = inProject('config', props.config);
+  if (!existsSync(file)) throw new ConfigError('config', props.config, `a config module (resolved against ${process.cwd()}: ${file})`);
+  return { input: loadConfigModuleSync(file), code: () => ({ configFile: file, ...(tasksDir ? { tasksDir } : {}) }) };
+}
+
+function existingDir(field: string, path: string): string {
+  const dir = inProject(field, path);
+  if (!existsSync(dir)) throw new ConfigError(field, path, `a directory of task modules (resolved against ${process.cwd()}: ${dir})`);
+  return dir;
+}
+
+/** A path the user gave, against the working directory (the user's project), never the package. */
+export function inProject(field: string, path: string): string {
+  if (path.length === 0) throw new ConfigError(field, path, 'a path');
+  return isAbsolute(path) ? path : resolve(process.cwd(), path);
+}
