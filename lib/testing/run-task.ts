@@ -1,0 +1,114 @@
+import { type Verdict, decide } from '../dispatching/decide';
+import { InlineExecutor } from '../dispatching/executor/inline';
+import type { TaskOutcome } from '../dispatching/executor/types';
+import type { Random } from '../random';
+import type { TaskDefinition } from '../tasks/task';
+
+export interface RunTaskOptions {
+  /** @defaultValue 1 */
+  readonly attempt?: number;
+  /** @defaultValue `'test-job'` */
+  readonly jobId?: string;
+  readonly appData?: unknown;
+  /** @defaultValue the attempt */
+  readonly fencingToken?: number;
+  /** @defaultValue the task's own limit */
+  readonly timeLimitMs?: number;
+  /** After the limit, how long the run may go on before it is given up as timed out. @defaultValue 100 */
+  readonly killGraceMs?: number;
+  /**
+   * What `ctx.heartbeat()` learns: true keeps the job (the default), false makes it reject with
+   * `LeaseLostError`, as when a newer attempt took the job over.
+   */
+  readonly heartbeat?: () => boolean | Promise<boolean>;
+  /** The backoff's jitter for the verdict. @defaultValue Math.random */
+  readonly random?: Random;
+}
+
+export interface TaskRunResult<R = unknown> {
+  /** How the run ended, judged as the dispatcher judges it. */
+  readonly status: TaskOutcome['status'];
+  /** What `run` returned, when it succeeded. */
+  readonly result?: R;
+  /** What `run` (or `validate`) threw, as thrown. */
+  readonly error?: unknown;
+  /**
+   * What the dispatcher would do next with this outcome at this attempt: nothing more
+   * (`succeeded`), another attempt after `seconds`, or the archive with its reason.
+   */
+  readonly verdict: Verdict;
+  /** Calls the task made to `ctx.heartbeat()`. */
+  readonly heartbeats: number;
+  readonly durationMs: number;
+}
+
+/**
+ * Runs one task definition as the dispatcher would, in this process: `validate`, then `run` with a
+ * context of your choosing (attempt, job id, app data, a signal that fires at the time limit, a
+ * heartbeat you control), and the verdict the dispatcher would reach. For unit tests of your tasks.
+ *
+ * @example
+ * ```ts
+ * import { runTask } from 'taskworker/testing';
+ * import chargeCard from '../tasks/charge-card';
+ *
+ * const run = await runTask(chargeCard, { order: 'o-1', cents: 1999 }, { attempt: 4 });
+ * expect(run.verdict).toEqual({ kind: 'archive', reason: 'exhausted' });
+ * ```
+ */
+export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown, options: RunTaskOptions = {}): Promise<TaskRunResult<R>> {
+  const attempt = options.attempt ?? 1;
+  const seen: { result?: R; error?: unknown } = {};
+  // The definition as given, watched: its return value and its throw as they are, not as the
+  // dispatcher serializes them.
+  const watched = {
+    ...(task as TaskDefinition),
+    validate: task.validate
+      ? (value: unknown) => {
+          try {
+            return (task.validate as (v: unknown) => unknown)(value);
+          } catch (error) {
+            seen.error = error;
+            throw error;
+          }
+        }
+      : undefined,
+    run: async (value: unknown, ctx: Parameters<TaskDefinition['run']>[1]) => {
+      try {
+        const result = await task.run(value as P, ctx);
+        seen.result = result;
+        return result;
+      } catch (error) {
+        seen.error = error;
+        throw error;
+      }
+    },
+  } as TaskDefinition;
+  let heartbeats = 0;
+  const executor = new InlineExecutor(new Map([[task.name, watched]]), options.killGraceMs ?? 100);
+  const outcome = await executor.run(
+    {
+      task: task.name,
+      jobId: options.jobId ?? 'test-job',
+      queue: task.queue,
+      attempt,
+      payload,
+      appData: options.appData ?? null,
+      timeLimitMs: options.timeLimitMs ?? task.timeLimitSeconds * 1000,
+      fencingToken: options.fencingToken ?? attempt,
+    },
+    {
+      heartbeat: async () => {
+        heartbeats += 1;
+        return options.heartbeat ? options.heartbeat() : true;
+      },
+    },
+  );
+  return {
+    status: outcome.status,
+    ...(outcome.status === 'succeeded' ? { result: seen.result as R } : { error: seen.error ?? outcome.error }),
+    verdict: decide(outcome, attempt, task, options.random ?? Math.random),
+    heartbeats,
+    durationMs: outcome.durationMs,
+  };
+}
