@@ -2,11 +2,12 @@
 
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
-const { execFileSync } = require('node:child_process');
 
-const root = join(__dirname, '..');
-const cli = join(root, 'dist', 'cli.js');
-if (!existsSync(cli)) execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+const cli = join(__dirname, '..', 'dist', 'cli.js');
+if (!existsSync(cli)) {
+  process.stderr.write('taskworker: the command is not built here (no dist/cli.js): run `npm run build` in this checkout\n');
+  process.exit(1);
+}
 require(cli)
   .main(process.argv.slice(2))
   .then((code) => {

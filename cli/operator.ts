@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
+import { cloudWatchOldestAge } from '../lib/adapters/cloudwatch';
 import { resolveConfig } from '../lib/config';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/dispatching/archive';
 import {
   type ArchiveFilter,
-  cloudWatchForStatus,
   listArchived,
   type OperatorContext,
   operatorContext,
@@ -51,8 +51,8 @@ async function context(values: Values): Promise<OperatorContext & { readonly loc
   const version = values.version ?? local?.version;
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
   const config = resolveConfig(await loadConfigModule(findConfigFile(values.config ?? local?.configFile)));
-  const cloudwatch = cloudWatchForStatus();
-  return { ...(await operatorContext({ config, version, ...(cloudwatch ? { cloudwatch } : {}) })), local };
+  const oldestAge = cloudWatchOldestAge();
+  return { ...(await operatorContext({ config, version, ...(oldestAge ? { oldestAge } : {}) })), local };
 }
 
 function queueOption(ctx: OperatorContext, queue: string | undefined): string[] {

@@ -25,7 +25,9 @@ export function renderStatus(status: VersionStatus): string {
     table(['queue', 'priority', 'visible', 'in flight', 'delayed', 'oldest', 'SLA', 'DLQ', `wait p50 (${status.day})`, 'wait p99'], rows),
   ];
   if (status.queues.every((q) => q.oldestAgeSeconds === undefined)) {
-    lines.push('oldest: ApproximateAgeOfOldestMessage comes from CloudWatch, which the local emulators do not have.');
+    lines.push(
+      'oldest: ApproximateAgeOfOldestMessage comes from CloudWatch: not on the local emulators, and only where @aws-sdk/client-cloudwatch is installed.',
+    );
   }
   return lines.join('\n');
 }

@@ -2,11 +2,12 @@ import { TaskworkerError } from '../lib/errors';
 import { VersionNotFoundError } from '../lib/operating/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
+import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
 import { UsageError } from './shared';
 
-const USAGE = ['usage:', DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, OPERATOR_USAGE].join('\n\n');
+const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, OPERATOR_USAGE].join('\n\n');
 
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -17,6 +18,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
+      case 'init':
+        await initCommand(rest);
+        return 0;
       case 'dev':
         await devCommand(rest);
         return 0;

@@ -1,5 +1,93 @@
-// Builds the CLI into dist/cli.js.
+// Builds the package into dist/:
+//   dist/cjs/       the library compiled by tsc, one CommonJS module per source file, with .d.ts and
+//                   source maps: what `require('taskworker')`, `taskworker/cdk`, … load
+//   dist/esm/       the same entry points as ES modules (esbuild, split so the entries share one copy
+//                   of the library): what `import` and bundlers load
+//   dist/artifact/  the dispatcher handler and the local runner, prebuilt (they hold no user code);
+//                   only a user's tasks.cjs is built on their machine
+//   dist/cli.js     the `taskworker` command
+//
+//   node scripts/build.mjs          everything (npm run build, prepare, prepack)
+//   node scripts/build.mjs --cli    the command only (npm start, npm run dev: the repo runs from sources)
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { nodeEntryOptions } from './esbuild-node.mjs';
 
-await build({ ...nodeEntryOptions, entryPoints: ['cli/taskworker.ts'], outfile: 'dist/cli.js' });
+const root = fileURLToPath(new URL('..', import.meta.url));
+const require = createRequire(import.meta.url);
+const cliOnly = process.argv.includes('--cli');
+
+/** The public entry points: export name → source. */
+const ENTRIES = {
+  index: 'lib/index.ts',
+  testing: 'lib/testing/index.ts',
+  runtime: 'lib/tasks/runtime.ts',
+  cdk: 'infra/index.ts',
+};
+/**
+ * Entry points whose ES build is a bundle of its own. `taskworker/cdk` is not one: it finds the
+ * package's files and loads its optional peers (esbuild) at synth, which needs CommonJS's
+ * `require` and `__dirname`; its ES entry re-exports the CommonJS build (aws-cdk-lib and
+ * constructs are CommonJS only anyway, so an ES CDK app loads them that way too).
+ */
+const ES_BUNDLED = ['index', 'testing', 'runtime'];
+
+async function cli() {
+  await build({ ...nodeEntryOptions, entryPoints: ['cli/taskworker.ts'], outfile: 'dist/cli.js' });
+}
+
+if (cliOnly) {
+  await cli();
+  process.exit(0);
+}
+
+rmSync(`${root}dist`, { recursive: true, force: true });
+
+// CommonJS and declarations.
+execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+
+// ES modules: one bundle per entry point over shared chunks (one copy of the library across
+// them), packages left to the user's install. The tasks a user bundles import these, so they
+// hold nothing a CommonJS bundle could not hold (no import.meta, no require of their own).
+await build({
+  absWorkingDir: root,
+  entryPoints: Object.fromEntries(ES_BUNDLED.map((name) => [name, ENTRIES[name]])),
+  outdir: 'dist/esm',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  chunkNames: 'chunks/[name]-[hash]',
+});
+writeFileSync(`${root}dist/esm/package.json`, `${JSON.stringify({ type: 'module' })}\n`);
+writeFileSync(`${root}dist/esm/cdk.js`, "export * from '../cjs/infra/index.js';\n");
+// The ES entry points' types are the compiled declarations, re-exported.
+for (const [name, source] of Object.entries(ENTRIES)) {
+  const target = `../cjs/${source.replace(/\.ts$/, '.js')}`;
+  writeFileSync(`${root}dist/esm/${name}.d.ts`, `export * from '${target}';\n`);
+}
+
+// The prebuilt handler and local runner: bundled, the AWS SDK included, as Lambda runs them.
+mkdirSync(`${root}dist/artifact`, { recursive: true });
+const artifact = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  minify: true,
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  external: ['fauxqs', 'dynalite', 'esbuild'],
+};
+await build({ ...artifact, entryPoints: ['functions/dispatcher.ts'], outfile: 'dist/artifact/index.js' });
+await build({ ...artifact, entryPoints: ['lib/local/runner.ts'], outfile: 'dist/artifact/runner.js' });
+
+await cli();

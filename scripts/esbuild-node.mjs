@@ -1,6 +1,6 @@
-// esbuild options for this repo's Node entry points (the CLI, benchmarks): CommonJS, packages
-// left external (resolved from node_modules at run time) except fauxqs, which ships ESM only
-// and so is bundled into the CommonJS output.
+// esbuild options for this repo's Node entry points (the CLI, benchmarks): CommonJS, packages left
+// external (resolved from node_modules at run time; the emulators are optional peers, loaded when
+// `taskworker dev` starts them), the package's own entry points taken from the sources.
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -13,13 +13,11 @@ export const nodeEntryOptions = {
   sourcemap: 'linked',
   logLevel: 'warning',
   absWorkingDir: root,
-  alias: { taskworker: './lib/index.ts', 'taskworker/runtime': './lib/tasks/runtime.ts', 'taskworker/testing': './lib/testing/index.ts' },
-  plugins: [
-    {
-      name: 'external-packages-but-fauxqs',
-      setup(b) {
-        b.onResolve({ filter: /^[^./]/ }, (args) => (args.path === 'fauxqs' ? undefined : { path: args.path, external: true }));
-      },
-    },
-  ],
+  alias: {
+    taskworker: './lib/index.ts',
+    'taskworker/runtime': './lib/tasks/runtime.ts',
+    'taskworker/testing': './lib/testing/index.ts',
+    'taskworker/cdk': './infra/index.ts',
+  },
+  packages: 'external',
 };

@@ -1,4 +1,3 @@
-import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import type { DynamoClientOption } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
 import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
@@ -45,16 +44,19 @@ export interface OperatorContext {
   readonly stats: StatsStore;
   readonly clock: Clock;
   /** Age of the oldest message per queue resource name (CloudWatch), when available. */
-  readonly oldestAge?: (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
+  readonly oldestAge?: OldestAge;
 }
+
+/** Seconds, per queue resource name; undefined where unknown. */
+export type OldestAge = (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
 
 export interface OperatorOptions {
   readonly config: TaskworkerConfig;
   readonly version: string;
   readonly sqs?: SqsClientOption;
   readonly dynamo?: DynamoClientOption;
-  /** Read ApproximateAgeOfOldestMessage from CloudWatch (AWS only; emulators have none). */
-  readonly cloudwatch?: CloudWatchClient;
+  /** Age of the oldest message per queue resource name, e.g. {@link cloudWatchOldestAge}'s (AWS only; emulators have none). */
+  readonly oldestAge?: OldestAge;
   readonly clock?: Clock;
 }
 
@@ -82,7 +84,6 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     jobs: JobStore;
     stats: StatsStore;
   };
-  const cloudwatch = options.cloudwatch;
   return {
     config: options.config,
     version: options.version,
@@ -91,37 +92,8 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     jobs,
     stats,
     clock: options.clock ?? systemClock,
-    ...(cloudwatch ? { oldestAge: (names: readonly string[]) => oldestAgeFromCloudWatch(cloudwatch, names) } : {}),
+    ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
   };
-}
-
-/** ApproximateAgeOfOldestMessage (max over the last 5 minutes) per queue, seconds. */
-async function oldestAgeFromCloudWatch(
-  cloudwatch: CloudWatchClient,
-  names: readonly string[],
-): Promise<Record<string, number | undefined>> {
-  const end = new Date();
-  const start = new Date(end.getTime() - 5 * 60_000);
-  const out = await cloudwatch.send(
-    new GetMetricDataCommand({
-      StartTime: start,
-      EndTime: end,
-      MetricDataQueries: names.map((name, i) => ({
-        Id: `q${i}`,
-        MetricStat: {
-          Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: [{ Name: 'QueueName', Value: name }] },
-          Period: 60,
-          Stat: 'Maximum',
-        },
-      })),
-    }),
-  );
-  const ages: Record<string, number | undefined> = {};
-  names.forEach((name, i) => {
-    const result = out.MetricDataResults?.find((r) => r.Id === `q${i}`);
-    ages[name] = result?.Values?.[0];
-  });
-  return ages;
 }
 
 export interface QueueStatus {
@@ -379,10 +351,4 @@ async function moveMessages(ctx: OperatorContext, fromUrl: string, toUrl: string
     moved += done.length;
     if (failed.size > 0) throw new Error(`could not move ${failed.size} message(s): ${sent.failed[0]?.code}`);
   }
-}
-
-/** A CloudWatch client for status, only when talking to AWS (an endpoint override means emulators). */
-export function cloudWatchForStatus(): CloudWatchClient | undefined {
-  if (process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL) return undefined;
-  return new CloudWatchClient({});
 }

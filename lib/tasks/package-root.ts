@@ -32,13 +32,24 @@ export function optionalDependency<T>(name: string, purpose: string, load: () =>
   try {
     return load();
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') {
-      const version = peerVersion(name);
-      throw new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${name}${version ? `@${version}` : ''}`);
-    }
-    throw error;
+    throw missing(name, purpose, error);
   }
+}
+
+/** {@link optionalDependency} for a package loaded with `import()` (one that ships ES modules only). */
+export async function optionalDependencyAsync<T>(name: string, purpose: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    throw missing(name, purpose, error);
+  }
+}
+
+function missing(name: string, purpose: string, error: unknown): unknown {
+  const code = (error as { code?: string }).code;
+  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return error;
+  const version = peerVersion(name);
+  return new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${name}${version ? `@${version}` : ''}`);
 }
 
 /** The version range of a peer dependency, as the package's manifest gives it. */

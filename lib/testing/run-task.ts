@@ -1,4 +1,4 @@
-import { type Verdict, decide } from '../dispatching/decide';
+import { decide, type Verdict } from '../dispatching/decide';
 import { InlineExecutor } from '../dispatching/executor/inline';
 import type { TaskOutcome } from '../dispatching/executor/types';
 import type { Random } from '../random';

@@ -74,6 +74,12 @@ const CODE_LOADING_SITES: Record<string, string> = {
     "the generated bundle entry's text: the config module given to the build, bundled by esbuild",
   "lib/tasks/build.ts: return optionalDependency('esbuild', 'building task bundles', () => require('esbuild') as typeof Esbuild);":
     'esbuild, by its fixed package name, loaded only when a bundle is built (it is an optional peer dependency)',
+  "lib/local/emulators.ts: () => (require('dynalite') as { default?: typeof Dynalite }).default ?? (require('dynalite') as typeof Dynalite),":
+    'the DynamoDB emulator, by its fixed package name, for taskworker dev (an optional peer dependency)',
+  "lib/local/emulators.ts: const { buildApp } = await optionalDependencyAsync('fauxqs', 'the local emulators (taskworker dev)', () => import('fauxqs'));":
+    'the SQS emulator, by its fixed package name, for taskworker dev (an optional peer dependency; ES modules only)',
+  "lib/adapters/cloudwatch.ts: sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;":
+    "the CloudWatch client, by its fixed package name, for status's oldest-message age (an optional peer dependency)",
   'lib/tasks/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
     'the tasks bundle: TASKWORKER_TASKS_BUNDLE (set by the stack) or tasks.cjs beside the handler',
   'lib/dispatching/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
