@@ -13,18 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createVersionTables } from '../lib/adapters/dynamo-admin';
-import type { DynamoJobStore, DynamoStatsStore } from '../lib/adapters/dynamo-tracking';
-import { trackingFor } from '../lib/adapters/dynamo-tracking';
-import { SqsQueueClient } from '../lib/adapters/sqs';
-import { createVersionQueues } from '../lib/adapters/sqs-admin';
 import type { TrackingMode } from '../lib/config';
-import { SHARED_PROCESS } from '../lib/dispatching/memory-guard';
-import { DispatcherRuntime } from '../lib/dispatching/runtime';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
-import { Publisher } from '../lib/publishing/publisher';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 

@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
-import { type DynamoClientOption, DynamoJobStore, DynamoStatsStore, dynamoClientFrom } from '../adapters/dynamo-tracking';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
-import { type TaskworkerConfig, validateVersion } from '../config';
+import { validateVersion } from '../config';
 import { ConfigError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from '../ports';

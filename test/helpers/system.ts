@@ -1,14 +1,9 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { trackingFor } from '../../lib/adapters/dynamo-tracking';
-import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
-import { SHARED_PROCESS } from '../../lib/dispatching/memory-guard';
 import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
 import { provisionVersion } from '../../lib/local/version';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
-import { Publisher } from '../../lib/publishing/publisher';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import type { JobStore } from '../../lib/tracking/model';
 import { buildFixtureBundle, type EmulatorHarness, nextVersion, startHarness, stopHarness } from './emulators';
