@@ -1,4 +1,4 @@
-import { defineConfig } from './lib';
+import { defineConfig } from 'taskworker';
 
 /**
  * The example app: Kale's three queues. This one module is what the CDK stack, the dispatcher

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
-import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../config';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, tableNames, validateVersion } from '../config';
 import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
   type FailedPublish,
@@ -50,9 +51,15 @@ export type PublisherOptions = {
   /** Task definitions this publisher knows: their queues and time limits are checked at publish. */
   readonly tasks?: readonly TaskDefinition[];
   /**
-   * The version's jobs table: jobs sent to queues tracked `full` get a `queued` record, so
-   * `taskworker jobs show` covers them from the moment they are published. Costs one write per job.
+   * Give jobs sent to queues tracked `full` a `queued` record in the version's jobs table
+   * (`<app>-<version>-jobs`), so `taskworker jobs show` covers them from the moment they are
+   * published. Costs one write per job and needs `dynamodb:UpdateItem` on that table
+   * (`TaskworkerVersion.grantPublish(role, { recordQueued: true })`). `dynamo` configures its client.
+   * @defaultValue false
    */
+  readonly recordQueued?: boolean;
+  readonly dynamo?: DynamoClientOption;
+  /** A job store to record `queued` jobs in, instead of the version's table (tests, fakes). */
   readonly jobs?: JobStore;
   readonly clock?: Clock;
 } & (
@@ -87,7 +94,15 @@ export class Publisher {
     this.version = validateVersion(options.version);
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.clock = options.clock ?? systemClock;
-    this.jobs = options.jobs;
+    this.jobs =
+      options.jobs ??
+      (options.recordQueued
+        ? new DynamoJobStore(
+            tableNames(this.config.app, this.version).jobs,
+            { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
+            options.dynamo,
+          )
+        : undefined);
     if (options.queues) {
       const urls = options.urls;
       this.queues = options.queues;

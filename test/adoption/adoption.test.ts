@@ -1,0 +1,340 @@
+/**
+ * taskworker as a new team meets it: `npm pack`, then projects in fresh directories outside the
+ * repository that install the tarball (no link to the sources, no path aliases) and use it the
+ * ways TypeScript and Node teams load packages. Everything asserted comes from what those
+ * projects' own processes print and produce.
+ */
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { type Emulators, startEmulators } from '../../lib/local/emulators';
+import { eventually } from '../helpers/run';
+
+const ROOT = join(__dirname, '..', '..');
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  devDependencies: Record<string, string>;
+};
+const pinned = (name: string) => `${name}@${manifest.devDependencies[name]}`;
+
+let tarball: string;
+let consumer: string;
+
+/** The environment of a user's shell: without this repository's AWS settings or npm's. */
+function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('npm_')));
+  return { ...clean, ...env };
+}
+
+/** Runs a command in a project to completion. */
+function sh(cwd: string, command: string, args: string[], env: Record<string, string> = {}): string {
+  return execFileSync(command, args, { cwd, env: userEnv(env), encoding: 'utf8', stdio: 'pipe', timeout: 300_000 });
+}
+
+/** {@link sh} without blocking this process, for commands that talk to the emulators running in it. */
+async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const { stdout } = await promisify(execFile)(command, args, { cwd, env: userEnv(env), encoding: 'utf8', timeout: 300_000 });
+  return stdout;
+}
+
+function write(dir: string, files: Record<string, string>): void {
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+}
+
+function project(name: string, files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), `tw-adopt-${name}-`));
+  write(dir, files);
+  return dir;
+}
+
+function sizeOf(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    bytes += stat.isDirectory() ? sizeOf(path) : stat.size;
+  }
+  return bytes;
+}
+
+/** A team's task and publisher, compiled by tsc and run by plain node (ESM, NodeNext). */
+const SERVICE_SOURCES = {
+  'src/tasks/resize-image.ts': `import { defineTask, UnrecoverableError } from 'taskworker';
+
+export default defineTask({
+  name: 'resize-image',
+  queue: 'media',
+  timeLimitSeconds: 20,
+  validate(payload): { image: string; width: number } {
+    const p = payload as { image?: unknown; width?: unknown };
+    if (typeof p.image !== 'string' || typeof p.width !== 'number') throw new UnrecoverableError('image and width are required');
+    return { image: p.image, width: p.width };
+  },
+  async run(payload, ctx) {
+    return { resized: payload.image, width: payload.width, attempt: ctx.attempt };
+  },
+});
+`,
+  'taskworker.config.ts': `import { defineConfig } from 'taskworker';
+
+export default defineConfig({
+  app: 'orders',
+  tasksDir: 'src/tasks',
+  queues: [{ name: 'media', priority: 10 }, { name: 'mail', priority: 50 }],
+});
+`,
+  'src/publish.ts': `import { Publisher, UnknownQueueError } from 'taskworker';
+import config from '../taskworker.config.js';
+import resizeImage from './tasks/resize-image.js';
+
+const publisher = new Publisher({ config, version: 'v1', sqs: { clientConfig: { region: 'us-east-1' } } });
+const published = await publisher.publish(resizeImage, { image: 'cat.png', width: 320 });
+let refused = '';
+try {
+  await publisher.publish('resize-image', {}, { queue: 'nowhere' });
+} catch (error) {
+  if (error instanceof UnknownQueueError) refused = error.name;
+}
+console.log(JSON.stringify({ ...published, refused }));
+`,
+};
+
+beforeAll(() => {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  const packs = mkdtempSync(join(tmpdir(), 'tw-adopt-pack-'));
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packs, '--json'], { cwd: ROOT, encoding: 'utf8' });
+  tarball = join(packs, (JSON.parse(out) as Array<{ filename: string }>)[0]?.filename as string);
+  // One project a team would have: its tasks and publisher, a CDK app, the local tools.
+  consumer = project('orders', {
+    'package.json': JSON.stringify({ name: 'orders', version: '1.0.0', private: true, type: 'module' }),
+    'tsconfig.json': JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        outDir: 'dist',
+        strict: true,
+        skipLibCheck: false,
+      },
+      include: ['src', 'taskworker.config.ts'],
+    }),
+    ...SERVICE_SOURCES,
+  });
+  sh(consumer, 'npm', [
+    'install',
+    '--no-audit',
+    '--no-fund',
+    tarball,
+    pinned('typescript'),
+    pinned('@types/node'),
+    pinned('aws-cdk-lib'),
+    pinned('constructs'),
+    pinned('esbuild'),
+    pinned('fauxqs'),
+    pinned('dynalite'),
+    pinned('tsx'),
+    'ts-node@10.9.2',
+  ]);
+}, 600_000);
+
+describe('a publish-only service', () => {
+  it('installs little: the tarball and its dependencies stay under 40 MB', () => {
+    const dir = project('publish-only', { 'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', private: true }) });
+    sh(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarball]);
+    const mb = sizeOf(join(dir, 'node_modules')) / 1_048_576;
+    expect(mb).toBeLessThan(40);
+    // None of the heavy optional peers came along.
+    for (const heavy of ['aws-cdk-lib', 'esbuild', 'fauxqs', 'dynalite']) expect(existsSync(join(dir, 'node_modules', heavy))).toBe(false);
+    process.stdout.write(`publish-only node_modules: ${mb.toFixed(1)} MB\n`);
+  });
+
+  describe('against an SQS endpoint', () => {
+    let emulators: Emulators;
+    let env: Record<string, string>;
+    beforeAll(async () => {
+      emulators = await startEmulators();
+      env = { AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
+      const sqs = new SQSClient({
+        region: 'us-east-1',
+        endpoint: emulators.sqsEndpoint,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
+      for (const q of ['orders-v1-media', 'orders-v1-mail', 'orders-v1-archive']) await sqs.send(new CreateQueueCommand({ QueueName: q }));
+      sqs.destroy();
+    });
+    afterAll(() => emulators.stop());
+
+    const received = async () => {
+      const sqs = new SQSClient({
+        region: 'us-east-1',
+        endpoint: emulators.sqsEndpoint,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'orders-v1-media' }));
+      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+      sqs.destroy();
+      return (got.Messages ?? []).map((m) => JSON.parse(m.Body as string) as { task: string; payload: unknown });
+    };
+
+    it('compiles with tsc (NodeNext) and runs with plain node: typed errors are classes it can check', async () => {
+      sh(consumer, 'npx', ['tsc']);
+      const printed = JSON.parse(await run(consumer, 'node', ['dist/src/publish.js'], env)) as {
+        jobId: string;
+        queue: string;
+        refused: string;
+      };
+      expect(printed).toMatchObject({ queue: 'media', refused: 'UnknownQueueError' });
+      expect((await received()).map((m) => m.task)).toContain('resize-image');
+    });
+
+    it('runs under tsx, and from esbuild bundles in both formats', async () => {
+      expect(JSON.parse(await run(consumer, 'npx', ['tsx', 'src/publish.ts'], env))).toMatchObject({ queue: 'media' });
+      for (const format of ['esm', 'cjs'] as const) {
+        const out = `bundle.${format === 'esm' ? 'mjs' : 'cjs'}`;
+        // The AWS SDK's own recipe for ES bundles on Node prefers its ES builds (main fields).
+        sh(consumer, 'npx', [
+          'esbuild',
+          format === 'esm' ? 'src/publish.ts' : 'src/tasks/resize-image.ts',
+          '--bundle',
+          '--platform=node',
+          `--format=${format}`,
+          ...(format === 'esm' ? ['--main-fields=module,main'] : []),
+          `--outfile=${out}`,
+          '--log-level=warning',
+        ]);
+        if (format === 'esm') expect(JSON.parse(await run(consumer, 'node', [out], env))).toMatchObject({ queue: 'media' });
+        else expect(sh(consumer, 'node', ['-e', `console.log(require('./${out}').default.name)`]).trim()).toBe('resize-image');
+      }
+    });
+  });
+
+  it('is required from CommonJS, every entry point, with one copy of the error classes across them', () => {
+    const printed = sh(consumer, 'node', [
+      '-e',
+      [
+        "const tw = require('taskworker');",
+        "const { runTask } = require('taskworker/testing');",
+        "const cdk = require('taskworker/cdk');",
+        "const runtime = require('taskworker/runtime');",
+        // An error class from the main entry is the one taskworker/testing judges by.
+        "const task = tw.defineTask({ name: 't', queue: 'q', timeLimitSeconds: 1, run() { throw new tw.UnrecoverableError('no'); } });",
+        'runTask(task, {}).then((run) => console.log(JSON.stringify({',
+        '  publisher: typeof tw.Publisher, version: typeof cdk.TaskworkerVersion, worker: typeof runtime.startTaskWorker, verdict: run.verdict,',
+        '})));',
+      ].join(' '),
+    ]);
+    expect(JSON.parse(printed)).toEqual({
+      publisher: 'function',
+      version: 'function',
+      worker: 'function',
+      verdict: { kind: 'archive', reason: 'unrecoverable' },
+    });
+  });
+
+  it('typechecks under moduleResolution bundler too', () => {
+    write(consumer, {
+      'tsconfig.bundler.json': JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'preserve', moduleResolution: 'bundler', noEmit: true, strict: true },
+        include: ['src'],
+      }),
+    });
+    expect(() => sh(consumer, 'npx', ['tsc', '-p', 'tsconfig.bundler.json'])).not.toThrow();
+  });
+});
+
+describe('a CDK app of the team’s own (cdk init’s CommonJS + ts-node)', () => {
+  it('puts a TaskworkerVersion into its own stack, from a relative config path, with the team’s queues and tasks', () => {
+    const app = join(consumer, 'infra');
+    write(app, {
+      'package.json': JSON.stringify({ name: 'orders-infra', version: '1.0.0', private: true, type: 'commonjs' }),
+      'tsconfig.json': JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'commonjs', strict: true, esModuleInterop: true } }),
+      'app.ts': `import { App, Stack } from 'aws-cdk-lib';
+import { TaskworkerVersion } from 'taskworker/cdk';
+
+const app = new App();
+const stack = new Stack(app, 'OrdersTasks');
+const version = new TaskworkerVersion(stack, 'V1', { config: './taskworker.config.ts', version: 'v1' });
+console.log(JSON.stringify(version.queueNames()));
+app.synth();
+`,
+    });
+    const outdir = mkdtempSync(join(tmpdir(), 'tw-adopt-cdk-out-'));
+    // Run from the project root, as cdk runs an app: the config path is the project's.
+    const printed = sh(consumer, 'npx', ['ts-node', '--project', 'infra/tsconfig.json', 'infra/app.ts'], { CDK_OUTDIR: outdir });
+    expect(JSON.parse(printed.trim().split('\n').at(-1) as string)).toEqual({
+      queues: { media: 'orders-v1-media', mail: 'orders-v1-mail' },
+      archive: 'orders-v1-archive',
+    });
+    const template = JSON.parse(readFileSync(join(outdir, 'OrdersTasks.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
+    const queues = Object.values(template.Resources)
+      .filter((r) => r.Type === 'AWS::SQS::Queue')
+      .map((r) => r.Properties.QueueName);
+    expect(queues).toEqual(expect.arrayContaining(['orders-v1-media', 'orders-v1-mail', 'orders-v1-archive']));
+    const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function');
+    const asset = join(outdir, `asset.${(fn?.Properties.Code as { S3Key: string }).S3Key.replace(/\.zip$/, '')}`);
+    expect(readFileSync(join(asset, 'tasks.cjs'), 'utf8')).toContain('resize-image');
+    expect(existsSync(join(asset, 'index.js'))).toBe(true);
+  });
+});
+
+describe('taskworker dev with the team’s own tasks', () => {
+  let dev: ChildProcess | undefined;
+  afterAll(async () => {
+    if (dev && dev.exitCode === null) {
+      dev.kill('SIGINT');
+      await new Promise((resolve) => dev?.once('exit', resolve));
+    }
+  });
+
+  it('runs a task the team published, to success', async () => {
+    let out = '';
+    dev = spawn(join(consumer, 'node_modules', '.bin', 'taskworker'), ['dev'], {
+      cwd: consumer,
+      env: userEnv({}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    dev.stdout?.on('data', (chunk) => {
+      out += String(chunk);
+    });
+    dev.stderr?.on('data', (chunk) => {
+      out += String(chunk);
+    });
+    await eventually('dev to start', () => out.includes('Ctrl-C to stop.'), 120_000);
+    const published = JSON.parse(
+      sh(consumer, 'npx', ['taskworker', 'publish', 'resize-image', '--payload', '{"image":"a.png","width":64}', '--json']),
+    ) as {
+      jobId: string;
+    };
+    await eventually('the job to succeed', () => /media: 1 received: 1 succeeded/.test(out), 60_000);
+    const job = JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', published.jobId, '--json'])) as {
+      state: string;
+      result: string;
+    };
+    expect(job).toMatchObject({ state: 'succeeded', result: '{"resized":"a.png","width":64,"attempt":1}' });
+  });
+});
+
+describe('taskworker init', () => {
+  it('scaffolds a project that installs and passes its own tests', () => {
+    const parent = mkdtempSync(join(tmpdir(), 'tw-adopt-init-'));
+    sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop']);
+    const shop = join(parent, 'shop');
+    expect(readdirSync(shop).sort()).toEqual(
+      ['.gitignore', 'README.md', 'cdk.json', 'infra', 'package.json', 'tasks', 'taskworker.config.ts', 'tsconfig.json', 'vendor'].sort(),
+    );
+    sh(shop, 'npm', ['install', '--no-audit', '--no-fund']);
+    expect(sh(shop, 'npm', ['test'])).toMatch(/# pass 3/);
+    expect(() => sh(shop, 'npx', ['tsc'])).not.toThrow();
+    // A second init refuses, and writes nothing.
+    expect(() => sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop'])).toThrow(/already has/);
+  });
+});
