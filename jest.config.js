@@ -13,7 +13,7 @@ module.exports = {
     '^taskworker$': '<rootDir>/lib/index.ts',
     '^taskworker/cdk$': '<rootDir>/infra/index.ts',
     '^taskworker/testing$': '<rootDir>/lib/testing/index.ts',
-    '^taskworker/runtime$': '<rootDir>/lib/tasks/runtime.ts',
+    '^taskworker/runtime$': '<rootDir>/lib/runtime.ts',
   },
   testTimeout: 60000,
 };

@@ -3,6 +3,13 @@
  * Each subclass sets a literal `name` so it survives minification.
  */
 
+/** An error as it crosses a thread boundary and lands in the archive. */
+export interface SerializedError {
+  readonly type: string;
+  readonly message: string;
+  readonly stack?: string;
+}
+
 /** Base class of all taskworker errors. */
 export class TaskworkerError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -95,6 +95,15 @@ export interface DeadLetterMover {
   moveStatus(deadLetterUrl: string): Promise<string>;
 }
 
+/** Starts dispatcher invocations (on Lambda: asynchronous InvokeFunction of the dispatcher itself). */
+export interface DispatcherLauncher {
+  /** Starts `count` invocations with `event` (JSON-serializable); resolves with how many were accepted. */
+  launch(count: number, event: object): Promise<number>;
+}
+
+/** Age in seconds of the oldest message per queue resource name, where the platform measures it. */
+export type OldestAge = (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
+
 /** Structured log lines; Powertools Logger fits this shape. */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

@@ -24,7 +24,7 @@ const cliOnly = process.argv.includes('--cli');
 const ENTRIES = {
   index: 'lib/index.ts',
   testing: 'lib/testing/index.ts',
-  runtime: 'lib/tasks/runtime.ts',
+  runtime: 'lib/runtime.ts',
   cdk: 'infra/index.ts',
 };
 /**

@@ -15,7 +15,7 @@ export const nodeEntryOptions = {
   absWorkingDir: root,
   alias: {
     taskworker: './lib/index.ts',
-    'taskworker/runtime': './lib/tasks/runtime.ts',
+    'taskworker/runtime': './lib/runtime.ts',
     'taskworker/testing': './lib/testing/index.ts',
     'taskworker/cdk': './infra/index.ts',
   },

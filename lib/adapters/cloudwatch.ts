@@ -1,5 +1,5 @@
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
-import type { OldestAge } from '../operating/operator';
+import type { OldestAge } from '../ports';
 
 /**
  * `status`'s age of the oldest message per queue, from CloudWatch: only against AWS (an endpoint

@@ -10,9 +10,9 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { TaskworkerConfig } from '../config';
-import type { ArchiveReason } from '../dispatching/archive';
-import type { SerializedError } from '../dispatching/executor/types';
+import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX } from '../layout/tables';
+import type { ArchiveReason } from '../tracking/model';
 import {
   type ClaimRequest,
   type ClaimResult,

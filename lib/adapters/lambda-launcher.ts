@@ -1,5 +1,5 @@
 import { InvokeCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda';
-import type { DispatcherLauncher, ScaleOutEvent } from '../dispatching/scaling';
+import type { DispatcherLauncher } from '../ports';
 
 /** Pass a ready client or a client config, never both. */
 export type LambdaClientOption =
@@ -19,7 +19,7 @@ export class LambdaLauncher implements DispatcherLauncher {
     private readonly option: LambdaClientOption = {},
   ) {}
 
-  async launch(count: number, event: ScaleOutEvent): Promise<number> {
+  async launch(count: number, event: object): Promise<number> {
     this.client ??= this.option.client ?? new LambdaClient(this.option.clientConfig ?? {});
     const client = this.client;
     const payload = new TextEncoder().encode(JSON.stringify(event));

@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
 import { describe, MoveTaskUnavailableError } from '../errors';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type {
   BatchFailure,
   BatchResult,
@@ -28,7 +29,6 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
 import { type HttpTimeouts, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
 
 /**

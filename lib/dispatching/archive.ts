@@ -1,28 +1,9 @@
 import type { SendEntry } from '../ports';
-import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../tracking/model';
 
-/** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
-export const ARCHIVE_REASONS = [
-  'exhausted',
-  'timed-out',
-  'unrecoverable',
-  'invalid-payload',
-  'malformed',
-  'unknown-task',
-  'id-conflict',
-] as const;
-export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+export { ARCHIVE_REASONS, type ArchiveReason, isRejection, REJECTION_REASONS } from '../tracking/model';
 
-/**
- * Reasons for messages that never ran as a job: they could not be decoded, named a task this
- * version does not have, or carried the id of another job (another task or payload). Their job
- * record, if any, is their own, keyed by their SQS message id.
- */
-export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
-
-export function isRejection(reason: ArchiveReason): boolean {
-  return REJECTION_REASONS.includes(reason);
-}
+import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 
 /** What the archive keeps beside the original body (which it stores unchanged). */
 export interface ArchiveRecord {

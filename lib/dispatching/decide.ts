@@ -1,7 +1,7 @@
 import type { Random } from '../random';
+import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
 import type { ArchiveReason } from './archive';
-import { retryDelaySeconds } from './backoff';
 import type { TaskOutcome } from './executor/types';
 
 /** What an attempt's outcome means for its job: done, another attempt after a delay, or the archive. */

@@ -3,8 +3,7 @@ import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapt
 import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config';
 import { ConfigError } from '../errors';
-import type { QueueUrls } from '../ports';
-import { jsonLogger, type Logger, type QueueClient, type ReceivedMessage } from '../ports';
+import { type DispatcherLauncher, jsonLogger, type Logger, type QueueClient, type QueueUrls, type ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskBundle } from '../tasks/bundle';
 import { queueProbes, runDispatcher } from './dispatcher';
@@ -12,7 +11,7 @@ import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { type MemoryGuardOptions, watchMemory } from './memory-guard';
-import { type DispatcherLauncher, type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
+import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import type { DispatcherSummary } from './summary';

@@ -8,7 +8,7 @@
  */
 import type { TaskworkerConfig } from '../config';
 import { describe } from '../errors';
-import type { Logger, QueueClient, QueueUrls } from '../ports';
+import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
 
 /** How an invocation was started: by the schedule, by a scheduled one scaling out, or otherwise (local runs, tests). */
 export type InvocationRole = 'scheduled' | 'scale-out' | 'plain';
@@ -23,12 +23,6 @@ export function invocationRole(event: unknown): InvocationRole {
   if (source === SCHEDULE_SOURCE) return 'scheduled';
   if (source === SCALE_OUT_SOURCE) return 'scale-out';
   return 'plain';
-}
-
-/** Starts dispatcher invocations (on Lambda: asynchronous InvokeFunction of the dispatcher itself). */
-export interface DispatcherLauncher {
-  /** Starts `count` invocations; resolves with how many were accepted. */
-  launch(count: number, event: ScaleOutEvent): Promise<number>;
 }
 
 /** The event a scaled-out invocation receives. */

@@ -3,9 +3,9 @@ import { describe } from '../errors';
 import type { ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import { expiresAt } from '../tracking/rules';
-import { isEmptyDelta, statsOfBatch } from '../tracking/stats';
+import { isEmptyDelta } from '../tracking/stats';
 import { type ArchiveRecord, archiveEntry } from './archive';
-import type { BatchReport, JobReport } from './summary';
+import { type BatchReport, type JobReport, statsOfBatch } from './summary';
 import type { DispatcherDeps } from './types';
 
 /**

@@ -1,5 +1,6 @@
 import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../tracking/histogram';
-import type { ArchiveReason } from './archive';
+import type { ArchiveReason, QueueDayStats, StatCounter } from '../tracking/model';
+import { emptyDuration, utcDay, withSample } from '../tracking/stats';
 import type { SerializedError } from './executor/types';
 
 /**
@@ -131,4 +132,42 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
 
 export function archivedTotal(q: QueueSummary): number {
   return Object.values(q.archived).reduce((a, n) => a + (n ?? 0), 0);
+}
+
+/** What one settled batch adds to its queue's day: the single ADD the dispatcher writes. */
+export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
+  const counters: Partial<Record<StatCounter, number>> = {};
+  const archived: Partial<Record<ArchiveReason, number>> = {};
+  const bump = <K extends string>(into: Partial<Record<K, number>>, key: K) => {
+    into[key] = (into[key] ?? 0) + 1;
+  };
+  let wait = emptyDuration();
+  let run = emptyDuration();
+  for (const job of report.jobs) {
+    if (job.waitMs !== undefined) wait = withSample(wait, job.waitMs);
+    if (job.runMs !== undefined) run = withSample(run, job.runMs);
+    if (job.timedOut) bump(counters, 'timedOut');
+    if (isFailedAttempt(job)) bump(counters, 'failed');
+    switch (job.outcome) {
+      case 'succeeded':
+        bump(counters, 'succeeded');
+        break;
+      case 'retried':
+        bump(counters, 'retried');
+        break;
+      case 'archived':
+        bump(archived, job.reason ?? 'exhausted');
+        break;
+      case 'duplicate':
+        bump(counters, 'duplicates');
+        break;
+      case 'released':
+        bump(counters, 'released');
+        break;
+      case 'deferred':
+      case 'stale':
+        break;
+    }
+  }
+  return { queue: report.queue, day: utcDay(now), counters, archived, wait, run };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type {
   BatchFailure,
   BatchResult,
@@ -12,7 +13,6 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../publishing/envelope';
 
 interface StoredMessage {
   readonly messageId: string;

@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../dispatching/archive';
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
-import type { DeadLetterMover, QueueClient, QueueDepth, QueueDirectory, QueueUrls, ReceivedMessage } from '../ports';
+import type { DeadLetterMover, OldestAge, QueueClient, QueueDepth, QueueDirectory, QueueUrls, ReceivedMessage } from '../ports';
 import { decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import type { JobStore, QueueDayStats, StatsStore } from '../tracking/model';
@@ -48,7 +48,6 @@ export interface OperatorContext {
 }
 
 /** Seconds, per queue resource name; undefined where unknown. */
-export type OldestAge = (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
 
 export interface OperatorOptions {
   readonly config: TaskworkerConfig;

@@ -1,4 +1,6 @@
 import { EnvelopeError } from '../errors';
+import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { TASK_NAME_PATTERN } from '../tasks/task';
 
 /**
  * Envelope v1: the SQS message body, UTF-8 JSON. Any SDK can send one;
@@ -35,14 +37,10 @@ export interface MessageMeta {
   readonly sentTimestamp: number;
 }
 
-/** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
-export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Job ids: 1..128 printable ASCII characters. */
 export const JOB_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 /** Deepest nesting accepted in a body; deeper bodies are archived as `too-deep` before they can exhaust a stack. */
 export const MAX_JSON_DEPTH = 64;
-/** SQS's own limit for a message (body plus attributes). */
-export const SQS_MESSAGE_LIMIT_BYTES = 1_048_576;
 /** Kept free in every published message so the archive can add its reason attributes. */
 export const ARCHIVE_RESERVE_BYTES = 8_192;
 /** The largest body `publish` accepts. */
@@ -59,23 +57,6 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.appData !== undefined) body.appData = envelope.appData;
   if (envelope.publishedAt !== undefined) body.publishedAt = envelope.publishedAt;
   return JSON.stringify(body);
-}
-
-/** Bytes SQS counts for a body. */
-export function bodyBytes(body: string): number {
-  return Buffer.byteLength(body, 'utf8');
-}
-
-const STRING_TYPE_BYTES = 'String'.length;
-
-/**
- * Bytes SQS counts for a message against its 1 MiB limit (and a batch's, summed): the body, and
- * each string attribute's name, data type (`String`) and value.
- */
-export function messageBytes(body: string, attributes: Readonly<Record<string, string>> = {}): number {
-  let bytes = bodyBytes(body);
-  for (const [name, value] of Object.entries(attributes)) bytes += bodyBytes(name) + STRING_TYPE_BYTES + bodyBytes(value);
-  return bytes;
 }
 
 /**

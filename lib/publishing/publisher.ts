@@ -13,12 +13,14 @@ import {
   UnknownQueueError,
   UnknownTaskError,
 } from '../errors';
+import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
+import { TASK_NAME_PATTERN } from '../tasks/task';
 import type { JobStore } from '../tracking/model';
 import { payloadDigest } from '../tracking/rules';
-import { bodyBytes, encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES, SQS_MESSAGE_LIMIT_BYTES, TASK_NAME_PATTERN } from './envelope';
+import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from './envelope';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */

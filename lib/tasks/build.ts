@@ -64,7 +64,7 @@ function esbuild(): typeof Esbuild {
  */
 const SOURCE_ENTRIES: Record<string, string> = {
   taskworker: join(PACKAGE_ROOT, 'lib', 'index.ts'),
-  'taskworker/runtime': join(PACKAGE_ROOT, 'lib', 'tasks', 'runtime.ts'),
+  'taskworker/runtime': join(PACKAGE_ROOT, 'lib', 'runtime.ts'),
   'taskworker/testing': join(PACKAGE_ROOT, 'lib', 'testing', 'index.ts'),
 };
 

@@ -1,8 +1,11 @@
 import type { TaskworkerConfig } from '../config';
 import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
-import { type BackoffPolicy, DEFAULT_BACKOFF, MAX_VISIBILITY_SECONDS } from '../dispatching/backoff';
 import { TaskDefinitionError } from '../errors';
-import { TASK_NAME_PATTERN } from '../publishing/envelope';
+import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
+
+/** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
+export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** What a running task knows about itself. */
 export interface TaskContext {

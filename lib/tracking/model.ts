@@ -1,5 +1,27 @@
-import type { ArchiveReason } from '../dispatching/archive';
-import type { SerializedError } from '../dispatching/executor/types';
+import type { SerializedError } from '../errors';
+
+/** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
+export const ARCHIVE_REASONS = [
+  'exhausted',
+  'timed-out',
+  'unrecoverable',
+  'invalid-payload',
+  'malformed',
+  'unknown-task',
+  'id-conflict',
+] as const;
+export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+
+/**
+ * Reasons for messages that never ran as a job: they could not be decoded, named a task this
+ * version does not have, or carried the id of another job (another task or payload). Their job
+ * record, if any, is their own, keyed by their SQS message id.
+ */
+export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
+
+export function isRejection(reason: ArchiveReason): boolean {
+  return REJECTION_REASONS.includes(reason);
+}
 
 /**
  * A job's lifecycle. Terminal states never change again: a later delivery of a finished job is

@@ -1,6 +1,4 @@
-import type { ArchiveReason } from '../dispatching/archive';
-import { type BatchReport, isFailedAttempt } from '../dispatching/summary';
-import type { DurationStats, QueueDayStats, StatCounter } from './model';
+import type { DurationStats, QueueDayStats } from './model';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -36,7 +34,7 @@ export function emptyDuration(): DurationStats {
   return { count: 0, sum: 0, sumSquares: 0, buckets: {} };
 }
 
-function withSample(d: DurationStats, ms: number): DurationStats {
+export function withSample(d: DurationStats, ms: number): DurationStats {
   const v = Math.max(0, Math.round(ms));
   const bucket = qlessBucket(v);
   return {
@@ -79,44 +77,6 @@ export function bucketQuantile(d: DurationStats, q: number): number {
 /** UTC day of an epoch-ms instant, as the stats table keys it. */
 export function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
-}
-
-/** What one settled batch adds to its queue's day: the single ADD the dispatcher writes. */
-export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
-  const counters: Partial<Record<StatCounter, number>> = {};
-  const archived: Partial<Record<ArchiveReason, number>> = {};
-  const bump = <K extends string>(into: Partial<Record<K, number>>, key: K) => {
-    into[key] = (into[key] ?? 0) + 1;
-  };
-  let wait = emptyDuration();
-  let run = emptyDuration();
-  for (const job of report.jobs) {
-    if (job.waitMs !== undefined) wait = withSample(wait, job.waitMs);
-    if (job.runMs !== undefined) run = withSample(run, job.runMs);
-    if (job.timedOut) bump(counters, 'timedOut');
-    if (isFailedAttempt(job)) bump(counters, 'failed');
-    switch (job.outcome) {
-      case 'succeeded':
-        bump(counters, 'succeeded');
-        break;
-      case 'retried':
-        bump(counters, 'retried');
-        break;
-      case 'archived':
-        bump(archived, job.reason ?? 'exhausted');
-        break;
-      case 'duplicate':
-        bump(counters, 'duplicates');
-        break;
-      case 'released':
-        bump(counters, 'released');
-        break;
-      case 'deferred':
-      case 'stale':
-        break;
-    }
-  }
-  return { queue: report.queue, day: utcDay(now), counters, archived, wait, run };
 }
 
 export function mergeQueueDay(a: QueueDayStats, b: QueueDayStats): QueueDayStats {

@@ -1,5 +1,5 @@
-import { retryDelaySeconds } from '../../lib/dispatching/backoff';
 import { seededRandom } from '../../lib/random';
+import { retryDelaySeconds } from '../../lib/tasks/backoff';
 
 describe('retryDelaySeconds (exponential, full jitter)', () => {
   const policy = { baseSeconds: 2, capSeconds: 60 };

@@ -1,7 +1,6 @@
 import { resolveConfig } from '../../lib/config';
 import { runDispatcher } from '../../lib/dispatching/dispatcher';
 import {
-  type DispatcherLauncher,
   IDLE_EXIT_MS,
   idleExit,
   invocationDeadline,
@@ -15,6 +14,7 @@ import {
   scalePolicyOf,
 } from '../../lib/dispatching/scaling';
 import { ConfigError } from '../../lib/errors';
+import type { DispatcherLauncher } from '../../lib/ports';
 import { type Logger, silentLogger } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { world } from '../helpers/world';
@@ -135,7 +135,7 @@ describe('scaleOut (the scheduled invocation’s first step)', () => {
     const logger: Logger = { ...silentLogger, info: (m) => logged.push(m), warn: (m) => logged.push(m) };
     const launcher: DispatcherLauncher = {
       launch: async (count, event) => {
-        launches.push({ count, event });
+        launches.push({ count, event: event as ScaleOutEvent });
         return launch(count, event);
       },
     };

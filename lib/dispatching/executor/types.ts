@@ -1,9 +1,6 @@
-/** An error as it crosses a thread boundary and lands in the archive. */
-export interface SerializedError {
-  readonly type: string;
-  readonly message: string;
-  readonly stack?: string;
-}
+import type { SerializedError } from '../../errors';
+
+export type { SerializedError } from '../../errors';
 
 /** Everything a worker needs to run one task. */
 export interface TaskRun {

@@ -4,5 +4,5 @@
  * the tasks and the runtime share one copy of the library.
  */
 
-export { startTaskWorker } from '../dispatching/executor/worker-runtime';
-export { loadModule, type TaskModuleEntry } from './bundle';
+export { startTaskWorker } from './dispatching/executor/worker-runtime';
+export { loadModule, type TaskModuleEntry } from './tasks/bundle';

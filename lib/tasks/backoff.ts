@@ -1,3 +1,4 @@
+import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import type { Random } from '../random';
 
 /** Exponential backoff with full jitter, in seconds. */
@@ -9,9 +10,6 @@ export interface BackoffPolicy {
 }
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseSeconds: 2, capSeconds: 300 };
-
-/** SQS visibility timeouts stop at 12 hours. */
-export const MAX_VISIBILITY_SECONDS = 43_200;
 
 /**
  * Delay before retry number `failedAttempts` (1 after the first failure): uniform in
