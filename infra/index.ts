@@ -2,6 +2,8 @@
  * `taskworker/cdk`: a release version of a taskworker app in your own CDK app. `aws-cdk-lib` and
  * `constructs` are peer dependencies: your copies are the ones used.
  */
+import './peers';
+
 export { type DispatcherCodeProps, dispatcherCode } from './artifact';
 export { type DispatcherLogLevel, TaskworkerDispatcher, type TaskworkerDispatcherProps } from './dispatcher';
 export { TaskworkerMonitoring, type TaskworkerMonitoringProps } from './monitoring';

@@ -176,8 +176,12 @@ async function esbuildOrThrow(options: EsbuildOptions): Promise<void> {
   try {
     await build(options);
   } catch (error) {
-    throw new BundleError(`esbuild failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw esbuildFailed(error);
   }
+}
+
+function esbuildFailed(error: unknown): BundleError {
+  return new BundleError(`esbuild failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }
 
 /** Reads `tasksDir` from a config module without running it twice: bundle it alone and evaluate. */
@@ -201,11 +205,12 @@ export function loadConfigModuleSync(configFile: string): unknown {
   if (extname(file) === '.json') return JSON.parse(readFileSync(file, 'utf8'));
   const dir = mkdtempSync(join(tmpdir(), 'taskworker-config-'));
   const outfile = join(dir, 'config.cjs');
+  const { buildSync } = esbuild();
   try {
     try {
-      esbuild().buildSync({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
+      buildSync({ ...esbuildDefaults(false), sourcemap: false, entryPoints: [file], outfile });
     } catch (error) {
-      throw new BundleError(`esbuild failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw esbuildFailed(error);
     }
     const exported = loadModule({ file: relative(process.cwd(), file) || file, load: () => require(outfile) }, 'config file');
     return exported.default ?? exported;

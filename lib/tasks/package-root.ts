@@ -49,7 +49,10 @@ function missing(name: string, purpose: string, error: unknown): unknown {
   const code = (error as { code?: string }).code;
   if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return error;
   const version = peerVersion(name);
-  return new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${name}${version ? `@${version}` : ''}`);
+  const spec = version ? `${name}@${version}` : name;
+  // A range such as `>=0.28.2 <1` is quoted so the hint pastes into a shell as it is.
+  const quoted = /^[\w@/.^~-]+$/.test(spec) ? spec : `'${spec}'`;
+  return new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${quoted}`);
 }
 
 /** The version range of a peer dependency, as the package's manifest gives it. */

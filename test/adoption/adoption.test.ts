@@ -4,7 +4,7 @@
  * ways TypeScript and Node teams load packages. Everything asserted comes from what those
  * projects' own processes print and produce.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -32,6 +32,12 @@ function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 /** Runs a command in a project to completion. */
 function sh(cwd: string, command: string, args: string[], env: Record<string, string> = {}): string {
   return execFileSync(command, args, { cwd, env: userEnv(env), encoding: 'utf8', stdio: 'pipe', timeout: 300_000 });
+}
+
+/** Runs a command expected to fail; returns its exit status and what it printed to stderr. */
+function shFails(cwd: string, command: string, args: string[]): { status: number | null; stderr: string } {
+  const ran = spawnSync(command, args, { cwd, env: userEnv({}), encoding: 'utf8', timeout: 300_000 });
+  return { status: ran.status, stderr: ran.stderr };
 }
 
 /** {@link sh} without blocking this process, for commands that talk to the emulators running in it. */
@@ -153,6 +159,20 @@ describe('a publish-only service', () => {
     // None of the heavy optional peers came along.
     for (const heavy of ['aws-cdk-lib', 'esbuild', 'fauxqs', 'dynalite']) expect(existsSync(join(dir, 'node_modules', heavy))).toBe(false);
     process.stdout.write(`publish-only node_modules: ${mb.toFixed(1)} MB\n`);
+
+    // What needs a peer it lacks says which, and the command that installs it, in one line.
+    const cdk = shFails(dir, 'node', ['-e', "require('taskworker/cdk')"]);
+    expect(cdk.status).not.toBe(0);
+    expect(cdk.stderr).toContain('taskworker/cdk needs aws-cdk-lib: npm install --save-dev aws-cdk-lib@');
+    write(dir, {
+      'taskworker.config.ts': "export default { app: 'svc', tasksDir: './tasks', queues: [{ name: 'default', priority: 1 }] };\n",
+      'tasks/noop.ts': "export default { name: 'noop', queue: 'default', timeLimitSeconds: 5, run() {} };\n",
+    });
+    const dev = shFails(dir, join(dir, 'node_modules', '.bin', 'taskworker'), ['dev']);
+    expect(dev.status).not.toBe(0);
+    expect(dev.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^taskworker: .*needs esbuild: npm install --save-dev 'esbuild@[^']+'$/),
+    ]);
   });
 
   describe('against an SQS endpoint', () => {
@@ -333,7 +353,10 @@ describe('taskworker init', () => {
       ['.gitignore', 'README.md', 'cdk.json', 'infra', 'package.json', 'tasks', 'taskworker.config.ts', 'tsconfig.json', 'vendor'].sort(),
     );
     sh(shop, 'npm', ['install', '--no-audit', '--no-fund']);
-    expect(sh(shop, 'npm', ['test'])).toMatch(/# pass 3/);
+    // Node 20's runner reports TAP when not on a terminal, Node 24's the spec reporter.
+    const report = sh(shop, 'npm', ['test']);
+    expect(report).toMatch(/^(?:# |ℹ )pass 3$/m);
+    expect(report).toMatch(/^(?:# |ℹ )fail 0$/m);
     expect(() => sh(shop, 'npx', ['tsc'])).not.toThrow();
     // A second init refuses, and writes nothing.
     expect(() => sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop'])).toThrow(/already has/);
