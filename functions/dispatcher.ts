@@ -6,6 +6,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { trackingFor } from '../lib/adapters/dynamo-tracking';
 import { LambdaLauncher } from '../lib/adapters/lambda-launcher';
+import { sqsRecordsOf } from '../lib/dispatching/doorbell';
 import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/dispatching/runtime';
 import { canScaleOut, invocationRole } from '../lib/dispatching/scaling';
 import type { DispatcherSummary } from '../lib/dispatching/summary';
@@ -57,7 +58,12 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
   const run = async (event: unknown, context: Context): Promise<DispatcherSummary> => {
     runtime ??= init();
     if (stopping.signal.aborted) stopping = new AbortController();
-    const summary = await runtime.invoke(Date.now() + context.getRemainingTimeInMillis(), stopping.signal, invocationRole(event));
+    const deadline = Date.now() + context.getRemainingTimeInMillis();
+    // A doorbell queue's SQS trigger: its batch first, then the loop; Lambda reads batchItemFailures.
+    const records = sqsRecordsOf(event);
+    const summary = records
+      ? await runtime.ring(records, deadline, stopping.signal)
+      : await runtime.invoke(deadline, stopping.signal, invocationRole(event));
     metrics.recordInvocation(summary);
     if (summary.memoryStop) {
       // Like Kale's worker past its RSS limit: start afresh. The next invocation builds new

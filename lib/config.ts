@@ -45,7 +45,19 @@ export interface QueueConfigInput {
   readonly retentionSeconds?: number;
   /** Job records kept for this queue's jobs. @defaultValue 'full' */
   readonly tracking?: TrackingMode;
+  /**
+   * What starts a dispatcher when a message arrives in an idle version. `doorbell`: an SQS trigger
+   * on this queue invokes the doorbell function at once (within a second; the trigger's pollers
+   * cost about what Lambda's own SQS trigger costs idle); every task on the queue must then fit one
+   * doorbell invocation (see lib/dispatching/doorbell.ts). `schedule`: the next minute's scheduled
+   * dispatcher (up to a minute late, no pollers). See {@link WAKE_UP_MODES}. @defaultValue 'doorbell'
+   */
+  readonly wakeUp?: WakeUpMode;
 }
+
+/** How an idle version wakes for a queue: see {@link QueueConfigInput.wakeUp}. */
+export const WAKE_UP_MODES = ['doorbell', 'schedule'] as const;
+export type WakeUpMode = (typeof WAKE_UP_MODES)[number];
 
 export type QueueConfig = Required<QueueConfigInput>;
 
@@ -124,6 +136,7 @@ export const QUEUE_DEFAULTS = {
   slaSeconds: 60,
   retentionSeconds: 345_600,
   tracking: 'full',
+  wakeUp: 'doorbell',
 } as const satisfies Omit<QueueConfig, 'name' | 'priority'>;
 
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
@@ -215,6 +228,7 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600),
     retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
     tracking: oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES),
+    wakeUp: oneOf(`${path}.wakeUp`, q.wakeUp ?? d.wakeUp, WAKE_UP_MODES),
   };
 }
 

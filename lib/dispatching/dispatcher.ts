@@ -5,7 +5,7 @@ import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import { processBatch } from './batch';
 import type { Probes } from './selectors/types';
 import { TaskSlots } from './slots';
-import { addBatch, type DispatcherSummary, emptySummary } from './summary';
+import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from './summary';
 import type { DispatcherDeps, RunOptions } from './types';
 
 /** Pause after a failed receive or selection, so an outage does not become a hot loop. */
@@ -64,11 +64,12 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   // The stop signal outlives invocations (a warm container's): the listener must go with this one.
   const onAbort = () => wake();
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  const start = (queue: QueueConfig, batch: readonly ReceivedMessage[]) => {
+  const start = (queue: QueueConfig, batch: readonly ReceivedMessage[], settled?: (report: BatchReport) => void) => {
     const done: Promise<void> = processBatch(deps, queue, batch, options, slots)
       .then(
         (report) => {
           addBatch(summary, report);
+          settled?.(report);
           try {
             deps.observer?.onBatch(report);
           } catch (error) {
@@ -113,6 +114,22 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return now >= exit.notBefore && now - lastWorkAt >= exit.afterMs;
   };
 
+  // A batch someone else received (the doorbell's trigger) runs first, whatever the time left: the
+  // batch itself releases what cannot finish in time.
+  for (const given of options.given ?? []) start(given.queue, given.messages, given.settled);
+
+  /**
+   * A long poll never outlasts the invocation's idle allowance: an invocation that may end when
+   * idle ends when the poll comes back empty, instead of waiting on a queue it is about to leave.
+   */
+  const idleAllowanceSeconds = () => {
+    const exit = options.idleExit;
+    if (!exit) return Number.POSITIVE_INFINITY;
+    // While batches run, their end restarts the idle clock: poll no longer than a whole allowance.
+    if (inFlight.size > 0) return Math.ceil(exit.afterMs / 1000);
+    return Math.max(0, Math.ceil((Math.max(exit.notBefore, lastWorkAt + exit.afterMs) - clock.now()) / 1000));
+  };
+
   while (!stopped() && usableMs() >= MIN_USABLE_MS) {
     await waitForRoom(fitting());
     if (stopped() || usableMs() < MIN_USABLE_MS) break;
@@ -151,7 +168,11 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         if (stopped() || !fits()) break;
       }
       if (i > 0 || batch.length === 0) {
-        const waitSeconds = Math.min(i === 0 ? selection.waitSeconds : queue.longPollSeconds, Math.floor(usableMs() / 1000));
+        const waitSeconds = Math.min(
+          i === 0 ? selection.waitSeconds : queue.longPollSeconds,
+          Math.floor(usableMs() / 1000),
+          idleAllowanceSeconds(),
+        );
         if (waitSeconds < 0) break;
         longPolled ||= waitSeconds > 0;
         try {

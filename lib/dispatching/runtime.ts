@@ -7,6 +7,7 @@ import { type DispatcherLauncher, jsonLogger, type Logger, type QueueClient, typ
 import type { Random } from '../random';
 import type { TaskBundle } from '../tasks/bundle';
 import { queueProbes, runDispatcher } from './dispatcher';
+import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
 import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
@@ -14,8 +15,8 @@ import { type MemoryGuardOptions, watchMemory } from './memory-guard';
 import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
-import type { DispatcherSummary } from './summary';
-import type { DispatcherObserver, Tracking } from './types';
+import { type BatchReport, type DispatcherSummary, emptySummary } from './summary';
+import type { DispatcherObserver, RunOptions, Tracking } from './types';
 
 export interface DispatcherRuntimeOptions {
   readonly bundle: TaskBundle;
@@ -43,6 +44,9 @@ export interface DispatcherRuntimeOptions {
 }
 
 const MB = 1_048_576;
+
+/** A doorbell invocation's summary: Lambda reads `batchItemFailures`, the rest is for logs and tests. */
+export type DoorbellSummary = DispatcherSummary & { readonly batchItemFailures: ReadonlyArray<{ readonly itemIdentifier: string }> };
 
 /**
  * Everything one dispatcher keeps between invocations (a warm Lambda container): clients, the
@@ -86,13 +90,19 @@ export class DispatcherRuntime {
 
   /**
    * Runs the loop until `deadline`, `signal` aborts, or the process's resident set passes
-   * `dispatcher.rssLimitMb`. A `scheduled` invocation first scales the fleet out if the backlog
-   * needs it; `scheduled` and `scale-out` invocations end early once idle (scaling in), and a
-   * `scale-out` one by the next scheduled decision at the latest. Past the memory limit running
+   * `dispatcher.rssLimitMb`. A `scheduled` invocation first reads the queues' depths: it ends at
+   * once if nothing waits, and scales the fleet out if the backlog needs it. A `doorbell` one runs
+   * the `given` batches (its trigger's) first. All but `plain` ones end early once idle (scaling in),
+   * and a `scale-out` one by the next scheduled decision at the latest. Past the memory limit running
    * tasks finish, unstarted ones are released, every batch is settled, and the summary carries
    * `memoryStop`: the caller should replace this runtime (its worker threads) before taking more work.
    */
-  async invoke(deadline: number, signal?: AbortSignal, role: InvocationRole = 'plain'): Promise<DispatcherSummary> {
+  async invoke(
+    deadline: number,
+    signal?: AbortSignal,
+    role: InvocationRole = 'plain',
+    given: RunOptions['given'] = [],
+  ): Promise<DispatcherSummary> {
     const startedAt = this.clock.now();
     const urls = await this.queueUrls();
     const { config, registry } = this.options.bundle;
@@ -102,10 +112,19 @@ export class DispatcherRuntime {
       clock: this.clock,
       probes: queueProbes(this.queues, urls),
     });
-    if (role === 'scheduled' && this.options.launcher) {
+    if (role === 'scheduled') {
+      // The minute's first question: is there work? In an idle version the answer costs one
+      // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
       const max = this.options.maxConcurrency ?? config.dispatcher.maxConcurrency;
       const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency: max } };
-      await scaleOut({ config: scaling, queues: this.queues, urls, launcher: this.options.launcher, logger: this.logger });
+      const decision = await scaleOut({
+        config: scaling,
+        queues: this.queues,
+        urls,
+        logger: this.logger,
+        ...(this.options.launcher ? { launcher: this.options.launcher } : {}),
+      });
+      if (decision?.waiting === 0) return emptySummary();
     }
     const exit = idleExit(role, startedAt);
     const guard = watchMemory({
@@ -133,6 +152,7 @@ export class DispatcherRuntime {
         {
           deadline: invocationDeadline(role, startedAt, deadline),
           signal: guard.signal,
+          given,
           ...(exit ? { idleExit: exit } : {}),
         },
       );
@@ -144,6 +164,31 @@ export class DispatcherRuntime {
     const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
     this.logger.warn('resident set over dispatcher.rssLimitMb: stopped taking work, released what had not started', memoryStop);
     return { ...summary, memoryStop };
+  }
+
+  /**
+   * A doorbell invocation: runs the trigger's batch under the dispatcher's rules, keeps selecting
+   * while there is work, and says which of the trigger's messages it did not delete (Lambda's
+   * partial batch response) so the trigger leaves those in their queue.
+   */
+  async ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary> {
+    const urls = await this.queueUrls();
+    const { batches, foreign } = doorbellBatches(records, this.options.bundle.config, urls);
+    if (foreign.length > 0) {
+      this.logger.error("records from a queue that is not this version's: left in their queue (check the trigger)", {
+        queues: [...new Set(foreign.map((r) => r.eventSourceARN))],
+      });
+    }
+    const reports: BatchReport[] = [];
+    const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
+    const summary = await this.invoke(deadline, signal, 'doorbell', given);
+    return {
+      ...summary,
+      batchItemFailures: batchItemFailures(
+        reports,
+        records.map((r) => r.messageId),
+      ),
+    };
   }
 
   async close(): Promise<void> {

@@ -9,9 +9,13 @@
 import type { TaskworkerConfig } from '../config';
 import { describe } from '../errors';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
+import { DOORBELL_IDLE_MS, sqsRecordsOf } from './doorbell';
 
-/** How an invocation was started: by the schedule, by a scheduled one scaling out, or otherwise (local runs, tests). */
-export type InvocationRole = 'scheduled' | 'scale-out' | 'plain';
+/**
+ * How an invocation was started: by the schedule, by a scheduled one scaling out, by a doorbell
+ * queue's SQS trigger (lib/dispatching/doorbell.ts), or otherwise (local runs, tests).
+ */
+export type InvocationRole = 'scheduled' | 'scale-out' | 'doorbell' | 'plain';
 
 /** Event `source` of the schedule's invocations and of the invocations a scheduled one starts. */
 export const SCHEDULE_SOURCE = 'taskworker.schedule';
@@ -19,6 +23,7 @@ export const SCALE_OUT_SOURCE = 'taskworker.scale-out';
 
 /** The role of an invocation from its event. Only `scheduled` invocations ever start others. */
 export function invocationRole(event: unknown): InvocationRole {
+  if (sqsRecordsOf(event)) return 'doorbell';
   const source = typeof event === 'object' && event !== null ? (event as { source?: unknown }).source : undefined;
   if (source === SCHEDULE_SOURCE) return 'scheduled';
   if (source === SCALE_OUT_SOURCE) return 'scale-out';
@@ -107,7 +112,7 @@ export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePol
 
 /** After this long without work, an invocation that may scale in ends. */
 export const IDLE_EXIT_MS = 20_000;
-/** The schedule's period: a scheduled invocation stays at least this long, until the next one has started. */
+/** The schedule's period. */
 export const SCHEDULE_PERIOD_MS = 60_000;
 /**
  * A scaled-out invocation ends by this long after it started, before the next scheduled decision
@@ -122,13 +127,15 @@ export function invocationDeadline(role: InvocationRole, startedAt: number, dead
 }
 
 /**
- * When an invocation may end for lack of work: a scaled-out one as soon as it has been idle for
- * {@link IDLE_EXIT_MS}; a scheduled one too, but not before the next scheduled one has started, so
- * one dispatcher always waits for work. Plain invocations (local runs) run to their deadline.
+ * When an invocation may end for lack of work. Nothing waits for work in an idle version: the
+ * doorbell queues' triggers and the next minute's schedule start a dispatcher when it comes. So a
+ * scheduled or scaled-out invocation ends once it has been idle for {@link IDLE_EXIT_MS} (a burst's
+ * stragglers and retries coming back), a doorbell one after {@link DOORBELL_IDLE_MS}. Plain
+ * invocations (`taskworker dev` without scale-to-zero, tests) run to their deadline.
  */
 export function idleExit(role: InvocationRole, startedAt: number): { readonly afterMs: number; readonly notBefore: number } | undefined {
-  if (role === 'scale-out') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt };
-  if (role === 'scheduled') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt + SCHEDULE_PERIOD_MS };
+  if (role === 'doorbell') return { afterMs: DOORBELL_IDLE_MS, notBefore: startedAt };
+  if (role === 'scale-out' || role === 'scheduled') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt };
   return undefined;
 }
 
@@ -137,7 +144,8 @@ export interface ScaleOutDeps {
   readonly config: TaskworkerConfig;
   readonly queues: QueueClient;
   readonly urls: QueueUrls;
-  readonly launcher: DispatcherLauncher;
+  /** Without one the backlog is read and planned, nothing is started. */
+  readonly launcher?: DispatcherLauncher;
   readonly logger: Logger;
 }
 
@@ -160,7 +168,7 @@ export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | unde
     deps.logger.warn('could not read queue depths; not scaling out this minute', { error: describe(error) });
     return undefined;
   }
-  if (decision.start === 0) return decision;
+  if (decision.start === 0 || !deps.launcher) return decision;
   try {
     const started = await deps.launcher.launch(decision.start, { source: SCALE_OUT_SOURCE, decision });
     deps.logger.info('scaling out', { ...decision, started });

@@ -2,7 +2,7 @@
 
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
-import type { TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskRegistry } from '../tasks/task';
@@ -64,6 +64,15 @@ export interface RunOptions {
    * epoch ms): how the fleet scales in (lib/dispatching/scaling.ts). Without it the loop runs to the deadline.
    */
   readonly idleExit?: { readonly afterMs: number; readonly notBefore: number };
+  /**
+   * Batches received by someone else (the doorbell's SQS trigger), run before the loop selects:
+   * each is run and settled under the same rules, and `settled` hears its report.
+   */
+  readonly given?: ReadonlyArray<{
+    readonly queue: QueueConfig;
+    readonly messages: readonly ReceivedMessage[];
+    readonly settled?: (report: BatchReport) => void;
+  }>;
 }
 
 /** What the dispatcher Lambda's module gives: the handler, and a stop for the container's shutdown. */

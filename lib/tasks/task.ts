@@ -2,6 +2,7 @@ import type { TaskworkerConfig } from '../config';
 import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
 import { TaskDefinitionError } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { checkDoorbellFits } from '../wake-up';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
 /** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
@@ -134,7 +135,7 @@ export type TaskRegistry = ReadonlyMap<string, TaskDefinition>;
 /**
  * Builds the registry and checks every task against the config: its queue exists, its time limit
  * plus the kill grace fits the queue's visibility timeout (Kale's check) and the dispatcher's
- * timeout, and, on an untracked queue, its attempts end before SQS's redrive moves the message to
+ * timeout (and, on a doorbell queue, a doorbell invocation), and, on an untracked queue, its attempts end before SQS's redrive moves the message to
  * the DLQ.
  */
 export function createRegistry(definitions: readonly TaskDefinition[], config: TaskworkerConfig): TaskRegistry {
@@ -167,6 +168,7 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a limit that with killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
       );
     }
+    checkDoorbellFits(config, { name: def.name, queue: def.queue, needMs });
     // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
     // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
     // record and requeues a message before its redrive (lib/dispatching/batch.ts): no such bound there.

@@ -1,5 +1,6 @@
 import { resolveConfig } from '../../lib/config';
 import { runDispatcher } from '../../lib/dispatching/dispatcher';
+import { DOORBELL_IDLE_MS } from '../../lib/dispatching/doorbell';
 import {
   IDLE_EXIT_MS,
   idleExit,
@@ -73,9 +74,12 @@ describe('invocation roles and scaling in', () => {
     expect(invocationRole('taskworker.schedule')).toBe('plain');
   });
 
-  it('lets scaled-out invocations end once idle, scheduled ones once their successor has started, others never', () => {
+  it('lets scheduled and scaled-out invocations end once idle, doorbell ones sooner, plain ones never', () => {
     expect(idleExit('scale-out', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
-    expect(idleExit('scheduled', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 + SCHEDULE_PERIOD_MS });
+    // Nothing waits for work in an idle version: the doorbells and the next schedule start one.
+    expect(idleExit('scheduled', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
+    expect(idleExit('doorbell', 1000)).toEqual({ afterMs: DOORBELL_IDLE_MS, notBefore: 1000 });
+    expect(DOORBELL_IDLE_MS).toBeLessThan(IDLE_EXIT_MS);
     expect(idleExit('plain', 1000)).toBeUndefined();
   });
 

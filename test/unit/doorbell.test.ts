@@ -1,0 +1,182 @@
+import { systemClock } from '../../lib/clock';
+import { resolveConfig } from '../../lib/config';
+import { readArchiveRecord } from '../../lib/dispatching/archive';
+import { sqsRecordsOf } from '../../lib/dispatching/doorbell';
+import { InlineExecutor } from '../../lib/dispatching/executor/inline';
+import { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import { invocationRole } from '../../lib/dispatching/scaling';
+import type { BatchReport } from '../../lib/dispatching/summary';
+import { ConfigError } from '../../lib/errors';
+import { MemoryQueueService } from '../../lib/fakes/memory-queue';
+import { type ReceivedMessage, silentLogger } from '../../lib/ports';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { createRegistry, defineTask } from '../../lib/tasks/task';
+import { appConfig } from '../helpers/factories';
+
+/** Lambda's SQS event for messages as its trigger received them from `queue`. */
+function sqsEvent(queue: string, messages: readonly ReceivedMessage[]) {
+  return {
+    Records: messages.map((m) => ({
+      messageId: m.messageId,
+      receiptHandle: m.receiptHandle,
+      body: m.body,
+      attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: String(m.sentTimestamp) },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs' as const,
+      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
+      awsRegion: 'us-east-1',
+    })),
+  };
+}
+
+function setup() {
+  const config = appConfig({ queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0 }] });
+  const ran: string[] = [];
+  const tasks = [
+    defineTask({ name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: (p: { n: string }) => void ran.push(p.n) }),
+    defineTask({
+      name: 'flaky',
+      queue: 'urgent',
+      timeLimitSeconds: 5,
+      maxRetries: 3,
+      // Back in a minute: after this invocation has ended.
+      backoff: { baseSeconds: 60, capSeconds: 60 },
+      run: () => {
+        throw new Error('later');
+      },
+    }),
+  ];
+  const registry = createRegistry(tasks, config);
+  const sqs = new MemoryQueueService(systemClock);
+  const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
+  const reports: BatchReport[] = [];
+  const runtime = new DispatcherRuntime({
+    bundle: { path: 'inline', config, tasks, registry },
+    version: 'v1',
+    urls,
+    queues: sqs,
+    executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
+    logger: silentLogger,
+    observer: { onBatch: (r) => reports.push(r) },
+  });
+  const send = (id: string, body: string) => sqs.sendBatch(urls.queues.urgent, [{ id, body }]);
+  /** What the trigger's poller does: receive a batch with the queue's visibility timeout. */
+  const triggerReceives = () => sqs.receive(urls.queues.urgent, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
+  return { runtime, sqs, urls, ran, reports, send, triggerReceives };
+}
+
+describe('the doorbell: an SQS trigger’s batch through the dispatcher', () => {
+  it('knows a trigger’s event from any other', () => {
+    const event = sqsEvent('urgent', [
+      { messageId: 'm', receiptHandle: 'r', body: '{}', receiveCount: 1, sentTimestamp: 0, attributes: {} },
+    ]);
+    expect(sqsRecordsOf(event)).toHaveLength(1);
+    expect(invocationRole(event)).toBe('doorbell');
+    expect(sqsRecordsOf({ Records: [] })).toBeUndefined();
+    expect(sqsRecordsOf({ Records: [{ eventSource: 'aws:sns' }] })).toBeUndefined();
+    expect(invocationRole({ source: 'taskworker.schedule' })).toBe('scheduled');
+  });
+
+  it('runs the batch under the dispatcher’s rules and reports as failures exactly the messages it did not delete', async () => {
+    const s = setup();
+    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
+    await s.send('b', encodeEnvelope({ task: 'flaky' }));
+    await s.send('c', encodeEnvelope({ task: 'no-such-task' }));
+    await s.send('d', 'not json');
+    const received = await s.triggerReceives();
+    const records = sqsRecordsOf(sqsEvent('urgent', received));
+    const summary = await s.runtime.ring(records ?? [], Date.now() + 30_000);
+
+    const retried = received.find((m) => m.body.includes('flaky'))?.messageId;
+    expect(summary.batchItemFailures).toEqual([{ itemIdentifier: retried }]);
+    expect(s.ran).toEqual(['a']);
+    // What SQS holds: the retried message, invisible for its backoff; two archived with their reasons.
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toMatchObject({ visible: 0, inFlight: 1 });
+    const archived = s.sqs.peek(s.urls.archive).map((m) => readArchiveRecord(m.attributes)?.reason);
+    expect(archived.sort()).toEqual(['malformed', 'unknown-task']);
+  });
+
+  it('keeps selecting while there is work, then ends on its own once idle', async () => {
+    const s = setup();
+    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'rang' } }));
+    const received = await s.triggerReceives();
+    for (const n of ['x', 'y', 'z']) await s.send(n, encodeEnvelope({ task: 'ok', payload: { n } }));
+    // The deadline is far: only the idle exit can end this invocation before it.
+    const summary = await s.runtime.ring(sqsRecordsOf(sqsEvent('urgent', received)) ?? [], Date.now() + 10 * 60_000);
+    expect(s.ran.sort()).toEqual(['rang', 'x', 'y', 'z']);
+    expect(summary.batchItemFailures).toEqual([]);
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('leaves records of a queue that is not this version’s in their queue, untouched', async () => {
+    const s = setup();
+    const summary = await s.runtime.ring(
+      sqsRecordsOf(
+        sqsEvent('other-app-queue', [
+          {
+            messageId: 'f',
+            receiptHandle: 'nope',
+            body: encodeEnvelope({ task: 'ok', payload: { n: 'f' } }),
+            receiveCount: 1,
+            sentTimestamp: 0,
+            attributes: {},
+          },
+        ]),
+      ) ?? [],
+      Date.now() + 30_000,
+    );
+    expect(summary.batchItemFailures).toEqual([{ itemIdentifier: 'f' }]);
+    expect(s.ran).toEqual([]);
+  });
+});
+
+describe('the scheduled invocation in an idle version', () => {
+  it('asks each queue’s depth once and ends without a single receive', async () => {
+    const s = setup();
+    const summary = await s.runtime.invoke(Date.now() + 60_000, undefined, 'scheduled');
+    expect(summary).toMatchObject({ selections: 0, receives: 0 });
+    expect(s.sqs.requests).toMatchObject({ depth: 1, receive: 0 });
+  });
+
+  it('works when something waits', async () => {
+    const s = setup();
+    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
+    // (A short deadline: an invocation that found work stays its idle allowance, 20 s, otherwise.)
+    await s.runtime.invoke(Date.now() + 7_000, undefined, 'scheduled');
+    expect(s.ran).toEqual(['a']);
+  });
+});
+
+describe('wakeUp in the config', () => {
+  const queue = { name: 'urgent', priority: 90, visibilityTimeoutSeconds: 10 };
+
+  it('defaults to the doorbell and rejects other values by field', () => {
+    expect(appConfig().queues.map((q) => q.wakeUp)).toEqual(['doorbell', 'doorbell']);
+    expect(() => resolveConfig({ app: 'a', queues: [{ ...queue, wakeUp: 'bell' }] })).toThrow(
+      'Invalid config queues[0].wakeUp = "bell": expected one of doorbell, schedule',
+    );
+  });
+
+  it('fails the registry for a task a doorbell invocation cannot hold, naming the field, the queue and the fix', () => {
+    const config = appConfig({ queues: [queue], dispatcher: { settleMarginMs: 5000, killGraceMs: 1000 } });
+    const slow = defineTask({ name: 'slow', queue: 'urgent', timeLimitSeconds: 8, run: () => undefined });
+    let error: unknown;
+    try {
+      createRegistry([slow], config);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(String((error as Error).message)).toMatch(
+      /^Invalid config queues\[0\]\.wakeUp = "doorbell": expected 'schedule', or visibilityTimeoutSeconds 14 or more on queue urgent/,
+    );
+    // On the schedule, the same task fits: the queue's visibility timeout is the only bound.
+    expect(() =>
+      createRegistry(
+        [slow],
+        appConfig({ queues: [{ ...queue, wakeUp: 'schedule' }], dispatcher: { settleMarginMs: 5000, killGraceMs: 1000 } }),
+      ),
+    ).not.toThrow();
+  });
+});
