@@ -10,6 +10,7 @@ import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { canScaleOut, SCHEDULE_SOURCE } from '../lib/dispatching/scaling';
 import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
+import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
@@ -54,8 +55,11 @@ export interface TaskworkerDispatcherProps {
 
 /**
  * The dispatcher Lambda (nodejs24.x, arm64; timeout and memory from the config) started by an
- * EventBridge schedule every minute; each invocation loops until its time is nearly spent, or
- * until it has been idle a while once the next one has started. When the queues hold a backlog,
+ * EventBridge schedule every minute; each invocation reads the queues' depths, ends at once when
+ * nothing waits, and otherwise loops until its time is nearly spent or it has been idle a while.
+ * Each `wakeUp: 'doorbell'` queue has a doorbell: the same code in a function timed out within the
+ * queue's visibility, invoked by an SQS trigger (MaximumConcurrency 2, partial batch responses) the
+ * moment a message arrives in an idle version (lib/dispatching/doorbell.ts). When the queues hold a backlog,
  * the scheduled invocation starts more invocations of the function (asynchronously), bounded by
  * its reserved concurrency; those end when the backlog is gone (lib/scaling.ts). Its role can do
  * exactly what the dispatcher does, on this version's queues and tables and this function only.
@@ -73,6 +77,8 @@ export class TaskworkerDispatcher extends Construct {
   public readonly role: iam.IRole;
   public readonly logGroup: logs.ILogGroup;
   public readonly schedule: events.IRule;
+  /** The doorbell functions, by queue name: one per `wakeUp: 'doorbell'` queue, its SQS trigger on that queue. */
+  public readonly doorbells: Readonly<Record<string, lambda.IFunction>>;
   /** The function's timeout, for alarms on duration. */
   public readonly timeout: Duration;
 
@@ -117,6 +123,17 @@ export class TaskworkerDispatcher extends Construct {
       queues: Object.fromEntries(config.queues.map((q) => [q.name, (props.queues[q.name] as sqs.IQueue).queueUrl])),
       archive: props.archive.queueUrl,
     });
+    const environment = {
+      ...FUNCTION_DEFAULTS.environment,
+      TASKWORKER_VERSION: version,
+      TASKWORKER_QUEUE_URLS: queueUrls,
+      TASKWORKER_JOBS_TABLE: props.jobsTable.tableName,
+      TASKWORKER_STATS_TABLE: props.statsTable.tableName,
+      TASKWORKER_LOG_LEVEL: props.logLevel ?? 'INFO',
+      TASKWORKER_MAX_CONCURRENCY: String(reservedConcurrency),
+      POWERTOOLS_SERVICE_NAME: config.app,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    };
     const fn = new lambda.Function(this, 'Function', {
       ...FUNCTION_DEFAULTS,
       functionName,
@@ -129,18 +146,38 @@ export class TaskworkerDispatcher extends Construct {
       reservedConcurrentExecutions: reservedConcurrency,
       // A scheduled (or scaled-out) invocation that waited in Lambda's queue a minute is superseded by the next minute's.
       maxEventAge: Duration.minutes(1),
-      environment: {
-        ...FUNCTION_DEFAULTS.environment,
-        TASKWORKER_VERSION: version,
-        TASKWORKER_QUEUE_URLS: queueUrls,
-        TASKWORKER_JOBS_TABLE: props.jobsTable.tableName,
-        TASKWORKER_STATS_TABLE: props.statsTable.tableName,
-        TASKWORKER_LOG_LEVEL: props.logLevel ?? 'INFO',
-        TASKWORKER_MAX_CONCURRENCY: String(reservedConcurrency),
-        POWERTOOLS_SERVICE_NAME: config.app,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-      },
+      environment,
     });
+
+    // One doorbell function per doorbell queue: Lambda wants an SQS trigger's function timed out
+    // within the queue's visibility timeout. Same code, role and logs as the dispatcher.
+    const doorbells: Record<string, lambda.IFunction> = {};
+    for (const queue of doorbellQueues(config)) {
+      const doorbellName = `${config.app}-${version}-doorbell-${queue.name}`;
+      const doorbell = new lambda.Function(this, `Doorbell-${queue.name}`, {
+        ...FUNCTION_DEFAULTS,
+        // Lambda function names stop at 64 characters; past that CloudFormation names it.
+        ...(doorbellName.length <= 64 ? { functionName: doorbellName } : {}),
+        description: `taskworker ${config.app} ${version}: wakes on ${queue.name}, runs its batch, then selects until idle`,
+        code: props.code,
+        role,
+        logGroup,
+        timeout: Duration.seconds(doorbellTimeoutSeconds(config, queue)),
+        memorySize: config.dispatcher.memoryMb,
+        environment,
+      });
+      // The mapping alone, not SqsEventSource: that would grant its own consume actions on top of
+      // the role's (ReceiveMessage, DeleteMessage, GetQueueAttributes: what Lambda's pollers use).
+      new lambda.EventSourceMapping(this, `Trigger-${queue.name}`, {
+        target: doorbell,
+        eventSourceArn: (props.queues[queue.name] as sqs.IQueue).queueArn,
+        batchSize: queue.batchSize,
+        maxConcurrency: DOORBELL_MAX_CONCURRENCY,
+        reportBatchItemFailures: true,
+      });
+      doorbells[queue.name] = doorbell;
+    }
+    this.doorbells = doorbells;
 
     this.schedule = new events.Rule(this, 'Schedule', {
       description: `Starts a taskworker ${config.app} ${version} dispatcher every minute`,

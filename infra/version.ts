@@ -102,6 +102,8 @@ export class TaskworkerVersion extends Construct {
   public readonly jobsTable: dynamodb.ITable;
   public readonly statsTable: dynamodb.ITable;
   public readonly dispatcher: lambda.IFunction;
+  /** The doorbell functions by queue name: each wakes the version when its queue gets a message (`wakeUp: 'doorbell'`). */
+  public readonly doorbells: Readonly<Record<string, lambda.IFunction>>;
   public readonly dispatcherRole: iam.IRole;
   public readonly alarms: readonly cloudwatch.IAlarm[];
   public readonly dashboard: cloudwatch.Dashboard;
@@ -162,6 +164,7 @@ export class TaskworkerVersion extends Construct {
     this.jobsTable = tables.jobs;
     this.statsTable = tables.stats;
     this.dispatcher = dispatcher.function;
+    this.doorbells = dispatcher.doorbells;
     this.dispatcherRole = dispatcher.role;
     this.alarms = monitoring.alarms;
     this.dashboard = monitoring.dashboard;

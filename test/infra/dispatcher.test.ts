@@ -53,6 +53,39 @@ describe('TaskworkerDispatcher', () => {
     });
   });
 
+  it('puts a doorbell on each doorbell queue: its own function within the queue’s visibility, an SQS trigger that stays a doorbell', () => {
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Array<{ Properties: Properties }>;
+    expect(mappings).toHaveLength(config.queues.length);
+    for (const q of config.queues) {
+      const doorbellId = resourceId(template, 'AWS::Lambda::Function', { FunctionName: `taskworker-v1-doorbell-${q.name}` });
+      const doorbell = template.findResources('AWS::Lambda::Function')[doorbellId] as { Properties: Properties };
+      expect(doorbell.Properties).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler', Role: fn.Properties.Role });
+      // Lambda refuses a trigger on a queue whose visibility timeout is shorter than the function's.
+      expect(doorbell.Properties.Timeout).toBeLessThanOrEqual(q.visibilityTimeoutSeconds);
+      expect((doorbell.Properties.Environment as { Variables: unknown }).Variables).toEqual(env);
+      const mapping = mappings.find((m) => (m.Properties.FunctionName as { Ref?: string }).Ref === doorbellId);
+      expect(mapping?.Properties).toMatchObject({
+        EventSourceArn: { 'Fn::GetAtt': [queueId(`taskworker-v1-${q.name}`), 'Arn'] },
+        BatchSize: q.batchSize,
+        ScalingConfig: { MaximumConcurrency: 2 },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    }
+  });
+
+  it('has no trigger on a queue that wakes on the schedule, and no doorbell at all when none does', () => {
+    const queues = [
+      { name: 'fast', priority: 9, visibilityTimeoutSeconds: 30 },
+      { name: 'cheap', priority: 1, wakeUp: 'schedule' as const },
+    ];
+    const mixed = synthStack({ config: { app: 'x', queues } }).template;
+    mixed.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    mixed.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'x-v1-doorbell-fast', Timeout: 30 });
+    const none = synthStack({ config: { app: 'x', queues: [queues[1] as (typeof queues)[1]] } }).template;
+    none.resourceCountIs('AWS::Lambda::EventSourceMapping', 0);
+    none.resourceCountIs('AWS::Lambda::Function', 1);
+  });
+
   it('tells the handler its version, queue URLs (JSON the handler parses), tables and log level', () => {
     expect(env).toMatchObject({
       TASKWORKER_VERSION: 'v1',
