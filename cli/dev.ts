@@ -2,14 +2,17 @@ import { createWriteStream, mkdirSync, watch } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
+import { doorbellQueues } from '../lib/wake-up';
 import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS } from './dev-console';
 import { announceLocalStack, clearDevState, findConfigFile, integerOption, UsageError } from './shared';
 
 export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N] [--watch]
-               [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL] [--log-format pretty|json]
-               [--log-file FILE] [--quiet]
+               [--always-on] [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL]
+               [--log-format pretty|json] [--log-file FILE] [--quiet]
   Starts the SQS and DynamoDB emulators in this process, creates the version's queues, and runs
-  N dispatcher processes on the same handler Lambda runs; a dispatcher that dies is replaced.
+  the same handler Lambda runs, invoked as in AWS: by a schedule every minute (N dispatcher
+  containers) and by each doorbell queue's trigger when a message arrives; an idle version runs
+  nothing. --always-on keeps N dispatchers listening instead. A process that dies is replaced.
   Prints each batch, each failed attempt and the dispatchers' log lines at --log-level (ERROR)
   and above; every log line from INFO up goes as JSON to --log-file (.taskworker/dev.log).
   --watch rebuilds and restarts the dispatchers when a task or the config changes. Ctrl-C stops it.`;
@@ -28,6 +31,7 @@ export async function devCommand(argv: string[]): Promise<void> {
       'log-format': { type: 'string', default: 'pretty' },
       'log-file': { type: 'string', default: '.taskworker/dev.log' },
       watch: { type: 'boolean', default: false },
+      'always-on': { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
     },
     strict: true,
@@ -56,6 +60,7 @@ export async function devCommand(argv: string[]): Promise<void> {
     ...(values.tasks ? { tasksDir: values.tasks } : {}),
     version: values.version ?? 'dev',
     dispatchers: integerOption('--dispatchers', values.dispatchers, 1, 1, 64),
+    invocations: values['always-on'] ? 'back-to-back' : 'on-demand',
     ...(sqsPort !== undefined ? { sqsPort } : {}),
     ...(dynamodbPort !== undefined ? { dynamodbPort } : {}),
     // The file keeps INFO and up whatever the console shows.
@@ -91,6 +96,13 @@ export async function devCommand(argv: string[]): Promise<void> {
   out(
     [
       `taskworker dev: app ${config.app}, version ${stack.version}, ${stack.dispatchers.length} dispatcher(s), ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
+      values['always-on']
+        ? '  dispatchers always listening (--always-on)'
+        : `  invoked as in AWS: the schedule every minute; doorbells on ${
+            doorbellQueues(config)
+              .map((q) => q.name)
+              .join(', ') || 'no queue'
+          }`,
       `  SQS       ${stack.endpoints.sqs}`,
       `  DynamoDB  ${stack.endpoints.dynamodb}`,
       '  queues:',

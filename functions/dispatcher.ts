@@ -49,7 +49,11 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       tracking,
       ...(urls ? { urls } : {}),
       observer: combineObservers(metrics.observer, options.observer),
-      ...(functionName && scalesOut ? { launcher: new LambdaLauncher(functionName), maxConcurrency } : {}),
+      ...(options.launcher
+        ? { launcher: options.launcher, maxConcurrency }
+        : functionName && scalesOut
+          ? { launcher: new LambdaLauncher(functionName), maxConcurrency }
+          : {}),
     });
     created.warm();
     return created;

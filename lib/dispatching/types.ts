@@ -3,7 +3,7 @@
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config';
-import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
+import type { DispatcherLauncher, Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskRegistry } from '../tasks/task';
 import type { JobStore, StatsStore } from '../tracking/model';
@@ -86,4 +86,6 @@ export interface DispatcherFunction {
 export interface DispatcherFunctionOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly observer?: DispatcherObserver;
+  /** Starts more invocations when a scheduled one scales out. @defaultValue Lambda's Invoke API on this function, when it can scale out */
+  readonly launcher?: DispatcherLauncher;
 }

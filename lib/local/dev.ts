@@ -13,9 +13,11 @@ import { Publisher } from '../publishing/publisher';
 import { type Artifact, buildArtifact } from '../tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
 import type { JobStore, StatsStore } from '../tracking/model';
+import { doorbellQueues } from '../wake-up';
 import { type Emulators, startEmulators } from './emulators';
-import type { RunnerMessage } from './runner';
+import type { InvokeRequest, RunnerMessage } from './runner';
 import { provisionVersion } from './version';
+import { DISPATCHER_FUNCTION, doorbellFunction, type InvokeResult, type LocalFunctions, type LocalWakeUp, startLocalWakeUp } from './wake';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -35,6 +37,17 @@ export interface LocalStackOptions {
   readonly logLevel?: LogLevel;
   /** Invocation length of local dispatchers, seconds. @defaultValue the config's dispatcher.timeoutSeconds */
   readonly invocationSeconds?: number;
+  /**
+   * How the dispatchers are invoked. `back-to-back`: each process invokes the handler again as soon
+   * as an invocation ends, so dispatchers always listen (harnesses, benchmarks). `on-demand`: as
+   * in AWS — the schedule invokes the dispatcher function every minute, each doorbell queue's
+   * trigger invokes its doorbell function when a message arrives (lib/local/wake.ts), and an idle
+   * version has nothing running; `dispatchers` is then the dispatcher function's containers, and
+   * each doorbell queue has one more. @defaultValue 'back-to-back'
+   */
+  readonly invocations?: 'back-to-back' | 'on-demand';
+  /** The schedule's period when `on-demand`, ms. @defaultValue one minute */
+  readonly schedulePeriodMs?: number;
   /**
    * Start a new dispatcher process when one exits while the stack runs (a task killed its process,
    * the OOM killer, a native crash, a stop past `rssLimitMb`), as Lambda starts a new container.
@@ -97,9 +110,12 @@ export interface LocalStack {
   deaths(): number;
   /**
    * Starts one more dispatcher process; returns its index. `env` adds to (or overrides) the
-   * environment the stack gives it, e.g. its own endpoints.
+   * environment the stack gives it, e.g. its own endpoints. When `on-demand`, `fn` says which
+   * function it is a container of (the dispatcher's by default).
    */
-  startDispatcher(options?: { readonly env?: Readonly<Record<string, string>> }): number;
+  startDispatcher(options?: DispatcherProcessOptions): number;
+  /** Invocations started by the schedule, the doorbells and scaling out (`on-demand` only), by function. */
+  invocationsByFunction(): Readonly<Record<string, number>>;
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
   stopDispatchers(): Promise<void>;
   /**
@@ -111,6 +127,11 @@ export interface LocalStack {
   reload(): Promise<TaskBundle>;
   /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
   stop(): Promise<void>;
+}
+
+export interface DispatcherProcessOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  readonly fn?: string;
 }
 
 /** Credentials the emulators accept; never valid anywhere else. */
@@ -190,6 +211,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let publisher = publisherFor(build.bundle);
 
   const dispatchers: ChildProcess[] = [];
+  const onDemand = options.invocations === 'on-demand';
+  const containers = new Containers();
   const replace = options.replaceDeadDispatchers ?? true;
   let stopping = false;
   let deaths = 0;
@@ -197,12 +220,23 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const pendingRestarts = new Set<NodeJS.Timeout>();
   const alive = () => dispatchers.filter((c) => c.exitCode === null && c.signalCode === null).length;
 
-  const startDispatcher = (more: { readonly env?: Readonly<Record<string, string>> } = {}): number => {
+  const startDispatcher = (more: DispatcherProcessOptions = {}): number => {
     const index = dispatchers.length;
     const startedAt = Date.now();
     const piped = options.onOutput !== undefined;
+    const fn = more.fn ?? DISPATCHER_FUNCTION;
     const child = fork(build.artifact.runnerFile as string, [], {
-      env: { ...process.env, ...dispatcherEnv(build.bundle), ...more.env },
+      env: {
+        ...process.env,
+        ...dispatcherEnv(build.bundle),
+        ...(onDemand
+          ? {
+              TASKWORKER_LOCAL_INVOKE: 'on-demand',
+              AWS_LAMBDA_FUNCTION_NAME: `${build.bundle.config.app}-${version}-${fn}`,
+            }
+          : {}),
+        ...more.env,
+      },
       // The handler's own stack traces point at the library's and the tasks' sources, as in Lambda.
       execArgv: ['--enable-source-maps'],
       stdio: ['ignore', piped ? 'pipe' : 'inherit', piped ? 'pipe' : 'inherit', 'ipc'],
@@ -237,9 +271,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
           return;
         case 'error':
           options.onDispatcherError?.(message.message, index);
+          return;
+        case 'invoked':
+          containers.finished(child, message);
+          return;
+        case 'launch':
+          for (let i = 0; i < message.count; i++)
+            void containers.invoke(DISPATCHER_FUNCTION, message.event, build.bundle.config.dispatcher.timeoutSeconds);
       }
     });
+    if (onDemand) containers.add(child, fn);
     child.once('exit', (code, signal) => {
+      containers.exited(child);
       if (stopping) return;
       deaths += 1;
       const held = [...holding.values()];
@@ -251,7 +294,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       options.onDispatcherExit?.({ dispatcher: index, code, signal, held, replacement: { dispatcher: dispatchers.length, afterMs } });
       const timer = setTimeout(() => {
         pendingRestarts.delete(timer);
-        startDispatcher(more);
+        startDispatcher({ ...more, fn });
       }, afterMs);
       pendingRestarts.add(timer);
     });
@@ -259,13 +302,33 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     options.onDispatcherStart?.(index);
     return index;
   };
-  for (let i = 0; i < (options.dispatchers ?? 1); i++) startDispatcher();
+  /** Starts the functions' containers and, when on demand, what invokes them. */
+  const startAll = (dispatcherCount: number) => {
+    for (let i = 0; i < dispatcherCount; i++) startDispatcher();
+    if (!onDemand) return;
+    for (const queue of doorbellQueues(build.bundle.config)) startDispatcher({ fn: doorbellFunction(queue.name) });
+    wakeUp = startLocalWakeUp({
+      config: build.bundle.config,
+      urls,
+      sqs,
+      region,
+      functions: containers,
+      ...(options.schedulePeriodMs !== undefined ? { schedulePeriodMs: options.schedulePeriodMs } : {}),
+      onError: (message) => options.onDispatcherError?.(message, -1),
+    });
+  };
+  let wakeUp: LocalWakeUp | undefined;
+  startAll(options.dispatchers ?? 1);
 
   const stopAll = async () => {
     stopping = true;
+    containers.stopping();
     for (const timer of pendingRestarts) clearTimeout(timer);
     pendingRestarts.clear();
+    await wakeUp?.stop();
+    wakeUp = undefined;
     await Promise.all(dispatchers.map((child) => stopChild(child)));
+    containers.clear();
   };
   const stopDispatchers = async () => {
     await stopAll();
@@ -290,13 +353,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         `the value this taskworker dev started with (${now.app !== was.app ? was.app : names(was)}): restart it to change the app or its queues`,
       );
     }
-    const running = Math.max(1, alive());
+    const running = onDemand ? (options.dispatchers ?? 1) : Math.max(1, alive());
     await stopDispatchers();
     const old = build;
     build = next;
     publisher = publisherFor(next.bundle);
     await rm(old.dir, { recursive: true, force: true });
-    for (let i = 0; i < running; i++) startDispatcher();
+    startAll(running);
     return next.bundle;
   };
   const stop = () => {
@@ -330,10 +393,91 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     alive,
     deaths: () => deaths,
     startDispatcher,
+    invocationsByFunction: () => containers.invocationCounts(),
     stopDispatchers,
     reload,
     stop,
   };
+}
+
+/**
+ * The containers of the local functions when invoked on demand: which function each serves,
+ * whether it is busy, and the invocation it runs. One invocation per container at a time, as in Lambda.
+ */
+class Containers implements LocalFunctions {
+  private readonly byChild = new Map<ChildProcess, { fn: string; busy?: ((result: InvokeResult) => void) | undefined }>();
+  private readonly waiting = new Set<() => void>();
+  private readonly counts: Record<string, number> = {};
+  private nextId = 1;
+  private ending = false;
+
+  add(child: ChildProcess, fn: string): void {
+    this.byChild.set(child, { fn });
+    this.ending = false;
+    this.notify();
+  }
+
+  invoke(fn: string, event: unknown, timeoutSeconds: number): Promise<InvokeResult> | undefined {
+    if (this.ending) return undefined;
+    for (const [child, state] of this.byChild) {
+      if (state.fn !== fn || state.busy || !child.connected) continue;
+      const id = this.nextId++;
+      this.counts[fn] = (this.counts[fn] ?? 0) + 1;
+      return new Promise<InvokeResult>((resolve) => {
+        state.busy = resolve;
+        child.send({ type: 'invoke', id, event, timeoutSeconds } satisfies InvokeRequest);
+      });
+    }
+    return undefined;
+  }
+
+  whenFree(fn: string): Promise<void> {
+    const free = () => this.ending || [...this.byChild].some(([child, s]) => s.fn === fn && !s.busy && child.connected);
+    if (free()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (!free()) return;
+        this.waiting.delete(check);
+        resolve();
+      };
+      this.waiting.add(check);
+    });
+  }
+
+  finished(child: ChildProcess, message: Extract<RunnerMessage, { type: 'invoked' }>): void {
+    const state = this.byChild.get(child);
+    const done = state?.busy;
+    if (state) state.busy = undefined;
+    done?.({
+      ...(message.result !== undefined ? { result: message.result } : {}),
+      ...(message.error !== undefined ? { error: message.error } : {}),
+    });
+    this.notify();
+  }
+
+  exited(child: ChildProcess): void {
+    this.byChild.get(child)?.busy?.({ error: 'the container exited' });
+    this.byChild.delete(child);
+    this.notify();
+  }
+
+  /** From now on nothing is invoked, and whoever waits for a free container stops waiting. */
+  stopping(): void {
+    this.ending = true;
+    this.notify();
+  }
+
+  clear(): void {
+    this.byChild.clear();
+  }
+
+  invocationCounts(): Readonly<Record<string, number>> {
+    return { ...this.counts };
+  }
+
+  private notify(): void {
+    for (const check of [...this.waiting]) check();
+  }
 }
 
 const FIRST_RESTART_MS = 500;

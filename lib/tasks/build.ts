@@ -98,7 +98,8 @@ export interface TasksBundleOptions {
 export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ tasksFile: string; taskFiles: string[] }> {
   const configFile = resolve(options.configFile);
   if (!existsSync(configFile)) throw new BundleError(`config file ${configFile} does not exist`);
-  const tasksDir = resolve(options.tasksDir ?? join(dirname(configFile), await readTasksDir(configFile)));
+  // A relative tasksDir is relative to the config module; an absolute one stands as it is.
+  const tasksDir = resolve(options.tasksDir ?? resolve(dirname(configFile), await readTasksDir(configFile)));
   const taskFiles = listTaskModules(tasksDir);
   if (taskFiles.length === 0) throw new BundleError(`tasks directory ${tasksDir} has no task modules`);
   // Modules are required lazily, one at a time, so one that throws while loading is named (by its

@@ -1,0 +1,92 @@
+/**
+ * `taskworker dev` invoked as in AWS: nothing runs in an idle version; a doorbell queue's trigger
+ * starts a doorbell with a real SQS event the moment a message arrives, and the schedule covers
+ * the queues without one. What is asserted comes from the tables and the queues.
+ */
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { resolveConfig } from '../../lib/config';
+import type { DispatcherSummary } from '../../lib/dispatching/summary';
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { loadConfigModuleSync } from '../../lib/tasks/build';
+import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+
+let stack: LocalStack | undefined;
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+});
+
+async function depth(local: LocalStack, queue: string): Promise<{ visible: number; inFlight: number }> {
+  const { Attributes } = await local.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: local.urls.queues[queue],
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return { visible: Number(Attributes?.ApproximateNumberOfMessages), inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible) };
+}
+
+describe('taskworker dev on demand: the doorbell and the schedule', () => {
+  it('wakes for a message on a doorbell queue, retries through the trigger, and leaves nothing behind', async () => {
+    const invocations: DispatcherSummary[] = [];
+    stack = await startLocalStack({
+      configFile: FIXTURE_CONFIG,
+      invocations: 'on-demand',
+      // A schedule that never ticks after the first: only the doorbell can run the jobs.
+      schedulePeriodMs: 3_600_000,
+      onInvocation: (summary) => invocations.push(summary),
+    });
+    const local = stack;
+    await eventually('the first scheduled invocation to end', () => invocations.length >= 1);
+    // An idle version: the scheduled invocation asked the depths and ended without a receive.
+    expect(invocations[0]).toMatchObject({ receives: 0, selections: 0 });
+
+    const journal = tempFile('wake.jsonl');
+    const once = await local.publisher.publish('record', { journal, n: 1 });
+    const twice = await local.publisher.publish('flaky', { journal, succeedOn: 2 });
+    await eventually('both jobs to succeed', async () => {
+      const [a, b] = await Promise.all([local.jobs.get(once.jobId), local.jobs.get(twice.jobId)]);
+      return a?.state === 'succeeded' && b?.state === 'succeeded';
+    });
+    expect((await local.jobs.get(twice.jobId))?.attempt).toBe(2);
+    expect(readJournal(journal).map((e) => [e.task, e.attempt])).toEqual(
+      expect.arrayContaining([
+        ['record', 1],
+        ['flaky', 1],
+        ['flaky', 2],
+      ]),
+    );
+    // The doorbell ran them (the schedule did not tick again), and the trigger kept the retried
+    // message instead of deleting it: it came back and succeeded. Nothing is left in the queue.
+    expect(local.invocationsByFunction()['doorbell-urgent']).toBeGreaterThanOrEqual(1);
+    expect(local.invocationsByFunction().dispatcher).toBe(1);
+    await eventually('the queue to be empty', async () => {
+      const d = await depth(local, 'urgent');
+      return d.visible === 0 && d.inFlight === 0;
+    });
+  });
+
+  it('runs a queue without a doorbell from the schedule, and starts no doorbell for it', async () => {
+    const fixture = resolveConfig(loadConfigModuleSync(FIXTURE_CONFIG));
+    const configFile = tempFile('schedule-only.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        app: fixture.app,
+        tasksDir: join(dirname(FIXTURE_CONFIG), fixture.tasksDir),
+        queues: fixture.queues.map((q) => ({ ...q, wakeUp: 'schedule' })),
+        dispatcher: { concurrency: 4, timeoutSeconds: 30, settleMarginMs: 200, killGraceMs: 200 },
+      }),
+    );
+    stack = await startLocalStack({ configFile, invocations: 'on-demand', schedulePeriodMs: 2_000 });
+    const local = stack;
+    const journal = tempFile('scheduled.jsonl');
+    const job = await local.publisher.publish('record', { journal, n: 7 });
+    await eventually('the job to succeed', async () => (await local.jobs.get(job.jobId))?.state === 'succeeded');
+    expect(local.invocationsByFunction()).toEqual({ dispatcher: expect.any(Number) });
+    expect(local.dispatchers).toHaveLength(1);
+  });
+});
