@@ -21,6 +21,8 @@ export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
 export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 /** Daily stats: one atomic ADD per queue per batch. */
 export const STATS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+/** The scheduled invocation turns the doorbells' triggers off while it works a backlog, and on again. */
+export const DOORBELL_SWITCH_ACTIONS = ['lambda:UpdateEventSourceMapping'];
 /** Scaling out: the scheduled invocation starts more invocations of this same function (asynchronously). */
 export const SELF_INVOKE_ACTIONS = ['lambda:InvokeFunction'];
 
@@ -93,17 +95,22 @@ export class TaskworkerDispatcher extends Construct {
       retention: props.logRetention ?? LOG_RETENTION,
       removalPolicy: REMOVAL_POLICIES.logs,
     });
-    // Own role, no AWS-managed policy: logs to its own group, and the grants below.
-    const role = new iam.Role(this, 'Role', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: `taskworker ${config.app} ${version} dispatcher`,
-    });
-    logGroup.grantWrite(role);
-    const workQueues = config.queues.map((q) => props.queues[q.name] as sqs.IQueue);
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: WORK_QUEUE_ACTIONS, resources: workQueues.map((q) => q.queueArn) }));
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ARCHIVE_ACTIONS, resources: [props.archive.queueArn] }));
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: JOBS_TABLE_ACTIONS, resources: [props.jobsTable.tableArn] }));
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
+    // Own roles, no AWS-managed policy: logs to their group, and the grants below. The doorbells'
+    // role does the work and nothing else (no scaling out, no switching triggers).
+    const workerRole = (id: string, what: string) => {
+      const created = new iam.Role(this, id, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `taskworker ${config.app} ${version} ${what}`,
+      });
+      logGroup.grantWrite(created);
+      const workQueues = config.queues.map((q) => props.queues[q.name] as sqs.IQueue);
+      created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: WORK_QUEUE_ACTIONS, resources: workQueues.map((q) => q.queueArn) }));
+      created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ARCHIVE_ACTIONS, resources: [props.archive.queueArn] }));
+      created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: JOBS_TABLE_ACTIONS, resources: [props.jobsTable.tableArn] }));
+      created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
+      return created;
+    };
+    const role = workerRole('Role', 'dispatcher');
 
     const functionName = props.functionName ?? `${config.app}-${version}-dispatcher`;
     const reservedConcurrency = props.reservedConcurrency ?? config.dispatcher.maxConcurrency;
@@ -152,6 +159,8 @@ export class TaskworkerDispatcher extends Construct {
     // One doorbell function per doorbell queue: Lambda wants an SQS trigger's function timed out
     // within the queue's visibility timeout. Same code, role and logs as the dispatcher.
     const doorbells: Record<string, lambda.IFunction> = {};
+    const mappings: lambda.EventSourceMapping[] = [];
+    const doorbellRole = doorbellQueues(config).length > 0 ? workerRole('DoorbellRole', 'doorbells') : undefined;
     for (const queue of doorbellQueues(config)) {
       const doorbellName = `${config.app}-${version}-doorbell-${queue.name}`;
       const doorbell = new lambda.Function(this, `Doorbell-${queue.name}`, {
@@ -160,7 +169,7 @@ export class TaskworkerDispatcher extends Construct {
         ...(doorbellName.length <= 64 ? { functionName: doorbellName } : {}),
         description: `taskworker ${config.app} ${version}: wakes on ${queue.name}, runs its batch, then selects until idle`,
         code: props.code,
-        role,
+        role: doorbellRole as iam.Role,
         logGroup,
         timeout: Duration.seconds(doorbellTimeoutSeconds(config, queue)),
         memorySize: config.dispatcher.memoryMb,
@@ -168,16 +177,24 @@ export class TaskworkerDispatcher extends Construct {
       });
       // The mapping alone, not SqsEventSource: that would grant its own consume actions on top of
       // the role's (ReceiveMessage, DeleteMessage, GetQueueAttributes: what Lambda's pollers use).
-      new lambda.EventSourceMapping(this, `Trigger-${queue.name}`, {
+      const mapping = new lambda.EventSourceMapping(this, `Trigger-${queue.name}`, {
         target: doorbell,
         eventSourceArn: (props.queues[queue.name] as sqs.IQueue).queueArn,
         batchSize: queue.batchSize,
         maxConcurrency: DOORBELL_MAX_CONCURRENCY,
         reportBatchItemFailures: true,
       });
+      mappings.push(mapping);
       doorbells[queue.name] = doorbell;
     }
     this.doorbells = doorbells;
+    if (mappings.length > 0) {
+      // The scheduled dispatcher turns the triggers off while it works a backlog and on when done.
+      fn.addEnvironment('TASKWORKER_DOORBELL_MAPPINGS', mappings.map((m) => m.eventSourceMappingId).join(','));
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: DOORBELL_SWITCH_ACTIONS, resources: mappings.map((m) => m.eventSourceMappingArn) }),
+      );
+    }
 
     this.schedule = new events.Rule(this, 'Schedule', {
       description: `Starts a taskworker ${config.app} ${version} dispatcher every minute`,

@@ -101,6 +101,15 @@ export interface DispatcherLauncher {
   launch(count: number, event: object): Promise<number>;
 }
 
+/**
+ * Turns the doorbell queues' triggers on and off: off while the scheduled fleet works a backlog
+ * (it selects by priority; a trigger would take batches out of order beside it), on again once
+ * that fleet finds nothing to do (lib/dispatching/doorbell.ts).
+ */
+export interface DoorbellSwitch {
+  set(on: boolean): Promise<void>;
+}
+
 /** Age in seconds of the oldest message per queue resource name, where the platform measures it. */
 export type OldestAge = (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
 

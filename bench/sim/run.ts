@@ -9,10 +9,11 @@ import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/e
 import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
 import type { DispatcherDeps } from '../../lib/dispatching/types';
-import type { QueueUrls } from '../../lib/ports';
+import type { QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
 import { createRegistry, defineTask } from '../../lib/tasks/task';
+import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
 import { Simulation } from './engine';
 import { SimSqs } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
@@ -33,7 +34,15 @@ export interface FleetSpec {
    * reused. With `autoscale`, scheduled invocations scale out through lib/scaling.ts and idle
    * ones end early; without, every invocation runs to its timeout (the fixed fleet).
    */
-  readonly schedule?: { readonly maxConcurrency: number; readonly autoscale: boolean };
+  readonly schedule?: {
+    readonly maxConcurrency: number;
+    readonly autoscale: boolean;
+    /**
+     * A doorbell on every queue (lib/dispatching/doorbell.ts): a trigger poller per queue that
+     * long-polls 20 s and invokes a doorbell (at most 2 at once per queue) with each batch it gets.
+     */
+    readonly doorbell?: boolean;
+  };
 }
 
 export const DEFAULT_FLEET: FleetSpec = { dispatchers: 4, concurrency: 10, invocationSeconds: 300 };
@@ -79,6 +88,9 @@ export interface RunFigures {
   /** Scheduled mode: invocations refused for want of reserved concurrency; most dispatchers at once. */
   readonly throttled: number;
   readonly peakDispatchers: number;
+  /** Scheduled mode: invocations of the dispatcher (schedule and scale-out) and of the doorbells, per run. */
+  readonly invocations: number;
+  readonly doorbellInvocations: number;
 }
 
 export interface RunOptions {
@@ -154,6 +166,8 @@ interface RawRun {
   readonly timeline: ReadonlyArray<{ readonly minute: number; readonly dispatchers: number; readonly waiting: number }>;
   readonly throttled: number;
   readonly peakDispatchers: number;
+  readonly invocations: number;
+  readonly doorbellInvocations: number;
 }
 
 export async function runSimulation(options: RunOptions): Promise<RunFigures> {
@@ -199,6 +213,8 @@ export async function runSimulation(options: RunOptions): Promise<RunFigures> {
     events: sum((r) => r.events),
     timeline: runs[0]?.timeline ?? [],
     throttled: sum((r) => r.throttled),
+    invocations: Math.round(sum((r) => r.invocations) / runs.length),
+    doorbellInvocations: Math.round(sum((r) => r.doorbellInvocations) / runs.length),
     peakDispatchers: Math.max(0, ...runs.map((r) => r.peakDispatchers)),
   };
 }
@@ -258,6 +274,9 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   };
   const timeline: Array<{ minute: number; dispatchers: number; waiting: number }> = [];
   let throttled = 0;
+  let doorbells = 0;
+  let doorbellsOn = true;
+  let invocations = 0;
   let running = 0;
   let peak = 0;
   const open = new Set<{ began: number }>();
@@ -290,19 +309,66 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
         return;
       }
       running += 1;
+      invocations += 1;
       peak = Math.max(peak, running);
       const deps = warm.pop() ?? container(containers++);
       const invocation = { began: sim.now() };
       open.add(invocation);
-      if (autoscale && role === 'scheduled') await scaleOut({ config: scaling, queues: sqs, urls, launcher, logger: silentLogger });
-      const exit = autoscale ? idleExit(role, invocation.began) : undefined;
-      const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
-      await runDispatcher(deps, { deadline, signal: stop.signal, ...(exit ? { idleExit: exit } : {}) });
+      const decision =
+        autoscale && role === 'scheduled'
+          ? await scaleOut({ config: scaling, queues: sqs, urls, launcher, logger: silentLogger })
+          : undefined;
+      // As DispatcherRuntime does: a scheduled invocation that finds nothing waiting ends at once.
+      // The doorbells step aside while the scheduled fleet works a backlog, and come back when an
+      // invocation of it finds nothing to do (as DoorbellSwitch does in AWS).
+      if (decision) doorbellsOn = decision.waiting === 0;
+      if (decision?.waiting !== 0) {
+        const exit = autoscale ? idleExit(role, invocation.began) : undefined;
+        const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
+        const summary = await runDispatcher(deps, { deadline, signal: stop.signal, ...(exit ? { idleExit: exit } : {}) });
+        if (summary.endedIdle) doorbellsOn = true;
+      }
       open.delete(invocation);
       dispatcherMs += sim.now() - invocation.began;
       running -= 1;
       warm.push(deps);
     };
+    // The doorbells: each queue's trigger poller, and the doorbell invocations it starts (their
+    // own function: they count toward cost, not toward the dispatcher's concurrency).
+    const doorbellWarm: DispatcherDeps[] = [];
+    const ring = async (queue: TaskworkerConfig['queues'][number], messages: readonly ReceivedMessage[]) => {
+      const deps = doorbellWarm.pop() ?? container(1000 + containers++);
+      const began = sim.now();
+      doorbells += 1;
+      await runDispatcher(deps, {
+        deadline: began + doorbellTimeoutSeconds(config, queue) * 1000,
+        signal: stop.signal,
+        given: [{ queue, messages }],
+      });
+      dispatcherMs += sim.now() - began;
+      doorbellWarm.push(deps);
+    };
+    if (fleet.schedule.doorbell) {
+      for (const queue of doorbellQueues(config)) {
+        void (async () => {
+          let ringing = 0;
+          while (!stop.signal.aborted && sim.now() < end) {
+            if (ringing >= DOORBELL_MAX_CONCURRENCY || !doorbellsOn) {
+              await sim.sleep(100);
+              continue;
+            }
+            const url = urls.queues[queue.name] as string;
+            const request = { maxMessages: queue.batchSize, waitSeconds: 20, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds };
+            const batch = await sqs.receive(url, request, stop.signal).catch(() => []);
+            if (batch.length === 0) continue;
+            ringing += 1;
+            void ring(queue, batch).finally(() => {
+              ringing -= 1;
+            });
+          }
+        })();
+      }
+    }
     // Lambda starts an asynchronous invocation a moment after it is accepted.
     const launcher = {
       launch: async (count: number) => {
@@ -354,5 +420,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     timeline,
     throttled,
     peakDispatchers: peak,
+    invocations,
+    doorbellInvocations: doorbells,
   };
 }

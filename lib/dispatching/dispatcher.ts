@@ -114,9 +114,10 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return now >= exit.notBefore && now - lastWorkAt >= exit.afterMs;
   };
 
-  // A batch someone else received (the doorbell's trigger) runs first, whatever the time left: the
-  // batch itself releases what cannot finish in time.
-  for (const given of options.given ?? []) start(given.queue, given.messages, given.settled);
+  // Batches someone else received (the doorbell's trigger) are this invocation's whole work,
+  // whatever the time left: the batch itself releases what cannot finish in time.
+  const given = options.given ?? [];
+  for (const batch of given) start(batch.queue, batch.messages, batch.settled);
 
   /**
    * A long poll never outlasts the invocation's idle allowance: an invocation that may end when
@@ -130,11 +131,12 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return Math.max(0, Math.ceil((Math.max(exit.notBefore, lastWorkAt + exit.afterMs) - clock.now()) / 1000));
   };
 
-  while (!stopped() && usableMs() >= MIN_USABLE_MS) {
+  while (given.length === 0 && !stopped() && usableMs() >= MIN_USABLE_MS) {
     await waitForRoom(fitting());
     if (stopped() || usableMs() < MIN_USABLE_MS) break;
     if (idle()) {
       logger.info('no work for a while; ending the invocation early (scaling in)', { idleMs: clock.now() - lastWorkAt });
+      summary.endedIdle = true;
       break;
     }
     const candidates = fitting();

@@ -1,11 +1,12 @@
 /**
  * The doorbell: how an idle version wakes within a second without keeping a dispatcher listening.
  * An SQS trigger (Lambda's event-source mapping) on each `wakeUp: 'doorbell'` queue invokes the
- * doorbell function — the dispatcher's own code with a timeout that fits the queues' visibility —
+ * doorbell function — the dispatcher's own code with a timeout that fits the queue's visibility —
  * with a batch. The invocation runs that batch under the dispatcher's rules (claim, time limits,
- * settle), then keeps selecting across all queues by priority while there is work, and ends after a
- * short idle spell. The trigger's `MaximumConcurrency` keeps it a doorbell: a backlog is the
- * scheduled dispatcher's, which scales out and selects by priority from its first receive.
+ * settle) and ends: it does not go on selecting. The trigger's `MaximumConcurrency` (2) bounds what
+ * it takes out of priority order; a backlog is the scheduled dispatcher's, which scales out and
+ * selects by priority (`npm run bench:selectors` measured a doorbell that went on selecting: it
+ * became six more dispatchers under load, doubling Lambda time and SQS requests per task).
  *
  * The dispatcher settles every message itself; what it did not delete (retried, released,
  * deferred, left to a newer attempt, a settle call that failed) is reported back as a batch item
@@ -14,9 +15,6 @@
 import type { QueueConfig, TaskworkerConfig } from '../config';
 import type { QueueUrls, ReceivedMessage } from '../ports';
 import type { BatchReport, JobOutcome } from './summary';
-
-/** A doorbell invocation ends after this long without work: a backlog is the scheduled dispatcher's. */
-export const DOORBELL_IDLE_MS = 2_000;
 
 /** One record of Lambda's SQS event, the fields the doorbell reads. */
 export interface SqsEventRecord {

@@ -2,8 +2,16 @@ import { hostname } from 'node:os';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config';
-import { ConfigError } from '../errors';
-import { type DispatcherLauncher, jsonLogger, type Logger, type QueueClient, type QueueUrls, type ReceivedMessage } from '../ports';
+import { ConfigError, describe } from '../errors';
+import {
+  type DispatcherLauncher,
+  type DoorbellSwitch,
+  jsonLogger,
+  type Logger,
+  type QueueClient,
+  type QueueUrls,
+  type ReceivedMessage,
+} from '../ports';
 import type { Random } from '../random';
 import type { TaskBundle } from '../tasks/bundle';
 import { queueProbes, runDispatcher } from './dispatcher';
@@ -37,6 +45,8 @@ export interface DispatcherRuntimeOptions {
   readonly workerId?: string;
   /** Starts more dispatcher invocations when a scheduled one finds a backlog (lib/scaling.ts); none: no scaling out. */
   readonly launcher?: DispatcherLauncher;
+  /** Turns the doorbells off while the scheduled fleet works a backlog, and on when it finds none. */
+  readonly doorbells?: DoorbellSwitch;
   /** The function's actual reserved concurrency, when the stack set one other than the config's `maxConcurrency`. */
   readonly maxConcurrency?: number;
   /** How the resident-set guard reads memory (tests). The limit is the config's `dispatcher.rssLimitMb`. */
@@ -124,6 +134,8 @@ export class DispatcherRuntime {
         logger: this.logger,
         ...(this.options.launcher ? { launcher: this.options.launcher } : {}),
       });
+      // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
+      if (decision) await this.switchDoorbells(decision.waiting === 0);
       if (decision?.waiting === 0) return emptySummary();
     }
     const exit = idleExit(role, startedAt);
@@ -159,6 +171,8 @@ export class DispatcherRuntime {
     } finally {
       guard.stop();
     }
+    // The fleet ran out of work: the doorbells take over waiting for it.
+    if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await this.switchDoorbells(true);
     const tripped = guard.tripped;
     if (!tripped) return summary;
     const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
@@ -179,6 +193,7 @@ export class DispatcherRuntime {
         queues: [...new Set(foreign.map((r) => r.eventSourceARN))],
       });
     }
+    if (batches.length === 0) return { ...emptySummary(), batchItemFailures: records.map((r) => ({ itemIdentifier: r.messageId })) };
     const reports: BatchReport[] = [];
     const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
     const summary = await this.invoke(deadline, signal, 'doorbell', given);
@@ -189,6 +204,15 @@ export class DispatcherRuntime {
         records.map((r) => r.messageId),
       ),
     };
+  }
+
+  /** Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
+  private async switchDoorbells(on: boolean): Promise<void> {
+    try {
+      await this.options.doorbells?.set(on);
+    } catch (error) {
+      this.logger.warn(`could not turn the doorbells ${on ? 'on' : 'off'}`, { error: describe(error) });
+    }
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@
 import type { TaskworkerConfig } from '../config';
 import { describe } from '../errors';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
-import { DOORBELL_IDLE_MS, sqsRecordsOf } from './doorbell';
+import { sqsRecordsOf } from './doorbell';
 
 /**
  * How an invocation was started: by the schedule, by a scheduled one scaling out, by a doorbell
@@ -130,11 +130,10 @@ export function invocationDeadline(role: InvocationRole, startedAt: number, dead
  * When an invocation may end for lack of work. Nothing waits for work in an idle version: the
  * doorbell queues' triggers and the next minute's schedule start a dispatcher when it comes. So a
  * scheduled or scaled-out invocation ends once it has been idle for {@link IDLE_EXIT_MS} (a burst's
- * stragglers and retries coming back), a doorbell one after {@link DOORBELL_IDLE_MS}. Plain
+ * stragglers and retries coming back); a doorbell runs its batch and ends, idle or not. Plain
  * invocations (`taskworker dev` without scale-to-zero, tests) run to their deadline.
  */
 export function idleExit(role: InvocationRole, startedAt: number): { readonly afterMs: number; readonly notBefore: number } | undefined {
-  if (role === 'doorbell') return { afterMs: DOORBELL_IDLE_MS, notBefore: startedAt };
   if (role === 'scale-out' || role === 'scheduled') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt };
   return undefined;
 }

@@ -69,6 +69,8 @@ export interface DispatcherSummary {
   emptyReceives: number;
   errors: number;
   queues: Record<string, QueueSummary>;
+  /** Set when the invocation ended early for lack of work (its idle exit): the fleet is scaling in. */
+  endedIdle?: boolean;
   /** Set when the invocation stopped because the process's resident set passed `dispatcher.rssLimitMb`. */
   memoryStop?: { readonly rssMb: number; readonly limitMb: number };
 }

@@ -3,7 +3,7 @@
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config';
-import type { DispatcherLauncher, Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
+import type { DispatcherLauncher, DoorbellSwitch, Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskRegistry } from '../tasks/task';
 import type { JobStore, StatsStore } from '../tracking/model';
@@ -65,8 +65,9 @@ export interface RunOptions {
    */
   readonly idleExit?: { readonly afterMs: number; readonly notBefore: number };
   /**
-   * Batches received by someone else (the doorbell's SQS trigger), run before the loop selects:
-   * each is run and settled under the same rules, and `settled` hears its report.
+   * Batches received by someone else (the doorbell's SQS trigger): each is run and settled under
+   * the same rules, and `settled` hears its report. With them the loop does not select: the
+   * invocation ends once they are settled.
    */
   readonly given?: ReadonlyArray<{
     readonly queue: QueueConfig;
@@ -88,4 +89,6 @@ export interface DispatcherFunctionOptions {
   readonly observer?: DispatcherObserver;
   /** Starts more invocations when a scheduled one scales out. @defaultValue Lambda's Invoke API on this function, when it can scale out */
   readonly launcher?: DispatcherLauncher;
+  /** Turns the doorbells off and on. @defaultValue the event-source mappings in `TASKWORKER_DOORBELL_MAPPINGS`, if any */
+  readonly doorbells?: DoorbellSwitch;
 }

@@ -275,6 +275,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         case 'invoked':
           containers.finished(child, message);
           return;
+        case 'doorbells':
+          wakeUp?.setDoorbells(message.on);
+          return;
         case 'launch':
           for (let i = 0; i < message.count; i++)
             void containers.invoke(DISPATCHER_FUNCTION, message.event, build.bundle.config.dispatcher.timeoutSeconds);

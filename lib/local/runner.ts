@@ -25,6 +25,8 @@ export type RunnerMessage =
   | { readonly type: 'ready' }
   /** On demand: an invocation ended; `result` is what the handler returned. */
   | { readonly type: 'invoked'; readonly id: number; readonly result?: unknown; readonly error?: string }
+  /** On demand: the scheduled fleet turns the doorbells' triggers off (working a backlog) or on. */
+  | { readonly type: 'doorbells'; readonly on: boolean }
   /** On demand: a scheduled invocation asks for more invocations of the dispatcher function. */
   | { readonly type: 'launch'; readonly count: number; readonly event: object }
   | { readonly type: 'started'; readonly start: BatchStart }
@@ -97,6 +99,9 @@ async function main(): Promise<void> {
               send({ type: 'launch', count, event });
               return count;
             },
+          },
+          doorbells: {
+            set: async (on: boolean) => send({ type: 'doorbells', on }),
           },
         }
       : {}),

@@ -42,6 +42,8 @@ export interface LocalWakeUpOptions {
 }
 
 export interface LocalWakeUp {
+  /** Turns the doorbell triggers on or off, as UpdateEventSourceMapping does. */
+  setDoorbells(on: boolean): void;
   /** Stops the schedule and the pollers; resolves once no poll is in flight (a poll is short). */
   stop(): Promise<void>;
 }
@@ -55,6 +57,13 @@ const LOCAL_POLL_SECONDS = 2;
 export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
   const { config, functions } = options;
   let stopped = false;
+  let doorbellsOn = true;
+  const waitingForOn = new Set<() => void>();
+  const turnedOn = () => {
+    for (const resolve of waitingForOn) resolve();
+    waitingForOn.clear();
+  };
+  const whenOn = () => (doorbellsOn || stopped ? Promise.resolve() : new Promise<void>((resolve) => waitingForOn.add(resolve)));
   const tick = () => {
     if (stopped) return;
     // All dispatcher containers busy: the running ones are at work already, as a skipped tick is in AWS.
@@ -67,6 +76,7 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
     const arn = `arn:aws:sqs:${options.region}:000000000000:${url.slice(url.lastIndexOf('/') + 1)}`;
     const fn = doorbellFunction(queue.name);
     while (!stopped) {
+      await whenOn();
       await functions.whenFree(fn);
       if (stopped) break;
       try {
@@ -101,8 +111,13 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
     }
   });
   return {
+    setDoorbells(on) {
+      doorbellsOn = on;
+      if (on) turnedOn();
+    },
     async stop() {
       stopped = true;
+      turnedOn();
       clearInterval(schedule);
       await Promise.all(pollers);
     },

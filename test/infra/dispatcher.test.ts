@@ -1,5 +1,12 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { ARCHIVE_ACTIONS, JOBS_TABLE_ACTIONS, SELF_INVOKE_ACTIONS, STATS_TABLE_ACTIONS, WORK_QUEUE_ACTIONS } from '../../infra/dispatcher';
+import {
+  ARCHIVE_ACTIONS,
+  DOORBELL_SWITCH_ACTIONS,
+  JOBS_TABLE_ACTIONS,
+  SELF_INVOKE_ACTIONS,
+  STATS_TABLE_ACTIONS,
+  WORK_QUEUE_ACTIONS,
+} from '../../infra/dispatcher';
 import { queueUrlsFromEnv } from '../../lib/dispatching/runtime';
 import { synthStack } from '../helpers/infra';
 
@@ -23,6 +30,11 @@ function resourceId(template: ReturnType<typeof synthStack>['template'], type: s
 
 describe('TaskworkerDispatcher', () => {
   const { template, config } = synthStack({ version: 'v1' });
+  /** The logical id of the event-source mapping that invokes a doorbell function. */
+  const mappingIdOf = (functionId: string) =>
+    Object.entries(template.findResources('AWS::Lambda::EventSourceMapping')).find(
+      ([, m]) => (m as { Properties: { FunctionName: { Ref?: string } } }).Properties.FunctionName.Ref === functionId,
+    )?.[0] as string;
   const functionId = resourceId(template, 'AWS::Lambda::Function', { FunctionName: 'taskworker-v1-dispatcher' });
   const fn = template.findResources('AWS::Lambda::Function')[functionId] as { Properties: Properties };
   const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
@@ -59,10 +71,15 @@ describe('TaskworkerDispatcher', () => {
     for (const q of config.queues) {
       const doorbellId = resourceId(template, 'AWS::Lambda::Function', { FunctionName: `taskworker-v1-doorbell-${q.name}` });
       const doorbell = template.findResources('AWS::Lambda::Function')[doorbellId] as { Properties: Properties };
-      expect(doorbell.Properties).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler', Role: fn.Properties.Role });
+      expect(doorbell.Properties).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler' });
+      // A role of their own: the work's grants, no scaling out, no switching triggers.
+      expect(doorbell.Properties.Role).not.toEqual(fn.Properties.Role);
       // Lambda refuses a trigger on a queue whose visibility timeout is shorter than the function's.
       expect(doorbell.Properties.Timeout).toBeLessThanOrEqual(q.visibilityTimeoutSeconds);
-      expect((doorbell.Properties.Environment as { Variables: unknown }).Variables).toEqual(env);
+      const { TASKWORKER_DOORBELL_MAPPINGS: mappingIds, ...work } = env;
+      expect((doorbell.Properties.Environment as { Variables: unknown }).Variables).toEqual(work);
+      // The dispatcher knows the triggers it turns off while it works a backlog.
+      expect(JSON.stringify(mappingIds)).toContain(mappingIdOf(doorbellId));
       const mapping = mappings.find((m) => (m.Properties.FunctionName as { Ref?: string }).Ref === doorbellId);
       expect(mapping?.Properties).toMatchObject({
         EventSourceArn: { 'Fn::GetAtt': [queueId(`taskworker-v1-${q.name}`), 'Arn'] },
@@ -156,8 +173,20 @@ describe('TaskworkerDispatcher', () => {
       expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-stats'), 'Arn'] })).toEqual([...STATS_TABLE_ACTIONS].sort());
     });
 
+    it('may turn its own doorbells’ triggers off and on, and nothing else of Lambda’s', () => {
+      const switching = statements.filter((st) => [st.Action].flat().includes('lambda:UpdateEventSourceMapping'));
+      expect(switching).toHaveLength(1);
+      expect([switching[0]?.Action].flat()).toEqual(DOORBELL_SWITCH_ACTIONS);
+      const mappingIds = Object.keys(template.findResources('AWS::Lambda::EventSourceMapping'));
+      expect([switching[0]?.Resource].flat().map(evaluate).sort()).toEqual(
+        mappingIds
+          .map((id) => `arn:<Ref:AWS::Partition>:lambda:<Ref:AWS::Region>:<Ref:AWS::AccountId>:event-source-mapping:<Ref:${id}>`)
+          .sort(),
+      );
+    });
+
     it('may invoke itself (to scale out) and no other function', () => {
-      const invoking = statements.filter((st) => [st.Action].flat().some((a) => a.startsWith('lambda:')));
+      const invoking = statements.filter((st) => [st.Action].flat().includes('lambda:InvokeFunction'));
       expect(invoking).toHaveLength(1);
       expect([invoking[0]?.Action].flat()).toEqual(SELF_INVOKE_ACTIONS);
       expect([invoking[0]?.Resource].flat().map(evaluate)).toEqual([
@@ -172,7 +201,7 @@ describe('TaskworkerDispatcher', () => {
           p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } } }
         ).Properties.PolicyDocument.Statement.flatMap((st) => [st.Action].flat()),
       );
-      expect(lambdaActions.filter((a) => a.startsWith('lambda:'))).toEqual([]);
+      expect(lambdaActions.filter((a) => a === 'lambda:InvokeFunction')).toEqual([]);
     });
 
     it('has no wildcard action, no wildcard resource and no AWS managed policy', () => {

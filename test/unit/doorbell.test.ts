@@ -1,4 +1,4 @@
-import { systemClock } from '../../lib/clock';
+import { type Clock, systemClock, VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { sqsRecordsOf } from '../../lib/dispatching/doorbell';
@@ -30,7 +30,7 @@ function sqsEvent(queue: string, messages: readonly ReceivedMessage[]) {
   };
 }
 
-function setup() {
+function setup(clock: Clock = systemClock) {
   const config = appConfig({ queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0 }] });
   const ran: string[] = [];
   const tasks = [
@@ -48,10 +48,13 @@ function setup() {
     }),
   ];
   const registry = createRegistry(tasks, config);
-  const sqs = new MemoryQueueService(systemClock);
+  const sqs = new MemoryQueueService(clock);
   const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
   const reports: BatchReport[] = [];
+  const switched: boolean[] = [];
   const runtime = new DispatcherRuntime({
+    doorbells: { set: async (on) => void switched.push(on) },
+    clock,
     bundle: { path: 'inline', config, tasks, registry },
     version: 'v1',
     urls,
@@ -63,7 +66,7 @@ function setup() {
   const send = (id: string, body: string) => sqs.sendBatch(urls.queues.urgent, [{ id, body }]);
   /** What the trigger's poller does: receive a batch with the queue's visibility timeout. */
   const triggerReceives = () => sqs.receive(urls.queues.urgent, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
-  return { runtime, sqs, urls, ran, reports, send, triggerReceives };
+  return { runtime, sqs, urls, ran, reports, send, triggerReceives, switched };
 }
 
 describe('the doorbell: an SQS trigger’s batch through the dispatcher', () => {
@@ -97,16 +100,16 @@ describe('the doorbell: an SQS trigger’s batch through the dispatcher', () => 
     expect(archived.sort()).toEqual(['malformed', 'unknown-task']);
   });
 
-  it('keeps selecting while there is work, then ends on its own once idle', async () => {
+  it('runs its batch and ends: what waits besides is the scheduled dispatcher’s, taken by priority', async () => {
     const s = setup();
     await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'rang' } }));
     const received = await s.triggerReceives();
     for (const n of ['x', 'y', 'z']) await s.send(n, encodeEnvelope({ task: 'ok', payload: { n } }));
-    // The deadline is far: only the idle exit can end this invocation before it.
+    // The deadline is far: the invocation ends once its batch is settled, not at the deadline.
     const summary = await s.runtime.ring(sqsRecordsOf(sqsEvent('urgent', received)) ?? [], Date.now() + 10 * 60_000);
-    expect(s.ran.sort()).toEqual(['rang', 'x', 'y', 'z']);
-    expect(summary.batchItemFailures).toEqual([]);
-    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(s.ran).toEqual(['rang']);
+    expect(summary).toMatchObject({ selections: 0, receives: 0, batchItemFailures: [] });
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 3, inFlight: 0, delayed: 0 });
   });
 
   it('leaves records of a queue that is not this version’s in their queue, untouched', async () => {
@@ -137,14 +140,19 @@ describe('the scheduled invocation in an idle version', () => {
     const summary = await s.runtime.invoke(Date.now() + 60_000, undefined, 'scheduled');
     expect(summary).toMatchObject({ selections: 0, receives: 0 });
     expect(s.sqs.requests).toMatchObject({ depth: 1, receive: 0 });
+    // Nothing to do: the doorbells keep watch.
+    expect(s.switched).toEqual([true]);
   });
 
-  it('works when something waits', async () => {
-    const s = setup();
+  it('turns the doorbells off while it works, and on again when it ends for lack of work', async () => {
+    const clock = new VirtualClock();
+    const s = setup(clock);
     await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
     // (A short deadline: an invocation that found work stays its idle allowance, 20 s, otherwise.)
-    await s.runtime.invoke(Date.now() + 7_000, undefined, 'scheduled');
+    await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
     expect(s.ran).toEqual(['a']);
+    // A backlog: the doorbells step aside while the fleet works it by priority.
+    expect(s.switched).toEqual([false]);
   });
 });
 
@@ -178,5 +186,16 @@ describe('wakeUp in the config', () => {
         appConfig({ queues: [{ ...queue, wakeUp: 'schedule' }], dispatcher: { settleMarginMs: 5000, killGraceMs: 1000 } }),
       ),
     ).not.toThrow();
+  });
+});
+
+describe('the doorbells come back when the fleet scales in', () => {
+  it('a scheduled invocation that ends idle turns them on', async () => {
+    const clock = new VirtualClock();
+    const s = setup(clock);
+    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
+    // Idle allowance is 20 s: a deadline past it lets the invocation end for lack of work.
+    await s.runtime.invoke(clock.now() + 30_000, undefined, 'scheduled');
+    expect(s.switched).toEqual([false, true]);
   });
 });

@@ -1,6 +1,5 @@
 import { resolveConfig } from '../../lib/config';
 import { runDispatcher } from '../../lib/dispatching/dispatcher';
-import { DOORBELL_IDLE_MS } from '../../lib/dispatching/doorbell';
 import {
   IDLE_EXIT_MS,
   idleExit,
@@ -74,12 +73,10 @@ describe('invocation roles and scaling in', () => {
     expect(invocationRole('taskworker.schedule')).toBe('plain');
   });
 
-  it('lets scheduled and scaled-out invocations end once idle, doorbell ones sooner, plain ones never', () => {
+  it('lets scheduled and scaled-out invocations end once idle, plain ones never', () => {
     expect(idleExit('scale-out', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
     // Nothing waits for work in an idle version: the doorbells and the next schedule start one.
     expect(idleExit('scheduled', 1000)).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
-    expect(idleExit('doorbell', 1000)).toEqual({ afterMs: DOORBELL_IDLE_MS, notBefore: 1000 });
-    expect(DOORBELL_IDLE_MS).toBeLessThan(IDLE_EXIT_MS);
     expect(idleExit('plain', 1000)).toBeUndefined();
   });
 
