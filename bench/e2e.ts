@@ -27,6 +27,7 @@ import { silentLogger } from '../lib/ports';
 import { decodeEnvelope } from '../lib/publishing/envelope';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
+import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';
 import { SCALING_WORKLOADS } from './sim/workloads';
 
@@ -42,16 +43,6 @@ const IO_TASKS = Number(values['io-tasks']);
 const IO_TASK_MS = 50;
 const ROUNDS = 5;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
-const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-/** Published prices (us-east-1, arm64 Lambda). */
-const PRICES = {
-  sqsPerMillionRequests: 0.4,
-  dynamoPerMillionWriteUnits: 0.625,
-  dynamoPerMillionReadUnits: 0.125,
-  lambdaPerGbSecond: 0.000_013_333_4,
-  lambdaPerMillionInvocations: 0.2,
-};
 /** The example app's dispatcher memory. */
 const DISPATCHER_GB = 1;
 
@@ -377,8 +368,7 @@ const TRIGGER_MODEL = {
   memoryGb: 0.5,
   /** Per batch of 10 no-op records: 20 DynamoDB calls, 5–10 ms each, 10 at a time, plus the handler. */
   batchDurationSeconds: 0.05,
-  /** Idle: pollers per queue, each long-polling 20 s (AWS keeps at least a few per queue). */
-  idlePollersPerQueue: 5,
+  idlePollersPerQueue: TRIGGER_IDLE_POLLERS_PER_QUEUE,
   queues: 3,
 };
 
@@ -418,7 +408,7 @@ async function idleCost() {
     });
   }
   const t = TRIGGER_MODEL;
-  const triggerRequests = t.idlePollersPerQueue * t.queues * (3600 / 20);
+  const triggerRequests = triggerIdleRequestsPerHour(t.queues);
   rows.push({
     design: `Lambda SQS trigger (modelled: ${t.idlePollersPerQueue} pollers × ${t.queues} queues, 20 s long polls)`,
     averageDispatchers: 0,

@@ -5,9 +5,11 @@
  */
 import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
 import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
+import { batchItemFailures } from '../../lib/dispatching/doorbell';
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/executor/types';
 import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
+import type { BatchReport } from '../../lib/dispatching/summary';
 import type { DispatcherDeps } from '../../lib/dispatching/types';
 import type { QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
@@ -340,11 +342,21 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       const deps = doorbellWarm.pop() ?? container(1000 + containers++);
       const began = sim.now();
       doorbells += 1;
+      const reports: BatchReport[] = [];
       await runDispatcher(deps, {
         deadline: began + doorbellTimeoutSeconds(config, queue) * 1000,
         signal: stop.signal,
-        given: [{ queue, messages }],
+        given: [{ queue, messages, settled: (report) => reports.push(report) }],
       });
+      // The trigger deletes what the invocation did not report as kept: one more request.
+      const kept = new Set(
+        batchItemFailures(
+          reports,
+          messages.map((m) => m.messageId),
+        ).map((f) => f.itemIdentifier),
+      );
+      const done = messages.filter((m) => !kept.has(m.messageId)).map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle }));
+      if (done.length > 0) await sqs.deleteBatch(urls.queues[queue.name] as string, done);
       dispatcherMs += sim.now() - began;
       doorbellWarm.push(deps);
     };

@@ -13,7 +13,7 @@ import { decide } from './decide';
 import type { SerializedError, TaskOutcome } from './executor/types';
 import { autoHeartbeat } from './heartbeat';
 import { completionWrite, identity, ref, rejectionWrite, trackingOf, unclaimedWrite } from './records';
-import { BatchState, type Decision, type RecordWrite, recordStats, settle } from './settle';
+import { BatchState, type Decision, type RecordWrite, recordStats, type SettleOptions, settle } from './settle';
 import type { SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
 import type { DispatcherDeps, RunOptions } from './types';
@@ -41,6 +41,7 @@ export async function processBatch(
   batch: readonly ReceivedMessage[],
   options: RunOptions,
   slots: TaskSlots,
+  settling: SettleOptions = {},
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const state = new BatchState();
@@ -57,7 +58,7 @@ export async function processBatch(
       slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
     ),
   );
-  const settleRetries = await settle(deps, queue, state);
+  const settleRetries = await settle(deps, queue, state, settling);
   const report: BatchReport = { queue: queue.name, jobs: batch.map((m) => state.reports.get(m.messageId) as JobReport), settleRetries };
   await recordStats(deps, report);
   return report;

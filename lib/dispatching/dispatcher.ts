@@ -12,6 +12,8 @@ import type { DispatcherDeps, RunOptions } from './types';
 const ERROR_PAUSE_MS = 1000;
 /** Pause after a selection that found nothing without long-polling (long poll 0, or too little time for one). */
 const IDLE_PAUSE_MS = 200;
+/** Below this share of its slots in use over its idle allowance, an invocation that may scale in ends. */
+const LIGHT_USE = 0.1;
 /** Below this much usable time the loop ends: there is no room for a receive and a settle. */
 const MIN_USABLE_MS = 1000;
 
@@ -65,7 +67,8 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const onAbort = () => wake();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const start = (queue: QueueConfig, batch: readonly ReceivedMessage[], settled?: (report: BatchReport) => void) => {
-    const done: Promise<void> = processBatch(deps, queue, batch, options, slots)
+    // A given batch is the trigger's: it deletes what the invocation does not report as kept.
+    const done: Promise<void> = processBatch(deps, queue, batch, options, slots, { triggerDeletes: settled !== undefined })
       .then(
         (report) => {
           addBatch(summary, report);
@@ -107,11 +110,29 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     }
   };
 
+  const startedAt = clock.now();
+  /** (time, busy slot-ms) at each pass, for the slots' use over the last idle allowance. */
+  const busySamples: Array<{ readonly at: number; readonly busyMs: number }> = [];
+  const lightlyUsed = (windowMs: number, now: number) => {
+    busySamples.push({ at: now, busyMs: slots.busyMs(now) });
+    while (busySamples.length > 1 && (busySamples[1] as { at: number }).at <= now - windowMs) busySamples.shift();
+    const first = busySamples[0] as { at: number; busyMs: number };
+    if (now - startedAt < windowMs || first.at > now - windowMs) return false;
+    const used = ((busySamples.at(-1) as { busyMs: number }).busyMs - first.busyMs) / (slots.size * (now - first.at));
+    return used < LIGHT_USE;
+  };
+  /**
+   * Whether the invocation may end for lack of work: nothing for its idle allowance, or so little
+   * that its slots were less than {@link LIGHT_USE} busy over it. The doorbells, turned back on
+   * when it ends, carry light work as Lambda's trigger would; a backlog brings the fleet back.
+   */
   const idle = () => {
     const exit = options.idleExit;
-    if (!exit || inFlight.size > 0) return false;
+    if (!exit) return false;
     const now = clock.now();
-    return now >= exit.notBefore && now - lastWorkAt >= exit.afterMs;
+    if (now < exit.notBefore) return false;
+    const light = lightlyUsed(exit.afterMs, now);
+    return (inFlight.size === 0 && now - lastWorkAt >= exit.afterMs) || light;
   };
 
   // Batches someone else received (the doorbell's trigger) are this invocation's whole work,
@@ -135,7 +156,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     await waitForRoom(fitting());
     if (stopped() || usableMs() < MIN_USABLE_MS) break;
     if (idle()) {
-      logger.info('no work for a while; ending the invocation early (scaling in)', { idleMs: clock.now() - lastWorkAt });
+      logger.info('little or no work for a while; ending the invocation early (scaling in)', { idleMs: clock.now() - lastWorkAt });
       summary.endedIdle = true;
       break;
     }

@@ -89,18 +89,21 @@ export function doorbellBatches(
   return { batches: [...grouped].map(([queue, messages]) => ({ queue, messages })), foreign };
 }
 
-/** Outcomes after which the dispatcher has deleted the message (archived ones only once the archive holds them). */
+/** Outcomes after which the message is done with (archived ones only once the archive holds them). */
 const DELETED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'archived', 'duplicate']);
 
 /**
- * What to tell the trigger: every message the dispatcher did not delete itself. A settle call that
- * failed (`unsettled`) counts as not deleted, whatever was meant: the message comes back and the
- * job record decides again, where a trigger's delete could lose an archive that never landed.
+ * What to tell the trigger: every message the dispatcher means to keep. The rest the trigger
+ * deletes — after the invocation, so after the job records and archive sends it made (the order
+ * the settle keeps). A message replaced by a fresh copy near its redrive limit is deleted too. A
+ * settle call that failed (`unsettled`) counts as kept, whatever was meant: the message comes back
+ * and the job record decides again, where a delete could lose an archive that never landed.
  */
 export function batchItemFailures(reports: readonly BatchReport[], messageIds: readonly string[]): Array<{ itemIdentifier: string }> {
   const settled = new Set<string>();
   for (const report of reports) {
-    for (const job of report.jobs) if (DELETED.has(job.outcome) && !job.unsettled) settled.add(job.messageId);
+    for (const job of report.jobs)
+      if ((DELETED.has(job.outcome) || (job.requeued && job.outcome !== 'stale')) && !job.unsettled) settled.add(job.messageId);
   }
   return messageIds.filter((id) => !settled.has(id)).map((id) => ({ itemIdentifier: id }));
 }

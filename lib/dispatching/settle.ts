@@ -49,7 +49,16 @@ export class BatchState {
  * delete and one visibility change. A message whose archive send failed is not deleted; one whose
  * completion was rejected (stale token) is left to the newer attempt.
  */
-export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState): Promise<number> {
+export interface SettleOptions {
+  /**
+   * The messages came from Lambda's SQS trigger, which deletes every message its invocation does
+   * not report as a batch item failure: the settle leaves the deletes to it (one request a batch
+   * fewer), and what it keeps is reported (lib/dispatching/doorbell.ts).
+   */
+  readonly triggerDeletes?: boolean;
+}
+
+export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState, options: SettleOptions = {}): Promise<number> {
   const url = deps.urls.queues[queue.name] as string;
   let retries = 0;
   const notSent = new Set<string>();
@@ -96,7 +105,7 @@ export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: Ba
   const deletes = settling
     .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')
     .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
-  if (deletes.length > 0) {
+  if (deletes.length > 0 && !options.triggerDeletes) {
     const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);
     retries += deleted.retries;
     for (const f of deleted.failed) state.mark(f.id, { unsettled: true });

@@ -18,7 +18,9 @@ export interface SlotLease {
  * ```
  */
 export class TaskSlots {
-  private readonly holders = new Set<{ end: number }>();
+  private readonly holders = new Set<{ end: number; readonly start: number }>();
+  /** Slot-milliseconds held by leases already released. */
+  private releasedBusyMs = 0;
   private readonly waiters: Array<{ readonly holdMs: number; readonly resolve: (lease: SlotLease) => void }> = [];
   private readonly watchers: Array<() => void> = [];
 
@@ -77,13 +79,21 @@ export class TaskSlots {
     return Math.max(now, ends[needed - 1] as number);
   }
 
+  /** Slot-milliseconds held since the slots were made, up to `now`: how busy they have been. */
+  busyMs(now: number): number {
+    let busy = this.releasedBusyMs;
+    for (const holder of this.holders) busy += Math.max(0, now - holder.start);
+    return busy;
+  }
+
   /** Resolves at the next release of a slot. */
   released(): Promise<void> {
     return new Promise((resolve) => this.watchers.push(resolve));
   }
 
   private lease(holdMs: number): SlotLease {
-    const holder = { end: this.now() + holdMs };
+    const start = this.now();
+    const holder = { end: start + holdMs, start };
     this.holders.add(holder);
     let done = false;
     return {
@@ -94,6 +104,7 @@ export class TaskSlots {
         if (done) return;
         done = true;
         this.holders.delete(holder);
+        this.releasedBusyMs += Math.max(0, this.now() - holder.start);
         const next = this.waiters.shift();
         if (next) next.resolve(this.lease(next.holdMs));
         for (const watcher of this.watchers.splice(0)) watcher();

@@ -116,6 +116,8 @@ export interface LocalStack {
   startDispatcher(options?: DispatcherProcessOptions): number;
   /** Invocations started by the schedule, the doorbells and scaling out (`on-demand` only), by function. */
   invocationsByFunction(): Readonly<Record<string, number>>;
+  /** Each ended invocation (`on-demand` only): its function and how long it ran, ms, as Lambda would bill it. */
+  invocationDurations(): ReadonlyArray<{ readonly fn: string; readonly ms: number }>;
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
   stopDispatchers(): Promise<void>;
   /**
@@ -397,6 +399,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     deaths: () => deaths,
     startDispatcher,
     invocationsByFunction: () => containers.invocationCounts(),
+    invocationDurations: () => containers.durations(),
     stopDispatchers,
     reload,
     stop,
@@ -408,7 +411,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
  * whether it is busy, and the invocation it runs. One invocation per container at a time, as in Lambda.
  */
 class Containers implements LocalFunctions {
-  private readonly byChild = new Map<ChildProcess, { fn: string; busy?: ((result: InvokeResult) => void) | undefined }>();
+  private readonly byChild = new Map<
+    ChildProcess,
+    { fn: string; busy?: ((result: InvokeResult) => void) | undefined; since?: number | undefined }
+  >();
+  private readonly ended: Array<{ fn: string; ms: number }> = [];
   private readonly waiting = new Set<() => void>();
   private readonly counts: Record<string, number> = {};
   private nextId = 1;
@@ -428,6 +435,7 @@ class Containers implements LocalFunctions {
       this.counts[fn] = (this.counts[fn] ?? 0) + 1;
       return new Promise<InvokeResult>((resolve) => {
         state.busy = resolve;
+        state.since = performance.now();
         child.send({ type: 'invoke', id, event, timeoutSeconds } satisfies InvokeRequest);
       });
     }
@@ -450,7 +458,11 @@ class Containers implements LocalFunctions {
   finished(child: ChildProcess, message: Extract<RunnerMessage, { type: 'invoked' }>): void {
     const state = this.byChild.get(child);
     const done = state?.busy;
-    if (state) state.busy = undefined;
+    if (state?.since !== undefined) this.ended.push({ fn: state.fn, ms: performance.now() - state.since });
+    if (state) {
+      state.busy = undefined;
+      state.since = undefined;
+    }
     done?.({
       ...(message.result !== undefined ? { result: message.result } : {}),
       ...(message.error !== undefined ? { error: message.error } : {}),
@@ -472,6 +484,10 @@ class Containers implements LocalFunctions {
 
   clear(): void {
     this.byChild.clear();
+  }
+
+  durations(): ReadonlyArray<{ readonly fn: string; readonly ms: number }> {
+    return [...this.ended];
   }
 
   invocationCounts(): Readonly<Record<string, number>> {

@@ -1,0 +1,18 @@
+/** Published prices the benchmarks convert counted requests and seconds with (us-east-1, arm64 Lambda). */
+export const PRICES = {
+  sqsPerMillionRequests: 0.4,
+  dynamoPerMillionWriteUnits: 0.625,
+  dynamoPerMillionReadUnits: 0.125,
+  lambdaPerGbSecond: 0.000_013_333_4,
+  lambdaPerMillionInvocations: 0.2,
+};
+
+export const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Lambda's SQS trigger idle: pollers per queue, each long-polling 20 s (AWS keeps several per queue). */
+export const TRIGGER_IDLE_POLLERS_PER_QUEUE = 5;
+
+/** SQS requests an hour that one queue's event-source mapping makes when the queue is empty. */
+export function triggerIdleRequestsPerHour(queues: number): number {
+  return TRIGGER_IDLE_POLLERS_PER_QUEUE * queues * (3600 / 20);
+}
