@@ -91,8 +91,11 @@ const NOOP_QUEUES: readonly SimQueueSpec[] = KALE_QUEUES.map((q) => ({ ...q, mea
 /** The simulation sizes arrivals against this capacity (5 dispatchers × 10 slots / mean task seconds). */
 const SIM_CAPACITY_PER_SECOND = (5 * 10) / NOOP_QUEUES.reduce((a, q) => a + q.share * q.meanSeconds, 0);
 
-/** An hour of one workload in the simulation, with doorbells and the schedule: per-hour requests, Lambda seconds and invocations. */
-async function simulatedHour(name: string, profile: ReadonlyArray<readonly [number, number]>) {
+/**
+ * An hour of one workload in the simulation, with doorbells and the schedule (or, `triggerOnly`,
+ * the same triggers alone: Lambda's SQS trigger design): per-hour requests, Lambda seconds and invocations.
+ */
+async function simulatedHour(name: string, profile: ReadonlyArray<readonly [number, number]>, triggerOnly = false) {
   const workload: Workload = {
     name,
     description: name,
@@ -105,7 +108,12 @@ async function simulatedHour(name: string, profile: ReadonlyArray<readonly [numb
     selector: 'sla-aware',
     seeds: [1],
     queues: NOOP_QUEUES,
-    fleet: { dispatchers: 5, concurrency: 10, invocationSeconds: 300, schedule: { maxConcurrency: 12, autoscale: true, doorbell: true } },
+    fleet: {
+      dispatchers: 5,
+      concurrency: 10,
+      invocationSeconds: 300,
+      schedule: { maxConcurrency: 12, autoscale: true, doorbell: true, triggerOnly },
+    },
   });
   return {
     tasks: r.tasks,
@@ -126,21 +134,12 @@ const usd = (parts: { sqs?: number; wcu?: number; gbSeconds?: number; invocation
 const WCU_PER_TASK = { full: 2.1, failures: 0.1, off: 0.1 } as const;
 
 /**
- * The trigger design, modelled: an event-source mapping per queue (batch window 0) and Powertools
- * idempotency (2 WCU a task). A poll returns what is there: at `perQueuePerSecond` messages a
- * second each poller's cycle (~200 ms: poll, invoke, handler) gathers that rate × 0.2 s, at least
- * one, at most 10; a receive and a delete per batch; 50 ms at 512 MB per invocation.
+ * The trigger design: the same event-source mappings in the same simulation, without the
+ * dispatcher (its requests and batches), with Powertools idempotency's 2 WCU a task and 50 ms at
+ * 512 MB per invocation for the handler (a no-op task and two DynamoDB calls).
  */
-function triggerHour(tasksPerHour: number, queues: number) {
-  const perQueuePerSecond = tasksPerHour / 3600 / queues;
-  const fill = Math.max(1, Math.min(10, (perQueuePerSecond * 0.2) / 1));
-  const batches = tasksPerHour / fill;
-  return {
-    sqs: batches * 2 + (tasksPerHour === 0 ? triggerIdleRequestsPerHour(queues) : 0),
-    wcu: tasksPerHour * 2,
-    gbSeconds: batches * 0.05 * 0.5,
-    invocations: batches,
-  };
+function triggerUsd(hour: Awaited<ReturnType<typeof simulatedHour>>): number {
+  return usd({ sqs: hour.sqsRequests, wcu: hour.tasks * 2, gbSeconds: hour.invocations * 0.05 * 0.5, invocations: hour.invocations });
 }
 
 async function main() {
@@ -166,14 +165,18 @@ async function main() {
   const businessHourTasks = 1_000_000 / (22 * 10);
   const base = (0.4 * businessHourTasks) / 3000;
   const burst = (0.6 * businessHourTasks) / 600;
-  const business = await simulatedHour('business-hour', [
+  const businessProfile: ReadonlyArray<readonly [number, number]> = [
     [0, base],
     [20, burst],
     [25, base],
     [40, burst],
     [45, base],
-  ]);
-  const steady = await simulatedHour('steady-100M', [[0, 100_000_000 / (HOURS_PER_MONTH * 3600)]]);
+  ];
+  const steadyProfile: ReadonlyArray<readonly [number, number]> = [[0, 100_000_000 / (HOURS_PER_MONTH * 3600)]];
+  const business = await simulatedHour('business-hour', businessProfile);
+  const steady = await simulatedHour('steady-100M', steadyProfile);
+  const businessTrigger = await simulatedHour('business-hour', businessProfile, true);
+  const steadyTrigger = await simulatedHour('steady-100M', steadyProfile, true);
 
   const monthly = (['full', 'failures', 'off'] as const).flatMap((mode) => {
     const hour = (h: typeof business) =>
@@ -188,17 +191,16 @@ async function main() {
       { workload: 'idle staging version', design: `taskworker (tracking ${mode})`, usd: round(HOURS_PER_MONTH * taskworkerIdleUsd, 2) },
     ];
   });
-  const trig = (tasksPerHour: number) => usd(triggerHour(tasksPerHour, ticks.queues));
   monthly.push(
     {
       workload: '1 M tasks/month, bursty over business hours',
       design: 'Lambda SQS trigger + Powertools idempotency (modelled)',
-      usd: round(220 * trig(businessHourTasks) + (HOURS_PER_MONTH - 220) * triggerIdleUsd, 2),
+      usd: round(220 * triggerUsd(businessTrigger) + (HOURS_PER_MONTH - 220) * triggerIdleUsd, 2),
     },
     {
       workload: '100 M tasks/month, steady',
       design: 'Lambda SQS trigger + Powertools idempotency (modelled)',
-      usd: round(HOURS_PER_MONTH * trig(100_000_000 / HOURS_PER_MONTH), 2),
+      usd: round(HOURS_PER_MONTH * triggerUsd(steadyTrigger), 2),
     },
     {
       workload: 'idle staging version',
@@ -233,7 +235,7 @@ async function main() {
       pollersPerQueue: TRIGGER_IDLE_POLLERS_PER_QUEUE,
     },
     idleRatio: round(taskworkerIdleUsd / triggerIdleUsd, 2),
-    awakeHours: { business, steady },
+    awakeHours: { business, steady, businessTrigger, steadyTrigger },
     monthly: monthly.map((m) => ({ ...m, vsTrigger: round(m.usd / Math.max(0.005, triggerOf(m.workload)), 2) })),
     goals: {
       idleAtMost1_5xTrigger: taskworkerIdleUsd <= 1.5 * triggerIdleUsd,
@@ -243,7 +245,14 @@ async function main() {
         .filter((m) => m.design === 'taskworker (tracking full)')
         .map((m) => ({ workload: m.workload, met: m.usd <= triggerOf(m.workload) })),
     },
-    assumptions: { aws: AWS_MODEL, prices: PRICES, businessHours: '22 days × 10 h', trigger: 'see triggerHour in bench/idle.ts' },
+    assumptions: {
+      aws: AWS_MODEL,
+      prices: PRICES,
+      businessHours: '22 days × 10 h; two 5-minute bursts carry 60 % of each hour',
+      tasks: 'no-op (5 ms): what the queue costs, not the work',
+      simulatedPollers: 'one trigger poller per queue in the simulation when awake; five per queue when idle (AWS)',
+      trigger: 'the same triggers in the same simulation without the dispatcher; 2 WCU, and 50 ms at 512 MB per invocation',
+    },
     elapsedSeconds: Math.round((Date.now() - began) / 1000),
   };
   if (values.json) {

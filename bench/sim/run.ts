@@ -44,6 +44,8 @@ export interface FleetSpec {
      * long-polls 20 s and invokes a doorbell (at most 2 at once per queue) with each batch it gets.
      */
     readonly doorbell?: boolean;
+    /** The doorbells' triggers and nothing else: Lambda's SQS trigger design, for comparison. */
+    readonly triggerOnly?: boolean;
   };
 }
 
@@ -389,14 +391,15 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       },
     };
     // The schedule has been running before the workload starts: its overlapping invocations end a minute apart.
-    const overlap = Math.ceil(fleet.invocationSeconds / 60);
+    const overlap = fleet.schedule.triggerOnly ? 0 : Math.ceil(fleet.invocationSeconds / 60);
     for (let k = 0; k < overlap; k++) void invoke('scheduled', Math.min(fleet.invocationSeconds, (k + 1) * 60) * 1000);
-    void (async () => {
-      for (let minute = 1; start + minute * 60_000 < end; minute++) {
-        await sim.sleep(start + minute * 60_000 - sim.now());
-        void invoke('scheduled');
-      }
-    })();
+    if (!fleet.schedule.triggerOnly)
+      void (async () => {
+        for (let minute = 1; start + minute * 60_000 < end; minute++) {
+          await sim.sleep(start + minute * 60_000 - sim.now());
+          void invoke('scheduled');
+        }
+      })();
   }
   // Sampled half-way through each minute (helpers of a generation end just before the next decision).
   void (async () => {

@@ -23,6 +23,7 @@ import { type MemoryGuardOptions, watchMemory } from './memory-guard';
 import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
+import { StatsBuffer } from './stats-buffer';
 import { type BatchReport, type DispatcherSummary, emptySummary } from './summary';
 import type { DispatcherObserver, RunOptions, Tracking } from './types';
 
@@ -71,6 +72,8 @@ export class DispatcherRuntime {
   private readonly workerId: string;
   private selector: QueueSelector<ReceivedMessage> | undefined;
   private urls: QueueUrls | undefined;
+  /** The tracking's stats, coalesced across the batches of an invocation. */
+  private readonly stats: StatsBuffer | undefined;
 
   constructor(private readonly options: DispatcherRuntimeOptions) {
     validateVersion(options.version, 'TASKWORKER_VERSION');
@@ -91,6 +94,8 @@ export class DispatcherRuntime {
     this.random = options.random ?? Math.random;
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
     this.urls = options.urls;
+    const stats = options.tracking?.stats;
+    this.stats = stats ? new StatsBuffer(stats, this.clock, this.logger) : undefined;
   }
 
   /** Starts worker threads ahead of the first batch. */
@@ -159,7 +164,9 @@ export class DispatcherRuntime {
           logger: this.logger,
           workerId: this.workerId,
           ...(this.options.observer ? { observer: this.options.observer } : {}),
-          ...(this.options.tracking ? { tracking: { version: this.options.version, ...this.options.tracking } } : {}),
+          ...(this.options.tracking
+            ? { tracking: { version: this.options.version, ...this.options.tracking, ...(this.stats ? { stats: this.stats } : {}) } }
+            : {}),
         },
         {
           deadline: invocationDeadline(role, startedAt, deadline),
@@ -170,6 +177,8 @@ export class DispatcherRuntime {
       );
     } finally {
       guard.stop();
+      // Whatever ended the invocation, the stats it gathered are written before it returns.
+      await this.stats?.flush();
     }
     // The fleet ran out of work: the doorbells take over waiting for it.
     if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await this.switchDoorbells(true);

@@ -59,7 +59,8 @@ beforeAll(async () => {
   mkdirSync(join(project, 'src', 'deep'), { recursive: true });
   writeFileSync(
     join(project, 'taskworker.config.ts'),
-    "export default { app: 'shop', queues: [{ name: 'default', priority: 10, visibilityTimeoutSeconds: 5, longPollSeconds: 0 }] };\n",
+    // Room for a doorbell invocation: a 2 s task, 1 s kill grace and the 5 s settle margin.
+    "export default { app: 'shop', queues: [{ name: 'default', priority: 10, visibilityTimeoutSeconds: 10, longPollSeconds: 0 }] };\n",
   );
   writeTask('flaky', FLAKY("throw new DownstreamError('inventory said 503 for item ' + payload.item);"));
   writeTask(
@@ -95,7 +96,8 @@ describe('taskworker dev, used from other shells', () => {
   it('is found from a subdirectory of the project, and says how many dispatchers are alive', () => {
     const status = run(join(project, 'src', 'deep'), ['status', '--json']);
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ version: 'dev', localDispatchers: { alive: 2, died: 0 } });
+    // Two containers of the dispatcher function (--dispatchers 2) and the one doorbell's.
+    expect(JSON.parse(status.stdout)).toMatchObject({ version: 'dev', localDispatchers: { alive: 3, died: 0 } });
   });
 
   it('is found from anywhere through the endpoint of its export line', () => {

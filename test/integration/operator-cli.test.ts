@@ -1,10 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { STATS_FLUSH_MS } from '../../lib/dispatching/stats-buffer';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { VersionStatus } from '../../lib/operating/operator';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
 import type { JobRecord, QueueDayStats } from '../../lib/tracking/model';
+import { utcDay } from '../../lib/tracking/stats';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
@@ -34,6 +36,16 @@ describe('operator CLI against taskworker dev', () => {
     ids.gated = published[5]?.jobId as string;
     await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues.urgent, MessageBody: 'not json' }));
     await eventually('three records and four archived', async () => readJournal(journal).length === 3 && (await archived()) === 4, 30_000);
+    // Stats are coalesced per dispatcher and written at most STATS_FLUSH_MS after the batches.
+    await eventually(
+      'the stats of all seven',
+      async () => {
+        const day = await stack.stats.get('urgent', utcDay(Date.now()));
+        const archivedCount = Object.values(day?.archived ?? {}).reduce((a, n) => a + (n ?? 0), 0);
+        return day?.counters.succeeded === 3 && archivedCount === 4;
+      },
+      STATS_FLUSH_MS + 10_000,
+    );
   });
   afterAll(async () => {
     process.env = saved;
