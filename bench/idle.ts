@@ -18,7 +18,7 @@ import { startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
 import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';
-import { KALE_QUEUES, type SimQueueSpec, type Workload } from './sim/workloads';
+import { KALE_QUEUES, type SimQueueSpec, WORKLOADS, type Workload } from './sim/workloads';
 
 const { values } = parseArgs({ options: { json: { type: 'boolean', default: false }, samples: { type: 'string', default: '20' } } });
 const SAMPLES = Number(values.samples);
@@ -124,6 +124,49 @@ async function simulatedHour(name: string, profile: ReadonlyArray<readonly [numb
   };
 }
 
+/**
+ * The selection benchmark's loaded workloads with the wake-up mechanism in the loop: Kale's
+ * ReducedLottery and the SLA-aware selector on the scheduled, autoscaled fleet, and the SLA-aware
+ * selector with the doorbells (and their switch) beside it. The targets are the selection
+ * benchmark's, against ReducedLottery in the same run.
+ */
+async function wakeUpUnderLoad() {
+  const rows = [];
+  for (const name of ['steady-0.7', 'steady-0.9', 'steady-1.05', 'busy-hour']) {
+    const workload = WORKLOADS.find((w) => w.name === name) as Workload;
+    const run = (selector: 'reduced-lottery' | 'sla-aware', doorbell: boolean) =>
+      runSimulation({
+        workload,
+        selector,
+        seeds: [1, 2],
+        fleet: { dispatchers: 5, concurrency: 10, invocationSeconds: 300, schedule: { maxConcurrency: 12, autoscale: true, doorbell } },
+      });
+    const [rl, sla, bell] = [await run('reduced-lottery', false), await run('sla-aware', false), await run('sla-aware', true)];
+    const q = (r: typeof rl, queue: string) => r.queues.find((x) => x.queue === queue);
+    const figures = (r: typeof rl) => ({
+      highP99: q(r, 'high_priority')?.p99 ?? 0,
+      lowMax: q(r, 'low_priority')?.max ?? 0,
+      requestsPerTask: r.sqsRequestsPerTask,
+      dispatcherSeconds: r.dispatcherSeconds,
+      doorbellInvocations: r.doorbellInvocations,
+    });
+    const withDoorbell = figures(bell);
+    const baseline = figures(rl);
+    rows.push({
+      workload: name,
+      reducedLottery: baseline,
+      slaAware: figures(sla),
+      slaAwareWithDoorbells: withDoorbell,
+      targets: {
+        highP99AtMostHalf: withDoorbell.highP99 <= 0.5 * baseline.highP99,
+        lowMaxNoWorse: withDoorbell.lowMax <= baseline.lowMax,
+        requestsNoMore: withDoorbell.requestsPerTask <= baseline.requestsPerTask,
+      },
+    });
+  }
+  return rows;
+}
+
 const usd = (parts: { sqs?: number; wcu?: number; gbSeconds?: number; invocations?: number }) =>
   ((parts.sqs ?? 0) / 1e6) * PRICES.sqsPerMillionRequests +
   ((parts.wcu ?? 0) / 1e6) * PRICES.dynamoPerMillionWriteUnits +
@@ -177,6 +220,8 @@ async function main() {
   const steady = await simulatedHour('steady-100M', steadyProfile);
   const businessTrigger = await simulatedHour('business-hour', businessProfile, true);
   const steadyTrigger = await simulatedHour('steady-100M', steadyProfile, true);
+
+  const underLoad = await wakeUpUnderLoad();
 
   const monthly = (['full', 'failures', 'off'] as const).flatMap((mode) => {
     const hour = (h: typeof business) =>
@@ -236,6 +281,7 @@ async function main() {
     },
     idleRatio: round(taskworkerIdleUsd / triggerIdleUsd, 2),
     awakeHours: { business, steady, businessTrigger, steadyTrigger },
+    underLoad,
     monthly: monthly.map((m) => ({ ...m, vsTrigger: round(m.usd / Math.max(0.005, triggerOf(m.workload)), 2) })),
     goals: {
       idleAtMost1_5xTrigger: taskworkerIdleUsd <= 1.5 * triggerIdleUsd,
@@ -264,6 +310,14 @@ async function main() {
     `  taskworker      $${doc.taskworker.idleUsdPerHour}  (${idleTaskworker.sqs} SQS requests, ${doc.taskworker.idleGbSecondsPerHour} GB-s: 60 idle ticks of ${doc.taskworker.idleTickMs.p50} ms + ${AWS_MODEL.sqsRoundTripMs} ms in AWS)`,
     `  Lambda trigger  $${doc.lambdaTrigger.idleUsdPerHour}  (${idleTrigger.sqs} SQS requests)   ratio ${doc.idleRatio}`,
     `wake-up, publish → start (local, ${wake.waits.length} samples): p50 ${doc.taskworker.wakeLatencySeconds.p50} s, p99 ${doc.taskworker.wakeLatencySeconds.p99} s; AWS modelled: cold ${doc.taskworker.awsWakeLatencySecondsModelled.coldStart} s, warm ${doc.taskworker.awsWakeLatencySecondsModelled.warm} s`,
+    '',
+    'under load, scheduled fleet (simulation, seeds 1,2): high p99 s / low max s / requests per task',
+    ...underLoad.map(
+      (r) =>
+        `  ${r.workload.padEnd(12)} ReducedLottery ${r.reducedLottery.highP99}/${r.reducedLottery.lowMax}/${r.reducedLottery.requestsPerTask}` +
+        `  SLA-aware ${r.slaAware.highP99}/${r.slaAware.lowMax}/${r.slaAware.requestsPerTask}` +
+        `  + doorbells ${r.slaAwareWithDoorbells.highP99}/${r.slaAwareWithDoorbells.lowMax}/${r.slaAwareWithDoorbells.requestsPerTask}  ${JSON.stringify(r.targets)}`,
+    ),
     '',
     'monthly bill (USD)',
     ...doc.monthly.map((m) => `  ${m.workload.padEnd(46)} ${m.design.padEnd(56)} ${String(m.usd).padStart(9)}  ×${m.vsTrigger}`),

@@ -50,7 +50,8 @@ export interface QueueConfigInput {
    * on this queue invokes the doorbell function at once (within a second; the trigger's pollers
    * cost about what Lambda's own SQS trigger costs idle); every task on the queue must then fit one
    * doorbell invocation (see lib/dispatching/doorbell.ts). `schedule`: the next minute's scheduled
-   * dispatcher (up to a minute late, no pollers). See {@link WAKE_UP_MODES}. @defaultValue 'doorbell'
+   * dispatcher (up to a minute late, no pollers). See {@link WAKE_UP_MODES}.
+   * @defaultValue 'doorbell' when `slaSeconds` is under 120, else 'schedule'
    */
   readonly wakeUp?: WakeUpMode;
 }
@@ -136,8 +137,7 @@ export const QUEUE_DEFAULTS = {
   slaSeconds: 60,
   retentionSeconds: 345_600,
   tracking: 'full',
-  wakeUp: 'doorbell',
-} as const satisfies Omit<QueueConfig, 'name' | 'priority'>;
+} as const satisfies Omit<QueueConfig, 'name' | 'priority' | 'wakeUp'>;
 
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
 
@@ -228,8 +228,19 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600),
     retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
     tracking: oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES),
-    wakeUp: oneOf(`${path}.wakeUp`, q.wakeUp ?? d.wakeUp, WAKE_UP_MODES),
+    wakeUp: oneOf(
+      `${path}.wakeUp`,
+      q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600)),
+      WAKE_UP_MODES,
+    ),
   };
+}
+
+/** Below this SLA a queue wakes an idle version by doorbell; at or above it the minute's schedule is soon enough. */
+export const DOORBELL_BELOW_SLA_SECONDS = 120;
+
+function defaultWakeUp(slaSeconds: number): WakeUpMode {
+  return slaSeconds < DOORBELL_BELOW_SLA_SECONDS ? 'doorbell' : 'schedule';
 }
 
 function resolveDispatcher(input: unknown): DispatcherConfig {

@@ -8,6 +8,7 @@ import {
   WORK_QUEUE_ACTIONS,
 } from '../../infra/dispatcher';
 import { queueUrlsFromEnv } from '../../lib/dispatching/runtime';
+import { doorbellQueues } from '../../lib/wake-up';
 import { synthStack } from '../helpers/infra';
 
 type Properties = Record<string, unknown>;
@@ -67,8 +68,10 @@ describe('TaskworkerDispatcher', () => {
 
   it('puts a doorbell on each doorbell queue: its own function within the queue’s visibility, an SQS trigger that stays a doorbell', () => {
     const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Array<{ Properties: Properties }>;
-    expect(mappings).toHaveLength(config.queues.length);
-    for (const q of config.queues) {
+    // The example's queues under a 120 s SLA wake by doorbell; low_priority (300 s) on the schedule.
+    expect(doorbellQueues(config).map((q) => q.name)).toEqual(['high_priority', 'default']);
+    expect(mappings).toHaveLength(2);
+    for (const q of doorbellQueues(config)) {
       const doorbellId = resourceId(template, 'AWS::Lambda::Function', { FunctionName: `taskworker-v1-doorbell-${q.name}` });
       const doorbell = template.findResources('AWS::Lambda::Function')[doorbellId] as { Properties: Properties };
       expect(doorbell.Properties).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler' });

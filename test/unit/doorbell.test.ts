@@ -164,8 +164,16 @@ describe('the scheduled invocation in an idle version', () => {
 describe('wakeUp in the config', () => {
   const queue = { name: 'urgent', priority: 90, visibilityTimeoutSeconds: 10 };
 
-  it('defaults to the doorbell and rejects other values by field', () => {
+  it('defaults by SLA (a doorbell under 120 s, the schedule from there) and rejects other values by field', () => {
     expect(appConfig().queues.map((q) => q.wakeUp)).toEqual(['doorbell', 'doorbell']);
+    const bySla = resolveConfig({
+      app: 'a',
+      queues: [
+        { ...queue, slaSeconds: 119 },
+        { ...queue, name: 'slow', slaSeconds: 120 },
+      ],
+    });
+    expect(bySla.queues.map((q) => q.wakeUp)).toEqual(['doorbell', 'schedule']);
     expect(() => resolveConfig({ app: 'a', queues: [{ ...queue, wakeUp: 'bell' }] })).toThrow(
       'Invalid config queues[0].wakeUp = "bell": expected one of doorbell, schedule',
     );
