@@ -363,7 +363,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       doorbellWarm.push(deps);
     };
     if (fleet.schedule.doorbell) {
-      for (const queue of doorbellQueues(config)) {
+      // Lambda's trigger design has a trigger on every queue; taskworker on its doorbell queues.
+      for (const queue of fleet.schedule.triggerOnly ? config.queues : doorbellQueues(config)) {
         void (async () => {
           let ringing = 0;
           while (!stop.signal.aborted && sim.now() < end) {

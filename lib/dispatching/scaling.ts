@@ -111,7 +111,7 @@ export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePol
 }
 
 /** After this long without work, an invocation that may scale in ends. */
-export const IDLE_EXIT_MS = 20_000;
+export const IDLE_EXIT_MS = 2_000;
 /** The schedule's period. */
 export const SCHEDULE_PERIOD_MS = 60_000;
 /**
