@@ -2,16 +2,13 @@ import { type Clock, systemClock, VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { sqsRecordsOf } from '../../lib/dispatching/doorbell';
-import { InlineExecutor } from '../../lib/dispatching/executor/inline';
-import { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import { invocationRole } from '../../lib/dispatching/scaling';
-import type { BatchReport } from '../../lib/dispatching/summary';
 import { ConfigError } from '../../lib/errors';
-import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { type ReceivedMessage, silentLogger } from '../../lib/ports';
+import type { ReceivedMessage } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { createRegistry, defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
+import { inlineRuntime } from '../helpers/runtime';
 
 /** Lambda's SQS event for messages as its trigger received them from `queue`. */
 function sqsEvent(queue: string, messages: readonly ReceivedMessage[]) {
@@ -47,22 +44,8 @@ function setup(clock: Clock = systemClock) {
       },
     }),
   ];
-  const registry = createRegistry(tasks, config);
-  const sqs = new MemoryQueueService(clock);
-  const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
-  const reports: BatchReport[] = [];
   const switched: boolean[] = [];
-  const runtime = new DispatcherRuntime({
-    doorbells: { set: async (on) => void switched.push(on) },
-    clock,
-    bundle: { path: 'inline', config, tasks, registry },
-    version: 'v1',
-    urls,
-    queues: sqs,
-    executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
-    logger: silentLogger,
-    observer: { onBatch: (r) => reports.push(r) },
-  });
+  const { runtime, sqs, urls, reports } = inlineRuntime(config, tasks, { clock, doorbells: { set: async (on) => void switched.push(on) } });
   const send = (id: string, body: string) => sqs.sendBatch(urls.queues.urgent, [{ id, body }]);
   /** What the trigger's poller does: receive a batch with the queue's visibility timeout. */
   const triggerReceives = () => sqs.receive(urls.queues.urgent, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
@@ -153,11 +136,11 @@ describe('the scheduled invocation in an idle version', () => {
     const clock = new VirtualClock();
     const s = setup(clock);
     await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
-    // (A short deadline: an invocation that found work stays its idle allowance, 20 s, otherwise.)
     await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
     expect(s.ran).toEqual(['a']);
-    // A backlog: the doorbells step aside while the fleet works it by priority.
-    expect(s.switched).toEqual([false]);
+    // A backlog: the doorbells step aside while the fleet works it by priority, and come back
+    // once the fleet has been idle for its allowance (2 s) before the deadline.
+    expect(s.switched).toEqual([false, true]);
   });
 });
 
@@ -199,16 +182,5 @@ describe('wakeUp in the config', () => {
         appConfig({ queues: [{ ...queue, wakeUp: 'schedule' }], dispatcher: { settleMarginMs: 5000, killGraceMs: 1000 } }),
       ),
     ).not.toThrow();
-  });
-});
-
-describe('the doorbells come back when the fleet scales in', () => {
-  it('a scheduled invocation that ends idle turns them on', async () => {
-    const clock = new VirtualClock();
-    const s = setup(clock);
-    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
-    // Idle allowance is 20 s: a deadline past it lets the invocation end for lack of work.
-    await s.runtime.invoke(clock.now() + 30_000, undefined, 'scheduled');
-    expect(s.switched).toEqual([false, true]);
   });
 });

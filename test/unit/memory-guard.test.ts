@@ -1,15 +1,10 @@
 import { getEventListeners } from 'node:events';
-import { systemClock } from '../../lib/clock';
-import { InlineExecutor } from '../../lib/dispatching/executor/inline';
 import { watchMemory } from '../../lib/dispatching/memory-guard';
-import { DispatcherRuntime } from '../../lib/dispatching/runtime';
-import type { BatchReport } from '../../lib/dispatching/summary';
 import { MemoryLimitError } from '../../lib/errors';
-import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { silentLogger } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
-import { createRegistry, defineTask } from '../../lib/tasks/task';
+import { defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
+import { inlineRuntime } from '../helpers/runtime';
 
 const MB = 1_048_576;
 
@@ -90,20 +85,7 @@ describe('DispatcherRuntime: the resident-set guard', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       },
     });
-    const registry = createRegistry([slow], config);
-    const sqs = new MemoryQueueService(systemClock);
-    const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
-    const reports: BatchReport[] = [];
-    const runtime = new DispatcherRuntime({
-      bundle: { path: 'inline', config, tasks: [slow], registry },
-      version: 'v1',
-      urls,
-      queues: sqs,
-      executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
-      logger: silentLogger,
-      observer: { onBatch: (r) => reports.push(r) },
-      memory: { rss, intervalMs: 5 },
-    });
+    const { runtime, sqs, urls, reports } = inlineRuntime(config, [slow], { memory: { rss, intervalMs: 5 } });
     const send = (n: number) =>
       sqs.sendBatch(urls.queues.urgent, [{ id: String(n), body: encodeEnvelope({ task: 'slow', payload: { n } }) }]);
     return { runtime, sqs, urls, started, reports, send };

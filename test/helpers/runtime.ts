@@ -1,0 +1,35 @@
+import { type Clock, systemClock } from '../../lib/clock';
+import type { TaskworkerConfig } from '../../lib/config';
+import { InlineExecutor } from '../../lib/dispatching/executor/inline';
+import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/dispatching/runtime';
+import type { BatchReport } from '../../lib/dispatching/summary';
+import { MemoryQueueService } from '../../lib/fakes/memory-queue';
+import { silentLogger } from '../../lib/ports';
+import { createRegistry, type TaskDefinition } from '../../lib/tasks/task';
+
+/**
+ * A DispatcherRuntime on fakes: one in-memory `urgent` queue (visibility 30 s) and an archive,
+ * tasks run inline, every settled batch kept in `reports`. `more` adds options (a memory probe,
+ * a doorbell switch).
+ */
+export function inlineRuntime(
+  config: TaskworkerConfig,
+  tasks: readonly TaskDefinition[],
+  more: Partial<DispatcherRuntimeOptions> & { readonly clock?: Clock } = {},
+) {
+  const registry = createRegistry(tasks, config);
+  const sqs = new MemoryQueueService(more.clock ?? systemClock);
+  const urls = { queues: { urgent: sqs.createQueue('urgent', { visibilityTimeoutSeconds: 30 }) }, archive: sqs.createQueue('archive') };
+  const reports: BatchReport[] = [];
+  const runtime = new DispatcherRuntime({
+    bundle: { path: 'inline', config, tasks: [...tasks], registry },
+    version: 'v1',
+    urls,
+    queues: sqs,
+    executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
+    logger: silentLogger,
+    observer: { onBatch: (r) => reports.push(r) },
+    ...more,
+  });
+  return { runtime, sqs, urls, reports, registry };
+}
