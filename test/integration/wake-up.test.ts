@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { resolveConfig } from '../../lib/config';
 import type { DispatcherSummary } from '../../lib/dispatching/summary';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
@@ -45,6 +45,12 @@ describe('taskworker dev on demand: the doorbell and the schedule', () => {
     expect(invocations[0]).toMatchObject({ receives: 0, selections: 0 });
 
     const journal = tempFile('wake.jsonl');
+    // What a careless or hostile publisher sends rings the doorbell too: archived with its reason,
+    // never run, never touching the jobs beside it in the batch.
+    await local.sqs.send(new SendMessageCommand({ QueueUrl: local.urls.queues.urgent, MessageBody: '{"task":' }));
+    await local.sqs.send(
+      new SendMessageCommand({ QueueUrl: local.urls.queues.urgent, MessageBody: JSON.stringify({ task: 'no-such-task' }) }),
+    );
     const once = await local.publisher.publish('record', { journal, n: 1 });
     const twice = await local.publisher.publish('flaky', { journal, succeedOn: 2 });
     await eventually('both jobs to succeed', async () => {
@@ -67,6 +73,13 @@ describe('taskworker dev on demand: the doorbell and the schedule', () => {
       const d = await depth(local, 'urgent');
       return d.visible === 0 && d.inFlight === 0;
     });
+    const archived = await local.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: local.urls.archive, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'] }),
+    );
+    expect((archived.Messages ?? []).map((m) => m.MessageAttributes?.['taskworker-reason']?.StringValue).sort()).toEqual([
+      'malformed',
+      'unknown-task',
+    ]);
   });
 
   it('runs a queue without a doorbell from the schedule, and starts no doorbell for it', async () => {
