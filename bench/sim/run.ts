@@ -17,7 +17,7 @@ import { seededRandom } from '../../lib/random';
 import { createRegistry, defineTask } from '../../lib/tasks/task';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
 import { Simulation } from './engine';
-import { SimSqs } from './sqs';
+import { type LatencyModel, SimSqs } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
 
 export interface FleetSpec {
@@ -99,6 +99,8 @@ export interface RunFigures {
 
 export interface RunOptions {
   readonly workload: Workload;
+  /** SQS request latency. @defaultValue in-region AWS: 8 ms + an exponential extra of mean 4 ms */
+  readonly latency?: LatencyModel;
   readonly selector: SelectorName;
   /** Each seed is one independent run; figures pool them (percentiles over all waits, max of all). */
   readonly seeds: readonly number[];
@@ -232,7 +234,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   const end = start + workload.minutes * 60_000;
   const countFrom = start + workload.warmupMinutes * 60_000;
   const config = simConfig(specs, selector, fleet);
-  const sqs = new SimSqs({ clock: sim, random: seededRandom(seed * 7 + 1) });
+  const sqs = new SimSqs({ clock: sim, random: seededRandom(seed * 7 + 1), ...(options.latency ? { latency: options.latency } : {}) });
   const capacityPerSecond = (fleet.dispatchers * fleet.concurrency) / meanTaskSeconds(specs);
   const urls: QueueUrls = {
     queues: Object.fromEntries(
