@@ -97,12 +97,12 @@ async function real() {
   let published = 0;
   // Publish each arrival at its time, as the simulated SQS makes it visible.
   for (;;) {
-    const next = arrivals.reduce((best, a, i) => (a.peek() < (arrivals[best]?.peek() ?? Number.POSITIVE_INFINITY) ? i : best), 0);
-    const at = arrivals[next]?.peek() ?? Number.POSITIVE_INFINITY;
+    const next = arrivals.reduce((best, a) => (a.peek() < best.peek() ? a : best));
+    const at = next.peek();
     if (!Number.isFinite(at)) break;
     if (at > Date.now()) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
-    const { body } = arrivals[next]?.take() as { body: string };
-    await admin.send(new SendMessageCommand({ QueueUrl: urls.queues[KALE_QUEUES[next]?.name as string], MessageBody: body }));
+    const queue = KALE_QUEUES[arrivals.indexOf(next)]?.name as string;
+    await admin.send(new SendMessageCommand({ QueueUrl: urls.queues[queue], MessageBody: next.take().body }));
     published += 1;
   }
   // Let the last ones run, then stop.
