@@ -86,6 +86,8 @@ describe('taskworker dev (local runtime)', () => {
     const [message] = await queues.receive(local.urls.archive, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
     const record = readArchiveRecord(message?.attributes ?? {});
     expect(record).toMatchObject({ reason: 'exhausted', errorType: 'WorkerLostError', attempts: 3 });
+    // The settle sends to the archive first and writes the job record after it: wait for the record.
+    await eventually('the job record to say archived', async () => (await local.jobs.get(record?.jobId as string))?.state === 'archived');
     expect(await local.jobs.get(record?.jobId as string)).toMatchObject({ state: 'archived', reason: 'exhausted', attempt: 3 });
     expect(local.alive()).toBe(1);
   });
