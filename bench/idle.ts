@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import type { BatchReport } from '../lib/dispatching/summary';
 import { startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
-import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
+import { PRICES, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';
 import { KALE_QUEUES, type SimQueueSpec, WORKLOADS, type Workload } from './sim/workloads';
 
@@ -327,10 +327,4 @@ async function main() {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-void main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -1,4 +1,4 @@
-/** Published prices the benchmarks convert counted requests and seconds with (us-east-1, arm64 Lambda). */
+/** Published prices the benchmarks convert counted requests and seconds with (us-east-1, arm64 Lambda), and what they share. */
 export const PRICES = {
   sqsPerMillionRequests: 0.4,
   dynamoPerMillionWriteUnits: 0.625,
@@ -15,4 +15,15 @@ export const TRIGGER_IDLE_POLLERS_PER_QUEUE = 5;
 /** SQS requests an hour that one queue's event-source mapping makes when the queue is empty. */
 export function triggerIdleRequestsPerHour(queues: number): number {
   return TRIGGER_IDLE_POLLERS_PER_QUEUE * queues * (3600 / 20);
+}
+
+/** Runs a benchmark's main: exits 0 when it is done (emulators and pools may keep handles), 1 with the stack when it fails. */
+export function runBenchmark(main: () => Promise<void>): void {
+  void main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    },
+  );
 }

@@ -21,7 +21,7 @@ import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { meter, newMeter, total } from './meter';
-import { round } from './prices';
+import { round, runBenchmark } from './prices';
 import { runSimulation, simConfig } from './sim/run';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type Workload } from './sim/workloads';
 
@@ -178,10 +178,4 @@ async function main() {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-void main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runBenchmark(main);
