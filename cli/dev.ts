@@ -93,9 +93,11 @@ export async function devCommand(argv: string[]): Promise<void> {
   ready = stack;
   announce();
   const { config } = stack.bundle;
+  const doorbells = values['always-on'] ? 0 : doorbellQueues(config).length;
+  const containers = `${stack.dispatchers.length - doorbells} dispatcher(s)${doorbells > 0 ? ` + ${doorbells} doorbell(s)` : ''}`;
   out(
     [
-      `taskworker dev: app ${config.app}, version ${stack.version}, ${stack.dispatchers.length} dispatcher(s), ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
+      `taskworker dev: app ${config.app}, version ${stack.version}, ${containers}, ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
       values['always-on']
         ? '  dispatchers always listening (--always-on)'
         : `  invoked as in AWS: the schedule every minute; doorbells on ${
@@ -157,7 +159,7 @@ function watchSources(stack: LocalStack, configFile: string, out: (line: string)
       try {
         const bundle = await stack.reload();
         out(
-          `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${stack.alive()} dispatcher(s) restarted`,
+          `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${stack.alive()} function container(s) restarted`,
         );
       } catch (error) {
         err(

@@ -88,7 +88,7 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
           renderStatus(status),
           ...(dispatchers
             ? [
-                `taskworker dev (pid ${dispatchers.pid}): ${dispatchers.alive} dispatcher(s) alive` +
+                `taskworker dev (pid ${dispatchers.pid}): ${dispatchers.alive} function container(s) alive (dispatchers and doorbells)` +
                   (dispatchers.died > 0 ? `, ${dispatchers.died} died and were replaced` : ''),
               ]
             : []),
