@@ -64,6 +64,7 @@ export type MalformedCode =
   | 'bad-version'
   | 'bad-id'
   | 'bad-published-at'
+  | 'bad-run-at'
   | 'too-deep'
   | 'too-large';
 

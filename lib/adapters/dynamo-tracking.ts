@@ -11,9 +11,11 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { TaskworkerConfig } from '../config';
 import type { SerializedError } from '../errors';
-import { JOBS_BY_QUEUE_STATE_INDEX } from '../layout/tables';
+import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
+import { DUE_SLACK_MS, dueShardOf } from '../scheduling/due';
 import type { ArchiveReason } from '../tracking/model';
 import {
+  type CancelResult,
   type ClaimRequest,
   type ClaimResult,
   type Completion,
@@ -25,6 +27,9 @@ import {
   type JobRef,
   type JobState,
   type JobStore,
+  type ParkedJob,
+  type ParkRequest,
+  type ParkResult,
   type QueueDayStats,
   type Rejection,
   STAT_COUNTERS,
@@ -142,7 +147,7 @@ export class DynamoJobStore implements JobStore {
     const entry: HistoryEntry = { what, when: r.now, worker: r.workerId };
     const condition =
       what === 'started'
-        ? transitionCondition(e, 'claim', r)
+        ? transitionCondition(e, 'claim', r, r.now)
         : `${transitionCondition(e, 'takeOver', r)} AND ${e.name('leaseUntil')} < ${e.value(r.now)}`;
     const sets = [
       `${e.name('state')} = ${e.value('running')}`,
@@ -162,7 +167,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
     const outcome = await this.write(r.jobId, e, {
-      update: `SET ${sets.join(', ')} REMOVE ${[e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
+      update: `SET ${sets.join(', ')} REMOVE ${[...PARKED_ONLY.map((n) => e.name(n)), e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
       condition,
     });
     if (outcome.landed) {
@@ -171,8 +176,8 @@ export class DynamoJobStore implements JobStore {
     }
     const old = outcome.record;
     if (!old) throw new Error(`claim of ${r.jobId} failed its condition, but the job has no record`);
-    if (permits('claim', old, r) === 'conflict') return { outcome: 'conflict', record: old };
-    if (!outcome.atCheck && (permits('claim', old, r) === 'ok' || (what === 'took-over' && (old.leaseUntil ?? 0) < r.now))) {
+    if (permits('claim', old, r, r.now) === 'conflict') return { outcome: 'conflict', record: old };
+    if (!outcome.atCheck && (permits('claim', old, r, r.now) === 'ok' || (what === 'took-over' && (old.leaseUntil ?? 0) < r.now))) {
       return { outcome: 'changed', record: old };
     }
     // The SDK retried this very claim after a lost answer, and its first try had landed: ours.
@@ -291,6 +296,120 @@ export class DynamoJobStore implements JobStore {
       condition: transitionCondition(e, 'replay', identity),
     });
     return outcome.landed;
+  }
+
+  async park(r: ParkRequest): Promise<ParkResult> {
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${new Date(r.runAt).toISOString()}` };
+    const outcome = await this.write(r.jobId, e, {
+      update: `SET ${assignments(e, {
+        ...refFields(r),
+        state: 'scheduled',
+        attempt: 0,
+        runAt: r.runAt,
+        body: r.body,
+        attributes: r.attributes && Object.keys(r.attributes).length > 0 ? r.attributes : undefined,
+        dueShard: dueShardOf(r.jobId),
+        queueState: indexKey(r.queue, 'scheduled'),
+        updatedAt: r.now,
+        // A parked record outlives its due time by the usual retention.
+        expiresAt: expiresAt(Math.max(r.now, r.runAt), this.settings.retentionDays),
+      })}, ${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
+      condition: transitionCondition(e, 'park', r),
+    });
+    if (outcome.landed) return { outcome: 'parked' };
+    const record = outcome.record;
+    if (!record) throw new Error(`park of ${r.jobId} failed its condition, but the job has no record`);
+    return { outcome: permits('park', record, r) === 'conflict' ? 'conflict' : 'exists', record };
+  }
+
+  async dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]> {
+    const found: ParkedJob[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const lease = e.name('sweepLease');
+      const out = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: JOBS_DUE_INDEX,
+          KeyConditionExpression: `${e.name('dueShard')} = ${e.value(shard)} AND ${e.name('runAt')} <= ${e.value(until)}`,
+          FilterExpression: `attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)}`,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'read');
+      for (const item of out.Items ?? []) {
+        const raw = fromItem(item) as Record<string, unknown>;
+        found.push({
+          jobId: String(raw.jobId),
+          queue: String(raw.queue),
+          runAt: Number(raw.runAt),
+          body: String(raw.body),
+          ...(raw.attributes ? { attributes: raw.attributes as Record<string, string> } : {}),
+        });
+      }
+      start = out.LastEvaluatedKey;
+    } while (start && found.length < limit);
+    return found.slice(0, limit);
+  }
+
+  async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
+    const e = new Expression();
+    const lease = e.name('sweepLease');
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: jobId } },
+          UpdateExpression: `SET ${lease} = ${e.value(leaseUntil)}`,
+          ConditionExpression: `${transitionCondition(e, 'sweep')} AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean> {
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'queued', when: now, detail: 'due: sent to its queue' };
+    const outcome = await this.write(jobId, e, {
+      update:
+        `SET ${assignments(e, { state: 'queued', updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
+        `REMOVE ${[...PARKED_ONLY, 'queueState'].map((n) => e.name(n)).join(', ')}`,
+      condition: `${transitionCondition(e, 'handOver')} AND ${e.name('sweepLease')} = ${e.value(leaseUntil)}`,
+    });
+    return outcome.landed;
+  }
+
+  async cancel(jobId: string, now: number): Promise<CancelResult> {
+    for (;;) {
+      const record = await this.get(jobId);
+      if (!record) return { outcome: 'unknown' };
+      if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record };
+      const e = new Expression();
+      const history = e.name('history');
+      const entry: HistoryEntry = { what: 'cancelled', when: now };
+      const outcome = await this.write(jobId, e, {
+        update:
+          `SET ${assignments(e, { state: 'cancelled', updatedAt: now, finishedAt: now, queueState: indexKey(record.queue, 'cancelled') })}, ` +
+          `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${PARKED_ONLY.map((n) => e.name(n)).join(', ')}`,
+        condition: transitionCondition(e, 'cancel'),
+      });
+      if (outcome.landed) return { outcome: 'cancelled', record: outcome.record as JobRecord };
+      // It moved on between the read and the write (a sweep handed it over): read what it is now.
+    }
   }
 
   /**
@@ -441,7 +560,7 @@ function refFields(r: JobRef): Record<string, unknown> {
  * The condition under which `write` may land: the states its row of `TRANSITIONS` allows it to
  * start from (no item at all, where `absent` is one), and the job's identity where the row asks.
  */
-function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdentity): string {
+function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdentity, now?: number): string {
   const rule = TRANSITIONS[write];
   const states = (rule.from as readonly PriorState[]).filter((s) => s !== 'absent');
   const existing = [
@@ -453,9 +572,17 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
     .filter((c) => c !== undefined)
     .join(' AND ');
   const absent = (rule.from as readonly PriorState[]).includes('absent') ? `attribute_not_exists(${e.name('jobId')})` : undefined;
-  if (absent && existing) return `${absent} OR (${existing})`;
-  return absent ?? existing;
+  // A parked job is claimed only once due (its swept copy may beat the sweep's own mark).
+  const due =
+    write === 'claim'
+      ? ` AND (${e.name('state')} <> ${e.value('scheduled')} OR ${e.name('runAt')} <= ${e.value((now ?? 0) + DUE_SLACK_MS)})`
+      : '';
+  if (absent && existing) return `${absent} OR (${existing}${due})`;
+  return absent ?? `${existing}${due}`;
 }
+
+/** What only a parked job's item carries: gone once it is handed over, claimed or cancelled. */
+const PARKED_ONLY = ['dueShard', 'body', 'attributes', 'sweepLease'] as const;
 
 /** The attempt is only known once written; patch it into the history entry the claim appended. */
 function withClaimAttempt(record: JobRecord): JobRecord {
@@ -512,6 +639,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'lastError',
     'result',
     'envelopeId',
+    'runAt',
   ]) {
     if (raw[key] !== undefined && raw[key] !== null) record[key] = raw[key];
   }

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { QueueConfig } from '../config';
 import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
-import { MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { type DecodedJob, decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries } from '../retry-entries';
+import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS } from '../scheduling/due';
 import type { TaskDefinition } from '../tasks/task';
 import type { ClaimResult, JobRecord, JobStore } from '../tracking/model';
 import { type ArchiveReason, type ArchiveRecord, isRejection } from './archive';
@@ -45,11 +46,12 @@ export async function processBatch(
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const state = new BatchState();
-  const runnable: Planned[] = [];
+  const planned: Planned[] = [];
   for (const message of batch) {
-    const planned = plan(deps, queue, message, state);
-    if (planned) runnable.push(planned);
+    const one = plan(deps, queue, message, state);
+    if (one) planned.push(one);
   }
+  const runnable = await holdUntilDue(deps, queue, planned, state);
   announce(deps, queue, batch, runnable);
   // Slots are taken in message order (the limiter is first come, first served).
   const killGraceMs = deps.config.dispatcher.killGraceMs;
@@ -106,6 +108,78 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     return undefined;
   }
   return { message, job, def };
+}
+
+/**
+ * Messages whose `runAt` is ahead do not run now: within SQS's 15 minutes a copy is sent delayed by
+ * the seconds left (id and publish time pinned) and the message deleted; farther, the job is parked
+ * in the jobs table (state `scheduled`) before its message is deleted, and a sweep sends it back
+ * when it is due (lib/scheduling/sweep.ts). Returns the messages that are due.
+ */
+async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: readonly Planned[], state: BatchState): Promise<Planned[]> {
+  const due: Planned[] = [];
+  const jobs = deps.tracking?.jobs;
+  await Promise.all(
+    planned.map(async (p) => {
+      const { message, job, def } = p;
+      const now = deps.clock.now();
+      const timing = arrivalTiming(job.runAt, now);
+      if (timing.kind === 'due') {
+        due.push(p);
+        return;
+      }
+      const report: JobReport = { messageId: message.messageId, jobId: job.id, task: def.name, outcome: 'scheduled', attempt: 0 };
+      const body = pinEnvelope(message.body, job);
+      if (timing.kind === 'delay' || !jobs || bodyBytes(body) > MAX_PARKED_BODY_BYTES) {
+        // Without a jobs table (or for a body larger than a DynamoDB item holds) there is nowhere to
+        // park: the message waits in its queue, 15 minutes at a time.
+        const copy = delayedCopy(message, job, timing.kind === 'delay' ? timing.seconds : MAX_QUEUE_DELAY_SECONDS);
+        if (copy) state.decide({ kind: 'requeue', message, copy }, { ...report, requeued: true });
+        else due.push(p);
+        return;
+      }
+      try {
+        const parked = await jobs.park({
+          ...ref(deps, queue, job),
+          runAt: job.runAt as number,
+          body,
+          ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+          workerId: deps.workerId,
+          now,
+        });
+        if (parked.outcome === 'conflict') {
+          archive(deps, queue, state, message, job, 'id-conflict', conflictError(job, parked.record));
+          return;
+        }
+        // `exists`: another copy parked it, or the job is further along already; this copy is not needed.
+        state.decide({ kind: 'delete', message }, parked.outcome === 'parked' ? report : { ...report, outcome: 'duplicate' });
+      } catch (error) {
+        deps.logger.error('parking failed; the message will come back', { jobId: job.id, error: describe(error) });
+        state.decide({ kind: 'visibility', message, seconds: CLAIM_RETRY_SECONDS }, { ...report, outcome: 'deferred' });
+      }
+    }),
+  );
+  // Slots are taken in message order.
+  return planned.filter((p) => due.includes(p));
+}
+
+function delayedCopy(message: ReceivedMessage, job: DecodedJob, seconds: number): SendEntry | undefined {
+  const copy: SendEntry = {
+    id: message.messageId,
+    body: pinEnvelope(message.body, job),
+    delaySeconds: Math.min(MAX_QUEUE_DELAY_SECONDS, seconds),
+    ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+  };
+  return messageBytes(copy.body, copy.attributes) <= SQS_MESSAGE_LIMIT_BYTES ? copy : undefined;
+}
+
+function conflictError(job: DecodedJob, record: JobRecord): SerializedError {
+  return {
+    type: 'JobIdConflictError',
+    message:
+      `job id ${JSON.stringify(job.id)} belongs to a job of task ${JSON.stringify(record.task)}` +
+      `${record.task === job.task ? ' with another payload' : ''}; this message names task ${JSON.stringify(job.task)}`,
+  };
 }
 
 /** Runs one message's task, from the checks before it starts to its outcome, and decides what the settle does. */
@@ -270,16 +344,9 @@ async function claimJob(
     return undefined;
   }
   switch (claim.outcome) {
-    case 'conflict': {
-      const error = {
-        type: 'JobIdConflictError',
-        message:
-          `job id ${JSON.stringify(job.id)} belongs to a job of task ${JSON.stringify(claim.record.task)}` +
-          `${claim.record.task === job.task ? ' with another payload' : ''}; this message names task ${JSON.stringify(job.task)}`,
-      };
-      archive(deps, queue, state, message, job, 'id-conflict', error);
+    case 'conflict':
+      archive(deps, queue, state, message, job, 'id-conflict', conflictError(job, claim.record));
       return undefined;
-    }
     case 'finished':
       state.decide(
         {
@@ -353,7 +420,7 @@ function handedBack(
     const copy: SendEntry = {
       id: message.messageId,
       body: pinEnvelope(message.body, job),
-      ...(seconds > 0 ? { delaySeconds: Math.min(MAX_DELAY_SECONDS, seconds) } : {}),
+      ...(seconds > 0 ? { delaySeconds: Math.min(MAX_QUEUE_DELAY_SECONDS, seconds) } : {}),
       ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
     };
     if (messageBytes(copy.body, copy.attributes) <= SQS_MESSAGE_LIMIT_BYTES) {
@@ -367,9 +434,6 @@ function handedBack(
   }
   return decision.kind === 'leave' ? { kind: 'leave', message } : { kind: 'visibility', message, seconds, ...(record ? { record } : {}) };
 }
-
-/** SQS's longest DelaySeconds. */
-const MAX_DELAY_SECONDS = 900;
 
 function archive(
   deps: DispatcherDeps,

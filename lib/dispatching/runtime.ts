@@ -13,6 +13,7 @@ import {
   type ReceivedMessage,
 } from '../ports';
 import type { Random } from '../random';
+import { sweepDue } from '../scheduling/sweep';
 import type { TaskBundle } from '../tasks/bundle';
 import { queueProbes, runDispatcher } from './dispatcher';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
@@ -55,6 +56,8 @@ export interface DispatcherRuntimeOptions {
 }
 
 const MB = 1_048_576;
+/** The most of a scheduled invocation the sweep takes; what it leaves is swept a minute later, still before it is due. */
+const SWEEP_BUDGET_MS = 30_000;
 
 /** A doorbell invocation's summary: Lambda reads `batchItemFailures`, the rest is for logs and tests. */
 export type DoorbellSummary = DispatcherSummary & { readonly batchItemFailures: ReadonlyArray<{ readonly itemIdentifier: string }> };
@@ -128,6 +131,8 @@ export class DispatcherRuntime {
       probes: queueProbes(this.queues, urls),
     });
     if (role === 'scheduled') {
+      // Parked jobs due within 15 minutes go back to their queues first, so the depths below count them.
+      await this.sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS), urls);
       // The minute's first question: is there work? In an idle version the answer costs one
       // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
       const max = this.options.maxConcurrency ?? config.dispatcher.maxConcurrency;
@@ -213,6 +218,14 @@ export class DispatcherRuntime {
         records.map((r) => r.messageId),
       ),
     };
+  }
+
+  /** Sends the parked jobs that are due (lib/scheduling/sweep.ts); a version without a jobs table parks none. */
+  private async sweep(deadline: number, urls: QueueUrls): Promise<void> {
+    const jobs = this.options.tracking?.jobs;
+    if (!jobs) return;
+    const swept = await sweepDue({ jobs, queues: this.queues, urls, clock: this.clock, logger: this.logger }, deadline);
+    if (swept.sent > 0 || swept.left > 0) this.logger.info('swept parked jobs that are due', { ...swept });
   }
 
   /** Never fails the invocation: a switch that did not turn costs latency or order, never a job. */

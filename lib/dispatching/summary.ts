@@ -7,9 +7,10 @@ import type { SerializedError } from './executor/types';
  * How one received message left the dispatcher's hands. `duplicate`: the job had already
  * finished, so the message was deleted unrun. `deferred`: another live worker holds the job; the
  * message returns when that lease ends. `stale`: this worker's lease was taken over while it ran,
- * so its outcome was rejected and the message left to the new owner.
+ * so its outcome was rejected and the message left to the new owner. `scheduled`: its `runAt` was
+ * ahead, so it was parked in the jobs table (or sent again, delayed by the seconds left) and the message deleted.
  */
-export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale';
+export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale' | 'scheduled';
 
 export interface JobReport {
   readonly messageId: string;
@@ -56,6 +57,7 @@ export interface QueueSummary {
   duplicate: number;
   deferred: number;
   stale: number;
+  scheduled: number;
   unsettled: number;
   archived: Partial<Record<ArchiveReason, number>>;
   wait: Histogram;
@@ -90,6 +92,7 @@ function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
       duplicate: 0,
       deferred: 0,
       stale: 0,
+      scheduled: 0,
       unsettled: 0,
       archived: {},
       wait: emptyHistogram(),
@@ -123,7 +126,7 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
   into.errors += from.errors;
   for (const [name, src] of Object.entries(from.queues)) {
     const q = queueSummary(into, name);
-    for (const key of ['received', 'succeeded', 'retried', 'released', 'duplicate', 'deferred', 'stale', 'unsettled'] as const)
+    for (const key of ['received', 'succeeded', 'retried', 'released', 'duplicate', 'deferred', 'stale', 'scheduled', 'unsettled'] as const)
       q[key] += src[key];
     for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
       q.archived[reason] = (q.archived[reason] ?? 0) + n;
@@ -165,6 +168,9 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         break;
       case 'released':
         bump(counters, 'released');
+        break;
+      case 'scheduled':
+        bump(counters, 'scheduled');
         break;
       case 'deferred':
       case 'stale':

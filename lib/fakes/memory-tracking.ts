@@ -1,4 +1,6 @@
+import { dueShardOf } from '../scheduling/due';
 import type {
+  CancelResult,
   ClaimRequest,
   ClaimResult,
   Completion,
@@ -8,6 +10,9 @@ import type {
   JobRecord,
   JobRef,
   JobStore,
+  ParkedJob,
+  ParkRequest,
+  ParkResult,
   QueueDayStats,
   Rejection,
   StatsStore,
@@ -27,6 +32,8 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  */
 export class MemoryJobStore implements JobStore {
   private readonly jobs = new Map<string, JobRecord>();
+  /** What the DynamoDB item of a parked job carries beside its record: its body, shard and sweep lease. */
+  private readonly parked = new Map<string, { job: ParkedJob; shard: string; sweepLease?: number }>();
   writes = 0;
 
   constructor(private readonly settings: JobStoreSettings) {}
@@ -49,7 +56,7 @@ export class MemoryJobStore implements JobStore {
 
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const prior = this.jobs.get(r.jobId);
-    const fresh = permits('claim', prior, r);
+    const fresh = permits('claim', prior, r, r.now);
     const takeOver = fresh === 'state' && permits('takeOver', prior, r) === 'ok' && (prior?.leaseUntil ?? 0) < r.now;
     if (fresh !== 'ok' && !takeOver) {
       const record = structuredClone(prior as JobRecord);
@@ -71,6 +78,7 @@ export class MemoryJobStore implements JobStore {
     base.leaseUntil = r.leaseUntil;
     if (r.claimId) base.leaseClaim = r.claimId;
     else delete base.leaseClaim;
+    this.parked.delete(r.jobId);
     base.history = this.history(prior, { what: takeOver ? 'took-over' : 'started', when: r.now, worker: r.workerId, attempt });
     const record = this.put(base);
     return { outcome: 'claimed', token: attempt, record };
@@ -170,6 +178,78 @@ export class MemoryJobStore implements JobStore {
     next.history = this.history(record, { what: 'queued', when: now, detail: 'replayed from the archive' });
     this.put(next);
     return true;
+  }
+  async park(r: ParkRequest): Promise<ParkResult> {
+    const prior = this.jobs.get(r.jobId);
+    const verdict = permits('park', prior, r);
+    if (verdict !== 'ok') return { outcome: verdict === 'conflict' ? 'conflict' : 'exists', record: structuredClone(prior as JobRecord) };
+    this.put({
+      ...(prior ?? {}),
+      ...pickRef(r),
+      state: 'scheduled',
+      attempt: 0,
+      runAt: r.runAt,
+      updatedAt: r.now,
+      history: this.history(prior, {
+        what: 'scheduled',
+        when: r.now,
+        worker: r.workerId,
+        detail: `due ${new Date(r.runAt).toISOString()}`,
+      }),
+    });
+    const job: ParkedJob = {
+      jobId: r.jobId,
+      queue: r.queue,
+      runAt: r.runAt,
+      body: r.body,
+      ...(r.attributes ? { attributes: r.attributes } : {}),
+    };
+    this.parked.set(r.jobId, { job, shard: dueShardOf(r.jobId) });
+    return { outcome: 'parked' };
+  }
+
+  async dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]> {
+    return [...this.parked.values()]
+      .filter((p) => p.shard === shard && p.job.runAt <= until && (p.sweepLease ?? 0) < now)
+      .sort((a, b) => a.job.runAt - b.job.runAt)
+      .slice(0, limit)
+      .map((p) => structuredClone(p.job));
+  }
+
+  async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
+    const parked = this.parked.get(jobId);
+    if (permits('sweep', this.jobs.get(jobId)) !== 'ok' || !parked || (parked.sweepLease ?? 0) >= now) return false;
+    this.writes += 1;
+    parked.sweepLease = leaseUntil;
+    return true;
+  }
+
+  async handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean> {
+    const record = this.jobs.get(jobId);
+    if (permits('handOver', record) !== 'ok' || this.parked.get(jobId)?.sweepLease !== leaseUntil) return false;
+    this.parked.delete(jobId);
+    this.put({
+      ...(record as JobRecord),
+      state: 'queued',
+      updatedAt: now,
+      history: this.history(record, { what: 'queued', when: now, detail: 'due: sent to its queue' }),
+    });
+    return true;
+  }
+
+  async cancel(jobId: string, now: number): Promise<CancelResult> {
+    const record = this.jobs.get(jobId);
+    if (!record) return { outcome: 'unknown' };
+    if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record: structuredClone(record) };
+    this.parked.delete(jobId);
+    const next = this.put({
+      ...record,
+      state: 'cancelled',
+      updatedAt: now,
+      finishedAt: now,
+      history: this.history(record, { what: 'cancelled', when: now }),
+    });
+    return { outcome: 'cancelled', record: next };
   }
 }
 

@@ -4,6 +4,8 @@
  * jobs: one item per job, keyed by `jobId`. Jobs in a state operators list (retrying, archived)
  * also carry `queueState` = `<queue>#<state>` and appear in the sparse `byQueueState` index,
  * newest first by `updatedAt`; the common path (claimed, then succeeded) writes no index entries.
+ * Parked jobs (runAt more than 15 minutes ahead) also carry `dueShard` and appear in the sparse
+ * `byDue` index, earliest first by `runAt`, until a sweep hands them to their queue.
  *
  * stats: one item per queue and UTC day, keyed by `pk` = `<queue>#<YYYY-MM-DD>`, updated with
  * atomic ADDs (one per queue per batch).
@@ -22,6 +24,7 @@ export interface TableSpec {
 }
 
 export const JOBS_BY_QUEUE_STATE_INDEX = 'byQueueState';
+export const JOBS_DUE_INDEX = 'byDue';
 export const TTL_ATTRIBUTE = 'expiresAt';
 
 export const TABLES: readonly TableSpec[] = [
@@ -31,6 +34,7 @@ export const TABLES: readonly TableSpec[] = [
     ttlAttribute: TTL_ATTRIBUTE,
     indexes: [
       { name: JOBS_BY_QUEUE_STATE_INDEX, partitionKey: { name: 'queueState', type: 'S' }, sortKey: { name: 'updatedAt', type: 'N' } },
+      { name: JOBS_DUE_INDEX, partitionKey: { name: 'dueShard', type: 'S' }, sortKey: { name: 'runAt', type: 'N' } },
     ],
   },
   {

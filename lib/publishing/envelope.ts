@@ -18,6 +18,12 @@ export interface EnvelopeV1 {
   readonly appData?: unknown;
   /** Epoch milliseconds. @defaultValue the SQS SentTimestamp */
   readonly publishedAt?: number;
+  /**
+   * Epoch milliseconds before which the job must not start. More than 15 minutes away, the
+   * dispatcher parks it in the jobs table and a sweep sends it back when it is due; nearer, it is
+   * delayed in its queue. @defaultValue now
+   */
+  readonly runAt?: number;
   /** Envelope version. @defaultValue 1 */
   readonly v?: 1;
 }
@@ -29,6 +35,8 @@ export interface DecodedJob {
   readonly payload: unknown;
   readonly appData: unknown;
   readonly publishedAt: number;
+  /** Epoch ms the job may start at; absent: now. */
+  readonly runAt?: number;
 }
 
 /** What SQS says about a message, used for the envelope's defaults. */
@@ -56,6 +64,7 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.id !== undefined) body.id = envelope.id;
   if (envelope.appData !== undefined) body.appData = envelope.appData;
   if (envelope.publishedAt !== undefined) body.publishedAt = envelope.publishedAt;
+  if (envelope.runAt !== undefined) body.runAt = envelope.runAt;
   return JSON.stringify(body);
 }
 
@@ -93,15 +102,16 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     throw new EnvelopeError('bad-id', `id is ${preview(id)}; expected 1..128 printable ASCII characters`, 'id');
   }
   const publishedAt = own('publishedAt');
-  if (
-    publishedAt !== undefined &&
-    (typeof publishedAt !== 'number' || !Number.isInteger(publishedAt) || publishedAt < 0 || publishedAt > MAX_EPOCH_MS)
-  ) {
+  if (publishedAt !== undefined && !isEpochMs(publishedAt)) {
     throw new EnvelopeError(
       'bad-published-at',
       `publishedAt is ${preview(publishedAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`,
       'publishedAt',
     );
+  }
+  const runAt = own('runAt');
+  if (runAt !== undefined && !isEpochMs(runAt)) {
+    throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
   }
   return {
     task,
@@ -109,6 +119,7 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     payload: own('payload') ?? null,
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
+    ...(runAt !== undefined ? { runAt } : {}),
   };
 }
 
@@ -121,6 +132,10 @@ export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishe
   const fields = JSON.parse(body) as Record<string, unknown>;
   if (Object.hasOwn(fields, 'id') && Object.hasOwn(fields, 'publishedAt')) return body;
   return JSON.stringify({ ...fields, id: job.id, publishedAt: job.publishedAt });
+}
+
+function isEpochMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_EPOCH_MS;
 }
 
 /** Depth of a parsed JSON value, walked without recursion; stops counting past `limit`. */

@@ -16,6 +16,7 @@ import {
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
+import { publishTiming } from '../scheduling/due';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import type { JobStore } from '../tracking/model';
@@ -25,8 +26,14 @@ import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from './envelope';
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */
   readonly queue?: string;
-  /** Seconds before the message becomes visible, 0..900. @defaultValue 0 */
+  /**
+   * Seconds before the job may start, up to a year. Up to 900 it waits in its queue (SQS
+   * `DelaySeconds`); beyond, the dispatcher parks it in the jobs table until it is due (state
+   * `scheduled`, cancellable with {@link Publisher.cancel}). @defaultValue 0
+   */
   readonly delaySeconds?: number;
+  /** When the job may start, instead of `delaySeconds`: up to a year ahead; a past time runs now. */
+  readonly runAt?: Date;
   /** Any JSON, handed to the task as `ctx.appData`. */
   readonly appData?: unknown;
   /** Job id (1..128 printable ASCII). @defaultValue a random UUID */
@@ -175,7 +182,7 @@ export class Publisher {
     const jobs = this.jobs;
     if (!jobs) return;
     const byIndex = new Map(prepared.map((p) => [p.index, p]));
-    const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full');
+    const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full' && !p.parked);
     const results = await Promise.allSettled(
       tracked.map((p) =>
         jobs.recordQueued(
@@ -220,16 +227,22 @@ export class Publisher {
     if (def && !fitsVisibility(taskNeedMs(def.timeLimitSeconds, this.config.dispatcher.killGraceMs), queue.visibilityTimeoutSeconds)) {
       throw new TimeLimitExceedsVisibilityError(name, def.timeLimitSeconds, queue.name, queue.visibilityTimeoutSeconds);
     }
-    const delay = options.delaySeconds ?? 0;
-    if (!Number.isInteger(delay) || delay < 0 || delay > 900) throw new PublishOptionError('delaySeconds', delay, 'an integer 0..900');
+    const timing = publishTiming(now, options);
     const jobId = options.id ?? randomUUID();
     if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
       throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
-    const body = encodeEnvelope({ task: name, payload: item.payload, id: jobId, appData: options.appData, publishedAt: now });
+    const body = encodeEnvelope({
+      task: name,
+      payload: item.payload,
+      id: jobId,
+      appData: options.appData,
+      publishedAt: now,
+      ...(timing.runAt !== undefined ? { runAt: timing.runAt } : {}),
+    });
     const bytes = bodyBytes(body);
     if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
-    const entry: SendEntry = { id: String(index), body, ...(delay > 0 ? { delaySeconds: delay } : {}) };
-    return { index, task: name, jobId, queue, entry, bytes };
+    const entry: SendEntry = { id: String(index), body, ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}) };
+    return { index, task: name, jobId, queue, entry, bytes, parked: timing.delaySeconds === undefined && timing.runAt !== undefined };
   }
 }
 
@@ -240,6 +253,8 @@ interface Prepared {
   readonly queue: QueueConfig;
   readonly entry: SendEntry;
   readonly bytes: number;
+  /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */
+  readonly parked: boolean;
 }
 
 function groupByQueue(items: readonly Prepared[]): Prepared[][] {

@@ -34,12 +34,24 @@ export function isRejection(reason: ArchiveReason): boolean {
  *   running with an expired lease ──claim (takeover)──▶ running (attempt + 1)
  *   a message that never ran as a job (malformed, unknown-task, id-conflict) ──▶ archived, in a
  *     record of its own keyed by its SQS message id, never under an id it carries
+ *   a message whose runAt is > 15 min ahead ──park──▶ scheduled ──sweep (due within 15 min)──▶ queued
+ *                                                        ├──cancel──▶ cancelled
+ *                                                        └──claim once due (a swept copy before the sweep's mark)──▶ running
  */
-export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived'] as const;
+export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived', 'scheduled', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** What can happen to a job, as its history records it. */
-export type HistoryWhat = 'queued' | 'started' | 'took-over' | 'succeeded' | 'retrying' | 'archived' | 'skipped-duplicate';
+export type HistoryWhat =
+  | 'queued'
+  | 'started'
+  | 'took-over'
+  | 'succeeded'
+  | 'retrying'
+  | 'archived'
+  | 'skipped-duplicate'
+  | 'scheduled'
+  | 'cancelled';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -79,6 +91,8 @@ export interface JobRecord {
   readonly result?: string;
   /** For a message that never ran (kept under its own message id): the id it carried. */
   readonly envelopeId?: string;
+  /** Epoch ms the job may start at (jobs published to run later). */
+  readonly runAt?: number;
   readonly history: readonly HistoryEntry[];
 }
 
@@ -170,6 +184,41 @@ export interface Rejection extends JobRef {
   readonly now: number;
 }
 
+/** A message whose `runAt` is too far ahead for SQS to hold it: kept in the jobs table until due. */
+export interface ParkRequest extends JobRef {
+  readonly runAt: number;
+  /** The message body as the sweep will send it (id and publish time pinned). */
+  readonly body: string;
+  /** String message attributes to send with it. */
+  readonly attributes?: Readonly<Record<string, string>>;
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/**
+ * `parked`: written. `exists`: the job already has a record (parked before by another copy, or
+ * further along); nothing changed. `conflict`: the id belongs to another job.
+ */
+export type ParkResult =
+  | { readonly outcome: 'parked' }
+  | { readonly outcome: 'exists'; readonly record: JobRecord }
+  | { readonly outcome: 'conflict'; readonly record: JobRecord };
+
+/** A parked job as the sweep reads it from the due index. */
+export interface ParkedJob {
+  readonly jobId: string;
+  readonly queue: string;
+  readonly runAt: number;
+  readonly body: string;
+  readonly attributes?: Readonly<Record<string, string>>;
+}
+
+/** `cancelled`: it will not run. `not-scheduled`: it was already handed to its queue (or ended); `unknown`: no such job. */
+export type CancelResult =
+  | { readonly outcome: 'cancelled'; readonly record: JobRecord }
+  | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
+  | { readonly outcome: 'unknown' };
+
 export interface JobQuery {
   readonly state: JobState;
   /** Queues to search (retrying and archived jobs are indexed per queue). */
@@ -203,10 +252,23 @@ export interface JobStore {
    * is that job (task and payload). False when nothing changed.
    */
   resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean>;
+  /** Keeps a job whose `runAt` is more than 15 minutes ahead until it is due. */
+  park(request: ParkRequest): Promise<ParkResult>;
+  /**
+   * Parked jobs of one index shard due by `until`, earliest first, that no sweep holds at `now`
+   * (from the sparse due index, eventually consistent: a job parked a moment ago may be missing).
+   */
+  dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]>;
+  /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
+  leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
+  /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
+  handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean>;
+  /** scheduled → cancelled. */
+  cancel(jobId: string, now: number): Promise<CancelResult>;
 }
 
 /** Counter names of the stats table. */
-export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released'] as const;
+export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'scheduled'] as const;
 export type StatCounter = (typeof STAT_COUNTERS)[number];
 
 /** Sums of a set of durations, mergeable by addition (count, sum, sum of squares, qless buckets). */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import { DUE_SLACK_MS } from '../scheduling/due';
 import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from './model';
 
 /** Settings both job stores apply identically. */
@@ -11,7 +12,7 @@ export interface JobStoreSettings {
 }
 
 /** States operators list by queue; only these carry the sparse index key, so success writes no index entry. */
-export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived'];
+export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled'];
 
 export function indexKey(queue: string, state: JobState): string | undefined {
   return INDEXED_STATES.includes(state) ? `${queue}#${state}` : undefined;
@@ -42,8 +43,8 @@ export type PriorState = JobState | 'absent';
 export const TRANSITIONS = {
   /** The publisher's `queued` record. */
   queue: { from: ['absent'], sameJob: false },
-  /** A dispatcher starts an attempt. */
-  claim: { from: ['absent', 'queued', 'retrying'], sameJob: true },
+  /** A dispatcher starts an attempt; a `scheduled` job only once due (see {@link isDue}). */
+  claim: { from: ['absent', 'queued', 'retrying', 'scheduled'], sameJob: true },
   /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
   takeOver: { from: ['running'], sameJob: true },
   heartbeat: { from: ['running'], sameJob: false },
@@ -55,17 +56,33 @@ export const TRANSITIONS = {
   unclaimedSuccess: { from: ['retrying'], sameJob: true },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },
-  duplicate: { from: ['succeeded', 'archived'], sameJob: true },
+  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled'], sameJob: true },
   replay: { from: ['archived'], sameJob: true },
+  /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead. */
+  park: { from: ['absent', 'queued'], sameJob: true },
+  /** A sweep takes a parked job to send it (when no other sweep's lease is live). */
+  sweep: { from: ['scheduled'], sameJob: false },
+  /** The sweep sent it: it is a queued job again. */
+  handOver: { from: ['scheduled'], sameJob: false },
+  cancel: { from: ['scheduled'], sameJob: false },
 } as const satisfies Record<string, { readonly from: readonly PriorState[]; readonly sameJob: boolean }>;
 
 export type JobWrite = keyof typeof TRANSITIONS;
 
-/** Whether `write` may land on `record`: `ok`, `state` (not from this state) or `conflict` (another job). */
-export function permits(write: JobWrite, record: JobRecord | undefined, identity?: JobIdentity): 'ok' | 'state' | 'conflict' {
+/**
+ * Whether `write` may land on `record`: `ok`, `state` (not from this state) or `conflict` (another
+ * job). A claim of a `scheduled` job needs `now` and lands only once the job is due.
+ */
+export function permits(write: JobWrite, record: JobRecord | undefined, identity?: JobIdentity, now?: number): 'ok' | 'state' | 'conflict' {
   const rule = TRANSITIONS[write];
   if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
+  if (write === 'claim' && record?.state === 'scheduled' && (now === undefined || !isDue(record, now))) return 'state';
   return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';
+}
+
+/** Whether a parked job may start at `now` (its swept copy may arrive before the sweep marks it handed over). */
+export function isDue(record: Pick<JobRecord, 'runAt'>, now: number): boolean {
+  return (record.runAt ?? 0) <= now + DUE_SLACK_MS;
 }
 
 /** Whether a record is the job a delivery names: same task, same payload. */
@@ -85,9 +102,9 @@ export function payloadDigest(payload: unknown): string {
     .slice(0, 22);
 }
 
-/** Whether a claim at `now` may take the job: new, queued, retrying, or running on a lapsed lease. */
+/** Whether a claim at `now` may take the job: new, queued, retrying, due, or running on a lapsed lease. */
 export function claimable(record: JobRecord | undefined, now: number): boolean {
-  if (permits('claim', record) === 'ok') return true;
+  if (permits('claim', record, undefined, now) === 'ok') return true;
   return permits('takeOver', record) === 'ok' && (record?.leaseUntil ?? 0) < now;
 }
 

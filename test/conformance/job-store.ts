@@ -1,4 +1,5 @@
 import { UnrecoverableError } from '../../lib/errors';
+import { dueShardOf } from '../../lib/scheduling/due';
 import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/tracking/model';
 import type { JobStoreSettings } from '../../lib/tracking/rules';
 import { emptyDuration } from '../../lib/tracking/stats';
@@ -381,6 +382,87 @@ export function jobStoreConformance(
       expect(await jobs.resetForReplay(job.jobId, job, 20)).toBe(true);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'queued', attempt: 0 });
       expect((await claim(jobs, job, 30)).outcome).toBe('claimed');
+    });
+
+    describe('jobs parked until due', () => {
+      // Far-future times keep these jobs apart from every other test's in the shared due index.
+      const base = 4_000_000_000_000 + (unique += 1000) * 10_000_000;
+      const park = (job: JobRef, runAt: number, now = base - 3_600_000) =>
+        jobs.park({ ...job, runAt, body: `{"task":"${job.task}","id":"${job.jobId}"}`, attributes: { trace: 't1' }, workerId: 'w1', now });
+      const dueIn = async (job: JobRef, until: number, now: number) =>
+        (await jobs.dueJobs(dueShardOf(job.jobId), until, now, 1000)).filter((d) => d.jobId === job.jobId);
+
+      it('parks a job once; a second copy finds it, another job with its id is a conflict', async () => {
+        const job = ref();
+        expect(await park(job, base)).toEqual({ outcome: 'parked' });
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'scheduled', runAt: base, attempt: 0 });
+        expect((await jobs.get(job.jobId))?.history.map((h) => h.what)).toEqual(['scheduled']);
+        expect(await park(job, base)).toMatchObject({ outcome: 'exists', record: { state: 'scheduled' } });
+        expect(await park({ ...job, payloadDigest: 'digest-b' }, base)).toMatchObject({ outcome: 'conflict' });
+        expect(await jobs.list({ state: 'scheduled', queues: [job.queue], limit: 1000 })).toEqual(
+          expect.arrayContaining([expect.objectContaining({ jobId: job.jobId, runAt: base })]),
+        );
+      });
+
+      it('lists a parked job as due only by its runAt, with the body and attributes to send', async () => {
+        const job = ref();
+        await park(job, base + 5000);
+        expect(await dueIn(job, base + 4999, base)).toEqual([]);
+        expect(await dueIn(job, base + 5000, base)).toEqual([
+          {
+            jobId: job.jobId,
+            queue: job.queue,
+            runAt: base + 5000,
+            body: `{"task":"send-email","id":"${job.jobId}"}`,
+            attributes: { trace: 't1' },
+          },
+        ]);
+      });
+
+      it('is claimed only once due, and a claim takes it out of the due index', async () => {
+        const job = ref();
+        await park(job, base);
+        expect((await claim(jobs, job, base - 60_000)).outcome).toBe('finished');
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'scheduled' });
+        expect((await claim(jobs, job, base)).outcome).toBe('claimed');
+        expect(await dueIn(job, base, base)).toEqual([]);
+      });
+
+      it('gives one sweep a lease; hands over only under that lease; another sweep may take it once the lease lapses', async () => {
+        const job = ref();
+        await park(job, base);
+        expect(await jobs.leaseForSweep(job.jobId, base - 1000, base + 59_000)).toBe(true);
+        expect(await jobs.leaseForSweep(job.jobId, base - 500, base + 59_500)).toBe(false);
+        expect(await dueIn(job, base, base)).toEqual([]);
+        // The first sweep was lost after sending: its lease lapses and another sweep takes the job.
+        expect(await dueIn(job, base, base + 60_000)).toHaveLength(1);
+        expect(await jobs.leaseForSweep(job.jobId, base + 60_000, base + 120_000)).toBe(true);
+        expect(await jobs.handOver(job.jobId, base + 59_000, base + 60_001)).toBe(false);
+        expect(await jobs.handOver(job.jobId, base + 120_000, base + 60_002)).toBe(true);
+        const record = await jobs.get(job.jobId);
+        expect(record).toMatchObject({ state: 'queued', runAt: base });
+        expect(record?.history.at(-1)).toMatchObject({ what: 'queued' });
+        expect(await dueIn(job, base, base + 200_000)).toEqual([]);
+        expect((await claim(jobs, job, base + 1)).outcome).toBe('claimed');
+      });
+
+      it('cancels a parked job, not one already handed over; a cancelled job never claims', async () => {
+        const job = ref();
+        await park(job, base);
+        expect(await jobs.cancel(job.jobId, base - 10)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+        expect(await dueIn(job, base, base)).toEqual([]);
+        expect(await jobs.cancel(job.jobId, base - 5)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'cancelled' } });
+        expect((await claim(jobs, job, base)).outcome).toBe('finished');
+        expect(await jobs.list({ state: 'cancelled', queues: [job.queue], limit: 1000 })).toEqual(
+          expect.arrayContaining([expect.objectContaining({ jobId: job.jobId })]),
+        );
+        expect(await jobs.cancel(`missing-${job.jobId}`, base)).toEqual({ outcome: 'unknown' });
+        const handed = ref();
+        await park(handed, base);
+        await jobs.leaseForSweep(handed.jobId, base - 100, base + 100);
+        await jobs.handOver(handed.jobId, base + 100, base - 50);
+        expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
+      });
     });
 
     it('adds stats atomically and reads them back', async () => {

@@ -1,7 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { QueueClient } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
-import type { JobStore } from '../../lib/tracking/model';
+import type { ClaimRequest, JobStore } from '../../lib/tracking/model';
 import { utcDay } from '../../lib/tracking/stats';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
@@ -140,18 +140,11 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
     const s = await tracked();
     const journal = tempFile('journal.jsonl');
     // The stale worker's leases lapse at once, its message reappears at once, and it is stuck in that run.
-    const shortLeases = (jobs: JobStore): JobStore => ({
-      recordQueued: (job, now) => jobs.recordQueued(job, now),
-      claim: (request) => jobs.claim({ ...request, leaseUntil: request.now + 1 }),
-      extendLease: async () => true,
-      complete: (c, claimed) => jobs.complete(c, claimed),
-      recordUnclaimed: (o) => jobs.recordUnclaimed(o),
-      recordRejected: (r) => jobs.recordRejected(r),
-      recordDuplicate: (id, identity, worker, now) => jobs.recordDuplicate(id, identity, worker, now),
-      get: (id) => jobs.get(id),
-      list: (q) => jobs.list(q),
-      resetForReplay: (id, identity, now) => jobs.resetForReplay(id, identity, now),
-    });
+    const shortLeases = (jobs: JobStore): JobStore =>
+      Object.assign(Object.create(jobs) as JobStore, {
+        claim: (request: ClaimRequest) => jobs.claim({ ...request, leaseUntil: request.now + 1 }),
+        extendLease: async () => true,
+      });
     const stale = s.dispatcher({ wrapQueues: (q) => stuck(expiring(q)), wrapJobs: shortLeases, workerId: 'stale' });
     const { jobId } = await s.publisher.publish('nap', { journal, ms: 700 });
     const staleRun = stale.invoke(Date.now() + 60_000, AbortSignal.timeout(4000));
