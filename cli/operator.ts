@@ -14,12 +14,13 @@ import {
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/tracking/model';
 import { utcDay } from '../lib/tracking/stats';
-import { progressBar, renderArchive, renderJob, renderJobList, renderStats, renderStatus } from './render';
+import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderStats, renderStatus } from './render';
 import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
 taskworker jobs show ID [--json]
 taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
+taskworker jobs cancel ID [--json]
 taskworker stats [--queue Q] [--day YYYY-MM-DD] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
 taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
@@ -124,7 +125,13 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         print(json, jobs, () => renderJobList(jobs));
         return 0;
       }
-      throw new UsageError('usage: taskworker jobs show ID | taskworker jobs list --state S');
+      if (sub === 'cancel') {
+        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs cancel ID');
+        const cancelled = await ctx.jobs.cancel(id, Date.now());
+        print(json, cancelled, () => renderCancel(id, cancelled));
+        return cancelled.outcome === 'cancelled' ? 0 : 1;
+      }
+      throw new UsageError('usage: taskworker jobs show ID | taskworker jobs list --state S | taskworker jobs cancel ID');
     }
     case 'stats': {
       const ctx = await context(values);

@@ -1,5 +1,5 @@
 import type { ArchivedMessage, VersionStatus } from '../lib/operating/operator';
-import type { DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
+import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/tracking/stats';
 import { formatMs, table } from './shared';
 
@@ -39,6 +39,7 @@ export function renderJob(job: JobRecord): string {
     `  task      ${job.task || '(none)'}   queue ${job.queue}   version ${job.version}`,
     `  state     ${job.state}${job.reason ? ` (${job.reason})` : ''}   attempts ${job.attempt}`,
     `  published ${iso(job.publishedAt)}`,
+    ...(job.runAt !== undefined ? [`  due       ${iso(job.runAt)}${relative(job.runAt, start)}`] : []),
     `  started   ${iso(job.firstStartedAt)}${relative(job.firstStartedAt, start)}${job.lastStartedAt !== job.firstStartedAt ? `   last ${iso(job.lastStartedAt)}${relative(job.lastStartedAt, start)}` : ''}`,
     `  finished  ${iso(job.finishedAt)}${relative(job.finishedAt, start)}`,
   ];
@@ -61,16 +62,31 @@ export function renderJob(job: JobRecord): string {
   return lines.join('\n');
 }
 
+export function renderCancel(jobId: string, result: CancelResult): string {
+  switch (result.outcome) {
+    case 'cancelled':
+      return `cancelled job ${jobId} (it was due ${iso(result.record.runAt)}); it will not run`;
+    case 'not-scheduled':
+      return result.record.state === 'cancelled'
+        ? `job ${jobId} was already cancelled`
+        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later can be)`;
+    case 'unknown':
+      return `no job ${jobId}: nothing to cancel (jobs due within 15 minutes wait in their queue and have no record to cancel)`;
+  }
+}
+
 export function renderJobList(jobs: readonly JobRecord[]): string {
   if (jobs.length === 0) return 'no jobs';
+  const due = jobs.some((j) => j.runAt !== undefined);
   return table(
-    ['job', 'task', 'queue', 'state', 'attempts', 'updated', 'error'],
+    ['job', 'task', 'queue', 'state', 'attempts', ...(due ? ['due'] : []), 'updated', 'error'],
     jobs.map((j) => [
       j.jobId,
       j.task,
       j.queue,
       j.reason ? `${j.state} (${j.reason})` : j.state,
       j.attempt,
+      ...(due ? [j.runAt === undefined ? '' : iso(j.runAt)] : []),
       iso(j.updatedAt),
       j.lastError ? `${j.lastError.type}: ${j.lastError.message}`.slice(0, 60) : '',
     ]),

@@ -146,6 +146,15 @@ export function integerOption(name: string, text: string | undefined, fallback: 
   return value;
 }
 
+/** An ISO-8601 time with its zone (`2027-01-01T09:00:00Z`, `…+01:00`): a local time without one would mean different instants on different machines. */
+export function dateOption(name: string, text: string): Date {
+  const date = new Date(text);
+  if (!/(Z|[+-]\d\d:?\d\d)$/i.test(text.trim()) || Number.isNaN(date.getTime())) {
+    throw new UsageError(`${name} ${text}: expected an ISO-8601 time with a zone, e.g. 2027-01-01T09:00:00Z`);
+  }
+  return date;
+}
+
 /** Renders rows as an aligned text table; numbers are right-aligned. */
 export function table(header: readonly string[], rows: ReadonlyArray<readonly (string | number)[]>): string {
   const cells = [header, ...rows.map((r) => r.map(String))];

@@ -10,6 +10,7 @@ import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { canScaleOut, SCHEDULE_SOURCE } from '../lib/dispatching/scaling';
 import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
+import { JOBS_DUE_INDEX } from '../lib/layout/tables';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
@@ -19,6 +20,8 @@ export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 's
 export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
 /** Job records: record, claim, complete, fail (lib/adapters/dynamo-tracking.ts). Listing is the operator CLI's. */
 export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+/** The sweep of parked jobs reads the sparse due index. */
+export const SWEEP_ACTIONS = ['dynamodb:Query'];
 /** Daily stats: one atomic ADD per queue per batch. */
 export const STATS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
 /** The scheduled invocation turns the doorbells' triggers off while it works a backlog, and on again. */
@@ -111,6 +114,10 @@ export class TaskworkerDispatcher extends Construct {
       return created;
     };
     const role = workerRole('Role', 'dispatcher');
+    // The scheduled invocation sweeps parked jobs that are due: a Query of the due index, nothing else of the table's indexes.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: SWEEP_ACTIONS, resources: [`${props.jobsTable.tableArn}/index/${JOBS_DUE_INDEX}`] }),
+    );
 
     const functionName = props.functionName ?? `${config.app}-${version}-dispatcher`;
     const reservedConcurrency = props.reservedConcurrency ?? config.dispatcher.maxConcurrency;

@@ -70,6 +70,12 @@ export interface GrantPublishOptions {
    * @default false
    */
   readonly recordQueued?: boolean;
+  /**
+   * Also let the grantee cancel jobs parked until later (`Publisher.cancel`: `dynamodb:GetItem` and
+   * `dynamodb:UpdateItem` on the jobs table).
+   * @default false
+   */
+  readonly cancel?: boolean;
 }
 
 /**
@@ -186,11 +192,15 @@ export class TaskworkerVersion extends Construct {
       actions: PUBLISHER_ACTIONS,
       resourceArns: this.config.queues.map((q) => arn('sqs', queueResourceName(app, this.version, q.name))),
     });
-    if (!options.recordQueued) return grant;
+    const tableActions = [
+      ...(options.cancel ? ['dynamodb:GetItem'] : []),
+      ...(options.recordQueued || options.cancel ? ['dynamodb:UpdateItem'] : []),
+    ];
+    if (tableActions.length === 0) return grant;
     return grant.combine(
       iam.Grant.addToPrincipal({
         grantee,
-        actions: ['dynamodb:UpdateItem'],
+        actions: tableActions,
         resourceArns: [arn('dynamodb', 'table', tableNames(app, this.version).jobs)],
       }),
     );

@@ -19,7 +19,7 @@ import { callWithEntryRetries } from '../retry-entries';
 import { publishTiming } from '../scheduling/due';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
-import type { JobStore } from '../tracking/model';
+import type { CancelResult, JobStore } from '../tracking/model';
 import { payloadDigest } from '../tracking/rules';
 import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from './envelope';
 
@@ -50,6 +50,8 @@ export interface Published {
   readonly jobId: string;
   readonly messageId: string;
   readonly queue: string;
+  /** When the job may start, for jobs published to run later (epoch ms). */
+  readonly runAt?: number;
 }
 
 export type PublisherOptions = {
@@ -94,6 +96,8 @@ export class Publisher {
   private readonly queues: QueueClient;
   private readonly resolveUrls: () => Promise<QueueUrls>;
   private readonly jobs: JobStore | undefined;
+  private readonly jobStore: () => JobStore;
+  private cancelStore: JobStore | undefined;
   private warnedAboutTracking = false;
   private urls: Promise<QueueUrls> | undefined;
 
@@ -103,15 +107,17 @@ export class Publisher {
     this.version = validateVersion(options.version);
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.clock = options.clock ?? systemClock;
-    this.jobs =
-      options.jobs ??
-      (options.recordQueued
-        ? new DynamoJobStore(
-            tableNames(this.config.app, this.version).jobs,
-            { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
-            options.dynamo,
-          )
-        : undefined);
+    const store = () =>
+      new DynamoJobStore(
+        tableNames(this.config.app, this.version).jobs,
+        { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
+        options.dynamo,
+      );
+    this.jobs = options.jobs ?? (options.recordQueued ? store() : undefined);
+    this.jobStore = () => {
+      this.cancelStore ??= this.jobs ?? store();
+      return this.cancelStore;
+    };
     if (options.queues) {
       const urls = options.urls;
       this.queues = options.queues;
@@ -121,6 +127,18 @@ export class Publisher {
       this.queues = sqs;
       this.resolveUrls = () => resolveQueueUrls(sqs.sqs, this.config, this.version);
     }
+  }
+
+  /**
+   * Cancels a job published to run later, while it is parked (`scheduled`). A job already handed to
+   * its queue (due within 15 minutes, or published with a delay of 900 s or less) is not cancelled:
+   * the result says what state it is in. Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
+   * version's jobs table (`TaskworkerVersion.grantPublish(role, { cancel: true })`).
+   */
+  async cancel(jobId: string): Promise<CancelResult> {
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
+    return this.jobStore().cancel(jobId, this.clock.now());
   }
 
   /** Resolved once and cached; a failed lookup is retried on the next publish. */
@@ -164,7 +182,14 @@ export class Publisher {
         for (const p of batch) {
           const failure = failedIds.get(p.entry.id);
           if (failure) failed.push({ index: p.index, task: p.task, code: failure.code, message: failure.message });
-          else sent.push({ index: p.index, jobId: p.jobId, messageId: messageIds[p.entry.id] ?? '', queue: p.queue.name });
+          else
+            sent.push({
+              index: p.index,
+              jobId: p.jobId,
+              messageId: messageIds[p.entry.id] ?? '',
+              queue: p.queue.name,
+              ...(p.runAt !== undefined ? { runAt: p.runAt } : {}),
+            });
         }
       }
     }
@@ -242,7 +267,16 @@ export class Publisher {
     const bytes = bodyBytes(body);
     if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
     const entry: SendEntry = { id: String(index), body, ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}) };
-    return { index, task: name, jobId, queue, entry, bytes, parked: timing.delaySeconds === undefined && timing.runAt !== undefined };
+    return {
+      index,
+      task: name,
+      jobId,
+      queue,
+      entry,
+      bytes,
+      parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
+      ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
+    };
   }
 }
 
@@ -253,6 +287,7 @@ interface Prepared {
   readonly queue: QueueConfig;
   readonly entry: SendEntry;
   readonly bytes: number;
+  readonly runAt?: number;
   /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */
   readonly parked: boolean;
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Clock } from '../../lib/clock';
 import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import type { DispatcherSummary } from '../../lib/dispatching/summary';
 
@@ -17,9 +18,11 @@ export async function runUntil(
   what: string,
   done: () => boolean | Promise<boolean>,
   timeoutMs = 20_000,
+  clock: Pick<Clock, 'now'> = { now: Date.now },
 ): Promise<DispatcherSummary> {
   const stop = new AbortController();
-  const running = runtime.invoke(Date.now() + 60_000, stop.signal);
+  // The deadline is in the runtime's own time (a test may have moved its clock).
+  const running = runtime.invoke(clock.now() + 60_000, stop.signal);
   try {
     await eventually(what, done, timeoutMs);
   } catch (error) {

@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Clock } from '../../lib/clock';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
 import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
@@ -17,6 +18,8 @@ export interface SystemOptions {
   readonly wrapJobs?: (jobs: JobStore) => JobStore;
   readonly logger?: Logger;
   readonly workerId?: string;
+  /** The dispatcher's clock (tests that move time). */
+  readonly clock?: Clock;
 }
 
 /** Fresh queues (and tables) on the emulators, a publisher, and a way to start dispatchers on them. */
@@ -39,6 +42,7 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
       ...(more.wrapJobs ? { wrapJobs: more.wrapJobs } : {}),
       logger: more.logger ?? options.logger ?? silentLogger,
       workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
+      ...((more.clock ?? options.clock) ? { clock: (more.clock ?? options.clock) as Clock } : {}),
       observer: { onBatch: (r) => reports.push(r) },
     });
     runtimes.push(runtime);

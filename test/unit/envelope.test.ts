@@ -54,6 +54,9 @@ describe('envelope v1', () => {
     ['a negative publishedAt', '{"task":"a","publishedAt":-1}', 'bad-published-at'],
     ['a string publishedAt', '{"task":"a","publishedAt":"yesterday"}', 'bad-published-at'],
     ['a publishedAt past what a Date holds', '{"task":"a","publishedAt":8640000000000001}', 'bad-published-at'],
+    ['a string runAt', '{"task":"a","runAt":"tomorrow"}', 'bad-run-at'],
+    ['a fractional runAt', '{"task":"a","runAt":1.5}', 'bad-run-at'],
+    ['a runAt past what a Date holds', '{"task":"a","runAt":8640000000000001}', 'bad-run-at'],
     ['an infinite publishedAt', '{"task":"a","publishedAt":1e400}', 'bad-published-at'],
     ['deep nesting', `{"task":"a","payload":${'['.repeat(MAX_JSON_DEPTH + 5)}${']'.repeat(MAX_JSON_DEPTH + 5)}}`, 'too-deep'],
   ])('rejects %s', (_label, body, code) => {

@@ -87,7 +87,8 @@ describe('Publisher', () => {
 
   it('rejects bad input with typed errors before sending anything', async () => {
     const { sqs, publisher } = setup();
-    await expect(publisher.publish(sendEmail, { to: 'x' }, { delaySeconds: 901 })).rejects.toBeInstanceOf(PublishOptionError);
+    await expect(publisher.publish(sendEmail, { to: 'x' }, { delaySeconds: 366 * 86_400 + 1 })).rejects.toBeInstanceOf(PublishOptionError);
+    await expect(publisher.publish(sendEmail, { to: 'x' }, { runAt: new Date('not a date') })).rejects.toBeInstanceOf(PublishOptionError);
     await expect(publisher.publish(sendEmail, { to: 'x' }, { id: 'has spaces' })).rejects.toBeInstanceOf(PublishOptionError);
     await expect(publisher.publish(sendEmail, { to: 'x' }, { queue: 'nowhere' })).rejects.toBeInstanceOf(UnknownQueueError);
     await expect(publisher.publish('unknown-task', {})).rejects.toBeInstanceOf(UnknownTaskError);
@@ -117,5 +118,14 @@ describe('Publisher', () => {
     const { sqs, urls, publisher } = setup();
     await publisher.publish(sendEmail, { to: 'x' }, { delaySeconds: 30 });
     expect(await sqs.depth(urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 1 });
+  });
+
+  it('sends a job due past 15 minutes at once with its runAt, for the dispatcher to park', async () => {
+    const { sqs, urls, publisher } = setup();
+    const published = await publisher.publish(sendEmail, { to: 'x' }, { delaySeconds: 3600 });
+    const [message] = await sqs.receive(urls.queues.urgent as string, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
+    const body = JSON.parse(message?.body ?? '{}') as { runAt?: number; publishedAt?: number };
+    expect(body.runAt).toBe((body.publishedAt as number) + 3_600_000);
+    expect(published.runAt).toBe(body.runAt);
   });
 });
