@@ -5,6 +5,7 @@ import {
   JOBS_TABLE_ACTIONS,
   SELF_INVOKE_ACTIONS,
   STATS_TABLE_ACTIONS,
+  SWEEP_ACTIONS,
   WORK_QUEUE_ACTIONS,
 } from '../../infra/dispatcher';
 import { queueUrlsFromEnv } from '../../lib/dispatching/runtime';
@@ -159,7 +160,7 @@ describe('TaskworkerDispatcher', () => {
       .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[]; Resource: unknown }> }).Statement);
     const actionsOn = (resource: unknown) =>
       statements
-        .filter((s) => JSON.stringify([s.Resource].flat()).includes(JSON.stringify(resource)))
+        .filter((s) => [s.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify(resource)))
         .flatMap((s) => [s.Action].flat())
         .sort();
 
@@ -174,6 +175,13 @@ describe('TaskworkerDispatcher', () => {
     it('reads and writes single items of its own tables', () => {
       expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-jobs'), 'Arn'] })).toEqual([...JOBS_TABLE_ACTIONS].sort());
       expect(actionsOn({ 'Fn::GetAtt': [tableId('taskworker-v1-stats'), 'Arn'] })).toEqual([...STATS_TABLE_ACTIONS].sort());
+    });
+
+    it('may query the due index of its jobs table (the sweep), and no other index', () => {
+      const querying = statements.filter((st) => [st.Action].flat().includes('dynamodb:Query'));
+      expect(querying).toHaveLength(1);
+      expect([querying[0]?.Action].flat()).toEqual(SWEEP_ACTIONS);
+      expect([querying[0]?.Resource].flat().map(evaluate)).toEqual([`<${tableId('taskworker-v1-jobs')}.Arn>/index/byDue`]);
     });
 
     it('may turn its own doorbells’ triggers off and on, and nothing else of Lambda’s', () => {

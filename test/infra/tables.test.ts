@@ -1,3 +1,4 @@
+import { Match } from 'aws-cdk-lib/assertions';
 import { tableNames } from '../../lib/config';
 import { TABLES } from '../../lib/layout/tables';
 import { synthStack } from '../helpers/infra';
@@ -33,17 +34,24 @@ describe('TaskworkerTables', () => {
     );
   });
 
-  it('makes the jobs table queryable by queue and state, newest first (sparse byQueueState index)', () => {
+  it('makes the jobs table queryable by queue and state, newest first, and parked jobs by due time (sparse indexes)', () => {
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       TableName: names.jobs,
       GlobalSecondaryIndexes: [
-        {
+        Match.objectLike({
           IndexName: 'byQueueState',
           KeySchema: [
             { AttributeName: 'queueState', KeyType: 'HASH' },
             { AttributeName: 'updatedAt', KeyType: 'RANGE' },
           ],
-        },
+        }),
+        Match.objectLike({
+          IndexName: 'byDue',
+          KeySchema: [
+            { AttributeName: 'dueShard', KeyType: 'HASH' },
+            { AttributeName: 'runAt', KeyType: 'RANGE' },
+          ],
+        }),
       ],
     });
   });

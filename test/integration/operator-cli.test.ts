@@ -151,4 +151,28 @@ describe('operator CLI against taskworker dev', () => {
     expect(noVersion.code).toBe(2);
     expect(noVersion.err).toMatch(/--version is required/);
   });
+
+  it('publish --delay 3600: the job shows scheduled with its due time and is cancelled once; --at wants a zone', async () => {
+    const published = await run('publish', 'record', '--payload', JSON.stringify({ journal, n: 9 }), '--delay', '3600', '--json');
+    expect(published.code).toBe(0);
+    const { jobId, runAt } = JSON.parse(published.out) as { jobId: string; runAt: number };
+    const due = new Date(runAt).toISOString();
+    await eventually('the job to be parked', async () => (await stack.jobs.get(jobId))?.state === 'scheduled');
+    const listed = await run('jobs', 'list', '--state', 'scheduled');
+    expect(listed.out).toMatch(new RegExp(`${jobId}\\s+record\\s+urgent\\s+scheduled\\s+0\\s+${due}`));
+    expect((await run('jobs', 'show', jobId)).out).toMatch(new RegExp(`due\\s+${due}`));
+    const cancelled = await run('jobs', 'cancel', jobId);
+    expect(cancelled).toMatchObject({ code: 0 });
+    expect(cancelled.out).toContain(`cancelled job ${jobId} (it was due ${due}); it will not run`);
+    const again = await run('jobs', 'cancel', jobId);
+    expect(again.code).toBe(1);
+    expect(again.out).toContain('was already cancelled');
+    expect(await stack.jobs.get(jobId)).toMatchObject({ state: 'cancelled', runAt });
+    const ran = await run('jobs', 'cancel', ids.record as string);
+    expect(ran.code).toBe(1);
+    expect(ran.out).toContain(`job ${ids.record} is succeeded: already handed to its queue, not cancelled`);
+    const noZone = await run('publish', 'record', '--payload', '{}', '--at', '2027-01-01T09:00');
+    expect(noZone.code).toBe(2);
+    expect(noZone.err).toMatch(/--at 2027-01-01T09:00: expected an ISO-8601 time with a zone/);
+  });
 });
