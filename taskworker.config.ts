@@ -21,4 +21,6 @@ export default defineConfig({
     { name: 'low_priority', priority: 5, batchSize: 10, visibilityTimeoutSeconds: 60, longPollSeconds: 5, iterations: 5, slaSeconds: 300 },
   ],
   dispatcher: { selector: 'sla-aware', concurrency: 10, timeoutSeconds: 300, memoryMb: 1024 },
+  // A recurring task: EventBridge Scheduler in AWS, a local timer in `taskworker dev`; same job ids.
+  schedules: [{ name: 'refresh-index', task: 'rebuild-index', payload: { shard: 0 }, cron: '*/5 * * * *', timezone: 'Europe/Berlin' }],
 });

@@ -78,7 +78,11 @@ export async function devCommand(argv: string[]): Promise<void> {
       if (!values.quiet) out(batchLine(report, index));
       for (const line of failureLines(report, index)) err(line);
     },
-    onDispatcherError: (message, index) => err(`[dispatcher ${index}] invocation failed: ${message}`),
+    onDispatcherError: (message, index) =>
+      err(index < 0 ? `[local AWS] ${message}` : `[dispatcher ${index}] invocation failed: ${message}`),
+    onScheduleTick: (tick) => {
+      if (!values.quiet) out(`[schedule] ${tick.schedule} fired for ${tick.scheduledTime}: job ${tick.jobId}`);
+    },
     onInvocation: (summary, index) => {
       if (!summary.memoryStop) return;
       const { rssMb, limitMb } = summary.memoryStop;
@@ -105,6 +109,13 @@ export async function devCommand(argv: string[]): Promise<void> {
               .map((q) => q.name)
               .join(', ') || 'no queue'
           }`,
+      ...(config.schedules.length > 0
+        ? [
+            `  schedules: ${config.schedules
+              .map((sc) => `${sc.name} (${sc.cron ?? `every ${sc.rate?.value} ${sc.rate?.unit}(s)`}${sc.cron ? ` ${sc.timezone}` : ''})`)
+              .join(', ')} — \`taskworker schedules\` lists their next times`,
+          ]
+        : []),
       `  SQS       ${stack.endpoints.sqs}`,
       `  DynamoDB  ${stack.endpoints.dynamodb}`,
       '  queues:',

@@ -5,9 +5,10 @@ import { DEV_USAGE, devCommand } from './dev';
 import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
+import { SCHEDULES_USAGE, schedulesCommand } from './schedules';
 import { UsageError } from './shared';
 
-const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, OPERATOR_USAGE].join('\n\n');
+const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, SCHEDULES_USAGE, OPERATOR_USAGE].join('\n\n');
 
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -29,6 +30,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'demo':
         return await demoCommand(rest);
+      case 'schedules':
+        await schedulesCommand(rest);
+        return 0;
       case 'status':
       case 'jobs':
       case 'stats':

@@ -4,7 +4,7 @@
  *
  *   npx cdk synth  -c version=v1
  *   npx cdk deploy -c version=v2 [-c config=path/to/taskworker.config.ts] [-c alarmTopic=create|<topic ARN>]
- *                                [-c retainData=false]
+ *                                [-c retainData=false] [-c schedules=enabled|disabled]
  */
 import { App } from 'aws-cdk-lib';
 import { ConfigError, validateVersion } from 'taskworker';
@@ -16,6 +16,7 @@ export interface AppContext {
   readonly config?: unknown;
   readonly alarmTopic?: unknown;
   readonly retainData?: unknown;
+  readonly schedules?: unknown;
 }
 
 /** Builds the app's one stack from `-c version=…` (required) and the config module (relative to the working directory). */
@@ -33,6 +34,7 @@ export function buildApp(app: App = new App()): { app: App; stack: TaskworkerSta
     ...(alarmTopicValue === 'create' ? { alarmTopic: 'create' as const } : {}),
     ...(alarmTopicValue !== undefined && alarmTopicValue !== 'create' ? { alarmTopicArn: topicArn(alarmTopicValue) } : {}),
     ...(retainData(context('retainData')) === false ? { retainData: false } : {}),
+    ...(context('schedules') !== undefined ? { schedules: schedulesState(context('schedules')) } : {}),
   });
   return { app, stack };
 }
@@ -55,6 +57,11 @@ function retainData(value: unknown): boolean | undefined {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   throw new ConfigError('retainData (cdk -c retainData=…)', value, 'true or false');
+}
+
+function schedulesState(value: unknown): 'enabled' | 'disabled' {
+  if (value === 'enabled' || value === 'disabled') return value;
+  throw new ConfigError('schedules (cdk -c schedules=…)', value, 'enabled or disabled');
 }
 
 if (require.main === module) {

@@ -9,6 +9,7 @@ export { type DispatcherLogLevel, TaskworkerDispatcher, type TaskworkerDispatche
 export { TaskworkerMonitoring, type TaskworkerMonitoringProps } from './monitoring';
 export { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy, type TaskworkerPublisherPolicyProps } from './publisher-policy';
 export { TaskworkerQueues, type TaskworkerQueuesProps } from './queues';
+export { SCHEDULE_TARGET_ACTIONS, TaskworkerSchedules, type TaskworkerSchedulesProps } from './schedules';
 export { stackName, TaskworkerStack, type TaskworkerStackProps } from './stack';
 export { TaskworkerTables, type TaskworkerTablesProps } from './tables';
 export { type GrantPublishOptions, TaskworkerVersion, type TaskworkerVersionProps } from './version';

@@ -1,11 +1,13 @@
-import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { ArnFormat, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -19,12 +21,14 @@ import {
   validateVersion,
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
-import { loadConfigModuleSync } from '../lib/tasks/build';
+import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
+import { loadTaskBundle } from '../lib/tasks/bundle';
 import { type DispatcherCodeProps, dispatcherCode } from './artifact';
 import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher';
 import { TaskworkerMonitoring } from './monitoring';
 import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
 import { TaskworkerQueues } from './queues';
+import { TaskworkerSchedules } from './schedules';
 import { TaskworkerTables } from './tables';
 
 export interface TaskworkerVersionProps {
@@ -61,6 +65,14 @@ export interface TaskworkerVersionProps {
   readonly reservedConcurrency?: number;
   /** @default 'INFO' */
   readonly logLevel?: DispatcherLogLevel;
+  /**
+   * The config's recurring tasks: `'enabled'` schedules them in EventBridge Scheduler, `'disabled'`
+   * creates them switched off. During a release only one version's should be enabled (each version
+   * has its own jobs table, so two enabled versions run every tick twice): deploy the new version
+   * with `'disabled'`, then enable it and disable (or destroy) the old one.
+   * @default 'enabled'
+   */
+  readonly schedules?: 'enabled' | 'disabled';
 }
 
 export interface GrantPublishOptions {
@@ -117,6 +129,8 @@ export class TaskworkerVersion extends Construct {
   public readonly publisherPolicy: iam.ManagedPolicy;
   /** The topic alarms notify, when one was given or created. */
   public readonly alarmTopic: sns.ITopic | undefined;
+  /** One EventBridge Scheduler schedule per entry of the config's `schedules`. */
+  public readonly schedules: readonly scheduler.CfnSchedule[];
 
   constructor(scope: Construct, id: string, props: TaskworkerVersionProps) {
     super(scope, id);
@@ -159,6 +173,13 @@ export class TaskworkerVersion extends Construct {
       dispatcher: dispatcher.function,
       ...(this.alarmTopic ? { alarmTopic: this.alarmTopic } : {}),
     });
+    const schedules = new TaskworkerSchedules(this, 'Schedules', {
+      config,
+      version,
+      queues: queues.queues,
+      taskQueue: taskQueues(config, source),
+      enabled: props.schedules !== 'disabled',
+    });
     this.publisherPolicy = new TaskworkerPublisherPolicy(this, 'Publisher', {
       queues: Object.values(queues.queues),
       managedPolicyName: `${config.app}-${version}-publisher`,
@@ -173,6 +194,7 @@ export class TaskworkerVersion extends Construct {
     this.doorbells = dispatcher.doorbells;
     this.dispatcherRole = dispatcher.role;
     this.alarms = monitoring.alarms;
+    this.schedules = schedules.schedules;
     this.dashboard = monitoring.dashboard;
   }
 
@@ -237,6 +259,30 @@ export class TaskworkerVersion extends Construct {
  * Where the config comes from: a module (read now; the artifact is built from it), or an object
  * given in the CDK app. Paths resolve against the working directory, the user's project.
  */
+/**
+ * Which queue each task is on, for schedules that do not name one: read from the task modules
+ * (built and loaded as the dispatcher does, which also fails the synth for a schedule of an unknown
+ * task or a payload its `validate` refuses). Built only when a schedule needs it.
+ */
+function taskQueues(config: TaskworkerConfig, source: ReturnType<typeof configSource>): (task: string) => string | undefined {
+  if (config.schedules.every((s) => s.queue !== undefined)) return () => undefined;
+  const code = source.code(config);
+  const scratch = mkdtempSync(join(tmpdir(), 'taskworker-schedules-'));
+  try {
+    const configFile = code.configFile ?? join(scratch, 'taskworker.config.json');
+    if (!code.configFile) writeFileSync(configFile, JSON.stringify(config));
+    const { tasksFile } = buildTasksBundleSync({
+      configFile,
+      ...(code.tasksDir ? { tasksDir: code.tasksDir } : {}),
+      outFile: join(scratch, 'tasks.cjs'),
+    });
+    const { registry } = loadTaskBundle(tasksFile);
+    return (task) => registry.get(task)?.queue;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 function configSource(props: TaskworkerVersionProps): {
   readonly input: unknown;
   /** What the dispatcher's code is built from, once the config is resolved. */

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors';
+import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './scheduling/schedules';
 
 /** Names of the built-in queue selectors. */
 export const SELECTOR_NAMES = ['sla-aware', 'reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
@@ -118,6 +119,8 @@ export interface TaskworkerConfigInput {
   readonly queues: readonly QueueConfigInput[];
   readonly dispatcher?: DispatcherConfigInput;
   readonly tracking?: TrackingConfigInput;
+  /** Recurring tasks: each fires on its cron or rate, locally and in AWS (EventBridge Scheduler). */
+  readonly schedules?: readonly ScheduleInput[];
 }
 
 export interface TaskworkerConfig {
@@ -126,6 +129,7 @@ export interface TaskworkerConfig {
   readonly queues: readonly QueueConfig[];
   readonly dispatcher: DispatcherConfig;
   readonly tracking: TrackingConfig;
+  readonly schedules: readonly ScheduleConfig[];
 }
 
 export const QUEUE_DEFAULTS = {
@@ -196,7 +200,11 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   if (`${longestName}-dlq`.length > SQS_NAME_MAX) {
     throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${SQS_NAME_MAX} chars`);
   }
-  return { app, tasksDir, queues, dispatcher, tracking };
+  const schedules = resolveSchedules(
+    root.schedules,
+    queues.map((q) => q.name),
+  );
+  return { app, tasksDir, queues, dispatcher, tracking, schedules };
 }
 
 function resolveTracking(input: unknown): TrackingConfig {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { systemClock } from '../clock';
 import { validateVersion } from '../config';
 import type { BatchReport, DispatcherSummary } from '../dispatching/summary';
 import { ConfigError } from '../errors';
@@ -16,6 +17,7 @@ import type { JobStore, StatsStore } from '../tracking/model';
 import { doorbellQueues } from '../wake-up';
 import { type Emulators, startEmulators } from './emulators';
 import type { InvokeRequest, RunnerMessage } from './runner';
+import { type LocalSchedules, startLocalSchedules } from './schedules';
 import { provisionVersion } from './version';
 import { DISPATCHER_FUNCTION, doorbellFunction, type InvokeResult, type LocalFunctions, type LocalWakeUp, startLocalWakeUp } from './wake';
 
@@ -67,6 +69,10 @@ export interface LocalStackOptions {
   readonly onDispatcherExit?: (exit: DispatcherExit) => void;
   /** A dispatcher process was started (at the start, as a replacement, or after a reload). */
   readonly onDispatcherStart?: (dispatcher: number) => void;
+  /** Fire the config's `schedules` (as EventBridge Scheduler does in AWS). @defaultValue true */
+  readonly schedules?: boolean;
+  /** A schedule sent a tick. */
+  readonly onScheduleTick?: (tick: { readonly schedule: string; readonly scheduledTime: string; readonly jobId: string }) => void;
 }
 
 /** A job a dispatcher had received and not yet settled. */
@@ -310,6 +316,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   /** Starts the functions' containers and, when on demand, what invokes them. */
   const startAll = (dispatcherCount: number) => {
     for (let i = 0; i < dispatcherCount; i++) startDispatcher();
+    if (options.schedules !== false) {
+      schedules = startLocalSchedules({
+        config: build.bundle.config,
+        registry: build.bundle.registry,
+        urls,
+        sqs,
+        clock: systemClock,
+        ...(options.onScheduleTick ? { onFire: options.onScheduleTick } : {}),
+        onError: (message) => options.onDispatcherError?.(message, -1),
+      });
+    }
     if (!onDemand) return;
     for (const queue of doorbellQueues(build.bundle.config)) startDispatcher({ fn: doorbellFunction(queue.name) });
     wakeUp = startLocalWakeUp({
@@ -323,6 +340,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
   };
   let wakeUp: LocalWakeUp | undefined;
+  let schedules: LocalSchedules | undefined;
   startAll(options.dispatchers ?? 1);
 
   const stopAll = async () => {
@@ -330,8 +348,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     containers.stopping();
     for (const timer of pendingRestarts) clearTimeout(timer);
     pendingRestarts.clear();
-    await wakeUp?.stop();
+    await Promise.all([wakeUp?.stop(), schedules?.stop()]);
     wakeUp = undefined;
+    schedules = undefined;
     await Promise.all(dispatchers.map((child) => stopChild(child)));
     containers.clear();
   };

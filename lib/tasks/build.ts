@@ -96,10 +96,27 @@ export interface TasksBundleOptions {
  * runtime. The dispatcher loads it to read definitions; each pool thread loads it to run them.
  */
 export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ tasksFile: string; taskFiles: string[] }> {
+  const { build, taskFiles } = tasksBundleBuild(options);
+  await esbuildOrThrow(build);
+  return { tasksFile: build.outfile as string, taskFiles };
+}
+
+/** {@link buildTasksBundle}, synchronously: for a CDK construct, whose constructor cannot wait. */
+export function buildTasksBundleSync(options: TasksBundleOptions): { tasksFile: string; taskFiles: string[] } {
+  const { build, taskFiles } = tasksBundleBuild(options);
+  try {
+    esbuild().buildSync(build);
+  } catch (error) {
+    throw esbuildFailed(error);
+  }
+  return { tasksFile: build.outfile as string, taskFiles };
+}
+
+function tasksBundleBuild(options: TasksBundleOptions): { build: EsbuildOptions; taskFiles: string[] } {
   const configFile = resolve(options.configFile);
   if (!existsSync(configFile)) throw new BundleError(`config file ${configFile} does not exist`);
   // A relative tasksDir is relative to the config module; an absolute one stands as it is.
-  const tasksDir = resolve(options.tasksDir ?? resolve(dirname(configFile), await readTasksDir(configFile)));
+  const tasksDir = resolve(options.tasksDir ?? resolve(dirname(configFile), readTasksDir(configFile)));
   const taskFiles = listTaskModules(tasksDir);
   if (taskFiles.length === 0) throw new BundleError(`tasks directory ${tasksDir} has no task modules`);
   // Modules are required lazily, one at a time, so one that throws while loading is named (by its
@@ -116,13 +133,14 @@ export async function buildTasksBundle(options: TasksBundleOptions): Promise<{ t
     `export const taskModules = [\n  ${list}\n].map((m) => ({ file: m.file, module: loadModule(m, 'task module') }));`,
     'startTaskWorker(taskModules);',
   ].join('\n');
-  const tasksFile = resolve(options.outFile);
-  await esbuildOrThrow({
-    ...esbuildDefaults(options.minify ?? false, options.bundleAwsSdk),
-    stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' },
-    outfile: tasksFile,
-  });
-  return { tasksFile, taskFiles };
+  return {
+    build: {
+      ...esbuildDefaults(options.minify ?? false, options.bundleAwsSdk),
+      stdin: { contents: entry, resolveDir: tasksDir, sourcefile: 'tasks-entry.ts', loader: 'ts' },
+      outfile: resolve(options.outFile),
+    },
+    taskFiles,
+  };
 }
 
 /**
@@ -186,8 +204,8 @@ function esbuildFailed(error: unknown): BundleError {
 }
 
 /** Reads `tasksDir` from a config module without running it twice: bundle it alone and evaluate. */
-async function readTasksDir(configFile: string): Promise<string> {
-  const config = await loadConfigModule(configFile);
+function readTasksDir(configFile: string): string {
+  const config = loadConfigModuleSync(configFile);
   const dir = (config as { tasksDir?: unknown } | undefined)?.tasksDir;
   return typeof dir === 'string' && dir.length > 0 ? dir : 'tasks';
 }

@@ -1,6 +1,6 @@
 import type { TaskworkerConfig } from '../config';
 import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
-import { TaskDefinitionError } from '../errors';
+import { ConfigError, TaskDefinitionError } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { checkDoorbellFits } from '../wake-up';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
@@ -182,5 +182,38 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
     }
     registry.set(def.name, def);
   }
+  checkSchedules(config, registry);
   return registry;
+}
+
+/**
+ * Every schedule names a registered task, publishes to a queue whose visibility fits it, and carries
+ * a payload the task's `validate` accepts: a tick that could never run fails start and synth.
+ */
+function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void {
+  config.schedules.forEach((schedule, i) => {
+    const def = registry.get(schedule.task);
+    if (!def) {
+      throw new ConfigError(`schedules[${i}].task`, schedule.task, `a registered task (${[...registry.keys()].join(', ') || 'none'})`);
+    }
+    const queue = config.queues.find((q) => q.name === (schedule.queue ?? def.queue));
+    if (queue && !fitsVisibility(taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs), queue.visibilityTimeoutSeconds)) {
+      throw new ConfigError(
+        `schedules[${i}].queue`,
+        queue.name,
+        `a queue whose visibilityTimeoutSeconds fits task ${def.name}'s timeLimitSeconds ${def.timeLimitSeconds}`,
+      );
+    }
+    if (def.validate) {
+      try {
+        def.validate(schedule.payload);
+      } catch (error) {
+        throw new ConfigError(
+          `schedules[${i}].payload`,
+          schedule.payload,
+          `a payload task ${def.name}'s validate accepts (${error instanceof Error ? error.message : String(error)})`,
+        );
+      }
+    }
+  });
 }
