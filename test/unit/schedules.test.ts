@@ -1,0 +1,79 @@
+import { ConfigError } from '../../lib/errors';
+import { eventBridgeExpression, nextFireTimes, resolveSchedules, scheduledTimeText, tickBody } from '../../lib/scheduling/schedules';
+
+const QUEUES = ['urgent', 'routine'];
+const one = (input: Record<string, unknown>) =>
+  resolveSchedules([{ name: 's', task: 't', ...input }], QUEUES)[0] as NonNullable<ReturnType<typeof resolveSchedules>[0]>;
+const FROM = new Date('2026-11-22T12:00:00Z');
+
+describe('schedules in the config', () => {
+  it('renders a crontab in EventBridge Scheduler form: days of the week by name, "?" for the other day field', () => {
+    expect(eventBridgeExpression(one({ cron: '0 6 * * 1-5' }))).toBe('cron(0 6 ? * MON,TUE,WED,THU,FRI *)');
+    expect(eventBridgeExpression(one({ cron: '0 0 * * 0' }))).toBe('cron(0 0 ? * SUN *)');
+    expect(eventBridgeExpression(one({ cron: '0 0 * * 7' }))).toBe('cron(0 0 ? * SUN *)');
+    expect(eventBridgeExpression(one({ cron: '30 2 1 * *' }))).toBe('cron(30 2 1 * ? *)');
+    expect(eventBridgeExpression(one({ cron: '*/20 * * * *' }))).toBe('cron(0,20,40 * * * ? *)');
+    expect(eventBridgeExpression(one({ cron: '* * * * *' }))).toBe('cron(* * * * ? *)');
+    expect(eventBridgeExpression(one({ rate: '1 minute' }))).toBe('rate(1 minute)');
+    expect(eventBridgeExpression(one({ rate: '2 hours' }))).toBe('rate(2 hours)');
+  });
+
+  it('gives the next fire times in the schedule’s time zone, daylight saving included', () => {
+    const berlin = one({ cron: '0 9 * * *', timezone: 'Europe/Berlin' });
+    expect(nextFireTimes(berlin, FROM, 2).map((d) => d.toISOString())).toEqual(['2026-11-23T08:00:00.000Z', '2026-11-24T08:00:00.000Z']);
+    const summer = nextFireTimes(berlin, new Date('2027-07-01T12:00:00Z'), 1)[0];
+    expect(summer?.toISOString()).toBe('2027-07-02T07:00:00.000Z');
+    // A rate counts from when the schedule started.
+    const rate = one({ rate: '5 minutes' });
+    expect(nextFireTimes(rate, new Date(FROM.getTime() + 7 * 60_000), 2, FROM).map((d) => d.toISOString())).toEqual([
+      '2026-11-22T12:10:00.000Z',
+      '2026-11-22T12:15:00.000Z',
+    ]);
+  });
+
+  it('derives the job id of a tick from the schedule and its time, as EventBridge Scheduler writes the time', () => {
+    const s = one({ cron: '0 * * * *', payload: { shard: 2 } });
+    const time = scheduledTimeText(new Date('2026-11-22T13:00:00.250Z'));
+    expect(time).toBe('2026-11-22T13:00:00Z');
+    expect(JSON.parse(tickBody(s, time))).toEqual({
+      v: 1,
+      task: 't',
+      payload: { shard: 2 },
+      id: 'schedule:s:2026-11-22T13:00:00Z',
+      appData: { schedule: 's', scheduledTime: '2026-11-22T13:00:00Z' },
+    });
+  });
+
+  it.each([
+    [{ cron: '61 * * * *' }, /schedules\[0\]\.cron = "61 \* \* \* \*": expected a valid crontab/],
+    [{ cron: '* * *' }, /schedules\[0\]\.cron = "\* \* \*": expected five fields/],
+    [{ cron: '0 0 0 0 0 0' }, /schedules\[0\]\.cron .*expected five fields/],
+    [{ cron: '0 0 1 * 1' }, /not both/],
+    [{ cron: 5 }, /schedules\[0\]\.cron = 5: expected a five-field crontab/],
+    [{ rate: '5 weeks' }, /schedules\[0\]\.rate = "5 weeks"/],
+    [{ rate: '0 minutes' }, /schedules\[0\]\.rate = "0 minutes"/],
+    [{}, /schedules\[0\] = .*exactly one of cron or rate/],
+    [{ cron: '0 * * * *', rate: '1 hour' }, /exactly one of cron or rate/],
+    [{ cron: '0 * * * *', timezone: 'Mars/Olympus' }, /schedules\[0\]\.timezone = "Mars\/Olympus"/],
+    [{ cron: '0 * * * *', queue: 'bulk' }, /schedules\[0\]\.queue = "bulk": expected one of the configured queues \(urgent, routine\)/],
+    [{ cron: '0 * * * *', name: 'has space' }, /schedules\[0\]\.name = "has space"/],
+    [{ cron: '0 * * * *', task: '' }, /schedules\[0\]\.task = ""/],
+  ])('refuses %j naming the field and the value', (input, message) => {
+    expect(() => one(input)).toThrow(ConfigError);
+    expect(() => one(input)).toThrow(message);
+  });
+
+  it('refuses two schedules of one name, and anything but an array', () => {
+    expect(() =>
+      resolveSchedules(
+        [
+          { name: 'a', task: 't', rate: '1 hour' },
+          { name: 'a', task: 't', rate: '2 hours' },
+        ],
+        QUEUES,
+      ),
+    ).toThrow(/schedules\[1\]\.name = "a": expected a name not used by another schedule/);
+    expect(() => resolveSchedules({}, QUEUES)).toThrow(/schedules = \{\}: expected an array/);
+    expect(resolveSchedules(undefined, QUEUES)).toEqual([]);
+  });
+});
