@@ -46,7 +46,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Idle ticks of the scheduled dispatcher on the example app, invoked once a second. */
 async function measureIdleTicks(ticks: number) {
-  const stack = await startLocalStack({ configFile: CONFIG, invocations: 'on-demand', schedulePeriodMs: 1000 });
+  const stack = await startLocalStack({ configFile: CONFIG, invocations: 'on-demand', schedulePeriodMs: 1000, schedules: false });
   try {
     while ((stack.invocationsByFunction().dispatcher ?? 0) < ticks + 1) await sleep(200);
     // The first tick pays the container's start; the rest are what a warm idle minute costs.
@@ -65,7 +65,7 @@ async function measureIdleTicks(ticks: number) {
 /** Publish → start of a task published into an idle local version, `samples` times. */
 async function measureWakeUp(samples: number) {
   const reports: BatchReport[] = [];
-  const stack = await startLocalStack({ configFile: CONFIG, invocations: 'on-demand', onBatch: (r) => reports.push(r) });
+  const stack = await startLocalStack({ configFile: CONFIG, invocations: 'on-demand', schedules: false, onBatch: (r) => reports.push(r) });
   const waits: number[] = [];
   try {
     while ((stack.invocationsByFunction().dispatcher ?? 0) < 1 || stack.invocationDurations().length < 1) await sleep(100);

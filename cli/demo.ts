@@ -58,6 +58,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
     dispatchers: integerOption('--dispatchers', values.dispatchers, 2, 1, 16),
     version: 'demo',
     logLevel: 'ERROR',
+    // The demo counts its own workload; the config's schedules fire in `taskworker dev`.
+    schedules: false,
     onBatch: (report) => {
       addBatch(summary, report);
       for (const job of report.jobs) {

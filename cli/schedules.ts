@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config';
-import { eventBridgeExpression, nextFireTimes, type ScheduleConfig } from '../lib/scheduling/schedules';
+import { eventBridgeExpression, nextFireTimes } from '../lib/scheduling/cron';
+import type { ScheduleConfig } from '../lib/scheduling/schedules';
 import { loadConfigModule } from '../lib/tasks/build';
-import { createRegistry } from '../lib/tasks/task';
+import { createRegistry } from '../lib/tasks/registry';
 import { loadTaskDefinitions } from './publish';
 import { findConfigFile, integerOption, table } from './shared';
 

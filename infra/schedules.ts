@@ -5,7 +5,8 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { ConfigError } from '../lib/errors';
-import { eventBridgeExpression, SCHEDULED_TIME_KEYWORD, tickBody } from '../lib/scheduling/schedules';
+import { eventBridgeExpression } from '../lib/scheduling/cron';
+import { SCHEDULED_TIME_KEYWORD, tickBody } from '../lib/scheduling/schedules';
 
 /** What the schedules' role may do: send a tick to a queue (SQS SSE with SQS-owned keys needs no KMS grant). */
 export const SCHEDULE_TARGET_ACTIONS = ['sqs:SendMessage'];

@@ -8,7 +8,8 @@ import type { Clock } from '../clock';
 import type { TaskworkerConfig } from '../config';
 import { describe } from '../errors';
 import type { QueueUrls } from '../ports';
-import { nextFireTimes, type ScheduleConfig, scheduledTimeText, tickBody } from '../scheduling/schedules';
+import { nextFireTimes } from '../scheduling/cron';
+import { type ScheduleConfig, scheduledTimeText, tickBody } from '../scheduling/schedules';
 import type { TaskRegistry } from '../tasks/task';
 
 export interface LocalSchedulesOptions {

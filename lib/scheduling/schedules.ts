@@ -5,10 +5,10 @@
  * time, so a tick delivered twice is one job (the claim stops the second copy).
  *
  * `cron` is the five-field crontab everyone knows (minute hour day-of-month month day-of-week),
- * parsed by cron-parser; it is rendered into EventBridge's six-field form for the stack. `rate` is
- * EventBridge's own `N minutes|hours|days`.
+ * parsed by cron-parser (lib/scheduling/cron.ts, loaded only where schedules are run, listed or
+ * deployed, so a publisher does not carry it); it is rendered into EventBridge's six-field form for
+ * the stack. `rate` is EventBridge's own `N minutes|hours|days`.
  */
-import { CronExpressionParser } from 'cron-parser';
 import { ConfigError } from '../errors';
 
 export interface ScheduleInput {
@@ -39,10 +39,9 @@ export interface ScheduleConfig {
 }
 
 type RateUnit = 'minute' | 'hour' | 'day';
-const RATE_MS: Record<RateUnit, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+export const RATE_MS: Record<RateUnit, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const RATE = /^\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*$/;
-const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] as const;
 /** What EventBridge Scheduler puts in place of this keyword when it sends a tick: its scheduled time, e.g. 2027-01-01T06:00:00Z. */
 export const SCHEDULED_TIME_KEYWORD = '<aws.scheduler.scheduled-time>';
 
@@ -79,10 +78,11 @@ export function resolveSchedules(input: unknown, queueNames: readonly string[]):
     if (s.cron !== undefined) {
       const cron = typeof s.cron === 'string' ? s.cron.trim() : s.cron;
       if (typeof cron !== 'string') throw new ConfigError(`${path}.cron`, s.cron, 'a five-field crontab such as "0 6 * * 1-5"');
-      const schedule = { ...base, cron };
-      // Both renderings must work: the local one (cron-parser) and the one the stack deploys.
-      eventBridgeExpression(schedule, `${path}.cron`);
-      return schedule;
+      if (cron.split(/\s+/).length !== 5) {
+        throw new ConfigError(`${path}.cron`, cron, 'five fields: minute hour day-of-month month day-of-week');
+      }
+      // The fields' values are checked where schedules run or deploy (checkCron, with the tasks).
+      return { ...base, cron };
     }
     const match = typeof s.rate === 'string' ? RATE.exec(s.rate) : null;
     const value = Number(match?.[1]);
@@ -91,52 +91,6 @@ export function resolveSchedules(input: unknown, queueNames: readonly string[]):
     }
     return { ...base, rate: { value, unit: (match[2] as string).replace(/s$/, '') as RateUnit } };
   });
-}
-
-/** The schedule expression EventBridge Scheduler takes: `cron(m h dom mon dow year)` or `rate(N units)`. */
-export function eventBridgeExpression(schedule: ScheduleConfig, field = 'cron'): string {
-  if (schedule.rate) {
-    const { value, unit } = schedule.rate;
-    return `rate(${value} ${unit}${value === 1 ? '' : 's'})`;
-  }
-  const text = schedule.cron as string;
-  const parts = text.split(/\s+/);
-  if (parts.length !== 5) throw new ConfigError(field, text, 'five fields: minute hour day-of-month month day-of-week');
-  let parsed: ReturnType<typeof CronExpressionParser.parse>;
-  try {
-    parsed = CronExpressionParser.parse(text, { tz: schedule.timezone, strict: false });
-  } catch (error) {
-    throw new ConfigError(field, text, `a valid crontab (${error instanceof Error ? error.message : String(error)})`);
-  }
-  const { fields } = parsed;
-  const list = (values: readonly (number | string)[], wildcard: boolean) => (wildcard ? '*' : values.join(','));
-  const minute = list(fields.minute.values, fields.minute.isWildcard);
-  const hour = list(fields.hour.values, fields.hour.isWildcard);
-  const month = list(fields.month.values, fields.month.isWildcard);
-  const domAny = fields.dayOfMonth.isWildcard;
-  const dowAny = fields.dayOfWeek.isWildcard || new Set(fields.dayOfWeek.values.map((d) => Number(d) % 7)).size === 7;
-  if (!domAny && !dowAny) {
-    // Crontab fires when either matches; EventBridge takes one of the two.
-    throw new ConfigError(field, text, 'a day of the month or a day of the week, not both (EventBridge cannot say "either")');
-  }
-  const dom = domAny ? (dowAny ? '*' : '?') : fields.dayOfMonth.values.join(',');
-  const dow = dowAny ? '?' : [...new Set(fields.dayOfWeek.values.map((d) => DAY_NAMES[Number(d) % 7]))].join(',');
-  const expression = `cron(${minute} ${hour} ${dom} ${month} ${dow} *)`;
-  if (expression.length > 256)
-    throw new ConfigError(field, text, 'a crontab whose EventBridge form fits 256 characters (use ranges or steps)');
-  return expression;
-}
-
-/** The next `count` fire times after `from`: for `rate`, counted from `since` (when the schedule started). */
-export function nextFireTimes(schedule: ScheduleConfig, from: Date, count: number, since: Date = from): Date[] {
-  if (schedule.rate) {
-    const every = schedule.rate.value * RATE_MS[schedule.rate.unit];
-    const elapsed = Math.max(0, from.getTime() - since.getTime());
-    const first = since.getTime() + (Math.floor(elapsed / every) + 1) * every;
-    return Array.from({ length: count }, (_, i) => new Date(first + i * every));
-  }
-  const parsed = CronExpressionParser.parse(schedule.cron as string, { tz: schedule.timezone, currentDate: from, strict: false });
-  return parsed.take(count).map((d) => d.toDate());
 }
 
 /** A tick's scheduled time as EventBridge Scheduler writes it (UTC, whole seconds): `2027-01-01T06:00:00Z`. */

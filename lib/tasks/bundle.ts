@@ -1,7 +1,8 @@
 import { isAbsolute, relative } from 'node:path';
 import { resolveConfig, type TaskworkerConfig } from '../config';
 import { BundleError, describe, ModuleLoadError } from '../errors';
-import { createRegistry, type TaskDefinition, type TaskRegistry, toDefinition } from './task';
+import { createRegistry } from './registry';
+import { type TaskDefinition, type TaskRegistry, toDefinition } from './task';
 
 /** One module of the tasks directory as the generated bundle entry lists it. */
 export interface TaskModuleEntry {

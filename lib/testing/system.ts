@@ -11,7 +11,8 @@ import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
 import { silentLogger } from '../ports';
 import { type Published, Publisher, type PublishOptions } from '../publishing/publisher';
 import { seededRandom } from '../random';
-import { createRegistry, type TaskDefinition } from '../tasks/task';
+import { createRegistry } from '../tasks/registry';
+import type { TaskDefinition } from '../tasks/task';
 import type { JobRecord, QueueDayStats } from '../tracking/model';
 import { utcDay } from '../tracking/stats';
 

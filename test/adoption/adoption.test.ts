@@ -94,6 +94,7 @@ export default defineConfig({
   app: 'orders',
   tasksDir: 'src/tasks',
   queues: [{ name: 'media', priority: 10 }, { name: 'mail', priority: 50 }],
+  schedules: [{ name: 'nightly-thumbnails', task: 'resize-image', payload: { image: 'all', width: 64 }, cron: '0 3 * * *', timezone: 'America/New_York' }],
 });
 `,
   'src/publish.ts': `import { Publisher, UnknownQueueError } from 'taskworker';
@@ -304,6 +305,15 @@ app.synth();
     const asset = join(outdir, `asset.${code?.S3Key.replace(/\.zip$/, '')}`);
     expect(readFileSync(join(asset, 'tasks.cjs'), 'utf8')).toContain('resize-image');
     expect(existsSync(join(asset, 'index.js'))).toBe(true);
+    // The team's recurring task: scheduled in EventBridge Scheduler, sent to its task's queue.
+    const schedule = Object.values(template.Resources).find((r) => r.Type === 'AWS::Scheduler::Schedule');
+    expect(schedule?.Properties).toMatchObject({
+      Name: 'nightly-thumbnails',
+      ScheduleExpression: 'cron(0 3 * * ? *)',
+      ScheduleExpressionTimezone: 'America/New_York',
+    });
+    const mediaId = Object.entries(template.Resources).find(([, r]) => r.Properties.QueueName === 'orders-v1-media')?.[0];
+    expect((schedule?.Properties.Target as { Arn: unknown }).Arn).toEqual({ 'Fn::GetAtt': [mediaId, 'Arn'] });
   });
 });
 
@@ -341,6 +351,32 @@ describe('taskworker dev with the team’s own tasks', () => {
       result: string;
     };
     expect(job).toMatchObject({ state: 'succeeded', result: '{"resized":"a.png","width":64,"attempt":1}' });
+  });
+
+  it('parks a job published an hour ahead, shows it scheduled with its due time, and cancels it', async () => {
+    const later = JSON.parse(
+      sh(consumer, 'npx', [
+        'taskworker',
+        'publish',
+        'resize-image',
+        '--payload',
+        '{"image":"b.png","width":32}',
+        '--delay',
+        '3600',
+        '--json',
+      ]),
+    ) as { jobId: string; runAt: number };
+    expect(later.runAt).toBeGreaterThan(Date.now() + 3_500_000);
+    await eventually(
+      'the job to be parked',
+      () =>
+        (JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', later.jobId, '--json'])) as { state: string }).state === 'scheduled',
+      60_000,
+    );
+    expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'list', '--state', 'scheduled'])).toContain(new Date(later.runAt).toISOString());
+    expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'cancel', later.jobId])).toContain(`cancelled job ${later.jobId}`);
+    const schedules = JSON.parse(sh(consumer, 'npx', ['taskworker', 'schedules', '--json'])) as Array<{ name: string; queue: string }>;
+    expect(schedules).toMatchObject([{ name: 'nightly-thumbnails', queue: 'media' }]);
   });
 });
 

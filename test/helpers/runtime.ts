@@ -5,7 +5,8 @@ import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/disp
 import type { BatchReport } from '../../lib/dispatching/summary';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { silentLogger } from '../../lib/ports';
-import { createRegistry, type TaskDefinition } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import type { TaskDefinition } from '../../lib/tasks/task';
 
 /**
  * A DispatcherRuntime on fakes: one in-memory `urgent` queue (visibility 30 s) and an archive,

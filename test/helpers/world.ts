@@ -10,7 +10,8 @@ import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-trackin
 import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
-import { createRegistry, defineTask, type TaskContext, type TaskOptions } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import { defineTask, type TaskContext, type TaskOptions } from '../../lib/tasks/task';
 import { appConfig } from './factories';
 import { FaultyQueue } from './faulty-queue';
 

@@ -6,7 +6,8 @@ import { invocationRole } from '../../lib/dispatching/scaling';
 import { ConfigError } from '../../lib/errors';
 import type { ReceivedMessage } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
-import { createRegistry, defineTask } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import { defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 import { inlineRuntime } from '../helpers/runtime';
 

@@ -1,10 +1,18 @@
+import { build } from 'esbuild';
 import { ConfigError } from '../../lib/errors';
-import { eventBridgeExpression, nextFireTimes, resolveSchedules, scheduledTimeText, tickBody } from '../../lib/scheduling/schedules';
+import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/scheduling/cron';
+import { resolveSchedules, scheduledTimeText, tickBody } from '../../lib/scheduling/schedules';
 
 const QUEUES = ['urgent', 'routine'];
 const one = (input: Record<string, unknown>) =>
   resolveSchedules([{ name: 's', task: 't', ...input }], QUEUES)[0] as NonNullable<ReturnType<typeof resolveSchedules>[0]>;
 const FROM = new Date('2026-11-22T12:00:00Z');
+/** As at start and synth: the config's own checks, then the crontab's fields (createRegistry runs checkCron). */
+const checked = (input: Record<string, unknown>) => {
+  const s = one(input);
+  checkCron(s, 'schedules[0].cron');
+  return s;
+};
 
 describe('schedules in the config', () => {
   it('renders a crontab in EventBridge Scheduler form: days of the week by name, "?" for the other day field', () => {
@@ -59,8 +67,23 @@ describe('schedules in the config', () => {
     [{ cron: '0 * * * *', name: 'has space' }, /schedules\[0\]\.name = "has space"/],
     [{ cron: '0 * * * *', task: '' }, /schedules\[0\]\.task = ""/],
   ])('refuses %j naming the field and the value', (input, message) => {
-    expect(() => one(input)).toThrow(ConfigError);
-    expect(() => one(input)).toThrow(message);
+    expect(() => checked(input)).toThrow(ConfigError);
+    expect(() => checked(input)).toThrow(message);
+  });
+
+  it('leaves the crontab parser out of what a publisher loads', async () => {
+    const out = await build({
+      entryPoints: ['lib/index.ts'],
+      bundle: true,
+      platform: 'node',
+      packages: 'external',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const imported = Object.values(out.metafile.outputs).flatMap((o) => o.imports.map((i) => i.path));
+    expect(imported).toContain('@aws-sdk/client-sqs');
+    expect(imported).not.toContain('cron-parser');
   });
 
   it('refuses two schedules of one name, and anything but an array', () => {

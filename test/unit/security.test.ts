@@ -4,7 +4,8 @@ import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { EnvelopeError } from '../../lib/errors';
 import { decodeEnvelope } from '../../lib/publishing/envelope';
 import { PACKAGE_ROOT } from '../../lib/tasks/build';
-import { createRegistry, defineTask } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import { defineTask } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
 

@@ -1,5 +1,6 @@
 import { TaskDefinitionError, UnrecoverableError } from '../../lib/errors';
-import { createRegistry, defineTask, toDefinition } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import { defineTask, toDefinition } from '../../lib/tasks/task';
 import { appConfig } from '../helpers/factories';
 
 const base = { name: 'send-email', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined };

@@ -1,0 +1,93 @@
+import type { TaskworkerConfig } from '../config';
+import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
+import { ConfigError, TaskDefinitionError } from '../errors';
+import { checkCron } from '../scheduling/cron';
+import { checkDoorbellFits } from '../wake-up';
+import type { TaskDefinition, TaskRegistry } from './task';
+
+/**
+ * Builds the registry and checks every task against the config: its queue exists, its time limit
+ * plus the kill grace fits the queue's visibility timeout (Kale's check) and the dispatcher's
+ * timeout (and, on a doorbell queue, a doorbell invocation), and, on an untracked queue, its attempts end before SQS's redrive moves the message to
+ * the DLQ.
+ */
+export function createRegistry(definitions: readonly TaskDefinition[], config: TaskworkerConfig): TaskRegistry {
+  const registry = new Map<string, TaskDefinition>();
+  for (const def of definitions) {
+    if (registry.has(def.name)) throw new TaskDefinitionError(def.name, 'name', def.name, 'a name no other task module uses');
+    const queue = config.queues.find((q) => q.name === def.queue);
+    if (!queue) {
+      throw new TaskDefinitionError(
+        def.name,
+        'queue',
+        def.queue,
+        `one of the configured queues (${config.queues.map((q) => q.name).join(', ')})`,
+      );
+    }
+    const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
+    if (!fitsVisibility(needMs, queue.visibilityTimeoutSeconds)) {
+      throw new TaskDefinitionError(
+        def.name,
+        'timeLimitSeconds',
+        def.timeLimitSeconds,
+        `a limit that with killGraceMs ${config.dispatcher.killGraceMs} fits queue ${queue.name}'s visibilityTimeoutSeconds ${queue.visibilityTimeoutSeconds}`,
+      );
+    }
+    if (!fitsInvocation(0, needMs, config.dispatcher.timeoutSeconds * 1000, config.dispatcher.settleMarginMs)) {
+      throw new TaskDefinitionError(
+        def.name,
+        'timeLimitSeconds',
+        def.timeLimitSeconds,
+        `a limit that with killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
+      );
+    }
+    checkDoorbellFits(config, { name: def.name, queue: def.queue, needMs });
+    // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
+    // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
+    // record and requeues a message before its redrive (lib/dispatching/batch.ts): no such bound there.
+    if (queue.tracking !== 'full' && def.maxRetries + 1 >= queue.maxReceiveCount) {
+      throw new TaskDefinitionError(
+        def.name,
+        'maxRetries',
+        def.maxRetries,
+        `fewer than queue ${queue.name}'s maxReceiveCount ${queue.maxReceiveCount} minus 1, so the job is archived before SQS moves it to the DLQ`,
+      );
+    }
+    registry.set(def.name, def);
+  }
+  checkSchedules(config, registry);
+  return registry;
+}
+
+/**
+ * Every schedule names a registered task, publishes to a queue whose visibility fits it, and carries
+ * a payload the task's `validate` accepts: a tick that could never run fails start and synth.
+ */
+function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void {
+  config.schedules.forEach((schedule, i) => {
+    checkCron(schedule, `schedules[${i}].cron`);
+    const def = registry.get(schedule.task);
+    if (!def) {
+      throw new ConfigError(`schedules[${i}].task`, schedule.task, `a registered task (${[...registry.keys()].join(', ') || 'none'})`);
+    }
+    const queue = config.queues.find((q) => q.name === (schedule.queue ?? def.queue));
+    if (queue && !fitsVisibility(taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs), queue.visibilityTimeoutSeconds)) {
+      throw new ConfigError(
+        `schedules[${i}].queue`,
+        queue.name,
+        `a queue whose visibilityTimeoutSeconds fits task ${def.name}'s timeLimitSeconds ${def.timeLimitSeconds}`,
+      );
+    }
+    if (def.validate) {
+      try {
+        def.validate(schedule.payload);
+      } catch (error) {
+        throw new ConfigError(
+          `schedules[${i}].payload`,
+          schedule.payload,
+          `a payload task ${def.name}'s validate accepts (${error instanceof Error ? error.message : String(error)})`,
+        );
+      }
+    }
+  });
+}
