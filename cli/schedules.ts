@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config';
-import { eventBridgeExpression, nextFireTimes } from '../lib/scheduling/cron';
+import { checkCrontabs, eventBridgeExpression, nextFireTimes } from '../lib/scheduling/cron';
 import type { ScheduleConfig } from '../lib/scheduling/schedules';
 import { loadConfigModule } from '../lib/tasks/build';
 import { createRegistry } from '../lib/tasks/registry';
@@ -33,6 +33,7 @@ export async function schedulesCommand(argv: string[]): Promise<void> {
   const config = resolveConfig(await loadConfigModule(configFile));
   // The same checks as start and synth: tasks exist, payloads validate.
   const registry = createRegistry(await loadTaskDefinitions(configFile), config);
+  checkCrontabs(config);
   const count = integerOption('--next', values.next, 3, 1, 100);
   const now = new Date();
   const listings = config.schedules.map((s): ScheduleListing => listing(s, registry.get(s.task)?.queue ?? '', now, count));

@@ -2,6 +2,8 @@
  * Child process of the CDK asset bundling (`infra/artifact.ts`): builds the dispatcher artifact
  * with `buildArtifact` into the asset directory. Argument: one JSON `BuildRequest`.
  */
+
+import { checkCrontabs } from '../lib/scheduling/cron';
 import { buildArtifact } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { BuildRequest } from './artifact';
@@ -20,7 +22,7 @@ async function main(): Promise<void> {
   });
   // Fail the synth, not the first invocation, when a task does not fit the config (unknown
   // queue, time limit beyond the queue's visibility, attempts past the DLQ redrive).
-  loadTaskBundle(artifact.tasksFile);
+  checkCrontabs(loadTaskBundle(artifact.tasksFile).config);
 }
 
 main().catch((error: unknown) => {

@@ -21,6 +21,7 @@ import {
   validateVersion,
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
+import { checkCrontabs } from '../lib/scheduling/cron';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { type DispatcherCodeProps, dispatcherCode } from './artifact';
@@ -138,6 +139,7 @@ export class TaskworkerVersion extends Construct {
     const version = validateVersion(props.version);
     const source = configSource(props);
     const config = resolveConfig(source.input);
+    checkCrontabs(config);
     this.config = config;
     this.version = version;
     Tags.of(this).add('taskworker:app', config.app);

@@ -5,4 +5,4 @@
  */
 
 export { startTaskWorker } from './dispatching/executor/worker-runtime';
-export { loadModule, type TaskModuleEntry } from './tasks/bundle';
+export { loadModule, type TaskModuleEntry } from './tasks/modules';

@@ -11,6 +11,7 @@ import type { BatchReport, DispatcherSummary } from '../dispatching/summary';
 import { ConfigError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publishing/publisher';
+import { checkCrontabs } from '../scheduling/cron';
 import { type Artifact, buildArtifact } from '../tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
 import type { JobStore, StatsStore } from '../tracking/model';
@@ -162,7 +163,9 @@ async function buildInto(options: LocalStackOptions): Promise<Build> {
       outDir: dir,
       localRunner: true,
     });
-    return { dir, artifact, bundle: loadTaskBundle(artifact.tasksFile) };
+    const bundle = loadTaskBundle(artifact.tasksFile);
+    checkCrontabs(bundle.config);
+    return { dir, artifact, bundle };
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     throw error;

@@ -9,6 +9,13 @@ import { RATE_MS, type ScheduleConfig } from './schedules';
 
 const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] as const;
 
+/** Checks every schedule's crontab fields (at `taskworker dev` start, at synth, in `taskworker schedules`), naming the field. */
+export function checkCrontabs(config: { readonly schedules: readonly ScheduleConfig[] }): void {
+  config.schedules.forEach((schedule, i) => {
+    checkCron(schedule, `schedules[${i}].cron`);
+  });
+}
+
 /** Checks a crontab schedule's fields in both renderings (the local one and the one the stack deploys); the field is named in the error. */
 export function checkCron(schedule: ScheduleConfig, field: string): void {
   if (schedule.cron !== undefined) eventBridgeExpression(schedule, field);

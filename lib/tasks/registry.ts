@@ -1,7 +1,6 @@
 import type { TaskworkerConfig } from '../config';
 import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
 import { ConfigError, TaskDefinitionError } from '../errors';
-import { checkCron } from '../scheduling/cron';
 import { checkDoorbellFits } from '../wake-up';
 import type { TaskDefinition, TaskRegistry } from './task';
 
@@ -60,12 +59,12 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
 }
 
 /**
- * Every schedule names a registered task, publishes to a queue whose visibility fits it, and carries
+ * Every schedule names a registered task (its crontab's fields are checked by `checkCrontabs`,
+ * lib/scheduling/cron.ts, where schedules run, list or deploy: the Lambda handler does not carry the parser), publishes to a queue whose visibility fits it, and carries
  * a payload the task's `validate` accepts: a tick that could never run fails start and synth.
  */
 function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void {
   config.schedules.forEach((schedule, i) => {
-    checkCron(schedule, `schedules[${i}].cron`);
     const def = registry.get(schedule.task);
     if (!def) {
       throw new ConfigError(`schedules[${i}].task`, schedule.task, `a registered task (${[...registry.keys()].join(', ') || 'none'})`);

@@ -112,4 +112,32 @@ describe('CLI errors are one readable line', () => {
     );
     expect(oneLine(result.err)).toBe(true);
   });
+
+  it('a schedule that could never fire fails dev at start, naming the field, and leaves no build behind', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tw-bad-schedule-'));
+    const config = join(dir, 'taskworker.config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        app: 'shop',
+        tasksDir: join(FIXTURE_CONFIG, '..', 'tasks'),
+        queues: [
+          { name: 'urgent', priority: 90, visibilityTimeoutSeconds: 10 },
+          { name: 'routine', priority: 10, visibilityTimeoutSeconds: 10 },
+          { name: 'bulk', priority: 5, visibilityTimeoutSeconds: 10, tracking: 'off', maxReceiveCount: 10 },
+        ],
+        schedules: [{ name: 'nightly', task: 'record', payload: {}, cron: '0 24 * * *' }],
+      }),
+    );
+    const builds = () =>
+      readdirSync(tmpdir())
+        .filter((f) => f.startsWith('taskworker-dev-'))
+        .sort();
+    const before = builds();
+    const result = await cli('dev', '--config', config);
+    expect(result.code).not.toBe(0);
+    expect(result.err).toMatch(/^taskworker: ConfigError: Invalid config schedules\[0\]\.cron = "0 24 \* \* \*": expected a valid crontab/);
+    expect(oneLine(result.err)).toBe(true);
+    expect(builds()).toEqual(before);
+  }, 60_000);
 });

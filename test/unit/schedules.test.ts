@@ -71,9 +71,12 @@ describe('schedules in the config', () => {
     expect(() => checked(input)).toThrow(message);
   });
 
-  it('leaves the crontab parser out of what a publisher loads', async () => {
+  it.each([
+    ['a publisher', 'lib/index.ts'],
+    ['every pool thread (the tasks bundle)', 'lib/runtime.ts'],
+  ])('leaves the crontab parser out of what %s loads', async (_who, entry) => {
     const out = await build({
-      entryPoints: ['lib/index.ts'],
+      entryPoints: [entry],
       bundle: true,
       platform: 'node',
       packages: 'external',
@@ -82,8 +85,8 @@ describe('schedules in the config', () => {
       logLevel: 'silent',
     });
     const imported = Object.values(out.metafile.outputs).flatMap((o) => o.imports.map((i) => i.path));
-    expect(imported).toContain('@aws-sdk/client-sqs');
     expect(imported).not.toContain('cron-parser');
+    expect(imported.length).toBeGreaterThan(0);
   });
 
   it('refuses two schedules of one name, and anything but an array', () => {

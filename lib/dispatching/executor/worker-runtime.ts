@@ -1,5 +1,5 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { definitionsFromModules, type TaskModuleEntry } from '../../tasks/bundle';
+import { definitionsFromModules, type TaskModuleEntry } from '../../tasks/modules';
 import { deadlineSignal, runTaskBody } from './run-task';
 import { serializeError, type TaskOutcome, type TaskRun } from './types';
 
