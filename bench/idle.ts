@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BatchReport } from '../lib/dispatching/summary';
 import { startLocalStack } from '../lib/local/dev';
+import { DUE_SHARDS } from '../lib/scheduling/due';
 import { doorbellQueues } from '../lib/wake-up';
 import { PRICES, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';
@@ -167,9 +168,10 @@ async function wakeUpUnderLoad() {
   return rows;
 }
 
-const usd = (parts: { sqs?: number; wcu?: number; gbSeconds?: number; invocations?: number }) =>
+const usd = (parts: { sqs?: number; wcu?: number; rru?: number; gbSeconds?: number; invocations?: number }) =>
   ((parts.sqs ?? 0) / 1e6) * PRICES.sqsPerMillionRequests +
   ((parts.wcu ?? 0) / 1e6) * PRICES.dynamoPerMillionWriteUnits +
+  ((parts.rru ?? 0) / 1e6) * PRICES.dynamoPerMillionReadUnits +
   (parts.gbSeconds ?? 0) * PRICES.lambdaPerGbSecond +
   ((parts.invocations ?? 0) / 1e6) * PRICES.lambdaPerMillionInvocations;
 
@@ -191,10 +193,13 @@ async function main() {
   const ticks = await measureIdleTicks(30);
   const wake = await measureWakeUp(SAMPLES);
 
-  // Idle hour, AWS: 60 scheduled ticks (GetQueueAttributes per queue, billed duration), and the
-  // doorbells' trigger pollers; the schedule itself (an EventBridge rule) is free.
-  const tickBilledMs = Math.max(AWS_MODEL.minimumBilledMs, percentile(ticks.ms, 0.5) + AWS_MODEL.sqsRoundTripMs);
+  // Idle hour, AWS: 60 scheduled ticks (the sweep's query of each due-index shard, an empty
+  // eventually consistent read of 0.5 RRU; GetQueueAttributes per queue; billed duration, with a
+  // round trip each for the sweep and the depths), and the doorbells' trigger pollers; the schedule
+  // itself (an EventBridge rule) is free.
+  const tickBilledMs = Math.max(AWS_MODEL.minimumBilledMs, percentile(ticks.ms, 0.5) + 2 * AWS_MODEL.sqsRoundTripMs);
   const idleTaskworker = {
+    rru: 60 * DUE_SHARDS * 0.5,
     sqs: 60 * ticks.queues + triggerIdleRequestsPerHour(ticks.doorbells),
     gbSeconds: (60 * tickBilledMs * DISPATCHER_GB) / 1000,
     invocations: 60,
@@ -263,6 +268,7 @@ async function main() {
     taskworker: {
       idleUsdPerHour: round(taskworkerIdleUsd, 5),
       idleRequestsPerHour: idleTaskworker.sqs,
+      idleSweepReadUnitsPerHour: idleTaskworker.rru,
       idleGbSecondsPerHour: round(idleTaskworker.gbSeconds, 2),
       idleTickMs: { p50: round(percentile(ticks.ms, 0.5), 1), max: round(ticks.ms.at(-1) ?? 0, 1), samples: ticks.ms.length },
       wakeLatencySeconds: {
@@ -307,7 +313,7 @@ async function main() {
   }
   const lines = [
     `idle version, per hour (example app, ${ticks.queues} queues, ${ticks.doorbells} with a doorbell)`,
-    `  taskworker      $${doc.taskworker.idleUsdPerHour}  (${idleTaskworker.sqs} SQS requests, ${doc.taskworker.idleGbSecondsPerHour} GB-s: 60 idle ticks of ${doc.taskworker.idleTickMs.p50} ms + ${AWS_MODEL.sqsRoundTripMs} ms in AWS)`,
+    `  taskworker      $${doc.taskworker.idleUsdPerHour}  (${idleTaskworker.sqs} SQS requests, ${idleTaskworker.rru} read units for the sweep, ${doc.taskworker.idleGbSecondsPerHour} GB-s: 60 idle ticks of ${doc.taskworker.idleTickMs.p50} ms + 2 × ${AWS_MODEL.sqsRoundTripMs} ms in AWS)`,
     `  Lambda trigger  $${doc.lambdaTrigger.idleUsdPerHour}  (${idleTrigger.sqs} SQS requests)   ratio ${doc.idleRatio}`,
     `wake-up, publish → start (local, ${wake.waits.length} samples): p50 ${doc.taskworker.wakeLatencySeconds.p50} s, p99 ${doc.taskworker.wakeLatencySeconds.p99} s; AWS modelled: cold ${doc.taskworker.awsWakeLatencySecondsModelled.coldStart} s, warm ${doc.taskworker.awsWakeLatencySecondsModelled.warm} s`,
     '',

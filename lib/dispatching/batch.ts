@@ -6,7 +6,7 @@ import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTE
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { type DecodedJob, decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries } from '../retry-entries';
-import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS } from '../scheduling/due';
+import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHEDULE_SECONDS } from '../scheduling/due';
 import type { TaskDefinition } from '../tasks/task';
 import type { ClaimResult, JobRecord, JobStore } from '../tracking/model';
 import { type ArchiveReason, type ArchiveRecord, isRejection } from './archive';
@@ -19,6 +19,8 @@ import type { SlotLease, TaskSlots } from './slots';
 import type { BatchReport, JobReport } from './summary';
 import type { DispatcherDeps, RunOptions } from './types';
 
+/** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
+const DAY_MS = 86_400_000;
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 const CLAIM_RETRY_SECONDS = 10;
 
@@ -126,6 +128,15 @@ async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: r
       const timing = arrivalTiming(job.runAt, now);
       if (timing.kind === 'due') {
         due.push(p);
+        return;
+      }
+      if ((job.runAt as number) > now + MAX_SCHEDULE_SECONDS * 1000 + DAY_MS) {
+        // What a publisher may not ask for is not kept for centuries by a raw message either.
+        archive(deps, queue, state, message, job, 'malformed', {
+          type: 'EnvelopeError',
+          code: 'bad-run-at',
+          message: `runAt is ${new Date(job.runAt as number).toISOString()}, more than ${MAX_SCHEDULE_SECONDS / 86_400} days ahead`,
+        });
         return;
       }
       const report: JobReport = { messageId: message.messageId, jobId: job.id, task: def.name, outcome: 'scheduled', attempt: 0 };

@@ -5,17 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import { PublishOptionError } from '../errors';
+import { DUE_SLACK_MS } from '../tracking/rules';
+
+export { DUE_SLACK_MS } from '../tracking/rules';
 
 /** SQS's longest `DelaySeconds`: nearer than this a job waits in its queue, farther it is parked. */
 export const MAX_QUEUE_DELAY_SECONDS = 900;
 const MAX_QUEUE_DELAY_MS = MAX_QUEUE_DELAY_SECONDS * 1000;
 /** The farthest ahead a publisher may schedule: a year, leap day included. */
 export const MAX_SCHEDULE_SECONDS = 366 * 86_400;
-/**
- * A message whose `runAt` is at most this far ahead counts as due: SQS delays in whole seconds
- * and the publisher's and dispatcher's clocks differ a little.
- */
-export const DUE_SLACK_MS = 1_000;
 /** Parked jobs are spread over this many index partitions, so a million due at midnight are swept in parallel without one hot key. */
 export const DUE_SHARDS = 4;
 /** The largest body parked in the jobs table (a DynamoDB item holds 400 KB); larger ones wait in their queue 15 minutes at a time. */

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
-import { DUE_SLACK_MS } from '../scheduling/due';
 import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from './model';
 
 /** Settings both job stores apply identically. */
@@ -79,6 +78,12 @@ export function permits(write: JobWrite, record: JobRecord | undefined, identity
   if (write === 'claim' && record?.state === 'scheduled' && (now === undefined || !isDue(record, now))) return 'state';
   return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';
 }
+
+/**
+ * A job whose `runAt` is at most this far ahead counts as due: SQS delays in whole seconds and
+ * the publisher's and dispatcher's clocks differ a little.
+ */
+export const DUE_SLACK_MS = 1_000;
 
 /** Whether a parked job may start at `now` (its swept copy may arrive before the sweep marks it handed over). */
 export function isDue(record: Pick<JobRecord, 'runAt'>, now: number): boolean {

@@ -156,6 +156,20 @@ describe('jobs published to run later', () => {
     await send({ task: 'record', id: 'far-1', payload: { journal, n: 1 }, runAt: far });
     await runUntil(s.dispatcher({ clock }), 'the copy to be deleted', async () => (await depthOf(s, 'urgent')) === 0, 20_000, clock);
     expect(readJournal(journal).map((j) => j.jobId)).toEqual(['near-1']);
+    // A runAt past what a publisher may ask for (a year) is archived, not kept for centuries.
+    await send({ task: 'record', id: 'far-2', payload: { journal }, runAt: Date.now() + 3 * 366 * 86_400_000 });
+    await runUntil(
+      s.dispatcher({ clock }),
+      'the far-off message to be archived',
+      async () => (await depthOf(s, 'urgent')) === 0,
+      20_000,
+      clock,
+    );
+    const archived = await s.archive();
+    expect(archived.map((a) => a.record)).toEqual([
+      expect.objectContaining({ reason: 'malformed', code: 'bad-run-at', envelopeId: 'far-2' }),
+    ]);
+    expect(await record(s, 'far-2')).toBeUndefined();
   });
 
   it('cancels a parked job: the sweep never sends it; a job already in its queue says it cannot be cancelled', async () => {
