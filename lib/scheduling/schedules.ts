@@ -84,7 +84,10 @@ export function resolveSchedules(input: unknown, queueNames: readonly string[]):
       // The fields' values are checked where schedules run or deploy (checkCron, with the tasks).
       return { ...base, cron };
     }
-    const match = typeof s.rate === 'string' ? RATE.exec(s.rate) : null;
+    // A resolved config is a valid input too: its rate is already `{ value, unit }`.
+    const rate = s.rate as { value?: unknown; unit?: unknown } | string;
+    const text = typeof rate === 'object' && rate !== null ? `${String(rate.value)} ${String(rate.unit)}` : rate;
+    const match = typeof text === 'string' ? RATE.exec(text) : null;
     const value = Number(match?.[1]);
     if (!match || !Number.isInteger(value) || value < 1) {
       throw new ConfigError(`${path}.rate`, s.rate, 'a rate such as "5 minutes", "1 hour" or "2 days"');

@@ -89,6 +89,18 @@ describe('schedules in the config', () => {
     expect(imported.length).toBeGreaterThan(0);
   });
 
+  it('takes a resolved config as input again (the runtime resolves what the CLI resolved)', () => {
+    const once = resolveSchedules(
+      [
+        { name: 'a', task: 't', rate: '2 hours' },
+        { name: 'b', task: 't', cron: '0 6 * * 1-5', timezone: 'Europe/Berlin', queue: 'urgent', payload: { x: 1 } },
+      ],
+      QUEUES,
+    );
+    expect(resolveSchedules(once, QUEUES)).toEqual(once);
+    expect(() => resolveSchedules([{ name: 'a', task: 't', rate: { value: 0, unit: 'minute' } }], QUEUES)).toThrow(/schedules\[0\]\.rate/);
+  });
+
   it('refuses two schedules of one name, and anything but an array', () => {
     expect(() =>
       resolveSchedules(
