@@ -1,8 +1,5 @@
-import type { TaskworkerConfig } from '../config';
-import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
-import { ConfigError, TaskDefinitionError } from '../errors';
+import { TaskDefinitionError } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
-import { checkDoorbellFits } from '../wake-up';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
 /** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
