@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge } from '../lib/adapters/cloudwatch';
+import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/dispatching/archive';
+import { ResultUnavailableError } from '../lib/errors';
 import {
   type ArchiveFilter,
   listArchived,
@@ -11,16 +13,18 @@ import {
   replayArchived,
   versionStatus,
 } from '../lib/operating/operator';
+import { waitForResult } from '../lib/publishing/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/tracking/model';
 import { utcDay } from '../lib/tracking/stats';
-import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderStats, renderStatus } from './render';
+import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderResult, renderStats, renderStatus } from './render';
 import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
 taskworker jobs show ID [--json]
 taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
 taskworker jobs cancel ID [--json]
+taskworker jobs wait ID [--timeout S] [--json]
 taskworker stats [--queue Q] [--day YYYY-MM-DD] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
 taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
@@ -39,6 +43,7 @@ const common = {
   state: { type: 'string' },
   reason: { type: 'string' },
   day: { type: 'string' },
+  timeout: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
@@ -131,7 +136,20 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         print(json, cancelled, () => renderCancel(id, cancelled));
         return cancelled.outcome === 'cancelled' ? 0 : 1;
       }
-      throw new UsageError('usage: taskworker jobs show ID | taskworker jobs list --state S | taskworker jobs cancel ID');
+      if (sub === 'wait') {
+        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs wait ID [--timeout S]');
+        const timeoutMs = integerOption('--timeout', values.timeout, 30, 1, 86_400) * 1000;
+        const result = await waitForResult(ctx.jobs, id, systemClock, {
+          timeoutMs,
+          check: (record) => {
+            const queue = ctx.config.queues.find((q) => q.name === record.queue);
+            if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+          },
+        });
+        print(json, result, () => renderResult(result));
+        return result.state === 'succeeded' ? 0 : 1;
+      }
+      throw new UsageError('usage: taskworker jobs show ID | list --state S | cancel ID | wait ID [--timeout S]');
     }
     case 'stats': {
       const ctx = await context(values);

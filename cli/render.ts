@@ -1,4 +1,5 @@
 import type { ArchivedMessage, VersionStatus } from '../lib/operating/operator';
+import type { JobResult } from '../lib/publishing/results';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/tracking/stats';
 import { formatMs, table } from './shared';
@@ -60,6 +61,17 @@ export function renderJob(job: JobRecord): string {
     ),
   );
   return lines.join('\n');
+}
+
+export function renderResult(r: JobResult): string {
+  switch (r.state) {
+    case 'succeeded':
+      return `job ${r.jobId} succeeded after ${r.attempts} attempt(s)${r.result === undefined ? '' : `: ${JSON.stringify(r.result)}`}`;
+    case 'archived':
+      return `job ${r.jobId} archived (${r.reason ?? 'unknown reason'}) after ${r.attempts} attempt(s)${r.error ? `: ${r.error.type}: ${r.error.message}` : ''}`;
+    case 'cancelled':
+      return `job ${r.jobId} was cancelled`;
+  }
 }
 
 export function renderCancel(jobId: string, result: CancelResult): string {

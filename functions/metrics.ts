@@ -113,6 +113,7 @@ function jobCounts(jobs: readonly JobReport[]): Map<string, number> {
     if (job.outcome === 'archived') add(archivedMetric(job.reason ?? 'exhausted'));
     if (timedOut(job)) add(JOB_METRICS.timedOut);
     if (job.unsettled) add(JOB_METRICS.unsettled);
+    if (job.hook === 'failed' || job.hook === 'skipped') add(JOB_METRICS.hookFailures);
   }
   return counts;
 }

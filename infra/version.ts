@@ -89,6 +89,11 @@ export interface GrantPublishOptions {
    * @default false
    */
   readonly cancel?: boolean;
+  /**
+   * Also let the grantee wait for results (`Publisher.result`: `dynamodb:GetItem` on the jobs table).
+   * @default false
+   */
+  readonly results?: boolean;
 }
 
 /**
@@ -217,7 +222,7 @@ export class TaskworkerVersion extends Construct {
       resourceArns: this.config.queues.map((q) => arn('sqs', queueResourceName(app, this.version, q.name))),
     });
     const tableActions = [
-      ...(options.cancel ? ['dynamodb:GetItem'] : []),
+      ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),
       ...(options.recordQueued || options.cancel ? ['dynamodb:UpdateItem'] : []),
     ];
     if (tableActions.length === 0) return grant;

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors';
+import { HOOK_NAMES, type JobHooks } from './hooks';
 import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './scheduling/schedules';
 
 /** Names of the built-in queue selectors. */
@@ -121,6 +122,17 @@ export interface TaskworkerConfigInput {
   readonly tracking?: TrackingConfigInput;
   /** Recurring tasks: each fires on its cron or rate, locally and in AWS (EventBridge Scheduler). */
   readonly schedules?: readonly ScheduleInput[];
+  /** Hooks for every job of the app, after its task's own (lib/dispatching/hooks.ts). */
+  readonly hooks?: AppHooksInput;
+}
+
+export interface AppHooksInput extends JobHooks {
+  /** Each hook's time limit, ms (100..60000). @defaultValue 5000 */
+  readonly timeoutMs?: number;
+}
+
+export interface AppHooks extends JobHooks {
+  readonly timeoutMs: number;
 }
 
 export interface TaskworkerConfig {
@@ -130,6 +142,7 @@ export interface TaskworkerConfig {
   readonly dispatcher: DispatcherConfig;
   readonly tracking: TrackingConfig;
   readonly schedules: readonly ScheduleConfig[];
+  readonly hooks: AppHooks;
 }
 
 export const QUEUE_DEFAULTS = {
@@ -204,7 +217,18 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     root.schedules,
     queues.map((q) => q.name),
   );
-  return { app, tasksDir, queues, dispatcher, tracking, schedules };
+  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks) };
+}
+
+function resolveHooks(input: unknown): AppHooks {
+  const h = input === undefined ? {} : objectAt('hooks', input);
+  const hooks: Record<string, unknown> = { timeoutMs: integerIn('hooks.timeoutMs', h.timeoutMs ?? 5000, 100, 60_000) };
+  for (const name of HOOK_NAMES) {
+    if (h[name] === undefined) continue;
+    if (typeof h[name] !== 'function') throw new ConfigError(`hooks.${name}`, h[name], 'a function');
+    hooks[name] = h[name];
+  }
+  return hooks as unknown as AppHooks;
 }
 
 function resolveTracking(input: unknown): TrackingConfig {

@@ -245,6 +245,33 @@ export class MoveTaskUnavailableError extends TaskworkerError {
 }
 
 /** Short, safe rendering of a bad value for error messages. */
+/** `result()` / `jobs wait`: the job did not end within the time given. */
+export class ResultTimeoutError extends TaskworkerError {
+  readonly jobId: string;
+  /** The state it was last seen in; undefined when it had no record. */
+  readonly lastState: string | undefined;
+  constructor(jobId: string, timeoutMs: number, lastState: string | undefined, hint = '') {
+    super(
+      `Job ${JSON.stringify(jobId)} did not end within ${timeoutMs} ms: ${lastState === undefined ? 'it has no record' : `it is ${lastState}`}${hint}`,
+    );
+    this.name = 'ResultTimeoutError';
+    this.jobId = jobId;
+    this.lastState = lastState;
+  }
+}
+
+/** `result()` / `jobs wait` on a queue whose jobs' outcomes are not recorded (tracking other than `full`). */
+export class ResultUnavailableError extends TaskworkerError {
+  readonly queue: string;
+  constructor(queue: string, tracking: string) {
+    super(
+      `Results of jobs on queue ${JSON.stringify(queue)} cannot be awaited: it is tracked ${JSON.stringify(tracking)}, and only 'full' tracking records how a job ended`,
+    );
+    this.name = 'ResultUnavailableError';
+    this.queue = queue;
+  }
+}
+
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
   if (value === undefined) return 'undefined';

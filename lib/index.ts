@@ -22,7 +22,8 @@ export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRec
 export * from './errors';
 export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './publishing/envelope';
 export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publishing/publisher';
+export { type JobResult, resultOf, type WaitOptions } from './publishing/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
 export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
-export type { JobRecord, JobState, JobStore, StatsStore } from './tracking/model';
+export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './tracking/model';

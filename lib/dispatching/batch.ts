@@ -13,6 +13,7 @@ import { type ArchiveReason, type ArchiveRecord, isRejection } from './archive';
 import { decide } from './decide';
 import type { SerializedError, TaskOutcome } from './executor/types';
 import { autoHeartbeat } from './heartbeat';
+import { type HookJob, runHooks } from './hooks';
 import { completionWrite, identity, ref, rejectionWrite, trackingOf, unclaimedWrite } from './records';
 import { BatchState, type Decision, type RecordWrite, recordStats, type SettleOptions, settle } from './settle';
 import type { SlotLease, TaskSlots } from './slots';
@@ -63,7 +64,18 @@ export async function processBatch(
     ),
   );
   const settleRetries = await settle(deps, queue, state, settling);
-  const report: BatchReport = { queue: queue.name, jobs: batch.map((m) => state.reports.get(m.messageId) as JobReport), settleRetries };
+  const settled = batch.map((m) => state.reports.get(m.messageId) as JobReport);
+  const hookJobs = new Map<string, HookJob>(
+    runnable.map((p) => {
+      const result = state.results.get(p.message.messageId);
+      return [p.message.messageId, { payload: p.job.payload, appData: p.job.appData, ...(result !== undefined ? { result } : {}) }];
+    }),
+  );
+  const report: BatchReport = {
+    queue: queue.name,
+    jobs: await runHooks(deps, queue.name, settled, hookJobs, options.deadline - deps.config.dispatcher.settleMarginMs / 2),
+    settleRetries,
+  };
   await recordStats(deps, report);
   return report;
 }
@@ -297,6 +309,7 @@ async function runOne(
         message.receiveCount > 1
         ? unclaimedWrite(deps, queue, job, attempt, 'succeeded')
         : undefined;
+    if (outcome.result !== undefined) state.results.set(message.messageId, outcome.result);
     state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'succeeded' });
     return;
   }

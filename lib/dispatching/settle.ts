@@ -30,6 +30,8 @@ export type Decision =
 export class BatchState {
   readonly decisions: Decision[] = [];
   readonly reports = new Map<string, JobReport>();
+  /** Kept results (JSON) of the batch's successes, by message id, for the hooks. */
+  readonly results = new Map<string, string>();
 
   decide(decision: Decision, report: JobReport): void {
     this.decisions.push(decision);

@@ -30,6 +30,8 @@ export interface JobReport {
   readonly requeued?: boolean;
   /** Why a retried or archived job failed: the task's error, or why its message was rejected. */
   readonly error?: SerializedError;
+  /** Its lifecycle hooks (lib/dispatching/hooks.ts): all ran, one failed or overran, or no time was left for them. */
+  readonly hook?: 'ran' | 'failed' | 'skipped';
 }
 
 /**
@@ -59,6 +61,7 @@ export interface QueueSummary {
   stale: number;
   scheduled: number;
   unsettled: number;
+  hookFailures: number;
   archived: Partial<Record<ArchiveReason, number>>;
   wait: Histogram;
   run: Histogram;
@@ -94,6 +97,7 @@ function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
       stale: 0,
       scheduled: 0,
       unsettled: 0,
+      hookFailures: 0,
       archived: {},
       wait: emptyHistogram(),
       run: emptyHistogram(),
@@ -108,6 +112,7 @@ export function addBatch(summary: DispatcherSummary, report: BatchReport): void 
   for (const job of report.jobs) {
     q.received += 1;
     if (job.unsettled) q.unsettled += 1;
+    if (job.hook === 'failed' || job.hook === 'skipped') q.hookFailures += 1;
     if (job.outcome === 'archived') {
       const reason = job.reason ?? 'exhausted';
       q.archived[reason] = (q.archived[reason] ?? 0) + 1;
@@ -126,7 +131,18 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
   into.errors += from.errors;
   for (const [name, src] of Object.entries(from.queues)) {
     const q = queueSummary(into, name);
-    for (const key of ['received', 'succeeded', 'retried', 'released', 'duplicate', 'deferred', 'stale', 'scheduled', 'unsettled'] as const)
+    for (const key of [
+      'received',
+      'succeeded',
+      'retried',
+      'released',
+      'duplicate',
+      'deferred',
+      'stale',
+      'scheduled',
+      'unsettled',
+      'hookFailures',
+    ] as const)
       q[key] += src[key];
     for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
       q.archived[reason] = (q.archived[reason] ?? 0) + n;

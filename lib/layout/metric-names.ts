@@ -34,6 +34,8 @@ export const JOB_METRICS = {
   released: outcomeMetric('released'),
   /** The settle call for the outcome still failed after retries: the message will come back. */
   unsettled: 'JobsUnsettled',
+  /** A lifecycle hook threw, overran its time limit, or had no time left to run. */
+  hookFailures: 'HookFailures',
   /** Publish → start, milliseconds. */
   waitTime: 'WaitTime',
   /** Run time of the task, milliseconds. */

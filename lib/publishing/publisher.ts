@@ -9,6 +9,7 @@ import {
   MessageTooLargeError,
   PublishBatchError,
   PublishOptionError,
+  ResultUnavailableError,
   TimeLimitExceedsVisibilityError,
   UnknownQueueError,
   UnknownTaskError,
@@ -22,6 +23,7 @@ import { TASK_NAME_PATTERN } from '../tasks/task';
 import type { CancelResult, JobStore } from '../tracking/model';
 import { payloadDigest } from '../tracking/rules';
 import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from './envelope';
+import { type JobResult, type WaitOptions, waitForResult } from './results';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */
@@ -139,6 +141,26 @@ export class Publisher {
     if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
       throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
     return this.jobStore().cancel(jobId, this.clock.now());
+  }
+
+  /**
+   * Waits for a job to end: resolves with its terminal state and its result (succeeded), its reason
+   * and error (archived), or `cancelled`; throws `ResultTimeoutError` with the state last seen when
+   * `timeoutMs` (30 s) passes first. Polls the job's one record with backoff (100 ms doubling to
+   * 2 s). Only queues tracked `full` record outcomes: for another queue it throws
+   * `ResultUnavailableError` (at once when given what `publish` returned, which names the queue).
+   * Needs `dynamodb:GetItem` on the jobs table (`grantPublish(role, { results: true })`).
+   */
+  async result(job: string | Pick<Published, 'jobId' | 'queue'>, options: WaitOptions = {}): Promise<JobResult> {
+    const jobId = typeof job === 'string' ? job : job.jobId;
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
+    const untracked = (queueName: string) => {
+      const queue = this.config.queues.find((q) => q.name === queueName);
+      if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+    };
+    if (typeof job !== 'string') untracked(job.queue);
+    return waitForResult(this.jobStore(), jobId, this.clock, { ...options, check: (record) => untracked(record.queue) });
   }
 
   /** Resolved once and cached; a failed lookup is retried on the next publish. */

@@ -1,4 +1,5 @@
 import { TaskDefinitionError } from '../errors';
+import { HOOK_NAMES, type JobHooks } from '../hooks';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
@@ -36,7 +37,7 @@ export interface TaskContext {
 export type ErrorClass = abstract new (...args: any[]) => Error;
 
 /** What a task module default-exports. */
-export interface TaskOptions<P = unknown, R = unknown> {
+export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   /** Registered name that envelopes refer to. */
   readonly name: string;
   /** Configured queue this task is published to by default. */
@@ -56,7 +57,7 @@ export interface TaskOptions<P = unknown, R = unknown> {
 }
 
 /** A validated task, as the registry and workers hold it. */
-export interface TaskDefinition<P = unknown, R = unknown> {
+export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly kind: typeof TASK_KIND;
   readonly name: string;
   readonly queue: string;
@@ -109,6 +110,9 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   if (o.validate !== undefined && typeof o.validate !== 'function') {
     throw new TaskDefinitionError(name, 'validate', o.validate, 'a function (payload) => payload');
   }
+  for (const hook of HOOK_NAMES) {
+    if (o[hook] !== undefined && typeof o[hook] !== 'function') throw new TaskDefinitionError(name, hook, o[hook], 'a function');
+  }
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -123,6 +127,9 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     unrecoverable,
     validate: o.validate,
     run: o.run,
+    ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
+    ...(o.onRetry ? { onRetry: o.onRetry } : {}),
+    ...(o.onArchived ? { onArchived: o.onArchived } : {}),
   };
 }
 

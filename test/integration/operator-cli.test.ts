@@ -175,4 +175,25 @@ describe('operator CLI against taskworker dev', () => {
     expect(noZone.code).toBe(2);
     expect(noZone.err).toMatch(/--at 2027-01-01T09:00: expected an ISO-8601 time with a zone/);
   });
+
+  it('jobs wait: the result of a finished job, the reason of an archived one, one line at the timeout', async () => {
+    const done = await run('jobs', 'wait', ids.record as string);
+    expect(done).toMatchObject({ code: 0 });
+    expect(done.out.trim()).toBe(`job ${ids.record} succeeded after 1 attempt(s): {"n":1}`);
+    const archivedJob = await run('jobs', 'wait', ids.doomed as string, '--json');
+    expect(archivedJob.code).toBe(1);
+    expect(JSON.parse(archivedJob.out)).toMatchObject({ state: 'archived', reason: 'exhausted', error: { message: 'downstream said no' } });
+    const none = await run('jobs', 'wait', 'no-such-job', '--timeout', '1');
+    expect(none.code).toBe(2);
+    expect(none.err.trim()).toMatch(/^taskworker: ResultTimeoutError: Job "no-such-job" did not end within 1000 ms: it has no record/);
+    // What a publisher awaits, end to end: published now, run by the dev's dispatcher.
+    const published = await stack.publisher.publish('record', { journal, n: 7 });
+    await expect(stack.publisher.result(published, { timeoutMs: 30_000 })).resolves.toMatchObject({
+      state: 'succeeded',
+      result: { n: 7 },
+      attempts: 1,
+    });
+    const untracked = await stack.publisher.publish('record', { journal, n: 8 }, { queue: 'bulk' });
+    await expect(stack.publisher.result(untracked)).rejects.toThrow(/queue "bulk" cannot be awaited: it is tracked "off"/);
+  });
 });
