@@ -60,8 +60,14 @@ describe('taskworker CLI', () => {
   it.each([
     [['publish'], /expected exactly one TASK/],
     [['publish', 'record', '--payload', '{not json', '--version', 'dev', '--config', FIXTURE_CONFIG], /--payload is not valid JSON/],
-    [['publish', 'record', '--delay', '31622401', '--version', 'dev', '--config', FIXTURE_CONFIG], /--delay 31622401: expected an integer 0..31622400/],
-    [['publish', 'record', '--delay', '5', '--at', '2027-01-01T00:00:00Z', '--version', 'dev', '--config', FIXTURE_CONFIG], /--delay and --at: give one of them/],
+    [
+      ['publish', 'record', '--delay', '31622401', '--version', 'dev', '--config', FIXTURE_CONFIG],
+      /--delay 31622401: expected an integer 0..31622400/,
+    ],
+    [
+      ['publish', 'record', '--delay', '5', '--at', '2027-01-01T00:00:00Z', '--version', 'dev', '--config', FIXTURE_CONFIG],
+      /--delay and --at: give one of them/,
+    ],
     [['publish', 'nope', '--version', 'dev', '--config', FIXTURE_CONFIG], /task nope is not defined/],
     [['publish', 'record', '--config', 'missing.config.ts', '--version', 'dev'], /no such file/],
     [['frobnicate'], /unknown command/],
