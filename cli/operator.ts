@@ -16,7 +16,7 @@ import {
 import { waitForResult } from '../lib/publishing/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/tracking/model';
-import { utcDay } from '../lib/tracking/stats';
+import { taskStatsKey, utcDay } from '../lib/tracking/stats';
 import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderResult, renderStats, renderStatus } from './render';
 import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
@@ -25,7 +25,7 @@ taskworker jobs show ID [--json]
 taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
 taskworker jobs cancel ID [--json]
 taskworker jobs wait ID [--timeout S] [--json]
-taskworker stats [--queue Q] [--day YYYY-MM-DD] [--json]
+taskworker stats [--queue Q | --task T] [--day YYYY-MM-DD] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
 taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
 taskworker dlq redrive [--queue Q] [--json]
@@ -155,7 +155,9 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
       const ctx = await context(values);
       const day = values.day ?? utcDay(ctx.clock.now());
       if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new UsageError(`--day ${day}: expected YYYY-MM-DD (UTC)`);
-      const days = (await Promise.all(queueOption(ctx, values.queue).map((q) => ctx.stats.get(q, day)))).filter((s) => s !== undefined);
+      if (values.task !== undefined && values.queue !== undefined) throw new UsageError('--task and --queue: give one of them');
+      const keys = values.task !== undefined ? [taskStatsKey(values.task)] : queueOption(ctx, values.queue);
+      const days = (await Promise.all(keys.map((key) => ctx.stats.get(key, day)))).filter((s) => s !== undefined);
       print(json, days, () => renderStats(days));
       return 0;
     }

@@ -133,7 +133,7 @@ export function renderStats(days: readonly QueueDayStats[]): string {
         .map(([k, n]) => `${k} ${n}`)
         .join(' · ');
       return [
-        `${s.queue} — ${s.day}`,
+        `${s.queue.startsWith('task:') ? `task ${s.queue.slice('task:'.length)}` : s.queue} — ${s.day}`,
         `  ${counters || 'no outcomes'}${archived ? ` · archived: ${archived}` : ''}`,
         renderHistogram('  wait (publish → start)', s.wait),
         renderHistogram('  run', s.run),

@@ -3,7 +3,7 @@ import { describe } from '../errors';
 import type { ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import { expiresAt } from '../tracking/rules';
-import { isEmptyDelta } from '../tracking/stats';
+import { isEmptyDelta, taskStatsKey } from '../tracking/stats';
 import { type ArchiveRecord, archiveEntry } from './archive';
 import { type BatchReport, type JobReport, statsOfBatch } from './summary';
 import type { DispatcherDeps } from './types';
@@ -126,17 +126,32 @@ export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: Ba
 }
 
 /** One atomic ADD per queue per batch. A failure costs accuracy of the stats, never a job. */
+/**
+ * Adds a settled batch to the stats: its queue's day, and the day of each registered task in it
+ * (`task:<name>`; a name a message made up is counted under its queue only). Coalesced by the
+ * runtime's StatsBuffer into one `ADD` per key per flush.
+ */
 export async function recordStats(deps: DispatcherDeps, report: BatchReport): Promise<void> {
   const stats = deps.tracking?.stats;
   if (!stats) return;
   const now = deps.clock.now();
-  const delta = statsOfBatch(report, now);
-  if (isEmptyDelta(delta)) return;
-  try {
-    await stats.add(delta, expiresAt(now, deps.config.tracking.statsRetentionDays));
-  } catch (error) {
-    deps.logger.error('stats write failed', { queue: report.queue, error: describe(error) });
+  const byTask = new Map<string, JobReport[]>();
+  for (const job of report.jobs) {
+    if (job.task === undefined || !deps.registry.has(job.task) || job.reason === 'malformed' || job.reason === 'unknown-task') continue;
+    byTask.set(job.task, [...(byTask.get(job.task) ?? []), job]);
   }
+  const deltas = [
+    statsOfBatch(report, now),
+    ...[...byTask].map(([task, jobs]) => statsOfBatch({ ...report, queue: taskStatsKey(task), jobs }, now)),
+  ].filter((d) => !isEmptyDelta(d));
+  const until = expiresAt(now, deps.config.tracking.statsRetentionDays);
+  await Promise.all(
+    deltas.map((delta) =>
+      stats.add(delta, until).catch((error: unknown) => {
+        deps.logger.error('stats write failed', { key: delta.queue, error: describe(error) });
+      }),
+    ),
+  );
 }
 
 function logFailures(

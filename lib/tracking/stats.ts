@@ -7,6 +7,14 @@ const DAY = 24 * HOUR;
 const MAX_DAY_BUCKET = 30;
 
 /** qless's histogram buckets: seconds 0–59, minutes 1–59, hours 1–23, days 1–30 (and beyond in d30). */
+/**
+ * The stats key of a task's day beside its queue's: `task:<name>` (no queue name holds a colon),
+ * stored and read like a queue's (`<key>#<day>`).
+ */
+export function taskStatsKey(task: string): string {
+  return `task:${task}`;
+}
+
 export function qlessBucket(ms: number): string {
   const v = Math.max(0, ms);
   if (v < MINUTE) return `s${Math.floor(v / SECOND)}`;

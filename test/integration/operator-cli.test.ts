@@ -108,6 +108,23 @@ describe('operator CLI against taskworker dev', () => {
     expect(text.out).toMatch(/< 1s │█+ \d+/);
   });
 
+  it("stats --task: one task's day beside its queue's, the malformed message counted under the queue only", async () => {
+    const [doomed] = JSON.parse((await run('stats', '--task', 'doomed', '--json')).out) as QueueDayStats[];
+    expect(doomed).toMatchObject({
+      queue: 'task:doomed',
+      counters: { failed: 3, retried: 1 },
+      archived: { exhausted: 1, unrecoverable: 1 },
+    });
+    expect(doomed?.archived.malformed).toBeUndefined();
+    const [record] = JSON.parse((await run('stats', '--task', 'record', '--json')).out) as QueueDayStats[];
+    expect(record?.counters.succeeded).toBe(3);
+    expect(record?.wait.count).toBe(3);
+    expect((await run('stats', '--task', 'record')).out).toMatch(/^task record — \d{4}-\d{2}-\d{2}/);
+    expect((await run('stats', '--task', 'no-such-task')).out.trim()).toBe('no stats for that day');
+    const both = await run('stats', '--task', 'record', '--queue', 'urgent');
+    expect(both.code).toBe(2);
+  });
+
   it('archive list: the archived messages with their reasons, filtered, leaving the archive as it was', async () => {
     const all = JSON.parse((await run('archive', 'list', '--json')).out) as Array<{ record: { reason: string } }>;
     expect(all.map((m) => m.record.reason).sort()).toEqual(['exhausted', 'exhausted', 'malformed', 'unrecoverable']);
