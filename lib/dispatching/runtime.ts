@@ -58,6 +58,8 @@ export interface DispatcherRuntimeOptions {
 const MB = 1_048_576;
 /** The most of a scheduled invocation the sweep takes; what it leaves is swept a minute later, still before it is due. */
 const SWEEP_BUDGET_MS = 30_000;
+/** A plain invocation sweeps when this runtime has not for this long (the schedule's period). */
+const SWEEP_PERIOD_MS = 60_000;
 
 /** A doorbell invocation's summary: Lambda reads `batchItemFailures`, the rest is for logs and tests. */
 export type DoorbellSummary = DispatcherSummary & { readonly batchItemFailures: ReadonlyArray<{ readonly itemIdentifier: string }> };
@@ -75,6 +77,8 @@ export class DispatcherRuntime {
   private readonly workerId: string;
   private selector: QueueSelector<ReceivedMessage> | undefined;
   private urls: QueueUrls | undefined;
+  /** When this runtime last swept parked jobs (epoch ms). */
+  private lastSweepAt = Number.NEGATIVE_INFINITY;
   /** The tracking's stats, coalesced across the batches of an invocation. */
   private readonly stats: StatsBuffer | undefined;
 
@@ -130,9 +134,15 @@ export class DispatcherRuntime {
       clock: this.clock,
       probes: queueProbes(this.queues, urls),
     });
-    if (role === 'scheduled') {
-      // Parked jobs due within 15 minutes go back to their queues first, so the depths below count them.
+    // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
+    // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
+    // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
+    // lasts at most 15 minutes, so no parked job is swept after it is due.
+    if (role === 'scheduled' || (role === 'plain' && startedAt - this.lastSweepAt >= SWEEP_PERIOD_MS)) {
+      this.lastSweepAt = startedAt;
       await this.sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS), urls);
+    }
+    if (role === 'scheduled') {
       // The minute's first question: is there work? In an idle version the answer costs one
       // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
       const max = this.options.maxConcurrency ?? config.dispatcher.maxConcurrency;

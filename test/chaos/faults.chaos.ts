@@ -14,7 +14,7 @@ import { seededRandom } from '../../lib/random';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import { buildFixtureBundle } from '../helpers/emulators';
 import type { EffectPayload } from './fixtures/tasks/effect';
-import { addedCounters, FaultInjector } from './helpers/faults';
+import { addedCounters, FaultInjector, isQueueStatsWrite } from './helpers/faults';
 import { type InProcessVersion, inProcessVersion } from './helpers/in-process';
 import { audit, CHAOS_CONFIG, cleanClients, daysSince, type Published, recordingLogger, scanAll, statsOver, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';
@@ -52,7 +52,7 @@ describe('fault injection: throttling, 5xx, timeouts and partial batch failures 
     // Stats ADDs are not idempotent: count what each stats write added, times the times it reached DynamoDB.
     const statsWrites = { delivered: { succeeded: 0, archived: 0 }, once: { succeeded: 0, archived: 0 } };
     injector.observe((call) => {
-      if (call.command !== 'UpdateItem' || call.input.TableName !== v.tables.stats) return;
+      if (call.command !== 'UpdateItem' || call.input.TableName !== v.tables.stats || !isQueueStatsWrite(call.input)) return;
       const added = addedCounters(call.input);
       const archived = Object.entries(added)
         .filter(([name]) => name.startsWith('archived_'))

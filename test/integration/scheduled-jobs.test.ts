@@ -213,4 +213,21 @@ describe('jobs published to run later', () => {
     // Untracked: nothing claims it, so its record stays as the sweep left it.
     expect(await record(s, jobId)).toMatchObject({ state: 'queued' });
   });
+
+  it('sweeps in a dispatcher that runs back to back too (taskworker dev --always-on): no schedule needed', async () => {
+    const clock = shiftedClock();
+    const s = await fresh({ tracked: true, clock });
+    const journal = tempFile('journal.jsonl');
+    const { jobId } = await s.publisher.publish('record', { journal, n: 4 }, { delaySeconds: 7200 });
+    await runUntil(
+      s.dispatcher({ clock }),
+      'the job to be parked',
+      async () => (await record(s, jobId))?.state === 'scheduled',
+      20_000,
+      clock,
+    );
+    clock.shift = 2 * HOUR + 1_000;
+    await runUntil(s.dispatcher({ clock }), 'the job to run', async () => (await record(s, jobId))?.state === 'succeeded', 20_000, clock);
+    expect(readJournal(journal).map((j) => j.jobId)).toEqual([jobId]);
+  });
 });

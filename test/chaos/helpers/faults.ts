@@ -292,6 +292,15 @@ function splitBatch(
  * The counters an `UpdateItem` ADDs (`ADD #a :x, #b :y`), by attribute name: how a stats write's
  * delta reads on the wire. Works on the command input and on the DynamoDB JSON request body alike.
  */
+/**
+ * Whether a stats UpdateItem adds to a queue's day, not a task's (`task:<name>#<day>`, the same
+ * counts again): the suites compare the queues' totals with the jobs table.
+ */
+export function isQueueStatsWrite(input: Readonly<Record<string, unknown>>): boolean {
+  const pk = (input.Key as { pk?: { S?: string } } | undefined)?.pk?.S ?? '';
+  return !pk.startsWith('task:');
+}
+
 export function addedCounters(input: Readonly<Record<string, unknown>>): Record<string, number> {
   const expression = String(input.UpdateExpression ?? '');
   const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
