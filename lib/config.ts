@@ -1,5 +1,6 @@
 import { ConfigError } from './errors';
 import { HOOK_NAMES, type JobHooks } from './hooks';
+import { type Limits, resolveLimits } from './limits/limits';
 import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './scheduling/schedules';
 
 /** Names of the built-in queue selectors. */
@@ -56,13 +57,15 @@ export interface QueueConfigInput {
    * @defaultValue 'doorbell' when `slaSeconds` is under 120, else 'schedule'
    */
   readonly wakeUp?: WakeUpMode;
+  /** Fleet-wide limits for all the queue's jobs together (lib/limits/limits.ts). */
+  readonly limits?: Limits;
 }
 
 /** How an idle version wakes for a queue: see {@link QueueConfigInput.wakeUp}. */
 export const WAKE_UP_MODES = ['doorbell', 'schedule'] as const;
 export type WakeUpMode = (typeof WAKE_UP_MODES)[number];
 
-export type QueueConfig = Required<QueueConfigInput>;
+export type QueueConfig = Required<Omit<QueueConfigInput, 'limits'>> & { readonly limits?: Limits };
 
 /** Settings of the dispatcher Lambda (and of each local dispatcher). */
 export interface DispatcherConfigInput {
@@ -265,7 +268,12 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
       q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600)),
       WAKE_UP_MODES,
     ),
+    ...withLimits(resolveLimits(q.limits, `${path}.limits`)),
   };
+}
+
+function withLimits(limits: Limits | undefined): { limits?: Limits } {
+  return limits ? { limits } : {};
 }
 
 /** Below this SLA a queue wakes an idle version by doorbell; at or above it the minute's schedule is soon enough. */

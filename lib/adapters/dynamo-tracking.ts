@@ -50,6 +50,7 @@ import {
   permits,
   TRANSITIONS,
 } from '../tracking/rules';
+import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
 
@@ -719,7 +720,7 @@ export function trackingFor(
   config: TaskworkerConfig,
   tables: { jobs?: string | undefined; stats?: string | undefined },
   dynamo: DynamoClientOption = {},
-): { jobs?: DynamoJobStore; stats?: DynamoStatsStore } {
+): { jobs?: DynamoJobStore; stats?: DynamoStatsStore; limits?: DynamoLimitStore } {
   const client = dynamoClientFrom(dynamo);
   return {
     ...(tables.jobs
@@ -731,6 +732,6 @@ export function trackingFor(
           ),
         }
       : {}),
-    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }) } : {}),
+    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }), limits: new DynamoLimitStore(tables.stats, client) } : {}),
   };
 }

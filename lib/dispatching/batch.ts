@@ -3,6 +3,7 @@ import type { QueueConfig } from '../config';
 import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../limits/limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { type DecodedJob, decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries } from '../retry-entries';
@@ -54,15 +55,20 @@ export async function processBatch(
     const one = plan(deps, queue, message, state);
     if (one) planned.push(one);
   }
-  const runnable = await holdUntilDue(deps, queue, planned, state);
+  const due = await holdUntilDue(deps, queue, planned, state);
+  const { runnable, release } = await admit(deps, queue, due, state, options);
   announce(deps, queue, batch, runnable);
   // Slots are taken in message order (the limiter is first come, first served).
   const killGraceMs = deps.config.dispatcher.killGraceMs;
-  await Promise.all(
-    runnable.map((p) =>
-      slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
-    ),
-  );
+  try {
+    await Promise.all(
+      runnable.map((p) =>
+        slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
+      ),
+    );
+  } finally {
+    await release();
+  }
   const settleRetries = await settle(deps, queue, state, settling);
   const settled = batch.map((m) => state.reports.get(m.messageId) as JobReport);
   const hookJobs = new Map<string, HookJob>(
@@ -77,6 +83,10 @@ export async function processBatch(
     settleRetries,
   };
   await recordStats(deps, report);
+  // A batch held back whole by limits is an empty look for the selector: the queue rests a while
+  // and the others are served, rather than its limited head being received again and again.
+  if (report.jobs.length > 0 && report.jobs.every((j) => j.limited))
+    deps.selector.observe?.({ queue: queue.name, received: 0, oldestAgeMs: 0 });
   return report;
 }
 
@@ -184,6 +194,98 @@ async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: r
   );
   // Slots are taken in message order.
   return planned.filter((p) => due.includes(p));
+}
+
+/**
+ * Fleet-wide limits (the queue's and each task's `limits`): reserves concurrency slots and rate
+ * tokens for the batch's jobs, one reservation per key per batch; the jobs that did not get them
+ * are deferred — handed back with jitter sized to when room is expected, no claim, no attempt
+ * used (at their last receives a fresh copy replaces them, so waiting never sends a job to the
+ * DLQ). `release` gives the slots back once the batch's tasks have ended.
+ */
+async function admit(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  due: readonly Planned[],
+  state: BatchState,
+  options: RunOptions,
+): Promise<{ runnable: Planned[]; release: () => Promise<void> }> {
+  const store = deps.tracking?.limits;
+  const keyed = due.map((p) => ({ p, keys: limitKeys(queue, p.def) }));
+  if (!store || keyed.every((k) => k.keys.length === 0)) return { runnable: [...due], release: async () => {} };
+  const now = deps.clock.now();
+  const holder = `${deps.workerId}:${randomBytes(6).toString('base64url')}`;
+  const longest = Math.max(...due.map((p) => taskNeedMs(p.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs)));
+  // A holder that dies keeps its slots until here: its tasks could not have run longer.
+  const until = Math.min(options.deadline, now + longest) + deps.config.dispatcher.settleMarginMs;
+  const held = new Set<string>();
+  const waitMs = new Map<Planned, number>();
+  let admitted = keyed;
+  const keys = [...new Map(keyed.flatMap((k) => k.keys).map((k) => [k.key, k])).values()];
+  try {
+    for (const { key, limits } of keys) {
+      const members = admitted.filter((k) => k.keys.some((x) => x.key === key));
+      let room = members.length;
+      let retryAfterMs = 0;
+      if (limits.concurrency !== undefined) {
+        room = await store.acquire({ key, limit: limits.concurrency, holder, want: members.length, now, until });
+        if (room > 0) held.add(key);
+      }
+      if (limits.perSecond !== undefined && room > 0) {
+        const taken = await store.take({ key, perSecond: limits.perSecond, burst: burstOf(limits), want: room, now });
+        room = taken.granted;
+        retryAfterMs = taken.retryAfterMs;
+      }
+      const over = members.slice(room);
+      over.forEach((k, i) => {
+        // Room comes with the next tokens, or when a running job of the key ends: within its time
+        // limit, spread over up to 3 s so the waiting jobs do not all come back at once.
+        const expected =
+          limits.perSecond !== undefined && retryAfterMs > 0
+            ? retryAfterMs + (i * 1000) / limits.perSecond
+            : 1000 + deps.random() * Math.min(3_000, k.p.def.timeLimitSeconds * 1000);
+        waitMs.set(k.p, Math.max(waitMs.get(k.p) ?? 0, expected));
+      });
+      admitted = admitted.filter((k) => !over.includes(k));
+    }
+  } catch (error) {
+    // The limits could not be read: hold the work back rather than run it past them.
+    deps.logger.error('limits could not be reserved; the batch waits', { queue: queue.name, error: describe(error) });
+    for (const k of keyed) if (k.keys.length > 0 && !waitMs.has(k.p)) waitMs.set(k.p, 10_000);
+    admitted = keyed.filter((k) => k.keys.length === 0);
+  }
+  for (const { p } of keyed) {
+    const wait = waitMs.get(p);
+    if (wait === undefined || admitted.some((k) => k.p === p)) continue;
+    const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((wait + deps.random() * 500) / 1000)));
+    const made = handedBack(deps, queue, 'full', p.message, p.job, { kind: 'visibility', seconds });
+    state.decide(made, {
+      messageId: p.message.messageId,
+      jobId: p.job.id,
+      task: p.def.name,
+      outcome: 'deferred',
+      limited: true,
+      attempt: 0,
+      ...(made.kind === 'requeue' ? { requeued: true } : {}),
+    });
+  }
+  const release = async () => {
+    await Promise.all(
+      [...held].map((key) =>
+        store.release(key, holder, deps.clock.now()).catch((error: unknown) => {
+          deps.logger.warn('limit slots not released; they come back when their lease ends', { key, error: describe(error) });
+        }),
+      ),
+    );
+  };
+  return { runnable: admitted.map((k) => k.p), release };
+}
+
+function limitKeys(queue: QueueConfig, def: TaskDefinition): LimitKey[] {
+  return [
+    ...(queue.limits ? [{ key: queueLimitKey(queue.name), limits: queue.limits }] : []),
+    ...(def.limits ? [{ key: taskLimitKey(def.name), limits: def.limits }] : []),
+  ];
 }
 
 function delayedCopy(message: ReceivedMessage, job: DecodedJob, seconds: number): SendEntry | undefined {

@@ -30,6 +30,8 @@ export interface JobReport {
   readonly requeued?: boolean;
   /** Why a retried or archived job failed: the task's error, or why its message was rejected. */
   readonly error?: SerializedError;
+  /** Deferred by a fleet-wide limit (the task's or the queue's): it waits, using no attempt. */
+  readonly limited?: boolean;
   /** Its lifecycle hooks (lib/dispatching/hooks.ts): all ran, one failed or overran, or no time was left for them. */
   readonly hook?: 'ran' | 'failed' | 'skipped';
 }
@@ -189,6 +191,9 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         bump(counters, 'scheduled');
         break;
       case 'deferred':
+        // Held back by a fleet-wide limit; a job leased elsewhere is not counted.
+        if (job.limited) bump(counters, 'deferred');
+        break;
       case 'stale':
         break;
     }

@@ -3,6 +3,7 @@
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { LimitStore } from '../limits/limits';
 import type { DispatcherLauncher, DoorbellSwitch, Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskRegistry } from '../tasks/task';
@@ -52,6 +53,8 @@ export interface Tracking {
   readonly version: string;
   readonly jobs?: JobStore;
   readonly stats?: StatsStore;
+  /** Fleet-wide limits' slots and tokens; without it task and queue `limits` are not enforced. */
+  readonly limits?: LimitStore;
 }
 
 export interface RunOptions {

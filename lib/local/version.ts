@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
+import type { DynamoLimitStore } from '../adapters/dynamo-limits';
 import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
 import { SqsQueueClient } from '../adapters/sqs';
@@ -57,9 +58,10 @@ export async function provisionVersion(options: {
   const { bundle, version } = options;
   const urls = await createVersionQueues(options.sqs, bundle.config, version);
   const tables = await createVersionTables(options.dynamo, bundle.config, version);
-  const { jobs, stats } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
+  const { jobs, stats, limits } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
     jobs: DynamoJobStore;
     stats: DynamoStatsStore;
+    limits: DynamoLimitStore;
   };
   const queues = new SqsQueueClient({ client: options.sqs });
   return {
@@ -80,7 +82,7 @@ export async function provisionVersion(options: {
     }),
     dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).
-      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats };
+      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits };
       return new DispatcherRuntime({
         bundle,
         version,

@@ -1,6 +1,7 @@
 import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hooks';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { type Limits, resolveLimits } from '../limits/limits';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
 /** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
@@ -52,6 +53,8 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   readonly unrecoverable?: readonly ErrorClass[];
   /** Checks and narrows the payload; a throw archives the job as `invalid-payload`. */
   readonly validate?: (payload: unknown) => P;
+  /** Fleet-wide limits on this task's jobs: `{ concurrency?, perSecond?, burst? }`. A job over a limit waits, using no attempt. */
+  readonly limits?: Limits;
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -66,6 +69,7 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly backoff: BackoffPolicy;
   readonly unrecoverable: readonly ErrorClass[];
   readonly validate: ((payload: unknown) => P) | undefined;
+  readonly limits?: Limits;
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -113,6 +117,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   for (const hook of HOOK_NAMES) {
     if (o[hook] !== undefined && typeof o[hook] !== 'function') throw new TaskDefinitionError(name, hook, o[hook], 'a function');
   }
+  const limits = resolveLimits(o.limits, 'limits', name);
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -127,6 +132,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     unrecoverable,
     validate: o.validate,
     run: o.run,
+    ...(limits ? { limits } : {}),
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     ...(o.onArchived ? { onArchived: o.onArchived } : {}),

@@ -1,4 +1,5 @@
 import { UnrecoverableError } from '../../lib/errors';
+import type { LimitStore } from '../../lib/limits/limits';
 import { dueShardOf } from '../../lib/scheduling/due';
 import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/tracking/model';
 import type { JobStoreSettings } from '../../lib/tracking/rules';
@@ -48,14 +49,15 @@ function expectCapped(record: JobRecord | undefined, last: string): void {
 /** The behaviour the dispatcher relies on from the jobs and stats tables; run on the fake and on dynalite. */
 export function jobStoreConformance(
   label: string,
-  setup: () => Promise<{ jobs: JobStore; stats: StatsStore }>,
+  setup: () => Promise<{ jobs: JobStore; stats: StatsStore; limits: LimitStore }>,
   teardown: () => Promise<void>,
 ): void {
   describe(`JobStore conformance: ${label}`, () => {
     let jobs: JobStore;
     let stats: StatsStore;
+    let limits: LimitStore;
     beforeAll(async () => {
-      ({ jobs, stats } = await setup());
+      ({ jobs, stats, limits } = await setup());
     });
     afterAll(teardown);
 
@@ -462,6 +464,42 @@ export function jobStoreConformance(
         await jobs.leaseForSweep(handed.jobId, base - 100, base + 100);
         await jobs.handOver(handed.jobId, base + 100, base - 50);
         expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
+      });
+    });
+
+    describe('fleet-wide limits', () => {
+      it('grants concurrency slots up to the limit across holders; a release gives them back', async () => {
+        const key = `task:c${++unique}`;
+        const acquire = (holder: string, want: number, now = 1000) =>
+          limits.acquire({ key, limit: 5, holder, want, now, until: now + 60_000 });
+        expect(await acquire('a', 3)).toBe(3);
+        expect(await acquire('b', 4)).toBe(2);
+        expect(await acquire('c', 1)).toBe(0);
+        await limits.release(key, 'a', 2000);
+        expect(await acquire('c', 4, 2000)).toBe(3);
+        // Two holders at once never get more than there is.
+        await limits.release(key, 'b', 3000);
+        await limits.release(key, 'c', 3000);
+        const both = await Promise.all([acquire('d', 5, 3000), acquire('e', 5, 3000)]);
+        expect(both[0] + both[1]).toBeLessThanOrEqual(5);
+        expect(both[0] + both[1]).toBeGreaterThan(0);
+      });
+
+      it('gives back the slots of a holder that died when its lease ends, not before', async () => {
+        const key = `queue:q${++unique}`;
+        expect(await limits.acquire({ key, limit: 4, holder: 'dead', want: 4, now: 1000, until: 11_000 })).toBe(4);
+        expect(await limits.acquire({ key, limit: 4, holder: 'live', want: 2, now: 10_999, until: 70_000 })).toBe(0);
+        expect(await limits.acquire({ key, limit: 4, holder: 'live', want: 2, now: 11_001, until: 70_000 })).toBe(2);
+        expect(await limits.acquire({ key, limit: 4, holder: 'other', want: 4, now: 11_002, until: 70_000 })).toBe(2);
+      });
+
+      it('hands out tokens at the rate with the burst, and says when the next one comes', async () => {
+        const key = `task:r${++unique}`;
+        const take = (want: number, now: number) => limits.take({ key, perSecond: 10, burst: 3, want, now });
+        expect(await take(5, 1000)).toEqual({ granted: 3, retryAfterMs: 100 });
+        expect(await take(1, 1050)).toEqual({ granted: 0, retryAfterMs: 50 });
+        expect(await take(2, 1300)).toMatchObject({ granted: 2 });
+        expect(await take(10, 10_000)).toMatchObject({ granted: 3 });
       });
     });
 

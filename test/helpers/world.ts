@@ -5,6 +5,7 @@ import { InlineExecutor } from '../../lib/dispatching/executor/inline';
 import { createSelector } from '../../lib/dispatching/selectors';
 import type { BatchReport } from '../../lib/dispatching/summary';
 import type { DispatcherDeps } from '../../lib/dispatching/types';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
 import type { QueueUrls } from '../../lib/ports';
@@ -25,6 +26,7 @@ export interface World {
   readonly runs: Array<{ task: string; payload: unknown; attempt: number; appData: unknown; ctx: TaskContext }>;
   readonly jobs: MemoryJobStore;
   readonly stats: MemoryStatsStore;
+  readonly limits: MemoryLimitStore;
   readonly deps: DispatcherDeps;
   readonly reports: BatchReport[];
   send(queue: string, body: string): Promise<void>;
@@ -64,6 +66,7 @@ export function world(
   const random = seededRandom(5);
   const jobs = new MemoryJobStore({ historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays });
   const stats = new MemoryStatsStore();
+  const limits = new MemoryLimitStore();
   const deps: DispatcherDeps = {
     config,
     registry,
@@ -76,7 +79,7 @@ export function world(
     logger: silentLogger,
     workerId: 'test-worker',
     observer: { onBatch: (r) => reports.push(r) },
-    ...(options.tracked ? { tracking: { version: 'v1', jobs, stats } } : {}),
+    ...(options.tracked ? { tracking: { version: 'v1', jobs, stats, limits } } : {}),
   };
   return {
     clock,
@@ -88,6 +91,7 @@ export function world(
     reports,
     jobs,
     stats,
+    limits,
     deps,
     send: async (queue, body) => {
       await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);

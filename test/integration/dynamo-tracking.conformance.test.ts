@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
+import { DynamoLimitStore } from '../../lib/adapters/dynamo-limits';
 import { DynamoJobStore, DynamoStatsStore } from '../../lib/adapters/dynamo-tracking';
 import { resolveConfig } from '../../lib/config';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
@@ -22,6 +23,7 @@ jobStoreConformance(
     return {
       jobs: new DynamoJobStore(names.jobs, CONFORMANCE_SETTINGS, { client: dynamo }),
       stats: new DynamoStatsStore(names.stats, { client: dynamo }),
+      limits: new DynamoLimitStore(names.stats, dynamo),
     };
   },
   async () => {

@@ -1,0 +1,79 @@
+import { ConfigError, TaskDefinitionError } from '../../lib/errors';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import { utcDay } from '../../lib/tracking/stats';
+import { appConfig } from '../helpers/factories';
+import { world } from '../helpers/world';
+
+/** A task that notes how many of its kind run at once (on the world's virtual clock) and when each started. */
+function watched(name: string, limits: TaskOptions['limits'], runMs = 500) {
+  const seen = { running: 0, most: 0, starts: [] as number[] };
+  const task = (clock: { now(): number; sleep(ms: number): Promise<void> }): TaskOptions => ({
+    name,
+    queue: 'urgent',
+    timeLimitSeconds: 5,
+    ...(limits ? { limits } : {}),
+    run: async () => {
+      seen.running += 1;
+      seen.most = Math.max(seen.most, seen.running);
+      seen.starts.push(clock.now());
+      await clock.sleep(runMs);
+      seen.running -= 1;
+    },
+  });
+  return { seen, task };
+}
+
+describe('fleet-wide limits (fakes)', () => {
+  it('never runs more of a task at once than its concurrency limit; the rest wait without using an attempt', async () => {
+    const { seen, task } = watched('slow', { concurrency: 2 });
+    let clock: { now(): number; sleep(ms: number): Promise<void> } = { now: () => 0, sleep: async () => {} };
+    const w = world([task({ now: () => clock.now(), sleep: (ms) => clock.sleep(ms) })], {}, { tracked: true });
+    clock = w.clock;
+    for (let i = 0; i < 12; i++) await w.send('urgent', encodeEnvelope({ task: 'slow', id: `s${i}`, payload: { i } }));
+    await w.run({ forMs: 600_000 });
+    expect(seen.starts).toHaveLength(12);
+    expect(seen.most).toBe(2);
+    const jobs = w.reports.flatMap((r) => r.jobs);
+    const deferred = jobs.filter((j) => j.limited);
+    expect(deferred.length).toBeGreaterThan(0);
+    for (let i = 0; i < 12; i++) expect((await w.jobs.get(`s${i}`))?.attempt).toBe(1);
+    expect((await w.stats.get('urgent', utcDay(w.clock.now())))?.counters.deferred).toBe(deferred.length);
+  });
+
+  it('starts no more than the rate allows in any second (burst included)', async () => {
+    const { seen, task } = watched('api-call', { perSecond: 2, burst: 1 }, 10);
+    let clock: { now(): number; sleep(ms: number): Promise<void> } = { now: () => 0, sleep: async () => {} };
+    const w = world([task({ now: () => clock.now(), sleep: (ms) => clock.sleep(ms) })], {}, { tracked: true });
+    clock = w.clock;
+    for (let i = 0; i < 10; i++) await w.send('urgent', encodeEnvelope({ task: 'api-call', id: `r${i}`, payload: { i } }));
+    await w.run({ forMs: 600_000 });
+    expect(seen.starts).toHaveLength(10);
+    for (const start of seen.starts) {
+      const inWindow = seen.starts.filter((t) => t >= start && t < start + 1000).length;
+      expect(inWindow).toBeLessThanOrEqual(2 + 1);
+    }
+  });
+
+  it('limits a whole queue too, and names a bad limit', async () => {
+    const { seen, task } = watched('q-task', undefined);
+    let clock: { now(): number; sleep(ms: number): Promise<void> } = { now: () => 0, sleep: async () => {} };
+    const w = world(
+      [task({ now: () => clock.now(), sleep: (ms) => clock.sleep(ms) })],
+      { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, limits: { concurrency: 1 } }] },
+      { tracked: true },
+    );
+    clock = w.clock;
+    for (let i = 0; i < 5; i++) await w.send('urgent', encodeEnvelope({ task: 'q-task', id: `q${i}`, payload: { i } }));
+    await w.run({ forMs: 600_000 });
+    expect(seen.starts).toHaveLength(5);
+    expect(seen.most).toBe(1);
+    expect(() => appConfig({ queues: [{ name: 'urgent', priority: 1, limits: { concurrency: 0 } }] })).toThrow(ConfigError);
+    expect(() => appConfig({ queues: [{ name: 'urgent', priority: 1, limits: { concurrency: 0 } }] })).toThrow(
+      /queues\[0\]\.limits\.concurrency = 0: expected an integer 1\.\.100000/,
+    );
+    expect(() => defineTask({ name: 't', queue: 'urgent', timeLimitSeconds: 1, run: () => {}, limits: { burst: 3 } })).toThrow(
+      TaskDefinitionError,
+    );
+  });
+});
