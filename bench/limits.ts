@@ -20,7 +20,7 @@ import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { type Meter, meter, newMeter, total } from './meter';
-import { round, runBenchmark } from './prices';
+import { printTable, round, runBenchmark } from './prices';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -124,8 +124,7 @@ async function main() {
     r.writeUnitsPerTask,
     r.readUnitsPerTask,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => String(row[i]).length)));
-  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')}\n`);
+  printTable(header, rows);
 }
 
 runBenchmark(main);

@@ -18,6 +18,12 @@ export function triggerIdleRequestsPerHour(queues: number): number {
 }
 
 /** Runs a benchmark's main: exits 0 when it is done (emulators and pools may keep handles), 1 with the stack when it fails. */
+/** Prints rows under a header as aligned text columns (the benchmarks' table beside their JSON). */
+export function printTable(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => String(row[i]).length)));
+  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')}\n`);
+}
+
 export function runBenchmark(main: () => Promise<void>): void {
   void main().then(
     () => process.exit(0),

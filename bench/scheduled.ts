@@ -20,14 +20,12 @@ import { SqsQueueClient } from '../lib/adapters/sqs';
 import { type Clock, systemClock } from '../lib/clock';
 import type { TrackingMode } from '../lib/config';
 import { startEmulators } from '../lib/local/emulators';
-import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
 import { sweepDue } from '../lib/scheduling/sweep';
-import { buildTasksBundle } from '../lib/tasks/build';
-import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { JobStore } from '../lib/tracking/model';
 import { type Meter, meter, newMeter, total } from './meter';
-import { round, runBenchmark } from './prices';
+import { oneQueueVersion } from './one-queue';
+import { printTable, round, runBenchmark } from './prices';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -72,19 +70,8 @@ async function measure(
   const dynamoMeter = newMeter();
   const sqs = meter(new SQSClient({ region: 'us-east-1', endpoint: emulators.sqsEndpoint, credentials }), sqsMeter);
   const dynamo = meter(new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamodbEndpoint, credentials }), dynamoMeter);
-  const configFile = join(workDir, `config-${run}.json`);
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      app: 'bench',
-      tasksDir: 'tasks',
-      queues: [{ name: 'work', priority: 1, visibilityTimeoutSeconds: 30, longPollSeconds: 0, tracking: mode }],
-      dispatcher: { concurrency: 10 },
-    }),
-  );
-  const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(workDir, `tasks-${run}.cjs`) });
-  const bundle = loadTaskBundle(tasksFile);
-  const provisioned = await provisionVersion({ bundle, version: `s${run}`, sqs, dynamo, recordQueued: false });
+  const provisioned = await oneQueueVersion({ workDir, run, version: `s${run}`, mode, sqs, dynamo, recordQueued: false });
+  const { bundle } = provisioned;
   const clock = { shift: 0, now: () => Date.now() + clock.shift, sleep: systemClock.sleep };
   const start = snapshot(sqsMeter, dynamoMeter);
   await provisioned.publisher.publishBatch(
@@ -156,8 +143,7 @@ async function main() {
         return [r.mode, r.later ? 'in 1 hour' : 'now', phase, p.sqsRequests, p.dynamoRequests, p.writeUnits, p.readUnits];
       }),
   );
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => String(row[i]).length)));
-  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')}\n`);
+  printTable(header, rows);
 }
 
 runBenchmark(main);

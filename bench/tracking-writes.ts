@@ -15,10 +15,10 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { TrackingMode } from '../lib/config';
 import { startEmulators } from '../lib/local/emulators';
-import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
-import { buildTasksBundle } from '../lib/tasks/build';
-import { loadTaskBundle } from '../lib/tasks/bundle';
+
+import { oneQueueVersion } from './one-queue';
+import { printTable } from './prices';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -31,20 +31,7 @@ const TASKS_DIR = {
 };
 
 async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClient, dynamo: DynamoDBClient, workDir: string, run: number) {
-  const configFile = join(workDir, `config-${run}.json`);
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      app: 'bench',
-      tasksDir: 'tasks',
-      queues: [{ name: 'work', priority: 1, visibilityTimeoutSeconds: 30, longPollSeconds: 0, tracking: mode }],
-      dispatcher: { concurrency: 10 },
-    }),
-  );
-  const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(workDir, `tasks-${run}.cjs`) });
-  const bundle = loadTaskBundle(tasksFile);
-  const version = `r${run}`;
-  const provisioned = await provisionVersion({ bundle, version, sqs, dynamo });
+  const provisioned = await oneQueueVersion({ workDir, run, version: `r${run}`, mode, sqs, dynamo });
   await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() } })));
   const { jobs, stats } = provisioned;
   const queuedUnits = jobs.capacity.writeUnits;
@@ -115,8 +102,7 @@ async function main() {
     r.totalWriteUnitsPerTask,
     r.batches,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => String(row[i]).length)));
-  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')}\n`);
+  printTable(header, rows);
 }
 
 void main().catch((error) => {

@@ -5,7 +5,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { LimitStore } from '../limits/limits';
+import type { AcquireRequest, LimitStore, TakeRequest, TakeResult } from '../limits/limits';
 import { Expression, fromItem } from './dynamo-values';
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
@@ -40,7 +40,7 @@ export class DynamoLimitStore implements LimitStore {
     private readonly dynamo: DynamoDBClient,
   ) {}
 
-  async acquire(r: { key: string; limit: number; holder: string; want: number; now: number; until: number }): Promise<number> {
+  async acquire(r: AcquireRequest): Promise<number> {
     await this.ensure(r.key, { holders: {}, used: 0 });
     let want = Math.min(r.want, r.limit);
     for (let tries = 0; tries < TRIES && want > 0; tries++) {
@@ -72,13 +72,7 @@ export class DynamoLimitStore implements LimitStore {
     await this.dropLapsed(key, holder, undefined, n);
   }
 
-  async take(r: {
-    key: string;
-    perSecond: number;
-    burst: number;
-    want: number;
-    now: number;
-  }): Promise<{ granted: number; retryAfterMs: number }> {
+  async take(r: TakeRequest): Promise<TakeResult> {
     const start = await this.bucketStart(r.key, r.now);
     const earned = Math.floor(r.burst + ((r.now - start) * r.perSecond) / 1000);
     let want = r.want;

@@ -1,4 +1,12 @@
-import { type Holders, type LimitStore, liveHolders, refill } from '../limits/limits';
+import {
+  type AcquireRequest,
+  type Holders,
+  type LimitStore,
+  liveHolders,
+  refill,
+  type TakeRequest,
+  type TakeResult,
+} from '../limits/limits';
 
 /** In-memory {@link LimitStore} with the DynamoDB adapter's arithmetic; `writes` counts as DynamoDB would bill. */
 export class MemoryLimitStore implements LimitStore {
@@ -6,7 +14,7 @@ export class MemoryLimitStore implements LimitStore {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   writes = 0;
 
-  async acquire(r: { key: string; limit: number; holder: string; want: number; now: number; until: number }): Promise<number> {
+  async acquire(r: AcquireRequest): Promise<number> {
     const live = liveHolders(this.slots.get(r.key) ?? {}, r.now);
     const used = Object.values(live).reduce((a, h) => a + h.n, 0);
     const got = Math.max(0, Math.min(r.want, r.limit - used));
@@ -25,13 +33,7 @@ export class MemoryLimitStore implements LimitStore {
     this.writes += 1;
   }
 
-  async take(r: {
-    key: string;
-    perSecond: number;
-    burst: number;
-    want: number;
-    now: number;
-  }): Promise<{ granted: number; retryAfterMs: number }> {
+  async take(r: TakeRequest): Promise<TakeResult> {
     const bucket = this.buckets.get(r.key) ?? { tokens: r.burst, at: r.now };
     const tokens = refill(bucket.tokens, bucket.at, r.now, r.perSecond, r.burst);
     const granted = Math.max(0, Math.min(r.want, Math.floor(tokens)));

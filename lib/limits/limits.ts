@@ -31,17 +31,33 @@ export const queueLimitKey = (queue: string) => `queue:${queue}`;
  */
 export interface LimitStore {
   /** Takes up to `want` of `limit` slots of `key` for `holder` until `until`; resolves with how many it got. */
-  acquire(request: { key: string; limit: number; holder: string; want: number; now: number; until: number }): Promise<number>;
+  acquire(request: AcquireRequest): Promise<number>;
   /** Gives back what `holder` holds of `key`. */
   release(key: string, holder: string, now: number): Promise<void>;
   /** Takes up to `want` tokens; with fewer, says when the next one comes (ms from `now`). */
-  take(request: {
-    key: string;
-    perSecond: number;
-    burst: number;
-    want: number;
-    now: number;
-  }): Promise<{ granted: number; retryAfterMs: number }>;
+  take(request: TakeRequest): Promise<TakeResult>;
+}
+
+export interface AcquireRequest {
+  readonly key: string;
+  readonly limit: number;
+  readonly holder: string;
+  readonly want: number;
+  readonly now: number;
+  readonly until: number;
+}
+
+export interface TakeRequest {
+  readonly key: string;
+  readonly perSecond: number;
+  readonly burst: number;
+  readonly want: number;
+  readonly now: number;
+}
+
+export interface TakeResult {
+  readonly granted: number;
+  readonly retryAfterMs: number;
 }
 
 /** Validates `limits` (a task's or a queue's), naming the field; undefined when absent or empty. */

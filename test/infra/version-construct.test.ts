@@ -80,6 +80,26 @@ describe('TaskworkerVersion in the user’s own stack', () => {
     expect(JSON.stringify(statements)).not.toContain('twtest-v1-urgent-dlq');
   });
 
+  it('grants what each publisher option needs on the jobs table and nothing more', () => {
+    const actionsFor = (options: Parameters<TaskworkerVersion['grantPublish']>[1]) => {
+      const stack = new Stack(noBundling(), 'Grants');
+      const role = new iam.Role(stack, 'Publisher', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+      new TaskworkerVersion(stack, 'V1', { config: FIXTURE_CONFIG, version: 'v1' }).grantPublish(role, options);
+      const policies = Object.values(Template.fromStack(stack).findResources('AWS::IAM::Policy')) as Array<{
+        Properties: { Roles: Array<{ Ref: string }>; PolicyDocument: { Statement: Array<{ Action: unknown; Resource: unknown }> } };
+      }>;
+      return policies
+        .filter((p) => JSON.stringify(p.Properties.Roles).includes('Publisher'))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement)
+        .filter((st) => JSON.stringify(st.Resource).includes('twtest-v1-jobs'))
+        .flatMap((st) => [st.Action].flat());
+    };
+    expect(actionsFor({})).toEqual([]);
+    expect(actionsFor({ results: true })).toEqual(['dynamodb:GetItem']);
+    expect(actionsFor({ cancel: true })).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(actionsFor({ recordQueued: true })).toEqual(['dynamodb:UpdateItem']);
+  });
+
   it('passes cdk-nag AwsSolutions in the user’s stack (the one acknowledged finding aside)', () => {
     const app = noBundling();
     const stack = new Stack(app, 'Orders');

@@ -30,6 +30,17 @@ const depthOf = async (s: System, queue: string) => {
   return d.visible + d.inFlight + d.delayed;
 };
 
+/** Runs a dispatcher on `clock` until the job is parked (`scheduled`). */
+async function untilParked(s: System, clock: Clock, jobId: string): Promise<void> {
+  await runUntil(
+    s.dispatcher({ clock }),
+    'the job to be parked',
+    async () => (await record(s, jobId))?.state === 'scheduled',
+    20_000,
+    clock,
+  );
+}
+
 /** One scheduled invocation (the minute's schedule) of a dispatcher on `clock`: it sweeps, then works what waits. */
 async function scheduledTick(s: System, clock: Clock, wrapJobs?: (jobs: JobStore) => JobStore): Promise<void> {
   const runtime = s.dispatcher({ clock, ...(wrapJobs ? { wrapJobs } : {}) });
@@ -44,13 +55,7 @@ describe('jobs published to run later', () => {
     const { jobId, runAt } = await s.publisher.publish('record', { journal, n: 1 }, { delaySeconds: 3 * 3600 });
     expect(runAt).toBeGreaterThan(Date.now() + 3 * HOUR - 60_000);
 
-    await runUntil(
-      s.dispatcher({ clock }),
-      'the job to be parked',
-      async () => (await record(s, jobId))?.state === 'scheduled',
-      20_000,
-      clock,
-    );
+    await untilParked(s, clock, jobId);
     expect(await record(s, jobId)).toMatchObject({ state: 'scheduled', runAt, attempt: 0 });
     await eventually('the parked message to leave its queue', async () => (await depthOf(s, 'urgent')) === 0);
 
@@ -99,13 +104,7 @@ describe('jobs published to run later', () => {
     const s = await fresh({ tracked: true, clock });
     const journal = tempFile('journal.jsonl');
     const { jobId } = await s.publisher.publish('record', { journal, n: 2 }, { delaySeconds: 7200 });
-    await runUntil(
-      s.dispatcher({ clock }),
-      'the job to be parked',
-      async () => (await record(s, jobId))?.state === 'scheduled',
-      20_000,
-      clock,
-    );
+    await untilParked(s, clock, jobId);
     // Two sweeps at its due time, before any dispatcher looks: the first is lost before its mark, the
     // second (once the first's lease lapsed) sends it again. Two copies wait in the queue.
     const jobs = s.tracking?.jobs as JobStore;
@@ -177,13 +176,7 @@ describe('jobs published to run later', () => {
     const s = await fresh({ tracked: true, clock });
     const journal = tempFile('journal.jsonl');
     const { jobId } = await s.publisher.publish('record', { journal }, { runAt: new Date(Date.now() + 2 * HOUR) });
-    await runUntil(
-      s.dispatcher({ clock }),
-      'the job to be parked',
-      async () => (await record(s, jobId))?.state === 'scheduled',
-      20_000,
-      clock,
-    );
+    await untilParked(s, clock, jobId);
     expect(await s.publisher.cancel(jobId)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
     clock.shift = 2 * HOUR + 1_000;
     await scheduledTick(s, clock);
@@ -200,13 +193,7 @@ describe('jobs published to run later', () => {
     const s = await fresh({ tracked: true, clock });
     const journal = tempFile('journal.jsonl');
     const { jobId } = await s.publisher.publish('record', { journal, n: 3 }, { queue: 'bulk', delaySeconds: 3600 });
-    await runUntil(
-      s.dispatcher({ clock }),
-      'the job to be parked',
-      async () => (await record(s, jobId))?.state === 'scheduled',
-      20_000,
-      clock,
-    );
+    await untilParked(s, clock, jobId);
     clock.shift = HOUR + 1_000;
     await scheduledTick(s, clock);
     await runUntil(s.dispatcher({ clock }), 'the job to run', () => readJournal(journal).length === 1, 20_000, clock);
@@ -219,13 +206,7 @@ describe('jobs published to run later', () => {
     const s = await fresh({ tracked: true, clock });
     const journal = tempFile('journal.jsonl');
     const { jobId } = await s.publisher.publish('record', { journal, n: 4 }, { delaySeconds: 7200 });
-    await runUntil(
-      s.dispatcher({ clock }),
-      'the job to be parked',
-      async () => (await record(s, jobId))?.state === 'scheduled',
-      20_000,
-      clock,
-    );
+    await untilParked(s, clock, jobId);
     clock.shift = 2 * HOUR + 1_000;
     await runUntil(s.dispatcher({ clock }), 'the job to run', async () => (await record(s, jobId))?.state === 'succeeded', 20_000, clock);
     expect(readJournal(journal).map((j) => j.jobId)).toEqual([jobId]);
