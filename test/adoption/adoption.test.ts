@@ -78,6 +78,10 @@ export default defineTask({
   name: 'resize-image',
   queue: 'media',
   timeLimitSeconds: 20,
+  limits: { concurrency: 2, perSecond: 50 },
+  onSuccess(result, ctx) {
+    console.log(\`resized \${ctx.jobId}: \${JSON.stringify(result)}\`);
+  },
   validate(payload): { image: string; width: number } {
     const p = payload as { image?: unknown; width?: unknown };
     if (typeof p.image !== 'string' || typeof p.width !== 'number') throw new UnrecoverableError('image and width are required');
@@ -351,6 +355,15 @@ describe('taskworker dev with the team’s own tasks', () => {
       result: string;
     };
     expect(job).toMatchObject({ state: 'succeeded', result: '{"resized":"a.png","width":64,"attempt":1}' });
+    // The team waits for a result, and its task's hook ran after the outcome was recorded.
+    expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'wait', published.jobId, '--timeout', '30']).trim()).toBe(
+      `job ${published.jobId} succeeded after 1 attempt(s): {"resized":"a.png","width":64,"attempt":1}`,
+    );
+    await eventually(
+      'the hook to log',
+      () => out.includes(`resized ${published.jobId}: {"resized":"a.png","width":64,"attempt":1}`),
+      30_000,
+    );
   });
 
   it('parks a job published an hour ahead, shows it scheduled with its due time, and cancels it', async () => {
