@@ -49,7 +49,8 @@ export class BatchState {
  * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
  * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
  * delete and one visibility change. A message whose archive send failed is not deleted; one whose
- * completion was rejected (stale token) is left to the newer attempt.
+ * completion was rejected (stale token) is left to the newer attempt; one whose record write
+ * failed is left to come back.
  */
 export interface SettleOptions {
   /**
@@ -86,23 +87,31 @@ export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: Ba
   );
 
   const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
-  const stale = new Set<string>();
+  const held = new Set<string>();
   await Promise.all(
     proceeding.map(async (d) => {
       if (!d.record) return;
       try {
         if (!(await d.record())) {
-          stale.add(d.message.messageId);
+          held.add(d.message.messageId);
           state.mark(d.message.messageId, { outcome: 'stale' });
           deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
         }
       } catch (error) {
-        // The job record could not be written; settling the message anyway avoids running the job twice.
-        deps.logger.error('job record write failed', { messageId: d.message.messageId, error: describe(error) });
+        // Settling the message without its record would leave the job non-terminal for good (a
+        // `running` record nothing ever ends). Left alone, the message comes back as after a crash
+        // at this point: the claim takes the job over once its lease lapses and finishes it (the
+        // task may run again; its fenced effects do not apply twice).
+        held.add(d.message.messageId);
+        state.mark(d.message.messageId, { unsettled: true });
+        deps.logger.error('job record write failed; the message is left to come back', {
+          messageId: d.message.messageId,
+          error: describe(error),
+        });
       }
     }),
   );
-  const settling = proceeding.filter((d) => !stale.has(d.message.messageId));
+  const settling = proceeding.filter((d) => !held.has(d.message.messageId));
 
   const deletes = settling
     .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')

@@ -107,6 +107,29 @@ describe('dispatcher with job tracking (fakes)', () => {
     expect(await w.jobs.get('job-lost')).toMatchObject({ state: 'archived', attempt: 3 });
   });
 
+  it.each([
+    ['succeeded', ok, 'succeeded'],
+    ['retried', failing, 'archived'],
+  ])('full mode: a %s outcome whose record write fails leaves the message to come back, and the job still ends', async (_, task, final) => {
+    const w = trackedWorld('full');
+    const complete = w.jobs.complete.bind(w.jobs);
+    let failures = 1;
+    w.jobs.complete = async (...args) => {
+      if (failures-- > 0) throw new Error('ProvisionedThroughputExceededException after SDK retries');
+      return complete(...args);
+    };
+    await w.send('urgent', envelope(task.name, 'job-w'));
+    await w.run({ forMs: 20_000 });
+    // Neither deleted nor handed back early: the record still says running, the message waits.
+    const [first] = w.reports.flatMap((r) => r.jobs);
+    expect(first).toMatchObject({ jobId: 'job-w', unsettled: true });
+    expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(1);
+    expect(await w.jobs.get('job-w')).toMatchObject({ state: 'running', attempt: 1 });
+    await w.run({ forMs: 120_000 });
+    expect(await w.jobs.get('job-w')).toMatchObject({ state: final });
+    expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(0);
+  });
+
   it('ctx.heartbeat() extends the visibility, and rejects with LeaseLostError once a newer attempt holds the job', async () => {
     let beatAfterTakeover: unknown;
     const w: World = trackedWorld('full', [
