@@ -7,8 +7,9 @@ import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
 import { SCHEDULES_USAGE, schedulesCommand } from './schedules';
 import { UsageError } from './shared';
+import { UI_USAGE, uiCommand } from './ui/command';
 
-const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, SCHEDULES_USAGE, OPERATOR_USAGE].join('\n\n');
+const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, SCHEDULES_USAGE, OPERATOR_USAGE, UI_USAGE].join('\n\n');
 
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -32,6 +33,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await demoCommand(rest);
       case 'schedules':
         await schedulesCommand(rest);
+        return 0;
+      case 'ui':
+        await uiCommand(rest);
         return 0;
       case 'status':
       case 'jobs':

@@ -83,6 +83,12 @@ export interface QueueDirectory {
   urlOf(name: string): Promise<string | undefined>;
 }
 
+/** Listing queues by name (the versions deployed in an account and region). */
+export interface QueueLister {
+  /** Names of the queues whose name starts with `prefix`. */
+  namesWithPrefix(prefix: string): Promise<string[]>;
+}
+
 /** The service's own way to move a dead-letter queue's messages back to their source queue. */
 export interface DeadLetterMover {
   /**

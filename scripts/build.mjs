@@ -6,11 +6,12 @@
 //   dist/artifact/  the dispatcher handler and the local runner, prebuilt (they hold no user code);
 //                   only a user's tasks.cjs is built on their machine
 //   dist/cli.js     the `taskworker` command
+//   dist/ui/        the dashboard's page (`taskworker ui`), prebuilt
 //
 //   node scripts/build.mjs          everything (npm run build, prepare, prepack)
 //   node scripts/build.mjs --cli    the command only (npm start, npm run dev: the repo runs from sources)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -36,7 +37,17 @@ const ENTRIES = {
 const ES_BUNDLED = ['index', 'testing', 'runtime'];
 
 async function cli() {
-  await build({ ...nodeEntryOptions, entryPoints: ['cli/taskworker.ts'], outfile: 'dist/cli.js' });
+  // The dashboard's server framework (hono) goes into the bundle: a publisher's install does not
+  // carry it. Everything the package declares stays external, resolved from the user's install.
+  const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
+  const external = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)].flatMap((name) => [name, `${name}/*`]);
+  await build({ ...nodeEntryOptions, packages: undefined, external, entryPoints: ['cli/taskworker.ts'], outfile: 'dist/cli.js' });
+  await ui();
+}
+
+/** The dashboard's page, built ahead so that `npx taskworker ui` builds nothing. */
+async function ui() {
+  await require('./ui-page.cjs').buildUiPage(`${root}dist/ui`);
 }
 
 if (cliOnly) {

@@ -502,7 +502,9 @@ export class DynamoJobStore implements JobStore {
             new QueryCommand({
               TableName: this.tableName,
               IndexName: JOBS_BY_QUEUE_STATE_INDEX,
-              KeyConditionExpression: `${e.name('queueState')} = ${e.value(indexKey(queue, q.state))}`,
+              KeyConditionExpression:
+                `${e.name('queueState')} = ${e.value(indexKey(queue, q.state))}` +
+                (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
               ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
               ScanIndexForward: false,
               ...(start ? { ExclusiveStartKey: start } : {}),
@@ -522,6 +524,7 @@ export class DynamoJobStore implements JobStore {
           `${e.name('queue')} IN (${q.queues.map((name) => e.value(name)).join(', ')})`,
         ];
         if (q.task !== undefined) filters.push(`${e.name('task')} = ${e.value(q.task)}`);
+        if (q.updatedAtMost !== undefined) filters.push(`${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}`);
         const out = await this.dynamo.send(
           new ScanCommand({
             TableName: this.tableName,

@@ -4,6 +4,7 @@ import {
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ListMessageMoveTasksCommand,
+  ListQueuesCommand,
   QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
@@ -21,6 +22,7 @@ import type {
   QueueClient,
   QueueDepth,
   QueueDirectory,
+  QueueLister,
   QueueUrls,
   ReceiptEntry,
   ReceivedMessage,
@@ -50,7 +52,7 @@ export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
 }
 
 /** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */
-export class SqsQueueClient implements QueueClient, QueueDirectory, DeadLetterMover {
+export class SqsQueueClient implements QueueClient, QueueDirectory, QueueLister, DeadLetterMover {
   readonly sqs: SQSClient;
 
   constructor(option: SqsClientOption = {}) {
@@ -184,6 +186,19 @@ export class SqsQueueClient implements QueueClient, QueueDirectory, DeadLetterMo
       inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
       delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
     };
+  }
+
+  async namesWithPrefix(prefix: string): Promise<string[]> {
+    const names: string[] = [];
+    let NextToken: string | undefined;
+    do {
+      const out = await this.sqs.send(
+        new ListQueuesCommand({ QueueNamePrefix: prefix, MaxResults: 1000, ...(NextToken ? { NextToken } : {}) }),
+      );
+      names.push(...(out.QueueUrls ?? []).map((url) => url.slice(url.lastIndexOf('/') + 1)));
+      NextToken = out.NextToken;
+    } while (NextToken);
+    return names;
   }
 
   async urlOf(name: string): Promise<string | undefined> {

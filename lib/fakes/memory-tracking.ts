@@ -163,7 +163,13 @@ export class MemoryJobStore implements JobStore {
 
   async list(q: JobQuery): Promise<JobRecord[]> {
     return [...this.jobs.values()]
-      .filter((r) => r.state === q.state && q.queues.includes(r.queue) && (q.task === undefined || r.task === q.task))
+      .filter(
+        (r) =>
+          r.state === q.state &&
+          q.queues.includes(r.queue) &&
+          (q.task === undefined || r.task === q.task) &&
+          (q.updatedAtMost === undefined || r.updatedAt <= q.updatedAtMost),
+      )
       .sort((a, b) => b.updatedAt - a.updatedAt)
       .slice(0, q.limit)
       .map((r) => structuredClone(r));

@@ -5,10 +5,19 @@ import { type Clock, systemClock } from '../clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../dispatching/archive';
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
-import type { DeadLetterMover, OldestAge, QueueClient, QueueDepth, QueueDirectory, QueueUrls, ReceivedMessage } from '../ports';
+import type {
+  DeadLetterMover,
+  OldestAge,
+  QueueClient,
+  QueueDepth,
+  QueueDirectory,
+  QueueLister,
+  QueueUrls,
+  ReceivedMessage,
+} from '../ports';
 import { decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries, chunk } from '../retry-entries';
-import type { JobStore, QueueDayStats, StatsStore } from '../tracking/model';
+import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../tracking/model';
 import { payloadDigest } from '../tracking/rules';
 import { bucketQuantile, utcDay } from '../tracking/stats';
 
@@ -155,6 +164,10 @@ export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus
 export interface ArchiveFilter {
   readonly reason?: ArchiveReason;
   readonly task?: string;
+  /** Only these archived messages (by their message id). */
+  readonly messageIds?: readonly string[];
+  /** Only the archive entries of this job. */
+  readonly jobId?: string;
 }
 
 export interface ArchivedMessage {
@@ -163,8 +176,11 @@ export interface ArchivedMessage {
   readonly body: string;
 }
 
-const matches = (filter: ArchiveFilter, record: ArchiveRecord | undefined) =>
-  (filter.reason === undefined || record?.reason === filter.reason) && (filter.task === undefined || record?.task === filter.task);
+const matches = (filter: ArchiveFilter, record: ArchiveRecord | undefined, messageId: string) =>
+  (filter.reason === undefined || record?.reason === filter.reason) &&
+  (filter.task === undefined || record?.task === filter.task) &&
+  (filter.messageIds === undefined || filter.messageIds.includes(messageId)) &&
+  (filter.jobId === undefined || record?.jobId === filter.jobId);
 
 /** How long scanned archive messages stay hidden, so a scan does not see one twice. */
 const SCAN_VISIBILITY_SECONDS = 120;
@@ -214,11 +230,25 @@ async function walkArchive(
 export async function listArchived(ctx: OperatorContext, filter: ArchiveFilter, limit: number): Promise<ArchivedMessage[]> {
   const found: ArchivedMessage[] = [];
   await walkArchive(ctx, async (message, record) => {
-    if (!matches(filter, record)) return 'kept';
+    if (!matches(filter, record, message.messageId)) return 'kept';
     found.push({ messageId: message.messageId, record, body: message.body });
     return found.length >= limit ? 'stop' : 'kept';
   });
   return found;
+}
+
+/** How many archived messages match the filter, counting up to `cap` (the walk stops there). */
+export async function countArchived(
+  ctx: OperatorContext,
+  filter: ArchiveFilter,
+  cap = 10_000,
+): Promise<{ count: number; capped: boolean }> {
+  let count = 0;
+  await walkArchive(ctx, async (message, record) => {
+    if (matches(filter, record, message.messageId)) count += 1;
+    return count >= cap ? 'stop' : 'kept';
+  });
+  return { count, capped: count >= cap };
 }
 
 export interface ReplayResult {
@@ -242,14 +272,14 @@ export async function replayArchived(
   let replayed = 0;
   const skipped: Array<{ messageId: string; why: string }> = [];
   await walkArchive(ctx, async (message, record) => {
-    if (!matches(filter, record)) return 'kept';
+    if (!matches(filter, record, message.messageId)) return 'kept';
     if (replayed >= limit) return 'stop';
     const origin = record ? ctx.urls.queues[record.queue] : undefined;
     if (!record || !origin) {
       skipped.push({ messageId: message.messageId, why: record ? `queue ${record.queue} is not configured` : 'no archive record' });
       return 'kept';
     }
-    if (record.reason === 'malformed' && filter.reason !== 'malformed') {
+    if (record.reason === 'malformed' && filter.reason !== 'malformed' && filter.messageIds === undefined) {
       skipped.push({ messageId: message.messageId, why: 'malformed (replay it explicitly with --reason malformed)' });
       return 'kept';
     }
@@ -350,4 +380,86 @@ async function moveMessages(ctx: OperatorContext, fromUrl: string, toUrl: string
     moved += done.length;
     if (failed.size > 0) throw new Error(`could not move ${failed.size} message(s): ${sent.failed[0]?.code}`);
   }
+}
+
+/** The release versions deployed where `lister` looks (account and region): those with an archive queue. */
+export async function deployedVersions(lister: QueueLister, app: string): Promise<string[]> {
+  const suffix = archiveQueueName('', '').slice(1);
+  const names = await lister.namesWithPrefix(`${app}-`);
+  return names
+    .filter((name) => name.endsWith(suffix))
+    .map((name) => name.slice(app.length + 1, name.length - suffix.length))
+    .filter((version) => version.length > 0)
+    .sort();
+}
+
+/** One queue's (or task's: `task:<name>`) stats for each of the last `days` UTC days, oldest first; days without any are left out. */
+export async function statsHistory(ctx: OperatorContext, key: string, days: number): Promise<QueueDayStats[]> {
+  const now = ctx.clock.now();
+  const wanted = Array.from({ length: days }, (_, i) => utcDay(now - (days - 1 - i) * 86_400_000));
+  const found = await Promise.all(wanted.map((day) => ctx.stats.get(key, day)));
+  return found.filter((d): d is QueueDayStats => d !== undefined);
+}
+
+export interface JobsPageQuery {
+  readonly state: JobState;
+  readonly queues: readonly string[];
+  readonly task?: string;
+  readonly limit: number;
+  /** From the previous page's `next`. */
+  readonly cursor?: string;
+}
+
+export interface JobsPage {
+  readonly jobs: readonly JobRecord[];
+  /** Where the next page starts; absent on the last page. */
+  readonly next?: string;
+}
+
+/** What a page cursor carries: the oldest update time shown, and the jobs shown with exactly that time. */
+interface PageMark {
+  readonly at: number;
+  readonly ids: readonly string[];
+}
+
+/** Thrown for a page cursor this server did not make. */
+export class BadCursorError extends TaskworkerError {
+  constructor(cursor: string) {
+    super(`cursor ${JSON.stringify(cursor.slice(0, 40))} is not one this list handed out`);
+    this.name = 'BadCursorError';
+  }
+}
+
+function readCursor(cursor: string): PageMark {
+  try {
+    const mark = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as PageMark;
+    if (Number.isFinite(mark.at) && Array.isArray(mark.ids) && mark.ids.every((id) => typeof id === 'string')) return mark;
+  } catch {
+    // reported below
+  }
+  throw new BadCursorError(cursor);
+}
+
+/**
+ * One page of jobs in a state, newest update first. A page ends at an update time and the next
+ * starts at that same time minus the jobs already shown, so jobs updated in the same millisecond
+ * are neither skipped nor shown twice.
+ */
+export async function listJobsPage(ctx: OperatorContext, q: JobsPageQuery): Promise<JobsPage> {
+  const mark = q.cursor === undefined ? undefined : readCursor(q.cursor);
+  const shown = new Set(mark?.ids ?? []);
+  const found = await ctx.jobs.list({
+    state: q.state,
+    queues: q.queues,
+    ...(q.task !== undefined ? { task: q.task } : {}),
+    limit: q.limit + shown.size + 1,
+    ...(mark ? { updatedAtMost: mark.at } : {}),
+  });
+  const fresh = found.filter((job) => !shown.has(job.jobId));
+  const jobs = fresh.slice(0, q.limit);
+  const last = jobs.at(-1);
+  if (fresh.length <= q.limit || !last) return { jobs };
+  const sameTime = jobs.filter((job) => job.updatedAt === last.updatedAt).map((job) => job.jobId);
+  const ids = last.updatedAt === mark?.at ? [...shown, ...sameTime] : sameTime;
+  return { jobs, next: Buffer.from(JSON.stringify({ at: last.updatedAt, ids } satisfies PageMark)).toString('base64url') };
 }

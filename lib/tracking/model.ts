@@ -225,6 +225,8 @@ export interface JobQuery {
   readonly queues: readonly string[];
   readonly task?: string;
   readonly limit: number;
+  /** Only records last updated at or before this time (epoch ms): the next page of a newest-first list. */
+  readonly updatedAtMost?: number;
 }
 
 /**

@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+import { cloudWatchOldestAge } from '../../lib/adapters/cloudwatch';
+import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { resolveConfig } from '../../lib/config';
+import { deployedVersions, operatorContext } from '../../lib/operating/operator';
+import { loadConfigModule } from '../../lib/tasks/build';
+import type { TaskDefinition } from '../../lib/tasks/task';
+import { loadTaskDefinitions } from '../publish';
+import { devStateByEndpoint, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from '../shared';
+import { packagedAssetsDir, serveUi } from './serve';
+
+export const UI_USAGE = `taskworker ui [--port P] [--version V] [--read-only] [--host H] [--config FILE]
+  A web dashboard for one release version (pick another in the page): queues, charts, jobs,
+  the archive, and guarded actions (replay, redrive, cancel, publish). Talks to a running
+  \`taskworker dev\` like the other commands, or to AWS with your usual credentials. Listens on
+  127.0.0.1 (port 8470 by default); --host another address asks for a token on every request.`;
+
+export async function uiCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      version: { type: 'string' },
+      config: { type: 'string' },
+      'read-only': { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (positionals.length > 0) throw new UsageError(`unexpected ${JSON.stringify(positionals[0])}\n${UI_USAGE}`);
+  const local = useLocalEndpointsIfRunning();
+  const version = values.version ?? local?.version;
+  if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
+  const configFile = findConfigFile(values.config ?? local?.configFile);
+  const config = resolveConfig(await loadConfigModule(configFile));
+  const oldestAge = cloudWatchOldestAge();
+  const sqs = new SqsQueueClient();
+  let tasks: Promise<readonly TaskDefinition[]> | undefined;
+  const port = integerOption('--port', values.port, 8470, 0, 65535);
+  const ui = await serveUi({
+    app: config.app,
+    defaultVersion: version,
+    versions: async () => (local ? [local.version] : deployedVersions(sqs, config.app)),
+    contextFor: (v) => operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}) }),
+    tasks: () => {
+      tasks ??= loadTaskDefinitions(configFile).catch((error: unknown) => {
+        tasks = undefined;
+        throw error;
+      });
+      return tasks;
+    },
+    readOnly: values['read-only'] ?? false,
+    ...(local
+      ? {
+          dispatchers: () => {
+            const now = devStateByEndpoint(local.sqsEndpoint) ?? local;
+            return { pid: now.pid, alive: now.dispatchersAlive ?? 0, died: now.dispatchersDied ?? 0 };
+          },
+        }
+      : {}),
+    assetsDir: packagedAssetsDir(),
+    port,
+    ...(values.host ? { host: values.host } : {}),
+    log: (line) => process.stderr.write(`${new Date().toISOString()} ui: ${line}\n`),
+  }).catch((error: unknown) => {
+    if ((error as { code?: string }).code === 'EADDRINUSE')
+      throw new UsageError(`--port ${port}: already in use; choose another (0 picks a free one)`);
+    throw error;
+  });
+  process.stdout.write(
+    `taskworker ui: ${ui.url} (version ${version}${values['read-only'] ? ', read-only' : ''}${local ? `, taskworker dev pid ${local.pid}` : ', AWS'}); Ctrl-C to stop\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await ui.close();
+}

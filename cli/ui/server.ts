@@ -1,0 +1,383 @@
+import { timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { secureHeaders } from 'hono/secure-headers';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/dispatching/archive';
+import { TaskworkerError } from '../../lib/errors';
+import {
+  type ArchiveFilter,
+  BadCursorError,
+  countArchived,
+  listArchived,
+  listJobsPage,
+  type OperatorContext,
+  redriveDeadLetters,
+  replayArchived,
+  statsHistory,
+  VersionNotFoundError,
+  versionStatus,
+} from '../../lib/operating/operator';
+import { Publisher } from '../../lib/publishing/publisher';
+import { MAX_SCHEDULE_SECONDS } from '../../lib/scheduling/due';
+import type { TaskDefinition } from '../../lib/tasks/task';
+import { JOB_STATES, type JobState } from '../../lib/tracking/model';
+import { taskStatsKey } from '../../lib/tracking/stats';
+
+/** The header a state-changing request carries the per-process token in. */
+export const TOKEN_HEADER = 'x-taskworker-token';
+/** The cookie a browser on another host keeps the token in once it opened the printed URL. */
+const TOKEN_COOKIE = 'taskworker_token';
+
+/** Local dispatcher processes of a running `taskworker dev`. */
+export interface LocalDispatchers {
+  readonly pid: number;
+  readonly alive: number;
+  readonly died: number;
+}
+
+export interface UiOptions {
+  readonly app: string;
+  /** The version shown first: the running dev's, or `--version`. */
+  readonly defaultVersion: string;
+  /** Versions offered by the picker (deployed in the account and region, or the local one). */
+  readonly versions: () => Promise<readonly string[]>;
+  readonly contextFor: (version: string) => Promise<OperatorContext>;
+  /** Task definitions (for the publish form's queues and `validate`). */
+  readonly tasks: () => Promise<readonly TaskDefinition[]>;
+  readonly readOnly: boolean;
+  /** Required on every state-changing request; and on every request when `tokenForReads`. */
+  readonly token: string;
+  /** Bound beyond loopback: reads need the token too (cookie, set by opening `/?token=…`). */
+  readonly tokenForReads: boolean;
+  /** When set, the Host header must pass it (loopback binds: stops DNS rebinding). */
+  readonly acceptsHost?: (host: string) => boolean;
+  readonly dispatchers?: () => LocalDispatchers | undefined;
+  /** Directory of the prebuilt page (app.js, app.css); `/assets/*` is 404 without it. */
+  readonly assetsDir?: string;
+  /** Where each action is logged (one line). */
+  readonly log: (line: string) => void;
+}
+
+/** A request the server refuses with a 4xx and one sentence naming the bad value. */
+class RequestError extends TaskworkerError {
+  constructor(
+    message: string,
+    readonly status: 400 | 403 | 404 = 400,
+  ) {
+    super(message);
+    this.name = 'RequestError';
+  }
+}
+
+const VERSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const ASSETS: Readonly<Record<string, string>> = {
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+function sameToken(given: string | undefined, token: string): boolean {
+  if (given === undefined) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function cookieToken(c: Context): string | undefined {
+  const header = c.req.header('cookie') ?? '';
+  for (const part of header.split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === TOKEN_COOKIE) return decodeURIComponent(value.join('='));
+  }
+  return undefined;
+}
+
+function integerParam(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) throw new RequestError(`${name} ${text}: expected an integer ${min}..${max}`);
+  return value;
+}
+
+function reasonParam(text: unknown): ArchiveReason | undefined {
+  if (text === undefined || text === '' || text === null) return undefined;
+  if (typeof text !== 'string' || !(ARCHIVE_REASONS as readonly string[]).includes(text))
+    throw new RequestError(`reason ${JSON.stringify(text)}: expected one of ${ARCHIVE_REASONS.join(', ')}`);
+  return text as ArchiveReason;
+}
+
+function stringParam(name: string, value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new RequestError(`${name}: expected a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function archiveFilter(source: Record<string, unknown>): ArchiveFilter {
+  const reason = reasonParam(source.reason);
+  const task = stringParam('task', source.task);
+  return { ...(reason ? { reason } : {}), ...(task ? { task } : {}) };
+}
+
+/** The page: a shell with the token and mode; everything shown is fetched as JSON and set as text. */
+function pageHtml(options: UiOptions): string {
+  const meta = (name: string, value: string) => `<meta name="${name}" content="${value.replace(/[^A-Za-z0-9_-]/g, '')}">`;
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>taskworker · ${options.app.replace(/[^A-Za-z0-9_-]/g, '')}</title>`,
+    meta('taskworker-token', options.token),
+    meta('taskworker-mode', options.readOnly ? 'read-only' : 'read-write'),
+    '<link rel="stylesheet" href="/assets/app.css">',
+    '</head><body><div id="app"></div><script type="module" src="/assets/app.js"></script></body></html>',
+  ].join('\n');
+}
+
+/**
+ * The dashboard's HTTP server: the page, its assets and a JSON API over the operator library
+ * (the same functions the CLI's status, jobs, archive and dlq commands call). Reads are GETs;
+ * every action is a POST that needs the per-process token in a header (another site's page can
+ * neither read the token nor send that header without a CORS answer this server never gives), is
+ * refused in read-only mode, and is logged.
+ */
+export function createUiApp(options: UiOptions): Hono {
+  const app = new Hono();
+  const contexts = new Map<string, Promise<OperatorContext>>();
+
+  const context = async (version: string | undefined): Promise<OperatorContext> => {
+    const wanted = version === undefined || version === '' ? options.defaultVersion : version;
+    if (!VERSION_PATTERN.test(wanted)) throw new RequestError(`version ${JSON.stringify(wanted)}: not a version name`);
+    let found = contexts.get(wanted);
+    if (!found) {
+      found = options.contextFor(wanted);
+      contexts.set(wanted, found);
+      found.catch(() => contexts.delete(wanted));
+    }
+    return found;
+  };
+  const queueNames = (ctx: OperatorContext, queue: string | undefined) => {
+    if (queue === undefined || queue === '') return ctx.config.queues.map((q) => q.name);
+    if (!ctx.config.queues.some((q) => q.name === queue)) throw new RequestError(`queue ${JSON.stringify(queue)}: no such queue`);
+    return [queue];
+  };
+  const body = async (c: Context): Promise<Record<string, unknown>> => {
+    const parsed: unknown = await c.req.json().catch(() => {
+      throw new RequestError('the request body is not JSON');
+    });
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new RequestError('the request body must be a JSON object');
+    return parsed as Record<string, unknown>;
+  };
+
+  app.use(
+    '*',
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        baseUri: ["'none'"],
+        frameAncestors: ["'none'"],
+        formAction: ["'self'"],
+      },
+      referrerPolicy: 'no-referrer',
+    }),
+  );
+  app.use('*', async (c, next) => {
+    if (options.acceptsHost && !options.acceptsHost(c.req.header('host') ?? '')) {
+      return c.json({ error: `host ${JSON.stringify(c.req.header('host') ?? '')} is not this dashboard's` }, 403);
+    }
+    if (options.tokenForReads) {
+      const fromQuery = c.req.query('token');
+      if (c.req.method === 'GET' && c.req.path === '/' && sameToken(fromQuery, options.token)) {
+        c.header('set-cookie', `${TOKEN_COOKIE}=${options.token}; HttpOnly; SameSite=Strict; Path=/`);
+        return c.redirect('/', 303);
+      }
+      if (!sameToken(cookieToken(c), options.token) && !sameToken(c.req.header(TOKEN_HEADER), options.token)) {
+        return c.json({ error: 'this dashboard needs its token: open the URL taskworker ui printed' }, 401);
+      }
+    }
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      if (!sameToken(c.req.header(TOKEN_HEADER), options.token)) return c.json({ error: `missing or wrong ${TOKEN_HEADER} header` }, 403);
+      if (options.readOnly) return c.json({ error: 'read-only: this dashboard was started with --read-only' }, 403);
+    }
+    await next();
+    return undefined;
+  });
+  app.use('/api/*', bodyLimit({ maxSize: 512 * 1024, onError: (c) => c.json({ error: 'the request body is over 512 KiB' }, 413) }));
+  app.onError((error, c) => {
+    if (error instanceof RequestError) return c.json({ error: error.message }, error.status);
+    if (error instanceof VersionNotFoundError) return c.json({ error: error.message }, 404);
+    if (error instanceof BadCursorError || error instanceof TaskworkerError)
+      return c.json({ error: `${error.name}: ${error.message}` }, 400);
+    options.log(`error: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    return c.json({ error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }, 500);
+  });
+
+  app.get('/', (c) => c.html(pageHtml(options)));
+  app.get('/favicon.ico', (c) => c.body(null, 204));
+  app.get('/assets/:file', async (c) => {
+    const file = c.req.param('file');
+    const type = ASSETS[file];
+    if (!type || !options.assetsDir) return c.notFound();
+    const content = await readFile(join(options.assetsDir, file)).catch(() => undefined);
+    if (!content) return c.notFound();
+    return c.body(content, 200, { 'content-type': type, 'cache-control': 'no-cache' });
+  });
+
+  app.get('/api/meta', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const tasks = await options.tasks();
+    return c.json({
+      app: options.app,
+      version: ctx.version,
+      versions: [...new Set([options.defaultVersion, ...(await options.versions())])].sort(),
+      readOnly: options.readOnly,
+      local: options.dispatchers !== undefined,
+      states: JOB_STATES,
+      reasons: ARCHIVE_REASONS,
+      queues: ctx.config.queues.map((q) => ({
+        name: q.name,
+        priority: q.priority,
+        slaSeconds: q.slaSeconds,
+        tracking: q.tracking,
+        maxReceiveCount: q.maxReceiveCount,
+      })),
+      tasks: tasks.map((t) => ({ name: t.name, queue: t.queue, maxRetries: t.maxRetries, validates: t.validate !== undefined })),
+    });
+  });
+
+  app.get('/api/status', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const status = await versionStatus(ctx);
+    const dispatchers = options.dispatchers?.();
+    return c.json({ ...status, now: ctx.clock.now(), ...(dispatchers ? { localDispatchers: dispatchers } : {}) });
+  });
+
+  app.get('/api/history', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const task = c.req.query('task');
+    const key = task ? taskStatsKey(task) : (queueNames(ctx, c.req.query('queue') ?? '?')[0] as string);
+    return c.json(await statsHistory(ctx, key, integerParam('days', c.req.query('days'), 14, 1, 90)));
+  });
+
+  app.get('/api/jobs', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const state = c.req.query('state') ?? 'archived';
+    if (!(JOB_STATES as readonly string[]).includes(state))
+      throw new RequestError(`state ${JSON.stringify(state)}: expected one of ${JOB_STATES.join(', ')}`);
+    const task = c.req.query('task');
+    const cursor = c.req.query('cursor');
+    return c.json(
+      await listJobsPage(ctx, {
+        state: state as JobState,
+        queues: queueNames(ctx, c.req.query('queue')),
+        ...(task ? { task } : {}),
+        limit: integerParam('limit', c.req.query('limit'), 25, 1, 200),
+        ...(cursor ? { cursor } : {}),
+      }),
+    );
+  });
+
+  app.get('/api/jobs/:id', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const id = c.req.param('id');
+    const job = await ctx.jobs.get(id);
+    if (!job)
+      throw new RequestError(
+        `no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)`,
+        404,
+      );
+    // The jobs table keeps a payload's digest, not the payload: an archived job's is in the archive.
+    const [archived] = job.state === 'archived' ? await listArchived(ctx, { jobId: job.jobId }, 1) : [];
+    return c.json({ job, ...(archived ? { archived } : {}) });
+  });
+
+  app.get('/api/archive', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    const filter = archiveFilter(c.req.query());
+    return c.json(await listArchived(ctx, filter, integerParam('limit', c.req.query('limit'), 50, 1, 500)));
+  });
+
+  app.get('/api/archive/count', async (c) => {
+    const ctx = await context(c.req.query('version'));
+    return c.json(await countArchived(ctx, archiveFilter(c.req.query())));
+  });
+
+  app.post('/api/archive/replay', async (c) => {
+    const input = await body(c);
+    const ctx = await context(stringParam('version', input.version));
+    const ids = input.messageIds;
+    if (ids !== undefined && (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string'))) {
+      throw new RequestError('messageIds: expected a non-empty list of message ids');
+    }
+    const filter: ArchiveFilter = { ...archiveFilter(input), ...(ids ? { messageIds: ids as string[] } : {}) };
+    const limit = integerParam('limit', input.limit === undefined ? undefined : String(input.limit), 10_000, 1, 100_000);
+    const result = await replayArchived(ctx, filter, limit);
+    options.log(`replay ${JSON.stringify(filter)} in ${ctx.version}: ${result.replayed} replayed, ${result.skipped.length} skipped`);
+    return c.json(result);
+  });
+
+  app.post('/api/dlq/redrive', async (c) => {
+    const input = await body(c);
+    const ctx = await context(stringParam('version', input.version));
+    const queue = stringParam('queue', input.queue);
+    const results = await redriveDeadLetters(ctx, queue === undefined ? undefined : (queueNames(ctx, queue)[0] as string));
+    options.log(`dlq redrive ${queue ?? 'all queues'} in ${ctx.version}: ${results.map((r) => `${r.queue} ${r.messages}`).join(', ')}`);
+    return c.json(results);
+  });
+
+  app.post('/api/jobs/:id/cancel', async (c) => {
+    const input = await body(c);
+    const ctx = await context(stringParam('version', input.version));
+    const id = c.req.param('id');
+    const result = await ctx.jobs.cancel(id, ctx.clock.now());
+    options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
+    return c.json(result);
+  });
+
+  app.post('/api/publish', async (c) => {
+    const input = await body(c);
+    const ctx = await context(stringParam('version', input.version));
+    const task = stringParam('task', input.task);
+    if (!task) throw new RequestError('task: required');
+    const tasks = await options.tasks();
+    const queue = stringParam('queue', input.queue);
+    if (queue === undefined && !tasks.some((t) => t.name === task))
+      throw new RequestError(`task ${JSON.stringify(task)}: not defined in this app`);
+    const delay = input.delaySeconds;
+    if (delay !== undefined && (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_SCHEDULE_SECONDS)) {
+      throw new RequestError(`delaySeconds ${JSON.stringify(delay)}: expected an integer 0..${MAX_SCHEDULE_SECONDS}`);
+    }
+    const validate = tasks.find((t) => t.name === task)?.validate;
+    if (validate) {
+      try {
+        validate(input.payload ?? null);
+      } catch (error) {
+        throw new RequestError(`payload refused by ${task}'s validate: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    const publisher = new Publisher({
+      config: ctx.config,
+      version: ctx.version,
+      tasks,
+      queues: ctx.queues,
+      urls: ctx.urls,
+      jobs: ctx.jobs,
+      clock: ctx.clock,
+    });
+    const published = await publisher.publish(task, input.payload ?? null, {
+      ...(queue !== undefined ? { queue } : {}),
+      ...(typeof delay === 'number' && delay > 0 ? { delaySeconds: delay } : {}),
+      ...(input.appData !== undefined ? { appData: input.appData } : {}),
+    });
+    options.log(`publish ${task} in ${ctx.version}: job ${published.jobId} to ${published.queue}`);
+    return c.json(published);
+  });
+
+  return app;
+}

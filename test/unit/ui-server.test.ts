@@ -1,0 +1,293 @@
+import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
+import { MoveTaskUnavailableError } from '../../lib/errors';
+import type { OperatorContext } from '../../lib/operating/operator';
+import type { DeadLetterMover, QueueClient } from '../../lib/ports';
+import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import type { JobRecord } from '../../lib/tracking/model';
+import { payloadDigest } from '../../lib/tracking/rules';
+import { type World, world } from '../helpers/world';
+
+const TOKEN = 'test-token-0123456789';
+const ok: TaskOptions = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: (p: unknown) => ({ echo: p }) };
+const broken: TaskOptions = {
+  name: 'broken',
+  queue: 'routine',
+  timeLimitSeconds: 5,
+  maxRetries: 0,
+  run: (p: unknown) => {
+    throw new Error(`refused ${JSON.stringify(p)}`);
+  },
+};
+const strict: TaskOptions = {
+  name: 'strict',
+  queue: 'urgent',
+  timeLimitSeconds: 5,
+  validate: (p: unknown) => {
+    if (typeof (p as { to?: unknown })?.to !== 'string')
+      throw new TypeError(`to must be a string, got ${JSON.stringify((p as { to?: unknown })?.to)}`);
+    return p;
+  },
+  run: () => 'sent',
+};
+
+/** The emulators' answer to a move task, as the memory queues give it. */
+function operatorQueues(w: World): QueueClient & DeadLetterMover {
+  return {
+    receive: (url, request, signal) => w.sqs.receive(url, request, signal),
+    sendBatch: (url, entries) => w.sqs.sendBatch(url, entries),
+    deleteBatch: (url, entries) => w.sqs.deleteBatch(url, entries),
+    changeVisibilityBatch: (url, entries) => w.sqs.changeVisibilityBatch(url, entries),
+    depth: (url) => w.sqs.depth(url),
+    startMove: async () => {
+      throw new MoveTaskUnavailableError('memory queues have no move task');
+    },
+    moveStatus: async () => 'COMPLETED',
+  };
+}
+
+function dashboard(options: Partial<UiOptions> = {}) {
+  const w = world(
+    [ok, broken, strict],
+    {
+      queues: [
+        { name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30 },
+        { name: 'routine', priority: 10, visibilityTimeoutSeconds: 30 },
+      ],
+    },
+    { tracked: true, deadLetters: true },
+  );
+  const ctx: OperatorContext = {
+    config: w.config,
+    version: 'v1',
+    queues: operatorQueues(w),
+    urls: { ...w.urls, deadLetter: Object.fromEntries(w.config.queues.map((q) => [q.name, w.sqs.createQueue(`${q.name}-dlq`)])) },
+    jobs: w.jobs,
+    stats: w.stats,
+    clock: w.clock,
+  };
+  const logged: string[] = [];
+  const app = createUiApp({
+    app: 'test',
+    defaultVersion: 'v1',
+    versions: async () => ['v0', 'v1'],
+    contextFor: async (version) => {
+      if (version !== 'v1') throw new Error(`no ${version}`);
+      return ctx;
+    },
+    tasks: async () => [ok, broken, strict].map((t) => defineTask(t)),
+    readOnly: false,
+    token: TOKEN,
+    tokenForReads: false,
+    log: (line) => logged.push(line),
+    ...options,
+  });
+  const get = (path: string, headers: Record<string, string> = {}) => app.request(path, { headers });
+  const post = (path: string, body: unknown, headers: Record<string, string> = { [TOKEN_HEADER]: TOKEN }) =>
+    app.request(path, {
+      method: 'POST',
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+  return { w, ctx, app, get, post, logged };
+}
+
+const json = async <T = Record<string, unknown>>(response: Response): Promise<T> => (await response.json()) as T;
+
+describe('taskworker ui: the server routes (in-memory system)', () => {
+  it('status: queue depths, dead letters and the archive of the version, with a strict CSP', async () => {
+    const d = dashboard();
+    await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: 1 }));
+    await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: 2 }));
+    const response = await d.get('/api/status');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const status = await json<{ queues: Array<{ queue: string; depth: { visible: number } }>; drained: boolean; archive: number }>(
+      response,
+    );
+    expect(status.queues.find((q) => q.queue === 'urgent')?.depth.visible).toBe(2);
+    expect(status.drained).toBe(false);
+    expect(status.archive).toBe(0);
+  });
+
+  it('meta: the versions, queues and tasks, and whether each task validates', async () => {
+    const meta = await json<{ versions: string[]; tasks: Array<{ name: string; validates: boolean }> }>(await dashboard().get('/api/meta'));
+    expect(meta.versions).toEqual(['v0', 'v1']);
+    expect(meta.tasks).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'strict', validates: true }),
+        expect.objectContaining({ name: 'ok', validates: false }),
+      ]),
+    );
+  });
+
+  it('pages jobs newest first without skipping or repeating jobs updated in the same millisecond', async () => {
+    const d = dashboard();
+    for (let i = 0; i < 7; i++) {
+      await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: { i }, id: `job-${i}` }));
+    }
+    await d.w.run();
+    // Every archived record updated at one of two instants: ties across the page boundary.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const body = await json<{ jobs: JobRecord[]; next?: string }>(
+        await d.get(`/api/jobs?state=archived&limit=3${cursor ? `&cursor=${cursor}` : ''}`),
+      );
+      seen.push(...body.jobs.map((j) => j.jobId));
+      if (!body.next) break;
+      cursor = body.next;
+    }
+    expect(seen.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `job-${i}`));
+  });
+
+  it('a job page carries the archived message of an archived job (its payload), as data', async () => {
+    const d = dashboard();
+    const payload = { note: '<img src=x onerror=alert(1)>' };
+    await d.w.send('routine', encodeEnvelope({ task: 'broken', payload, id: 'job-x' }));
+    await d.w.run();
+    const view = await json<{ job: JobRecord; archived: { body: string; record: { reason: string } } }>(await d.get('/api/jobs/job-x'));
+    expect(view.job).toMatchObject({ state: 'archived', reason: 'exhausted' });
+    expect(view.job.lastError?.message).toContain('<img src=x onerror=alert(1)>');
+    expect(JSON.parse(view.archived.body).payload).toEqual(payload);
+    // Looking did not take the message out of the archive.
+    expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
+    expect((await d.get('/api/jobs/nope')).status).toBe(404);
+  });
+
+  it('replays one selected archived message: back in its queue, attempts reset, the others left in the archive; the action is logged', async () => {
+    const d = dashboard();
+    for (const id of ['a', 'b', 'c']) await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: id, id }));
+    await d.w.run();
+    const archived = await json<Array<{ messageId: string; record: { jobId: string } }>>(await d.get('/api/archive?task=broken'));
+    expect(archived).toHaveLength(3);
+    expect(await json(await d.get('/api/archive/count?reason=exhausted'))).toEqual({ count: 3, capped: false });
+    const chosen = archived.find((m) => m.record.jobId === 'b');
+    const result = await json(await d.post('/api/archive/replay', { version: 'v1', messageIds: [chosen?.messageId] }));
+    expect(result).toEqual({ replayed: 1, skipped: [] });
+    expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(2);
+    expect(d.w.sqs.peek(d.w.urls.queues.routine as string).map((m) => JSON.parse(m.body).id)).toEqual(['b']);
+    expect(await d.w.jobs.get('b')).toMatchObject({ state: 'queued', attempt: 0 });
+    expect(d.logged.join('\n')).toContain('replay');
+  });
+
+  it('cancels a scheduled job, and says so for one that is not', async () => {
+    const d = dashboard();
+    const parked = await d.w.jobs.park({
+      jobId: 'later',
+      task: 'ok',
+      payloadDigest: payloadDigest(1),
+      queue: 'urgent',
+      version: 'v1',
+      publishedAt: d.w.clock.now(),
+      runAt: d.w.clock.now() + 3_600_000,
+      body: encodeEnvelope({ task: 'ok', payload: 1, id: 'later' }),
+      workerId: 'test',
+      now: d.w.clock.now(),
+    });
+    expect(parked.outcome).toBe('parked');
+    expect(await json(await d.post('/api/jobs/later/cancel', { version: 'v1' }))).toMatchObject({ outcome: 'cancelled' });
+    expect(await d.w.jobs.get('later')).toMatchObject({ state: 'cancelled' });
+    expect(await json(await d.post('/api/jobs/later/cancel', { version: 'v1' }))).toMatchObject({ outcome: 'not-scheduled' });
+  });
+
+  it("publishes through the library, refusing a payload the task's validate refuses (naming it) before anything is sent", async () => {
+    const d = dashboard();
+    const refused = await d.post('/api/publish', { version: 'v1', task: 'strict', payload: { to: 42 } });
+    expect(refused.status).toBe(400);
+    expect((await json(refused)).error).toBe("payload refused by strict's validate: to must be a string, got 42");
+    expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(0);
+    const published = await json<{ jobId: string; queue: string }>(
+      await d.post('/api/publish', { version: 'v1', task: 'strict', payload: { to: 'a@b.c' } }),
+    );
+    expect(published.queue).toBe('urgent');
+    expect(d.w.sqs.peek(d.w.urls.queues.urgent as string).map((m) => JSON.parse(m.body).id)).toEqual([published.jobId]);
+    expect(await d.w.jobs.get(published.jobId)).toMatchObject({ state: 'queued' });
+  });
+
+  it('redrives a dead-letter queue back to its queue (by the client where the service has no move task)', async () => {
+    const d = dashboard();
+    await d.w.sqs.sendBatch(d.ctx.urls.deadLetter.urgent as string, [{ id: '0', body: encodeEnvelope({ task: 'ok', payload: 1 }) }]);
+    const [result] = await json<Array<{ queue: string; messages: number; via: string }>>(
+      await d.post('/api/dlq/redrive', { version: 'v1', queue: 'urgent' }),
+    );
+    expect(result).toMatchObject({ queue: 'urgent', messages: 1, via: 'client' });
+    expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(1);
+  });
+
+  describe('guards', () => {
+    it('refuses a state-changing request without the token, or with another one, and changes nothing', async () => {
+      const d = dashboard();
+      for (const headers of [{}, { [TOKEN_HEADER]: 'guess' }]) {
+        const response = await d.post('/api/publish', { version: 'v1', task: 'ok', payload: 1 }, headers);
+        expect(response.status).toBe(403);
+        expect((await json(response)).error).toContain(TOKEN_HEADER);
+      }
+      expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(0);
+    });
+
+    it('read-only: every action is refused, reads still work', async () => {
+      const d = dashboard({ readOnly: true });
+      await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: 1, id: 'r' }));
+      await d.w.run();
+      for (const [path, body] of [
+        ['/api/publish', { version: 'v1', task: 'ok', payload: 1 }],
+        ['/api/archive/replay', { version: 'v1' }],
+        ['/api/dlq/redrive', { version: 'v1' }],
+        ['/api/jobs/r/cancel', { version: 'v1' }],
+      ] as const) {
+        const response = await d.post(path, body);
+        expect(response.status).toBe(403);
+        expect((await json(response)).error).toContain('read-only');
+      }
+      expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
+      expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(0);
+      expect((await d.get('/api/archive')).status).toBe(200);
+      expect(await (await d.get('/')).text()).toContain('content="read-only"');
+    });
+
+    it('refuses a Host it does not serve (DNS rebinding)', async () => {
+      const d = dashboard({ acceptsHost: (host) => host === '127.0.0.1:8470' });
+      expect((await d.get('/api/status', { host: 'attacker.example:8470' })).status).toBe(403);
+      expect((await d.get('/api/status', { host: '127.0.0.1:8470' })).status).toBe(200);
+    });
+
+    it('bound beyond loopback: reads need the token too, which the printed URL sets as a cookie', async () => {
+      const d = dashboard({ tokenForReads: true });
+      expect((await d.get('/api/status')).status).toBe(401);
+      expect((await d.get('/?token=wrong')).status).toBe(401);
+      const opened = await d.get(`/?token=${TOKEN}`);
+      expect(opened.status).toBe(303);
+      const cookie = opened.headers.get('set-cookie') ?? '';
+      expect(cookie).toContain('HttpOnly');
+      expect(cookie).toContain('SameSite=Strict');
+      expect((await d.get('/api/status', { cookie: cookie.split(';')[0] as string })).status).toBe(200);
+    });
+
+    it.each([
+      ['/api/jobs?state=bogus', 400, 'state "bogus"'],
+      ['/api/jobs?state=archived&queue=nope', 400, 'queue "nope"'],
+      ['/api/jobs?state=archived&limit=0', 400, 'limit 0'],
+      ['/api/jobs?state=archived&cursor=AAAA', 400, 'cursor'],
+      ['/api/archive?reason=sad', 400, 'reason "sad"'],
+      ['/api/status?version=..%2Fx', 400, 'version "../x"'],
+      ['/api/status?version=v0', 500, 'no v0'],
+    ])('GET %s → %d naming the bad value', async (path, status, named) => {
+      const response = await dashboard().get(path);
+      expect(response.status).toBe(status);
+      expect((await json(response)).error).toContain(named);
+    });
+
+    it.each([
+      ['not json', 'not JSON'],
+      ['[1]', 'JSON object'],
+      [JSON.stringify({ version: 'v1' }), 'task: required'],
+      [JSON.stringify({ version: 'v1', task: 'nope', payload: 1 }), 'task "nope"'],
+      [JSON.stringify({ version: 'v1', task: 'ok', payload: 1, delaySeconds: -1 }), 'delaySeconds -1'],
+    ])('POST /api/publish %s → 400 naming it', async (body, named) => {
+      const response = await dashboard().post('/api/publish', body);
+      expect(response.status).toBe(400);
+      expect((await json(response)).error).toContain(named);
+    });
+  });
+});

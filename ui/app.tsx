@@ -1,0 +1,857 @@
+/**
+ * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/archive, #/publish) over
+ * the server's JSON API. Everything that comes from job data is set as text (Preact escapes it);
+ * nothing here sets HTML.
+ */
+import type { ComponentChildren } from 'preact';
+import { render } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { bucketQuantile } from '../lib/tracking/stats';
+import {
+  type ArchivedMessage,
+  get,
+  type JobRecord,
+  type JobsPage,
+  type JobView,
+  type Meta,
+  post,
+  type QueueDayStats,
+  type ReplayResult,
+  readOnlyPage,
+  type Status,
+} from './api';
+import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
+
+const REFRESH_MS = 3000;
+
+// ---------------------------------------------------------------- routing
+
+interface Route {
+  readonly page: string;
+  readonly arg: string;
+  readonly params: URLSearchParams;
+}
+
+function currentRoute(): Route {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path = '', search = ''] = hash.split('?');
+  const [page = '', ...rest] = path.split('/');
+  return { page, arg: decodeURIComponent(rest.join('/')), params: new URLSearchParams(search) };
+}
+
+function href(page: string, arg?: string, params: Record<string, string | undefined> = {}): string {
+  const entries = Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '');
+  const search = entries.length > 0 ? `?${new URLSearchParams(entries).toString()}` : '';
+  return `#/${page}${arg !== undefined ? `/${encodeURIComponent(arg)}` : ''}${search}`;
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(currentRoute);
+  useEffect(() => {
+    const onChange = () => setRoute(currentRoute());
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}
+
+// ---------------------------------------------------------------- data
+
+/** Loads `load()` now, again whenever `keys` change, and every `everyMs` if given. */
+function useData<T>(load: () => Promise<T>, keys: readonly unknown[], everyMs?: number): { data?: T; error?: string; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string }>({});
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    const run = () =>
+      load().then(
+        (data) => live && setState({ data }),
+        (error: unknown) => live && setState((s) => ({ ...s, error: error instanceof Error ? error.message : String(error) })),
+      );
+    void run();
+    const timer = everyMs ? setInterval(run, everyMs) : undefined;
+    return () => {
+      live = false;
+      if (timer) clearInterval(timer);
+    };
+  }, [...keys, tick]);
+  return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
+}
+
+// ---------------------------------------------------------------- formatting
+
+function duration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '–';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+/** A quantile read off qless's buckets is the bucket's upper bound. */
+const atMost = (ms: number) => (Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
+
+const time = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'));
+
+function ageClass(ageSeconds: number | undefined, slaSeconds: number): string {
+  if (ageSeconds === undefined) return 'unknown';
+  if (ageSeconds < slaSeconds / 2) return 'ok';
+  return ageSeconds < slaSeconds ? 'warn' : 'late';
+}
+
+function pretty(json: string | undefined): string {
+  if (json === undefined) return '';
+  try {
+    return JSON.stringify(JSON.parse(json), null, 2);
+  } catch {
+    return json;
+  }
+}
+
+// ---------------------------------------------------------------- pieces
+
+function Problem({ error }: { error?: string | undefined }) {
+  return error ? (
+    <p class="problem" role="alert">
+      {error}
+    </p>
+  ) : null;
+}
+
+interface Pending {
+  readonly question: string;
+  readonly action: () => Promise<string>;
+}
+
+/** Every action asks first, in the page (no browser dialog), then says what happened. */
+function useConfirm(): { ask: (p: Pending) => void; view: ComponentChildren } {
+  const [pending, setPending] = useState<Pending | undefined>();
+  const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | undefined>();
+  const [busy, setBusy] = useState(false);
+  const view = (
+    <>
+      {outcome && (
+        <p class={outcome.ok ? 'done' : 'problem'} role="status" data-testid="action-outcome">
+          {outcome.text}
+        </p>
+      )}
+      {pending && (
+        <div class="confirm" role="dialog" aria-label="confirm">
+          <p>{pending.question}</p>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy}
+            onClick={async () => {
+              setBusy(true);
+              try {
+                setOutcome({ ok: true, text: await pending.action() });
+              } catch (error) {
+                setOutcome({ ok: false, text: error instanceof Error ? error.message : String(error) });
+              } finally {
+                setBusy(false);
+                setPending(undefined);
+              }
+            }}
+          >
+            Confirm
+          </button>
+          <button type="button" onClick={() => setPending(undefined)}>
+            Cancel
+          </button>
+        </div>
+      )}
+    </>
+  );
+  return {
+    ask: (p) => {
+      setOutcome(undefined);
+      setPending(p);
+    },
+    view,
+  };
+}
+
+function ActionButton({ label, onClick }: { label: string; onClick: () => void }) {
+  return (
+    <button type="button" class="action" disabled={readOnlyPage} title={readOnlyPage ? 'read-only dashboard' : undefined} onClick={onClick}>
+      {label}
+    </button>
+  );
+}
+
+// ---------------------------------------------------------------- pages
+
+function Overview({ meta, version }: { meta: Meta; version: string }) {
+  const { data: status, error, reload } = useData(() => get<Status>('/api/status', { version }), [version], REFRESH_MS);
+  const confirm = useConfirm();
+  if (!status) return <Problem error={error ?? 'loading…'} />;
+  const byName = new Map(meta.queues.map((q) => [q.name, q]));
+  return (
+    <section>
+      <h2>
+        Version {status.version} <span class={status.drained ? 'badge ok' : 'badge'}>{status.drained ? 'drained' : 'has work'}</span>
+      </h2>
+      <Problem error={error} />
+      <table class="grid" data-testid="queues">
+        <thead>
+          <tr>
+            <th>queue</th>
+            <th>priority</th>
+            <th>visible</th>
+            <th>in flight</th>
+            <th>delayed</th>
+            <th>DLQ</th>
+            <th>oldest / SLA</th>
+            <th>succeeded today</th>
+            <th>archived today</th>
+            <th>wait p50</th>
+            <th>wait p99</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {status.queues.map((q) => {
+            const archived = Object.values(q.today?.archived ?? {}).reduce((n, v) => n + (v ?? 0), 0);
+            return (
+              <tr key={q.queue} data-queue={q.queue}>
+                <td>
+                  <a href={href('queue', q.queue)}>{q.queue}</a>
+                </td>
+                <td class="num">{q.priority}</td>
+                <td class="num" data-field="visible">
+                  {q.depth.visible}
+                </td>
+                <td class="num" data-field="inFlight">
+                  {q.depth.inFlight}
+                </td>
+                <td class="num">{q.depth.delayed}</td>
+                <td class="num" data-field="dlq">
+                  {q.deadLetter}
+                </td>
+                <td class={`age ${ageClass(q.oldestAgeSeconds, q.slaSeconds)}`}>
+                  {q.oldestAgeSeconds === undefined ? 'n/a' : duration(q.oldestAgeSeconds * 1000)} / {duration(q.slaSeconds * 1000)}
+                </td>
+                <td class="num" data-field="succeeded">
+                  {q.today?.counters.succeeded ?? 0}
+                </td>
+                <td class="num">{archived}</td>
+                <td class="num">{atMost(q.waitP50Ms)}</td>
+                <td class="num">{atMost(q.waitP99Ms)}</td>
+                <td>
+                  {q.deadLetter > 0 && (
+                    <ActionButton
+                      label="Redrive DLQ"
+                      onClick={() =>
+                        confirm.ask({
+                          question: `Move ${q.deadLetter} message(s) from ${q.queue}'s dead-letter queue back to ${q.queue}?`,
+                          action: async () => {
+                            const [r] = await post<Array<{ messages: number; status?: string }>>('/api/dlq/redrive', {
+                              version,
+                              queue: q.queue,
+                            });
+                            reload();
+                            return `redrive of ${q.queue}: ${r?.messages ?? 0} message(s), ${r?.status ?? 'nothing to move'}`;
+                          },
+                        })
+                      }
+                    />
+                  )}
+                  {byName.get(q.queue)?.tracking !== 'full' && <span class="note">tracking {byName.get(q.queue)?.tracking}</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {confirm.view}
+      <p>
+        Archive: <a href={href('archive')}>{status.archive} message(s)</a>
+        {status.localDispatchers ? (
+          <>
+            {' · '}taskworker dev (pid {status.localDispatchers.pid}):{' '}
+            <span data-testid="dispatchers-alive">{status.localDispatchers.alive}</span> function container(s) alive
+            {status.localDispatchers.died > 0 ? `, ${status.localDispatchers.died} died and were replaced` : ''}
+          </>
+        ) : (
+          ' · AWS: invocations are on the CloudWatch dashboard of this version'
+        )}
+      </p>
+      <p class="note">
+        Refreshes every {REFRESH_MS / 1000} s · day {status.day} (UTC) · oldest-message age comes from CloudWatch (AWS only)
+      </p>
+    </section>
+  );
+}
+
+function QueuePage({ meta, version, name }: { meta: Meta; version: string; name: string }) {
+  const isTask = name.startsWith('task:');
+  const params = isTask ? { task: name.slice(5) } : { queue: name };
+  const { data: days, error } = useData(
+    () => get<QueueDayStats[]>('/api/history', { version, days: 14, ...params }),
+    [version, name],
+    10_000,
+  );
+  if (!days) return <Problem error={error ?? 'loading…'} />;
+  const today = days.at(-1);
+  const reasons = meta.reasons.filter((r) => days.some((d) => ((d.archived as Record<string, number | undefined>)[r] ?? 0) > 0));
+  const counters = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'deferred', 'scheduled'] as const;
+  const total = (k: string) => days.reduce((n, d) => n + ((d.counters as Record<string, number | undefined>)[k] ?? 0), 0);
+  const period = { wait: mergeDurations(days.map((d) => d.wait)), run: mergeDurations(days.map((d) => d.run)) };
+  return (
+    <section>
+      <h2>
+        {isTask ? 'Task' : 'Queue'} {isTask ? name.slice(5) : name}
+      </h2>
+      <Problem error={error} />
+      {days.length === 0 ? (
+        <p>No activity recorded in the last 14 days.</p>
+      ) : (
+        <>
+          <div class="charts">
+            <HistogramChart title={`today (${today?.day})`} wait={today?.wait ?? period.wait} run={today?.run ?? period.run} />
+            <HistogramChart title="last 14 days" wait={period.wait} run={period.run} />
+            <TrendChart days={days} />
+            <OutcomeChart days={days} reasons={reasons} />
+          </div>
+          <table class="grid">
+            <thead>
+              <tr>
+                <th>last 14 days</th>
+                {counters.map((c) => (
+                  <th key={c}>{c}</th>
+                ))}
+                <th>wait p50</th>
+                <th>wait p99</th>
+                <th>run p50</th>
+                <th>run p99</th>
+              </tr>
+            </thead>
+            <tbody>
+              <tr>
+                <td>total</td>
+                {counters.map((c) => (
+                  <td class="num" key={c}>
+                    {total(c)}
+                  </td>
+                ))}
+                <td class="num">{atMost(bucketQuantile(period.wait, 0.5))}</td>
+                <td class="num">{atMost(bucketQuantile(period.wait, 0.99))}</td>
+                <td class="num">{atMost(bucketQuantile(period.run, 0.5))}</td>
+                <td class="num">{atMost(bucketQuantile(period.run, 0.99))}</td>
+              </tr>
+            </tbody>
+          </table>
+          <h3>Archived by reason</h3>
+          <ul>
+            {reasons.length === 0 ? <li>none</li> : null}
+            {reasons.map((r) => (
+              <li key={r}>
+                <a href={href('archive', undefined, { reason: r, ...(isTask ? { task: name.slice(5) } : {}) })}>{r}</a>:{' '}
+                {days.reduce((n, d) => n + ((d.archived as Record<string, number | undefined>)[r] ?? 0), 0)}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+      {!isTask && (
+        <p>
+          Tasks of this queue:{' '}
+          {meta.tasks
+            .filter((t) => t.queue === name)
+            .map((t) => (
+              <a key={t.name} class="chip" href={href('queue', `task:${t.name}`)}>
+                {t.name}
+              </a>
+            ))}
+        </p>
+      )}
+    </section>
+  );
+}
+
+function JobsPageView({ meta, version, params }: { meta: Meta; version: string; params: URLSearchParams }) {
+  const state = params.get('state') ?? 'archived';
+  const queue = params.get('queue') ?? '';
+  const task = params.get('task') ?? '';
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const { data: page, error } = useData(
+    () => get<JobsPage>('/api/jobs', { version, state, queue, task, limit: 25, cursor }),
+    [version, state, queue, task, cursor],
+    REFRESH_MS * 2,
+  );
+  const [find, setFind] = useState('');
+  const go = (patch: Record<string, string>) => {
+    setCursors([]);
+    location.hash = href('jobs', undefined, { state, queue, task, ...patch });
+  };
+  return (
+    <section>
+      <h2>Jobs</h2>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (find.trim()) location.hash = href('job', find.trim());
+        }}
+      >
+        <label>
+          Find by id <input name="job-id" value={find} onInput={(e) => setFind((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit">Open</button>
+      </form>
+      <div class="filters">
+        <label>
+          state{' '}
+          <select name="state" value={state} onChange={(e) => go({ state: (e.target as HTMLSelectElement).value })}>
+            {meta.states.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          queue{' '}
+          <select name="queue" value={queue} onChange={(e) => go({ queue: (e.target as HTMLSelectElement).value })}>
+            <option value="">all</option>
+            {meta.queues.map((q) => (
+              <option key={q.name}>{q.name}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          task{' '}
+          <select name="task" value={task} onChange={(e) => go({ task: (e.target as HTMLSelectElement).value })}>
+            <option value="">all</option>
+            {meta.tasks.map((t) => (
+              <option key={t.name}>{t.name}</option>
+            ))}
+          </select>
+        </label>
+        {['retrying', 'archived', 'scheduled', 'cancelled'].includes(state) ? null : (
+          <span class="note">{state}: found by scanning the jobs table (retrying, archived, scheduled and cancelled use an index)</span>
+        )}
+      </div>
+      <Problem error={error} />
+      {page && (
+        <>
+          <table class="grid" data-testid="jobs">
+            <thead>
+              <tr>
+                <th>job</th>
+                <th>task</th>
+                <th>queue</th>
+                <th>state</th>
+                <th>attempt</th>
+                <th>reason</th>
+                <th>updated</th>
+                <th>due</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.jobs.map((j) => (
+                <tr key={j.jobId}>
+                  <td>
+                    <a href={href('job', j.jobId)}>{j.jobId}</a>
+                  </td>
+                  <td>{j.task}</td>
+                  <td>{j.queue}</td>
+                  <td>{j.state}</td>
+                  <td class="num">{j.attempt}</td>
+                  <td>{j.reason ?? ''}</td>
+                  <td>{time(j.updatedAt)}</td>
+                  <td>{j.runAt !== undefined ? time(j.runAt) : ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {page.jobs.length === 0 && <p>No {state} jobs.</p>}
+          <p>
+            {cursors.length > 0 && (
+              <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
+                Newer
+              </button>
+            )}
+            {page.next && (
+              <button type="button" onClick={() => setCursors([...cursors, page.next as string])}>
+                Older
+              </button>
+            )}
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+function JobPage({ version, id }: { version: string; id: string }) {
+  const { data, error, reload } = useData(
+    () => get<JobView>(`/api/jobs/${encodeURIComponent(id)}`, { version }),
+    [version, id],
+    REFRESH_MS,
+  );
+  const confirm = useConfirm();
+  if (!data) return <Problem error={error ?? 'loading…'} />;
+  const job: JobRecord = data.job;
+  let envelope: { payload?: unknown; appData?: unknown } | undefined;
+  try {
+    envelope = data.archived ? (JSON.parse(data.archived.body) as typeof envelope) : undefined;
+  } catch {
+    envelope = undefined;
+  }
+  return (
+    <section>
+      <h2>
+        Job <span data-testid="job-id">{job.jobId}</span> <span class={`badge state-${job.state}`}>{job.state}</span>
+      </h2>
+      <Problem error={error} />
+      <dl class="fields">
+        <dt>task</dt>
+        <dd>{job.task}</dd>
+        <dt>queue</dt>
+        <dd>
+          <a href={href('queue', job.queue)}>{job.queue}</a>
+        </dd>
+        <dt>attempts</dt>
+        <dd>{job.attempt}</dd>
+        {job.reason && (
+          <>
+            <dt>reason</dt>
+            <dd>{job.reason}</dd>
+          </>
+        )}
+        <dt>published</dt>
+        <dd>{time(job.publishedAt)}</dd>
+        {job.runAt !== undefined && (
+          <>
+            <dt>due</dt>
+            <dd>{time(job.runAt)}</dd>
+          </>
+        )}
+        <dt>first started</dt>
+        <dd>{time(job.firstStartedAt)}</dd>
+        <dt>finished</dt>
+        <dd>{time(job.finishedAt)}</dd>
+        {job.envelopeId && (
+          <>
+            <dt>id it carried</dt>
+            <dd>{job.envelopeId}</dd>
+          </>
+        )}
+      </dl>
+      {job.state === 'scheduled' && (
+        <ActionButton
+          label="Cancel job"
+          onClick={() =>
+            confirm.ask({
+              question: `Cancel job ${job.jobId}? It will not run.`,
+              action: async () => {
+                const r = await post<{ outcome: string; state?: string }>(`/api/jobs/${encodeURIComponent(job.jobId)}/cancel`, { version });
+                reload();
+                return r.outcome === 'cancelled' ? 'cancelled' : `not cancelled: ${r.outcome}${r.state ? ` (${r.state})` : ''}`;
+              },
+            })
+          }
+        />
+      )}
+      {confirm.view}
+      <h3>Payload</h3>
+      {envelope ? (
+        <pre data-testid="payload">{JSON.stringify(envelope.payload, null, 2)}</pre>
+      ) : (
+        <p class="note">
+          The jobs table keeps a digest of the payload, not the payload: it is shown for archived jobs (from the archive message).
+        </p>
+      )}
+      {envelope?.appData !== undefined && (
+        <>
+          <h3>appData</h3>
+          <pre>{JSON.stringify(envelope.appData, null, 2)}</pre>
+        </>
+      )}
+      {job.result !== undefined && (
+        <>
+          <h3>Result</h3>
+          <pre data-testid="result">{pretty(job.result)}</pre>
+        </>
+      )}
+      {job.lastError && (
+        <>
+          <h3>Error</h3>
+          <pre class="error" data-testid="error">
+            {job.lastError.type}: {job.lastError.message}
+            {job.lastError.stack ? `\n\n${job.lastError.stack}` : ''}
+          </pre>
+        </>
+      )}
+      <h3>History</h3>
+      <ol class="timeline">
+        {job.history.map((h, i) => (
+          <li key={i}>
+            <time>{time(h.when)}</time> <strong>{h.what}</strong>
+            {h.attempt !== undefined ? ` · attempt ${h.attempt}` : ''}
+            {h.worker ? ` · ${h.worker}` : ''}
+            {h.detail ? ` · ${h.detail}` : ''}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+function ArchivePage({ meta, version, params }: { meta: Meta; version: string; params: URLSearchParams }) {
+  const reason = params.get('reason') ?? '';
+  const task = params.get('task') ?? '';
+  const {
+    data: messages,
+    error,
+    reload,
+  } = useData(() => get<ArchivedMessage[]>('/api/archive', { version, reason, task, limit: 100 }), [version, reason, task]);
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const confirm = useConfirm();
+  const replayed = (r: ReplayResult) => {
+    setSelected(new Set());
+    reload();
+    return `replayed ${r.replayed} message(s) to their queues (attempts reset)${r.skipped.length ? `; skipped ${r.skipped.map((s) => `${s.messageId}: ${s.why}`).join('; ')}` : ''}`;
+  };
+  const go = (patch: Record<string, string>) => {
+    location.hash = href('archive', undefined, { reason, task, ...patch });
+  };
+  return (
+    <section>
+      <h2>Archive</h2>
+      <div class="filters">
+        <label>
+          reason{' '}
+          <select name="reason" value={reason} onChange={(e) => go({ reason: (e.target as HTMLSelectElement).value })}>
+            <option value="">all</option>
+            {meta.reasons.map((r) => (
+              <option key={r}>{r}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          task{' '}
+          <select name="task" value={task} onChange={(e) => go({ task: (e.target as HTMLSelectElement).value })}>
+            <option value="">all</option>
+            {meta.tasks.map((t) => (
+              <option key={t.name}>{t.name}</option>
+            ))}
+          </select>
+        </label>
+        <ActionButton
+          label={`Replay selected (${selected.size})`}
+          onClick={() =>
+            selected.size > 0 &&
+            confirm.ask({
+              question: `Replay ${selected.size} selected message(s) to their queues, attempts reset?`,
+              action: async () => replayed(await post<ReplayResult>('/api/archive/replay', { version, messageIds: [...selected] })),
+            })
+          }
+        />
+        <ActionButton
+          label="Replay all matching…"
+          onClick={async () => {
+            const { count, capped } = await get<{ count: number; capped: boolean }>('/api/archive/count', { version, reason, task });
+            confirm.ask({
+              question: `Replay ${capped ? 'at least ' : ''}${count} archived message(s)${reason ? ` with reason ${reason}` : ''}${task ? ` of task ${task}` : ''}?`,
+              action: async () => replayed(await post<ReplayResult>('/api/archive/replay', { version, reason, task, limit: count })),
+            });
+          }}
+        />
+      </div>
+      {confirm.view}
+      <Problem error={error} />
+      {messages && (
+        <table class="grid" data-testid="archive">
+          <thead>
+            <tr>
+              <th />
+              <th>reason</th>
+              <th>task</th>
+              <th>job</th>
+              <th>queue</th>
+              <th>attempts</th>
+              <th>archived</th>
+              <th>error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {messages.map((m) => (
+              <tr key={m.messageId} data-message={m.messageId}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`select ${m.messageId}`}
+                    checked={selected.has(m.messageId)}
+                    onChange={(e) => {
+                      const next = new Set(selected);
+                      if ((e.target as HTMLInputElement).checked) next.add(m.messageId);
+                      else next.delete(m.messageId);
+                      setSelected(next);
+                    }}
+                  />
+                </td>
+                <td>{m.record?.reason ?? 'no record'}</td>
+                <td>{m.record?.task ?? ''}</td>
+                <td>{m.record?.jobId ? <a href={href('job', m.record.jobId)}>{m.record.jobId}</a> : ''}</td>
+                <td>{m.record?.queue ?? ''}</td>
+                <td class="num">{m.record?.attempts ?? ''}</td>
+                <td>{time(m.record?.archivedAt)}</td>
+                <td class="detail">
+                  {m.record?.errorType ? `${m.record.errorType}: ` : ''}
+                  {m.record?.detail ?? ''}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {messages && messages.length === 0 && <p>The archive has no message{reason || task ? ' matching' : ''}.</p>}
+    </section>
+  );
+}
+
+function PublishPage({ meta, version }: { meta: Meta; version: string }) {
+  const [task, setTask] = useState(meta.tasks[0]?.name ?? '');
+  const [payload, setPayload] = useState('{}');
+  const [delay, setDelay] = useState('0');
+  const [problem, setProblem] = useState<string | undefined>();
+  const confirm = useConfirm();
+  const chosen = meta.tasks.find((t) => t.name === task);
+  return (
+    <section>
+      <h2>Publish a task</h2>
+      <form
+        class="publish"
+        onSubmit={(e) => {
+          e.preventDefault();
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(payload);
+          } catch (error) {
+            setProblem(`payload is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+            return;
+          }
+          const seconds = Number(delay);
+          if (!Number.isInteger(seconds) || seconds < 0) {
+            setProblem(`delay ${delay}: expected whole seconds`);
+            return;
+          }
+          setProblem(undefined);
+          confirm.ask({
+            question: `Publish ${task} to ${chosen?.queue ?? '?'} in version ${version}${seconds > 0 ? `, ${seconds} s from now` : ''}?`,
+            action: async () => {
+              const r = await post<{ jobId: string; queue: string }>('/api/publish', {
+                version,
+                task,
+                payload: parsed,
+                delaySeconds: seconds,
+              });
+              return `published job ${r.jobId} to ${r.queue}`;
+            },
+          });
+        }}
+      >
+        <label>
+          task{' '}
+          <select name="task" value={task} onChange={(e) => setTask((e.target as HTMLSelectElement).value)}>
+            {meta.tasks.map((t) => (
+              <option key={t.name}>{t.name}</option>
+            ))}
+          </select>
+        </label>
+        {chosen && (
+          <p class="note">
+            queue {chosen.queue} · retries {chosen.maxRetries} ·{' '}
+            {chosen.validates ? 'payload checked by the task’s validate' : 'no validate'}
+          </p>
+        )}
+        <label>
+          payload (JSON)
+          <textarea name="payload" rows={8} value={payload} onInput={(e) => setPayload((e.target as HTMLTextAreaElement).value)} />
+        </label>
+        <label>
+          delay (seconds) <input name="delay" value={delay} onInput={(e) => setDelay((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={readOnlyPage}>
+          Publish…
+        </button>
+      </form>
+      <Problem error={problem} />
+      {confirm.view}
+    </section>
+  );
+}
+
+// ---------------------------------------------------------------- shell
+
+function App() {
+  const route = useRoute();
+  const [version, setVersion] = useState<string | undefined>(new URLSearchParams(location.search).get('version') ?? undefined);
+  const { data: meta, error } = useData(() => get<Meta>('/api/meta', { version }), [version]);
+  if (!meta) return <Problem error={error ?? 'loading…'} />;
+  const v = meta.version;
+  let page: ComponentChildren;
+  switch (route.page) {
+    case 'queue':
+      page = <QueuePage meta={meta} version={v} name={route.arg} />;
+      break;
+    case 'jobs':
+      page = <JobsPageView meta={meta} version={v} params={route.params} />;
+      break;
+    case 'job':
+      page = <JobPage version={v} id={route.arg} />;
+      break;
+    case 'archive':
+      page = <ArchivePage meta={meta} version={v} params={route.params} />;
+      break;
+    case 'publish':
+      page = <PublishPage meta={meta} version={v} />;
+      break;
+    default:
+      page = <Overview meta={meta} version={v} />;
+  }
+  const nav = [
+    ['', 'Overview'],
+    ['jobs', 'Jobs'],
+    ['archive', 'Archive'],
+    ['publish', 'Publish'],
+  ] as const;
+  return (
+    <>
+      <header>
+        <h1>taskworker · {meta.app}</h1>
+        <nav>
+          {nav.map(([p, label]) => (
+            <a key={p} href={href(p)} class={route.page === p ? 'current' : ''}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <label class="version">
+          version{' '}
+          <select
+            name="version"
+            value={v}
+            onChange={(e) => {
+              const next = (e.target as HTMLSelectElement).value;
+              history.replaceState(null, '', `?version=${encodeURIComponent(next)}${location.hash}`);
+              setVersion(next);
+            }}
+          >
+            {meta.versions.map((name) => (
+              <option key={name}>{name}</option>
+            ))}
+          </select>
+        </label>
+        {meta.readOnly && <span class="badge">read-only</span>}
+        <span class="badge">{meta.local ? 'local (taskworker dev)' : 'AWS'}</span>
+      </header>
+      <main>{page}</main>
+    </>
+  );
+}
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);
