@@ -8,12 +8,14 @@ import { quantile } from '../lib/tracking/histogram';
 import { utcDay } from '../lib/tracking/stats';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
+import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from './ui/serve';
 
-export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep]
+export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep] [--ui [--port P]]
   The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a
   mixed workload over three priorities, shows progress, prints a summary, two job records and
   the stats histograms, and exits 0 once every job has succeeded or been archived. With --keep
-  the system stays up afterwards for \`taskworker jobs show\`, \`stats\`, \`archive\` in another shell.`;
+  the system stays up afterwards for \`taskworker jobs show\`, \`stats\`, \`archive\` in another shell.
+  With --ui (npm start -- --ui) the web dashboard watches the run too, and stays up afterwards.`;
 
 /** The mixed workload: steady work on every queue plus one of each kind of trouble. */
 function workload(): PublishItem[] {
@@ -44,6 +46,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
       dispatchers: { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      ui: { type: 'boolean', default: false },
+      port: { type: 'string' },
     },
     strict: true,
   });
@@ -68,7 +72,18 @@ export async function demoCommand(argv: string[]): Promise<number> {
       }
     },
   });
+  let ui: RunningUi | undefined;
   try {
+    if (values.ui) {
+      ui = await serveUi({
+        ...(await localStackUi(stack)),
+        readOnly: false,
+        assetsDir: packagedAssetsDir(),
+        port: integerOption('--port', values.port, 8470, 0, 65535),
+        log: (line) => process.stderr.write(`ui: ${line}\n`),
+      });
+      process.stdout.write(`taskworker demo: the dashboard is at ${ui.url} (open it now to watch the run)\n`);
+    }
     const items = workload();
     const expected: Record<string, number> = {};
     for (const item of items) {
@@ -112,10 +127,10 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
     await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
-    if (values.keep) {
+    if (values.keep || ui) {
       announceLocalStack(stack, configFile);
       process.stdout.write(
-        '\nstill running (--keep): try `npx taskworker status`, `jobs list --state archived`, `stats`, `archive list` in another shell; Ctrl-C to stop.\n',
+        `\nstill running (${ui ? `dashboard at ${ui.url}` : '--keep'}): try \`npx taskworker status\`, \`jobs list --state archived\`, \`stats\`, \`archive list\` in another shell; Ctrl-C to stop.\n`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -125,6 +140,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     }
     return 0;
   } finally {
+    await ui?.close();
     await stack.stop();
   }
 }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
+import type { LocalStack } from '../../lib/local/dev';
+import { operatorContext } from '../../lib/operating/operator';
 import { createUiApp, type UiOptions } from './server';
 
 export interface ServeUiOptions extends Omit<UiOptions, 'token' | 'tokenForReads' | 'acceptsHost'> {
@@ -52,5 +54,21 @@ export async function serveUi(options: ServeUiOptions): Promise<RunningUi> {
     port,
     token,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The dashboard's view of a local stack running in this process (the demo, the browser tests). */
+export async function localStackUi(
+  stack: LocalStack,
+): Promise<Omit<UiOptions, 'token' | 'tokenForReads' | 'acceptsHost' | 'readOnly' | 'log'>> {
+  const config = stack.bundle.config;
+  const ctx = await operatorContext({ config, version: stack.version, sqs: { client: stack.sqs }, dynamo: { client: stack.dynamo } });
+  return {
+    app: config.app,
+    defaultVersion: stack.version,
+    versions: async () => [stack.version],
+    contextFor: async () => ctx,
+    tasks: async () => stack.bundle.tasks,
+    dispatchers: () => ({ pid: process.pid, alive: stack.alive(), died: stack.deaths() }),
   };
 }

@@ -366,6 +366,31 @@ describe('taskworker dev with the team’s own tasks', () => {
     );
   });
 
+  it('serves the dashboard from the installed package, with no build step: page, prebuilt bundle and the status of its dev', async () => {
+    const ui = spawn(join(consumer, 'node_modules', '.bin', 'taskworker'), ['ui', '--port', '0'], {
+      cwd: consumer,
+      env: userEnv({}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    ui.stdout?.on('data', (chunk) => {
+      out += String(chunk);
+    });
+    try {
+      await eventually('the dashboard to listen', () => /http:\/\/127\.0\.0\.1:\d+\//.test(out), 60_000);
+      const url = out.match(/http:\/\/127\.0\.0\.1:\d+\//)?.[0] as string;
+      expect(await (await fetch(url)).text()).toContain('<script type="module" src="/assets/app.js">');
+      const bundle = await fetch(`${url}assets/app.js`);
+      expect(bundle.headers.get('content-type')).toContain('text/javascript');
+      expect((await bundle.text()).length).toBeGreaterThan(10_000);
+      const status = (await (await fetch(`${url}api/status`)).json()) as { queues: Array<{ queue: string }> };
+      expect(status.queues.map((q) => q.queue)).toContain('media');
+    } finally {
+      ui.kill('SIGINT');
+      await new Promise((resolve) => ui.once('exit', resolve));
+    }
+  });
+
   it('parks a job published an hour ahead, shows it scheduled with its due time, and cancels it', async () => {
     const later = JSON.parse(
       sh(consumer, 'npx', [

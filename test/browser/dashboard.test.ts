@@ -1,0 +1,232 @@
+/**
+ * The dashboard in a real browser: Chromium (Debian's `chromium`, driven by playwright-core)
+ * against `taskworker ui`'s server over a running local stack (emulators, dispatcher processes,
+ * the fixture app in test/fixtures/dashboard). What the page shows is checked against the tables
+ * and queues. TASKWORKER_SCREENSHOTS=docs/screenshots writes the README's screenshots.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { localStackUi, type RunningUi, serveUi } from '../../cli/ui/serve';
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { OperatorContext } from '../../lib/operating/operator';
+import { utcDay } from '../../lib/tracking/stats';
+
+const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const XSS = '<img src=x onerror=alert(1)>';
+
+let stack: LocalStack;
+let ctx: OperatorContext;
+let ui: RunningUi;
+let readOnlyUi: RunningUi;
+let browser: Browser;
+let page: Page;
+let scratch: string;
+let shots: string;
+const dialogs: string[] = [];
+const pageErrors: string[] = [];
+
+async function until<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 45_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The little of the DOM the page function below touches (this project compiles without the DOM
+ * library). Waiting is done by polling locators: the page's CSP forbids the eval that Playwright's
+ * waitForFunction relies on.
+ */
+type InPage = {
+  document: { querySelector(selector: string): { textContent: string | null; getAttribute(name: string): string | null } | null };
+};
+const jobState = async (id: string) => (await ctx.jobs.get(id))?.state;
+
+async function shoot(name: string): Promise<void> {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'taskworker-ui-'));
+  shots = process.env.TASKWORKER_SCREENSHOTS ? resolve(process.env.TASKWORKER_SCREENSHOTS) : join(scratch, 'shots');
+  mkdirSync(shots, { recursive: true });
+  const assetsDir = join(scratch, 'assets');
+  await (require('../../scripts/ui-page.cjs') as { buildUiPage: (dir: string) => Promise<void> }).buildUiPage(assetsDir);
+  stack = await startLocalStack({
+    configFile: CONFIG,
+    version: 'ui',
+    dispatchers: 2,
+    invocationSeconds: 8,
+    logLevel: 'ERROR',
+    onOutput: () => {},
+  });
+  const common = { ...(await localStackUi(stack)), assetsDir, port: 0, log: () => {} };
+  ctx = await common.contextFor(stack.version);
+  ui = await serveUi({ ...common, readOnly: false });
+  readOnlyUi = await serveUi({ ...common, readOnly: true });
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await ui?.close();
+  await readOnlyUi?.close();
+  await stack?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}, 60_000);
+
+describe('taskworker ui in Chromium, against a running local stack', () => {
+  it('the overview lists every queue and its counts follow the work as it runs', async () => {
+    await page.goto(ui.url);
+    await page.locator('tr[data-queue="fast"]').waitFor();
+    expect(await page.locator('tr[data-queue]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-queue')))).toEqual([
+      'fast',
+      'slow',
+    ]);
+    const succeeded = page.locator('tr[data-queue="fast"] [data-field="succeeded"]');
+    const before = Number(await succeeded.textContent());
+    await stack.publisher.publishBatch(Array.from({ length: 30 }, (_, i) => ({ task: 'greet' as const, payload: { name: `n${i}` } })));
+    // The page refreshes itself (no reload) until it shows what the stats table says.
+    const today = utcDay(Date.now());
+    const counted = await until(async () => {
+      const n = (await ctx.stats.get('fast', today))?.counters.succeeded ?? 0;
+      return n >= before + 30 ? n : undefined;
+    }, 'the stats table to count 30 more successes');
+    await until(async () => (await succeeded.textContent()) === String(counted), `the page to show ${counted} successes`, 20_000);
+    expect(Number(await page.locator('[data-testid="dispatchers-alive"]').textContent())).toBe(stack.alive());
+    await shoot('overview');
+  });
+
+  it('opens a job by id: its state, result and history from the jobs table', async () => {
+    await stack.publisher.publish('greet', { name: 'Ada' }, { id: 'hello-ui' });
+    await until(async () => (await jobState('hello-ui')) === 'succeeded', 'hello-ui to succeed');
+    await page.goto(`${ui.url}#/jobs?state=succeeded`);
+    await page.fill('input[name="job-id"]', 'hello-ui');
+    await page.click('button[type="submit"]');
+    await page.locator('[data-testid="result"]').waitFor();
+    expect(await page.locator('[data-testid="job-id"]').textContent()).toBe('hello-ui');
+    expect(await page.locator('h2 .badge').textContent()).toBe('succeeded');
+    expect(JSON.parse((await page.locator('[data-testid="result"]').textContent()) ?? '')).toEqual({ hello: 'Ada' });
+    expect(await page.locator('ol.timeline li').count()).toBe((await ctx.jobs.get('hello-ui'))?.history.length);
+    await shoot('job');
+  });
+
+  it('renders a hostile payload and error as text, never as HTML', async () => {
+    const flag = join(scratch, 'ledger-is-up');
+    await stack.publisher.publish('ledger', { flag, note: XSS }, { id: 'xss-1' });
+    await until(async () => (await jobState('xss-1')) === 'archived', 'xss-1 to be archived');
+    await page.goto(`${ui.url}#/archive`);
+    const row = page.locator('tr', { has: page.locator('a', { hasText: 'xss-1' }) });
+    await row.waitFor();
+    expect(await row.locator('td.detail').textContent()).toBe(`Error: ledger is down; could not post ${XSS}`);
+    await page.goto(`${ui.url}#/job/xss-1`);
+    await page.locator('[data-testid="payload"]').waitFor();
+    expect(JSON.parse((await page.locator('[data-testid="payload"]').textContent()) ?? '')).toEqual({ flag, note: XSS });
+    expect(await page.locator('[data-testid="error"]').textContent()).toContain(XSS);
+    expect(await page.locator('main img').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+  });
+
+  it('replays an archived message once the fault is fixed, and the job succeeds', async () => {
+    writeFileSync(join(scratch, 'ledger-is-up'), 'yes');
+    await page.goto(`${ui.url}#/archive?reason=exhausted`);
+    const row = page.locator('tr', { has: page.locator('a', { hasText: 'xss-1' }) });
+    await row.waitFor();
+    await shoot('archive');
+    await row.locator('input[type="checkbox"]').check();
+    await page.click('button:has-text("Replay selected (1)")');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await page.locator('[data-testid="action-outcome"]').waitFor();
+    expect(await page.locator('[data-testid="action-outcome"]').textContent()).toContain('replayed 1 message(s)');
+    await until(async () => (await jobState('xss-1')) === 'succeeded', 'the replayed job to succeed');
+    expect((await ctx.jobs.get('xss-1'))?.result).toBe(JSON.stringify({ posted: XSS }));
+    await page.goto(`${ui.url}#/job/xss-1`);
+    await until(async () => (await page.locator('h2 .badge').textContent()) === 'succeeded', 'the job page to say succeeded');
+  });
+
+  it("the publish form refuses a payload the task's validate refuses, and publishes a good one", async () => {
+    await page.goto(`${ui.url}#/publish`);
+    await page.selectOption('select[name="task"]', 'send-email');
+    await page.fill('textarea[name="payload"]', '{"to": "nobody"}');
+    await page.click('button:has-text("Publish…")');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await page.locator('[data-testid="action-outcome"]').waitFor();
+    expect(await page.locator('[data-testid="action-outcome"]').textContent()).toBe(
+      `payload refused by send-email's validate: to must be an email address, got "nobody"`,
+    );
+    await page.fill('textarea[name="payload"]', '{"to": "ada@example.com"}');
+    await page.click('button:has-text("Publish…")');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    const text = await until(async () => {
+      const shown = (await page.locator('[data-testid="action-outcome"]').textContent()) ?? '';
+      return shown.startsWith('published job ') ? shown : undefined;
+    }, 'the publish outcome');
+    const jobId = text.split(' ')[2] as string;
+    await until(async () => (await jobState(jobId)) === 'succeeded', 'the published job to succeed');
+    expect((await ctx.jobs.get(jobId))?.result).toBe(JSON.stringify({ sentTo: 'ada@example.com' }));
+    await shoot('publish');
+  });
+
+  it('the queue page draws its histograms and trends with the charting library', async () => {
+    await page.goto(`${ui.url}#/queue/fast`);
+    await page.locator('canvas').first().waitFor();
+    expect(await page.locator('canvas').count()).toBe(4);
+    const drawn = await page
+      .locator('canvas')
+      .first()
+      .evaluate((c) => (c as unknown as { width: number }).width > 0);
+    expect(drawn).toBe(true);
+    await shoot('queue');
+  });
+
+  it('read-only: actions are disabled in the page and refused by the server, nothing changes', async () => {
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/archive`);
+    await ro.locator('header .badge', { hasText: 'read-only' }).waitFor();
+    expect(await ro.locator('button.action').first().isDisabled()).toBe(true);
+    const depth = await ctx.queues.depth(ctx.urls.queues.fast as string);
+    // What a script of the page itself could do, token and all.
+    const answer = await ro.evaluate(async () => {
+      const token =
+        (globalThis as unknown as InPage).document.querySelector('meta[name="taskworker-token"]')?.getAttribute('content') ?? '';
+      const r = await fetch('/api/publish', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-taskworker-token': token },
+        body: JSON.stringify({ task: 'greet', payload: { name: 'x' } }),
+      });
+      return { status: r.status, body: (await r.json()) as { error: string } };
+    });
+    expect(answer.status).toBe(403);
+    expect(answer.body.error).toContain('read-only');
+    expect(await ctx.queues.depth(ctx.urls.queues.fast as string)).toEqual(depth);
+    await ro.close();
+  });
+
+  it('the page raised no error and opened no dialog', () => {
+    expect(pageErrors).toEqual([]);
+    expect(dialogs).toEqual([]);
+  });
+});
