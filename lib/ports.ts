@@ -119,6 +119,12 @@ export interface DoorbellSwitch {
 /** Age in seconds of the oldest message per queue resource name, where the platform measures it. */
 export type OldestAge = (queueResourceNames: readonly string[]) => Promise<Record<string, number | undefined>>;
 
+/** A deployed function's invocations, errors and peak concurrency over the last `minutes` (CloudWatch). */
+export type RecentInvocations = (
+  functionName: string,
+  minutes: number,
+) => Promise<{ functionName: string; minutes: number; invocations: number; errors: number; maxConcurrent: number }>;
+
 /** Structured log lines; Powertools Logger fits this shape. */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

@@ -17,6 +17,9 @@ export interface Meta {
 export interface Status extends VersionStatus {
   readonly now: number;
   readonly localDispatchers?: { pid: number; alive: number; died: number };
+  readonly invocations?:
+    | { functionName: string; minutes: number; invocations: number; errors: number; maxConcurrent: number; unavailable?: never }
+    | { unavailable: string };
 }
 
 export interface JobView {

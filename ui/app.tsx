@@ -235,7 +235,9 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                 <td class="num" data-field="succeeded">
                   {q.today?.counters.succeeded ?? 0}
                 </td>
-                <td class="num">{archived}</td>
+                <td class="num" data-field="archived">
+                  {archived}
+                </td>
                 <td class="num">{atMost(q.waitP50Ms)}</td>
                 <td class="num">{atMost(q.waitP99Ms)}</td>
                 <td>
@@ -273,8 +275,14 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
             <span data-testid="dispatchers-alive">{status.localDispatchers.alive}</span> function container(s) alive
             {status.localDispatchers.died > 0 ? `, ${status.localDispatchers.died} died and were replaced` : ''}
           </>
+        ) : status.invocations?.unavailable === undefined && status.invocations ? (
+          <>
+            {' · '}
+            {status.invocations.functionName}: {status.invocations.invocations} invocation(s), {status.invocations.errors} error(s), at most{' '}
+            {status.invocations.maxConcurrent} at once in the last {status.invocations.minutes} min (CloudWatch)
+          </>
         ) : (
-          ' · AWS: invocations are on the CloudWatch dashboard of this version'
+          ` · recent invocations: ${status.invocations?.unavailable ?? 'no CloudWatch here'}`
         )}
       </p>
       <p class="note">

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { cloudWatchOldestAge } from '../../lib/adapters/cloudwatch';
+import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../../lib/adapters/cloudwatch';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { resolveConfig } from '../../lib/config';
 import { deployedVersions, operatorContext } from '../../lib/operating/operator';
@@ -35,6 +35,7 @@ export async function uiCommand(argv: string[]): Promise<void> {
   const configFile = findConfigFile(values.config ?? local?.configFile);
   const config = resolveConfig(await loadConfigModule(configFile));
   const oldestAge = cloudWatchOldestAge();
+  const recent = local ? undefined : cloudWatchRecentInvocations();
   const sqs = new SqsQueueClient();
   let tasks: Promise<readonly TaskDefinition[]> | undefined;
   const port = integerOption('--port', values.port, 8470, 0, 65535);
@@ -59,6 +60,8 @@ export async function uiCommand(argv: string[]): Promise<void> {
           },
         }
       : {}),
+    // The stack's default function name; a construct given another name shows none.
+    ...(recent ? { invocations: (v: string) => recent(`${config.app}-${v}-dispatcher`, 60) } : {}),
     assetsDir: packagedAssetsDir(),
     port,
     ...(values.host ? { host: values.host } : {}),

@@ -54,6 +54,8 @@ export interface UiOptions {
   /** When set, the Host header must pass it (loopback binds: stops DNS rebinding). */
   readonly acceptsHost?: (host: string) => boolean;
   readonly dispatchers?: () => LocalDispatchers | undefined;
+  /** On AWS: the dispatcher function's recent invocations (CloudWatch), by version. */
+  readonly invocations?: (version: string) => Promise<unknown>;
   /** Directory of the prebuilt page (app.js, app.css); `/assets/*` is 404 without it. */
   readonly assetsDir?: string;
   /** Where each action is logged (one line). */
@@ -76,6 +78,8 @@ const ASSETS: Readonly<Record<string, string>> = {
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
 };
+
+const describeError = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 function sameToken(given: string | undefined, token: string): boolean {
   if (given === undefined) return false;
@@ -255,7 +259,16 @@ export function createUiApp(options: UiOptions): Hono {
     const ctx = await context(c.req.query('version'));
     const status = await versionStatus(ctx);
     const dispatchers = options.dispatchers?.();
-    return c.json({ ...status, now: ctx.clock.now(), ...(dispatchers ? { localDispatchers: dispatchers } : {}) });
+    // CloudWatch is an extra: a refusal (no permission) leaves the overview working without it.
+    const invocations = options.invocations
+      ? await options.invocations(ctx.version).catch((error: unknown) => ({ unavailable: describeError(error) }))
+      : undefined;
+    return c.json({
+      ...status,
+      now: ctx.clock.now(),
+      ...(dispatchers ? { localDispatchers: dispatchers } : {}),
+      ...(invocations ? { invocations } : {}),
+    });
   });
 
   app.get('/api/history', async (c) => {

@@ -108,14 +108,25 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     ]);
     const succeeded = page.locator('tr[data-queue="fast"] [data-field="succeeded"]');
     const before = Number(await succeeded.textContent());
-    await stack.publisher.publishBatch(Array.from({ length: 30 }, (_, i) => ({ task: 'greet' as const, payload: { name: `n${i}` } })));
+    // A mixed workload: greetings on the fast queue, emails beside them, and a ledger that is down.
+    await stack.publisher.publishBatch([
+      ...Array.from({ length: 30 }, (_, i) => ({ task: 'greet', payload: { name: `n${i}` } })),
+      ...Array.from({ length: 3 }, (_, i) => ({ task: 'send-email', payload: { to: `u${i}@example.com` } })),
+      ...Array.from({ length: 4 }, (_, i) => ({ task: 'ledger', payload: { flag: join(scratch, 'never'), note: `entry ${i}` } })),
+    ]);
     // The page refreshes itself (no reload) until it shows what the stats table says.
     const today = utcDay(Date.now());
     const counted = await until(async () => {
       const n = (await ctx.stats.get('fast', today))?.counters.succeeded ?? 0;
-      return n >= before + 30 ? n : undefined;
-    }, 'the stats table to count 30 more successes');
+      return n >= before + 33 ? n : undefined;
+    }, 'the stats table to count 33 more successes');
     await until(async () => (await succeeded.textContent()) === String(counted), `the page to show ${counted} successes`, 20_000);
+    const archived = await until(async () => {
+      const day = await ctx.stats.get('slow', today);
+      return (day?.archived.exhausted ?? 0) >= 4 ? day?.archived.exhausted : undefined;
+    }, 'the ledger entries to be archived');
+    const archivedCell = page.locator('tr[data-queue="slow"] [data-field="archived"]');
+    await until(async () => (await archivedCell.textContent()) === String(archived), `the page to show ${archived} archived`, 20_000);
     expect(Number(await page.locator('[data-testid="dispatchers-alive"]').textContent())).toBe(stack.alive());
     await shoot('overview');
   });

@@ -1,4 +1,5 @@
 import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
+import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import type { OperatorContext } from '../../lib/operating/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
@@ -108,6 +109,35 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect(status.queues.find((q) => q.queue === 'urgent')?.depth.visible).toBe(2);
     expect(status.drained).toBe(false);
     expect(status.archive).toBe(0);
+  });
+
+  it("status on AWS: the dispatcher's recent invocations from CloudWatch, and the overview still answers when CloudWatch refuses", async () => {
+    const seen: string[] = [];
+    const fine = dashboard({
+      invocations: async (version) => {
+        seen.push(version);
+        return recentInvocationsOf(`test-${version}-dispatcher`, 60, [
+          { Id: 'inv', Values: [3, 4] },
+          { Id: 'conc', Values: [1, 2] },
+        ]);
+      },
+    });
+    expect((await json(await fine.get('/api/status'))).invocations).toEqual({
+      functionName: 'test-v1-dispatcher',
+      minutes: 60,
+      invocations: 7,
+      errors: 0,
+      maxConcurrent: 2,
+    });
+    expect(seen).toEqual(['v1']);
+    const refused = dashboard({
+      invocations: async () => {
+        throw Object.assign(new Error('not authorized to perform cloudwatch:GetMetricData'), { name: 'AccessDenied' });
+      },
+    });
+    const response = await refused.get('/api/status');
+    expect(response.status).toBe(200);
+    expect((await json(response)).invocations).toEqual({ unavailable: 'AccessDenied: not authorized to perform cloudwatch:GetMetricData' });
   });
 
   it('meta: the versions, queues and tasks, and whether each task validates', async () => {
