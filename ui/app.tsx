@@ -172,6 +172,21 @@ function useConfirm(): { ask: (p: Pending) => void; view: ComponentChildren } {
   };
 }
 
+/** A labelled select; `all` adds an empty choice meaning "any". */
+function Choice(props: { name: string; value: string; options: readonly string[]; all?: boolean; onChange: (value: string) => void }) {
+  return (
+    <label>
+      {props.name}{' '}
+      <select name={props.name} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+        {props.all && <option value="">all</option>}
+        {props.options.map((o) => (
+          <option key={o}>{o}</option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 function ActionButton({ label, onClick }: { label: string; onClick: () => void }) {
   return (
     <button type="button" class="action" disabled={readOnlyPage} title={readOnlyPage ? 'read-only dashboard' : undefined} onClick={onClick}>
@@ -410,32 +425,9 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
         <button type="submit">Open</button>
       </form>
       <div class="filters">
-        <label>
-          state{' '}
-          <select name="state" value={state} onChange={(e) => go({ state: (e.target as HTMLSelectElement).value })}>
-            {meta.states.map((s) => (
-              <option key={s}>{s}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          queue{' '}
-          <select name="queue" value={queue} onChange={(e) => go({ queue: (e.target as HTMLSelectElement).value })}>
-            <option value="">all</option>
-            {meta.queues.map((q) => (
-              <option key={q.name}>{q.name}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          task{' '}
-          <select name="task" value={task} onChange={(e) => go({ task: (e.target as HTMLSelectElement).value })}>
-            <option value="">all</option>
-            {meta.tasks.map((t) => (
-              <option key={t.name}>{t.name}</option>
-            ))}
-          </select>
-        </label>
+        <Choice name="state" value={state} options={meta.states} onChange={(v) => go({ state: v })} />
+        <Choice name="queue" value={queue} options={meta.queues.map((q) => q.name)} all onChange={(v) => go({ queue: v })} />
+        <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} all onChange={(v) => go({ task: v })} />
         {['retrying', 'archived', 'scheduled', 'cancelled'].includes(state) ? null : (
           <span class="note">{state}: found by scanning the jobs table (retrying, archived, scheduled and cancelled use an index)</span>
         )}
@@ -629,24 +621,8 @@ function ArchivePage({ meta, version, params }: { meta: Meta; version: string; p
     <section>
       <h2>Archive</h2>
       <div class="filters">
-        <label>
-          reason{' '}
-          <select name="reason" value={reason} onChange={(e) => go({ reason: (e.target as HTMLSelectElement).value })}>
-            <option value="">all</option>
-            {meta.reasons.map((r) => (
-              <option key={r}>{r}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          task{' '}
-          <select name="task" value={task} onChange={(e) => go({ task: (e.target as HTMLSelectElement).value })}>
-            <option value="">all</option>
-            {meta.tasks.map((t) => (
-              <option key={t.name}>{t.name}</option>
-            ))}
-          </select>
-        </label>
+        <Choice name="reason" value={reason} options={meta.reasons} all onChange={(v) => go({ reason: v })} />
+        <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} all onChange={(v) => go({ task: v })} />
         <ActionButton
           label={`Replay selected (${selected.size})`}
           onClick={() =>
@@ -761,14 +737,7 @@ function PublishPage({ meta, version }: { meta: Meta; version: string }) {
           });
         }}
       >
-        <label>
-          task{' '}
-          <select name="task" value={task} onChange={(e) => setTask((e.target as HTMLSelectElement).value)}>
-            {meta.tasks.map((t) => (
-              <option key={t.name}>{t.name}</option>
-            ))}
-          </select>
-        </label>
+        <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} onChange={setTask} />
         {chosen && (
           <p class="note">
             queue {chosen.queue} · retries {chosen.maxRetries} ·{' '}

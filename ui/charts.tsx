@@ -107,6 +107,12 @@ export function HistogramChart({ title, wait, run }: { title: string; wait: Dura
 }
 
 export function TrendChart({ days }: { days: readonly QueueDayStats[] }) {
+  const line = (label: string, color: string, of: (d: QueueDayStats) => DurationStats, q: number) => ({
+    label,
+    data: days.map((d) => seconds(bucketQuantile(of(d), q))),
+    borderColor: color,
+    backgroundColor: color,
+  });
   return (
     <ChartCanvas
       label="wait and run time by day"
@@ -115,24 +121,9 @@ export function TrendChart({ days }: { days: readonly QueueDayStats[] }) {
         data: {
           labels: days.map((d) => d.day),
           datasets: [
-            {
-              label: 'wait p50 (s)',
-              data: days.map((d) => seconds(bucketQuantile(d.wait, 0.5))),
-              borderColor: '#4e79a7',
-              backgroundColor: '#4e79a7',
-            },
-            {
-              label: 'wait p99 (s)',
-              data: days.map((d) => seconds(bucketQuantile(d.wait, 0.99))),
-              borderColor: '#76b7b2',
-              backgroundColor: '#76b7b2',
-            },
-            {
-              label: 'run p99 (s)',
-              data: days.map((d) => seconds(bucketQuantile(d.run, 0.99))),
-              borderColor: '#f28e2b',
-              backgroundColor: '#f28e2b',
-            },
+            line('wait p50 (s)', '#4e79a7', (d) => d.wait, 0.5),
+            line('wait p99 (s)', '#76b7b2', (d) => d.wait, 0.99),
+            line('run p99 (s)', '#f28e2b', (d) => d.run, 0.99),
           ],
         },
         options: { ...common, scales: { y: { beginAtZero: true, title: { display: true, text: 'seconds (bucket upper bound)' } } } },
