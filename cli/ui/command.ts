@@ -7,7 +7,7 @@ import { loadConfigModule } from '../../lib/tasks/build';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { loadTaskDefinitions } from '../publish';
 import { devStateByEndpoint, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from '../shared';
-import { packagedAssetsDir, serveUi } from './serve';
+import { cachedFor, packagedAssetsDir, serveUi } from './serve';
 
 export const UI_USAGE = `taskworker ui [--port P] [--version V] [--read-only] [--host H] [--config FILE]
   A web dashboard for one release version (pick another in the page): queues, charts, jobs,
@@ -34,8 +34,10 @@ export async function uiCommand(argv: string[]): Promise<void> {
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
   const configFile = findConfigFile(values.config ?? local?.configFile);
   const config = resolveConfig(await loadConfigModule(configFile));
-  const oldestAge = cloudWatchOldestAge();
-  const recent = local ? undefined : cloudWatchRecentInvocations();
+  const cloudWatchAge = cloudWatchOldestAge();
+  const oldestAge = cloudWatchAge && cachedFor(60_000, cloudWatchAge);
+  const cloudWatchRecent = local ? undefined : cloudWatchRecentInvocations();
+  const recent = cloudWatchRecent && cachedFor(60_000, cloudWatchRecent);
   const sqs = new SqsQueueClient();
   let tasks: Promise<readonly TaskDefinition[]> | undefined;
   const port = integerOption('--port', values.port, 8470, 0, 65535);

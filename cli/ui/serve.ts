@@ -72,3 +72,25 @@ export async function localStackUi(
     dispatchers: () => ({ pid: process.pid, alive: stack.alive(), died: stack.deaths() }),
   };
 }
+
+/**
+ * Calls `fn` at most once per `ms` for the same arguments (a failure is not kept). CloudWatch
+ * answers at one-minute resolution and bills per metric asked: an overview refreshing every 3 s
+ * asks it once a minute.
+ */
+export function cachedFor<A extends readonly unknown[], R>(
+  ms: number,
+  fn: (...args: A) => Promise<R>,
+  now: () => number = Date.now,
+): (...args: A) => Promise<R> {
+  const kept = new Map<string, { at: number; value: Promise<R> }>();
+  return (...args) => {
+    const key = JSON.stringify(args);
+    const hit = kept.get(key);
+    if (hit && now() - hit.at < ms) return hit.value;
+    const value = fn(...args);
+    kept.set(key, { at: now(), value });
+    value.catch(() => kept.delete(key));
+    return value;
+  };
+}

@@ -1,3 +1,4 @@
+import { cachedFor } from '../../cli/ui/serve';
 import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
@@ -319,5 +320,31 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       expect(response.status).toBe(400);
       expect((await json(response)).error).toContain(named);
     });
+  });
+
+  it('asks CloudWatch at most once a minute for the same metrics, and again after a failure', async () => {
+    let clock = 0;
+    const asked: string[] = [];
+    let fail = false;
+    const ask = cachedFor(
+      60_000,
+      async (name: string) => {
+        asked.push(name);
+        if (fail) throw new Error('throttled');
+        return name.length;
+      },
+      () => clock,
+    );
+    await ask('a');
+    clock += 3_000;
+    await ask('a');
+    await ask('b');
+    expect(asked).toEqual(['a', 'b']);
+    clock += 60_000;
+    fail = true;
+    await expect(ask('a')).rejects.toThrow('throttled');
+    fail = false;
+    expect(await ask('a')).toBe(1);
+    expect(asked).toEqual(['a', 'b', 'a', 'a']);
   });
 });
