@@ -485,11 +485,7 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
 }
 
 function JobPage({ version, id }: { version: string; id: string }) {
-  const { data, error, reload } = useData(
-    () => get<JobView>(`/api/jobs/${encodeURIComponent(id)}`, { version }),
-    [version, id],
-    REFRESH_MS,
-  );
+  const { data, error, reload } = useData(() => get<JobView>('/api/job', { version, id }), [version, id], REFRESH_MS);
   const confirm = useConfirm();
   if (!data) return <Problem error={error ?? 'loading…'} />;
   const job: JobRecord = data.job;
@@ -546,7 +542,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
             confirm.ask({
               question: `Cancel job ${job.jobId}? It will not run.`,
               action: async () => {
-                const r = await post<{ outcome: string; state?: string }>(`/api/jobs/${encodeURIComponent(job.jobId)}/cancel`, { version });
+                const r = await post<{ outcome: string; state?: string }>('/api/job/cancel', { version, id: job.jobId });
                 reload();
                 return r.outcome === 'cancelled' ? 'cancelled' : `not cancelled: ${r.outcome}${r.state ? ` (${r.state})` : ''}`;
               },

@@ -296,9 +296,11 @@ export function createUiApp(options: UiOptions): Hono {
     );
   });
 
-  app.get('/api/jobs/:id', async (c) => {
+  // The job id travels as a query or body field, not a path segment: ids may hold `/`, `?`, `#`, `%`.
+  app.get('/api/job', async (c) => {
     const ctx = await context(c.req.query('version'));
-    const id = c.req.param('id');
+    const id = c.req.query('id');
+    if (!id) throw new RequestError('id: required');
     const job = await ctx.jobs.get(id);
     if (!job)
       throw new RequestError(
@@ -344,10 +346,11 @@ export function createUiApp(options: UiOptions): Hono {
     return c.json(results);
   });
 
-  app.post('/api/jobs/:id/cancel', async (c) => {
+  app.post('/api/job/cancel', async (c) => {
     const input = await body(c);
     const ctx = await context(stringParam('version', input.version));
-    const id = c.req.param('id');
+    const id = stringParam('id', input.id);
+    if (!id) throw new RequestError('id: required');
     const result = await ctx.jobs.cancel(id, ctx.clock.now());
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
     return c.json(result);

@@ -177,13 +177,22 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const payload = { note: '<img src=x onerror=alert(1)>' };
     await d.w.send('routine', encodeEnvelope({ task: 'broken', payload, id: 'job-x' }));
     await d.w.run();
-    const view = await json<{ job: JobRecord; archived: { body: string; record: { reason: string } } }>(await d.get('/api/jobs/job-x'));
+    const view = await json<{ job: JobRecord; archived: { body: string; record: { reason: string } } }>(await d.get('/api/job?id=job-x'));
     expect(view.job).toMatchObject({ state: 'archived', reason: 'exhausted' });
     expect(view.job.lastError?.message).toContain('<img src=x onerror=alert(1)>');
     expect(JSON.parse(view.archived.body).payload).toEqual(payload);
     // Looking did not take the message out of the archive.
     expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
-    expect((await d.get('/api/jobs/nope')).status).toBe(404);
+    expect((await d.get('/api/job?id=nope')).status).toBe(404);
+  });
+
+  it('finds a job whose id holds URL syntax (/ ? & # %), as the page encodes it', async () => {
+    const d = dashboard();
+    const id = 'orders/42?retry=1&x=#a%2Fb';
+    await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: 1, id }));
+    await d.w.run();
+    const view = await json<{ job: JobRecord }>(await d.get(`/api/job?id=${encodeURIComponent(id)}`));
+    expect(view.job.jobId).toBe(id);
   });
 
   it('replays one selected archived message: back in its queue, attempts reset, the others left in the archive; the action is logged', async () => {
@@ -217,9 +226,9 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       now: d.w.clock.now(),
     });
     expect(parked.outcome).toBe('parked');
-    expect(await json(await d.post('/api/jobs/later/cancel', { version: 'v1' }))).toMatchObject({ outcome: 'cancelled' });
+    expect(await json(await d.post('/api/job/cancel', { version: 'v1', id: 'later' }))).toMatchObject({ outcome: 'cancelled' });
     expect(await d.w.jobs.get('later')).toMatchObject({ state: 'cancelled' });
-    expect(await json(await d.post('/api/jobs/later/cancel', { version: 'v1' }))).toMatchObject({ outcome: 'not-scheduled' });
+    expect(await json(await d.post('/api/job/cancel', { version: 'v1', id: 'later' }))).toMatchObject({ outcome: 'not-scheduled' });
   });
 
   it("publishes through the library, refusing a payload the task's validate refuses (naming it) before anything is sent", async () => {
@@ -265,7 +274,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         ['/api/publish', { version: 'v1', task: 'ok', payload: 1 }],
         ['/api/archive/replay', { version: 'v1' }],
         ['/api/dlq/redrive', { version: 'v1' }],
-        ['/api/jobs/r/cancel', { version: 'v1' }],
+        ['/api/job/cancel', { version: 'v1', id: 'r' }],
       ] as const) {
         const response = await d.post(path, body);
         expect(response.status).toBe(403);
