@@ -40,12 +40,16 @@ export async function uiCommand(argv: string[]): Promise<void> {
   const recent = cloudWatchRecent && cachedFor(60_000, cloudWatchRecent);
   const sqs = new SqsQueueClient();
   let tasks: Promise<readonly TaskDefinition[]> | undefined;
+  const contextFor = (v: string) => operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}) });
+  // The version shown first must exist: a missing region, credentials or version is one line now, not a page of errors.
+  const first = contextFor(version);
+  await first;
   const port = integerOption('--port', values.port, 8470, 0, 65535);
   const ui = await serveUi({
     app: config.app,
     defaultVersion: version,
     versions: async () => (local ? [local.version] : deployedVersions(sqs, config.app)),
-    contextFor: (v) => operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}) }),
+    contextFor: (v) => (v === version ? first : contextFor(v)),
     tasks: () => {
       tasks ??= loadTaskDefinitions(configFile).catch((error: unknown) => {
         tasks = undefined;

@@ -24,6 +24,7 @@ import { MAX_SCHEDULE_SECONDS } from '../../lib/scheduling/due';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { JOB_STATES, type JobState } from '../../lib/tracking/model';
 import { taskStatsKey } from '../../lib/tracking/stats';
+import { explainAwsError } from '../shared';
 
 /** The header a state-changing request carries the per-process token in. */
 export const TOKEN_HEADER = 'x-taskworker-token';
@@ -218,8 +219,10 @@ export function createUiApp(options: UiOptions): Hono {
     if (error instanceof VersionNotFoundError) return c.json({ error: error.message }, 404);
     if (error instanceof BadCursorError || error instanceof TaskworkerError)
       return c.json({ error: `${error.name}: ${error.message}` }, 400);
-    options.log(`error: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-    return c.json({ error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }, 500);
+    // The AWS failures an operator meets first, in the CLI's plain words (no region, no credentials, …).
+    const text = explainAwsError(error) ?? describeError(error);
+    options.log(`error: ${text}`);
+    return c.json({ error: text }, 500);
   });
 
   app.get('/', (c) => c.html(pageHtml(options)));
