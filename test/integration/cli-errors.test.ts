@@ -50,6 +50,18 @@ describe('CLI errors are one readable line', () => {
     expect(oneLine(result.err)).toBe(true);
   });
 
+  it.each([
+    ['no region', {}, /^taskworker: no AWS region: set AWS_REGION/],
+    ['no credentials', { AWS_REGION: 'eu-west-1' }, /^taskworker: no AWS credentials found/],
+  ])('taskworker ui with %s: one line at start, nothing served', async (_, extra, said) => {
+    noAws(extra);
+    const result = await cli('ui', '--version', 'v1', '--port', '0', '--config', FIXTURE_CONFIG);
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(said);
+    expect(oneLine(result.err)).toBe(true);
+    expect(result.out).toBe('');
+  });
+
   it('a port already in use, and no build left behind', async () => {
     const busy: Server = createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));

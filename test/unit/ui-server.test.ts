@@ -1,4 +1,5 @@
-import { cachedFor } from '../../cli/ui/serve';
+import { createServer, type Server } from 'node:net';
+import { cachedFor, serveUi } from '../../cli/ui/serve';
 import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
@@ -355,5 +356,28 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     fail = false;
     expect(await ask('a')).toBe(1);
     expect(asked).toEqual(['a', 'b', 'a', 'a']);
+  });
+
+  it('serving on a port already taken rejects with EADDRINUSE (the command turns it into one line naming --port)', async () => {
+    const busy: Server = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const d = dashboard();
+      await expect(
+        serveUi({
+          app: 'test',
+          defaultVersion: 'v1',
+          versions: async () => ['v1'],
+          contextFor: async () => d.ctx,
+          tasks: async () => [],
+          readOnly: false,
+          port,
+          log: () => {},
+        }),
+      ).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      busy.close();
+    }
   });
 });
