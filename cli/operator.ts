@@ -52,11 +52,21 @@ function parse(argv: string[]) {
   return parseArgs({ args: argv, options: common, allowPositionals: true, strict: true });
 }
 
-async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
+/**
+ * What an operator command (or the dashboard) works on: the running `taskworker dev` it talks to,
+ * if any, the version (`--version`, else that dev's) and the config (`--config`, else that dev's or
+ * the one here).
+ */
+export async function operatorTarget(values: { readonly version?: string | undefined; readonly config?: string | undefined }) {
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
-  const config = resolveConfig(await loadConfigModule(findConfigFile(values.config ?? local?.configFile)));
+  const configFile = findConfigFile(values.config ?? local?.configFile);
+  return { local, version, configFile, config: resolveConfig(await loadConfigModule(configFile)) };
+}
+
+async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
+  const { local, version, config } = await operatorTarget(values);
   const oldestAge = cloudWatchOldestAge();
   return { ...(await operatorContext({ config, version, ...(oldestAge ? { oldestAge } : {}) })), local };
 }

@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../../lib/adapters/cloudwatch';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { resolveConfig } from '../../lib/config';
 import { deployedVersions, operatorContext } from '../../lib/operating/operator';
-import { loadConfigModule } from '../../lib/tasks/build';
 import type { TaskDefinition } from '../../lib/tasks/task';
+import { operatorTarget } from '../operator';
 import { loadTaskDefinitions } from '../publish';
-import { devStateByEndpoint, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from '../shared';
+import { devStateByEndpoint, integerOption, UsageError } from '../shared';
 import { cachedFor, packagedAssetsDir, serveUi } from './serve';
 
 export const UI_USAGE = `taskworker ui [--port P] [--version V] [--read-only] [--host H] [--config FILE]
@@ -29,11 +28,7 @@ export async function uiCommand(argv: string[]): Promise<void> {
     strict: true,
   });
   if (positionals.length > 0) throw new UsageError(`unexpected ${JSON.stringify(positionals[0])}\n${UI_USAGE}`);
-  const local = useLocalEndpointsIfRunning();
-  const version = values.version ?? local?.version;
-  if (!version) throw new UsageError('--version is required (no taskworker dev is running here or above, nor at AWS_ENDPOINT_URL_SQS)');
-  const configFile = findConfigFile(values.config ?? local?.configFile);
-  const config = resolveConfig(await loadConfigModule(configFile));
+  const { local, version, configFile, config } = await operatorTarget(values);
   const cloudWatchAge = cloudWatchOldestAge();
   const oldestAge = cloudWatchAge && cachedFor(60_000, cloudWatchAge);
   const cloudWatchRecent = local ? undefined : cloudWatchRecentInvocations();

@@ -44,14 +44,6 @@ export class BatchState {
   }
 }
 
-/**
- * Settles a batch, one call per outcome list, in an order that never loses a message: archive
- * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
- * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
- * delete and one visibility change. A message whose archive send failed is not deleted; one whose
- * completion was rejected (stale token) is left to the newer attempt; one whose record write
- * failed is left to come back.
- */
 export interface SettleOptions {
   /**
    * The messages came from Lambda's SQS trigger, which deletes every message its invocation does
@@ -61,6 +53,14 @@ export interface SettleOptions {
   readonly triggerDeletes?: boolean;
 }
 
+/**
+ * Settles a batch, one call per outcome list, in an order that never loses a message: archive
+ * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
+ * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
+ * delete and one visibility change. A message whose archive send failed is not deleted; one whose
+ * completion was rejected (stale token) is left to the newer attempt; one whose record write
+ * failed is left to come back.
+ */
 export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: BatchState, options: SettleOptions = {}): Promise<number> {
   const url = deps.urls.queues[queue.name] as string;
   let retries = 0;
@@ -134,11 +134,10 @@ export async function settle(deps: DispatcherDeps, queue: QueueConfig, state: Ba
   return retries;
 }
 
-/** One atomic ADD per queue per batch. A failure costs accuracy of the stats, never a job. */
 /**
  * Adds a settled batch to the stats: its queue's day, and the day of each registered task in it
  * (`task:<name>`; a name a message made up is counted under its queue only). Coalesced by the
- * runtime's StatsBuffer into one `ADD` per key per flush.
+ * runtime's StatsBuffer into one `ADD` per key per flush. A failure costs accuracy of the stats, never a job.
  */
 export async function recordStats(deps: DispatcherDeps, report: BatchReport): Promise<void> {
   const stats = deps.tracking?.stats;
@@ -147,7 +146,9 @@ export async function recordStats(deps: DispatcherDeps, report: BatchReport): Pr
   const byTask = new Map<string, JobReport[]>();
   for (const job of report.jobs) {
     if (job.task === undefined || !deps.registry.has(job.task) || job.reason === 'malformed' || job.reason === 'unknown-task') continue;
-    byTask.set(job.task, [...(byTask.get(job.task) ?? []), job]);
+    const jobs = byTask.get(job.task);
+    if (jobs) jobs.push(job);
+    else byTask.set(job.task, [job]);
   }
   const deltas = [
     statsOfBatch(report, now),
