@@ -18,7 +18,7 @@ import type {
 import { decodeEnvelope, pinEnvelope } from '../publishing/envelope';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../tracking/model';
-import { payloadDigest } from '../tracking/rules';
+import { INDEXED_STATES, payloadDigest } from '../tracking/rules';
 import { bucketQuantile, utcDay } from '../tracking/stats';
 
 function decodedOrUndefined(message: ReceivedMessage) {
@@ -384,6 +384,7 @@ async function moveMessages(ctx: OperatorContext, fromUrl: string, toUrl: string
 
 /** The release versions deployed where `lister` looks (account and region): those with an archive queue. */
 export async function deployedVersions(lister: QueueLister, app: string): Promise<string[]> {
+  // The archive queue's name without app and version: what follows `<app>-<version>`.
   const suffix = archiveQueueName('', '').slice(1);
   const names = await lister.namesWithPrefix(`${app}-`);
   return names
@@ -414,6 +415,11 @@ export interface JobsPage {
   readonly jobs: readonly JobRecord[];
   /** Where the next page starts; absent on the last page. */
   readonly next?: string;
+  /**
+   * The state has no index: the jobs are the first a table scan found (sorted, but not the newest
+   * of the table), and there are no further pages.
+   */
+  readonly scanned?: boolean;
 }
 
 /** What a page cursor carries: the oldest update time shown, and the jobs shown with exactly that time. */
@@ -443,9 +449,19 @@ function readCursor(cursor: string): PageMark {
 /**
  * One page of jobs in a state, newest update first. A page ends at an update time and the next
  * starts at that same time minus the jobs already shown, so jobs updated in the same millisecond
- * are neither skipped nor shown twice.
+ * are neither skipped nor shown twice. States without an index (queued, running, succeeded) give
+ * one page of what a scan found first ({@link JobsPage.scanned}).
  */
 export async function listJobsPage(ctx: OperatorContext, q: JobsPageQuery): Promise<JobsPage> {
+  if (!INDEXED_STATES.includes(q.state)) {
+    const jobs = await ctx.jobs.list({
+      state: q.state,
+      queues: q.queues,
+      ...(q.task !== undefined ? { task: q.task } : {}),
+      limit: q.limit,
+    });
+    return { jobs, scanned: true };
+  }
   const mark = q.cursor === undefined ? undefined : readCursor(q.cursor);
   const shown = new Set(mark?.ids ?? []);
   const found = await ctx.jobs.list({

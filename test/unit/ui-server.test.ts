@@ -173,6 +173,16 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect(seen.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `job-${i}`));
   });
 
+  it('a state without an index is one page of what a scan found, marked so, with no cursor', async () => {
+    const d = dashboard();
+    for (let i = 0; i < 4; i++) await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: i, id: `s-${i}` }));
+    await d.w.run();
+    const page = await json<{ jobs: JobRecord[]; next?: string; scanned?: boolean }>(await d.get('/api/jobs?state=succeeded&limit=2'));
+    expect(page.jobs).toHaveLength(2);
+    expect(page.scanned).toBe(true);
+    expect(page.next).toBeUndefined();
+  });
+
   it('a job page carries the archived message of an archived job (its payload), as data', async () => {
     const d = dashboard();
     const payload = { note: '<img src=x onerror=alert(1)>' };
