@@ -305,7 +305,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         return;
       }
       const afterMs = restarts.next(Date.now() - startedAt);
-      options.onDispatcherExit?.({ dispatcher: index, code, signal, held, replacement: { dispatcher: dispatchers.length, afterMs } });
+      // Replacements already waiting take the numbers before this one: they start first (unless a
+      // dispatcher that lived a minute reset the backoff meanwhile; then only the message is off).
+      const replacement = { dispatcher: dispatchers.length + pendingRestarts.size, afterMs };
+      options.onDispatcherExit?.({ dispatcher: index, code, signal, held, replacement });
       const timer = setTimeout(() => {
         pendingRestarts.delete(timer);
         startDispatcher({ ...more, fn });

@@ -76,6 +76,22 @@ describe('taskworker dev (local runtime)', () => {
     await eventually('a task on a replacement dispatcher', () => readJournal(journal).length === 1);
   });
 
+  it('dispatchers killed together are each replaced, and each exit names the replacement that did start', async () => {
+    const exits: DispatcherExit[] = [];
+    const started: number[] = [];
+    stack = await startLocalStack({
+      configFile: FIXTURE_CONFIG,
+      dispatchers: 3,
+      onDispatcherExit: (exit) => exits.push(exit),
+      onDispatcherStart: (index) => started.push(index),
+    });
+    const local = stack;
+    await eventually('three dispatchers', () => local.alive() === 3);
+    for (const child of [...local.dispatchers]) child.kill('SIGKILL');
+    await eventually('three replacements', () => local.alive() === 3 && started.length === 6, 30_000);
+    expect(exits.map((e) => e.replacement?.dispatcher).sort()).toEqual(started.slice(3).sort());
+  });
+
   it('tracked: archives a message that kills its dispatcher every time, once its attempts are spent', async () => {
     const { local, exits } = await healingStack();
     const queues = new SqsQueueClient({ client: local.sqs });
