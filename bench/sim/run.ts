@@ -18,7 +18,7 @@ import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
 import { Simulation } from './engine';
-import { type LatencyModel, SimSqs } from './sqs';
+import { type LatencyModel, SimSqs, type SqsModel } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
 
 export interface FleetSpec {
@@ -62,6 +62,7 @@ export interface QueueFigures {
   readonly started: number;
   /** Wait (publish → start), seconds; a task still waiting at the end counts with its age then. */
   readonly p50: number;
+  readonly p90: number;
   readonly p99: number;
   readonly max: number;
   /** Share of counted tasks that waited longer than the queue's SLA. */
@@ -109,6 +110,13 @@ export interface RunOptions {
   readonly queues?: readonly SimQueueSpec[];
   /** Tuning of the SLA-aware selector (its defaults otherwise). */
   readonly slaAware?: SlaAwareOptions;
+  /**
+   * Arrivals from this seed in every run, whatever its seed: the seeds then vary only the
+   * dispatchers' draws and SQS's latencies (a real run's other randomness). @defaultValue each run's seed
+   */
+  readonly arrivalSeed?: number;
+  /** How the simulated SQS answers receives: SQS's way unless told otherwise ({@link FAUXQS_MODEL}). */
+  readonly sqsModel?: SqsModel;
 }
 
 /** Task run times and publish times ride in the payload; the executor sleeps the run time on the simulation clock. */
@@ -194,6 +202,7 @@ export async function runSimulation(options: RunOptions): Promise<RunFigures> {
       published: all.length,
       started: runs.reduce((n, r) => n + (r.held.get(spec.name)?.length ?? 0), 0),
       p50: round(quantile(all, 0.5) / 1000),
+      p90: round(quantile(all, 0.9) / 1000),
       p99: round(quantile(all, 0.99) / 1000),
       max: round((all[all.length - 1] ?? 0) / 1000),
       overSla: round(all.length > 0 ? over / all.length : 0, 4),
@@ -235,13 +244,21 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   const end = start + workload.minutes * 60_000;
   const countFrom = start + workload.warmupMinutes * 60_000;
   const config = simConfig(specs, selector, fleet);
-  const sqs = new SimSqs({ clock: sim, random: seededRandom(seed * 7 + 1), ...(options.latency ? { latency: options.latency } : {}) });
+  const sqs = new SimSqs({
+    clock: sim,
+    random: seededRandom(seed * 7 + 1),
+    ...(options.latency ? { latency: options.latency } : {}),
+    ...options.sqsModel,
+  });
   const capacityPerSecond = (fleet.dispatchers * fleet.concurrency) / meanTaskSeconds(specs);
   const urls: QueueUrls = {
     queues: Object.fromEntries(
       specs.map((q, i) => [
         q.name,
-        sqs.createQueue(q.name, new PoissonArrivals(q, workload.profile, capacityPerSecond, start, end, seed * 1000 + i)),
+        sqs.createQueue(
+          q.name,
+          new PoissonArrivals(q, workload.profile, capacityPerSecond, start, end, (options.arrivalSeed ?? seed) * 1000 + i),
+        ),
       ]),
     ),
     archive: sqs.createQueue('archive'),
@@ -332,7 +349,12 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       if (decision?.waiting !== 0) {
         const exit = autoscale ? idleExit(role, invocation.began) : undefined;
         const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
-        const summary = await runDispatcher(deps, { deadline, signal: stop.signal, ...(exit ? { idleExit: exit } : {}) });
+        const summary = await runDispatcher(deps, {
+          deadline,
+          signal: stop.signal,
+          waitingIn: decision?.waitingIn ?? [],
+          ...(exit ? { idleExit: exit } : {}),
+        });
         if (summary.endedIdle) doorbellsOn = true;
       }
       open.delete(invocation);

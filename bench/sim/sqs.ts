@@ -71,6 +71,8 @@ class SimQueue {
   readonly wakers = new Set<() => void>();
   visible = 0;
   inFlight = 0;
+  /** Messages made visible so far (sent, or back from flight): what wakes the emulator's long polls. */
+  becameVisible = 0;
 
   constructor(
     readonly name: string,
@@ -78,12 +80,26 @@ class SimQueue {
   ) {}
 }
 
-export interface SimSqsOptions {
+/** How receives are answered. */
+export interface SqsModel {
+  /** Chance that a short poll finds a given visible message. @defaultValue 0.8 */
+  readonly shortPollFindProbability?: number;
+  /**
+   * The emulator's long poll instead of SQS's: a message becoming visible ends every long poll
+   * waiting on its queue, and each takes what it finds then — empty for all but the first. SQS
+   * keeps the others waiting. fauxqs works this way (its `notifyWaiters`), so a comparison with
+   * real dispatchers on fauxqs models it. @defaultValue false
+   */
+  readonly wakeEveryPoller?: boolean;
+}
+
+/** fauxqs, the emulator the real dispatchers run on here: a short poll finds every visible message, a message wakes every long poll. */
+export const FAUXQS_MODEL: SqsModel = { shortPollFindProbability: 1, wakeEveryPoller: true };
+
+export interface SimSqsOptions extends SqsModel {
   readonly clock: Simulation;
   readonly random: Random;
   readonly latency?: LatencyModel;
-  /** Chance that a short poll finds a given visible message. @defaultValue 0.8 */
-  readonly shortPollFindProbability?: number;
 }
 
 export class SimSqs implements QueueClient {
@@ -92,6 +108,7 @@ export class SimSqs implements QueueClient {
   private readonly random: Random;
   private readonly latency: LatencyModel;
   private readonly findProbability: number;
+  private readonly wakeEveryPoller: boolean;
   private nextSeq = 1;
   /** Requests by operation, all queues. */
   readonly requests: Record<Operation, number> = { receive: 0, deleteBatch: 0, changeVisibilityBatch: 0, depth: 0, sendBatch: 0 };
@@ -103,6 +120,7 @@ export class SimSqs implements QueueClient {
     this.random = options.random;
     this.latency = options.latency ?? { baseMs: 8, jitterMeanMs: 4 };
     this.findProbability = options.shortPollFindProbability ?? 0.8;
+    this.wakeEveryPoller = options.wakeEveryPoller ?? false;
   }
 
   createQueue(name: string, arrivals?: ArrivalSource): string {
@@ -147,11 +165,20 @@ export class SimSqs implements QueueClient {
     let taken: ReceivedMessage[];
     for (;;) {
       this.catchUp(q);
+      const becameVisible = q.becameVisible;
       taken = this.take(q, request, request.waitSeconds === 0);
       if (taken.length > 0 || this.clock.now() >= end || signal?.aborted) break;
       // Long poll: sleep until something may have become visible, or the wait ends.
       const wake = Math.min(end, q.arrivals?.peek() ?? Number.POSITIVE_INFINITY, q.inflight.peekKey());
       await this.waitOn(q, wake - this.clock.now(), signal);
+      if (this.wakeEveryPoller) {
+        // The emulator's way: any message made visible meanwhile ends the poll with one more look.
+        this.catchUp(q);
+        if (q.becameVisible !== becameVisible) {
+          taken = this.take(q, request, false);
+          break;
+        }
+      }
     }
     if (taken.length === 0) this.emptyReceives += 1;
     await this.halfTrip();
@@ -234,6 +261,7 @@ export class SimSqs implements QueueClient {
     q.byId.set(message.messageId, message);
     q.ready.push(sent, message);
     q.visible += 1;
+    q.becameVisible += 1;
     return message;
   }
 
@@ -241,6 +269,7 @@ export class SimSqs implements QueueClient {
     message.state = 'ready';
     q.inFlight -= 1;
     q.visible += 1;
+    q.becameVisible += 1;
     q.ready.push(message.sent, message);
   }
 

@@ -139,6 +139,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   // whatever the time left: the batch itself releases what cannot finish in time.
   const given = options.given ?? [];
   for (const batch of given) start(batch.queue, batch.messages, batch.settled);
+  if (options.waitingIn && options.waitingIn.length > 0) selector.expect?.(options.waitingIn);
 
   /**
    * A long poll never outlasts the invocation's idle allowance: an invocation that may end when

@@ -142,6 +142,7 @@ export class DispatcherRuntime {
       this.lastSweepAt = startedAt;
       await this.sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS), urls);
     }
+    let waitingIn: readonly string[] = [];
     if (role === 'scheduled') {
       // The minute's first question: is there work? In an idle version the answer costs one
       // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
@@ -157,6 +158,7 @@ export class DispatcherRuntime {
       // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
       if (decision) await this.switchDoorbells(decision.waiting === 0);
       if (decision?.waiting === 0) return emptySummary();
+      waitingIn = decision?.waitingIn ?? [];
     }
     const exit = idleExit(role, startedAt);
     const guard = watchMemory({
@@ -187,6 +189,7 @@ export class DispatcherRuntime {
           deadline: invocationDeadline(role, startedAt, deadline),
           signal: guard.signal,
           given,
+          waitingIn,
           ...(exit ? { idleExit: exit } : {}),
         },
       );

@@ -57,6 +57,8 @@ export interface ScalePolicy {
 export interface ScaleDecision {
   /** Messages waiting, all queues. */
   readonly waiting: number;
+  /** The queues with messages waiting, in config order. */
+  readonly waitingIn: readonly string[];
   /** Messages in flight, all queues. */
   readonly inFlight: number;
   /** Dispatchers the backlog calls for. */
@@ -107,7 +109,8 @@ export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePol
   const desired = Math.min(ceiling, Math.ceil((waiting + inFlight) / policy.backlogPerDispatcher));
   const running = Math.min(ceiling, Math.max(1, policy.scheduled));
   const start = waiting === 0 ? 0 : Math.max(0, desired - running);
-  return { waiting, inFlight, desired, running, start };
+  const waitingIn = backlogs.filter((b) => b.visible > 0).map((b) => b.queue);
+  return { waiting, waitingIn, inFlight, desired, running, start };
 }
 
 /** After this long without work, an invocation that may scale in ends. */

@@ -68,6 +68,12 @@ export interface RunOptions {
    */
   readonly idleExit?: { readonly afterMs: number; readonly notBefore: number };
   /**
+   * Queues a depth reading just found messages waiting in (the scheduled invocation's): the
+   * selector looks at each before anything else, so work the schedule woke for is taken before the
+   * invocation may end idle.
+   */
+  readonly waitingIn?: readonly string[];
+  /**
    * Batches received by someone else (the doorbell's SQS trigger): each is run and settled under
    * the same rules, and `settled` hears its report. With them the loop does not select: the
    * invocation ends once they are settled.

@@ -34,6 +34,16 @@ describe('planScaleOut (pure policy)', () => {
     expect(planScaleOut(backlog(900, 0), policy)).toMatchObject({ desired: 9, start: 4 });
   });
 
+  it('names the queues with messages waiting, for the invocation to look at first', () => {
+    const backlogs = [
+      { queue: 'high', visible: 0, inFlight: 3 },
+      { queue: 'default', visible: 2, inFlight: 0 },
+      { queue: 'low', visible: 1, inFlight: 0 },
+    ];
+    expect(planScaleOut(backlogs, policy).waitingIn).toEqual(['default', 'low']);
+    expect(planScaleOut(backlog(0, 4), policy).waitingIn).toEqual([]);
+  });
+
   it('starts fewer as the backlog drains, and none once nothing waits', () => {
     const starts = [5000, 2000, 800, 400, 0].map((visible) => planScaleOut(backlog(visible, 100), policy).start);
     expect(starts).toEqual([14, 14, 4, 0, 0]);

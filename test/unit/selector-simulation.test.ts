@@ -1,5 +1,7 @@
 import { Simulation } from '../../bench/sim/engine';
 import { runSimulation } from '../../bench/sim/run';
+import { FAUXQS_MODEL, SimSqs, type SqsModel } from '../../bench/sim/sqs';
+import { seededRandom } from '../../lib/random';
 import type { Workload } from '../../bench/sim/workloads';
 
 const short: Workload = { name: 'short', description: '3 minutes at 0.9', minutes: 3, warmupMinutes: 1, profile: [[0, 0.9]] };
@@ -53,5 +55,53 @@ describe('selector simulation (bench/sim)', () => {
       // At 0.9 of capacity nothing waits anywhere near a minute.
       expect(Math.max(...r.queues.map((q) => q.p50))).toBeLessThan(60);
     }
+  });
+
+  /** Two long polls of 5 s on an empty queue, and one message sent at 1 s: when each poll returns, and with what. */
+  async function twoPollers(model: SqsModel) {
+    const sim = new Simulation(0);
+    const sqs = new SimSqs({ clock: sim, random: seededRandom(1), latency: { baseMs: 0, jitterMeanMs: 0 }, ...model });
+    const url = sqs.createQueue('q');
+    const request = { maxMessages: 10, waitSeconds: 5, visibilityTimeoutSeconds: 30 };
+    const answers: Array<{ at: number; got: number }> = [];
+    for (let i = 0; i < 2; i++) void sqs.receive(url, request).then((m) => answers.push({ at: sim.now(), got: m.length }));
+    void sim.sleep(1000).then(() => sqs.sendBatch(url, [{ id: '1', body: 'x' }]));
+    await sim.runUntil(10_000);
+    return answers;
+  }
+
+  it("models SQS's long poll (the loser keeps waiting) and fauxqs's (every poller wakes, the loser empty)", async () => {
+    expect(await twoPollers({})).toEqual([
+      { at: 1000, got: 1 },
+      { at: 5000, got: 0 },
+    ]);
+    expect(await twoPollers(FAUXQS_MODEL)).toEqual([
+      { at: 1000, got: 1 },
+      { at: 1000, got: 0 },
+    ]);
+  });
+
+  it("does not end the emulator's long poll for a message that was deleted before its visibility lapsed", async () => {
+    const sim = new Simulation(0);
+    const sqs = new SimSqs({ clock: sim, random: seededRandom(1), latency: { baseMs: 0, jitterMeanMs: 0 }, ...FAUXQS_MODEL });
+    const url = sqs.createQueue('q');
+    let answered = -1;
+    void (async () => {
+      await sqs.sendBatch(url, [{ id: '1', body: 'x' }]);
+      const [m] = await sqs.receive(url, { maxMessages: 1, waitSeconds: 0, visibilityTimeoutSeconds: 2 });
+      await sqs.deleteBatch(url, [{ id: '1', receiptHandle: m?.receiptHandle as string }]);
+      await sqs.receive(url, { maxMessages: 1, waitSeconds: 5, visibilityTimeoutSeconds: 2 });
+      answered = sim.now();
+    })();
+    await sim.runUntil(10_000);
+    // The deleted message's old visibility end (2 s) is no wake-up: the poll waits its 5 s.
+    expect(answered).toBe(5000);
+  });
+
+  it('repeats one arrival sequence under other draws with arrivalSeed', async () => {
+    const a = await runSimulation({ workload: short, selector: 'sla-aware', seeds: [1], arrivalSeed: 7 });
+    const b = await runSimulation({ workload: short, selector: 'sla-aware', seeds: [2], arrivalSeed: 7 });
+    expect(b.queues.map((q) => q.published)).toEqual(a.queues.map((q) => q.published));
+    expect(b.requests).not.toEqual(a.requests);
   });
 });

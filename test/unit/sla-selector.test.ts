@@ -98,6 +98,29 @@ describe('SLA-aware selector', () => {
     expect(Math.min(...waits)).toBe(high.longPollSeconds);
   });
 
+  it('looks first at queues a depth reading found work in, even while paused, once each', async () => {
+    const w = world();
+    const selector = slaAware(w.env);
+    // Idle for a while: the low queue is paused (backed off), the top queue is long-polled.
+    for (let t = 0; t < 60_000; t += 100) {
+      await selectAndReport(selector, w);
+      w.clock.advance(100);
+    }
+    w.looks.length = 0;
+    w.waiting.set(low.name, 1);
+    // The scheduled invocation's depth reading says low holds a message: the very next selection takes it.
+    selector.expect?.([low.name, 'not-a-queue']);
+    const s = await selectAndReport(selector, w);
+    expect(s.queue).toBe(low);
+    expect(s.messages).toEqual(['low_priority-0']);
+    expect(w.looks.map((l) => l.queue)).toEqual([low.name]);
+    // Looked at, it goes back to its pauses: the next selections long-poll the top queue.
+    w.waiting.set(low.name, 0);
+    w.looks.length = 0;
+    for (let i = 0; i < 5; i++) expect((await selectAndReport(selector, w)).queue).toBe(high);
+    expect(w.looks.filter((l) => l.queue === low.name)).toEqual([]);
+  });
+
   it('works a lower queue for one batch, then chooses again', async () => {
     const w = world();
     w.waiting.set(standard.name, 100);

@@ -62,6 +62,8 @@ interface QueueState {
   emptyLooks: number;
   /** Messages the current look asked for (a look sized to the free slots asks for less than a batch). */
   asked: number;
+  /** A depth reading said it holds messages, and it has not been looked at since. */
+  expected: boolean;
 }
 
 /**
@@ -87,6 +89,9 @@ interface QueueState {
  * - **Room.** A look at a lower queue asks for the dispatcher's free slots plus a share of a batch
  *   that grows with the queue's urgency: its long tasks do not wait in the dispatcher for slots
  *   while short urgent work queues up, yet a backlog is still taken in full batches.
+ * - **Told of work.** Queues a depth reading found messages in ({@link QueueSelector.expect}: the
+ *   scheduled invocation's) are looked at first, whatever their pause: the schedule woke the fleet
+ *   for that work, and the invocation would otherwise draw the top queue and could end idle first.
  * - When nothing is due or everything due is empty, it long-polls the top queue until the next
  *   look is due (at least that queue's `longPollSeconds`, at most 20 s).
  *
@@ -104,7 +109,15 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
   const stateOf = (queue: string): QueueState => {
     let state = states.get(queue);
     if (!state) {
-      state = { seenAt: env.clock.now(), backlogAgeMs: 0, nextLookAt: 0, pauseMs: 0, emptyLooks: 0, asked: Number.POSITIVE_INFINITY };
+      state = {
+        seenAt: env.clock.now(),
+        backlogAgeMs: 0,
+        nextLookAt: 0,
+        pauseMs: 0,
+        emptyLooks: 0,
+        asked: Number.POSITIVE_INFINITY,
+        expected: false,
+      };
       states.set(queue, state);
     }
     return state;
@@ -126,6 +139,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     const now = env.clock.now();
     const full = received >= Math.min(state.asked, queue.batchSize);
     state.seenAt = now;
+    state.expected = false;
     state.backlogAgeMs = full ? oldestAgeMs : 0;
     state.emptyLooks = received === 0 ? state.emptyLooks + 1 : 0;
     state.pauseMs = full ? 0 : pauseFor(queue, state.emptyLooks);
@@ -146,13 +160,14 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     async select(candidates, room?: Room): Promise<Selection<M>> {
       const now = env.clock.now();
       const top = candidates.reduce((best, q) => (q.priority > best.priority ? q : best));
-      const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now);
+      const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now || stateOf(q.name).expected);
       const overdue = (q: QueueConfig) => {
         const state = stateOf(q.name);
         return q !== top && state.pauseMs > 0 && now - state.nextLookAt > o.overdueAfter * state.pauseMs;
       };
       const drawn = drawOrder(due, (q) => logWeight(q, now), env.random);
-      const order = [...drawn.filter(overdue), ...drawn.filter((q) => !overdue(q))];
+      const first = (q: QueueConfig) => stateOf(q.name).expected || overdue(q);
+      const order = [...drawn.filter(first), ...drawn.filter((q) => !first(q))];
       const othersDue = due.some((q) => q !== top);
       for (const queue of order) {
         if (queue === top) {
@@ -173,6 +188,9 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       const nextLook = Math.min(...candidates.filter((q) => q !== top).map((q) => stateOf(q.name).nextLookAt - after));
       const waitSeconds = Math.max(top.longPollSeconds, Math.min(MAX_WAIT_SECONDS, Math.floor(nextLook / 1000)));
       return { queue: top, messages: [], waitSeconds, receives: othersDue ? 1 : top.iterations };
+    },
+    expect(queues: readonly string[]) {
+      for (const name of queues) if (byName.has(name)) stateOf(name).expected = true;
     },
     observe(observation: ReceiveObservation) {
       const queue = byName.get(observation.queue);

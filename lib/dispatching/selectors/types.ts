@@ -49,6 +49,8 @@ export interface QueueSelector<M> {
    */
   select(candidates: readonly QueueConfig[], room?: Room): Promise<Selection<M>>;
   observe?(observation: ReceiveObservation): void;
+  /** The named queues hold messages now (a depth reading): selectors that keep pauses look at them first. */
+  expect?(queues: readonly string[]): void;
 }
 
 export interface SelectorEnv<M> {
