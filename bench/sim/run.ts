@@ -85,8 +85,10 @@ export interface RunFigures {
   readonly tasks: number;
   /** Tasks started more than once (a message that came back while it ran). */
   readonly duplicateRuns: number;
-  /** Dispatcher invocation-seconds: what Lambda would bill (× memory). */
+  /** Dispatcher invocation-seconds: what Lambda would bill (× memory); doorbells' included. */
   readonly dispatcherSeconds: number;
+  /** Of those, the doorbell invocations'. */
+  readonly doorbellSeconds: number;
   /** Simulation events fired (work the run took). */
   readonly events: number;
   /** Scheduled mode (first seed): per minute, dispatchers running and messages waiting. */
@@ -176,6 +178,7 @@ interface RawRun {
   readonly tasks: number;
   readonly duplicates: number;
   readonly dispatcherMs: number;
+  readonly doorbellMs: number;
   readonly events: number;
   /** Scheduled mode: per minute, dispatchers running and messages waiting (all queues). */
   readonly timeline: ReadonlyArray<{ readonly minute: number; readonly dispatchers: number; readonly waiting: number }>;
@@ -226,6 +229,7 @@ export async function runSimulation(options: RunOptions): Promise<RunFigures> {
     tasks,
     duplicateRuns: sum((r) => r.duplicates),
     dispatcherSeconds: Math.round(sum((r) => r.dispatcherMs) / 1000 / runs.length),
+    doorbellSeconds: Math.round(sum((r) => r.doorbellMs) / 1000 / runs.length),
     events: sum((r) => r.events),
     timeline: runs[0]?.timeline ?? [],
     throttled: sum((r) => r.throttled),
@@ -278,6 +282,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
 
   const stop = new AbortController();
   let dispatcherMs = 0;
+  let doorbellMs = 0;
   /** A dispatcher's long-lived state (a warm Lambda container): its selector and random source. */
   const container = (index: number): DispatcherDeps => {
     const random = seededRandom(seed * 100 + index);
@@ -345,9 +350,9 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       // As DispatcherRuntime does: a scheduled invocation that finds nothing waiting ends at once.
       // The doorbells step aside while the scheduled fleet works a backlog, and come back when an
       // invocation of it finds nothing to do (as DoorbellSwitch does in AWS).
-      if (decision) doorbellsOn = decision.waiting === 0;
+      if (decision) doorbellsOn = decision.waiting === 0 || decision.trickle;
       if (decision?.waiting !== 0) {
-        const exit = autoscale ? idleExit(role, invocation.began) : undefined;
+        const exit = autoscale ? idleExit(role, invocation.began, decision) : undefined;
         const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
         const summary = await runDispatcher(deps, {
           deadline,
@@ -385,6 +390,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       const done = messages.filter((m) => !kept.has(m.messageId)).map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle }));
       if (done.length > 0) await sqs.deleteBatch(urls.queues[queue.name] as string, done);
       dispatcherMs += sim.now() - began;
+      doorbellMs += sim.now() - began;
       doorbellWarm.push(deps);
     };
     if (fleet.schedule.doorbell) {
@@ -457,6 +463,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     tasks: executor.started.size,
     duplicates: executor.duplicates,
     dispatcherMs,
+    doorbellMs,
     events: sim.events,
     timeline,
     throttled,

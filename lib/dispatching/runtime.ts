@@ -21,7 +21,7 @@ import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { type MemoryGuardOptions, watchMemory } from './memory-guard';
-import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from './scaling';
+import { type InvocationRole, idleExit, invocationDeadline, type ScaleDecision, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import { StatsBuffer } from './stats-buffer';
@@ -142,13 +142,13 @@ export class DispatcherRuntime {
       this.lastSweepAt = startedAt;
       await this.sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS), urls);
     }
-    let waitingIn: readonly string[] = [];
+    let decision: ScaleDecision | undefined;
     if (role === 'scheduled') {
       // The minute's first question: is there work? In an idle version the answer costs one
       // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
       const max = this.options.maxConcurrency ?? config.dispatcher.maxConcurrency;
       const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency: max } };
-      const decision = await scaleOut({
+      decision = await scaleOut({
         config: scaling,
         queues: this.queues,
         urls,
@@ -156,11 +156,11 @@ export class DispatcherRuntime {
         ...(this.options.launcher ? { launcher: this.options.launcher } : {}),
       });
       // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
-      if (decision) await this.switchDoorbells(decision.waiting === 0);
+      // A trickle is taken in passing: the doorbells stay on.
+      if (decision) await this.switchDoorbells(decision.waiting === 0 || decision.trickle);
       if (decision?.waiting === 0) return emptySummary();
-      waitingIn = decision?.waitingIn ?? [];
     }
-    const exit = idleExit(role, startedAt);
+    const exit = idleExit(role, startedAt, decision);
     const guard = watchMemory({
       limitBytes: config.dispatcher.rssLimitMb * MB,
       ...this.options.memory,
@@ -189,7 +189,7 @@ export class DispatcherRuntime {
           deadline: invocationDeadline(role, startedAt, deadline),
           signal: guard.signal,
           given,
-          waitingIn,
+          waitingIn: decision?.waitingIn ?? [],
           ...(exit ? { idleExit: exit } : {}),
         },
       );

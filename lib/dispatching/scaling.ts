@@ -52,6 +52,8 @@ export interface ScalePolicy {
   readonly backlogPerDispatcher: number;
   /** Scheduled invocations that may be running (⌈timeoutSeconds / 60⌉): counted as running whatever they hold. */
   readonly scheduled: number;
+  /** Task slots of one dispatcher (`dispatcher.concurrency`): work that fits them is a trickle. @defaultValue 0 */
+  readonly slots?: number;
 }
 
 export interface ScaleDecision {
@@ -59,6 +61,11 @@ export interface ScaleDecision {
   readonly waiting: number;
   /** The queues with messages waiting, in config order. */
   readonly waitingIn: readonly string[];
+  /**
+   * Some work, and no more than one dispatcher's slots (waiting and in flight): the invocation
+   * takes it and ends soon after ({@link TRICKLE_IDLE_EXIT_MS}), leaving the doorbells on.
+   */
+  readonly trickle: boolean;
   /** Messages in flight, all queues. */
   readonly inFlight: number;
   /** Dispatchers the backlog calls for. */
@@ -84,7 +91,7 @@ export function canScaleOut(maxConcurrency: number, timeoutSeconds: number): boo
 
 export function scalePolicyOf(config: TaskworkerConfig): ScalePolicy {
   const { maxConcurrency, backlogPerDispatcher, timeoutSeconds } = config.dispatcher;
-  return { maxConcurrency, backlogPerDispatcher, scheduled: scheduledOverlap(timeoutSeconds) };
+  return { maxConcurrency, backlogPerDispatcher, scheduled: scheduledOverlap(timeoutSeconds), slots: config.dispatcher.concurrency };
 }
 
 /**
@@ -110,11 +117,17 @@ export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePol
   const running = Math.min(ceiling, Math.max(1, policy.scheduled));
   const start = waiting === 0 ? 0 : Math.max(0, desired - running);
   const waitingIn = backlogs.filter((b) => b.visible > 0).map((b) => b.queue);
-  return { waiting, waitingIn, inFlight, desired, running, start };
+  const trickle = waiting > 0 && waiting + inFlight <= (policy.slots ?? 0);
+  return { waiting, waitingIn, trickle, inFlight, desired, running, start };
 }
 
 /** After this long without work, an invocation that may scale in ends. */
 export const IDLE_EXIT_MS = 2_000;
+/**
+ * A scheduled invocation woken by a trickle (a schedule-only queue's minute of light work) ends
+ * after this long without work: one long poll, not the allowance a burst's stragglers get.
+ */
+export const TRICKLE_IDLE_EXIT_MS = 1_000;
 /** The schedule's period. */
 export const SCHEDULE_PERIOD_MS = 60_000;
 /**
@@ -133,11 +146,18 @@ export function invocationDeadline(role: InvocationRole, startedAt: number, dead
  * When an invocation may end for lack of work. Nothing waits for work in an idle version: the
  * doorbell queues' triggers and the next minute's schedule start a dispatcher when it comes. So a
  * scheduled or scaled-out invocation ends once it has been idle for {@link IDLE_EXIT_MS} (a burst's
- * stragglers and retries coming back); a doorbell runs its batch and ends, idle or not. Plain
- * invocations (`taskworker dev` without scale-to-zero, tests) run to their deadline.
+ * stragglers and retries coming back), or {@link TRICKLE_IDLE_EXIT_MS} when its depth reading
+ * found only a trickle; a doorbell runs its batch and ends, idle or not. Plain invocations
+ * (`taskworker dev` without scale-to-zero, tests) run to their deadline.
  */
-export function idleExit(role: InvocationRole, startedAt: number): { readonly afterMs: number; readonly notBefore: number } | undefined {
-  if (role === 'scale-out' || role === 'scheduled') return { afterMs: IDLE_EXIT_MS, notBefore: startedAt };
+export function idleExit(
+  role: InvocationRole,
+  startedAt: number,
+  decision?: Pick<ScaleDecision, 'trickle'>,
+): { readonly afterMs: number; readonly notBefore: number } | undefined {
+  if (role === 'scale-out' || role === 'scheduled') {
+    return { afterMs: decision?.trickle ? TRICKLE_IDLE_EXIT_MS : IDLE_EXIT_MS, notBefore: startedAt };
+  }
   return undefined;
 }
 

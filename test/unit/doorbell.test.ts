@@ -136,12 +136,23 @@ describe('the scheduled invocation in an idle version', () => {
   it('turns the doorbells off while it works, and on again when it ends for lack of work', async () => {
     const clock = new VirtualClock();
     const s = setup(clock);
-    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
+    const ids = Array.from({ length: 12 }, (_, i) => `m${i}`);
+    for (const id of ids) await s.send(id, encodeEnvelope({ task: 'ok', payload: { n: id } }));
     await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
-    expect(s.ran).toEqual(['a']);
-    // A backlog: the doorbells step aside while the fleet works it by priority, and come back
-    // once the fleet has been idle for its allowance (2 s) before the deadline.
+    expect([...s.ran].sort()).toEqual([...ids].sort());
+    // A backlog (more than one dispatcher's 10 slots): the doorbells step aside while the fleet
+    // works it by priority, and come back once the fleet has been idle for its allowance (2 s).
     expect(s.switched).toEqual([false, true]);
+  });
+
+  it('takes a trickle in passing, leaving the doorbells on', async () => {
+    const clock = new VirtualClock();
+    const s = setup(clock);
+    await s.send('a', encodeEnvelope({ task: 'ok', payload: { n: 'a' } }));
+    const summary = await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
+    expect(s.ran).toEqual(['a']);
+    expect(summary.endedIdle).toBe(true);
+    expect(s.switched).toEqual([true, true]);
   });
 });
 

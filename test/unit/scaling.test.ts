@@ -9,6 +9,7 @@ import {
   SCALE_OUT_LIFETIME_MS,
   SCALE_OUT_SOURCE,
   SCHEDULE_PERIOD_MS,
+  TRICKLE_IDLE_EXIT_MS,
   type ScaleOutEvent,
   scaleOut,
   scalePolicyOf,
@@ -44,6 +45,16 @@ describe('planScaleOut (pure policy)', () => {
     expect(planScaleOut(backlog(0, 4), policy).waitingIn).toEqual([]);
   });
 
+  it('calls work that fits one dispatcher’s slots a trickle, which ends after one long poll without work', () => {
+    const slotted = { ...policy, slots: 10 };
+    expect(planScaleOut(backlog(4, 6), slotted).trickle).toBe(true);
+    expect(planScaleOut(backlog(4, 7), slotted).trickle).toBe(false);
+    expect(planScaleOut(backlog(0, 3), slotted).trickle).toBe(false);
+    expect(planScaleOut(backlog(1, 0), policy).trickle).toBe(false);
+    expect(idleExit('scheduled', 1000, { trickle: true })).toEqual({ afterMs: TRICKLE_IDLE_EXIT_MS, notBefore: 1000 });
+    expect(idleExit('scheduled', 1000, { trickle: false })).toEqual({ afterMs: IDLE_EXIT_MS, notBefore: 1000 });
+  });
+
   it('starts fewer as the backlog drains, and none once nothing waits', () => {
     const starts = [5000, 2000, 800, 400, 0].map((visible) => planScaleOut(backlog(visible, 100), policy).start);
     expect(starts).toEqual([14, 14, 4, 0, 0]);
@@ -70,7 +81,7 @@ describe('planScaleOut (pure policy)', () => {
 
   it('takes its policy from the config', () => {
     const config = resolveConfig({ app: 'x', queues: [{ name: 'q', priority: 1 }], dispatcher: { timeoutSeconds: 300, concurrency: 8 } });
-    expect(scalePolicyOf(config)).toEqual({ maxConcurrency: 12, backlogPerDispatcher: 80, scheduled: 5 });
+    expect(scalePolicyOf(config)).toEqual({ maxConcurrency: 12, backlogPerDispatcher: 80, scheduled: 5, slots: 8 });
   });
 });
 
