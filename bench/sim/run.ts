@@ -7,10 +7,11 @@ import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../l
 import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
 import { batchItemFailures } from '../../lib/dispatching/doorbell';
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/executor/types';
-import { type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
+import { fleetCount, type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
 import type { BatchReport } from '../../lib/dispatching/summary';
 import type { DispatcherDeps } from '../../lib/dispatching/types';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import type { QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
@@ -331,6 +332,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } };
     const warm: DispatcherDeps[] = [];
     let containers = 0;
+    /** The fleet count the scale-out decision reads (lib/dispatching/scaling.ts), in memory. */
+    const working = fleetCount(new MemoryLimitStore());
     const invoke = async (role: InvocationRole, lengthMs = fleet.invocationSeconds * 1000) => {
       if (stop.signal.aborted) return;
       if (running >= maxConcurrency) {
@@ -345,7 +348,14 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       open.add(invocation);
       const decision =
         autoscale && role === 'scheduled'
-          ? await scaleOut({ config: scaling, queues: sqs, urls, launcher, logger: silentLogger })
+          ? await scaleOut({
+              config: scaling,
+              queues: sqs,
+              urls,
+              launcher,
+              logger: silentLogger,
+              fleet: { count: working, now: sim.now() },
+            })
           : undefined;
       // As DispatcherRuntime does: a scheduled invocation that finds nothing waiting ends at once.
       // The doorbells step aside while the scheduled fleet works a backlog, and come back when an
@@ -354,12 +364,16 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       if (decision?.waiting !== 0) {
         const exit = autoscale ? idleExit(role, invocation.began, decision) : undefined;
         const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
+        // As DispatcherRuntime does: working a backlog, it counts itself in the fleet.
+        const holder = autoscale && !decision?.trickle ? `${deps.workerId}@${invocation.began}` : undefined;
+        if (holder) await working.join(holder, invocation.began, deadline);
         const summary = await runDispatcher(deps, {
           deadline,
           signal: stop.signal,
           waitingIn: decision?.waitingIn ?? [],
           ...(exit ? { idleExit: exit } : {}),
         });
+        if (holder) await working.leave(holder, sim.now());
         if (summary.endedIdle) doorbellsOn = true;
       }
       open.delete(invocation);

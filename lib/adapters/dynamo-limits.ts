@@ -72,6 +72,18 @@ export class DynamoLimitStore implements LimitStore {
     await this.dropLapsed(key, holder, undefined, n);
   }
 
+  async held(key: string, now: number): Promise<number> {
+    const item = await this.read(key);
+    const holders = ((item ? fromItem(item) : {}) as { holders?: Record<string, { n: number; until: number }> }).holders ?? {};
+    let n = 0;
+    for (const [holder, entry] of Object.entries(holders)) {
+      // A lapsed entry is a holder that died: its slots go back as the acquire's cleanup would.
+      if (entry.until < now) await this.dropLapsed(key, holder, entry);
+      else n += entry.n;
+    }
+    return n;
+  }
+
   async take(r: TakeRequest): Promise<TakeResult> {
     const start = await this.bucketStart(r.key, r.now);
     const earned = Math.floor(r.burst + ((r.now - start) * r.perSecond) / 1000);

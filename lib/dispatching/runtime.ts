@@ -21,7 +21,7 @@ import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { type MemoryGuardOptions, watchMemory } from './memory-guard';
-import { type InvocationRole, idleExit, invocationDeadline, type ScaleDecision, scaleOut } from './scaling';
+import { fleetCount, type InvocationRole, idleExit, invocationDeadline, type ScaleDecision, scaleOut } from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import { StatsBuffer } from './stats-buffer';
@@ -142,6 +142,8 @@ export class DispatcherRuntime {
       this.lastSweepAt = startedAt;
       await this.sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS), urls);
     }
+    const limits = this.options.tracking?.limits;
+    const fleet = limits ? fleetCount(limits) : undefined;
     let decision: ScaleDecision | undefined;
     if (role === 'scheduled') {
       // The minute's first question: is there work? In an idle version the answer costs one
@@ -154,6 +156,7 @@ export class DispatcherRuntime {
         urls,
         logger: this.logger,
         ...(this.options.launcher ? { launcher: this.options.launcher } : {}),
+        ...(fleet ? { fleet: { count: fleet, now: startedAt } } : {}),
       });
       // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
       // A trickle is taken in passing: the doorbells stay on.
@@ -161,6 +164,11 @@ export class DispatcherRuntime {
       if (decision?.waiting === 0) return emptySummary();
     }
     const exit = idleExit(role, startedAt, decision);
+    const runDeadline = invocationDeadline(role, startedAt, deadline);
+    // Working a backlog, it counts itself in the fleet the next scale-out decision sees.
+    const holder =
+      fleet && (role === 'scale-out' || (role === 'scheduled' && !decision?.trickle)) ? `${this.workerId}@${startedAt}` : undefined;
+    if (fleet && holder) await this.fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
     const guard = watchMemory({
       limitBytes: config.dispatcher.rssLimitMb * MB,
       ...this.options.memory,
@@ -186,7 +194,7 @@ export class DispatcherRuntime {
             : {}),
         },
         {
-          deadline: invocationDeadline(role, startedAt, deadline),
+          deadline: runDeadline,
           signal: guard.signal,
           given,
           waitingIn: decision?.waitingIn ?? [],
@@ -197,6 +205,7 @@ export class DispatcherRuntime {
       guard.stop();
       // Whatever ended the invocation, the stats it gathered are written before it returns.
       await this.stats?.flush();
+      if (fleet && holder) await this.fleetStep('leave', () => fleet.leave(holder, this.clock.now()));
     }
     // The fleet ran out of work: the doorbells take over waiting for it.
     if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await this.switchDoorbells(true);
@@ -231,6 +240,15 @@ export class DispatcherRuntime {
         records.map((r) => r.messageId),
       ),
     };
+  }
+
+  /** Joining or leaving the fleet count is best effort: the count only sizes the next scale-out. */
+  private async fleetStep(step: 'join' | 'leave', run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      this.logger.warn(`could not ${step} the fleet count`, { error: describe(error) });
+    }
   }
 
   /** Sends the parked jobs that are due (lib/scheduling/sweep.ts); a version without a jobs table parks none. */

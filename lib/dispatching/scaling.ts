@@ -8,6 +8,7 @@
  */
 import type { TaskworkerConfig } from '../config';
 import { describe } from '../errors';
+import type { LimitStore } from '../limits/limits';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
 import { sqsRecordsOf } from './doorbell';
 
@@ -54,6 +55,11 @@ export interface ScalePolicy {
   readonly scheduled: number;
   /** Task slots of one dispatcher (`dispatcher.concurrency`): work that fits them is a trickle. @defaultValue 0 */
   readonly slots?: number;
+  /**
+   * Invocations working now, the deciding one included, as the fleet count says ({@link fleetCount}).
+   * @defaultValue `scheduled`: every scheduled invocation that may be running, whether or not it has scaled in
+   */
+  readonly running?: number;
 }
 
 export interface ScaleDecision {
@@ -99,9 +105,11 @@ export function scalePolicyOf(config: TaskworkerConfig): ScalePolicy {
  * work, waiting and in flight: desired = ⌈(waiting + in flight) / backlogPerDispatcher⌉, at most
  * `maxConcurrency − 1` (one slot stays free for the next scheduled start). Invocations started
  * this way live at most until the next scheduled decision ({@link SCALE_OUT_LIFETIME_MS}), so
- * each decision sizes the whole scaled-out fleet afresh: only the scheduled invocations count as
- * running (all that may be, however many have ended early), and nothing needs counting. When the
- * backlog drains the next decision starts fewer, and idle ones end sooner (see {@link idleExit}).
+ * each decision sizes the whole scaled-out fleet afresh: what counts as running is the fleet
+ * count's working invocations (`policy.running`, the deciding one included; the last generation of
+ * scaled-out ones has ended by then), or without a count every scheduled invocation that may be
+ * running. When the backlog drains the next decision starts fewer, and idle ones end sooner (see
+ * {@link idleExit}).
  *
  * @example
  * ```ts
@@ -114,7 +122,7 @@ export function planScaleOut(backlogs: readonly QueueBacklog[], policy: ScalePol
   const inFlight = backlogs.reduce((n, b) => n + Math.max(0, b.inFlight), 0);
   const ceiling = Math.max(1, policy.maxConcurrency - 1);
   const desired = Math.min(ceiling, Math.ceil((waiting + inFlight) / policy.backlogPerDispatcher));
-  const running = Math.min(ceiling, Math.max(1, policy.scheduled));
+  const running = Math.min(ceiling, Math.max(1, policy.running ?? policy.scheduled));
   const start = waiting === 0 ? 0 : Math.max(0, desired - running);
   const waitingIn = backlogs.filter((b) => b.visible > 0).map((b) => b.queue);
   const trickle = waiting > 0 && waiting + inFlight <= (policy.slots ?? 0);
@@ -169,6 +177,39 @@ export interface ScaleOutDeps {
   /** Without one the backlog is read and planned, nothing is started. */
   readonly launcher?: DispatcherLauncher;
   readonly logger: Logger;
+  /** The fleet count, read when there is work; without it (or when it cannot be read) the policy's default. */
+  readonly fleet?: { readonly count: FleetCount; readonly now: number };
+}
+
+/** The limit-store key under which working dispatcher invocations count themselves. */
+export const FLEET_KEY = 'fleet:dispatchers';
+/** The fleet is counted, not limited (its reserved concurrency limits it): a limit never reached. */
+const FLEET_UNLIMITED = 1_000_000;
+
+/**
+ * Which dispatcher invocations are working now, so the scale-out decision counts those and not
+ * every scheduled invocation that may be running: with scale to zero most have ended, and counting
+ * them left a cold start's backlog to a fraction of the fleet it called for. Each invocation that
+ * works a backlog (a scheduled one past a trickle, a scaled-out one) holds one slot of
+ * {@link FLEET_KEY} in the limit store until it ends, leased to its deadline: one that dies stops
+ * counting then. Best effort: a failure to join or leave is logged, and a failed count falls back
+ * to the policy's default.
+ */
+export interface FleetCount {
+  join(holder: string, now: number, until: number): Promise<void>;
+  leave(holder: string, now: number): Promise<void>;
+  /** Invocations holding a live slot at `now`. */
+  running(now: number): Promise<number>;
+}
+
+export function fleetCount(limits: LimitStore): FleetCount {
+  return {
+    join: async (holder, now, until) => {
+      await limits.acquire({ key: FLEET_KEY, limit: FLEET_UNLIMITED, holder, want: 1, now, until });
+    },
+    leave: (holder, now) => limits.release(FLEET_KEY, holder, now),
+    running: (now) => limits.held(FLEET_KEY, now),
+  };
 }
 
 /**
@@ -176,6 +217,15 @@ export interface ScaleOutDeps {
  * plan, and start the invocations the backlog needs. Never throws: a failure to read or to launch
  * costs capacity for a minute, never the invocation.
  */
+async function countFleet(fleet: NonNullable<ScaleOutDeps['fleet']>, logger: Logger): Promise<number | undefined> {
+  try {
+    return await fleet.count.running(fleet.now);
+  } catch (error) {
+    logger.warn('could not count the working dispatchers; counting every scheduled one as running', { error: describe(error) });
+    return undefined;
+  }
+}
+
 export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | undefined> {
   let decision: ScaleDecision;
   try {
@@ -185,7 +235,10 @@ export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | unde
         return { queue: q.name, visible: depth.visible, inFlight: depth.inFlight };
       }),
     );
-    decision = planScaleOut(backlogs, scalePolicyOf(deps.config));
+    const policy = scalePolicyOf(deps.config);
+    const waiting = backlogs.some((b) => b.visible > 0);
+    const others = waiting && deps.fleet ? await countFleet(deps.fleet, deps.logger) : undefined;
+    decision = planScaleOut(backlogs, others === undefined ? policy : { ...policy, running: others + 1 });
   } catch (error) {
     deps.logger.warn('could not read queue depths; not scaling out this minute', { error: describe(error) });
     return undefined;

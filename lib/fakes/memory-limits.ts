@@ -33,6 +33,10 @@ export class MemoryLimitStore implements LimitStore {
     this.writes += 1;
   }
 
+  async held(key: string, now: number): Promise<number> {
+    return Object.values(liveHolders(this.slots.get(key) ?? {}, now)).reduce((a, h) => a + h.n, 0);
+  }
+
   async take(r: TakeRequest): Promise<TakeResult> {
     const bucket = this.buckets.get(r.key) ?? { tokens: r.burst, at: r.now };
     const tokens = refill(bucket.tokens, bucket.at, r.now, r.perSecond, r.burst);

@@ -34,6 +34,8 @@ export interface LimitStore {
   acquire(request: AcquireRequest): Promise<number>;
   /** Gives back what `holder` holds of `key`. */
   release(key: string, holder: string, now: number): Promise<void>;
+  /** Slots of `key` held at `now` by holders whose lease has not ended (a strongly consistent read). */
+  held(key: string, now: number): Promise<number>;
   /** Takes up to `want` tokens; with fewer, says when the next one comes (ms from `now`). */
   take(request: TakeRequest): Promise<TakeResult>;
 }

@@ -493,6 +493,23 @@ export function jobStoreConformance(
         expect(await limits.acquire({ key, limit: 4, holder: 'other', want: 4, now: 11_002, until: 70_000 })).toBe(2);
       });
 
+      it('counts what live holders hold; a dead holder stops counting at its lease end and its entry goes', async () => {
+        const key = `fleet:f${++unique}`;
+        expect(await limits.held(key, 1000)).toBe(0);
+        await limits.acquire({ key, limit: 1000, holder: 'scheduled-1', want: 1, now: 1000, until: 300_000 });
+        await limits.acquire({ key, limit: 1000, holder: 'scale-out-1', want: 1, now: 1000, until: 56_000 });
+        await limits.acquire({ key, limit: 1000, holder: 'scale-out-2', want: 1, now: 1000, until: 56_000 });
+        expect(await limits.held(key, 2000)).toBe(3);
+        await limits.release(key, 'scale-out-2', 3000);
+        expect(await limits.held(key, 3000)).toBe(2);
+        // scale-out-1 died without releasing: counted until its lease ends, then not.
+        expect(await limits.held(key, 56_000)).toBe(2);
+        expect(await limits.held(key, 61_000)).toBe(1);
+        // Its slot is free again for anyone under a limit.
+        expect(await limits.acquire({ key, limit: 2, holder: 'next', want: 1, now: 61_000, until: 120_000 })).toBe(1);
+        expect(await limits.held(key, 61_000)).toBe(2);
+      });
+
       it('hands out tokens at the rate with the burst, and says when the next one comes', async () => {
         const key = `task:r${++unique}`;
         const take = (want: number, now: number) => limits.take({ key, perSecond: 10, burst: 3, want, now });

@@ -2,8 +2,9 @@ import { type Clock, systemClock, VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config';
 import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { sqsRecordsOf } from '../../lib/dispatching/doorbell';
-import { invocationRole } from '../../lib/dispatching/scaling';
+import { FLEET_KEY, invocationRole } from '../../lib/dispatching/scaling';
 import { ConfigError } from '../../lib/errors';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import type { ReceivedMessage } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { createRegistry } from '../../lib/tasks/registry';
@@ -153,6 +154,39 @@ describe('the scheduled invocation in an idle version', () => {
     expect(s.ran).toEqual(['a']);
     expect(summary.endedIdle).toBe(true);
     expect(s.switched).toEqual([true, true]);
+  });
+});
+
+describe('the fleet count', () => {
+  it('holds a scheduled invocation working a backlog while it runs, and never a trickle’s', async () => {
+    const clock = new VirtualClock();
+    const limits = new MemoryLimitStore();
+    const seen: number[] = [];
+    const config = appConfig({ queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0 }] });
+    const task = defineTask({
+      name: 'ok',
+      queue: 'urgent',
+      timeLimitSeconds: 5,
+      run: async () => void seen.push(await limits.held(FLEET_KEY, clock.now())),
+    });
+    const { runtime, sqs, urls } = inlineRuntime(config, [task], { clock, tracking: { limits } });
+    const send = (n: number) =>
+      sqs.sendBatch(
+        urls.queues.urgent,
+        Array.from({ length: n }, (_, i) => ({ id: `${i}`, body: encodeEnvelope({ task: 'ok' }) })),
+      );
+    // A backlog (more than the 10 slots): counted while it works, gone when it ends.
+    await send(10);
+    await send(2);
+    await runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
+    expect(seen).toHaveLength(12);
+    expect(new Set(seen)).toEqual(new Set([1]));
+    expect(await limits.held(FLEET_KEY, clock.now())).toBe(0);
+    // A trickle: taken in passing, not counted.
+    seen.length = 0;
+    await send(1);
+    await runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
+    expect(seen).toEqual([0]);
   });
 });
 

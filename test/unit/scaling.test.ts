@@ -1,6 +1,8 @@
 import { resolveConfig } from '../../lib/config';
 import { runDispatcher } from '../../lib/dispatching/dispatcher';
 import {
+  type FleetCount,
+  fleetCount,
   IDLE_EXIT_MS,
   idleExit,
   invocationDeadline,
@@ -9,12 +11,13 @@ import {
   SCALE_OUT_LIFETIME_MS,
   SCALE_OUT_SOURCE,
   SCHEDULE_PERIOD_MS,
-  TRICKLE_IDLE_EXIT_MS,
   type ScaleOutEvent,
   scaleOut,
   scalePolicyOf,
+  TRICKLE_IDLE_EXIT_MS,
 } from '../../lib/dispatching/scaling';
 import { ConfigError } from '../../lib/errors';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import type { DispatcherLauncher } from '../../lib/ports';
 import { type Logger, silentLogger } from '../../lib/ports';
 import { encodeEnvelope } from '../../lib/publishing/envelope';
@@ -182,6 +185,40 @@ describe('scaleOut (the scheduled invocation’s first step)', () => {
     const s = setup(0);
     expect(await scaleOut(s.deps)).toMatchObject({ start: 0 });
     expect(s.launches).toEqual([]);
+  });
+
+  it('counts the invocations actually working (the fleet count) instead of every scheduled one that may run', async () => {
+    const s = setup(150);
+    for (let i = 0; i < 150; i++) await s.w.send('urgent', encodeEnvelope({ task: 'ok' }));
+    const limits = new MemoryLimitStore();
+    const count = fleetCount(limits);
+    // Of the two scheduled invocations that may run, none is working: a cold start.
+    expect(await scaleOut({ ...s.deps, fleet: { count, now: 1000 } })).toMatchObject({ desired: 8, running: 1, start: 7 });
+    // One earlier scheduled invocation is working, and a scaled-out one whose lease ended (it died) is not counted.
+    await count.join('scheduled-a', 0, 120_000);
+    await count.join('scale-out-dead', 0, 55_000);
+    expect(await scaleOut({ ...s.deps, fleet: { count, now: 60_000 } })).toMatchObject({ running: 2, start: 6 });
+    await count.leave('scheduled-a', 61_000);
+    expect(await count.running(61_000)).toBe(0);
+  });
+
+  it('reads no fleet count when nothing waits, and falls back to the scheduled overlap when the count fails', async () => {
+    const s = setup(0);
+    let reads = 0;
+    const count: FleetCount = {
+      join: async () => {},
+      leave: async () => {},
+      running: async () => {
+        reads += 1;
+        throw new Error('ProvisionedThroughputExceededException');
+      },
+    };
+    expect(await scaleOut({ ...s.deps, fleet: { count, now: 0 } })).toMatchObject({ waiting: 0, start: 0 });
+    expect(reads).toBe(0);
+    for (let i = 0; i < 150; i++) await s.w.send('urgent', encodeEnvelope({ task: 'ok' }));
+    expect(await scaleOut({ ...s.deps, fleet: { count, now: 0 } })).toMatchObject({ running: 2, start: 6 });
+    expect(reads).toBe(1);
+    expect(s.logged).toContain('could not count the working dispatchers; counting every scheduled one as running');
   });
 
   it('never fails the invocation: a launch that throws is logged', async () => {

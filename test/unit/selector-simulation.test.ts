@@ -1,8 +1,8 @@
 import { Simulation } from '../../bench/sim/engine';
 import { runSimulation } from '../../bench/sim/run';
 import { FAUXQS_MODEL, SimSqs, type SqsModel } from '../../bench/sim/sqs';
-import { seededRandom } from '../../lib/random';
 import type { Workload } from '../../bench/sim/workloads';
+import { seededRandom } from '../../lib/random';
 
 const short: Workload = { name: 'short', description: '3 minutes at 0.9', minutes: 3, warmupMinutes: 1, profile: [[0, 0.9]] };
 
