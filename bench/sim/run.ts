@@ -365,7 +365,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
         const exit = autoscale ? idleExit(role, invocation.began, decision) : undefined;
         const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
         // As DispatcherRuntime does: working a backlog, it counts itself in the fleet.
-        const holder = autoscale && !decision?.trickle ? `${deps.workerId}@${invocation.began}` : undefined;
+        const holder = autoscale && role === 'scheduled' && !decision?.trickle ? `${deps.workerId}@${invocation.began}` : undefined;
         if (holder) await working.join(holder, invocation.began, deadline);
         const summary = await runDispatcher(deps, {
           deadline,

@@ -165,9 +165,9 @@ export class DispatcherRuntime {
     }
     const exit = idleExit(role, startedAt, decision);
     const runDeadline = invocationDeadline(role, startedAt, deadline);
-    // Working a backlog, it counts itself in the fleet the next scale-out decision sees.
-    const holder =
-      fleet && (role === 'scale-out' || (role === 'scheduled' && !decision?.trickle)) ? `${this.workerId}@${startedAt}` : undefined;
+    // A scheduled invocation working a backlog counts itself in the fleet later decisions see. A
+    // scaled-out one would not be seen: it ends before the next decision (SCALE_OUT_LIFETIME_MS).
+    const holder = fleet && role === 'scheduled' && !decision?.trickle ? `${this.workerId}@${startedAt}` : undefined;
     if (fleet && holder) await this.fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
     const guard = watchMemory({
       limitBytes: config.dispatcher.rssLimitMb * MB,

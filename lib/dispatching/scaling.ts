@@ -189,10 +189,11 @@ const FLEET_UNLIMITED = 1_000_000;
 /**
  * Which dispatcher invocations are working now, so the scale-out decision counts those and not
  * every scheduled invocation that may be running: with scale to zero most have ended, and counting
- * them left a cold start's backlog to a fraction of the fleet it called for. Each invocation that
- * works a backlog (a scheduled one past a trickle, a scaled-out one) holds one slot of
- * {@link FLEET_KEY} in the limit store until it ends, leased to its deadline: one that dies stops
- * counting then. Best effort: a failure to join or leave is logged, and a failed count falls back
+ * them left a cold start's backlog to a fraction of the fleet it called for. Each scheduled
+ * invocation that works a backlog (more than a trickle) holds one slot of {@link FLEET_KEY} in the
+ * limit store until it ends, leased to its deadline: one that dies stops counting then. Scaled-out
+ * invocations do not join: they end before the next decision, and the item stays small (at most
+ * ⌈timeout / 60⌉ holders, whatever the fleet's size). Best effort: a failure to join or leave is logged, and a failed count falls back
  * to the policy's default.
  */
 export interface FleetCount {
