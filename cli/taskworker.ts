@@ -11,6 +11,31 @@ import { UI_USAGE, uiCommand } from './ui/command';
 
 const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, SCHEDULES_USAGE, OPERATOR_USAGE, UI_USAGE].join('\n\n');
 
+/** Each command's own usage, for `taskworker COMMAND --help`. */
+const COMMAND_USAGE: Readonly<Record<string, string>> = {
+  init: INIT_USAGE,
+  dev: DEV_USAGE,
+  publish: PUBLISH_USAGE,
+  demo: DEMO_USAGE,
+  schedules: SCHEDULES_USAGE,
+  ui: UI_USAGE,
+  status: OPERATOR_USAGE,
+  jobs: OPERATOR_USAGE,
+  stats: OPERATOR_USAGE,
+  archive: OPERATOR_USAGE,
+  dlq: OPERATOR_USAGE,
+};
+
+/** `--help` or `-h` among a command's options (not after a `--`, where it would be an argument). */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/** Node's parseArgs refusals, by their code (not `instanceof`: under a test runner they come from another realm). */
+const isParseArgsError = (error: unknown): error is Error & { code: string } =>
+  typeof error === 'object' && error !== null && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS') && 'message' in error;
+
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   // Local tooling on Node 20 should not print the SDK's Node-support notice on every run.
@@ -18,6 +43,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   // Errors from the user's modules (a task that throws while loading) point at their source.
   process.setSourceMapsEnabled(true);
   const [command, ...rest] = argv;
+  const usage = command === undefined ? undefined : COMMAND_USAGE[command];
+  if (usage && asksForHelp(rest)) {
+    process.stdout.write(`usage:\n\n${usage}\n`);
+    return 0;
+  }
   try {
     switch (command) {
       case 'init':
@@ -66,10 +96,13 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`taskworker: ${error.message}\n`);
       return 1;
     }
-    if (
-      error instanceof TaskworkerError ||
-      (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
-    ) {
+    if (isParseArgsError(error)) {
+      // Node's parseArgs words it for programmers ("To specify a positional argument…"): keep the first sentence.
+      const first = error.message.split(/\.\s/)[0]?.replace(/\.$/, '') ?? error.message;
+      process.stderr.write(`taskworker ${command}: ${first} (taskworker ${command} --help lists its options)\n`);
+      return 2;
+    }
+    if (error instanceof TaskworkerError) {
       process.stderr.write(`taskworker: ${error.name}: ${error.message}\n`);
       return 2;
     }

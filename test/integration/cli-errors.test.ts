@@ -34,6 +34,19 @@ const builds = () =>
 const oneLine = (text: string) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text);
 
 describe('CLI errors are one readable line', () => {
+  it.each(['dev', 'publish', 'jobs', 'ui'])('`taskworker %s --help` prints that command’s usage and exits 0', async (command) => {
+    const result = await cli(command, '--help');
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(new RegExp(`^usage:\\n\\ntaskworker ${command === 'jobs' ? 'status' : command} `));
+    expect(result.err).toBe('');
+  });
+
+  it('an unknown option: one line naming it and the command, no error class', async () => {
+    const result = await cli('publish', 'send', '--payload', '{}', '--dly', '3');
+    expect(result.code).toBe(2);
+    expect(result.err).toBe("taskworker publish: Unknown option '--dly' (taskworker publish --help lists its options)\n");
+  });
+
   it('no AWS region', async () => {
     noAws();
     const result = await cli('status', '--version', 'v1', '--config', FIXTURE_CONFIG);
