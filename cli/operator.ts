@@ -90,6 +90,11 @@ const print = (json: boolean, data: unknown, text: () => string) =>
   process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
 
 /** Runs an operator command; `command` is the first word (status, jobs, stats, archive, dlq). */
+const JOBS_USAGE = 'usage: taskworker jobs show ID | list --state S | cancel ID | wait ID [--timeout S]';
+const ARCHIVE_USAGE = 'usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]';
+const subcommandMistake = (command: string, sub: string | undefined) =>
+  sub === undefined ? '' : `unknown ${command} command ${JSON.stringify(sub)}; `;
+
 export async function operatorCommand(command: string, argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
   const json = values.json ?? false;
@@ -114,6 +119,8 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
     }
     case 'jobs': {
       const [sub, id, ...extra] = positionals;
+      // A mistyped subcommand is named before anything is looked up (a version, a running dev).
+      if (!['show', 'list', 'cancel', 'wait'].includes(sub ?? '')) throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
       const ctx = await context(values);
       if (sub === 'show') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs show ID');
@@ -159,7 +166,7 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         print(json, result, () => renderResult(result));
         return result.state === 'succeeded' ? 0 : 1;
       }
-      throw new UsageError('usage: taskworker jobs show ID | list --state S | cancel ID | wait ID [--timeout S]');
+      throw new UsageError(JOBS_USAGE);
     }
     case 'stats': {
       const ctx = await context(values);
@@ -173,6 +180,7 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
     }
     case 'archive': {
       const [sub] = positionals;
+      if (sub !== 'list' && sub !== 'replay') throw new UsageError(`${subcommandMistake('archive', sub)}${ARCHIVE_USAGE}`);
       const ctx = await context(values);
       const reason = reasonOption(values.reason);
       const filter: ArchiveFilter = { ...(reason ? { reason } : {}), ...(values.task ? { task: values.task } : {}) };
@@ -197,11 +205,11 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         );
         return 0;
       }
-      throw new UsageError('usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]');
+      throw new UsageError(ARCHIVE_USAGE);
     }
     case 'dlq': {
       const [sub] = positionals;
-      if (sub !== 'redrive') throw new UsageError('usage: taskworker dlq redrive [--queue Q]');
+      if (sub !== 'redrive') throw new UsageError(`${subcommandMistake('dlq', sub)}usage: taskworker dlq redrive [--queue Q]`);
       const ctx = await context(values);
       const results = await redriveDeadLetters(ctx, values.queue === undefined ? undefined : (queueOption(ctx, values.queue)[0] as string));
       print(json, results, () =>

@@ -41,6 +41,14 @@ describe('CLI errors are one readable line', () => {
     expect(result.err).toBe('');
   });
 
+  it('a mistyped subcommand is named before any version or running dev is looked for', async () => {
+    noAws();
+    const result = await cli('jobs', 'lsit', '--config', FIXTURE_CONFIG);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(/^taskworker: unknown jobs command "lsit"; usage: taskworker jobs show ID \| list/);
+    expect(oneLine(result.err)).toBe(true);
+  });
+
   it('an unknown option: one line naming it and the command, no error class', async () => {
     const result = await cli('publish', 'send', '--payload', '{}', '--dly', '3');
     expect(result.code).toBe(2);
