@@ -193,8 +193,8 @@ const FLEET_UNLIMITED = 1_000_000;
  * invocation that works a backlog (more than a trickle) holds one slot of {@link FLEET_KEY} in the
  * limit store until it ends, leased to its deadline: one that dies stops counting then. Scaled-out
  * invocations do not join: they end before the next decision, and the item stays small (at most
- * ⌈timeout / 60⌉ holders, whatever the fleet's size). Best effort: a failure to join or leave is logged, and a failed count falls back
- * to the policy's default.
+ * ⌈timeout / 60⌉ holders, whatever the fleet's size). Best effort: a failure to join or leave is
+ * logged, and a failed count falls back to the policy's default.
  */
 export interface FleetCount {
   join(holder: string, now: number, until: number): Promise<void>;
@@ -213,11 +213,6 @@ export function fleetCount(limits: LimitStore): FleetCount {
   };
 }
 
-/**
- * The scheduled invocation's first step: read every queue's depth (one GetQueueAttributes each),
- * plan, and start the invocations the backlog needs. Never throws: a failure to read or to launch
- * costs capacity for a minute, never the invocation.
- */
 async function countFleet(fleet: NonNullable<ScaleOutDeps['fleet']>, logger: Logger): Promise<number | undefined> {
   try {
     return await fleet.count.running(fleet.now);
@@ -227,6 +222,11 @@ async function countFleet(fleet: NonNullable<ScaleOutDeps['fleet']>, logger: Log
   }
 }
 
+/**
+ * The scheduled invocation's first step: read every queue's depth (one GetQueueAttributes each),
+ * plan, and start the invocations the backlog needs. Never throws: a failure to read or to launch
+ * costs capacity for a minute, never the invocation.
+ */
 export async function scaleOut(deps: ScaleOutDeps): Promise<ScaleDecision | undefined> {
   let decision: ScaleDecision;
   try {
