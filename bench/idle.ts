@@ -17,7 +17,7 @@ import type { BatchReport } from '../lib/dispatching/summary';
 import { startLocalStack } from '../lib/local/dev';
 import { DUE_SHARDS } from '../lib/scheduling/due';
 import { doorbellQueues } from '../lib/wake-up';
-import { PRICES, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
+import { PRICES, quantile, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';
 import { KALE_QUEUES, type SimQueueSpec, WORKLOADS, type Workload } from './sim/workloads';
 
@@ -42,7 +42,6 @@ const AWS_MODEL = {
   minimumBilledMs: 1,
 };
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Idle ticks of the scheduled dispatcher on the example app, invoked once a second. */
@@ -197,7 +196,7 @@ async function main() {
   // eventually consistent read of 0.5 RRU; GetQueueAttributes per queue; billed duration, with a
   // round trip each for the sweep and the depths), and the doorbells' trigger pollers; the schedule
   // itself (an EventBridge rule) is free.
-  const tickBilledMs = Math.max(AWS_MODEL.minimumBilledMs, percentile(ticks.ms, 0.5) + 2 * AWS_MODEL.sqsRoundTripMs);
+  const tickBilledMs = Math.max(AWS_MODEL.minimumBilledMs, quantile(ticks.ms, 0.5) + 2 * AWS_MODEL.sqsRoundTripMs);
   const idleTaskworker = {
     rru: 60 * DUE_SHARDS * 0.5,
     sqs: 60 * ticks.queues + triggerIdleRequestsPerHour(ticks.doorbells),
@@ -270,10 +269,10 @@ async function main() {
       idleRequestsPerHour: idleTaskworker.sqs,
       idleSweepReadUnitsPerHour: idleTaskworker.rru,
       idleGbSecondsPerHour: round(idleTaskworker.gbSeconds, 2),
-      idleTickMs: { p50: round(percentile(ticks.ms, 0.5), 1), max: round(ticks.ms.at(-1) ?? 0, 1), samples: ticks.ms.length },
+      idleTickMs: { p50: round(quantile(ticks.ms, 0.5), 1), max: round(ticks.ms.at(-1) ?? 0, 1), samples: ticks.ms.length },
       wakeLatencySeconds: {
-        p50: round(percentile(wake.waits, 0.5) / 1000, 3),
-        p99: round(percentile(wake.waits, 0.99) / 1000, 3),
+        p50: round(quantile(wake.waits, 0.5) / 1000, 3),
+        p99: round(quantile(wake.waits, 0.99) / 1000, 3),
         max: round((wake.waits.at(-1) ?? 0) / 1000, 3),
         samples: wake.waits.length,
         invokedBy: wake.byFunction,
@@ -291,8 +290,8 @@ async function main() {
     monthly: monthly.map((m) => ({ ...m, vsTrigger: round(m.usd / Math.max(0.005, triggerOf(m.workload)), 2) })),
     goals: {
       idleAtMost1_5xTrigger: taskworkerIdleUsd <= 1.5 * triggerIdleUsd,
-      wakeP50AtMost1s: percentile(wake.waits, 0.5) <= 1000,
-      wakeP99AtMost2s: percentile(wake.waits, 0.99) <= 2000,
+      wakeP50AtMost1s: quantile(wake.waits, 0.5) <= 1000,
+      wakeP99AtMost2s: quantile(wake.waits, 0.99) <= 2000,
       fullTrackingAtMostTrigger: monthly
         .filter((m) => m.design === 'taskworker (tracking full)')
         .map((m) => ({ workload: m.workload, met: m.usd <= triggerOf(m.workload) })),

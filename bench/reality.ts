@@ -26,7 +26,7 @@ import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { meter, newMeter, total } from './meter';
-import { round, runBenchmark } from './prices';
+import { quantile, round, runBenchmark } from './prices';
 import { type RunFigures, runSimulation, simConfig } from './sim/run';
 import { FAUXQS_MODEL } from './sim/sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type Workload } from './sim/workloads';
@@ -49,9 +49,6 @@ const fleet = { dispatchers: DISPATCHERS, concurrency: SLOTS, invocationSeconds:
 
 /** fauxqs on loopback, in-process, as measured from the dispatchers: about 3 ms a short request. */
 const LOCAL_LATENCY = { baseMs: 2.5, jitterMeanMs: 0.5 };
-
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 
 /** Task modules that sleep the run time drawn for them (`ms` in the payload), as the simulation's tasks do. */
 function taskModules(dir: string): void {
