@@ -7,7 +7,15 @@ import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../l
 import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
 import { batchItemFailures } from '../../lib/dispatching/doorbell';
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/executor/types';
-import { fleetCount, type InvocationRole, idleExit, invocationDeadline, scaleOut } from '../../lib/dispatching/scaling';
+import {
+  doorbellsStayOn,
+  fleetCount,
+  type InvocationRole,
+  idleExit,
+  invocationDeadline,
+  joinsFleet,
+  scaleOut,
+} from '../../lib/dispatching/scaling';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
 import type { BatchReport } from '../../lib/dispatching/summary';
 import type { DispatcherDeps } from '../../lib/dispatching/types';
@@ -18,6 +26,7 @@ import { seededRandom } from '../../lib/random';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
+import { quantile, round } from '../prices';
 import { Simulation } from './engine';
 import { type LatencyModel, SimSqs, type SqsModel } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
@@ -161,14 +170,6 @@ export function simConfig(queues: readonly SimQueueSpec[], selector: SelectorNam
     dispatcher: { selector, concurrency: fleet.concurrency, timeoutSeconds: fleet.invocationSeconds },
   });
 }
-
-/** Exact quantile of sorted values (nearest rank). */
-function quantile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
-}
-
-const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** What one seeded run leaves: raw waits per queue and counters. */
 interface RawRun {
@@ -360,12 +361,12 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       // As DispatcherRuntime does: a scheduled invocation that finds nothing waiting ends at once.
       // The doorbells step aside while the scheduled fleet works a backlog, and come back when an
       // invocation of it finds nothing to do (as DoorbellSwitch does in AWS).
-      if (decision) doorbellsOn = decision.waiting === 0 || decision.trickle;
+      if (decision) doorbellsOn = doorbellsStayOn(decision);
       if (decision?.waiting !== 0) {
         const exit = autoscale ? idleExit(role, invocation.began, decision) : undefined;
         const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
         // As DispatcherRuntime does: working a backlog, it counts itself in the fleet.
-        const holder = autoscale && role === 'scheduled' && !decision?.trickle ? `${deps.workerId}@${invocation.began}` : undefined;
+        const holder = autoscale && joinsFleet(role, decision) ? `${deps.workerId}@${invocation.began}` : undefined;
         if (holder) await working.join(holder, invocation.began, deadline);
         const summary = await runDispatcher(deps, {
           deadline,

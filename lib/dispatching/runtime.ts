@@ -21,7 +21,16 @@ import { InlineExecutor } from './executor/inline';
 import { ThreadPoolExecutor } from './executor/thread-pool';
 import type { TaskExecutor } from './executor/types';
 import { type MemoryGuardOptions, watchMemory } from './memory-guard';
-import { fleetCount, type InvocationRole, idleExit, invocationDeadline, type ScaleDecision, scaleOut } from './scaling';
+import {
+  doorbellsStayOn,
+  fleetCount,
+  type InvocationRole,
+  idleExit,
+  invocationDeadline,
+  joinsFleet,
+  type ScaleDecision,
+  scaleOut,
+} from './scaling';
 import { createSelector } from './selectors';
 import type { QueueSelector } from './selectors/types';
 import { StatsBuffer } from './stats-buffer';
@@ -160,14 +169,13 @@ export class DispatcherRuntime {
       });
       // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
       // A trickle is taken in passing: the doorbells stay on.
-      if (decision) await this.switchDoorbells(decision.waiting === 0 || decision.trickle);
+      if (decision) await this.switchDoorbells(doorbellsStayOn(decision));
       if (decision?.waiting === 0) return emptySummary();
     }
     const exit = idleExit(role, startedAt, decision);
     const runDeadline = invocationDeadline(role, startedAt, deadline);
-    // A scheduled invocation working a backlog counts itself in the fleet later decisions see. A
-    // scaled-out one would not be seen: it ends before the next decision (SCALE_OUT_LIFETIME_MS).
-    const holder = fleet && role === 'scheduled' && !decision?.trickle ? `${this.workerId}@${startedAt}` : undefined;
+    // Working a backlog, it counts itself in the fleet later decisions see.
+    const holder = fleet && joinsFleet(role, decision) ? `${this.workerId}@${startedAt}` : undefined;
     if (fleet && holder) await this.fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
     const guard = watchMemory({
       limitBytes: config.dispatcher.rssLimitMb * MB,

@@ -181,6 +181,23 @@ export interface ScaleOutDeps {
   readonly fleet?: { readonly count: FleetCount; readonly now: number };
 }
 
+/**
+ * Whether the doorbells keep watch while a scheduled invocation works: nothing waits, or only a
+ * trickle it takes in passing. A backlog is the selector's: the triggers step aside until it is done.
+ */
+export function doorbellsStayOn(decision: ScaleDecision): boolean {
+  return decision.waiting === 0 || decision.trickle;
+}
+
+/**
+ * Whether an invocation counts itself in the fleet ({@link fleetCount}): a scheduled one working
+ * more than a trickle (or one that could not read the depths). A scaled-out one would not be seen:
+ * it ends before the next decision ({@link SCALE_OUT_LIFETIME_MS}).
+ */
+export function joinsFleet(role: InvocationRole, decision: ScaleDecision | undefined): boolean {
+  return role === 'scheduled' && !decision?.trickle;
+}
+
 /** The limit-store key under which working dispatcher invocations count themselves. */
 export const FLEET_KEY = 'fleet:dispatchers';
 /** The fleet is counted, not limited (its reserved concurrency limits it): a limit never reached. */
