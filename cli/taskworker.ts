@@ -9,22 +9,22 @@ import { SCHEDULES_USAGE, schedulesCommand } from './schedules';
 import { explainAwsError, UsageError } from './shared';
 import { UI_USAGE, uiCommand } from './ui/command';
 
-const USAGE = ['usage:', INIT_USAGE, DEV_USAGE, PUBLISH_USAGE, DEMO_USAGE, SCHEDULES_USAGE, OPERATOR_USAGE, UI_USAGE].join('\n\n');
-
-/** Each command's own usage, for `taskworker COMMAND --help`. */
+/** Each command's own usage, for `taskworker COMMAND --help`; in the order the full usage lists them. */
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
   init: INIT_USAGE,
   dev: DEV_USAGE,
   publish: PUBLISH_USAGE,
   demo: DEMO_USAGE,
   schedules: SCHEDULES_USAGE,
-  ui: UI_USAGE,
   status: OPERATOR_USAGE,
   jobs: OPERATOR_USAGE,
   stats: OPERATOR_USAGE,
   archive: OPERATOR_USAGE,
   dlq: OPERATOR_USAGE,
+  ui: UI_USAGE,
 };
+
+const USAGE = ['usage:', ...new Set(Object.values(COMMAND_USAGE))].join('\n\n');
 
 /** `--help` or `-h` among a command's options (not after a `--`, where it would be an argument). */
 function asksForHelp(args: readonly string[]): boolean {
