@@ -13,9 +13,9 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { BatchReport } from '../lib/dispatching/summary';
 import { startLocalStack } from '../lib/local/dev';
-import { DUE_SHARDS } from '../lib/scheduling/due';
+import type { BatchReport } from '../lib/settle/report';
+import { DUE_SHARDS } from '../lib/track/due';
 import { doorbellQueues } from '../lib/wake-up';
 import { PRICES, quantile, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { runSimulation } from './sim/run';

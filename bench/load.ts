@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../lib/adapters/sqs';
-import type { BatchReport } from '../lib/dispatching/summary';
 import { startLocalStack } from '../lib/local/dev';
 import { seededRandom } from '../lib/random';
+import type { BatchReport } from '../lib/settle/report';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => {

@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
-import type { SlaAwareOptions } from '../lib/dispatching/selectors';
+import type { SlaAwareOptions } from '../lib/select';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
 import { KALE_QUEUES, SCALING_WORKLOADS, WORKLOADS, type Workload } from './sim/workloads';
 

@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../lib/adapters/sqs';
-import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/dispatching/summary';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
-import type { PublishItem } from '../lib/publishing/publisher';
-import { quantile } from '../lib/tracking/histogram';
-import { utcDay } from '../lib/tracking/stats';
+import type { PublishItem } from '../lib/publish/publisher';
+import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/settle/report';
+import { quantile } from '../lib/track/histogram';
+import { utcDay } from '../lib/track/stats';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
 import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from './ui/serve';

@@ -4,8 +4,8 @@
  * the local stack reports, so they are tested without processes.
  */
 import { isAbsolute, relative } from 'node:path';
-import type { BatchReport, JobReport } from '../lib/dispatching/summary';
 import type { DispatcherExit } from '../lib/local/dev';
+import type { BatchReport, JobReport } from '../lib/settle/report';
 
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 export type ConsoleLevel = (typeof LOG_LEVELS)[number];

@@ -2,7 +2,6 @@ import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge } from '../lib/adapters/cloudwatch';
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/dispatching/archive';
 import { ResultUnavailableError } from '../lib/errors';
 import {
   type ArchiveFilter,
@@ -12,11 +11,12 @@ import {
   redriveDeadLetters,
   replayArchived,
   versionStatus,
-} from '../lib/operating/operator';
-import { waitForResult } from '../lib/publishing/results';
+} from '../lib/operate/operator';
+import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
-import { JOB_STATES, type JobState } from '../lib/tracking/model';
-import { taskStatsKey, utcDay } from '../lib/tracking/stats';
+import { JOB_STATES, type JobState } from '../lib/track/model';
+import { taskStatsKey, utcDay } from '../lib/track/stats';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-record';
 import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderResult, renderStats, renderStatus } from './render';
 import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config';
-import { Publisher } from '../lib/publishing/publisher';
-import { MAX_SCHEDULE_SECONDS } from '../lib/scheduling/due';
+import { Publisher } from '../lib/publish/publisher';
 import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskDefinition } from '../lib/tasks/task';
+import { MAX_SCHEDULE_SECONDS } from '../lib/track/due';
 import { dateOption, findConfigFile, integerOption, jsonOption, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]

@@ -1,7 +1,7 @@
-import type { ArchivedMessage, VersionStatus } from '../lib/operating/operator';
-import type { JobResult } from '../lib/publishing/results';
-import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/tracking/model';
-import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/tracking/stats';
+import type { ArchivedMessage, VersionStatus } from '../lib/operate/operator';
+import type { JobResult } from '../lib/publish/results';
+import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
+import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/track/stats';
 import { formatMs, table } from './shared';
 
 const iso = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString());

@@ -1,11 +1,11 @@
 import { TaskworkerError } from '../lib/errors';
-import { VersionNotFoundError } from '../lib/operating/operator';
+import { VersionNotFoundError } from '../lib/operate/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
 import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
-import { SCHEDULES_USAGE, schedulesCommand } from './schedules';
+import { SCHEDULES_USAGE, schedulesCommand } from './schedules-command';
 import { explainAwsError, UsageError } from './shared';
 import { UI_USAGE, uiCommand } from './ui/command';
 

@@ -1,6 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/dispatching/summary';
-import type { DispatcherObserver } from '../lib/dispatching/types';
+import type { DispatcherObserver } from '../lib/dispatch/types';
 import {
   archivedMetric,
   INVOCATION_METRICS,
@@ -9,6 +8,7 @@ import {
   METRICS_NAMESPACE,
   outcomeMetric,
 } from '../lib/layout/metric-names';
+import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/settle/report';
 
 export interface DispatcherMetricsOptions {
   /** Reads `TASKWORKER_VERSION`, `POWERTOOLS_SERVICE_NAME`, `POWERTOOLS_METRICS_NAMESPACE`. @defaultValue process.env */

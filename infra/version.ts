@@ -21,15 +21,15 @@ import {
   validateVersion,
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
-import { checkCrontabs } from '../lib/scheduling/cron';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
+import { checkCrontabs } from '../lib/track/cron';
 import { type DispatcherCodeProps, dispatcherCode } from './artifact';
-import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher';
+import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher-function';
 import { TaskworkerMonitoring } from './monitoring';
 import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
 import { TaskworkerQueues } from './queues';
-import { TaskworkerSchedules } from './schedules';
+import { TaskworkerSchedules } from './recurring-schedules';
 import { TaskworkerTables } from './tables';
 
 export interface TaskworkerVersionProps {

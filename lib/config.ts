@@ -1,7 +1,7 @@
 import { ConfigError } from './errors';
-import { HOOK_NAMES, type JobHooks } from './hooks';
-import { type Limits, resolveLimits } from './limits/limits';
-import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './scheduling/schedules';
+import { HOOK_NAMES, type JobHooks } from './hook-types';
+import { type Limits, resolveLimits } from './track/limits';
+import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './track/recurring';
 
 /** Names of the built-in queue selectors. */
 export const SELECTOR_NAMES = ['sla-aware', 'reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
@@ -52,12 +52,12 @@ export interface QueueConfigInput {
    * What starts a dispatcher when a message arrives in an idle version. `doorbell`: an SQS trigger
    * on this queue invokes the doorbell function at once (within a second; the trigger's pollers
    * cost about what Lambda's own SQS trigger costs idle); every task on the queue must then fit one
-   * doorbell invocation (see lib/dispatching/doorbell.ts). `schedule`: the next minute's scheduled
+   * doorbell invocation (see lib/invocation/doorbell.ts). `schedule`: the next minute's scheduled
    * dispatcher (up to a minute late, no pollers). See {@link WAKE_UP_MODES}.
    * @defaultValue 'doorbell' when `slaSeconds` is under 120, else 'schedule'
    */
   readonly wakeUp?: WakeUpMode;
-  /** Fleet-wide limits for all the queue's jobs together (lib/limits/limits.ts). */
+  /** Fleet-wide limits for all the queue's jobs together (lib/track/limits.ts). */
   readonly limits?: Limits;
 }
 
@@ -125,7 +125,7 @@ export interface TaskworkerConfigInput {
   readonly tracking?: TrackingConfigInput;
   /** Recurring tasks: each fires on its cron or rate, locally and in AWS (EventBridge Scheduler). */
   readonly schedules?: readonly ScheduleInput[];
-  /** Hooks for every job of the app, after its task's own (lib/dispatching/hooks.ts). */
+  /** Hooks for every job of the app, after its task's own (lib/settle/run-hooks.ts). */
   readonly hooks?: AppHooksInput;
 }
 

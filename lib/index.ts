@@ -18,12 +18,12 @@ export {
   tableNames,
   validateVersion,
 } from './config';
-export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './dispatching/archive';
 export * from './errors';
-export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './publishing/envelope';
-export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publishing/publisher';
-export { type JobResult, resultOf, type WaitOptions } from './publishing/results';
+export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publish/publisher';
+export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
 export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
-export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './tracking/model';
+export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './track/model';
+export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './wire/archive-record';
+export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './wire/envelope';

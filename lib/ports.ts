@@ -110,7 +110,7 @@ export interface DispatcherLauncher {
 /**
  * Turns the doorbell queues' triggers on and off: off while the scheduled fleet works a backlog
  * (it selects by priority; a trigger would take batches out of order beside it), on again once
- * that fleet finds nothing to do (lib/dispatching/doorbell.ts).
+ * that fleet finds nothing to do (lib/invocation/doorbell.ts).
  */
 export interface DoorbellSwitch {
   set(on: boolean): Promise<void>;

@@ -4,5 +4,5 @@
  * the tasks and the runtime share one copy of the library.
  */
 
-export { startTaskWorker } from './dispatching/executor/worker-runtime';
+export { startTaskWorker } from './run/worker-thread';
 export { loadModule, type TaskModuleEntry } from './tasks/modules';

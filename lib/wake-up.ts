@@ -1,7 +1,7 @@
 /**
  * Which queues wake an idle version through a doorbell (an SQS trigger on the queue), and what a
  * doorbell invocation can hold: shared by the task registry's checks, the dispatcher and the stack.
- * The doorbell itself is lib/dispatching/doorbell.ts.
+ * The doorbell itself is lib/invocation/doorbell.ts.
  */
 import type { QueueConfig, TaskworkerConfig } from './config';
 import { ConfigError } from './errors';

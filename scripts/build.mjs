@@ -98,7 +98,7 @@ const artifact = {
   logLevel: 'warning',
   external: ['fauxqs', 'dynalite', 'esbuild'],
 };
-await build({ ...artifact, entryPoints: ['functions/dispatcher.ts'], outfile: 'dist/artifact/index.js' });
+await build({ ...artifact, entryPoints: ['functions/dispatcher-handler.ts'], outfile: 'dist/artifact/index.js' });
 await build({ ...artifact, entryPoints: ['lib/local/runner.ts'], outfile: 'dist/artifact/runner.js' });
 
 await cli();

@@ -4,9 +4,10 @@
  * clock, fed by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
  */
 import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
-import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
-import { batchItemFailures } from '../../lib/dispatching/doorbell';
-import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/dispatching/executor/types';
+import { queueProbes, runDispatcher } from '../../lib/dispatch/loop';
+import type { DispatcherDeps } from '../../lib/dispatch/types';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
+import { batchItemFailures } from '../../lib/invocation/doorbell';
 import {
   doorbellsStayOn,
   fleetCount,
@@ -15,14 +16,13 @@ import {
   invocationDeadline,
   joinsFleet,
   scaleOut,
-} from '../../lib/dispatching/scaling';
-import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/dispatching/selectors';
-import type { BatchReport } from '../../lib/dispatching/summary';
-import type { DispatcherDeps } from '../../lib/dispatching/types';
-import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
+} from '../../lib/invocation/scaling';
 import type { QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
+import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/types';
+import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/select';
+import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
@@ -51,7 +51,7 @@ export interface FleetSpec {
     readonly maxConcurrency: number;
     readonly autoscale: boolean;
     /**
-     * A doorbell on every queue (lib/dispatching/doorbell.ts): a trigger poller per queue that
+     * A doorbell on every queue (lib/invocation/doorbell.ts): a trigger poller per queue that
      * long-polls 20 s and invokes a doorbell (at most 2 at once per queue) with each batch it gets.
      */
     readonly doorbell?: boolean;
@@ -333,7 +333,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } };
     const warm: DispatcherDeps[] = [];
     let containers = 0;
-    /** The fleet count the scale-out decision reads (lib/dispatching/scaling.ts), in memory. */
+    /** The fleet count the scale-out decision reads (lib/invocation/scaling.ts), in memory. */
     const working = fleetCount(new MemoryLimitStore());
     const invoke = async (role: InvocationRole, lengthMs = fleet.invocationSeconds * 1000) => {
       if (stop.signal.aborted) return;

@@ -3,8 +3,9 @@
  * lengths, arriving as Poisson processes whose rate follows a piecewise-constant load profile
  * expressed as a fraction of the fleet's task capacity.
  */
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+
 import { type Random, seededRandom } from '../../lib/random';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import type { ArrivalSource } from './sqs';
 
 /** One of Kale's queues, as simulated. */

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../../lib/adapters/cloudwatch';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { deployedVersions, operatorContext } from '../../lib/operating/operator';
+import { deployedVersions, operatorContext } from '../../lib/operate/operator';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { operatorTarget } from '../operator';
 import { loadTaskDefinitions } from '../publish';

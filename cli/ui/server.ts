@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/dispatching/archive';
 import { TaskworkerError } from '../../lib/errors';
 import {
   type ArchiveFilter,
@@ -18,12 +17,13 @@ import {
   statsHistory,
   VersionNotFoundError,
   versionStatus,
-} from '../../lib/operating/operator';
-import { Publisher } from '../../lib/publishing/publisher';
-import { MAX_SCHEDULE_SECONDS } from '../../lib/scheduling/due';
+} from '../../lib/operate/operator';
+import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
-import { JOB_STATES, type JobState } from '../../lib/tracking/model';
-import { taskStatsKey } from '../../lib/tracking/stats';
+import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
+import { JOB_STATES, type JobState } from '../../lib/track/model';
+import { taskStatsKey } from '../../lib/track/stats';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
 import { explainAwsError } from '../shared';
 
 /** The header a state-changing request carries the per-process token in. */

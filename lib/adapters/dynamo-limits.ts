@@ -5,7 +5,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AcquireRequest, LimitStore, TakeRequest, TakeResult } from '../limits/limits';
+import type { AcquireRequest, LimitStore, TakeRequest, TakeResult } from '../track/limits';
 import { Expression, fromItem } from './dynamo-values';
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */

@@ -12,8 +12,8 @@ import {
 import type { TaskworkerConfig } from '../config';
 import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
-import { DUE_SLACK_MS, dueShardOf } from '../scheduling/due';
-import type { ArchiveReason } from '../tracking/model';
+import { DUE_SLACK_MS, dueShardOf } from '../track/due';
+import type { ArchiveReason } from '../track/model';
 import {
   type CancelResult,
   type ClaimRequest,
@@ -37,7 +37,7 @@ import {
   type StatsStore,
   type UnclaimedOutcome,
   type UnclaimedResult,
-} from '../tracking/model';
+} from '../track/model';
 import {
   appendHistory,
   expiresAt,
@@ -49,7 +49,7 @@ import {
   type PriorState,
   permits,
   TRANSITIONS,
-} from '../tracking/rules';
+} from '../track/rules';
 import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';

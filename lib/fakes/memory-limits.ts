@@ -6,7 +6,7 @@ import {
   refill,
   type TakeRequest,
   type TakeResult,
-} from '../limits/limits';
+} from '../track/limits';
 
 /** In-memory {@link LimitStore} with the DynamoDB adapter's arithmetic; `writes` counts as DynamoDB would bill. */
 export class MemoryLimitStore implements LimitStore {

@@ -1,4 +1,4 @@
-import { dueShardOf } from '../scheduling/due';
+import { dueShardOf } from '../track/due';
 import type {
   CancelResult,
   ClaimRequest,
@@ -18,9 +18,9 @@ import type {
   StatsStore,
   UnclaimedOutcome,
   UnclaimedResult,
-} from '../tracking/model';
-import { appendHistory, historyOf, type JobStoreSettings, permits } from '../tracking/rules';
-import { mergeQueueDay } from '../tracking/stats';
+} from '../track/model';
+import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
+import { mergeQueueDay } from '../track/stats';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 

@@ -1,4 +1,4 @@
-import type { ArchiveReason } from '../tracking/model';
+import type { ArchiveReason } from '../track/model';
 
 /**
  * Names of the dispatcher's CloudWatch metrics, shared by the emitter (`functions/metrics.ts`,

@@ -18,8 +18,8 @@ export interface InvokeRequest {
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import type { BatchReport, DispatcherSummary } from '../dispatching/summary';
-import type { BatchStart, DispatcherFunction, DispatcherFunctionOptions } from '../dispatching/types';
+import type { BatchStart, DispatcherFunction, DispatcherFunctionOptions } from '../dispatch/types';
+import type { BatchReport, DispatcherSummary } from '../settle/report';
 
 export type RunnerMessage =
   | { readonly type: 'ready' }

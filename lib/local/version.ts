@@ -6,12 +6,12 @@ import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracki
 import { trackingFor } from '../adapters/dynamo-tracking';
 import { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
-import { SHARED_PROCESS } from '../dispatching/memory-guard';
-import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../dispatching/runtime';
+import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../invocation/dispatcher-runtime';
 import type { QueueUrls } from '../ports';
-import { Publisher } from '../publishing/publisher';
+import { Publisher } from '../publish/publisher';
+import { SHARED_PROCESS } from '../run/memory-guard';
 import type { TaskBundle } from '../tasks/bundle';
-import type { JobStore } from '../tracking/model';
+import type { JobStore } from '../track/model';
 
 /** One release version's queues and tables on an SQS and a DynamoDB endpoint, and what works on them. */
 export interface ProvisionedVersion {

@@ -8,7 +8,7 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import type { TaskworkerConfig } from '../config';
-import { SCHEDULE_PERIOD_MS, SCHEDULE_SOURCE } from '../dispatching/scaling';
+import { SCHEDULE_PERIOD_MS, SCHEDULE_SOURCE } from '../invocation/scaling';
 import type { QueueUrls } from '../ports';
 import { doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';
 

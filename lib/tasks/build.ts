@@ -150,7 +150,7 @@ function tasksBundleBuild(options: TasksBundleOptions): { build: EsbuildOptions;
  */
 async function buildRuntimeFiles(outDir: string, minify: boolean, bundleAwsSdk: boolean, localRunner: boolean): Promise<void> {
   const files = [
-    { name: 'index.js', source: join(PACKAGE_ROOT, 'functions', 'dispatcher.ts'), sdk: bundleAwsSdk },
+    { name: 'index.js', source: join(PACKAGE_ROOT, 'functions', 'dispatcher-handler.ts'), sdk: bundleAwsSdk },
     ...(localRunner ? [{ name: 'runner.js', source: join(PACKAGE_ROOT, 'lib', 'local', 'runner.ts'), sdk: true }] : []),
   ];
   if (!FROM_SOURCE) {

@@ -43,7 +43,7 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
     checkDoorbellFits(config, { name: def.name, queue: def.queue, needMs });
     // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
     // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
-    // record and requeues a message before its redrive (lib/dispatching/batch.ts): no such bound there.
+    // record and requeues a message before its redrive (lib/dispatch/batch.ts): no such bound there.
     if (queue.tracking !== 'full' && def.maxRetries + 1 >= queue.maxReceiveCount) {
       throw new TaskDefinitionError(
         def.name,
@@ -60,7 +60,7 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
 
 /**
  * Every schedule names a registered task (its crontab's fields are checked by `checkCrontabs`,
- * lib/scheduling/cron.ts, where schedules run, list or deploy: the Lambda handler does not carry the parser), publishes to a queue whose visibility fits it, and carries
+ * lib/track/cron.ts, where schedules run, list or deploy: the Lambda handler does not carry the parser), publishes to a queue whose visibility fits it, and carries
  * a payload the task's `validate` accepts: a tick that could never run fails start and synth.
  */
 function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void {

@@ -3,6 +3,6 @@
  * with a context you choose; `createTestSystem` runs the whole system in memory (publish →
  * dispatch → outcome) on a virtual clock.
  */
-export type { Verdict } from '../dispatching/decide';
+export type { Verdict } from '../settle/verdict';
 export { type RunTaskOptions, runTask, type TaskRunResult } from './run-task';
 export { createTestSystem, type DrainResult, type TestSystem, type TestSystemOptions } from './system';

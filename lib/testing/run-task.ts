@@ -1,7 +1,7 @@
-import { decide, type Verdict } from '../dispatching/decide';
-import { InlineExecutor } from '../dispatching/executor/inline';
-import type { TaskOutcome } from '../dispatching/executor/types';
 import type { Random } from '../random';
+import { InlineExecutor } from '../run/inline-executor';
+import type { TaskOutcome } from '../run/types';
+import { decide, type Verdict } from '../settle/verdict';
 import type { TaskDefinition } from '../tasks/task';
 
 export interface RunTaskOptions {

@@ -1,20 +1,20 @@
 import { VirtualClock } from '../clock';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
-import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from '../dispatching/archive';
-import { queueProbes, runDispatcher } from '../dispatching/dispatcher';
-import { InlineExecutor } from '../dispatching/executor/inline';
-import { createSelector } from '../dispatching/selectors';
-import type { BatchReport, JobReport } from '../dispatching/summary';
-import type { DispatcherDeps } from '../dispatching/types';
+import { queueProbes, runDispatcher } from '../dispatch/loop';
+import type { DispatcherDeps } from '../dispatch/types';
 import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
 import { silentLogger } from '../ports';
-import { type Published, Publisher, type PublishOptions } from '../publishing/publisher';
+import { type Published, Publisher, type PublishOptions } from '../publish/publisher';
 import { seededRandom } from '../random';
+import { InlineExecutor } from '../run/inline-executor';
+import { createSelector } from '../select';
+import type { BatchReport, JobReport } from '../settle/report';
 import { createRegistry } from '../tasks/registry';
 import type { TaskDefinition } from '../tasks/task';
-import type { JobRecord, QueueDayStats } from '../tracking/model';
-import { utcDay } from '../tracking/stats';
+import type { JobRecord, QueueDayStats } from '../track/model';
+import { utcDay } from '../track/stats';
+import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 
 export interface TestSystemOptions {
   /** The tasks the system runs. */

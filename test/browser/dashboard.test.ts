@@ -10,8 +10,8 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { localStackUi, type RunningUi, serveUi } from '../../cli/ui/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { OperatorContext } from '../../lib/operating/operator';
-import { utcDay } from '../../lib/tracking/stats';
+import type { OperatorContext } from '../../lib/operate/operator';
+import { utcDay } from '../../lib/track/stats';
 
 const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -6,13 +6,13 @@
  * must succeed, and nothing is logged at error level: no crash, no failed settle call.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { type ArchiveReason, readArchiveRecord } from '../../lib/dispatching/archive';
-import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
-import type { JobReport } from '../../lib/dispatching/summary';
 import type { MalformedCode } from '../../lib/errors';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
-import { MAX_JSON_DEPTH } from '../../lib/publishing/envelope';
+import type { JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
+import { type ArchiveReason, readArchiveRecord } from '../../lib/wire/archive-record';
+import { MAX_JSON_DEPTH } from '../../lib/wire/envelope';
 import { buildFixtureBundle } from '../helpers/emulators';
 import { type InProcessVersion, inProcessVersion } from './helpers/in-process';
 import {

@@ -7,11 +7,11 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { seededRandom } from '../../lib/random';
 import type { TaskBundle } from '../../lib/tasks/bundle';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { buildFixtureBundle } from '../helpers/emulators';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters, FaultInjector, isQueueStatsWrite } from './helpers/faults';

@@ -6,9 +6,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import type { BatchReport, DispatcherSummary } from '../../lib/dispatching/summary';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
+import type { BatchReport, DispatcherSummary } from '../../lib/settle/report';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { auditStack, CHAOS_CONFIG, createEffectsTable, MEMORY_CONFIG, type Published, scanAll, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';

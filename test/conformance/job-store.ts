@@ -1,9 +1,9 @@
 import { UnrecoverableError } from '../../lib/errors';
-import type { LimitStore } from '../../lib/limits/limits';
-import { dueShardOf } from '../../lib/scheduling/due';
-import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/tracking/model';
-import type { JobStoreSettings } from '../../lib/tracking/rules';
-import { emptyDuration } from '../../lib/tracking/stats';
+import { dueShardOf } from '../../lib/track/due';
+import type { LimitStore } from '../../lib/track/limits';
+import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/track/model';
+import type { JobStoreSettings } from '../../lib/track/rules';
+import { emptyDuration } from '../../lib/track/stats';
 
 let unique = 0;
 const ref = (overrides: Partial<JobRef> = {}): JobRef => ({

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Clock } from '../../lib/clock';
-import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
-import type { DispatcherSummary } from '../../lib/dispatching/summary';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
+import type { DispatcherSummary } from '../../lib/settle/report';
 
 /** Polls `check` every 50 ms until it holds; throws with `what` if `timeoutMs` passes first. */
 export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {

@@ -1,10 +1,10 @@
 import { type Clock, systemClock } from '../../lib/clock';
 import type { TaskworkerConfig } from '../../lib/config';
-import { InlineExecutor } from '../../lib/dispatching/executor/inline';
-import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/dispatching/runtime';
-import type { BatchReport } from '../../lib/dispatching/summary';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
+import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/invocation/dispatcher-runtime';
 import { silentLogger } from '../../lib/ports';
+import { InlineExecutor } from '../../lib/run/inline-executor';
+import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
 import type { TaskDefinition } from '../../lib/tasks/task';
 

@@ -1,12 +1,12 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Clock } from '../../lib/clock';
-import { readArchiveRecord } from '../../lib/dispatching/archive';
-import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
-import type { BatchReport, JobReport } from '../../lib/dispatching/summary';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { provisionVersion } from '../../lib/local/version';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
+import type { BatchReport, JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
-import type { JobStore } from '../../lib/tracking/model';
+import type { JobStore } from '../../lib/track/model';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { buildFixtureBundle, type EmulatorHarness, nextVersion, startHarness, stopHarness } from './emulators';
 
 export interface SystemOptions {

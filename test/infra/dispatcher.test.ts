@@ -7,8 +7,8 @@ import {
   STATS_TABLE_ACTIONS,
   SWEEP_ACTIONS,
   WORK_QUEUE_ACTIONS,
-} from '../../infra/dispatcher';
-import { queueUrlsFromEnv } from '../../lib/dispatching/runtime';
+} from '../../infra/dispatcher-function';
+import { queueUrlsFromEnv } from '../../lib/invocation/dispatcher-runtime';
 import { doorbellQueues } from '../../lib/wake-up';
 import { synthStack } from '../helpers/infra';
 

@@ -1,5 +1,5 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { SCHEDULE_TARGET_ACTIONS } from '../../infra/schedules';
+import { SCHEDULE_TARGET_ACTIONS } from '../../infra/recurring-schedules';
 import exampleConfig from '../../taskworker.config';
 import { logicalId, synthStack } from '../helpers/infra';
 

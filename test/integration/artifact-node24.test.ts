@@ -7,7 +7,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
 import { createVersionQueues } from '../../lib/adapters/sqs-admin';
 import { resolveConfig, type TaskworkerConfigInput } from '../../lib/config';
-import type { DispatcherSummary } from '../../lib/dispatching/summary';
+import type { DispatcherSummary } from '../../lib/settle/report';
 import { loadConfigModule } from '../../lib/tasks/build';
 import { type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFile } from '../helpers/emulators';
 import { dispatcherAssetDir, synthStack } from '../helpers/infra';
@@ -88,7 +88,7 @@ function runNode24(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
     writeFileSync(runner, LAMBDA_STAND_IN);
     const result = await runNode24([runner, join(assetDir, 'index.js'), '4000'], {
       PATH: process.env.PATH,
-      // What the stack sets (infra/dispatcher.ts), pointed at the emulators.
+      // What the stack sets (infra/dispatcher-function.ts), pointed at the emulators.
       NODE_OPTIONS: '--enable-source-maps',
       TASKWORKER_VERSION: 'v24',
       TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),

@@ -9,8 +9,8 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { resolveConfig } from '../../lib/config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import { operatorContext, redriveDeadLetters } from '../../lib/operating/operator';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { operatorContext, redriveDeadLetters } from '../../lib/operate/operator';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 
 let stack: LocalStack;

@@ -7,9 +7,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DispatcherRuntime } from '../../lib/dispatching/runtime';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import type { TaskBundle } from '../../lib/tasks/bundle';
-import { utcDay } from '../../lib/tracking/stats';
+import { utcDay } from '../../lib/track/stats';
 import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness } from '../helpers/emulators';
 import { eventually } from '../helpers/run';
 import { type System, system } from '../helpers/system';

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { readArchiveRecord } from '../../lib/dispatching/archive';
-import type { BatchReport } from '../../lib/dispatching/summary';
 import { type DispatcherExit, type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { BatchReport } from '../../lib/settle/report';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
 

@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { STATS_FLUSH_MS } from '../../lib/dispatching/stats-buffer';
+import { STATS_FLUSH_MS } from '../../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { VersionStatus } from '../../lib/operating/operator';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
-import type { JobRecord, QueueDayStats } from '../../lib/tracking/model';
-import { utcDay } from '../../lib/tracking/stats';
+import type { VersionStatus } from '../../lib/operate/operator';
+import type { JobRecord, QueueDayStats } from '../../lib/track/model';
+import { utcDay } from '../../lib/track/stats';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';

@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { provisionVersion } from '../../lib/local/version';
-import { Publisher } from '../../lib/publishing/publisher';
+import { Publisher } from '../../lib/publish/publisher';
 import { buildFixtureBundle } from '../helpers/emulators';
 
 let emulators: Emulators;

@@ -8,9 +8,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type Clock, systemClock } from '../../lib/clock';
 import { silentLogger } from '../../lib/ports';
-import { DUE_SHARDS } from '../../lib/scheduling/due';
-import { sweepDue } from '../../lib/scheduling/sweep';
-import type { JobRecord, JobStore } from '../../lib/tracking/model';
+import { DUE_SHARDS } from '../../lib/track/due';
+import type { JobRecord, JobStore } from '../../lib/track/model';
+import { sweepDue } from '../../lib/track/sweep';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ScheduleListing } from '../../cli/schedules';
+import type { ScheduleListing } from '../../cli/schedules-command';
 import { cli } from '../helpers/cli';
 import { tempFile } from '../helpers/emulators';
 import { EXAMPLE_CONFIG_FILE } from '../helpers/infra';

@@ -1,8 +1,8 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { QueueClient } from '../../lib/ports';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
-import type { ClaimRequest, JobStore } from '../../lib/tracking/model';
-import { utcDay } from '../../lib/tracking/stats';
+import type { ClaimRequest, JobStore } from '../../lib/track/model';
+import { utcDay } from '../../lib/track/stats';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';

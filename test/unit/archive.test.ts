@@ -1,5 +1,5 @@
-import { ARCHIVE_REASON_ATTRIBUTE, type ArchiveRecord, archiveEntry, readArchiveRecord } from '../../lib/dispatching/archive';
 import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/layout/sqs-limits';
+import { ARCHIVE_REASON_ATTRIBUTE, type ArchiveRecord, archiveEntry, readArchiveRecord } from '../../lib/wire/archive-record';
 
 const record: ArchiveRecord = {
   reason: 'exhausted',

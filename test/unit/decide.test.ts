@@ -1,6 +1,6 @@
 import { fitsInvocation, leaseMs, startWithinMs, stillVisibleToUs, taskNeedMs } from '../../lib/deadlines';
-import { decide } from '../../lib/dispatching/decide';
-import type { TaskOutcome } from '../../lib/dispatching/executor/types';
+import type { TaskOutcome } from '../../lib/run/types';
+import { decide } from '../../lib/settle/verdict';
 
 const def = { maxRetries: 2, backoff: { baseSeconds: 4, capSeconds: 4 } };
 const half = () => 0.5;

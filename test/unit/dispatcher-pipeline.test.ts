@@ -1,7 +1,7 @@
-import { queueProbes, runDispatcher } from '../../lib/dispatching/dispatcher';
-import { createSelector } from '../../lib/dispatching/selectors';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { queueProbes, runDispatcher } from '../../lib/dispatch/loop';
+import { createSelector } from '../../lib/select';
 import type { TaskOptions } from '../../lib/tasks/task';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';
 
 const envelope = (task: string, payload: unknown = {}) => encodeEnvelope({ task, payload });

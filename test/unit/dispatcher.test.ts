@@ -1,6 +1,6 @@
-import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { UnrecoverableError } from '../../lib/errors';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';
 
 const ok = { name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined };

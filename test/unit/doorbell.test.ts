@@ -1,14 +1,14 @@
 import { type Clock, systemClock, VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config';
-import { readArchiveRecord } from '../../lib/dispatching/archive';
-import { sqsRecordsOf } from '../../lib/dispatching/doorbell';
-import { FLEET_KEY, invocationRole } from '../../lib/dispatching/scaling';
 import { ConfigError } from '../../lib/errors';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
+import { sqsRecordsOf } from '../../lib/invocation/doorbell';
+import { FLEET_KEY, invocationRole } from '../../lib/invocation/scaling';
 import type { ReceivedMessage } from '../../lib/ports';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { inlineRuntime } from '../helpers/runtime';
 

@@ -7,7 +7,7 @@ import {
   publishTiming,
   sweepDelaySeconds,
   sweepHorizon,
-} from '../../lib/scheduling/due';
+} from '../../lib/track/due';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { decodeEnvelope } from '../../lib/publishing/envelope';
+import { decodeEnvelope } from '../../lib/wire/envelope';
 
 const schema = JSON.parse(readFileSync(join(__dirname, '..', '..', 'schema', 'envelope-v1.schema.json'), 'utf8'));
 const validate = new Ajv2020({ strict: true, allowUnionTypes: true }).compile(schema);

@@ -1,5 +1,5 @@
 import { EnvelopeError, type MalformedCode } from '../../lib/errors';
-import { decodeEnvelope, encodeEnvelope, jsonDepth, MAX_JSON_DEPTH } from '../../lib/publishing/envelope';
+import { decodeEnvelope, encodeEnvelope, jsonDepth, MAX_JSON_DEPTH } from '../../lib/wire/envelope';
 
 const meta = { messageId: 'msg-1', sentTimestamp: 1_700_000_000_000 };
 

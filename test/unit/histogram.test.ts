@@ -1,4 +1,4 @@
-import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/tracking/histogram';
+import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/track/histogram';
 
 describe('histogram', () => {
   it('estimates quantiles within 10 %', () => {

@@ -1,7 +1,7 @@
 import { ConfigError, TaskDefinitionError } from '../../lib/errors';
-import type { HookContext } from '../../lib/hooks';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import type { HookContext } from '../../lib/hook-types';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { type World, world } from '../helpers/world';
 

@@ -1,7 +1,7 @@
 import { ConfigError, TaskDefinitionError } from '../../lib/errors';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import { utcDay } from '../../lib/tracking/stats';
+import { utcDay } from '../../lib/track/stats';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
 

@@ -1,8 +1,8 @@
 import { getEventListeners } from 'node:events';
-import { watchMemory } from '../../lib/dispatching/memory-guard';
 import { MemoryLimitError } from '../../lib/errors';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { watchMemory } from '../../lib/run/memory-guard';
 import { defineTask } from '../../lib/tasks/task';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { inlineRuntime } from '../helpers/runtime';
 

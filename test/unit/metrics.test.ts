@@ -1,5 +1,5 @@
 import { combineObservers, createDispatcherMetrics, OTHER_TASK, UNREGISTERED_TASK } from '../../functions/metrics';
-import { emptySummary, type JobReport, statsOfBatch } from '../../lib/dispatching/summary';
+import { emptySummary, type JobReport, statsOfBatch } from '../../lib/settle/report';
 
 interface EmfDocument {
   _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string; Unit: string }> }> };

@@ -9,9 +9,9 @@ import {
 } from '../../lib/errors';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import type { QueueUrls } from '../../lib/ports';
-import { decodeEnvelope, MAX_BODY_BYTES } from '../../lib/publishing/envelope';
-import { Publisher } from '../../lib/publishing/publisher';
+import { Publisher } from '../../lib/publish/publisher';
 import { defineTask } from '../../lib/tasks/task';
+import { decodeEnvelope, MAX_BODY_BYTES } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { FaultyQueue } from '../helpers/faulty-queue';
 

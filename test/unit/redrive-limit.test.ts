@@ -7,10 +7,10 @@
  */
 
 import type { TrackingMode } from '../../lib/config';
-import { readArchiveRecord } from '../../lib/dispatching/archive';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { payloadDigest } from '../../lib/tracking/rules';
+import { payloadDigest } from '../../lib/track/rules';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { succeedsOnAttempt } from '../helpers/factories';
 import { type World, world } from '../helpers/world';
 

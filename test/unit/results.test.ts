@@ -1,8 +1,8 @@
 import { VirtualClock } from '../../lib/clock';
 import { ResultTimeoutError, ResultUnavailableError } from '../../lib/errors';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
-import { waitForResult } from '../../lib/publishing/results';
-import type { JobRef, JobStore } from '../../lib/tracking/model';
+import { waitForResult } from '../../lib/publish/results';
+import type { JobRef, JobStore } from '../../lib/track/model';
 
 const ref = (jobId: string): JobRef => ({ jobId, task: 't', payloadDigest: 'd', queue: 'q', version: 'v1', publishedAt: 0 });
 

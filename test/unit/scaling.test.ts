@@ -1,5 +1,7 @@
 import { resolveConfig } from '../../lib/config';
-import { runDispatcher } from '../../lib/dispatching/dispatcher';
+import { runDispatcher } from '../../lib/dispatch/loop';
+import { ConfigError } from '../../lib/errors';
+import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import {
   type FleetCount,
   fleetCount,
@@ -15,12 +17,10 @@ import {
   scaleOut,
   scalePolicyOf,
   TRICKLE_IDLE_EXIT_MS,
-} from '../../lib/dispatching/scaling';
-import { ConfigError } from '../../lib/errors';
-import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
+} from '../../lib/invocation/scaling';
 import type { DispatcherLauncher } from '../../lib/ports';
 import { type Logger, silentLogger } from '../../lib/ports';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { world } from '../helpers/world';
 
 const policy = { maxConcurrency: 20, backlogPerDispatcher: 100, scheduled: 5 };

@@ -1,7 +1,7 @@
 import { build } from 'esbuild';
 import { ConfigError } from '../../lib/errors';
-import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/scheduling/cron';
-import { resolveSchedules, scheduledTimeText, tickBody } from '../../lib/scheduling/schedules';
+import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/track/cron';
+import { resolveSchedules, scheduledTimeText, tickBody } from '../../lib/track/recurring';
 
 const QUEUES = ['urgent', 'routine'];
 const one = (input: Record<string, unknown>) =>

@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { readArchiveRecord } from '../../lib/dispatching/archive';
 import { EnvelopeError } from '../../lib/errors';
-import { decodeEnvelope } from '../../lib/publishing/envelope';
 import { PACKAGE_ROOT } from '../../lib/tasks/build';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
+import { decodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
 
@@ -83,7 +83,7 @@ const CODE_LOADING_SITES: Record<string, string> = {
     "the CloudWatch client, by its fixed package name, for status's oldest-message age (an optional peer dependency)",
   'lib/tasks/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
     'the tasks bundle: TASKWORKER_TASKS_BUNDLE (set by the stack) or tasks.cjs beside the handler',
-  'lib/dispatching/executor/thread-pool.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
+  'lib/run/thread-pool-executor.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
   "lib/local/runner.ts: const handlerModule = require(join(__dirname, 'index.js')) as {":
     'the local runner loads the handler built beside it',
   "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VirtualClock } from '../../lib/clock';
 import type { QueueConfig } from '../../lib/config';
-import { createSelector, SLA_AWARE_DEFAULTS, slaAware } from '../../lib/dispatching/selectors';
-import type { Probe, QueueSelector, Selection, SelectorEnv } from '../../lib/dispatching/selectors/types';
 import { seededRandom } from '../../lib/random';
+import { createSelector, SLA_AWARE_DEFAULTS, slaAware } from '../../lib/select';
+import type { Probe, QueueSelector, Selection, SelectorEnv } from '../../lib/select/types';
 import { kaleQueues, queueConfig } from '../helpers/factories';
 
 // Kale's queues with SLAs: high 10 s, default 60 s, low 300 s.
@@ -240,7 +240,7 @@ describe('SLA-aware selector', () => {
   });
 
   it('is pure policy: no AWS SDK import', () => {
-    const source = readFileSync(join(__dirname, '../../lib/dispatching/selectors/sla.ts'), 'utf8');
+    const source = readFileSync(join(__dirname, '../../lib/select/sla-aware.ts'), 'utf8');
     expect(source).not.toMatch(/@aws-sdk/);
   });
 

@@ -1,4 +1,4 @@
-import { TaskSlots } from '../../lib/dispatching/slots';
+import { TaskSlots } from '../../lib/dispatch/slots';
 
 describe('TaskSlots', () => {
   it('grants at most `size` slots and serves waiters in arrival order', async () => {

@@ -3,12 +3,12 @@ import { cachedFor, serveUi } from '../../cli/ui/serve';
 import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
-import type { OperatorContext } from '../../lib/operating/operator';
+import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
-import { encodeEnvelope } from '../../lib/publishing/envelope';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import type { JobRecord } from '../../lib/tracking/model';
-import { payloadDigest } from '../../lib/tracking/rules';
+import type { JobRecord } from '../../lib/track/model';
+import { payloadDigest } from '../../lib/track/rules';
+import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';
 
 const TOKEN = 'test-token-0123456789';

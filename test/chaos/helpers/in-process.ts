@@ -1,9 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DispatcherRuntime } from '../../../lib/dispatching/runtime';
-import type { BatchReport } from '../../../lib/dispatching/summary';
+import type { DispatcherRuntime } from '../../../lib/invocation/dispatcher-runtime';
 import { provisionVersion } from '../../../lib/local/version';
 import { type Logger, silentLogger } from '../../../lib/ports';
+import type { BatchReport } from '../../../lib/settle/report';
 import type { TaskBundle } from '../../../lib/tasks/bundle';
 import { createEffectsTable } from './stage';
 

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { fromItem } from '../../../lib/adapters/dynamo-values';
-import { type ArchiveRecord, readArchiveRecord } from '../../../lib/dispatching/archive';
 import type { LocalStack } from '../../../lib/local/dev';
 import type { Logger, QueueUrls } from '../../../lib/ports';
-import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/tracking/model';
+import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/track/model';
+import { type ArchiveRecord, readArchiveRecord } from '../../../lib/wire/archive-record';
 
 export const CHAOS_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');
 export const MEMORY_CONFIG = join(__dirname, '..', 'fixtures', 'memory.config.ts');

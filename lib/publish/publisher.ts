@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto';
+import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
+import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { type Clock, systemClock } from '../clock';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, tableNames, validateVersion } from '../config';
+import { fitsVisibility, taskNeedMs } from '../deadlines';
+import {
+  type FailedPublish,
+  MessageTooLargeError,
+  PublishBatchError,
+  PublishOptionError,
+  ResultUnavailableError,
+  TimeLimitExceedsVisibilityError,
+  UnknownQueueError,
+  UnknownTaskError,
+} from '../errors';
+import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import type { QueueClient, QueueUrls, SendEntry } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import type { TaskDefinition } from '../tasks/task';
+import { TASK_NAME_PATTERN } from '../tasks/task';
+import { publishTiming } from '../track/due';
+import type { CancelResult, JobStore } from '../track/model';
+import { payloadDigest } from '../track/rules';
+import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from '../wire/envelope';
+import { type JobResult, type WaitOptions, waitForResult } from './results';
+
+export interface PublishOptions {
+  /** Configured queue to publish to. @defaultValue the task's own queue */
+  readonly queue?: string;
+  /**
+   * Seconds before the job may start, up to a year. Up to 900 it waits in its queue (SQS
+   * `DelaySeconds`); beyond, the dispatcher parks it in the jobs table until it is due (state
+   * `scheduled`, cancellable with {@link Publisher.cancel}). @defaultValue 0
+   */
+  readonly delaySeconds?: number;
+  /** When the job may start, instead of `delaySeconds`: up to a year ahead; a past time runs now. */
+  readonly runAt?: Date;
+  /** Any JSON, handed to the task as `ctx.appData`. */
+  readonly appData?: unknown;
+  /** Job id (1..128 printable ASCII). @defaultValue a random UUID */
+  readonly id?: string;
+}
+
+export interface PublishItem<P = unknown> {
+  readonly task: TaskDefinition<P> | string;
+  readonly payload: P;
+  readonly options?: PublishOptions;
+}
+
+export interface Published {
+  readonly jobId: string;
+  readonly messageId: string;
+  readonly queue: string;
+  /** When the job may start, for jobs published to run later (epoch ms). */
+  readonly runAt?: number;
+}
+
+export type PublisherOptions = {
+  /** The app config (the same module the stack and dispatcher use). */
+  readonly config: TaskworkerConfigInput | TaskworkerConfig;
+  /** Release version this publisher is pinned to, e.g. `v42`. */
+  readonly version: string;
+  /** Task definitions this publisher knows: their queues and time limits are checked at publish. */
+  readonly tasks?: readonly TaskDefinition[];
+  /**
+   * Give jobs sent to queues tracked `full` a `queued` record in the version's jobs table
+   * (`<app>-<version>-jobs`), so `taskworker jobs show` covers them from the moment they are
+   * published. Costs one write per job and needs `dynamodb:UpdateItem` on that table
+   * (`TaskworkerVersion.grantPublish(role, { recordQueued: true })`). `dynamo` configures its client.
+   * @defaultValue false
+   */
+  readonly recordQueued?: boolean;
+  readonly dynamo?: DynamoClientOption;
+  /** A job store to record `queued` jobs in, instead of the version's table (tests, fakes). */
+  readonly jobs?: JobStore;
+  readonly clock?: Clock;
+} & (
+  | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
+  | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
+);
+
+/** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
+const BATCH_ENTRIES = 10;
+const BATCH_BYTES = SQS_MESSAGE_LIMIT_BYTES;
+
+/**
+ * Publishes tasks to one release version's queues.
+ * @example
+ * const publisher = new Publisher({ config, version: 'v1' });
+ * const { jobId } = await publisher.publish(sendEmail, { to: 'a@example.com' }, { delaySeconds: 30 });
+ */
+export class Publisher {
+  private readonly config: TaskworkerConfig;
+  private readonly version: string;
+  private readonly tasks: ReadonlyMap<string, TaskDefinition>;
+  private readonly clock: Clock;
+  private readonly queues: QueueClient;
+  private readonly resolveUrls: () => Promise<QueueUrls>;
+  private readonly jobs: JobStore | undefined;
+  private readonly jobStore: () => JobStore;
+  private cancelStore: JobStore | undefined;
+  private warnedAboutTracking = false;
+  private urls: Promise<QueueUrls> | undefined;
+
+  constructor(options: PublisherOptions) {
+    // A resolved config is a valid input too, so this accepts either.
+    this.config = resolveConfig(options.config);
+    this.version = validateVersion(options.version);
+    this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
+    this.clock = options.clock ?? systemClock;
+    const store = () =>
+      new DynamoJobStore(
+        tableNames(this.config.app, this.version).jobs,
+        { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
+        options.dynamo,
+      );
+    this.jobs = options.jobs ?? (options.recordQueued ? store() : undefined);
+    this.jobStore = () => {
+      this.cancelStore ??= this.jobs ?? store();
+      return this.cancelStore;
+    };
+    if (options.queues) {
+      const urls = options.urls;
+      this.queues = options.queues;
+      this.resolveUrls = async () => urls;
+    } else {
+      const sqs = new SqsQueueClient(options.sqs);
+      this.queues = sqs;
+      this.resolveUrls = () => resolveQueueUrls(sqs.sqs, this.config, this.version);
+    }
+  }
+
+  /**
+   * Cancels a job published to run later, while it is parked (`scheduled`). A job already handed to
+   * its queue (due within 15 minutes, or published with a delay of 900 s or less) is not cancelled:
+   * the result says what state it is in. Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
+   * version's jobs table (`TaskworkerVersion.grantPublish(role, { cancel: true })`).
+   */
+  async cancel(jobId: string): Promise<CancelResult> {
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
+    return this.jobStore().cancel(jobId, this.clock.now());
+  }
+
+  /**
+   * Waits for a job to end: resolves with its terminal state and its result (succeeded), its reason
+   * and error (archived), or `cancelled`; throws `ResultTimeoutError` with the state last seen when
+   * `timeoutMs` (30 s) passes first. Polls the job's one record with backoff (100 ms doubling to
+   * 2 s). Only queues tracked `full` record outcomes: for another queue it throws
+   * `ResultUnavailableError` (at once when given what `publish` returned, which names the queue).
+   * Needs `dynamodb:GetItem` on the jobs table (`grantPublish(role, { results: true })`).
+   */
+  async result(job: string | Pick<Published, 'jobId' | 'queue'>, options: WaitOptions = {}): Promise<JobResult> {
+    const jobId = typeof job === 'string' ? job : job.jobId;
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
+    const untracked = (queueName: string) => {
+      const queue = this.config.queues.find((q) => q.name === queueName);
+      if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+    };
+    if (typeof job !== 'string') untracked(job.queue);
+    return waitForResult(this.jobStore(), jobId, this.clock, { ...options, check: (record) => untracked(record.queue) });
+  }
+
+  /** Resolved once and cached; a failed lookup is retried on the next publish. */
+  private queueUrls(): Promise<QueueUrls> {
+    if (!this.urls) {
+      this.urls = this.resolveUrls();
+      this.urls.catch(() => {
+        this.urls = undefined;
+      });
+    }
+    return this.urls;
+  }
+
+  /** Publishes one task. Throws a typed error for bad input; {@link PublishBatchError} if SQS refused it. */
+  async publish<P>(task: TaskDefinition<P> | string, payload: P, options: PublishOptions = {}): Promise<Published> {
+    const [published] = await this.publishBatch([{ task: task as TaskDefinition | string, payload, options }]);
+    return published as Published;
+  }
+
+  /**
+   * Publishes many tasks with SendMessageBatch (≤ 10 entries and ≤ 1 MiB a call). Every item is
+   * validated before anything is sent. Entries SQS fails are retried; any still failing are
+   * reported in a {@link PublishBatchError} with the ones that were sent — never dropped silently.
+   */
+  async publishBatch(items: readonly PublishItem[]): Promise<Published[]> {
+    const now = this.clock.now();
+    const prepared = items.map((item, index) => this.prepare(item, index, now));
+    const urls = await this.queueUrls();
+    const sent: Array<Published & { index: number }> = [];
+    const failed: FailedPublish[] = [];
+    for (const group of groupByQueue(prepared)) {
+      for (const batch of chunkBySize(group)) {
+        const url = urls.queues[batch[0]?.queue.name as string] as string;
+        const result = await callWithEntryRetries(
+          batch.map((p) => p.entry),
+          (entries) => this.queues.sendBatch(url, entries),
+          this.clock,
+        );
+        const failedIds = new Map(result.failed.map((f) => [f.id, f]));
+        const messageIds = Object.assign({}, ...result.results.map((r) => r.messageIds)) as Record<string, string>;
+        for (const p of batch) {
+          const failure = failedIds.get(p.entry.id);
+          if (failure) failed.push({ index: p.index, task: p.task, code: failure.code, message: failure.message });
+          else
+            sent.push({
+              index: p.index,
+              jobId: p.jobId,
+              messageId: messageIds[p.entry.id] ?? '',
+              queue: p.queue.name,
+              ...(p.runAt !== undefined ? { runAt: p.runAt } : {}),
+            });
+        }
+      }
+    }
+    sent.sort((a, b) => a.index - b.index);
+    await this.recordQueued(prepared, sent, now);
+    if (failed.length > 0) throw new PublishBatchError(failed, sent);
+    return sent.map(({ index: _index, ...published }) => published);
+  }
+
+  /**
+   * Written after the send: a dispatcher that claims first makes the conditional put a no-op, and
+   * a failed send leaves no orphan record. A failed write costs the record, never the job.
+   */
+  private async recordQueued(prepared: readonly Prepared[], sent: readonly { index: number }[], now: number): Promise<void> {
+    const jobs = this.jobs;
+    if (!jobs) return;
+    const byIndex = new Map(prepared.map((p) => [p.index, p]));
+    const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full' && !p.parked);
+    const results = await Promise.allSettled(
+      tracked.map((p) =>
+        jobs.recordQueued(
+          {
+            jobId: p.jobId,
+            task: p.task,
+            // As the dispatcher will see it: decoded from the body, after JSON's own conversions.
+            payloadDigest: payloadDigest((JSON.parse(p.entry.body) as { payload: unknown }).payload),
+            queue: p.queue.name,
+            version: this.version,
+            publishedAt: now,
+          },
+          now,
+        ),
+      ),
+    );
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure && !this.warnedAboutTracking) {
+      this.warnedAboutTracking = true;
+      process.emitWarning(
+        `taskworker: could not record queued jobs (${String(failure.reason)}); the jobs were published`,
+        'TaskworkerTrackingWarning',
+      );
+    }
+  }
+
+  private prepare(item: PublishItem, index: number, now: number): Prepared {
+    const options = item.options ?? {};
+    const name = typeof item.task === 'string' ? item.task : item.task.name;
+    if (!TASK_NAME_PATTERN.test(name)) throw new UnknownTaskError(name, `task names match ${TASK_NAME_PATTERN}`);
+    const def = typeof item.task === 'string' ? this.tasks.get(name) : item.task;
+    const queueName = options.queue ?? def?.queue;
+    if (queueName === undefined) {
+      throw new UnknownTaskError(name, 'this publisher does not know the task; pass its definition, list it in `tasks`, or give `queue`');
+    }
+    const queue = this.config.queues.find((q) => q.name === queueName);
+    if (!queue)
+      throw new UnknownQueueError(
+        queueName,
+        this.config.queues.map((q) => q.name),
+      );
+    if (def && !fitsVisibility(taskNeedMs(def.timeLimitSeconds, this.config.dispatcher.killGraceMs), queue.visibilityTimeoutSeconds)) {
+      throw new TimeLimitExceedsVisibilityError(name, def.timeLimitSeconds, queue.name, queue.visibilityTimeoutSeconds);
+    }
+    const timing = publishTiming(now, options);
+    const jobId = options.id ?? randomUUID();
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
+      throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
+    const body = encodeEnvelope({
+      task: name,
+      payload: item.payload,
+      id: jobId,
+      appData: options.appData,
+      publishedAt: now,
+      ...(timing.runAt !== undefined ? { runAt: timing.runAt } : {}),
+    });
+    const bytes = bodyBytes(body);
+    if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
+    const entry: SendEntry = { id: String(index), body, ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}) };
+    return {
+      index,
+      task: name,
+      jobId,
+      queue,
+      entry,
+      bytes,
+      parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
+      ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
+    };
+  }
+}
+
+interface Prepared {
+  readonly index: number;
+  readonly task: string;
+  readonly jobId: string;
+  readonly queue: QueueConfig;
+  readonly entry: SendEntry;
+  readonly bytes: number;
+  readonly runAt?: number;
+  /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */
+  readonly parked: boolean;
+}
+
+function groupByQueue(items: readonly Prepared[]): Prepared[][] {
+  const groups = new Map<string, Prepared[]>();
+  for (const item of items) {
+    const group = groups.get(item.queue.name) ?? [];
+    group.push(item);
+    groups.set(item.queue.name, group);
+  }
+  return [...groups.values()];
+}
+
+/** Greedy chunks of at most 10 entries and 1 MiB in total. */
+function chunkBySize(items: readonly Prepared[]): Prepared[][] {
+  const chunks: Prepared[][] = [];
+  let current: Prepared[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length === BATCH_ENTRIES || (current.length > 0 && bytes + item.bytes > BATCH_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

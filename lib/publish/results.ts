@@ -1,0 +1,96 @@
+/**
+ * Waiting for a job's outcome: backoff polling of its one item in the jobs table (a strongly
+ * consistent GetItem; no scans, no streams), until it is terminal or the time is up.
+ */
+import type { Clock } from '../clock';
+import type { SerializedError } from '../errors';
+import { ResultTimeoutError } from '../errors';
+import type { ArchiveReason, JobRecord, JobStore } from '../track/model';
+
+/** How a job ended, as a caller waiting for it sees it. */
+export type JobResult =
+  | {
+      readonly jobId: string;
+      readonly state: 'succeeded';
+      /** The task's return value (JSON up to 1 KB is kept on the record; larger ones are not, and read as undefined). */
+      readonly result: unknown;
+      readonly attempts: number;
+      readonly finishedAt?: number;
+    }
+  | {
+      readonly jobId: string;
+      readonly state: 'archived';
+      readonly reason?: ArchiveReason;
+      readonly error?: SerializedError;
+      readonly attempts: number;
+      readonly finishedAt?: number;
+    }
+  | { readonly jobId: string; readonly state: 'cancelled'; readonly finishedAt?: number };
+
+export interface WaitOptions {
+  /** @defaultValue 30 000 */
+  readonly timeoutMs?: number;
+  /** First pause between reads, doubled up to `maxIntervalMs`. @defaultValue 100 */
+  readonly intervalMs?: number;
+  /** @defaultValue 2 000 */
+  readonly maxIntervalMs?: number;
+  readonly signal?: AbortSignal;
+  /** Called with each record read; throws to stop waiting (a queue whose outcomes are not recorded). */
+  readonly check?: (record: JobRecord) => void;
+}
+
+const TERMINAL = new Set(['succeeded', 'archived', 'cancelled']);
+
+/** The record as a {@link JobResult}, when it is terminal. */
+export function resultOf(record: JobRecord): JobResult | undefined {
+  if (!TERMINAL.has(record.state)) return undefined;
+  const ended = record.finishedAt !== undefined ? { finishedAt: record.finishedAt } : {};
+  if (record.state === 'cancelled') return { jobId: record.jobId, state: 'cancelled', ...ended };
+  if (record.state === 'succeeded') {
+    return {
+      jobId: record.jobId,
+      state: 'succeeded',
+      result: record.result === undefined ? undefined : JSON.parse(record.result),
+      attempts: record.attempt,
+      ...ended,
+    };
+  }
+  return {
+    jobId: record.jobId,
+    state: 'archived',
+    ...(record.reason ? { reason: record.reason } : {}),
+    ...(record.lastError ? { error: record.lastError } : {}),
+    attempts: record.attempt,
+    ...ended,
+  };
+}
+
+/**
+ * Resolves once the job is terminal; throws {@link ResultTimeoutError} (with the state last seen)
+ * when `timeoutMs` passes first. Reads: about log2(timeout / interval) + timeout / maxInterval.
+ */
+export async function waitForResult(jobs: JobStore, jobId: string, clock: Clock, options: WaitOptions = {}): Promise<JobResult> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const until = clock.now() + timeoutMs;
+  let pause = options.intervalMs ?? 100;
+  const maxPause = options.maxIntervalMs ?? 2_000;
+  let last: JobRecord | undefined;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    last = await jobs.get(jobId);
+    if (last) options.check?.(last);
+    const result = last ? resultOf(last) : undefined;
+    if (result) return result;
+    const left = until - clock.now();
+    if (left <= 0) {
+      throw new ResultTimeoutError(
+        jobId,
+        timeoutMs,
+        last?.state,
+        last ? '' : " (an unknown id, a job not yet claimed, or one on a queue not tracked 'full')",
+      );
+    }
+    await clock.sleep(Math.min(pause, left), options.signal);
+    pause = Math.min(maxPause, pause * 2);
+  }
+}

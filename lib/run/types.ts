@@ -1,0 +1,59 @@
+import type { SerializedError } from '../errors';
+
+export type { SerializedError } from '../errors';
+
+/** Everything a worker needs to run one task. */
+export interface TaskRun {
+  readonly task: string;
+  readonly jobId: string;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly payload: unknown;
+  readonly appData: unknown;
+  /** The task's time limit; its clock starts when a worker takes the run. */
+  readonly timeLimitMs: number;
+  /** The claim's token (tracking `full`), else the attempt: handlers guard their own writes with it. */
+  readonly fencingToken: number;
+}
+
+/** Calls a running task can make back into the dispatcher. */
+export interface RunHooks {
+  /** Extends the message's visibility and the job's lease; false when the lease was lost. */
+  heartbeat(): Promise<boolean>;
+}
+
+export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed';
+
+export type TaskOutcome =
+  | { readonly status: 'succeeded'; readonly durationMs: number; readonly result?: string }
+  | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
+  | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError };
+
+/** Runs tasks under their time limits. Implementations: worker threads (production), inline (tests). */
+export interface TaskExecutor {
+  run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome>;
+  /** Stops all workers; runs still in progress end as crashed. */
+  close(): Promise<void>;
+}
+
+const MESSAGE_LIMIT = 1000;
+const STACK_LIMIT = 2000;
+
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof Error) {
+    const type = error.name && error.name !== 'Error' ? error.name : error.constructor?.name || 'Error';
+    const serialized: SerializedError = { type, message: truncate(String(error.message), MESSAGE_LIMIT) };
+    return error.stack ? { ...serialized, stack: truncate(error.stack, STACK_LIMIT) } : serialized;
+  }
+  let message: string;
+  try {
+    message = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
+  } catch {
+    message = Object.prototype.toString.call(error);
+  }
+  return { type: 'NonErrorThrown', message: truncate(message, MESSAGE_LIMIT) };
+}
+
+function truncate(text: string, limit: number): string {
+  return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
+}

@@ -1,0 +1,26 @@
+import type { SelectorName } from '../config';
+import { lottery, reducedLottery, roundRobin, strictPriority } from './lotteries';
+import { slaAware } from './sla-aware';
+import type { QueueSelector, SelectorEnv } from './types';
+
+export * from './lotteries';
+export * from './sla-aware';
+export * from './types';
+
+/** Builds a selector by its config name. */
+export function createSelector<M>(name: SelectorName, env: SelectorEnv<M>): QueueSelector<M> {
+  switch (name) {
+    case 'sla-aware':
+      return slaAware(env);
+    case 'reduced-lottery':
+      return reducedLottery(env, 'receive');
+    case 'reduced-lottery-gqa':
+      return reducedLottery(env, 'attributes');
+    case 'lottery':
+      return lottery(env);
+    case 'strict':
+      return strictPriority(env);
+    case 'round-robin':
+      return roundRobin(env);
+  }
+}

@@ -1,0 +1,227 @@
+import type { QueueConfig } from '../config';
+import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv } from './types';
+
+/**
+ * Tuning of the SLA-aware selector. The defaults are what `npm run bench:selectors` measured
+ * (BENCHMARKS.md shows the trade-offs); pauses are fractions of each queue's `slaSeconds`, so the
+ * SLA is the knob users turn.
+ */
+export interface SlaAwareOptions {
+  /**
+   * How fast a queue's weight grows as its oldest message ages: weight = priority × iterations ×
+   * e^(growth × age / SLA). At 3, a queue at its SLA weighs 20× what it weighs when fresh.
+   * @defaultValue 3
+   */
+  readonly growth?: number;
+  /** Pause before looking again at a queue that gave less than a full batch: this fraction of its SLA… @defaultValue 0.02 */
+  readonly lookFraction?: number;
+  /** …but at most this, ms. @defaultValue 3000 */
+  readonly firstLookMaxMs?: number;
+  /** Each further empty look in a row doubles the pause, up to this fraction of the SLA. @defaultValue 0.05 */
+  readonly maxLookFraction?: number;
+  /** Shortest and longest pause, ms. @defaultValue [100, 30000] */
+  readonly lookBoundsMs?: readonly [number, number];
+  /** Pauses vary by ± this fraction, so dispatchers do not look in step. @defaultValue 0.25 */
+  readonly jitter?: number;
+  /** A queue overdue for a look by more than this many of its pauses is looked at before the draw. @defaultValue 3 */
+  readonly overdueAfter?: number;
+  /**
+   * A look at a lower-priority queue takes the free task slots plus a share of a batch that grows
+   * with the queue's age / SLA, reaching a full batch at this; so long tasks do not sit waiting for
+   * slots while a queue is fresh, and a backlog is taken in full batches.
+   * @defaultValue 0.1
+   */
+  readonly fullBatchAt?: number;
+}
+
+export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
+  growth: 3,
+  lookFraction: 0.02,
+  firstLookMaxMs: 3000,
+  maxLookFraction: 0.05,
+  lookBoundsMs: [100, 30_000],
+  jitter: 0.25,
+  overdueAfter: 3,
+  fullBatchAt: 0.1,
+};
+
+/** The longest long poll SQS allows. */
+const MAX_WAIT_SECONDS = 20;
+
+/** What the selector remembers of one queue, from its own looks and the receives the dispatcher reports. */
+interface QueueState {
+  /** When it was last looked at. */
+  seenAt: number;
+  /** Age of its oldest message at that look, when the look filled what it asked for (more are likely waiting); else 0. */
+  backlogAgeMs: number;
+  /** Not looked at again before this time. */
+  nextLookAt: number;
+  /** The pause that set `nextLookAt` (0 after a full look). */
+  pauseMs: number;
+  /** Empty looks in a row. */
+  emptyLooks: number;
+  /** Messages the current look asked for (a look sized to the free slots asks for less than a batch). */
+  asked: number;
+  /** A depth reading said it holds messages, and it has not been looked at since. */
+  expected: boolean;
+}
+
+/**
+ * The SLA-aware selector, the default. It uses what the queues tell it:
+ *
+ * - **Recent emptiness.** A queue that gave fewer messages than asked is not looked at again for
+ *   2% of its SLA (at most 3 s, at least 100 ms); each further empty look doubles that, up to 5% of
+ *   the SLA. No re-check of a queue just seen empty, and few requests when idle. One that gave all
+ *   it was asked for is due again at once. Pauses are jittered so dispatchers spread out.
+ * - **Priority, and age of the oldest message against the SLA (dynamic priority).** Due queues
+ *   are drawn by weight = priority × iterations × e^(growth × age / slaSeconds): the batch shares
+ *   of ReducedLottery (which works a drawn queue for `iterations` batches) while every queue is on
+ *   time, shifting to whichever falls behind. Age is an upper estimate of the oldest message's:
+ *   the age the last full look reported plus the time since, or for a queue last seen drained, the
+ *   time since that look. None is ever starved: every queue is due again within 5% of its SLA, a
+ *   queue overdue by three pauses is looked at before the draw, and a backlog's weight grows
+ *   without bound.
+ * - **Short commitments.** A look is a receive whose messages become the batch (as in
+ *   ReducedLottery). A queue is worked for that one batch, then the choice is made again, so the
+ *   top queue never waits behind a run of batches from a lower one. The top (highest-priority)
+ *   queue is long-polled instead of probed: one request however long work takes to arrive; it
+ *   gets its `iterations` while no other queue is due.
+ * - **Room.** A look at a lower queue asks for the dispatcher's free slots plus a share of a batch
+ *   that grows with the queue's urgency: its long tasks do not wait in the dispatcher for slots
+ *   while short urgent work queues up, yet a backlog is still taken in full batches.
+ * - **Told of work.** Queues a depth reading found messages in ({@link QueueSelector.expect}: the
+ *   scheduled invocation's) are looked at first, whatever their pause: the schedule woke the fleet
+ *   for that work, and the invocation would otherwise draw the top queue and could end idle first.
+ * - When nothing is due or everything due is empty, it long-polls the top queue until the next
+ *   look is due (at least that queue's `longPollSeconds`, at most 20 s).
+ *
+ * Pure: time comes from the injected clock, draws and jitter from the injected random source.
+ *
+ * @example
+ * ```ts
+ * const selector = slaAware({ queues: config.queues, random: seededRandom(1), clock: systemClock, probes });
+ * const { queue, messages, receives } = await selector.select(config.queues, { freeSlots: 10, slots: 10 });
+ * ```
+ */
+export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}): QueueSelector<M> {
+  const o = { ...SLA_AWARE_DEFAULTS, ...options };
+  const states = new Map<string, QueueState>();
+  const stateOf = (queue: string): QueueState => {
+    let state = states.get(queue);
+    if (!state) {
+      state = {
+        seenAt: env.clock.now(),
+        backlogAgeMs: 0,
+        nextLookAt: 0,
+        pauseMs: 0,
+        emptyLooks: 0,
+        asked: Number.POSITIVE_INFINITY,
+        expected: false,
+      };
+      states.set(queue, state);
+    }
+    return state;
+  };
+  const byName = new Map(env.queues.map((q) => [q.name, q]));
+
+  /** Pause before the next look at a queue that gave less than it was asked for. */
+  const pauseFor = (queue: QueueConfig, emptyLooks: number) => {
+    const sla = queue.slaSeconds * 1000;
+    const [min, max] = o.lookBoundsMs;
+    const first = Math.min(sla * o.lookFraction, o.firstLookMaxMs);
+    const grown = first * 2 ** Math.min(20, Math.max(0, emptyLooks - 1));
+    const pause = Math.max(min, Math.min(max, grown, Math.max(first, sla * o.maxLookFraction)));
+    return pause * (1 + o.jitter * (2 * env.random() - 1));
+  };
+
+  const record = (queue: QueueConfig, received: number, oldestAgeMs: number) => {
+    const state = stateOf(queue.name);
+    const now = env.clock.now();
+    const full = received >= Math.min(state.asked, queue.batchSize);
+    state.seenAt = now;
+    state.expected = false;
+    state.backlogAgeMs = full ? oldestAgeMs : 0;
+    state.emptyLooks = received === 0 ? state.emptyLooks + 1 : 0;
+    state.pauseMs = full ? 0 : pauseFor(queue, state.emptyLooks);
+    state.nextLookAt = now + state.pauseMs;
+  };
+
+  /** Estimated age of a queue's oldest message, over its SLA. */
+  const urgency = (queue: QueueConfig, now: number) => {
+    const state = stateOf(queue.name);
+    return (state.backlogAgeMs + Math.max(0, now - state.seenAt)) / (queue.slaSeconds * 1000);
+  };
+  /** log(weight), so a long-starved queue never overflows. */
+  const logWeight = (queue: QueueConfig, now: number) =>
+    Math.log(queue.priority) + Math.log(queue.iterations) + o.growth * urgency(queue, now);
+
+  return {
+    name: 'sla-aware',
+    async select(candidates, room?: Room): Promise<Selection<M>> {
+      const now = env.clock.now();
+      const top = candidates.reduce((best, q) => (q.priority > best.priority ? q : best));
+      const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now || stateOf(q.name).expected);
+      const overdue = (q: QueueConfig) => {
+        const state = stateOf(q.name);
+        return q !== top && state.pauseMs > 0 && now - state.nextLookAt > o.overdueAfter * state.pauseMs;
+      };
+      const drawn = drawOrder(due, (q) => logWeight(q, now), env.random);
+      const first = (q: QueueConfig) => stateOf(q.name).expected || overdue(q);
+      const order = [...drawn.filter(first), ...drawn.filter((q) => !first(q))];
+      const othersDue = due.some((q) => q !== top);
+      for (const queue of order) {
+        if (queue === top) {
+          // Waiting on the top queue costs one request however long work takes to arrive.
+          return { queue, messages: [], waitSeconds: queue.longPollSeconds, receives: othersDue ? 1 : queue.iterations };
+        }
+        const state = stateOf(queue.name);
+        const share = Math.ceil(queue.batchSize * Math.min(1, urgency(queue, now) / o.fullBatchAt));
+        state.asked = room ? Math.max(1, Math.min(queue.batchSize, room.freeSlots + share)) : queue.batchSize;
+        const found: Probe<M> = await env.probes.receive(queue, state.asked);
+        // The batch's age reaches the selector through `observe`, which the dispatcher calls with it.
+        record(queue, found.messages.length, 0);
+        if (!found.empty) return { queue, messages: found.messages, waitSeconds: queue.longPollSeconds, receives: 1 };
+        state.asked = Number.POSITIVE_INFINITY;
+      }
+      // Nothing to take now: wait on the top queue until another look is due.
+      const after = env.clock.now();
+      const nextLook = Math.min(...candidates.filter((q) => q !== top).map((q) => stateOf(q.name).nextLookAt - after));
+      const waitSeconds = Math.max(top.longPollSeconds, Math.min(MAX_WAIT_SECONDS, Math.floor(nextLook / 1000)));
+      return { queue: top, messages: [], waitSeconds, receives: othersDue ? 1 : top.iterations };
+    },
+    expect(queues: readonly string[]) {
+      for (const name of queues) if (byName.has(name)) stateOf(name).expected = true;
+    },
+    observe(observation: ReceiveObservation) {
+      const queue = byName.get(observation.queue);
+      if (!queue) return;
+      record(queue, observation.received, observation.oldestAgeMs);
+      stateOf(queue.name).asked = Number.POSITIVE_INFINITY;
+    },
+  };
+}
+
+/**
+ * The queues in the order successive weighted draws without replacement pick them. Weights come
+ * as logarithms and are scaled to the heaviest, so huge weights neither overflow nor swamp the sum.
+ */
+function drawOrder(queues: readonly QueueConfig[], logWeight: (q: QueueConfig) => number, random: () => number): QueueConfig[] {
+  const logs = queues.map(logWeight);
+  const heaviest = Math.max(...logs);
+  const pool = queues.map((queue, i) => ({ queue, weight: Math.exp((logs[i] as number) - heaviest) }));
+  const order: QueueConfig[] = [];
+  while (pool.length > 0) {
+    const total = pool.reduce((a, p) => a + p.weight, 0);
+    let ticket = random() * total;
+    let index = pool.length - 1;
+    for (let i = 0; i < pool.length; i++) {
+      ticket -= (pool[i] as { weight: number }).weight;
+      if (ticket < 0) {
+        index = i;
+        break;
+      }
+    }
+    order.push((pool.splice(index, 1)[0] as { queue: QueueConfig }).queue);
+  }
+  return order;
+}

@@ -1,0 +1,61 @@
+import type { Clock } from '../clock';
+import type { QueueConfig } from '../config';
+import type { Random } from '../random';
+
+/** What an emptiness check found. A receive-based probe hands over the messages it took. */
+export interface Probe<M> {
+  readonly empty: boolean;
+  readonly messages: readonly M[];
+}
+
+/** Ways to check a queue: a short-poll receive (free: its messages become the batch) or GetQueueAttributes. */
+export interface Probes<M> {
+  /** A short-poll receive of up to `maxMessages` (at most the queue's batch size; all of it when absent). */
+  receive(queue: QueueConfig, maxMessages?: number): Promise<Probe<M>>;
+  attributes(queue: QueueConfig): Promise<Probe<M>>;
+}
+
+/** A selector's answer: the queue to work, messages already taken from it, and how long to long-poll if none. */
+export interface Selection<M> {
+  readonly queue: QueueConfig;
+  readonly messages: readonly M[];
+  readonly waitSeconds: number;
+  /**
+   * Receives to make from the queue before selecting again (the batch in `messages` counts as one).
+   * @defaultValue the queue's `iterations`, which also caps it
+   */
+  readonly receives?: number;
+}
+
+/** What the dispatcher reports back after each receive, for selectors that learn from it. */
+export interface ReceiveObservation {
+  readonly queue: string;
+  readonly received: number;
+  /** Age of the oldest message received (now − SentTimestamp), ms; 0 when none. */
+  readonly oldestAgeMs: number;
+}
+
+/** The dispatcher's task slots when it selects: selectors that care can send long work where there is room. */
+export interface Room {
+  readonly freeSlots: number;
+  readonly slots: number;
+}
+
+export interface QueueSelector<M> {
+  readonly name: string;
+  /**
+   * Picks one of `candidates` (a non-empty subset of the configured queues, in config order):
+   * the dispatcher leaves out queues whose tasks cannot finish in the time it has left.
+   */
+  select(candidates: readonly QueueConfig[], room?: Room): Promise<Selection<M>>;
+  observe?(observation: ReceiveObservation): void;
+  /** The named queues hold messages now (a depth reading): selectors that keep pauses look at them first. */
+  expect?(queues: readonly string[]): void;
+}
+
+export interface SelectorEnv<M> {
+  readonly queues: readonly QueueConfig[];
+  readonly random: Random;
+  readonly clock: Clock;
+  readonly probes: Probes<M>;
+}

@@ -1,0 +1,107 @@
+/** The job-record writes a batch makes, each run in the settle before its message is settled. */
+import type { Clock } from '../clock';
+import type { QueueConfig } from '../config';
+import type { Logger, ReceivedMessage } from '../ports';
+import type { SerializedError } from '../run/types';
+import type { JobIdentity, JobRecord, JobStore } from '../track/model';
+import { payloadDigest } from '../track/rules';
+import type { ArchiveReason } from '../wire/archive-record';
+import type { DecodedJob } from '../wire/envelope';
+import type { RecordWrite } from './settle';
+
+/** What a job-record write touches: the jobs table, as this worker, on the clock. */
+export interface RecordPorts {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly workerId: string;
+  readonly tracking?: { readonly version: string; readonly jobs?: JobStore };
+}
+
+/** The tracking mode in force for a queue: `off` when no jobs table is configured. */
+export function trackingOf(deps: RecordPorts, queue: QueueConfig): QueueConfig['tracking'] {
+  return deps.tracking?.jobs ? queue.tracking : 'off';
+}
+
+export function identity(job: DecodedJob): JobIdentity {
+  return { task: job.task, payloadDigest: payloadDigest(job.payload) };
+}
+
+export function ref(deps: RecordPorts, queue: QueueConfig, job: DecodedJob) {
+  return { jobId: job.id, ...identity(job), queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
+}
+
+/** The fenced completion of a claimed attempt (tracking `full`). */
+export function completionWrite(
+  deps: RecordPorts,
+  job: DecodedJob,
+  token: number,
+  claimed: JobRecord,
+  end: { state: 'succeeded' | 'retrying' | 'archived'; reason?: ArchiveReason; error?: SerializedError; result?: string; retryAt?: number },
+): RecordWrite {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs) throw new Error('completionWrite needs a job store');
+  return () => jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
+}
+
+/**
+ * An attempt's outcome without a claim (tracking `failures`). It lands only on a record of the
+ * same job; one whose id belongs to another job is left untouched (the message still retries or
+ * is archived by its own outcome).
+ */
+export function unclaimedWrite(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  job: DecodedJob,
+  attempt: number,
+  jobState: 'retrying' | 'archived' | 'succeeded',
+  error?: SerializedError,
+  reason?: ArchiveReason,
+): RecordWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  return async () => {
+    const result = await jobs.recordUnclaimed({
+      ...ref(deps, queue, job),
+      state: jobState,
+      attempt,
+      workerId: deps.workerId,
+      now: deps.clock.now(),
+      ...(error ? { error } : {}),
+      ...(reason ? { reason } : {}),
+    });
+    if (result === 'conflict') {
+      deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
+    }
+    return true;
+  };
+}
+
+/** The record of a message that never ran (malformed, unknown task, id conflict), under its own message id. */
+export function rejectionWrite(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  reason: ArchiveReason,
+  error: SerializedError,
+): RecordWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  return async () => {
+    await jobs.recordRejected({
+      jobId: message.messageId,
+      task: job?.task ?? '',
+      payloadDigest: job ? payloadDigest(job.payload) : '',
+      queue: queue.name,
+      version: deps.tracking?.version ?? '',
+      publishedAt: job?.publishedAt ?? message.sentTimestamp,
+      reason,
+      error,
+      attempt: message.receiveCount,
+      workerId: deps.workerId,
+      now: deps.clock.now(),
+      ...(job && job.id !== message.messageId ? { envelopeId: job.id } : {}),
+    });
+    return true;
+  };
+}

@@ -1,0 +1,202 @@
+import type { SerializedError } from '../run/types';
+import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../track/histogram';
+import type { ArchiveReason, QueueDayStats, StatCounter } from '../track/model';
+import { emptyDuration, utcDay, withSample } from '../track/stats';
+
+/**
+ * How one received message left the dispatcher's hands. `duplicate`: the job had already
+ * finished, so the message was deleted unrun. `deferred`: another live worker holds the job; the
+ * message returns when that lease ends. `stale`: this worker's lease was taken over while it ran,
+ * so its outcome was rejected and the message left to the new owner. `scheduled`: its `runAt` was
+ * ahead, so it was parked in the jobs table (or sent again, delayed by the seconds left) and the message deleted.
+ */
+export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale' | 'scheduled';
+
+export interface JobReport {
+  readonly messageId: string;
+  readonly jobId?: string;
+  readonly task?: string;
+  readonly outcome: JobOutcome;
+  readonly reason?: ArchiveReason;
+  readonly attempt: number;
+  /** Publish → start, ms (only for tasks that started). */
+  readonly waitMs?: number;
+  readonly runMs?: number;
+  /** The run was stopped at its time limit. */
+  readonly timedOut?: boolean;
+  /** True when the settle call for this outcome still failed after retries (the message will come back). */
+  readonly unsettled?: boolean;
+  /** Near its redrive limit the message was replaced by a fresh copy instead of being handed back. */
+  readonly requeued?: boolean;
+  /** Why a retried or archived job failed: the task's error, or why its message was rejected. */
+  readonly error?: SerializedError;
+  /** Deferred by a fleet-wide limit (the task's or the queue's): it waits, using no attempt. */
+  readonly limited?: boolean;
+  /** Its lifecycle hooks (lib/settle/run-hooks.ts): all ran, one failed or overran, or no time was left for them. */
+  readonly hook?: 'ran' | 'failed' | 'skipped';
+}
+
+/**
+ * Whether a report is a failed attempt: this delivery ran the task (or its `validate`) and it did
+ * not succeed. A job archived without running now (malformed, unknown task, id conflict, attempts
+ * lost with their workers) is not one. The one rule the stats table and the metrics count by.
+ */
+export function isFailedAttempt(job: JobReport): boolean {
+  return job.runMs !== undefined && (job.outcome === 'retried' || job.outcome === 'archived');
+}
+
+/** One batch, reported once it is settled; observers (metrics, local progress) consume these. */
+export interface BatchReport {
+  readonly queue: string;
+  readonly jobs: readonly JobReport[];
+  /** Per-entry retries the settle calls needed. */
+  readonly settleRetries: number;
+}
+
+export interface QueueSummary {
+  received: number;
+  succeeded: number;
+  retried: number;
+  released: number;
+  duplicate: number;
+  deferred: number;
+  stale: number;
+  scheduled: number;
+  unsettled: number;
+  hookFailures: number;
+  archived: Partial<Record<ArchiveReason, number>>;
+  wait: Histogram;
+  run: Histogram;
+}
+
+/** What a dispatcher invocation did; returned by the Lambda handler and mergeable across invocations. */
+export interface DispatcherSummary {
+  selections: number;
+  receives: number;
+  emptyReceives: number;
+  errors: number;
+  queues: Record<string, QueueSummary>;
+  /** Set when the invocation ended early for lack of work (its idle exit): the fleet is scaling in. */
+  endedIdle?: boolean;
+  /** Set when the invocation stopped because the process's resident set passed `dispatcher.rssLimitMb`. */
+  memoryStop?: { readonly rssMb: number; readonly limitMb: number };
+}
+
+export function emptySummary(): DispatcherSummary {
+  return { selections: 0, receives: 0, emptyReceives: 0, errors: 0, queues: {} };
+}
+
+function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
+  let q = summary.queues[queue];
+  if (!q) {
+    q = {
+      received: 0,
+      succeeded: 0,
+      retried: 0,
+      released: 0,
+      duplicate: 0,
+      deferred: 0,
+      stale: 0,
+      scheduled: 0,
+      unsettled: 0,
+      hookFailures: 0,
+      archived: {},
+      wait: emptyHistogram(),
+      run: emptyHistogram(),
+    };
+    summary.queues[queue] = q;
+  }
+  return q;
+}
+
+export function addBatch(summary: DispatcherSummary, report: BatchReport): void {
+  const q = queueSummary(summary, report.queue);
+  for (const job of report.jobs) {
+    q.received += 1;
+    if (job.unsettled) q.unsettled += 1;
+    if (job.hook === 'failed' || job.hook === 'skipped') q.hookFailures += 1;
+    if (job.outcome === 'archived') {
+      const reason = job.reason ?? 'exhausted';
+      q.archived[reason] = (q.archived[reason] ?? 0) + 1;
+    } else {
+      q[job.outcome] += 1;
+    }
+    if (job.waitMs !== undefined) recordValue(q.wait, job.waitMs);
+    if (job.runMs !== undefined) recordValue(q.run, job.runMs);
+  }
+}
+
+export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): void {
+  into.selections += from.selections;
+  into.receives += from.receives;
+  into.emptyReceives += from.emptyReceives;
+  into.errors += from.errors;
+  for (const [name, src] of Object.entries(from.queues)) {
+    const q = queueSummary(into, name);
+    for (const key of [
+      'received',
+      'succeeded',
+      'retried',
+      'released',
+      'duplicate',
+      'deferred',
+      'stale',
+      'scheduled',
+      'unsettled',
+      'hookFailures',
+    ] as const)
+      q[key] += src[key];
+    for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
+      q.archived[reason] = (q.archived[reason] ?? 0) + n;
+    mergeHistogram(q.wait, src.wait);
+    mergeHistogram(q.run, src.run);
+  }
+}
+
+export function archivedTotal(q: QueueSummary): number {
+  return Object.values(q.archived).reduce((a, n) => a + (n ?? 0), 0);
+}
+
+/** What one settled batch adds to its queue's day: the single ADD the dispatcher writes. */
+export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
+  const counters: Partial<Record<StatCounter, number>> = {};
+  const archived: Partial<Record<ArchiveReason, number>> = {};
+  const bump = <K extends string>(into: Partial<Record<K, number>>, key: K) => {
+    into[key] = (into[key] ?? 0) + 1;
+  };
+  let wait = emptyDuration();
+  let run = emptyDuration();
+  for (const job of report.jobs) {
+    if (job.waitMs !== undefined) wait = withSample(wait, job.waitMs);
+    if (job.runMs !== undefined) run = withSample(run, job.runMs);
+    if (job.timedOut) bump(counters, 'timedOut');
+    if (isFailedAttempt(job)) bump(counters, 'failed');
+    switch (job.outcome) {
+      case 'succeeded':
+        bump(counters, 'succeeded');
+        break;
+      case 'retried':
+        bump(counters, 'retried');
+        break;
+      case 'archived':
+        bump(archived, job.reason ?? 'exhausted');
+        break;
+      case 'duplicate':
+        bump(counters, 'duplicates');
+        break;
+      case 'released':
+        bump(counters, 'released');
+        break;
+      case 'scheduled':
+        bump(counters, 'scheduled');
+        break;
+      case 'deferred':
+        // Held back by a fleet-wide limit; a job leased elsewhere is not counted.
+        if (job.limited) bump(counters, 'deferred');
+        break;
+      case 'stale':
+        break;
+    }
+  }
+  return { queue: report.queue, day: utcDay(now), counters, archived, wait, run };
+}

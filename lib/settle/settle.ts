@@ -1,0 +1,197 @@
+import type { Clock } from '../clock';
+import type { QueueConfig, TaskworkerConfig } from '../config';
+import { describe } from '../errors';
+import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import type { TaskRegistry } from '../tasks/task';
+import type { StatsStore } from '../track/model';
+import { expiresAt } from '../track/rules';
+import { isEmptyDelta, taskStatsKey } from '../track/stats';
+import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
+import { type BatchReport, type JobReport, statsOfBatch } from './report';
+
+/** What settling a batch touches: its queues (and the archive's), the clock and the log; no table. */
+export interface SettlePorts {
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** What counting a settled batch in the stats touches: the stats table and nothing else. */
+export interface StatsPorts {
+  readonly config: TaskworkerConfig;
+  readonly registry: TaskRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly tracking?: { readonly stats?: StatsStore };
+}
+
+/**
+ * The job-record write that must land before a message is settled. Resolves false when the
+ * attempt's token no longer holds the job: then the message is left alone for the newer attempt.
+ */
+export type RecordWrite = () => Promise<boolean>;
+
+/**
+ * What happens to one message, decided while its batch runs, carried out in the settle.
+ * `requeue`: a fresh copy goes to the queue (after `delaySeconds`), then the message is deleted —
+ * how a tracked job's message leaves before SQS's redrive would move it to the DLQ.
+ */
+export type Decision =
+  | { readonly kind: 'leave'; readonly message: ReceivedMessage; readonly record?: never }
+  | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
+  | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
+  | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
+  | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+
+/** One batch's bookkeeping. */
+export class BatchState {
+  readonly decisions: Decision[] = [];
+  readonly reports = new Map<string, JobReport>();
+  /** Kept results (JSON) of the batch's successes, by message id, for the hooks. */
+  readonly results = new Map<string, string>();
+
+  decide(decision: Decision, report: JobReport): void {
+    this.decisions.push(decision);
+    this.reports.set(decision.message.messageId, report);
+  }
+
+  mark(messageId: string, patch: Partial<JobReport>): void {
+    const report = this.reports.get(messageId);
+    if (report) this.reports.set(messageId, { ...report, ...patch });
+  }
+}
+
+export interface SettleOptions {
+  /**
+   * The messages came from Lambda's SQS trigger, which deletes every message its invocation does
+   * not report as a batch item failure: the settle leaves the deletes to it (one request a batch
+   * fewer), and what it keeps is reported (lib/invocation/doorbell.ts).
+   */
+  readonly triggerDeletes?: boolean;
+}
+
+/**
+ * Settles a batch, one call per outcome list, in an order that never loses a message: archive
+ * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
+ * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
+ * delete and one visibility change. A message whose archive send failed is not deleted; one whose
+ * completion was rejected (stale token) is left to the newer attempt; one whose record write
+ * failed is left to come back.
+ */
+export async function settle(deps: SettlePorts, queue: QueueConfig, state: BatchState, options: SettleOptions = {}): Promise<number> {
+  const url = deps.urls.queues[queue.name] as string;
+  let retries = 0;
+  const notSent = new Set<string>();
+  const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
+    if (entries.length === 0) return;
+    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(target, e), deps.clock);
+    retries += sent.retries;
+    for (const f of sent.failed) {
+      notSent.add(f.id);
+      state.mark(f.id, { unsettled: true });
+    }
+    logFailures(deps, what, queue, sent.failed);
+  };
+  await send(
+    'archive send',
+    deps.urls.archive,
+    state.decisions.flatMap((d) => (d.kind === 'archive' ? [archiveEntry(d.message.messageId, d.message.body, d.archive)] : [])),
+  );
+  await send(
+    'requeue send',
+    url,
+    state.decisions.flatMap((d) => (d.kind === 'requeue' ? [d.copy] : [])),
+  );
+
+  const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
+  const held = new Set<string>();
+  await Promise.all(
+    proceeding.map(async (d) => {
+      if (!d.record) return;
+      try {
+        if (!(await d.record())) {
+          held.add(d.message.messageId);
+          state.mark(d.message.messageId, { outcome: 'stale' });
+          deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
+        }
+      } catch (error) {
+        // Settling the message without its record would leave the job non-terminal for good (a
+        // `running` record nothing ever ends). Left alone, the message comes back as after a crash
+        // at this point: the claim takes the job over once its lease lapses and finishes it (the
+        // task may run again; its fenced effects do not apply twice).
+        held.add(d.message.messageId);
+        state.mark(d.message.messageId, { unsettled: true });
+        deps.logger.error('job record write failed; the message is left to come back', {
+          messageId: d.message.messageId,
+          error: describe(error),
+        });
+      }
+    }),
+  );
+  const settling = proceeding.filter((d) => !held.has(d.message.messageId));
+
+  const deletes = settling
+    .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
+  if (deletes.length > 0 && !options.triggerDeletes) {
+    const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);
+    retries += deleted.retries;
+    for (const f of deleted.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'delete', queue, deleted.failed);
+  }
+  const changes: VisibilityEntry[] = settling
+    .filter((d): d is Extract<Decision, { kind: 'visibility' }> => d.kind === 'visibility')
+    .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle, visibilityTimeoutSeconds: d.seconds }));
+  if (changes.length > 0) {
+    const changed = await callWithEntryRetries(changes, (e) => deps.queues.changeVisibilityBatch(url, e), deps.clock);
+    retries += changed.retries;
+    for (const f of changed.failed) state.mark(f.id, { unsettled: true });
+    logFailures(deps, 'visibility change', queue, changed.failed);
+  }
+  return retries;
+}
+
+/**
+ * Adds a settled batch to the stats: its queue's day, and the day of each registered task in it
+ * (`task:<name>`; a name a message made up is counted under its queue only). Coalesced by the
+ * runtime's StatsBuffer into one `ADD` per key per flush. A failure costs accuracy of the stats, never a job.
+ */
+export async function recordStats(deps: StatsPorts, report: BatchReport): Promise<void> {
+  const stats = deps.tracking?.stats;
+  if (!stats) return;
+  const now = deps.clock.now();
+  const byTask = new Map<string, JobReport[]>();
+  for (const job of report.jobs) {
+    if (job.task === undefined || !deps.registry.has(job.task) || job.reason === 'malformed' || job.reason === 'unknown-task') continue;
+    const jobs = byTask.get(job.task);
+    if (jobs) jobs.push(job);
+    else byTask.set(job.task, [job]);
+  }
+  const deltas = [
+    statsOfBatch(report, now),
+    ...[...byTask].map(([task, jobs]) => statsOfBatch({ ...report, queue: taskStatsKey(task), jobs }, now)),
+  ].filter((d) => !isEmptyDelta(d));
+  const until = expiresAt(now, deps.config.tracking.statsRetentionDays);
+  await Promise.all(
+    deltas.map((delta) =>
+      stats.add(delta, until).catch((error: unknown) => {
+        deps.logger.error('stats write failed', { key: delta.queue, error: describe(error) });
+      }),
+    ),
+  );
+}
+
+function logFailures(
+  deps: Pick<SettlePorts, 'logger'>,
+  what: string,
+  queue: QueueConfig,
+  failed: readonly { id: string; code: string; message: string }[],
+): void {
+  if (failed.length === 0) return;
+  deps.logger.error(`${what} failed after retries; the messages will return when their visibility expires`, {
+    queue: queue.name,
+    failed: failed.map((f) => ({ messageId: f.id, code: f.code, message: f.message })),
+  });
+}

@@ -1,0 +1,302 @@
+import type { SerializedError } from '../errors';
+
+/** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
+export const ARCHIVE_REASONS = [
+  'exhausted',
+  'timed-out',
+  'unrecoverable',
+  'invalid-payload',
+  'malformed',
+  'unknown-task',
+  'id-conflict',
+] as const;
+export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+
+/**
+ * Reasons for messages that never ran as a job: they could not be decoded, named a task this
+ * version does not have, or carried the id of another job (another task or payload). Their job
+ * record, if any, is their own, keyed by their SQS message id.
+ */
+export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
+
+export function isRejection(reason: ArchiveReason): boolean {
+  return REJECTION_REASONS.includes(reason);
+}
+
+/**
+ * A job's lifecycle. Terminal states never change again: a later delivery of a finished job is
+ * recorded as a `skipped-duplicate` history entry and does not run. Every write and the states
+ * it may start from are in `TRANSITIONS` (lib/track/rules.ts).
+ *
+ *   (published) queued ──claim──▶ running ──▶ succeeded
+ *                  │                 ├──▶ retrying ──claim──▶ running …
+ *                  │                 └──▶ archived (exhausted, timed-out, unrecoverable, invalid-payload)
+ *   running with an expired lease ──claim (takeover)──▶ running (attempt + 1)
+ *   a message that never ran as a job (malformed, unknown-task, id-conflict) ──▶ archived, in a
+ *     record of its own keyed by its SQS message id, never under an id it carries
+ *   a message whose runAt is > 15 min ahead ──park──▶ scheduled ──sweep (due within 15 min)──▶ queued
+ *                                                        ├──cancel──▶ cancelled
+ *                                                        └──claim once due (a swept copy before the sweep's mark)──▶ running
+ */
+export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived', 'scheduled', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** What can happen to a job, as its history records it. */
+export type HistoryWhat =
+  | 'queued'
+  | 'started'
+  | 'took-over'
+  | 'succeeded'
+  | 'retrying'
+  | 'archived'
+  | 'skipped-duplicate'
+  | 'scheduled'
+  | 'cancelled';
+
+export interface HistoryEntry {
+  readonly what: HistoryWhat;
+  /** Epoch ms. */
+  readonly when: number;
+  readonly worker?: string;
+  readonly attempt?: number;
+  readonly detail?: string;
+}
+
+export interface JobRecord {
+  readonly jobId: string;
+  readonly task: string;
+  /**
+   * Digest of the payload the job was first recorded with ({@link payloadDigest}). With `task` it
+   * is the job's identity: a later message with the same id but another task or payload is not
+   * this job (it is archived as `id-conflict`).
+   */
+  readonly payloadDigest?: string;
+  readonly queue: string;
+  readonly version: string;
+  readonly state: JobState;
+  /** Runs started (claims), the authoritative attempt count. */
+  readonly attempt: number;
+  readonly reason?: ArchiveReason;
+  readonly publishedAt?: number;
+  readonly firstStartedAt?: number;
+  readonly lastStartedAt?: number;
+  readonly finishedAt?: number;
+  readonly updatedAt: number;
+  readonly leaseOwner?: string;
+  readonly leaseUntil?: number;
+  /** The `claimId` of the claim that holds the lease. */
+  readonly leaseClaim?: string;
+  readonly lastError?: SerializedError;
+  /** The task's return value as JSON, when it was small enough to keep. */
+  readonly result?: string;
+  /** For a message that never ran (kept under its own message id): the id it carried. */
+  readonly envelopeId?: string;
+  /** Epoch ms the job may start at (jobs published to run later). */
+  readonly runAt?: number;
+  readonly history: readonly HistoryEntry[];
+}
+
+/** What makes two deliveries the same job: its task and its payload (as a digest). */
+export interface JobIdentity {
+  readonly task: string;
+  readonly payloadDigest: string;
+}
+
+/** Identity of a job as a delivery reveals it. */
+export interface JobRef extends JobIdentity {
+  readonly jobId: string;
+  readonly queue: string;
+  readonly version: string;
+  readonly publishedAt: number;
+}
+
+export interface ClaimRequest extends JobRef {
+  readonly workerId: string;
+  readonly now: number;
+  /** Epoch ms until which the claim holds unless extended by a heartbeat. */
+  readonly leaseUntil: number;
+  /**
+   * Unique to this claim request, kept on the record while the lease lasts. It is how a store
+   * tells the SDK's retry of this very claim after a lost answer (ours) from another delivery of
+   * the same job claimed by the same worker at the same instant (two copies in one batch: a duplicate).
+   * Without it a claim that finds the job running is never taken as ours.
+   */
+  readonly claimId?: string;
+}
+
+/**
+ * A claim's answer. `claimed` carries the fencing token (the new attempt number): completions
+ * and heartbeats must present it. `finished` means the job already ended; `leased` that another
+ * live worker holds it; `conflict` that the id belongs to another job (another task or payload),
+ * which the claim left untouched.
+ */
+export type ClaimResult =
+  | { readonly outcome: 'claimed'; readonly token: number; readonly record: JobRecord }
+  | { readonly outcome: 'finished'; readonly record: JobRecord }
+  | { readonly outcome: 'leased'; readonly record: JobRecord }
+  | { readonly outcome: 'conflict'; readonly record: JobRecord };
+
+/** How an attempt ended, as written by the worker that holds the token. */
+export interface Completion {
+  readonly jobId: string;
+  readonly token: number;
+  readonly state: 'succeeded' | 'retrying' | 'archived';
+  readonly reason?: ArchiveReason;
+  readonly error?: SerializedError;
+  readonly result?: string;
+  readonly workerId: string;
+  readonly now: number;
+  /** For retries: when the next attempt becomes possible (epoch ms), for the history. */
+  readonly retryAt?: number;
+}
+
+/**
+ * An attempt's outcome recorded without a claim (tracking mode `failures`): a failure creates or
+ * updates the record; a success only ends one that an earlier failure left `retrying`.
+ */
+export interface UnclaimedOutcome extends JobRef {
+  readonly state: 'retrying' | 'archived' | 'succeeded';
+  readonly attempt: number;
+  readonly reason?: ArchiveReason;
+  readonly error?: SerializedError;
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/**
+ * `recorded`: the write landed. `ignored`: the record was in no state this outcome may follow
+ * (finished already; or, for a success, never failed). `conflict`: the id belongs to another job.
+ */
+export type UnclaimedResult = 'recorded' | 'ignored' | 'conflict';
+
+/**
+ * A message that never ran as a job: it could not be decoded, named an unknown task, or carried
+ * the id of another job. Recorded once, under its own SQS message id (`jobId`), never under an id
+ * it carries; `task` and `payloadDigest` are empty where the body did not give them.
+ */
+export interface Rejection extends JobRef {
+  readonly reason: ArchiveReason;
+  readonly error: SerializedError;
+  /** The id the message carried, when it named one. */
+  readonly envelopeId?: string;
+  readonly attempt: number;
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/** A message whose `runAt` is too far ahead for SQS to hold it: kept in the jobs table until due. */
+export interface ParkRequest extends JobRef {
+  readonly runAt: number;
+  /** The message body as the sweep will send it (id and publish time pinned). */
+  readonly body: string;
+  /** String message attributes to send with it. */
+  readonly attributes?: Readonly<Record<string, string>>;
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/**
+ * `parked`: written. `exists`: the job already has a record (parked before by another copy, or
+ * further along); nothing changed. `conflict`: the id belongs to another job.
+ */
+export type ParkResult =
+  | { readonly outcome: 'parked' }
+  | { readonly outcome: 'exists'; readonly record: JobRecord }
+  | { readonly outcome: 'conflict'; readonly record: JobRecord };
+
+/** A parked job as the sweep reads it from the due index. */
+export interface ParkedJob {
+  readonly jobId: string;
+  readonly queue: string;
+  readonly runAt: number;
+  readonly body: string;
+  readonly attributes?: Readonly<Record<string, string>>;
+}
+
+/** `cancelled`: it will not run. `not-scheduled`: it was already handed to its queue (or ended); `unknown`: no such job. */
+export type CancelResult =
+  | { readonly outcome: 'cancelled'; readonly record: JobRecord }
+  | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
+  | { readonly outcome: 'unknown' };
+
+export interface JobQuery {
+  readonly state: JobState;
+  /** Queues to search (retrying and archived jobs are indexed per queue). */
+  readonly queues: readonly string[];
+  readonly task?: string;
+  readonly limit: number;
+  /** Only records last updated at or before this time (epoch ms): the next page of a newest-first list. */
+  readonly updatedAtMost?: number;
+}
+
+/**
+ * The jobs table, in domain words. Every transition is conditional on the state it comes from;
+ * completions and heartbeats are conditional on the fencing token, so a stale worker whose
+ * lease was taken over cannot overwrite the newer outcome.
+ */
+export interface JobStore {
+  /** Records a job published through the library. False if the id already exists (nothing changed). */
+  recordQueued(job: JobRef, now: number): Promise<boolean>;
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Heartbeat: extends the lease if the token still holds it. */
+  extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean>;
+  /** Ends an attempt. False when the token no longer holds the job (the outcome was rejected). */
+  complete(completion: Completion, claimed: JobRecord): Promise<boolean>;
+  recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
+  /** Creates the record of a message that never ran; false if one exists under that id (nothing changed). */
+  recordRejected(rejection: Rejection): Promise<boolean>;
+  /** Notes a delivery of a finished job that was deleted unrun. */
+  recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
+  get(jobId: string): Promise<JobRecord | undefined>;
+  list(query: JobQuery): Promise<JobRecord[]>;
+  /**
+   * Puts an archived job back to `queued` with its attempts reset, for replay; only when the record
+   * is that job (task and payload). False when nothing changed.
+   */
+  resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean>;
+  /** Keeps a job whose `runAt` is more than 15 minutes ahead until it is due. */
+  park(request: ParkRequest): Promise<ParkResult>;
+  /**
+   * Parked jobs of one index shard due by `until`, earliest first, that no sweep holds at `now`
+   * (from the sparse due index, eventually consistent: a job parked a moment ago may be missing).
+   */
+  dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]>;
+  /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
+  leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
+  /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
+  handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean>;
+  /** scheduled → cancelled. */
+  cancel(jobId: string, now: number): Promise<CancelResult>;
+}
+
+/** Counter names of the stats table. */
+export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'scheduled', 'deferred'] as const;
+export type StatCounter = (typeof STAT_COUNTERS)[number];
+
+/** Sums of a set of durations, mergeable by addition (count, sum, sum of squares, qless buckets). */
+export interface DurationStats {
+  readonly count: number;
+  /** ms */
+  readonly sum: number;
+  /** ms² — with sum and count gives the variance without storing samples. */
+  readonly sumSquares: number;
+  /** qless bucket (s0..s59, m1..m59, h1..h23, d1..d30) → count. */
+  readonly buckets: Readonly<Record<string, number>>;
+}
+
+/** One queue's activity on one UTC day, or a delta to add to it. */
+export interface QueueDayStats {
+  readonly queue: string;
+  /** YYYY-MM-DD (UTC) */
+  readonly day: string;
+  readonly counters: Readonly<Partial<Record<StatCounter, number>>>;
+  readonly archived: Readonly<Partial<Record<ArchiveReason, number>>>;
+  readonly wait: DurationStats;
+  readonly run: DurationStats;
+}
+
+export interface StatsStore {
+  /** Adds a delta atomically (one write). */
+  add(delta: QueueDayStats, expiresAt: number): Promise<void>;
+  get(queue: string, day: string): Promise<QueueDayStats | undefined>;
+}

@@ -1,0 +1,101 @@
+/**
+ * The sweep: parked jobs due within SQS's 15 minutes go back to their queue, delayed by exactly the
+ * seconds left, so they start within a second of `runAt`. Each job is taken under a short lease (a
+ * conditional write: two sweeps never send the same job), sent, then handed over (scheduled →
+ * queued, conditional on that lease). A sweep lost between the send and the mark leaves the job
+ * parked; once its lease lapses the next sweep sends it again, and the claim stops the second copy
+ * (tracked queues; on untracked ones that rare crash runs it twice — never zero times).
+ */
+import type { Clock } from '../clock';
+import { describe } from '../errors';
+import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import { DUE_SHARDS, SWEEP_LEASE_MS, sweepDelaySeconds, sweepHorizon } from './due';
+import type { JobStore, ParkedJob } from './model';
+
+export interface SweepDeps {
+  readonly jobs: JobStore;
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export interface SweepReport {
+  /** Jobs sent to their queue. */
+  readonly sent: number;
+  /** Of those, marked handed over (the rest are marked by a later sweep or their claim). */
+  readonly handedOver: number;
+  /** Due jobs left parked for the next sweep (send failed, or out of time). */
+  readonly left: number;
+}
+
+/** Parked jobs read per index query. */
+const PAGE = 100;
+const SEND_BATCH = 10;
+
+/** Sweeps every shard in parallel until nothing more is due or `deadline` (epoch ms) passes. Never throws. */
+export async function sweepDue(deps: SweepDeps, deadline: number): Promise<SweepReport> {
+  const shards = Array.from({ length: DUE_SHARDS }, (_, i) => String(i));
+  const reports = await Promise.all(shards.map((shard) => sweepShard(deps, shard, deadline)));
+  return reports.reduce((a, r) => ({ sent: a.sent + r.sent, handedOver: a.handedOver + r.handedOver, left: a.left + r.left }), {
+    sent: 0,
+    handedOver: 0,
+    left: 0,
+  });
+}
+
+async function sweepShard(deps: SweepDeps, shard: string, deadline: number): Promise<SweepReport> {
+  const { jobs, clock, logger } = deps;
+  const report = { sent: 0, handedOver: 0, left: 0 };
+  // The due index is eventually consistent: a job handed over a moment ago may still be listed.
+  const seen = new Set<string>();
+  try {
+    while (clock.now() < deadline) {
+      const now = clock.now();
+      const page = (await jobs.dueJobs(shard, sweepHorizon(now), now, PAGE)).filter((j) => !seen.has(j.jobId));
+      if (page.length === 0) break;
+      for (const job of page) seen.add(job.jobId);
+      const leaseUntil = now + SWEEP_LEASE_MS;
+      const leased = (
+        await Promise.all(page.map(async (job) => ((await jobs.leaseForSweep(job.jobId, now, leaseUntil)) ? job : undefined)))
+      ).filter((job): job is ParkedJob => job !== undefined);
+      const sent = await send(deps, leased, now);
+      report.sent += sent.length;
+      report.left += leased.length - sent.length;
+      const marks = await Promise.all(sent.map((job) => jobs.handOver(job.jobId, leaseUntil, clock.now()).catch(() => false)));
+      report.handedOver += marks.filter(Boolean).length;
+    }
+  } catch (error) {
+    logger.error('sweep of parked jobs failed; the next sweep tries again', { shard, error: describe(error) });
+  }
+  return report;
+}
+
+/** Sends leased jobs to their queues in batches; returns the ones SQS took. */
+async function send(deps: SweepDeps, jobs: readonly ParkedJob[], now: number): Promise<ParkedJob[]> {
+  const byQueue = new Map<string, ParkedJob[]>();
+  for (const job of jobs) byQueue.set(job.queue, [...(byQueue.get(job.queue) ?? []), job]);
+  const sent: ParkedJob[] = [];
+  for (const [queue, group] of byQueue) {
+    const url = deps.urls.queues[queue];
+    if (!url) {
+      deps.logger.error('parked jobs name a queue this version does not have; left parked', { queue, jobs: group.length });
+      continue;
+    }
+    for (let i = 0; i < group.length; i += SEND_BATCH) {
+      const chunk = group.slice(i, i + SEND_BATCH);
+      const entries: SendEntry[] = chunk.map((job, index) => ({
+        id: String(index),
+        body: job.body,
+        delaySeconds: sweepDelaySeconds(job.runAt, now),
+        ...(job.attributes ? { attributes: job.attributes } : {}),
+      }));
+      const result = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(url, e), deps.clock);
+      const failed = new Set(result.failed.map((f) => f.id));
+      for (const f of result.failed) deps.logger.warn('could not send a due job; it stays parked', { queue, error: f.message });
+      sent.push(...chunk.filter((_, index) => !failed.has(String(index))));
+    }
+  }
+  return sent;
+}
