@@ -1,17 +1,17 @@
 import { VirtualClock } from '../clock';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
-import { queueProbes, runDispatcher } from '../dispatch/loop';
-import type { DispatcherDeps } from '../dispatch/types';
 import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
+import { createInvocation } from '../invocation/invocation';
+import { SCHEDULE_PERIOD_MS } from '../invocation/scaling';
 import { silentLogger } from '../ports';
 import { type Published, Publisher, type PublishOptions } from '../publish/publisher';
 import { seededRandom } from '../random';
 import { InlineExecutor } from '../run/inline-executor';
-import { createSelector } from '../select';
 import type { BatchReport, JobReport } from '../settle/report';
 import { createRegistry } from '../tasks/registry';
 import type { TaskDefinition } from '../tasks/task';
+import { DUE_SHARDS, MAX_QUEUE_DELAY_SECONDS } from '../track/due';
 import type { JobRecord, QueueDayStats } from '../track/model';
 import { utcDay } from '../track/stats';
 import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
@@ -48,8 +48,14 @@ export interface TestSystem {
   /** Sends a raw message body to a queue, as another service's SDK would. */
   send(queue: string, body: string): Promise<void>;
   /**
-   * Runs the dispatcher until no message is left in any queue (visible, in flight or delayed):
-   * retries wait out their backoff in virtual time. Gives up after `maxMs` of virtual time.
+   * Runs the dispatcher as the deployed version runs it, on the virtual clock: one scheduled
+   * invocation a minute (the schedule's), each the same invocation Lambda runs — it sends the
+   * parked jobs that are due (published with a delay or `runAt` past 15 minutes), reads the depths,
+   * works what waits and ends when idle. It goes on until no message is left in any queue (visible,
+   * in flight or delayed) and no job is parked: retries wait out their backoff and parked jobs
+   * their time, all in virtual time (the clock jumps to the next sweep that finds a parked job due).
+   * Gives up after `maxMs` of virtual time. Doorbells are not rung: work waits for the next minute,
+   * so `elapsedMs` is what scale to zero gives a schedule-only queue.
    */
   drain(options?: { readonly maxMs?: number }): Promise<DrainResult>;
   /** The job's record, as the jobs table holds it. */
@@ -101,28 +107,36 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
   const jobs = new MemoryJobStore({ historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays });
   const stats = new MemoryStatsStore();
   const reports: BatchReport[] = [];
-  const deps: DispatcherDeps = {
+  const invocation = createInvocation({
     config,
     registry,
     queues: sqs,
     urls,
     executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
-    selector: createSelector(config.dispatcher.selector, { queues: config.queues, random, clock, probes: queueProbes(sqs, urls) }),
     clock,
     random,
     logger: silentLogger,
     workerId: 'test-system',
     observer: { onBatch: (report) => reports.push(report) },
     tracking: { version: 'test', jobs, stats },
-  };
+  });
   const publisher = new Publisher({ config, version: 'test', tasks: [...options.tasks], queues: sqs, urls, jobs, clock });
-  const left = async () => {
+  const messagesLeft = async () => {
     let messages = 0;
     for (const url of Object.values(urls.queues)) {
       const d = await sqs.depth(url);
       messages += d.visible + d.inFlight + d.delayed;
     }
     return messages;
+  };
+  /** When the earliest parked job is due, if any job is parked. */
+  const nextParkedAt = async () => {
+    let earliest: number | undefined;
+    for (let shard = 0; shard < DUE_SHARDS; shard++) {
+      const [first] = await jobs.dueJobs(String(shard), Number.MAX_SAFE_INTEGER, clock.now(), 1);
+      if (first && (earliest === undefined || first.runAt < earliest)) earliest = first.runAt;
+    }
+    return earliest;
   };
   return {
     config,
@@ -138,9 +152,18 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     async drain({ maxMs = 86_400_000 } = {}) {
       const started = clock.now();
       const from = reports.length;
-      while ((await left()) > 0 && clock.now() - started < maxMs) {
-        const now = clock.now();
-        await runDispatcher(deps, { deadline: now + 15 * 60_000, idleExit: { afterMs: 60_000, notBefore: now } });
+      while (clock.now() - started < maxMs) {
+        const [messages, parkedAt] = [await messagesLeft(), await nextParkedAt()];
+        if (messages === 0 && parkedAt === undefined) break;
+        const invokedAt = clock.now();
+        await invocation.run({ deadline: invokedAt + config.dispatcher.timeoutSeconds * 1000, role: 'scheduled' });
+        // The next scheduled invocation: a minute on; with nothing in the queues, the first whose sweep finds a parked job due.
+        let next = invokedAt + SCHEDULE_PERIOD_MS;
+        if ((await messagesLeft()) === 0 && parkedAt !== undefined) {
+          const sweepsAt = parkedAt - MAX_QUEUE_DELAY_SECONDS * 1000;
+          next = Math.max(next, invokedAt + Math.ceil((sweepsAt - invokedAt) / SCHEDULE_PERIOD_MS) * SCHEDULE_PERIOD_MS);
+        }
+        if (next > clock.now()) clock.advance(Math.min(next, started + maxMs) - clock.now());
       }
       return summarize(reports.slice(from), clock.now() - started);
     },

@@ -1,7 +1,9 @@
 import { VirtualClock } from '../../lib/clock';
 import type { TaskworkerConfig } from '../../lib/config';
-import { queueProbes, runDispatcher } from '../../lib/dispatch/loop';
+import { queueProbes } from '../../lib/dispatch/loop';
 import type { DispatcherDeps } from '../../lib/dispatch/types';
+import { createInvocation } from '../../lib/invocation/invocation';
+import type { DispatcherSummary } from '../../lib/settle/report';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
@@ -30,7 +32,8 @@ export interface World {
   readonly deps: DispatcherDeps;
   readonly reports: BatchReport[];
   send(queue: string, body: string): Promise<void>;
-  run(options?: { forMs?: number; signal?: AbortSignal }): ReturnType<typeof runDispatcher>;
+  /** One plain invocation (lib/invocation/invocation.ts) on the world's ports, `forMs` long. */
+  run(options?: { forMs?: number; signal?: AbortSignal }): Promise<DispatcherSummary>;
 }
 
 export function world(
@@ -81,6 +84,8 @@ export function world(
     observer: { onBatch: (r) => reports.push(r) },
     ...(options.tracked ? { tracking: { version: 'v1', jobs, stats, limits } } : {}),
   };
+  // The same invocation Lambda runs, on the world's ports and its reduced-lottery selector.
+  const invocation = createInvocation(deps);
   return {
     clock,
     sqs,
@@ -96,6 +101,6 @@ export function world(
     send: async (queue, body) => {
       await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);
     },
-    run: ({ forMs = 30_000, signal } = {}) => runDispatcher(deps, { deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
+    run: ({ forMs = 30_000, signal } = {}) => invocation.run({ deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
   };
 }

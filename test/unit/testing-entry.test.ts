@@ -93,6 +93,30 @@ describe('createTestSystem: publish → dispatch → outcome in memory', () => {
     expect((await system.stats('payments'))?.counters).toMatchObject({ succeeded: 2, retried: 2 });
   });
 
+  it('runs a job published an hour ahead after one virtual hour, as the deployed version would', async () => {
+    const hello = defineTask({ name: 'hello', queue: 'default', timeLimitSeconds: 5, run: (p: { who: string }) => `hello ${p.who}` });
+    const system = createTestSystem({ tasks: [hello] });
+    const later = await system.publish(hello, { who: 'later' }, { delaySeconds: 3600 });
+    const soon = await system.publish(hello, { who: 'soon' }, { delaySeconds: 120 });
+    const result = await system.drain({ maxMs: 3 * 3600_000 });
+    expect(await system.job(later.jobId)).toMatchObject({ state: 'succeeded', result: '"hello later"' });
+    expect(await system.job(soon.jobId)).toMatchObject({ state: 'succeeded' });
+    expect(result.succeeded).toBe(2);
+    // Not before its time, and within the schedule's minute after it.
+    expect(result.elapsedMs).toBeGreaterThanOrEqual(3600_000);
+    expect(result.elapsedMs).toBeLessThanOrEqual(3600_000 + 2 * 60_000);
+  });
+
+  it('gives up at maxMs with a parked job still parked', async () => {
+    const hello = defineTask({ name: 'hello', queue: 'default', timeLimitSeconds: 5, run: () => 'hi' });
+    const system = createTestSystem({ tasks: [hello] });
+    const later = await system.publish(hello, {}, { delaySeconds: 7200 });
+    const result = await system.drain({ maxMs: 3600_000 });
+    expect(result.elapsedMs).toBe(3600_000);
+    // Received after SQS's longest delay (15 minutes), it was parked in the jobs table to wait.
+    expect(await system.job(later.jobId)).toMatchObject({ state: 'scheduled' });
+  });
+
   it('archives what another service sends wrong, and runs a duplicate once', async () => {
     const system = createTestSystem({ tasks: [charge] });
     await system.send('payments', 'not json');

@@ -35,10 +35,10 @@ describe('dispatcher with job tracking (fakes)', () => {
     await w.run();
     expect(outcomes(w).filter((o) => o === 'succeeded')).toHaveLength(30);
     expect(w.jobs.writes / 30).toBe(perTask);
-    // Stats: one atomic ADD per batch for the queue and one for each task in it, not one per job
-    // (the runtime's StatsBuffer coalesces these further, across batches).
-    expect(w.stats.writes).toBe(2 * w.reports.length);
-    expect(w.stats.writes).toBeLessThanOrEqual(8);
+    // Stats: the invocation coalesces its batches' deltas (StatsBuffer) into one atomic ADD for the
+    // queue and one for each task in it, written when it ends: not one per job, nor one per batch.
+    expect(w.reports.length).toBeGreaterThan(1);
+    expect(w.stats.writes).toBe(2);
     const day = utcDay(w.clock.now());
     expect((await w.stats.get('urgent', day))?.counters.succeeded).toBe(30);
     expect((await w.stats.get(taskStatsKey('ok'), day))?.counters.succeeded).toBe(30);

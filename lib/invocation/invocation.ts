@@ -1,0 +1,227 @@
+/**
+ * One dispatcher invocation, assembled in one place. The Lambda handler (through
+ * {@link DispatcherRuntime}), the doorbell, `taskworker dev`'s containers, `taskworker/testing` and
+ * the benchmark simulation all run the dispatcher through {@link createInvocation}, each with its own
+ * ports (AWS, emulators, in-memory fakes, the simulated SQS and clock): so whatever an invocation
+ * does on AWS — sweep parked jobs, decide the scale, count itself in the fleet, run the loop, flush
+ * the stats, hand waiting back to the doorbells — the test kit and the simulation do too.
+ */
+
+import { queueProbes, runDispatcher } from '../dispatch/loop';
+import type { DispatcherDeps, RunOptions, Tracking } from '../dispatch/types';
+import { describe } from '../errors';
+import type { DispatcherLauncher, DoorbellSwitch, ReceivedMessage } from '../ports';
+import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
+import { createSelector } from '../select';
+import type { QueueSelector } from '../select/types';
+import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
+import { sweepDue } from '../track/sweep';
+import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
+import {
+  doorbellsStayOn,
+  fleetCount,
+  type InvocationRole,
+  idleExit,
+  invocationDeadline,
+  joinsFleet,
+  type ScaleDecision,
+  scaleOut,
+} from './scaling';
+import { StatsBuffer } from './stats-buffer';
+
+const MB = 1_048_576;
+/** The most of a scheduled invocation the sweep takes; what it leaves is swept a minute later, still before it is due. */
+const SWEEP_BUDGET_MS = 30_000;
+/** A plain invocation sweeps when this container has not for this long (the schedule's period). */
+const SWEEP_PERIOD_MS = 60_000;
+
+/** What a container's invocations run on. Everything but the selector and the memory guard is the loop's own. */
+export interface InvocationPorts extends Omit<DispatcherDeps, 'selector' | 'tracking'> {
+  /** @defaultValue the config's `dispatcher.selector`, probing `queues` */
+  readonly selector?: QueueSelector<ReceivedMessage>;
+  /** Job records, stats (coalesced here across an invocation's batches, flushed at its end), limits and the fleet count. */
+  readonly tracking?: Tracking;
+  /** Starts more invocations when a scheduled one finds a backlog; none: the backlog is read and planned, nothing started. */
+  readonly launcher?: DispatcherLauncher;
+  /** Turns the doorbells off while the scheduled fleet works a backlog, and on when it finds none. */
+  readonly doorbells?: DoorbellSwitch;
+  /** The function's actual reserved concurrency, when it is not the config's `maxConcurrency`. */
+  readonly maxConcurrency?: number;
+  /**
+   * How the resident-set guard reads memory (limit: `dispatcher.rssLimitMb`). Without it there is
+   * no guard: a process the dispatcher shares with a test runner or a simulation is not its own.
+   */
+  readonly memory?: Omit<MemoryGuardOptions, 'limitBytes'>;
+}
+
+export interface InvocationRequest {
+  /** Epoch ms when the invocation must have returned (Lambda: now + remaining time). */
+  readonly deadline: number;
+  /** Stops taking work: running tasks finish, unstarted ones are released, every batch is settled. */
+  readonly signal?: AbortSignal;
+  /** @defaultValue `'plain'` */
+  readonly role?: InvocationRole;
+  /** A doorbell's batches, received by its trigger (see {@link Invocation.ring}). */
+  readonly given?: RunOptions['given'];
+}
+
+/** A doorbell invocation's summary: Lambda reads `batchItemFailures`, the rest is for logs and tests. */
+export type DoorbellSummary = DispatcherSummary & { readonly batchItemFailures: ReadonlyArray<{ readonly itemIdentifier: string }> };
+
+/** A container's invocations: what it keeps between them (selector, stats buffer, last sweep) and the way to run one. */
+export interface Invocation {
+  /**
+   * Runs one invocation until `deadline`, `signal` aborts, or the resident set passes
+   * `dispatcher.rssLimitMb`. A `scheduled` one first sends the parked jobs that are due, then reads
+   * the queues' depths: it ends at once if nothing waits, and scales the fleet out if the backlog
+   * needs it. A `doorbell` one runs the `given` batches. All but `plain` ones end early once idle
+   * (scaling in), a `scale-out` one by the next scheduled decision at the latest. Past the memory
+   * limit the summary carries `memoryStop`: the caller should replace the container.
+   */
+  run(request: InvocationRequest): Promise<DispatcherSummary>;
+  /**
+   * A doorbell invocation: runs the trigger's records under the dispatcher's rules and says which
+   * it did not delete (Lambda's partial batch response), so the trigger leaves those in their queue.
+   */
+  ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary>;
+}
+
+/**
+ * Assembles a container's invocations from its ports. Call once per container (a warm Lambda
+ * container, a dev container, a test system, a simulated dispatcher) and `run` each invocation.
+ *
+ * @example
+ * ```ts
+ * const invocation = createInvocation({ config, registry, queues, urls, executor, clock, random, logger, workerId, tracking });
+ * const summary = await invocation.run({ deadline: clock.now() + 60_000, role: 'scheduled' });
+ * ```
+ */
+export function createInvocation(ports: InvocationPorts): Invocation {
+  const { config, clock, logger } = ports;
+  const selector =
+    ports.selector ??
+    createSelector(config.dispatcher.selector, {
+      queues: config.queues,
+      random: ports.random,
+      clock,
+      probes: queueProbes(ports.queues, ports.urls),
+    });
+  const stats = ports.tracking?.stats ? new StatsBuffer(ports.tracking.stats, clock, logger) : undefined;
+  const limits = ports.tracking?.limits;
+  const fleet = limits ? fleetCount(limits) : undefined;
+  const deps: DispatcherDeps = {
+    ...ports,
+    selector,
+    ...(ports.tracking ? { tracking: { ...ports.tracking, ...(stats ? { stats } : {}) } } : {}),
+  };
+  /** When this container last swept parked jobs (epoch ms). */
+  let lastSweepAt = Number.NEGATIVE_INFINITY;
+
+  /** Sends the parked jobs that are due (lib/track/sweep.ts); a version without a jobs table parks none. */
+  const sweep = async (deadline: number) => {
+    const jobs = ports.tracking?.jobs;
+    if (!jobs) return;
+    const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
+    if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
+  };
+  /** Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
+  const switchDoorbells = async (on: boolean) => {
+    if (!ports.doorbells) return;
+    try {
+      await ports.doorbells.set(on);
+    } catch (error) {
+      logger.warn(`could not turn the doorbells ${on ? 'on' : 'off'}`, { error: describe(error) });
+    }
+  };
+  /** Joining or leaving the fleet count is best effort: the count only sizes the next scale-out. */
+  const fleetStep = async (step: 'join' | 'leave', act: () => Promise<void>) => {
+    try {
+      await act();
+    } catch (error) {
+      logger.warn(`could not ${step} the fleet count`, { error: describe(error) });
+    }
+  };
+
+  const run = async ({ deadline, signal, role = 'plain', given = [] }: InvocationRequest): Promise<DispatcherSummary> => {
+    const startedAt = clock.now();
+    // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
+    // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
+    // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
+    // lasts at most 15 minutes, so no parked job is swept after it is due.
+    if (role === 'scheduled' || (role === 'plain' && startedAt - lastSweepAt >= SWEEP_PERIOD_MS)) {
+      lastSweepAt = startedAt;
+      await sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS));
+    }
+    let decision: ScaleDecision | undefined;
+    if (role === 'scheduled') {
+      // The minute's first question: is there work? In an idle version the answer costs one
+      // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
+      const maxConcurrency = ports.maxConcurrency ?? config.dispatcher.maxConcurrency;
+      decision = await scaleOut({
+        config: { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } },
+        queues: ports.queues,
+        urls: ports.urls,
+        logger,
+        ...(ports.launcher ? { launcher: ports.launcher } : {}),
+        ...(fleet ? { fleet: { count: fleet, now: startedAt } } : {}),
+      });
+      // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
+      // A trickle is taken in passing: the doorbells stay on.
+      if (decision) await switchDoorbells(doorbellsStayOn(decision));
+      if (decision?.waiting === 0) return emptySummary();
+    }
+    const exit = idleExit(role, startedAt, decision);
+    const runDeadline = invocationDeadline(role, startedAt, deadline);
+    // Working a backlog, it counts itself in the fleet later decisions see.
+    const holder = fleet && joinsFleet(role, decision) ? `${ports.workerId}@${startedAt}` : undefined;
+    if (fleet && holder) await fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
+    const guard = ports.memory
+      ? watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...ports.memory, ...(signal ? { stop: signal } : {}) })
+      : undefined;
+    const loopSignal = guard?.signal ?? signal;
+    let summary: DispatcherSummary;
+    try {
+      summary = await runDispatcher(deps, {
+        deadline: runDeadline,
+        ...(loopSignal ? { signal: loopSignal } : {}),
+        given,
+        waitingIn: decision?.waitingIn ?? [],
+        ...(exit ? { idleExit: exit } : {}),
+      });
+    } finally {
+      guard?.stop();
+      // Whatever ended the invocation, the stats it gathered are written before it returns.
+      await stats?.flush();
+      if (fleet && holder) await fleetStep('leave', () => fleet.leave(holder, clock.now()));
+    }
+    // The fleet ran out of work: the doorbells take over waiting for it.
+    if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells(true);
+    const tripped = guard?.tripped;
+    if (!tripped) return summary;
+    const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
+    logger.warn('resident set over dispatcher.rssLimitMb: stopped taking work, released what had not started', memoryStop);
+    return { ...summary, memoryStop };
+  };
+
+  const ring = async (records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary> => {
+    const { batches, foreign } = doorbellBatches(records, config, ports.urls);
+    if (foreign.length > 0) {
+      logger.error("records from a queue that is not this version's: left in their queue (check the trigger)", {
+        queues: [...new Set(foreign.map((r) => r.eventSourceARN))],
+      });
+    }
+    if (batches.length === 0) return { ...emptySummary(), batchItemFailures: records.map((r) => ({ itemIdentifier: r.messageId })) };
+    const reports: BatchReport[] = [];
+    const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
+    const summary = await run({ deadline, ...(signal ? { signal } : {}), role: 'doorbell', given });
+    return {
+      ...summary,
+      batchItemFailures: batchItemFailures(
+        reports,
+        records.map((r) => r.messageId),
+      ),
+    };
+  };
+
+  return { run, ring };
+}
