@@ -1,23 +1,16 @@
 /**
- * One simulation run: a fleet of real dispatchers (lib/dispatcher.ts with a selector from
- * lib/selectors, batch processing from lib/batch.ts) on a simulated SQS and the simulation
- * clock, fed by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
+ * One simulation run: a fleet of real dispatchers — each container the invocation Lambda runs
+ * (lib/invocation/invocation.ts: scale decisions, fleet count, doorbell switch, the loop of
+ * lib/dispatch with a selector of lib/select) — on a simulated SQS and the simulation clock, fed
+ * by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
  */
 import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
-import { queueProbes, runDispatcher } from '../../lib/dispatch/loop';
-import type { DispatcherDeps } from '../../lib/dispatch/types';
+import { queueProbes } from '../../lib/dispatch/loop';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { batchItemFailures } from '../../lib/invocation/doorbell';
-import {
-  doorbellsStayOn,
-  fleetCount,
-  type InvocationRole,
-  idleExit,
-  invocationDeadline,
-  joinsFleet,
-  scaleOut,
-} from '../../lib/invocation/scaling';
-import type { QueueUrls, ReceivedMessage } from '../../lib/ports';
+import { createInvocation, type Invocation } from '../../lib/invocation/invocation';
+import type { InvocationRole } from '../../lib/invocation/scaling';
+import type { DispatcherLauncher, QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/types';
@@ -285,11 +278,14 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   const stop = new AbortController();
   let dispatcherMs = 0;
   let doorbellMs = 0;
-  /** A dispatcher's long-lived state (a warm Lambda container): its selector and random source. */
-  const container = (index: number): DispatcherDeps => {
+  /** The fleet count scale-out decisions read (lib/invocation/scaling.ts), in memory, shared by every container. */
+  const limits = new MemoryLimitStore();
+  let doorbellsOn = true;
+  /** A dispatcher's long-lived state (a warm Lambda container): its invocation, with its selector and random source. */
+  const container = (index: number, more: { launcher?: DispatcherLauncher; maxConcurrency?: number } = {}): Invocation => {
     const random = seededRandom(seed * 100 + index);
     const env = { queues: config.queues, random, clock: sim, probes: queueProbes(sqs, urls) };
-    return {
+    return createInvocation({
       config,
       registry,
       queues: sqs,
@@ -300,13 +296,20 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       random,
       logger: silentLogger,
       workerId: `sim-${index}`,
+      tracking: { version: 'sim', limits },
+      // As the DoorbellSwitch does in AWS: the doorbells step aside while the scheduled fleet works a backlog.
+      doorbells: {
+        set: async (on: boolean) => {
+          doorbellsOn = on;
+        },
+      },
+      ...more,
       ...(fleet.maxBatchesInFlight ? { maxBatchesInFlight: fleet.maxBatchesInFlight } : {}),
-    };
+    });
   };
   const timeline: Array<{ minute: number; dispatchers: number; waiting: number }> = [];
   let throttled = 0;
   let doorbells = 0;
-  let doorbellsOn = true;
   let invocations = 0;
   let running = 0;
   let peak = 0;
@@ -314,13 +317,13 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
 
   if (!fleet.schedule) {
     const dispatcher = async (index: number) => {
-      const deps = container(index);
+      const warmContainer = container(index);
       // Invocations end at evenly spread times, as overlapping scheduled invocations do: the first one is shorter.
       let length = ((index + 1) * fleet.invocationSeconds * 1000) / fleet.dispatchers;
       while (!stop.signal.aborted) {
         const invocation = { began: sim.now() };
         open.add(invocation);
-        await runDispatcher(deps, { deadline: invocation.began + length, signal: stop.signal });
+        await warmContainer.run({ deadline: invocation.began + length, signal: stop.signal });
         open.delete(invocation);
         dispatcherMs += sim.now() - invocation.began;
         length = fleet.invocationSeconds * 1000;
@@ -330,11 +333,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
     peak = fleet.dispatchers;
   } else {
     const { maxConcurrency, autoscale } = fleet.schedule;
-    const scaling = { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } };
-    const warm: DispatcherDeps[] = [];
+    const warm: Invocation[] = [];
     let containers = 0;
-    /** The fleet count the scale-out decision reads (lib/invocation/scaling.ts), in memory. */
-    const working = fleetCount(new MemoryLimitStore());
     const invoke = async (role: InvocationRole, lengthMs = fleet.invocationSeconds * 1000) => {
       if (stop.signal.aborted) return;
       if (running >= maxConcurrency) {
@@ -344,56 +344,29 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       running += 1;
       invocations += 1;
       peak = Math.max(peak, running);
-      const deps = warm.pop() ?? container(containers++);
+      const warmContainer = warm.pop() ?? container(containers++, { launcher, maxConcurrency });
       const invocation = { began: sim.now() };
       open.add(invocation);
-      const decision =
-        autoscale && role === 'scheduled'
-          ? await scaleOut({
-              config: scaling,
-              queues: sqs,
-              urls,
-              launcher,
-              logger: silentLogger,
-              fleet: { count: working, now: sim.now() },
-            })
-          : undefined;
-      // As DispatcherRuntime does: a scheduled invocation that finds nothing waiting ends at once.
-      // The doorbells step aside while the scheduled fleet works a backlog, and come back when an
-      // invocation of it finds nothing to do (as DoorbellSwitch does in AWS).
-      if (decision) doorbellsOn = doorbellsStayOn(decision);
-      if (decision?.waiting !== 0) {
-        const exit = autoscale ? idleExit(role, invocation.began, decision) : undefined;
-        const deadline = invocationDeadline(role, invocation.began, invocation.began + lengthMs);
-        // As DispatcherRuntime does: working a backlog, it counts itself in the fleet.
-        const holder = autoscale && joinsFleet(role, decision) ? `${deps.workerId}@${invocation.began}` : undefined;
-        if (holder) await working.join(holder, invocation.began, deadline);
-        const summary = await runDispatcher(deps, {
-          deadline,
-          signal: stop.signal,
-          waitingIn: decision?.waitingIn ?? [],
-          ...(exit ? { idleExit: exit } : {}),
-        });
-        if (holder) await working.leave(holder, sim.now());
-        if (summary.endedIdle) doorbellsOn = true;
-      }
+      // The fixed fleet (no autoscale) runs every invocation to its timeout: a plain one.
+      await warmContainer.run({ deadline: invocation.began + lengthMs, signal: stop.signal, role: autoscale ? role : 'plain' });
       open.delete(invocation);
       dispatcherMs += sim.now() - invocation.began;
       running -= 1;
-      warm.push(deps);
+      warm.push(warmContainer);
     };
     // The doorbells: each queue's trigger poller, and the doorbell invocations it starts (their
     // own function: they count toward cost, not toward the dispatcher's concurrency).
-    const doorbellWarm: DispatcherDeps[] = [];
+    const doorbellWarm: Invocation[] = [];
     const ring = async (queue: TaskworkerConfig['queues'][number], messages: readonly ReceivedMessage[]) => {
-      const deps = doorbellWarm.pop() ?? container(1000 + containers++);
+      const warmContainer = doorbellWarm.pop() ?? container(1000 + containers++);
       const began = sim.now();
       doorbells += 1;
       const reports: BatchReport[] = [];
-      await runDispatcher(deps, {
+      await warmContainer.run({
         deadline: began + doorbellTimeoutSeconds(config, queue) * 1000,
         signal: stop.signal,
-        given: [{ queue, messages, settled: (report) => reports.push(report) }],
+        role: 'doorbell',
+        given: [{ queue, messages, settled: (report: BatchReport) => reports.push(report) }],
       });
       // The trigger deletes what the invocation did not report as kept: one more request.
       const kept = new Set(
@@ -406,7 +379,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       if (done.length > 0) await sqs.deleteBatch(urls.queues[queue.name] as string, done);
       dispatcherMs += sim.now() - began;
       doorbellMs += sim.now() - began;
-      doorbellWarm.push(deps);
+      doorbellWarm.push(warmContainer);
     };
     if (fleet.schedule.doorbell) {
       // Lambda's trigger design has a trigger on every queue; taskworker on its doorbell queues.

@@ -15,6 +15,7 @@ import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
 import { createSelector } from '../select';
 import type { QueueSelector } from '../select/types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
+import type { JobStore } from '../track/model';
 import { sweepDue } from '../track/sweep';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
 import {
@@ -117,10 +118,8 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   /** When this container last swept parked jobs (epoch ms). */
   let lastSweepAt = Number.NEGATIVE_INFINITY;
 
-  /** Sends the parked jobs that are due (lib/track/sweep.ts); a version without a jobs table parks none. */
-  const sweep = async (deadline: number) => {
-    const jobs = ports.tracking?.jobs;
-    if (!jobs) return;
+  /** Sends the parked jobs that are due (lib/track/sweep.ts). */
+  const sweep = async (jobs: JobStore, deadline: number) => {
     const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
     if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
   };
@@ -147,10 +146,12 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
     // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
     // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
-    // lasts at most 15 minutes, so no parked job is swept after it is due.
-    if (role === 'scheduled' || (role === 'plain' && startedAt - lastSweepAt >= SWEEP_PERIOD_MS)) {
+    // lasts at most 15 minutes, so no parked job is swept after it is due. A version without a jobs
+    // table parks none.
+    const jobs = ports.tracking?.jobs;
+    if (jobs && (role === 'scheduled' || (role === 'plain' && startedAt - lastSweepAt >= SWEEP_PERIOD_MS))) {
       lastSweepAt = startedAt;
-      await sweep(Math.min(deadline, startedAt + SWEEP_BUDGET_MS));
+      await sweep(jobs, Math.min(deadline, startedAt + SWEEP_BUDGET_MS));
     }
     let decision: ScaleDecision | undefined;
     if (role === 'scheduled') {
