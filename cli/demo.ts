@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from '../dashboard/server/serve';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import type { PublishItem } from '../lib/publish/publisher';
@@ -8,7 +9,6 @@ import { quantile } from '../lib/track/histogram';
 import { utcDay } from '../lib/track/stats';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
-import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from './ui/serve';
 
 export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep] [--ui [--port P]]
   The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a

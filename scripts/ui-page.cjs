@@ -1,5 +1,5 @@
-// Builds the dashboard's page (ui/app.tsx, ui/app.css) into a directory: app.js and app.css, what
-// `taskworker ui` serves. Used by scripts/build.mjs (into dist/ui) and by the browser tests.
+// Builds the dashboard's page (dashboard/page/: app.tsx, app.css) into a directory: app.js and
+// app.css, what `taskworker ui` serves. Used by scripts/build.mjs (into dist/ui) and by the browser tests.
 const { copyFileSync, mkdirSync } = require('node:fs');
 const { join } = require('node:path');
 
@@ -11,7 +11,7 @@ async function buildUiPage(outdir) {
   mkdirSync(outdir, { recursive: true });
   await build({
     absWorkingDir: root,
-    entryPoints: ['ui/app.tsx'],
+    entryPoints: ['dashboard/page/app.tsx'],
     outfile: join(outdir, 'app.js'),
     bundle: true,
     format: 'esm',
@@ -22,7 +22,7 @@ async function buildUiPage(outdir) {
     minify: true,
     logLevel: 'warning',
   });
-  copyFileSync(join(root, 'ui', 'app.css'), join(outdir, 'app.css'));
+  copyFileSync(join(root, 'dashboard', 'page', 'app.css'), join(outdir, 'app.css'));
 }
 
 module.exports = { buildUiPage };

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { localStackUi, type RunningUi, serveUi } from '../../cli/ui/serve';
+import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { OperatorContext } from '../../lib/operate/operator';
 import { utcDay } from '../../lib/track/stats';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net';
-import { cachedFor, serveUi } from '../../cli/ui/serve';
-import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../cli/ui/server';
+import { cachedFor, serveUi } from '../../dashboard/server/serve';
+import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../dashboard/server/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import type { OperatorContext } from '../../lib/operate/operator';

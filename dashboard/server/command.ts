@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
+import { operatorTarget } from '../../cli/operator';
+import { loadTaskDefinitions } from '../../cli/publish';
+import { devStateByEndpoint, integerOption, UsageError } from '../../cli/shared';
 import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../../lib/adapters/cloudwatch';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { deployedVersions, operatorContext } from '../../lib/operate/operator';
 import type { TaskDefinition } from '../../lib/tasks/task';
-import { operatorTarget } from '../operator';
-import { loadTaskDefinitions } from '../publish';
-import { devStateByEndpoint, integerOption, UsageError } from '../shared';
 import { cachedFor, packagedAssetsDir, serveUi } from './serve';
 
 export const UI_USAGE = `taskworker ui [--port P] [--version V] [--read-only] [--host H] [--config FILE]

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
+import { explainAwsError } from '../../cli/shared';
 import { TaskworkerError } from '../../lib/errors';
 import {
   type ArchiveFilter,
@@ -24,7 +25,6 @@ import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
-import { explainAwsError } from '../shared';
 
 /** The header a state-changing request carries the per-process token in. */
 export const TOKEN_HEADER = 'x-taskworker-token';

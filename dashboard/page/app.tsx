@@ -6,7 +6,7 @@
 import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { bucketQuantile } from '../lib/track/stats';
+import { bucketQuantile } from '../../lib/track/stats';
 import {
   type ArchivedMessage,
   get,

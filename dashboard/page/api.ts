@@ -1,6 +1,6 @@
 /** The dashboard server's JSON API, as the page calls it. */
-import type { ArchivedMessage, JobsPage, ReplayResult, VersionStatus } from '../lib/operate/operator';
-import type { JobRecord, QueueDayStats } from '../lib/track/model';
+import type { ArchivedMessage, JobsPage, ReplayResult, VersionStatus } from '../../lib/operate/operator';
+import type { JobRecord, QueueDayStats } from '../../lib/track/model';
 
 export interface Meta {
   readonly app: string;
