@@ -7,6 +7,7 @@ import type { ReceivedMessage, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import { autoHeartbeat } from '../run/heartbeat';
 import type { SerializedError, TaskOutcome } from '../run/types';
+import { SettleHold } from '../settle/hold';
 import { completionWrite, identity, ref, rejectionWrite, trackingOf, unclaimedWrite } from '../settle/records';
 import type { BatchReport, JobReport } from '../settle/report';
 import { type HookJob, runHooks } from '../settle/run-hooks';
@@ -49,7 +50,26 @@ export async function processBatch(
   settling: SettleOptions = {},
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
-  const state = new BatchState();
+  const hold = new SettleHold(deps, deps.urls.queues[queue.name] as string, queue.visibilityTimeoutSeconds);
+  const state = new BatchState(hold, receivedAt + queue.visibilityTimeoutSeconds * 1000);
+  try {
+    return await runBatch(deps, queue, batch, options, slots, settling, state, receivedAt);
+  } finally {
+    // Settled or not, nothing is held past the batch.
+    await state.release();
+  }
+}
+
+async function runBatch(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  batch: readonly ReceivedMessage[],
+  options: RunOptions,
+  slots: TaskSlots,
+  settling: SettleOptions,
+  state: BatchState,
+  receivedAt: number,
+): Promise<BatchReport> {
   const planned: Planned[] = [];
   for (const message of batch) {
     const one = plan(deps, queue, message, state);
@@ -356,6 +376,7 @@ async function runOne(
     );
     if (changed.failed.length > 0) return false;
     visibleUntil = now + queue.visibilityTimeoutSeconds * 1000;
+    state.movedVisibility(message.messageId, visibleUntil);
     if (!claimed || !jobs) return true;
     try {
       return await jobs.extendLease(job.id, attempt, now + heartbeatLeaseMs, now);

@@ -8,6 +8,7 @@ import type { StatsStore } from '../track/model';
 import { expiresAt } from '../track/rules';
 import { isEmptyDelta, taskStatsKey } from '../track/stats';
 import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
+import type { SettleHold } from './hold';
 import { type BatchReport, type JobReport, statsOfBatch } from './report';
 
 /** What settling a batch touches: its queues (and the archive's), the clock and the log; no table. */
@@ -45,16 +46,63 @@ export type Decision =
   | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
   | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
 
-/** One batch's bookkeeping. */
+/** How a record write ended: landed, refused because a newer attempt holds the job, or failed. */
+type RecordResult = 'written' | 'stale' | { readonly failed: unknown };
+
+const writeRecord = (record: RecordWrite): Promise<RecordResult> =>
+  record().then(
+    (landed): RecordResult => (landed ? 'written' : 'stale'),
+    (error: unknown): RecordResult => ({ failed: error }),
+  );
+
+/**
+ * One batch's bookkeeping: what was decided for each message, and what makes a decision durable
+ * before the batch settles. A decision's job record is written the moment it is decided (an
+ * archive's after its archive send, in the settle), so a task that ended is known to have ended
+ * even if the process dies before its batch settles: its message coming back finds the job
+ * finished and does not run the body again. And every decided message is held invisible until the
+ * settle ({@link SettleHold}), so no other dispatcher receives it meanwhile.
+ */
 export class BatchState {
   readonly decisions: Decision[] = [];
   readonly reports = new Map<string, JobReport>();
   /** Kept results (JSON) of the batch's successes, by message id, for the hooks. */
   readonly results = new Map<string, string>();
+  /** Record writes started when their outcome was decided, by message id. */
+  private readonly written = new Map<string, Promise<RecordResult>>();
+  /** Where a message's visibility stands when a heartbeat moved it. */
+  private readonly visibleUntil = new Map<string, number>();
+
+  /**
+   * @param hold keeps decided messages invisible until the settle (none: they are left to their visibility)
+   * @param receivedVisibleUntil when the batch's messages become visible again, as received
+   */
+  constructor(
+    private readonly hold?: SettleHold,
+    private readonly receivedVisibleUntil = Number.POSITIVE_INFINITY,
+  ) {}
 
   decide(decision: Decision, report: JobReport): void {
+    const id = decision.message.messageId;
     this.decisions.push(decision);
-    this.reports.set(decision.message.messageId, report);
+    this.reports.set(id, report);
+    if (decision.record && decision.kind !== 'archive') this.written.set(id, writeRecord(decision.record));
+    if (decision.kind !== 'leave') this.hold?.keep(decision.message, this.visibleUntil.get(id) ?? this.receivedVisibleUntil);
+  }
+
+  /** A heartbeat moved the message's visibility to `until`. */
+  movedVisibility(messageId: string, until: number): void {
+    this.visibleUntil.set(messageId, until);
+  }
+
+  /** The decision's record write: the one started when it was decided, or started now (an archive's, after its send). */
+  recordOf(decision: Decision): Promise<RecordResult> | undefined {
+    return this.written.get(decision.message.messageId) ?? (decision.record ? writeRecord(decision.record) : undefined);
+  }
+
+  /** Stops holding the batch's messages: the settle's deletes and visibility changes take over. */
+  async release(): Promise<void> {
+    await this.hold?.release();
   }
 
   mark(messageId: string, patch: Partial<JobReport>): void {
@@ -74,9 +122,10 @@ export interface SettleOptions {
 
 /**
  * Settles a batch, one call per outcome list, in an order that never loses a message: archive
- * sends (and requeued copies) first; then the job records (a completion must land before its message is deleted, so a
- * crash in between leaves a duplicate the claim stops, never a lost or re-run job); then one
- * delete and one visibility change. A message whose archive send failed is not deleted; one whose
+ * sends (and requeued copies) first; then the job records (written when each outcome was decided,
+ * an archive's now: a completion must land before its message is deleted, so a crash in between
+ * leaves a duplicate the claim stops, never a lost or re-run job); then one delete and one
+ * visibility change. A message whose archive send failed is not deleted; one whose
  * completion was rejected (stale token) is left to the newer attempt; one whose record write
  * failed is left to come back.
  */
@@ -109,28 +158,28 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   const held = new Set<string>();
   await Promise.all(
     proceeding.map(async (d) => {
-      if (!d.record) return;
-      try {
-        if (!(await d.record())) {
-          held.add(d.message.messageId);
-          state.mark(d.message.messageId, { outcome: 'stale' });
-          deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
-        }
-      } catch (error) {
-        // Settling the message without its record would leave the job non-terminal for good (a
-        // `running` record nothing ever ends). Left alone, the message comes back as after a crash
-        // at this point: the claim takes the job over once its lease lapses and finishes it (the
-        // task may run again; its fenced effects do not apply twice).
-        held.add(d.message.messageId);
-        state.mark(d.message.messageId, { unsettled: true });
-        deps.logger.error('job record write failed; the message is left to come back', {
-          messageId: d.message.messageId,
-          error: describe(error),
-        });
+      const result = await state.recordOf(d);
+      if (result === undefined || result === 'written') return;
+      held.add(d.message.messageId);
+      if (result === 'stale') {
+        state.mark(d.message.messageId, { outcome: 'stale' });
+        deps.logger.warn('outcome rejected: a newer attempt holds the job', { messageId: d.message.messageId });
+        return;
       }
+      // Settling the message without its record would leave the job non-terminal for good (a
+      // `running` record nothing ever ends). Left alone, the message comes back as after a crash
+      // at this point: the claim takes the job over once its lease lapses and finishes it (the
+      // task may run again; its fenced effects do not apply twice).
+      state.mark(d.message.messageId, { unsettled: true });
+      deps.logger.error('job record write failed; the message is left to come back', {
+        messageId: d.message.messageId,
+        error: describe(result.failed),
+      });
     }),
   );
   const settling = proceeding.filter((d) => !held.has(d.message.messageId));
+  // From here the settle's own deletes and visibility changes decide where each message stands.
+  await state.release();
 
   const deletes = settling
     .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')

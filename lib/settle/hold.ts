@@ -1,0 +1,95 @@
+/**
+ * A batch is settled when its slowest task ends, so a quick task's message waits for the settle
+ * with its outcome decided. Its heartbeat stops with the task: without a hold, a batch that outlasts
+ * the queue's visibility timeout lets SQS hand that message to another dispatcher, which runs the
+ * body a second time though no process died. The hold keeps every decided message invisible until
+ * its batch is settled: one ChangeMessageVisibilityBatch for all of a batch's held messages, a
+ * moment before the first of them would lapse. A batch that ends within the visibility (nearly
+ * all) makes no request.
+ */
+import type { Clock } from '../clock';
+import { HEARTBEAT_LEAD_MS, visibilityReserveMs } from '../deadlines';
+import { describe } from '../errors';
+import type { Logger, QueueClient, ReceivedMessage } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+
+export interface HoldPorts {
+  readonly queues: QueueClient;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export class SettleHold {
+  /** Held messages and when each would become visible again (epoch ms). */
+  private readonly held = new Map<string, { readonly message: ReceivedMessage; visibleUntil: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private extending: Promise<void> | undefined;
+  private released = false;
+  private readonly leadMs: number;
+  /** Requests made to keep messages held (tests and reports count them). */
+  extensions = 0;
+
+  constructor(
+    private readonly ports: HoldPorts,
+    private readonly url: string,
+    private readonly visibilityTimeoutSeconds: number,
+  ) {
+    this.leadMs = visibilityReserveMs(visibilityTimeoutSeconds, HEARTBEAT_LEAD_MS);
+  }
+
+  /** Keeps `message` invisible from now until {@link release}; `visibleUntil` is where its visibility stands. */
+  keep(message: ReceivedMessage, visibleUntil: number): void {
+    if (this.released) return;
+    this.held.set(message.messageId, { message, visibleUntil });
+    this.arm();
+  }
+
+  /** Stops holding (the settle takes over): no extension starts after this, and one under way has ended when it resolves. */
+  async release(): Promise<void> {
+    this.released = true;
+    clearTimeout(this.timer);
+    await this.extending;
+  }
+
+  /** One timer for the batch, at the earliest lapse less the heartbeat's lead; real time, as the heartbeat's. */
+  private arm(): void {
+    clearTimeout(this.timer);
+    if (this.released || this.extending || this.held.size === 0) return;
+    const first = Math.min(...[...this.held.values()].map((h) => h.visibleUntil));
+    this.timer = setTimeout(() => this.extend(), Math.max(0, first - this.leadMs - this.ports.clock.now()));
+    // The settle releases the hold; a timer left by a batch that never settles must not keep a process alive.
+    this.timer.unref();
+  }
+
+  private extend(): void {
+    const now = this.ports.clock.now();
+    // All of them at once: one request, and they lapse together from then on.
+    const entries = [...this.held.values()].map((h) => ({
+      id: h.message.messageId,
+      receiptHandle: h.message.receiptHandle,
+      visibilityTimeoutSeconds: this.visibilityTimeoutSeconds,
+    }));
+    this.extensions += 1;
+    this.extending = callWithEntryRetries(entries, (e) => this.ports.queues.changeVisibilityBatch(this.url, e), this.ports.clock)
+      .then(
+        (result) => {
+          const failed = new Set(result.failed.map((f) => f.id));
+          for (const [id, h] of this.held) {
+            // A message SQS would not extend is no longer ours to hold (its receipt went stale).
+            if (failed.has(id)) this.held.delete(id);
+            else h.visibleUntil = now + this.visibilityTimeoutSeconds * 1000;
+          }
+          if (failed.size > 0)
+            this.ports.logger.warn('could not keep settled messages invisible until their batch settles', { failed: result.failed });
+        },
+        (error: unknown) => {
+          this.held.clear();
+          this.ports.logger.warn('could not keep settled messages invisible until their batch settles', { error: describe(error) });
+        },
+      )
+      .finally(() => {
+        this.extending = undefined;
+        this.arm();
+      });
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * A finished task keeps its message until its batch is settled. Found by an outside crash harness:
+ * tasks that ended early in a batch whose slowest task outlasted the queue's visibility lost their
+ * message to another dispatcher, which ran the bodies again with no process killed. Here the
+ * `urgent` queue's visibility is 5 s and a dispatcher has 4 slots: a batch of 10 tasks of 1.8 s
+ * runs 4, 4, then 2, and settles at ~5.4 s, after the first four messages would have lapsed.
+ */
+import type { QueueClient } from '../../lib/ports';
+import { tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+import { systemPerTest } from '../helpers/system';
+
+const fresh = systemPerTest();
+const TASKS = 10;
+
+async function publishBatch(s: Awaited<ReturnType<typeof fresh>>, journal: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let n = 0; n < TASKS; n++) ids.push((await s.publisher.publish('lull', { journal, ms: 1800, n })).jobId);
+  return ids;
+}
+
+/** How often each task body started, by `n`, from the tasks' own journal. */
+function startsByTask(journal: string): number[] {
+  const starts = Array.from({ length: TASKS }, () => 0);
+  for (const entry of readJournal(journal)) starts[entry.n as number] = (starts[entry.n as number] ?? 0) + 1;
+  return starts;
+}
+
+/** After its first receive, every call that would settle or extend a message hangs: a process frozen mid-batch. */
+function freezesAfterFirstBatch(inner: QueueClient): QueueClient {
+  let received = false;
+  const hang = () => new Promise<never>(() => {});
+  return {
+    receive: async (url, request, signal) => {
+      if (received) return hang();
+      const messages = await inner.receive(url, request, signal);
+      received ||= messages.length > 0;
+      return messages;
+    },
+    sendBatch: (url, entries) => (received ? hang() : inner.sendBatch(url, entries)),
+    deleteBatch: (url, entries) => (received ? hang() : inner.deleteBatch(url, entries)),
+    changeVisibilityBatch: (url, entries) => (received ? hang() : inner.changeVisibilityBatch(url, entries)),
+    depth: (url) => inner.depth(url),
+  };
+}
+
+describe('a finished task keeps its message until its batch is settled', () => {
+  it('no body runs twice when a batch outlasts the visibility with another dispatcher polling', async () => {
+    const s = await fresh({ tracked: true });
+    const journal = tempFile('hold.jsonl');
+    const ids = await publishBatch(s, journal);
+    const first = s.runtime;
+    const stop = new AbortController();
+    const running = first.invoke(Date.now() + 60_000, stop.signal);
+    // The second dispatcher starts once the first holds the whole batch, and polls all along.
+    await eventually('the first dispatcher to start the batch', () => readJournal(journal).length > 0);
+    const second = s.dispatcher().invoke(Date.now() + 60_000, stop.signal);
+    try {
+      await eventually('every job to succeed', async () => {
+        const records = await Promise.all(ids.map((id) => s.tracking?.jobs.get(id)));
+        return records.every((r) => r?.state === 'succeeded');
+      });
+      await eventually('the queue to drain', () => s.drained('urgent'));
+    } finally {
+      stop.abort();
+      await Promise.all([running, second]);
+    }
+    expect(startsByTask(journal)).toEqual(Array.from({ length: TASKS }, () => 1));
+    // Nothing came back to be stopped as a duplicate: the messages never left the first dispatcher.
+    expect(s.jobs().filter((j) => j.outcome === 'duplicate' || j.outcome === 'stale')).toEqual([]);
+    for (const id of ids) expect((await s.tracking?.jobs.get(id))?.attempt).toBe(1);
+  }, 60_000);
+
+  it('a task that ended is recorded at once: a dispatcher frozen before its settle costs no second run', async () => {
+    const s = await fresh({ tracked: true });
+    const journal = tempFile('frozen.jsonl');
+    const ids = await publishBatch(s, journal);
+    const stop = new AbortController();
+    // Frozen after its receive: it can neither extend nor settle, as a process stopped mid-batch.
+    void s.dispatcher({ wrapQueues: freezesAfterFirstBatch, workerId: 'frozen' }).invoke(Date.now() + 60_000, stop.signal);
+    await eventually('the frozen dispatcher to run its tasks', () => readJournal(journal).length === TASKS, 20_000);
+    const rescuer = s.runtime.invoke(Date.now() + 60_000, stop.signal);
+    try {
+      await eventually('the queue to drain', () => s.drained('urgent'), 30_000);
+    } finally {
+      stop.abort();
+      await rescuer;
+    }
+    // Every body ran once; the messages that came back found their jobs finished.
+    expect(startsByTask(journal)).toEqual(Array.from({ length: TASKS }, () => 1));
+    const records = await Promise.all(ids.map((id) => s.tracking?.jobs.get(id)));
+    expect(records.map((r) => [r?.state, r?.attempt])).toEqual(ids.map(() => ['succeeded', 1]));
+    expect(s.jobs().filter((j) => j.outcome === 'duplicate')).toHaveLength(TASKS);
+  }, 60_000);
+});
