@@ -7,19 +7,8 @@ import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { bucketQuantile } from '../../lib/track/stats';
-import {
-  type ArchivedMessage,
-  get,
-  type JobRecord,
-  type JobsPage,
-  type JobView,
-  type Meta,
-  post,
-  type QueueDayStats,
-  type ReplayResult,
-  readOnlyPage,
-  type Status,
-} from './api';
+import type { JobRecord, Meta, ReplayResult } from '../api-types';
+import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
 
 const REFRESH_MS = 3000;
@@ -101,8 +90,8 @@ function duration(ms: number | undefined): string {
   return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
-/** A quantile read off qless's buckets is the bucket's upper bound. */
-const atMost = (ms: number) => (Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
+/** A quantile read off qless's buckets is the bucket's upper bound; none measured (null on the wire) is –. */
+const atMost = (ms: number | null) => (ms !== null && Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
 
 const time = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'));
 
@@ -211,7 +200,7 @@ function ActionButton({ label, onClick }: { label: string; onClick: () => void }
 // ---------------------------------------------------------------- pages
 
 function Overview({ meta, version }: { meta: Meta; version: string }) {
-  const { data: status, error, reload } = useData(() => get<Status>('/api/status', { version }), [version], REFRESH_MS);
+  const { data: status, error, reload } = useData(() => get('/api/status', { version }), [version], REFRESH_MS);
   const confirm = useConfirm();
   if (!status) return <Problem error={error ?? 'loading…'} />;
   const byName = new Map(meta.queues.map((q) => [q.name, q]));
@@ -276,7 +265,7 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                         confirm.ask({
                           question: `Move ${q.deadLetter} message(s) from ${q.queue}'s dead-letter queue back to ${q.queue}?`,
                           action: async () => {
-                            const [r] = await post<Array<{ messages: number; status?: string }>>('/api/dlq/redrive', {
+                            const [r] = await post('/api/dlq/redrive', {
                               version,
                               queue: q.queue,
                             });
@@ -323,16 +312,12 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
 function QueuePage({ meta, version, name }: { meta: Meta; version: string; name: string }) {
   const isTask = name.startsWith('task:');
   const params = isTask ? { task: name.slice(5) } : { queue: name };
-  const { data: days, error } = useData(
-    () => get<QueueDayStats[]>('/api/history', { version, days: 14, ...params }),
-    [version, name],
-    10_000,
-  );
+  const { data: days, error } = useData(() => get('/api/history', { version, days: 14, ...params }), [version, name], 10_000);
   if (!days) return <Problem error={error ?? 'loading…'} />;
   const today = days.at(-1);
-  const reasons = meta.reasons.filter((r) => days.some((d) => ((d.archived as Record<string, number | undefined>)[r] ?? 0) > 0));
+  const reasons = meta.reasons.filter((r) => days.some((d) => (d.archived[r] ?? 0) > 0));
   const counters = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'deferred', 'scheduled'] as const;
-  const total = (k: string) => days.reduce((n, d) => n + ((d.counters as Record<string, number | undefined>)[k] ?? 0), 0);
+  const total = (k: (typeof counters)[number]) => days.reduce((n, d) => n + (d.counters[k] ?? 0), 0);
   const period = { wait: mergeDurations(days.map((d) => d.wait)), run: mergeDurations(days.map((d) => d.run)) };
   return (
     <section>
@@ -384,7 +369,7 @@ function QueuePage({ meta, version, name }: { meta: Meta; version: string; name:
             {reasons.map((r) => (
               <li key={r}>
                 <a href={href('archive', undefined, { reason: r, ...(isTask ? { task: name.slice(5) } : {}) })}>{r}</a>:{' '}
-                {days.reduce((n, d) => n + ((d.archived as Record<string, number | undefined>)[r] ?? 0), 0)}
+                {days.reduce((n, d) => n + (d.archived[r] ?? 0), 0)}
               </li>
             ))}
           </ul>
@@ -413,7 +398,7 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const { data: page, error } = useData(
-    () => get<JobsPage>('/api/jobs', { version, state, queue, task, limit: 25, cursor }),
+    () => get('/api/jobs', { version, state, queue, task, limit: 25, cursor }),
     [version, state, queue, task, cursor],
     REFRESH_MS * 2,
     // A scan reads the whole table's worth of capacity: once, not every few seconds.
@@ -504,7 +489,7 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
 
 function JobPage({ version, id }: { version: string; id: string }) {
   const { data, error, reload } = useData(
-    () => get<JobView>('/api/job', { version, id }),
+    () => get('/api/job', { version, id }),
     [version, id],
     REFRESH_MS,
     // A finished job does not change; an archived one is looked up in the archive, a walk not to repeat.
@@ -566,9 +551,11 @@ function JobPage({ version, id }: { version: string; id: string }) {
             confirm.ask({
               question: `Cancel job ${job.jobId}? It will not run.`,
               action: async () => {
-                const r = await post<{ outcome: string; state?: string }>('/api/job/cancel', { version, id: job.jobId });
+                const r = await post('/api/job/cancel', { version, id: job.jobId });
                 reload();
-                return r.outcome === 'cancelled' ? 'cancelled' : `not cancelled: ${r.outcome}${r.state ? ` (${r.state})` : ''}`;
+                return r.outcome === 'cancelled'
+                  ? 'cancelled'
+                  : `not cancelled: ${r.outcome}${'record' in r ? ` (${r.record.state})` : ''}`;
               },
             })
           }
@@ -626,7 +613,7 @@ function ArchivePage({ meta, version, params }: { meta: Meta; version: string; p
     data: messages,
     error,
     reload,
-  } = useData(() => get<ArchivedMessage[]>('/api/archive', { version, reason, task, limit: 100 }), [version, reason, task]);
+  } = useData(() => get('/api/archive', { version, reason, task, limit: 100 }), [version, reason, task]);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const confirm = useConfirm();
   const replayed = (r: ReplayResult) => {
@@ -649,17 +636,17 @@ function ArchivePage({ meta, version, params }: { meta: Meta; version: string; p
             selected.size > 0 &&
             confirm.ask({
               question: `Replay ${selected.size} selected message(s) to their queues, attempts reset?`,
-              action: async () => replayed(await post<ReplayResult>('/api/archive/replay', { version, messageIds: [...selected] })),
+              action: async () => replayed(await post('/api/archive/replay', { version, messageIds: [...selected] })),
             })
           }
         />
         <ActionButton
           label="Replay all matching…"
           onClick={async () => {
-            const { count, capped } = await get<{ count: number; capped: boolean }>('/api/archive/count', { version, reason, task });
+            const { count, capped } = await get('/api/archive/count', { version, reason, task });
             confirm.ask({
               question: `Replay ${capped ? 'at least ' : ''}${count} archived message(s)${reason ? ` with reason ${reason}` : ''}${task ? ` of task ${task}` : ''}?`,
-              action: async () => replayed(await post<ReplayResult>('/api/archive/replay', { version, reason, task, limit: count })),
+              action: async () => replayed(await post('/api/archive/replay', { version, reason, task, limit: count })),
             });
           }}
         />
@@ -746,7 +733,7 @@ function PublishPage({ meta, version }: { meta: Meta; version: string }) {
           confirm.ask({
             question: `Publish ${task} to ${chosen?.queue ?? '?'} in version ${version}${seconds > 0 ? `, ${seconds} s from now` : ''}?`,
             action: async () => {
-              const r = await post<{ jobId: string; queue: string }>('/api/publish', {
+              const r = await post('/api/publish', {
                 version,
                 task,
                 payload: parsed,
@@ -786,7 +773,7 @@ function PublishPage({ meta, version }: { meta: Meta; version: string }) {
 function App() {
   const route = useRoute();
   const [version, setVersion] = useState<string | undefined>(new URLSearchParams(location.search).get('version') ?? undefined);
-  const { data: meta, error } = useData(() => get<Meta>('/api/meta', { version }), [version]);
+  const { data: meta, error } = useData(() => get('/api/meta', { version }), [version]);
   if (!meta) return <Problem error={error ?? 'loading…'} />;
   const v = meta.version;
   let page: ComponentChildren;

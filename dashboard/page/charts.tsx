@@ -14,7 +14,7 @@ import {
 } from 'chart.js';
 import { useEffect, useRef } from 'preact/hooks';
 import { bucketQuantile, bucketUpperMs, QLESS_BUCKETS } from '../../lib/track/stats';
-import type { QueueDayStats } from './api';
+import type { QueueDayStats } from '../api-types';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Title, Tooltip, Legend);
 

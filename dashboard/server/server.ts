@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { explainAwsError } from '../../cli/shared';
 import { TaskworkerError } from '../../lib/errors';
 import {
@@ -25,18 +26,21 @@ import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
+import {
+  API_ROUTES,
+  type Api,
+  type ApiErrorBody,
+  type ApiPath,
+  type ApiRequest,
+  type ApiResponse,
+  type LocalDispatchers,
+  PAGE_META,
+  type RecentInvocationCounts,
+  TOKEN_HEADER,
+} from '../api-types';
 
-/** The header a state-changing request carries the per-process token in. */
-export const TOKEN_HEADER = 'x-taskworker-token';
 /** The cookie a browser on another host keeps the token in once it opened the printed URL. */
 const TOKEN_COOKIE = 'taskworker_token';
-
-/** Local dispatcher processes of a running `taskworker dev`. */
-export interface LocalDispatchers {
-  readonly pid: number;
-  readonly alive: number;
-  readonly died: number;
-}
 
 export interface UiOptions {
   readonly app: string;
@@ -56,7 +60,7 @@ export interface UiOptions {
   readonly acceptsHost?: (host: string) => boolean;
   readonly dispatchers?: () => LocalDispatchers | undefined;
   /** On AWS: the dispatcher function's recent invocations (CloudWatch), by version. */
-  readonly invocations?: (version: string) => Promise<unknown>;
+  readonly invocations?: (version: string) => Promise<RecentInvocationCounts>;
   /** Directory of the prebuilt page (app.js, app.css); `/assets/*` is 404 without it. */
   readonly assetsDir?: string;
   /** Where each action is logged (one line). */
@@ -79,6 +83,20 @@ const ASSETS: Readonly<Record<string, string>> = {
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
 };
+
+/**
+ * What a route's handler reads, by the field names the shared table gives its request, not yet
+ * checked (the handler checks each): a GET's query strings, a POST's JSON body fields.
+ */
+type RouteInput<P extends ApiPath> = Api[P]['method'] extends 'GET'
+  ? { readonly [K in keyof ApiRequest<P>]?: string }
+  : { readonly [K in keyof ApiRequest<P>]?: unknown };
+
+/** A refusal as the page reads it ({@link ApiErrorBody}): the status, and one sentence. */
+function refuse(c: Context, error: string, status: ContentfulStatusCode): Response {
+  const body: ApiErrorBody = { error };
+  return c.json(body, status);
+}
 
 const describeError = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
@@ -118,7 +136,7 @@ function stringParam(name: string, value: unknown): string | undefined {
   return value;
 }
 
-function archiveFilter(source: Record<string, unknown>): ArchiveFilter {
+function archiveFilter(source: { readonly reason?: unknown; readonly task?: unknown }): ArchiveFilter {
   const reason = reasonParam(source.reason);
   const task = stringParam('task', source.task);
   return { ...(reason ? { reason } : {}), ...(task ? { task } : {}) };
@@ -132,8 +150,8 @@ function pageHtml(options: UiOptions): string {
     '<html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>taskworker · ${options.app.replace(/[^A-Za-z0-9_-]/g, '')}</title>`,
-    meta('taskworker-token', options.token),
-    meta('taskworker-mode', options.readOnly ? 'read-only' : 'read-write'),
+    meta(PAGE_META.token, options.token),
+    meta(PAGE_META.mode, options.readOnly ? 'read-only' : 'read-write'),
     '<link rel="stylesheet" href="/assets/app.css">',
     '</head><body><div id="app"></div><script type="module" src="/assets/app.js"></script></body></html>',
   ].join('\n');
@@ -174,6 +192,16 @@ export function createUiApp(options: UiOptions): Hono {
       throw new RequestError('the request body must be a JSON object');
     return parsed as Record<string, unknown>;
   };
+  /**
+   * Registers a route of the shared table: the method {@link API_ROUTES} gives it, its request
+   * read by the table's field names, and its answer held by tsc to the table's response type.
+   */
+  const route = <P extends ApiPath>(path: P, answer: (input: RouteInput<P>) => Promise<ApiResponse<P>>): void => {
+    app.on(API_ROUTES[path], path, async (c) => {
+      const input = API_ROUTES[path] === 'GET' ? c.req.query() : await body(c);
+      return c.json(await answer(input as RouteInput<P>));
+    });
+  };
 
   app.use(
     '*',
@@ -194,7 +222,7 @@ export function createUiApp(options: UiOptions): Hono {
   );
   app.use('*', async (c, next) => {
     if (options.acceptsHost && !options.acceptsHost(c.req.header('host') ?? '')) {
-      return c.json({ error: `host ${JSON.stringify(c.req.header('host') ?? '')} is not this dashboard's` }, 403);
+      return refuse(c, `host ${JSON.stringify(c.req.header('host') ?? '')} is not this dashboard's`, 403);
     }
     if (options.tokenForReads) {
       const fromQuery = c.req.query('token');
@@ -203,26 +231,25 @@ export function createUiApp(options: UiOptions): Hono {
         return c.redirect('/', 303);
       }
       if (!sameToken(cookieToken(c), options.token) && !sameToken(c.req.header(TOKEN_HEADER), options.token)) {
-        return c.json({ error: 'this dashboard needs its token: open the URL taskworker ui printed' }, 401);
+        return refuse(c, 'this dashboard needs its token: open the URL taskworker ui printed', 401);
       }
     }
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
-      if (!sameToken(c.req.header(TOKEN_HEADER), options.token)) return c.json({ error: `missing or wrong ${TOKEN_HEADER} header` }, 403);
-      if (options.readOnly) return c.json({ error: 'read-only: this dashboard was started with --read-only' }, 403);
+      if (!sameToken(c.req.header(TOKEN_HEADER), options.token)) return refuse(c, `missing or wrong ${TOKEN_HEADER} header`, 403);
+      if (options.readOnly) return refuse(c, 'read-only: this dashboard was started with --read-only', 403);
     }
     await next();
     return undefined;
   });
-  app.use('/api/*', bodyLimit({ maxSize: 512 * 1024, onError: (c) => c.json({ error: 'the request body is over 512 KiB' }, 413) }));
+  app.use('/api/*', bodyLimit({ maxSize: 512 * 1024, onError: (c) => refuse(c, 'the request body is over 512 KiB', 413) }));
   app.onError((error, c) => {
-    if (error instanceof RequestError) return c.json({ error: error.message }, error.status);
-    if (error instanceof VersionNotFoundError) return c.json({ error: error.message }, 404);
-    if (error instanceof BadCursorError || error instanceof TaskworkerError)
-      return c.json({ error: `${error.name}: ${error.message}` }, 400);
+    if (error instanceof RequestError) return refuse(c, error.message, error.status);
+    if (error instanceof VersionNotFoundError) return refuse(c, error.message, 404);
+    if (error instanceof BadCursorError || error instanceof TaskworkerError) return refuse(c, `${error.name}: ${error.message}`, 400);
     // The AWS failures an operator meets first, in the CLI's plain words (no region, no credentials, …).
     const text = explainAwsError(error) ?? describeError(error);
     options.log(`error: ${text}`);
-    return c.json({ error: text }, 500);
+    return refuse(c, text, 500);
   });
 
   app.get('/', (c) => c.html(pageHtml(options)));
@@ -236,10 +263,10 @@ export function createUiApp(options: UiOptions): Hono {
     return c.body(content, 200, { 'content-type': type, 'cache-control': 'no-cache' });
   });
 
-  app.get('/api/meta', async (c) => {
-    const ctx = await context(c.req.query('version'));
+  route('/api/meta', async (query) => {
+    const ctx = await context(query.version);
     const tasks = await options.tasks();
-    return c.json({
+    return {
       app: options.app,
       version: ctx.version,
       versions: [...new Set([options.defaultVersion, ...(await options.versions())])].sort(),
@@ -255,54 +282,50 @@ export function createUiApp(options: UiOptions): Hono {
         maxReceiveCount: q.maxReceiveCount,
       })),
       tasks: tasks.map((t) => ({ name: t.name, queue: t.queue, maxRetries: t.maxRetries, validates: t.validate !== undefined })),
-    });
+    };
   });
 
-  app.get('/api/status', async (c) => {
-    const ctx = await context(c.req.query('version'));
+  route('/api/status', async (query) => {
+    const ctx = await context(query.version);
     const status = await versionStatus(ctx);
     const dispatchers = options.dispatchers?.();
     // CloudWatch is an extra: a refusal (no permission) leaves the overview working without it.
     const invocations = options.invocations
       ? await options.invocations(ctx.version).catch((error: unknown) => ({ unavailable: describeError(error) }))
       : undefined;
-    return c.json({
+    return {
       ...status,
       now: ctx.clock.now(),
       ...(dispatchers ? { localDispatchers: dispatchers } : {}),
       ...(invocations ? { invocations } : {}),
+    };
+  });
+
+  route('/api/history', async (query) => {
+    const ctx = await context(query.version);
+    const key = query.task ? taskStatsKey(query.task) : (queueNames(ctx, query.queue ?? '?')[0] as string);
+    return statsHistory(ctx, key, integerParam('days', query.days, 14, 1, 90));
+  });
+
+  route('/api/jobs', async (query) => {
+    const ctx = await context(query.version);
+    const state = query.state ?? 'archived';
+    if (!(JOB_STATES as readonly string[]).includes(state))
+      throw new RequestError(`state ${JSON.stringify(state)}: expected one of ${JOB_STATES.join(', ')}`);
+    const { task, cursor } = query;
+    return listJobsPage(ctx, {
+      state: state as JobState,
+      queues: queueNames(ctx, query.queue),
+      ...(task ? { task } : {}),
+      limit: integerParam('limit', query.limit, 25, 1, 200),
+      ...(cursor ? { cursor } : {}),
     });
   });
 
-  app.get('/api/history', async (c) => {
-    const ctx = await context(c.req.query('version'));
-    const task = c.req.query('task');
-    const key = task ? taskStatsKey(task) : (queueNames(ctx, c.req.query('queue') ?? '?')[0] as string);
-    return c.json(await statsHistory(ctx, key, integerParam('days', c.req.query('days'), 14, 1, 90)));
-  });
-
-  app.get('/api/jobs', async (c) => {
-    const ctx = await context(c.req.query('version'));
-    const state = c.req.query('state') ?? 'archived';
-    if (!(JOB_STATES as readonly string[]).includes(state))
-      throw new RequestError(`state ${JSON.stringify(state)}: expected one of ${JOB_STATES.join(', ')}`);
-    const task = c.req.query('task');
-    const cursor = c.req.query('cursor');
-    return c.json(
-      await listJobsPage(ctx, {
-        state: state as JobState,
-        queues: queueNames(ctx, c.req.query('queue')),
-        ...(task ? { task } : {}),
-        limit: integerParam('limit', c.req.query('limit'), 25, 1, 200),
-        ...(cursor ? { cursor } : {}),
-      }),
-    );
-  });
-
   // The job id travels as a query or body field, not a path segment: ids may hold `/`, `?`, `#`, `%`.
-  app.get('/api/job', async (c) => {
-    const ctx = await context(c.req.query('version'));
-    const id = c.req.query('id');
+  route('/api/job', async (query) => {
+    const ctx = await context(query.version);
+    const id = query.id;
     if (!id) throw new RequestError('id: required');
     const job = await ctx.jobs.get(id);
     if (!job)
@@ -312,22 +335,20 @@ export function createUiApp(options: UiOptions): Hono {
       );
     // The jobs table keeps a payload's digest, not the payload: an archived job's is in the archive.
     const [archived] = job.state === 'archived' ? await listArchived(ctx, { jobId: job.jobId }, 1) : [];
-    return c.json({ job, ...(archived ? { archived } : {}) });
+    return { job, ...(archived ? { archived } : {}) };
   });
 
-  app.get('/api/archive', async (c) => {
-    const ctx = await context(c.req.query('version'));
-    const filter = archiveFilter(c.req.query());
-    return c.json(await listArchived(ctx, filter, integerParam('limit', c.req.query('limit'), 50, 1, 500)));
+  route('/api/archive', async (query) => {
+    const ctx = await context(query.version);
+    return listArchived(ctx, archiveFilter(query), integerParam('limit', query.limit, 50, 1, 500));
   });
 
-  app.get('/api/archive/count', async (c) => {
-    const ctx = await context(c.req.query('version'));
-    return c.json(await countArchived(ctx, archiveFilter(c.req.query())));
+  route('/api/archive/count', async (query) => {
+    const ctx = await context(query.version);
+    return countArchived(ctx, archiveFilter(query));
   });
 
-  app.post('/api/archive/replay', async (c) => {
-    const input = await body(c);
+  route('/api/archive/replay', async (input) => {
     const ctx = await context(stringParam('version', input.version));
     const ids = input.messageIds;
     if (ids !== undefined && (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string'))) {
@@ -337,30 +358,27 @@ export function createUiApp(options: UiOptions): Hono {
     const limit = integerParam('limit', input.limit === undefined ? undefined : String(input.limit), 10_000, 1, 100_000);
     const result = await replayArchived(ctx, filter, limit);
     options.log(`replay ${JSON.stringify(filter)} in ${ctx.version}: ${result.replayed} replayed, ${result.skipped.length} skipped`);
-    return c.json(result);
+    return result;
   });
 
-  app.post('/api/dlq/redrive', async (c) => {
-    const input = await body(c);
+  route('/api/dlq/redrive', async (input) => {
     const ctx = await context(stringParam('version', input.version));
     const queue = stringParam('queue', input.queue);
     const results = await redriveDeadLetters(ctx, queue === undefined ? undefined : (queueNames(ctx, queue)[0] as string));
     options.log(`dlq redrive ${queue ?? 'all queues'} in ${ctx.version}: ${results.map((r) => `${r.queue} ${r.messages}`).join(', ')}`);
-    return c.json(results);
+    return results;
   });
 
-  app.post('/api/job/cancel', async (c) => {
-    const input = await body(c);
+  route('/api/job/cancel', async (input) => {
     const ctx = await context(stringParam('version', input.version));
     const id = stringParam('id', input.id);
     if (!id) throw new RequestError('id: required');
     const result = await ctx.jobs.cancel(id, ctx.clock.now());
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
-    return c.json(result);
+    return result;
   });
 
-  app.post('/api/publish', async (c) => {
-    const input = await body(c);
+  route('/api/publish', async (input) => {
     const ctx = await context(stringParam('version', input.version));
     const task = stringParam('task', input.task);
     if (!task) throw new RequestError('task: required');
@@ -395,7 +413,7 @@ export function createUiApp(options: UiOptions): Hono {
       ...(input.appData !== undefined ? { appData: input.appData } : {}),
     });
     options.log(`publish ${task} in ${ctx.version}: job ${published.jobId} to ${published.queue}`);
-    return c.json(published);
+    return published;
   });
 
   return app;

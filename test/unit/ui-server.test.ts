@@ -1,12 +1,13 @@
 import { createServer, type Server } from 'node:net';
+import { API_SHAPES } from '../../dashboard/api-shapes';
+import { API_ROUTES, type ApiPath, type ApiRequest, type ApiResponse, TOKEN_HEADER } from '../../dashboard/api-types';
 import { cachedFor, serveUi } from '../../dashboard/server/serve';
-import { createUiApp, TOKEN_HEADER, type UiOptions } from '../../dashboard/server/server';
+import { createUiApp, type UiOptions } from '../../dashboard/server/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import type { JobRecord } from '../../lib/track/model';
 import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';
@@ -97,6 +98,13 @@ function dashboard(options: Partial<UiOptions> = {}) {
 
 const json = async <T = Record<string, unknown>>(response: Response): Promise<T> => (await response.json()) as T;
 
+/** Where a JSON value holds an empty list: a shape check over an empty list checks nothing. */
+function emptyLists(value: unknown, at: string): string[] {
+  if (Array.isArray(value)) return value.length === 0 ? [at] : value.flatMap((v, i) => emptyLists(v, `${at}[${i}]`));
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([k, v]) => emptyLists(v, `${at}.${k}`));
+}
+
 describe('taskworker ui: the server routes (in-memory system)', () => {
   it('status: queue depths, dead letters and the archive of the version, with a strict CSP', async () => {
     const d = dashboard();
@@ -105,9 +113,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const response = await d.get('/api/status');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
-    const status = await json<{ queues: Array<{ queue: string; depth: { visible: number } }>; drained: boolean; archive: number }>(
-      response,
-    );
+    const status = await json<ApiResponse<'/api/status'>>(response);
     expect(status.queues.find((q) => q.queue === 'urgent')?.depth.visible).toBe(2);
     expect(status.drained).toBe(false);
     expect(status.archive).toBe(0);
@@ -143,7 +149,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
   });
 
   it('meta: the versions, queues and tasks, and whether each task validates', async () => {
-    const meta = await json<{ versions: string[]; tasks: Array<{ name: string; validates: boolean }> }>(await dashboard().get('/api/meta'));
+    const meta = await json<ApiResponse<'/api/meta'>>(await dashboard().get('/api/meta'));
     expect(meta.versions).toEqual(['v0', 'v1']);
     expect(meta.tasks).toEqual(
       expect.arrayContaining([
@@ -163,7 +169,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 10; page++) {
-      const body = await json<{ jobs: JobRecord[]; next?: string }>(
+      const body = await json<ApiResponse<'/api/jobs'>>(
         await d.get(`/api/jobs?state=archived&limit=3${cursor ? `&cursor=${cursor}` : ''}`),
       );
       seen.push(...body.jobs.map((j) => j.jobId));
@@ -177,7 +183,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const d = dashboard();
     for (let i = 0; i < 4; i++) await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: i, id: `s-${i}` }));
     await d.w.run();
-    const page = await json<{ jobs: JobRecord[]; next?: string; scanned?: boolean }>(await d.get('/api/jobs?state=succeeded&limit=2'));
+    const page = await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?state=succeeded&limit=2'));
     expect(page.jobs).toHaveLength(2);
     expect(page.scanned).toBe(true);
     expect(page.next).toBeUndefined();
@@ -188,10 +194,10 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const payload = { note: '<img src=x onerror=alert(1)>' };
     await d.w.send('routine', encodeEnvelope({ task: 'broken', payload, id: 'job-x' }));
     await d.w.run();
-    const view = await json<{ job: JobRecord; archived: { body: string; record: { reason: string } } }>(await d.get('/api/job?id=job-x'));
+    const view = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=job-x'));
     expect(view.job).toMatchObject({ state: 'archived', reason: 'exhausted' });
     expect(view.job.lastError?.message).toContain('<img src=x onerror=alert(1)>');
-    expect(JSON.parse(view.archived.body).payload).toEqual(payload);
+    expect(JSON.parse(view.archived?.body ?? '{}').payload).toEqual(payload);
     // Looking did not take the message out of the archive.
     expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
     expect((await d.get('/api/job?id=nope')).status).toBe(404);
@@ -202,7 +208,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const id = 'orders/42?retry=1&x=#a%2Fb';
     await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: 1, id }));
     await d.w.run();
-    const view = await json<{ job: JobRecord }>(await d.get(`/api/job?id=${encodeURIComponent(id)}`));
+    const view = await json<ApiResponse<'/api/job'>>(await d.get(`/api/job?id=${encodeURIComponent(id)}`));
     expect(view.job.jobId).toBe(id);
   });
 
@@ -210,10 +216,10 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     const d = dashboard();
     for (const id of ['a', 'b', 'c']) await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: id, id }));
     await d.w.run();
-    const archived = await json<Array<{ messageId: string; record: { jobId: string } }>>(await d.get('/api/archive?task=broken'));
+    const archived = await json<ApiResponse<'/api/archive'>>(await d.get('/api/archive?task=broken'));
     expect(archived).toHaveLength(3);
     expect(await json(await d.get('/api/archive/count?reason=exhausted'))).toEqual({ count: 3, capped: false });
-    const chosen = archived.find((m) => m.record.jobId === 'b');
+    const chosen = archived.find((m) => m.record?.jobId === 'b');
     const result = await json(await d.post('/api/archive/replay', { version: 'v1', messageIds: [chosen?.messageId] }));
     expect(result).toEqual({ replayed: 1, skipped: [] });
     expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(2);
@@ -248,7 +254,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect(refused.status).toBe(400);
     expect((await json(refused)).error).toBe("payload refused by strict's validate: to must be a string, got 42");
     expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(0);
-    const published = await json<{ jobId: string; queue: string }>(
+    const published = await json<ApiResponse<'/api/publish'>>(
       await d.post('/api/publish', { version: 'v1', task: 'strict', payload: { to: 'a@b.c' } }),
     );
     expect(published.queue).toBe('urgent');
@@ -259,11 +265,78 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
   it('redrives a dead-letter queue back to its queue (by the client where the service has no move task)', async () => {
     const d = dashboard();
     await d.w.sqs.sendBatch(d.ctx.urls.deadLetter.urgent as string, [{ id: '0', body: encodeEnvelope({ task: 'ok', payload: 1 }) }]);
-    const [result] = await json<Array<{ queue: string; messages: number; via: string }>>(
-      await d.post('/api/dlq/redrive', { version: 'v1', queue: 'urgent' }),
-    );
+    const [result] = await json<ApiResponse<'/api/dlq/redrive'>>(await d.post('/api/dlq/redrive', { version: 'v1', queue: 'urgent' }));
     expect(result).toMatchObject({ queue: 'urgent', messages: 1, via: 'client' });
     expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(1);
+  });
+
+  describe('the shared API table (dashboard/api-types.ts): the server answers what the page is typed to read', () => {
+    it('the server registers every route of the table with its method, and no /api route the table lacks', () => {
+      const registered = dashboard()
+        .app.routes.filter((r) => r.path.startsWith('/api/') && r.method !== 'ALL')
+        .map((r) => `${r.method} ${r.path}`);
+      expect(registered.sort()).toEqual(
+        Object.entries(API_ROUTES)
+          .map(([path, method]) => `${method} ${path}`)
+          .sort(),
+      );
+    });
+
+    it("every route's JSON has the shape the table declares (checked on data that fills every list)", async () => {
+      const d = dashboard({
+        invocations: async (version) => recentInvocationsOf(`test-${version}-dispatcher`, 60, [{ Id: 'inv', Values: [3] }]),
+        dispatchers: () => ({ pid: 1, alive: 2, died: 0 }),
+      });
+      // routine: archived jobs (the day's stats, the archive) and a message that is not an envelope
+      // (skipped by a replay); urgent: nothing run today (its wait quantiles are NaN, null on the
+      // wire), a parked job, a dead letter.
+      for (const id of ['a', 'b']) await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: id, id }));
+      await d.w.send('routine', 'not an envelope');
+      await d.w.run();
+      await d.w.jobs.park({
+        jobId: 'later',
+        task: 'ok',
+        payloadDigest: payloadDigest(1),
+        queue: 'urgent',
+        version: 'v1',
+        publishedAt: d.w.clock.now(),
+        runAt: d.w.clock.now() + 3_600_000,
+        body: encodeEnvelope({ task: 'ok', payload: 1, id: 'later' }),
+        workerId: 'test',
+        now: d.w.clock.now(),
+      });
+      await d.w.sqs.sendBatch(d.ctx.urls.deadLetter.urgent as string, [{ id: '0', body: encodeEnvelope({ task: 'ok', payload: 2 }) }]);
+
+      // Typed by the table, as the page sends them; the GETs run first, then the actions.
+      const requests: { readonly [P in ApiPath]: ApiRequest<P> } = {
+        '/api/meta': {},
+        '/api/status': {},
+        '/api/history': { queue: 'routine', days: 2 },
+        '/api/jobs': { state: 'archived', queue: 'routine' },
+        '/api/job': { id: 'a' },
+        '/api/archive': {},
+        '/api/archive/count': { reason: 'exhausted' },
+        '/api/archive/replay': { version: 'v1' },
+        '/api/dlq/redrive': { version: 'v1', queue: 'urgent' },
+        '/api/job/cancel': { version: 'v1', id: 'later' },
+        '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
+      };
+      const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
+        API_ROUTES[path] === 'GET'
+          ? d.get(`${path}?${new URLSearchParams(Object.entries(request).map(([k, v]): [string, string] => [k, String(v)])).toString()}`)
+          : d.post(path, request);
+      for (const path of Object.keys(API_ROUTES) as ApiPath[]) {
+        const response = await ask(path, requests[path]);
+        const answer: unknown = await response.json();
+        expect({ path, status: response.status, problems: API_SHAPES[path](answer, path) }).toEqual({ path, status: 200, problems: [] });
+        expect(emptyLists(answer, path)).toEqual([]);
+      }
+    });
+
+    it('a refusal is the error body the page reads', async () => {
+      const response = await dashboard().get('/api/jobs?state=bogus');
+      expect(Object.keys(await json(response))).toEqual(['error']);
+    });
   });
 
   describe('guards', () => {

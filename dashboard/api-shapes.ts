@@ -1,0 +1,229 @@
+/**
+ * The run-time half of the shared API table (`api-types.ts`): for every route, a check of the JSON
+ * it answers. tsc holds each check to the table's type (a field checked as another type than the
+ * table gives it, a missing required field, or a field the type does not have, fails to compile),
+ * so the checks follow the table; the route test runs them on the server's real answers, so the
+ * server's JSON follows the table too — including what tsc cannot see: what JSON does to a value
+ * (NaN becomes null, undefined disappears) and a value the server casts.
+ *
+ * Not imported by the page: its bundle would carry checks the route test already makes.
+ */
+import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
+import type { ApiPath, ApiResponse, ArchivedMessage, ArchiveRecordView, QueueStatus } from './api-types';
+
+/** A check of one JSON value: the problems found, each naming where (`at`). */
+export interface Shape<T> {
+  (value: unknown, at: string): string[];
+  /** Never set: ties the check to the type it checks, so tsc refuses it where another type is declared. */
+  readonly checks?: T;
+}
+
+const shown = (value: unknown) => (value === undefined ? 'nothing' : JSON.stringify(value));
+
+function primitive<T>(name: string, test: (value: unknown) => boolean): Shape<T> {
+  return (value, at) => (test(value) ? [] : [`${at}: expected ${name}, got ${shown(value)}`]);
+}
+
+export const string: Shape<string> = primitive('a string', (v) => typeof v === 'string');
+export const number: Shape<number> = primitive('a number', (v) => typeof v === 'number');
+export const boolean: Shape<boolean> = primitive('a boolean', (v) => typeof v === 'boolean');
+
+/** One of the given values (a union of literals, as `JOB_STATES` lists them). */
+export function member<const V extends string>(values: readonly V[]): Shape<V> {
+  return primitive(`one of ${values.join(', ')}`, (v) => (values as readonly unknown[]).includes(v));
+}
+
+/** The value, or null (a number the server had as NaN: JSON has no NaN). */
+export function orNull<T>(shape: Shape<T>): Shape<T | null> {
+  return (value, at) => (value === null ? [] : shape(value, at));
+}
+
+/** A field JSON may leave out (an optional field, or one the server had as undefined). */
+export function optional<T>(shape: Shape<T>): Shape<T | undefined> {
+  return (value, at) => (value === undefined ? [] : shape(value, at));
+}
+
+/** A list, every item checked. */
+export function array<T>(item: Shape<T>): Shape<readonly T[]> {
+  return (value, at) =>
+    Array.isArray(value) ? value.flatMap((v, i) => item(v, `${at}[${i}]`)) : [`${at}: expected a list, got ${shown(value)}`];
+}
+
+/** An object used as a map: every value checked (the keys are the data's, not the type's). */
+export function record<T>(item: Shape<T>): Shape<Readonly<Record<string, T>>> {
+  return (value, at) =>
+    isObject(value) ? Object.entries(value).flatMap(([k, v]) => item(v, `${at}.${k}`)) : [`${at}: expected an object, got ${shown(value)}`];
+}
+
+/** Any of the shapes (a union); the problems of the closest one when none fits. */
+export function oneOf<A extends readonly unknown[]>(...shapes: { readonly [I in keyof A]: Shape<A[I]> }): Shape<A[number]> {
+  return (value, at) => {
+    const found = shapes.map((shape) => shape(value, at));
+    return found.some((problems) => problems.length === 0) ? [] : found.reduce((a, b) => (b.length < a.length ? b : a));
+  };
+}
+
+type RequiredKeys<T> = { [K in keyof T]-?: Pick<T, K> extends Required<Pick<T, K>> ? K : never }[keyof T];
+type OptionalKeys<T> = Exclude<keyof T, RequiredKeys<T>>;
+
+/** Checks of an object's fields: every required field of T, any of its optional ones, none it does not have. */
+export type Fields<T> = { readonly [K in RequiredKeys<T>]: Shape<T[K]> } & { readonly [K in OptionalKeys<T>]?: Shape<T[K]> };
+
+/** An object of type T (given explicitly: the check is written against the type, not inferred from itself). */
+export function object<T>(fields: Fields<NoInfer<T>>): Shape<T> {
+  return (value, at) =>
+    isObject(value)
+      ? Object.entries(fields as Record<string, Shape<unknown>>).flatMap(([name, shape]) => shape(value[name], `${at}.${name}`))
+      : [`${at}: expected an object, got ${shown(value)}`];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// ---------------------------------------------------------------- the answers' parts
+
+/** Every {@link HistoryWhat} (the model has the type, not a list): tsc refuses a missing or unknown one. */
+const HISTORY: Readonly<Record<HistoryWhat, true>> = {
+  queued: true,
+  started: true,
+  'took-over': true,
+  succeeded: true,
+  retrying: true,
+  archived: true,
+  'skipped-duplicate': true,
+  scheduled: true,
+  cancelled: true,
+};
+
+const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });
+
+const dayStats = object<QueueDayStats>({
+  queue: string,
+  day: string,
+  counters: record(number),
+  archived: record(number),
+  wait: durations,
+  run: durations,
+});
+
+const jobRecord = object<JobRecord>({
+  jobId: string,
+  task: string,
+  queue: string,
+  version: string,
+  state: member(JOB_STATES),
+  attempt: number,
+  updatedAt: number,
+  reason: optional(member(ARCHIVE_REASONS)),
+  publishedAt: optional(number),
+  finishedAt: optional(number),
+  runAt: optional(number),
+  result: optional(string),
+  lastError: optional(object<NonNullable<JobRecord['lastError']>>({ type: string, message: string, stack: optional(string) })),
+  history: array(
+    object<JobRecord['history'][number]>({ what: member(Object.keys(HISTORY) as HistoryWhat[]), when: number, attempt: optional(number) }),
+  ),
+});
+
+const archiveRecord = object<ArchiveRecordView>({
+  reason: member(ARCHIVE_REASONS),
+  detail: string,
+  attempts: number,
+  queue: string,
+  messageId: string,
+  sentTimestamp: number,
+  archivedAt: number,
+  workerId: string,
+  task: optional(string),
+  jobId: optional(string),
+  errorType: optional(string),
+});
+
+const archivedMessage = object<ArchivedMessage>({ messageId: string, body: string, record: optional(archiveRecord) });
+
+const queueStatus = object<QueueStatus>({
+  queue: string,
+  priority: number,
+  depth: object<QueueStatus['depth']>({ visible: number, inFlight: number, delayed: number }),
+  deadLetter: number,
+  slaSeconds: number,
+  oldestAgeSeconds: optional(number),
+  waitP50Ms: orNull(number),
+  waitP99Ms: orNull(number),
+  today: optional(dayStats),
+});
+
+type CancelAnswer = ApiResponse<'/api/job/cancel'>;
+type StatusAnswer = ApiResponse<'/api/status'>;
+
+// ---------------------------------------------------------------- the table
+
+/** Every route's answer, checked: one entry per route of the table (tsc refuses a missing or extra one). */
+export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
+  '/api/meta': object<ApiResponse<'/api/meta'>>({
+    app: string,
+    version: string,
+    versions: array(string),
+    readOnly: boolean,
+    local: boolean,
+    states: array(member(JOB_STATES)),
+    reasons: array(member(ARCHIVE_REASONS)),
+    queues: array(
+      object<ApiResponse<'/api/meta'>['queues'][number]>({
+        name: string,
+        priority: number,
+        slaSeconds: number,
+        tracking: string,
+        maxReceiveCount: number,
+      }),
+    ),
+    tasks: array(
+      object<ApiResponse<'/api/meta'>['tasks'][number]>({ name: string, queue: string, maxRetries: number, validates: boolean }),
+    ),
+  }),
+  '/api/status': object<StatusAnswer>({
+    version: string,
+    day: string,
+    queues: array(queueStatus),
+    archive: number,
+    drained: boolean,
+    now: number,
+    localDispatchers: optional(object<NonNullable<StatusAnswer['localDispatchers']>>({ pid: number, alive: number, died: number })),
+    invocations: optional(
+      oneOf(
+        object<Exclude<NonNullable<StatusAnswer['invocations']>, { unavailable: string }>>({
+          functionName: string,
+          minutes: number,
+          invocations: number,
+          errors: number,
+          maxConcurrent: number,
+        }),
+        object<{ readonly unavailable: string }>({ unavailable: string }),
+      ),
+    ),
+  }),
+  '/api/history': array(dayStats),
+  '/api/jobs': object<ApiResponse<'/api/jobs'>>({ jobs: array(jobRecord), next: optional(string), scanned: optional(boolean) }),
+  '/api/job': object<ApiResponse<'/api/job'>>({ job: jobRecord, archived: optional(archivedMessage) }),
+  '/api/archive': array(archivedMessage),
+  '/api/archive/count': object<ApiResponse<'/api/archive/count'>>({ count: number, capped: boolean }),
+  '/api/archive/replay': object<ApiResponse<'/api/archive/replay'>>({
+    replayed: number,
+    skipped: array(object<ApiResponse<'/api/archive/replay'>['skipped'][number]>({ messageId: string, why: string })),
+  }),
+  '/api/dlq/redrive': array(
+    object<ApiResponse<'/api/dlq/redrive'>[number]>({
+      queue: string,
+      messages: number,
+      via: optional(member(['move-task', 'client'])),
+      status: optional(string),
+    }),
+  ),
+  '/api/job/cancel': oneOf(
+    object<Extract<CancelAnswer, { outcome: 'cancelled' }>>({ outcome: member(['cancelled']), record: jobRecord }),
+    object<Extract<CancelAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
+    object<Extract<CancelAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
+  ),
+  '/api/publish': object<ApiResponse<'/api/publish'>>({ jobId: string, messageId: string, queue: string, runAt: optional(number) }),
+};

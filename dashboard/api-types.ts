@@ -1,0 +1,290 @@
+/**
+ * The dashboard's JSON API, typed once: every route the server answers, what the page sends it and
+ * what comes back, as JSON carries it (a NaN arrives as null, an undefined field not at all). The
+ * server (`server/server.ts`) registers its routes from {@link API_ROUTES} and tsc holds each
+ * answer to {@link Api}; the page (`page/api.ts`) asks by the same paths and gets the same types
+ * back; the route test (test/unit/ui-server.test.ts) checks the server's real answers against
+ * `api-shapes.ts`, the run-time half of this table.
+ *
+ * The page compiles this file (its tsconfig has no Node types): it imports types from
+ * `lib/track/model` only, never from the operator library or anything else that runs on Node. The
+ * operator's answers are declared here as the wire carries them; tsc checks that the server's
+ * values fit them.
+ */
+import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
+
+export type { CancelResult, JobRecord, QueueDayStats };
+
+/** The header a state-changing request carries the per-process token in. */
+export const TOKEN_HEADER = 'x-taskworker-token';
+
+/** The `<meta>` names in the page's shell: the token the page sends, and whether the dashboard is read-only. */
+export const PAGE_META = { token: 'taskworker-token', mode: 'taskworker-mode' } as const;
+
+/** Every answer other than 2xx: one sentence naming what was wrong. */
+export interface ApiErrorBody {
+  readonly error: string;
+}
+
+// ---------------------------------------------------------------- requests
+// Type aliases, not interfaces: the page passes them where a record of query values is expected.
+
+/** Which release version to read or act on; the one the dashboard started with when absent. */
+export type VersionQuery = { readonly version?: string | undefined };
+
+export type HistoryQuery = VersionQuery & {
+  /** A queue's days; `task` instead reads a task's. */
+  readonly queue?: string | undefined;
+  readonly task?: string | undefined;
+  /** 1..90, 14 when absent. */
+  readonly days?: number | undefined;
+};
+
+export type JobsQuery = VersionQuery & {
+  /** A {@link JobState}; `archived` when absent. A string here: the page takes it from its URL, the server checks it. */
+  readonly state?: string | undefined;
+  readonly queue?: string | undefined;
+  readonly task?: string | undefined;
+  /** 1..200, 25 when absent. */
+  readonly limit?: number | undefined;
+  /** The previous page's `next`. */
+  readonly cursor?: string | undefined;
+};
+
+/** The job id travels as a query field, not a path segment: ids may hold `/`, `?`, `#`, `%`. */
+export type JobQuery = VersionQuery & { readonly id: string };
+
+export type ArchiveQuery = VersionQuery & {
+  /** An {@link ArchiveReason}; checked by the server. */
+  readonly reason?: string | undefined;
+  readonly task?: string | undefined;
+  /** 1..500, 50 when absent. */
+  readonly limit?: number | undefined;
+};
+
+export type ArchiveCountQuery = Omit<ArchiveQuery, 'limit'>;
+
+export type ReplayRequest = VersionQuery & {
+  readonly reason?: string | undefined;
+  readonly task?: string | undefined;
+  /** Only these archived messages. */
+  readonly messageIds?: readonly string[];
+  /** At most this many (1..100000, 10000 when absent). */
+  readonly limit?: number;
+};
+
+export type RedriveRequest = VersionQuery & {
+  /** Every queue's dead-letter queue when absent. */
+  readonly queue?: string | undefined;
+};
+
+export type CancelRequest = VersionQuery & { readonly id: string };
+
+export type PublishRequest = VersionQuery & {
+  readonly task: string;
+  /** The task's own queue when absent. */
+  readonly queue?: string;
+  readonly payload?: unknown;
+  /** 0..the longest schedule. */
+  readonly delaySeconds?: number;
+  readonly appData?: unknown;
+};
+
+// ---------------------------------------------------------------- answers
+
+/** The dashboard and the version shown: what every page is drawn from. */
+export interface Meta {
+  readonly app: string;
+  readonly version: string;
+  /** The versions the picker offers. */
+  readonly versions: readonly string[];
+  readonly readOnly: boolean;
+  /** Against a running `taskworker dev`, not AWS. */
+  readonly local: boolean;
+  readonly states: readonly JobState[];
+  readonly reasons: readonly ArchiveReason[];
+  readonly queues: readonly QueueSummary[];
+  readonly tasks: readonly TaskSummary[];
+}
+
+export interface QueueSummary {
+  readonly name: string;
+  readonly priority: number;
+  readonly slaSeconds: number;
+  /** The queue's tracking mode: full, failures or off. */
+  readonly tracking: string;
+  readonly maxReceiveCount: number;
+}
+
+export interface TaskSummary {
+  readonly name: string;
+  readonly queue: string;
+  readonly maxRetries: number;
+  /** The task has a `validate`: the publish form's payload is checked by it. */
+  readonly validates: boolean;
+}
+
+/** Local dispatcher processes of a running `taskworker dev`. */
+export interface LocalDispatchers {
+  readonly pid: number;
+  readonly alive: number;
+  readonly died: number;
+}
+
+/** On AWS: the dispatcher function's recent invocations (CloudWatch). */
+export interface RecentInvocationCounts {
+  readonly functionName: string;
+  readonly minutes: number;
+  readonly invocations: number;
+  readonly errors: number;
+  readonly maxConcurrent: number;
+  /** Never set here: lets the page tell the two answers apart by `unavailable`. */
+  readonly unavailable?: never;
+}
+
+export interface QueueStatus {
+  readonly queue: string;
+  readonly priority: number;
+  readonly depth: { readonly visible: number; readonly inFlight: number; readonly delayed: number };
+  readonly deadLetter: number;
+  /** Seconds; absent where CloudWatch is not available. */
+  readonly oldestAgeSeconds?: number | undefined;
+  readonly slaSeconds: number;
+  /** Today's wait (publish → start), ms; null when nothing started today (the operator's NaN: JSON has none). */
+  readonly waitP50Ms: number | null;
+  readonly waitP99Ms: number | null;
+  /** Absent before the queue's first activity of the day. */
+  readonly today?: QueueDayStats | undefined;
+}
+
+/** The overview: `taskworker status` of the version, and what runs it. */
+export interface Status {
+  readonly version: string;
+  /** YYYY-MM-DD (UTC) the counters are of. */
+  readonly day: string;
+  readonly queues: readonly QueueStatus[];
+  readonly archive: number;
+  /** Nothing visible, in flight or delayed on any queue. */
+  readonly drained: boolean;
+  /** The server's clock, epoch ms. */
+  readonly now: number;
+  readonly localDispatchers?: LocalDispatchers;
+  /** CloudWatch is an extra: when it refuses, why, and the rest of the overview still answers. */
+  readonly invocations?: RecentInvocationCounts | { readonly unavailable: string };
+}
+
+export interface JobsPage {
+  readonly jobs: readonly JobRecord[];
+  /** Where the next page starts; absent on the last page. */
+  readonly next?: string;
+  /** The state has no index: one page of what a table scan found first, no further pages. */
+  readonly scanned?: boolean;
+}
+
+/** The archive record a message carries beside its body (SQS message attributes, read back). */
+export interface ArchiveRecordView {
+  readonly reason: ArchiveReason;
+  readonly detail: string;
+  readonly errorType?: string;
+  readonly errorStack?: string;
+  readonly code?: string;
+  readonly attempts: number;
+  readonly queue: string;
+  readonly task?: string;
+  readonly jobId?: string;
+  readonly envelopeId?: string;
+  readonly messageId: string;
+  readonly sentTimestamp: number;
+  readonly archivedAt: number;
+  readonly workerId: string;
+  readonly bodyTruncatedFrom?: number;
+}
+
+export interface ArchivedMessage {
+  readonly messageId: string;
+  /** Absent for a message that reached the archive without one. */
+  readonly record?: ArchiveRecordView | undefined;
+  /** The envelope as it was archived (JSON text): an archived job's payload is here. */
+  readonly body: string;
+}
+
+/** A job, and for an archived one its archived message (the jobs table keeps a payload's digest, not the payload). */
+export interface JobView {
+  readonly job: JobRecord;
+  readonly archived?: ArchivedMessage;
+}
+
+export interface ArchiveCount {
+  readonly count: number;
+  /** The count stopped at its cap: there are at least `count`. */
+  readonly capped: boolean;
+}
+
+export interface ReplayResult {
+  readonly replayed: number;
+  readonly skipped: ReadonlyArray<{ readonly messageId: string; readonly why: string }>;
+}
+
+export interface RedriveResult {
+  readonly queue: string;
+  readonly messages: number;
+  /** `move-task`: SQS moved them; `client`: the server did (receive, send, delete). */
+  readonly via?: 'move-task' | 'client';
+  readonly moveTaskError?: string;
+  readonly taskHandle?: string;
+  readonly status?: string;
+}
+
+export interface Published {
+  readonly jobId: string;
+  readonly messageId: string;
+  readonly queue: string;
+  /** For a job published to run later: when it may start, epoch ms. */
+  readonly runAt?: number;
+}
+
+// ---------------------------------------------------------------- the table
+
+/** One route: its method, what it is sent (a GET's query, a POST's JSON body) and what it answers with 2xx. */
+interface Route<M extends 'GET' | 'POST', Sent, Answer> {
+  readonly method: M;
+  readonly request: Sent;
+  readonly response: Answer;
+}
+
+/** Every route of the dashboard's JSON API, by path. */
+export interface Api {
+  readonly '/api/meta': Route<'GET', VersionQuery, Meta>;
+  readonly '/api/status': Route<'GET', VersionQuery, Status>;
+  /** A queue's (or a task's) days, oldest first; days without activity are left out. */
+  readonly '/api/history': Route<'GET', HistoryQuery, readonly QueueDayStats[]>;
+  readonly '/api/jobs': Route<'GET', JobsQuery, JobsPage>;
+  readonly '/api/job': Route<'GET', JobQuery, JobView>;
+  readonly '/api/archive': Route<'GET', ArchiveQuery, readonly ArchivedMessage[]>;
+  readonly '/api/archive/count': Route<'GET', ArchiveCountQuery, ArchiveCount>;
+  readonly '/api/archive/replay': Route<'POST', ReplayRequest, ReplayResult>;
+  readonly '/api/dlq/redrive': Route<'POST', RedriveRequest, readonly RedriveResult[]>;
+  readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
+  readonly '/api/publish': Route<'POST', PublishRequest, Published>;
+}
+
+export type ApiPath = keyof Api;
+export type GetPath = { [P in ApiPath]: Api[P]['method'] extends 'GET' ? P : never }[ApiPath];
+export type PostPath = Exclude<ApiPath, GetPath>;
+export type ApiRequest<P extends ApiPath> = Api[P]['request'];
+export type ApiResponse<P extends ApiPath> = Api[P]['response'];
+
+/** The table's routes and methods at run time: what the server registers, and what the route test holds it to. */
+export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
+  '/api/meta': 'GET',
+  '/api/status': 'GET',
+  '/api/history': 'GET',
+  '/api/jobs': 'GET',
+  '/api/job': 'GET',
+  '/api/archive': 'GET',
+  '/api/archive/count': 'GET',
+  '/api/archive/replay': 'POST',
+  '/api/dlq/redrive': 'POST',
+  '/api/job/cancel': 'POST',
+  '/api/publish': 'POST',
+};
