@@ -10,12 +10,17 @@
  * - at most `maxMessages` (≤ 10) per receive, oldest first; visibility timeouts; receipt handles
  *   that go stale on the next receive (a delete or visibility change with a stale one does
  *   nothing); `ChangeMessageVisibility` to 0 makes a message visible at once;
+ * - string message attributes, `DelaySeconds`, the 1 MiB limit on a message (an entry over it
+ *   fails on its own), and a dead-letter queue per queue (a receive that finds a message already
+ *   received `maxReceiveCount` times moves it there instead);
  * - every request is counted by operation and queue, as SQS bills them.
  *
- * Not modelled: delays (DelaySeconds), DLQ redrive, message size. Arrivals are generated lazily
- * from each queue's arrival process, so publishing costs no simulation events.
+ * The queue conformance suite (test/conformance/queue-client.ts) runs against it, as against the
+ * in-memory fake and the emulator. Arrivals are generated lazily from each queue's arrival
+ * process, so publishing costs no simulation events.
  */
 
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../../lib/layout/sqs-limits';
 import type {
   BatchFailure,
   BatchResult,
@@ -49,15 +54,29 @@ export interface LatencyModel {
 
 export type Operation = 'receive' | 'deleteBatch' | 'changeVisibilityBatch' | 'depth' | 'sendBatch';
 
+/** Where a queue's messages go after too many receives (SQS's RedrivePolicy). */
+export interface SimRedrive {
+  readonly deadLetterUrl: string;
+  readonly maxReceiveCount: number;
+}
+
+/** A queue's settings beyond its arrivals. */
+export interface SimQueueOptions {
+  readonly redrive?: SimRedrive;
+}
+
+/** Attributes of a message sent without any (arrivals): one shared empty record. */
+const NO_ATTRIBUTES: Readonly<Record<string, string>> = Object.freeze({});
+
 interface Message {
-  readonly seq: number;
   readonly messageId: string;
   readonly body: string;
+  readonly attributes: Readonly<Record<string, string>>;
   readonly sent: number;
   receiveCount: number;
   receipt: string | undefined;
   visibleAt: number;
-  state: 'ready' | 'inflight' | 'deleted';
+  state: 'delayed' | 'ready' | 'inflight' | 'deleted';
   firstReceivedAt?: number;
 }
 
@@ -66,6 +85,8 @@ class SimQueue {
   readonly ready = new Heap<Message>();
   /** In-flight messages by the time they become visible (stale entries are skipped). */
   readonly inflight = new Heap<{ message: Message; visibleAt: number }>();
+  /** Messages sent with a delay, by the time it ends (none can be deleted or changed before: no entry goes stale). */
+  readonly delayed = new Heap<Message>();
   readonly byReceipt = new Map<string, Message>();
   readonly byId = new Map<string, Message>();
   readonly wakers = new Set<() => void>();
@@ -77,6 +98,7 @@ class SimQueue {
   constructor(
     readonly name: string,
     readonly arrivals: ArrivalSource | undefined,
+    readonly redrive: SimRedrive | undefined,
   ) {}
 }
 
@@ -123,9 +145,10 @@ export class SimSqs implements QueueClient {
     this.wakeEveryPoller = options.wakeEveryPoller ?? false;
   }
 
-  createQueue(name: string, arrivals?: ArrivalSource): string {
+  /** Creates the queue `name`, fed by `arrivals` when given; returns its URL. */
+  createQueue(name: string, arrivals?: ArrivalSource, options: SimQueueOptions = {}): string {
     const url = `sim://sqs/${name}`;
-    this.queues.set(url, new SimQueue(name, arrivals));
+    this.queues.set(url, new SimQueue(name, arrivals, options.redrive));
     return url;
   }
 
@@ -169,7 +192,7 @@ export class SimSqs implements QueueClient {
       taken = this.take(q, request, request.waitSeconds === 0);
       if (taken.length > 0 || this.clock.now() >= end || signal?.aborted) break;
       // Long poll: sleep until something may have become visible, or the wait ends.
-      const wake = Math.min(end, q.arrivals?.peek() ?? Number.POSITIVE_INFINITY, q.inflight.peekKey());
+      const wake = Math.min(end, q.arrivals?.peek() ?? Number.POSITIVE_INFINITY, q.inflight.peekKey(), q.delayed.peekKey());
       await this.waitOn(q, wake - this.clock.now(), signal);
       if (this.wakeEveryPoller) {
         // The emulator's way: any message made visible meanwhile ends the poll with one more look.
@@ -230,7 +253,7 @@ export class SimSqs implements QueueClient {
     const q = this.queue(url);
     await this.halfTrip();
     this.catchUp(q);
-    const depth = { visible: q.visible, inFlight: q.inFlight, delayed: 0 };
+    const depth = { visible: q.visible, inFlight: q.inFlight, delayed: q.delayed.size };
     await this.halfTrip();
     return depth;
   }
@@ -240,29 +263,75 @@ export class SimSqs implements QueueClient {
     const q = this.queue(url);
     await this.halfTrip();
     const messageIds: Record<string, string> = {};
-    for (const entry of entries) messageIds[entry.id] = this.add(q, entry.body, this.clock.now()).messageId;
+    const failed: BatchFailure[] = [];
+    for (const entry of entries) {
+      // SQS holds each message, not the batch, to the limit: one too large fails alone.
+      const bytes = messageBytes(entry.body, entry.attributes);
+      if (bytes > SQS_MESSAGE_LIMIT_BYTES) {
+        failed.push({
+          id: entry.id,
+          code: 'InvalidParameterValue',
+          message: `message of ${bytes} bytes exceeds the limit`,
+          senderFault: true,
+        });
+        continue;
+      }
+      const attributes = entry.attributes ? { ...entry.attributes } : NO_ATTRIBUTES;
+      messageIds[entry.id] = this.add(q, entry.body, attributes, this.clock.now(), (entry.delaySeconds ?? 0) * 1000).messageId;
+    }
     for (const wake of [...q.wakers]) wake();
     await this.halfTrip();
-    return { failed: [], messageIds };
+    return { failed, messageIds };
   }
 
-  private add(q: SimQueue, body: string, sent: number): Message {
+  /** Adds a message sent at `sent`, visible after `delayMs`. */
+  private add(q: SimQueue, body: string, attributes: Readonly<Record<string, string>>, sent: number, delayMs = 0): Message {
     const seq = this.nextSeq++;
     const message: Message = {
-      seq,
       messageId: `m${seq}`,
       body,
+      attributes,
       sent,
       receiveCount: 0,
       receipt: undefined,
-      visibleAt: sent,
-      state: 'ready',
+      visibleAt: sent + delayMs,
+      state: delayMs > 0 ? 'delayed' : 'ready',
     };
     q.byId.set(message.messageId, message);
-    q.ready.push(sent, message);
-    q.visible += 1;
-    q.becameVisible += 1;
+    if (message.state === 'delayed') q.delayed.push(message.visibleAt, message);
+    else {
+      q.ready.push(sent, message);
+      q.visible += 1;
+      q.becameVisible += 1;
+    }
     return message;
+  }
+
+  /**
+   * Moves a message a receive found to the queue's dead-letter queue, as SQS does once it has been
+   * received `maxReceiveCount` times: same MessageId, body, attributes, send time and receive count.
+   */
+  private moveToDeadLetter(q: SimQueue, m: Message, deadLetterUrl: string): void {
+    m.state = 'deleted';
+    q.visible -= 1;
+    q.byId.delete(m.messageId);
+    if (m.receipt) q.byReceipt.delete(m.receipt);
+    const dlq = this.queue(deadLetterUrl);
+    const moved: Message = {
+      messageId: m.messageId,
+      body: m.body,
+      attributes: m.attributes,
+      sent: m.sent,
+      receiveCount: m.receiveCount,
+      receipt: undefined,
+      visibleAt: this.clock.now(),
+      state: 'ready',
+    };
+    dlq.byId.set(moved.messageId, moved);
+    dlq.ready.push(moved.sent, moved);
+    dlq.visible += 1;
+    dlq.becameVisible += 1;
+    for (const wake of [...dlq.wakers]) wake();
   }
 
   private makeVisible(q: SimQueue, message: Message): void {
@@ -273,14 +342,21 @@ export class SimSqs implements QueueClient {
     q.ready.push(message.sent, message);
   }
 
-  /** Brings a queue up to now: arrivals so far, and in-flight messages whose visibility ended. */
+  /** Brings a queue up to now: arrivals so far, delays that ended, and in-flight messages whose visibility ended. */
   private catchUp(q: SimQueue): void {
     const now = this.clock.now();
     if (q.arrivals) {
       while (q.arrivals.peek() <= now) {
         const arrival = q.arrivals.take();
-        this.add(q, arrival.body, arrival.at);
+        this.add(q, arrival.body, NO_ATTRIBUTES, arrival.at);
       }
+    }
+    while (q.delayed.peekKey() <= now) {
+      const m = q.delayed.pop() as Message;
+      m.state = 'ready';
+      q.visible += 1;
+      q.becameVisible += 1;
+      q.ready.push(m.sent, m);
     }
     while (q.inflight.peekKey() <= now) {
       const entry = q.inflight.pop() as { message: Message; visibleAt: number };
@@ -303,6 +379,11 @@ export class SimSqs implements QueueClient {
         skipped.push(m);
         continue;
       }
+      // Only a receive that finds the message moves it (a short poll that misses it does not).
+      if (q.redrive && m.receiveCount >= q.redrive.maxReceiveCount) {
+        this.moveToDeadLetter(q, m, q.redrive.deadLetterUrl);
+        continue;
+      }
       m.state = 'inflight';
       q.visible -= 1;
       q.inFlight += 1;
@@ -319,7 +400,7 @@ export class SimSqs implements QueueClient {
         body: m.body,
         receiveCount: m.receiveCount,
         sentTimestamp: m.sent,
-        attributes: {},
+        attributes: { ...m.attributes },
       });
     }
     for (const m of skipped) q.ready.push(m.sent, m);
