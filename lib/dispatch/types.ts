@@ -8,9 +8,10 @@ import type { Random } from '../random';
 import type { TaskExecutor } from '../run/types';
 import type { QueueSelector } from '../select/types';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
-import type { TaskRegistry } from '../tasks/task';
+import type { TaskDefinition, TaskRegistry } from '../tasks/task';
 import type { LimitStore } from '../track/limits';
 import type { JobStore, StatsStore } from '../track/model';
+import type { DecodedJob } from '../wire/envelope';
 
 /** Receives every settled batch: metrics, local progress displays, tests. */
 export interface DispatcherObserver {
@@ -23,6 +24,13 @@ export interface DispatcherObserver {
 export interface BatchStart {
   readonly queue: string;
   readonly jobs: ReadonlyArray<{ readonly messageId: string; readonly jobId?: string; readonly task?: string }>;
+}
+
+/** A decoded message of a registered task, on its way through its batch. */
+export interface Planned {
+  readonly message: ReceivedMessage;
+  readonly job: DecodedJob;
+  readonly def: TaskDefinition;
 }
 
 export interface DispatcherDeps {

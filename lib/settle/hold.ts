@@ -23,6 +23,8 @@ export class SettleHold {
   /** Held messages and when each would become visible again (epoch ms). */
   private readonly held = new Map<string, { readonly message: ReceivedMessage; visibleUntil: number }>();
   private timer: NodeJS.Timeout | undefined;
+  /** The lapse the timer is set for. */
+  private armedFor = Number.POSITIVE_INFINITY;
   private extending: Promise<void> | undefined;
   private released = false;
   private readonly leadMs: number;
@@ -39,24 +41,34 @@ export class SettleHold {
 
   /** Keeps `message` invisible from now until {@link release}; `visibleUntil` is where its visibility stands. */
   keep(message: ReceivedMessage, visibleUntil: number): void {
-    if (this.released) return;
+    // One whose visibility has lapsed may be another worker's now: extending it with this receipt could undo theirs.
+    if (this.released || visibleUntil <= this.ports.clock.now()) return;
     this.held.set(message.messageId, { message, visibleUntil });
     this.arm();
   }
 
-  /** Stops holding (the settle takes over): no extension starts after this, and one under way has ended when it resolves. */
-  async release(): Promise<void> {
+  /**
+   * Stops holding (the settle takes over): no extension starts after this. Returns the extension
+   * under way, if one is, to wait for; none otherwise (a settle that has nothing to wait for does not).
+   */
+  release(): Promise<void> | undefined {
     this.released = true;
     clearTimeout(this.timer);
-    await this.extending;
+    return this.extending;
   }
 
   /** One timer for the batch, at the earliest lapse less the heartbeat's lead; real time, as the heartbeat's. */
   private arm(): void {
-    clearTimeout(this.timer);
     if (this.released || this.extending || this.held.size === 0) return;
     const first = Math.min(...[...this.held.values()].map((h) => h.visibleUntil));
-    this.timer = setTimeout(() => this.extend(), Math.max(0, first - this.leadMs - this.ports.clock.now()));
+    // The timer already set fires for this lapse or an earlier one.
+    if (this.timer !== undefined && this.armedFor <= first) return;
+    clearTimeout(this.timer);
+    this.armedFor = first;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.extend();
+    }, Math.max(0, first - this.leadMs - this.ports.clock.now()));
     // The settle releases the hold; a timer left by a batch that never settles must not keep a process alive.
     this.timer.unref();
   }

@@ -100,9 +100,9 @@ export class BatchState {
     return this.written.get(decision.message.messageId) ?? (decision.record ? writeRecord(decision.record) : undefined);
   }
 
-  /** Stops holding the batch's messages: the settle's deletes and visibility changes take over. */
-  async release(): Promise<void> {
-    await this.hold?.release();
+  /** Stops holding the batch's messages; returns an extension still under way, to wait for before settling. */
+  release(): Promise<void> | undefined {
+    return this.hold?.release();
   }
 
   mark(messageId: string, patch: Partial<JobReport>): void {
@@ -158,8 +158,10 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   const held = new Set<string>();
   await Promise.all(
     proceeding.map(async (d) => {
-      const result = await state.recordOf(d);
-      if (result === undefined || result === 'written') return;
+      const writing = state.recordOf(d);
+      if (!writing) return;
+      const result = await writing;
+      if (result === 'written') return;
       held.add(d.message.messageId);
       if (result === 'stale') {
         state.mark(d.message.messageId, { outcome: 'stale' });
@@ -179,7 +181,8 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   );
   const settling = proceeding.filter((d) => !held.has(d.message.messageId));
   // From here the settle's own deletes and visibility changes decide where each message stands.
-  await state.release();
+  const extending = state.release();
+  if (extending) await extending;
 
   const deletes = settling
     .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')

@@ -1,0 +1,139 @@
+/**
+ * The claim: a `full` tracked job is taken with a conditional write that hands out the attempt's
+ * fencing token, or refused — a duplicate of a finished job, held by a live worker, an id another
+ * job owns, or out of attempts lost to crashes.
+ */
+import { randomBytes } from 'node:crypto';
+import type { QueueConfig } from '../config';
+import { leaseMs, taskNeedMs } from '../deadlines';
+import { describe } from '../errors';
+import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
+import { completionWrite, identity, ref } from '../settle/records';
+import type { BatchState } from '../settle/settle';
+import type { ClaimResult, JobRecord, JobStore } from '../track/model';
+import type { DispatcherDeps, Planned } from './types';
+
+/** How long a message waits when its claim could not be made (the jobs table did not answer). */
+export const CLAIM_RETRY_SECONDS = 10;
+
+/**
+ * Claims the job of a `full` tracked queue. Returns the attempt (the fencing token) and the claimed
+ * record, or undefined when the claim already decided the message: a conflict (archived), a
+ * duplicate (deleted), held elsewhere or unanswered (handed back), or attempts all lost (archived).
+ */
+export async function claimJob(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  { message, job, def }: Planned,
+  start: number,
+  state: BatchState,
+): Promise<{ attempt: number; claimed?: JobRecord } | undefined> {
+  const jobs = deps.tracking?.jobs as JobStore;
+  const base = { messageId: message.messageId, jobId: job.id, task: def.name };
+  const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
+  let claim: ClaimResult;
+  try {
+    claim = await jobs.claim({
+      ...ref(deps, queue, job),
+      workerId: deps.workerId,
+      now: start,
+      leaseUntil: start + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),
+      claimId: randomBytes(9).toString('base64url'),
+    });
+  } catch (error) {
+    deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });
+    decideHandBack(
+      deps,
+      queue,
+      'full',
+      state,
+      message,
+      job,
+      { kind: 'visibility', seconds: CLAIM_RETRY_SECONDS },
+      {
+        ...base,
+        outcome: 'deferred',
+        attempt: message.receiveCount,
+      },
+    );
+    return undefined;
+  }
+  switch (claim.outcome) {
+    case 'conflict':
+      decideArchive(deps, queue, state, message, job, 'id-conflict', conflictError(job, claim.record));
+      return undefined;
+    case 'finished':
+      state.decide(
+        {
+          kind: 'delete',
+          message,
+          record: async () => {
+            await jobs.recordDuplicate(job.id, identity(job), deps.workerId, deps.clock.now());
+            return true;
+          },
+        },
+        { ...base, outcome: 'duplicate', attempt: claim.record.attempt },
+      );
+      return undefined;
+    case 'leased': {
+      const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(((claim.record.leaseUntil ?? start) - start) / 1000) + 1));
+      decideHandBack(
+        deps,
+        queue,
+        'full',
+        state,
+        message,
+        job,
+        { kind: 'visibility', seconds },
+        {
+          ...base,
+          outcome: 'deferred',
+          attempt: claim.record.attempt,
+        },
+      );
+      return undefined;
+    }
+    case 'claimed':
+      break;
+  }
+  const attempt = claim.token;
+  if (attempt > def.maxRetries + 1) {
+    // Earlier attempts were started but never finished: their worker was lost (a crash, a kill).
+    const error = {
+      type: 'WorkerLostError',
+      message: `${attempt - 1} attempts started without finishing; maxRetries is ${def.maxRetries}`,
+    };
+    decideArchive(
+      deps,
+      queue,
+      state,
+      message,
+      job,
+      'exhausted',
+      error,
+      { ...base, attempt },
+      completionWrite(deps, job, attempt, claim.record, { state: 'archived', reason: 'exhausted', error }),
+    );
+    return undefined;
+  }
+  return { attempt, claimed: claim.record };
+}
+
+/** The heartbeat's lease renewal for a claimed attempt: false once a newer attempt holds the job. */
+export function leaseRenewal(
+  deps: Pick<DispatcherDeps, 'logger'>,
+  jobs: JobStore,
+  jobId: string,
+  token: number,
+  leaseForMs: number,
+): (now: number) => Promise<boolean> {
+  return async (now) => {
+    try {
+      return await jobs.extendLease(jobId, token, now + leaseForMs, now);
+    } catch (error) {
+      deps.logger.warn('lease extension failed; the lease may still hold', { jobId, error: describe(error) });
+      return true;
+    }
+  };
+}

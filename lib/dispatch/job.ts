@@ -1,0 +1,112 @@
+/**
+ * One message's job, from its slot to its decided end, in four steps a reader follows down the
+ * page: claim (lib/dispatch/claim.ts), run (lib/run/attempt.ts), verdict (lib/settle/verdict.ts),
+ * and the end the verdict calls for (lib/settle/decisions.ts), which the batch's settle carries out.
+ */
+import type { QueueConfig } from '../config';
+import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
+import { runAttempt } from '../run/attempt';
+import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
+import { trackingOf } from '../settle/records';
+import type { BatchState } from '../settle/settle';
+import { decide } from '../settle/verdict';
+import { claimJob, leaseRenewal } from './claim';
+import type { SlotLease } from './slots';
+import type { DispatcherDeps, Planned, RunOptions } from './types';
+
+/** Runs one message's task in its slot, from the checks before it starts to its decided end. */
+export async function runOne(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  planned: Planned,
+  receivedAt: number,
+  options: RunOptions,
+  state: BatchState,
+  lease: SlotLease,
+): Promise<void> {
+  const { message, job, def } = planned;
+  const { clock, config } = deps;
+  const start = clock.now();
+  const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
+  lease.endsBy(start + needMs);
+  const base = { messageId: message.messageId, jobId: job.id, task: def.name };
+  const mode = trackingOf(deps, queue);
+
+  // Before it starts: it must end before the invocation settles, and its message must still be ours.
+  if (options.signal?.aborted || !fitsInvocation(start, needMs, options.deadline, config.dispatcher.settleMarginMs)) {
+    decideHandBack(
+      deps,
+      queue,
+      mode,
+      state,
+      message,
+      job,
+      { kind: 'visibility', seconds: 0 },
+      {
+        ...base,
+        outcome: 'released',
+        attempt: message.receiveCount,
+      },
+    );
+    return;
+  }
+  if (!stillVisibleToUs(receivedAt, start, queue.visibilityTimeoutSeconds)) {
+    // It waited for a slot until its visibility (nearly) lapsed: SQS may have handed it to another
+    // worker, whose receipt a visibility change could undo. Leave it alone; it comes back by itself.
+    decideHandBack(
+      deps,
+      queue,
+      mode,
+      state,
+      message,
+      job,
+      { kind: 'leave' },
+      { ...base, outcome: 'released', attempt: message.receiveCount },
+    );
+    deps.logger.warn('message waited for a slot past its visibility; not started', { queue: queue.name, messageId: message.messageId });
+    return;
+  }
+
+  // 1. Claim (tracking `full`): the attempt's fencing token, or an end decided already.
+  const claim = mode === 'full' ? await claimJob(deps, queue, planned, start, state) : { attempt: message.receiveCount };
+  if (!claim) return;
+  const { attempt, claimed } = claim;
+
+  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may.
+  const jobs = deps.tracking?.jobs;
+  const outcome = await runAttempt(deps, {
+    run: {
+      task: def.name,
+      jobId: job.id,
+      queue: queue.name,
+      attempt,
+      payload: job.payload,
+      appData: job.appData,
+      timeLimitMs: def.timeLimitSeconds * 1000,
+      fencingToken: attempt,
+    },
+    message,
+    url: deps.urls.queues[queue.name] as string,
+    visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
+    hardEnd: start + needMs,
+    visibleUntil: receivedAt + queue.visibilityTimeoutSeconds * 1000,
+    onVisibility: (until) => state.movedVisibility(message.messageId, until),
+    ...(claimed && jobs
+      ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }
+      : {}),
+  });
+
+  // 3. Verdict: the table from the outcome to the job's next step.
+  const verdict = decide(outcome, attempt, def, deps.random);
+
+  // 4. End: the record the verdict leaves and what happens to the message, written at once.
+  const ran = {
+    ...base,
+    attempt,
+    waitMs: Math.max(0, start - job.publishedAt),
+    runMs: outcome.durationMs,
+    ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
+    ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
+  };
+  decideAttemptEnd(deps, queue, mode, state, { message, job, attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
+}

@@ -1,0 +1,226 @@
+/**
+ * How a message leaves the dispatcher's hands, decided while its batch runs and carried out by the
+ * settle: handed back to its queue (or replaced by a fresh copy near its redrive limit), archived,
+ * or, at an attempt's end, whatever its verdict says ({@link decideAttemptEnd}: the one table from a
+ * verdict to a record and a message's fate; a new end state is a row there).
+ */
+import type { QueueConfig } from '../config';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import type { ReceivedMessage, SendEntry } from '../ports';
+import type { SerializedError, TaskOutcome } from '../run/types';
+import { MAX_QUEUE_DELAY_SECONDS } from '../track/due';
+import type { JobRecord } from '../track/model';
+import { type ArchiveReason, type ArchiveRecord, isRejection } from '../wire/archive-record';
+import { type DecodedJob, pinEnvelope } from '../wire/envelope';
+import { completionWrite, type RecordPorts, rejectionWrite, unclaimedWrite } from './records';
+import type { JobReport } from './report';
+import type { BatchState, Decision, RecordWrite } from './settle';
+import type { Verdict } from './verdict';
+
+/** A decision that hands the message back to its queue: a visibility change, or leaving it to lapse. */
+export type HandBack =
+  | { readonly kind: 'visibility'; readonly seconds: number; readonly record?: RecordWrite }
+  | { readonly kind: 'leave' };
+
+/**
+ * Receives left before SQS's redrive moves a message to the DLQ at which a tracked job's message
+ * is no longer handed back to its queue but replaced by a fresh copy. Releases and lost processes
+ * use up receives without attempts; this way they never push a tracked job into the DLQ with its
+ * record unfinished. Two receives, not one: a dispatcher lost between sending the copy and
+ * deleting the original still leaves one more receive to do it again.
+ */
+const REQUEUE_RECEIVES_BEFORE_REDRIVE = 1;
+
+/**
+ * The decision that hands a message back to its queue. On a `full` tracked queue whose message is
+ * at its last receives before redrive, a fresh copy with the job's id and publish time pinned is
+ * sent instead (delayed as the visibility would have been, up to SQS's 15 minutes), and the
+ * message is deleted: the dispatcher, not the redrive, decides when the job ends.
+ */
+export function handedBack(
+  deps: Pick<RecordPorts, 'logger'>,
+  queue: QueueConfig,
+  mode: QueueConfig['tracking'],
+  message: ReceivedMessage,
+  job: DecodedJob,
+  decision: HandBack,
+): Decision {
+  const seconds = decision.kind === 'visibility' ? decision.seconds : 0;
+  const record = decision.kind === 'visibility' ? decision.record : undefined;
+  if (mode === 'full' && message.receiveCount >= queue.maxReceiveCount - REQUEUE_RECEIVES_BEFORE_REDRIVE) {
+    const copy: SendEntry = {
+      id: message.messageId,
+      body: pinEnvelope(message.body, job),
+      ...(seconds > 0 ? { delaySeconds: Math.min(MAX_QUEUE_DELAY_SECONDS, seconds) } : {}),
+      ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+    };
+    if (messageBytes(copy.body, copy.attributes) <= SQS_MESSAGE_LIMIT_BYTES) {
+      deps.logger.info('message near its redrive limit: replaced by a fresh copy', {
+        queue: queue.name,
+        jobId: job.id,
+        receiveCount: message.receiveCount,
+      });
+      return { kind: 'requeue', message, copy, ...(record ? { record } : {}) };
+    }
+  }
+  return decision.kind === 'leave' ? { kind: 'leave', message } : { kind: 'visibility', message, seconds, ...(record ? { record } : {}) };
+}
+
+/** Hands a message back to its queue (see {@link handedBack}) and reports it so. */
+export function decideHandBack(
+  deps: Pick<RecordPorts, 'logger'>,
+  queue: QueueConfig,
+  mode: QueueConfig['tracking'],
+  state: BatchState,
+  message: ReceivedMessage,
+  job: DecodedJob,
+  decision: HandBack,
+  report: JobReport,
+): void {
+  const made = handedBack(deps, queue, mode, message, job, decision);
+  state.decide(made, made.kind === 'requeue' ? { ...report, requeued: true } : report);
+}
+
+/**
+ * Archives a message: its archive record (why, the error, the attempts, under which id), the
+ * record write that goes with it (the attempt's, or a rejection's under the message's own id), and
+ * its report. The settle sends it to the archive before anything else.
+ */
+export function decideArchive(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  state: BatchState,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  reason: ArchiveReason,
+  error: SerializedError & { code?: string },
+  base?: Omit<JobReport, 'outcome'>,
+  record?: RecordWrite,
+): void {
+  const rejected = isRejection(reason);
+  // A message that never ran is known under its own message id; the id it carried is kept aside.
+  const jobId = rejected ? message.messageId : job?.id;
+  const archiveRecord: ArchiveRecord = {
+    reason,
+    detail: error.message,
+    errorType: error.type,
+    ...(error.stack !== undefined ? { errorStack: error.stack } : {}),
+    ...(error.code !== undefined ? { code: error.code } : {}),
+    attempts: base?.attempt ?? message.receiveCount,
+    queue: queue.name,
+    ...(job ? { task: job.task } : {}),
+    ...(jobId !== undefined ? { jobId } : {}),
+    ...(rejected && job && job.id !== message.messageId ? { envelopeId: job.id } : {}),
+    messageId: message.messageId,
+    sentTimestamp: message.sentTimestamp,
+    archivedAt: deps.clock.now(),
+    workerId: deps.workerId,
+  };
+  const write = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
+  state.decide(
+    { kind: 'archive', message, archive: archiveRecord, ...(write ? { record: write } : {}) },
+    {
+      ...(base ?? { messageId: message.messageId, attempt: message.receiveCount, ...(job ? { task: job.task } : {}) }),
+      ...(jobId !== undefined ? { jobId } : {}),
+      outcome: 'archived',
+      reason,
+      error: { type: error.type, message: error.message, ...(error.stack !== undefined ? { stack: error.stack } : {}) },
+    },
+  );
+  deps.logger.warn('archiving message', {
+    queue: queue.name,
+    reason,
+    messageId: message.messageId,
+    task: job?.task,
+    detail: error.message,
+  });
+}
+
+/** The error an `id-conflict` archive carries: which job the id belongs to, and what this message named. */
+export function conflictError(job: DecodedJob, record: JobRecord): SerializedError {
+  return {
+    type: 'JobIdConflictError',
+    message:
+      `job id ${JSON.stringify(job.id)} belongs to a job of task ${JSON.stringify(record.task)}` +
+      `${record.task === job.task ? ' with another payload' : ''}; this message names task ${JSON.stringify(job.task)}`,
+  };
+}
+
+/** The attempt an end is decided for: its message, job, token, and the record its claim took (tracking `full`). */
+export interface EndedAttempt {
+  readonly message: ReceivedMessage;
+  readonly job: DecodedJob;
+  readonly attempt: number;
+  readonly claimed?: JobRecord;
+  readonly outcome: TaskOutcome;
+  /** The report's fields so far (ids, attempt, wait, run time, error). */
+  readonly ran: Omit<JobReport, 'outcome'>;
+}
+
+/**
+ * An attempt's end, one row per verdict (lib/settle/verdict.ts decides which):
+ *
+ * | verdict   | job record                      | message                            | report      |
+ * | --------- | ------------------------------- | ---------------------------------- | ----------- |
+ * | succeeded | `succeeded`, with the result    | deleted                            | `succeeded` |
+ * | retry     | `retrying`, with its retry time | visible again after the backoff    | `retried`   |
+ * | archive   | `archived`, with the reason     | sent to the archive, then deleted  | `archived`  |
+ *
+ * The record is the claim's fenced completion on a `full` queue, an unclaimed outcome on a
+ * `failures` one (a success only when an earlier delivery may have left a `retrying` record).
+ */
+export function decideAttemptEnd(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  mode: QueueConfig['tracking'],
+  state: BatchState,
+  ended: EndedAttempt,
+  verdict: Verdict,
+): void {
+  const { message, job, attempt, claimed, outcome, ran } = ended;
+  switch (verdict.kind) {
+    case 'succeeded': {
+      const result = outcome.status === 'succeeded' ? outcome.result : undefined;
+      const record = claimed
+        ? completionWrite(deps, job, attempt, claimed, { state: 'succeeded', ...(result !== undefined ? { result } : {}) })
+        : message.receiveCount > 1
+          ? unclaimedWrite(deps, queue, job, attempt, 'succeeded')
+          : undefined;
+      if (result !== undefined) state.results.set(message.messageId, result);
+      state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'succeeded' });
+      return;
+    }
+    case 'archive': {
+      const { reason } = verdict;
+      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const record = claimed
+        ? completionWrite(deps, job, attempt, claimed, { state: 'archived', reason, error })
+        : unclaimedWrite(deps, queue, job, attempt, 'archived', error, reason);
+      decideArchive(deps, queue, state, message, job, reason, error, ran, record);
+      return;
+    }
+    case 'retry': {
+      const { seconds } = verdict;
+      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const retryAt = deps.clock.now() + seconds * 1000;
+      const record = claimed
+        ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt })
+        : unclaimedWrite(deps, queue, job, attempt, 'retrying', error);
+      decideHandBack(
+        deps,
+        queue,
+        mode,
+        state,
+        message,
+        job,
+        { kind: 'visibility', seconds, ...(record ? { record } : {}) },
+        {
+          ...ran,
+          outcome: 'retried',
+        },
+      );
+      deps.logger.info('task failed; retrying', { task: job.task, jobId: job.id, attempt, retryInSeconds: seconds, error: error.message });
+      return;
+    }
+  }
+}
