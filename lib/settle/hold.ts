@@ -65,10 +65,13 @@ export class SettleHold {
     if (this.timer !== undefined && this.armedFor <= first) return;
     clearTimeout(this.timer);
     this.armedFor = first;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.extend();
-    }, Math.max(0, first - this.leadMs - this.ports.clock.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.extend();
+      },
+      Math.max(0, first - this.leadMs - this.ports.clock.now()),
+    );
     // The settle releases the hold; a timer left by a batch that never settles must not keep a process alive.
     this.timer.unref();
   }
