@@ -17,6 +17,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { buildArtifact, PACKAGE_ROOT } from '../lib/tasks/build';
+import { printResults } from './results';
 
 const { node24 } = require('../scripts/node24.cjs') as { node24: (o: { install: boolean }) => string | undefined };
 
@@ -124,7 +125,7 @@ async function main(): Promise<void> {
   const results = [await measure(node, 'sdk-bundled', configFile, runs), await measure(node, 'sdk-external', configFile, runs)];
   const report = { benchmark: 'artifact', node: nodeVersion, runs, config: configFile, results };
   if (!values.json) process.stdout.write(`${table(results)}\n\nNode ${nodeVersion}, ${runs} cold requires per figure\n\n`);
-  process.stdout.write(`${JSON.stringify(report, null, values.json ? 0 : 2)}\n`);
+  printResults(report, values.json ? 0 : 2);
 }
 
 main().catch((error: unknown) => {

@@ -29,6 +29,7 @@ import { loadTaskBundle } from '../lib/tasks/bundle';
 import { decodeEnvelope } from '../lib/wire/envelope';
 import { type Meter, meter, newMeter, total } from './meter';
 import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
+import { printResults } from './results';
 import { runSimulation } from './sim/run';
 import { SCALING_WORKLOADS } from './sim/workloads';
 
@@ -476,7 +477,7 @@ async function main() {
     elapsedSeconds: round((performance.now() - began) / 1000, 1),
   };
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    printResults(document);
     return;
   }
   printTables(document);

@@ -18,6 +18,7 @@ import type { BatchReport } from '../lib/settle/report';
 import { DUE_SHARDS } from '../lib/track/due';
 import { doorbellQueues } from '../lib/wake-up';
 import { PRICES, quantile, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
+import { printResults } from './results';
 import { runSimulation } from './sim/run';
 import { KALE_QUEUES, type SimQueueSpec, WORKLOADS, type Workload } from './sim/workloads';
 
@@ -307,7 +308,7 @@ async function main() {
     elapsedSeconds: Math.round((Date.now() - began) / 1000),
   };
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    printResults(doc);
     return;
   }
   const lines = [

@@ -21,6 +21,7 @@ import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { type Meter, meter, newMeter, total } from './meter';
 import { printTable, round, runBenchmark } from './prices';
+import { printResults } from './results';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -111,7 +112,7 @@ async function main() {
     await emulators.stop();
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ bench: 'limits', dispatchers: DISPATCHERS, tracking: 'full', results }, null, 2)}\n`);
+    printResults({ bench: 'limits', dispatchers: DISPATCHERS, tracking: 'full', results });
     return;
   }
   const header = ['case', 'seconds', 'deferrals/task', 'SQS req/task', 'DynamoDB req/task', 'WCU/task', 'RCU/task'];

@@ -21,6 +21,7 @@ import { SqsQueueClient } from '../lib/adapters/sqs';
 import { startLocalStack } from '../lib/local/dev';
 import { seededRandom } from '../lib/random';
 import type { BatchReport } from '../lib/settle/report';
+import { printResults } from './results';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -190,7 +191,7 @@ async function main() {
       rssMbByQuarter: [0, 1, 2, 3].map(quarter),
     };
     if (json) {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      printResults(result);
       return;
     }
     const rows: Array<[string, string]> = [

@@ -27,6 +27,7 @@ import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { meter, newMeter, total } from './meter';
 import { quantile, round, runBenchmark } from './prices';
+import { printResults } from './results';
 import { type RunFigures, runSimulation, simConfig } from './sim/run';
 import { FAUXQS_MODEL } from './sim/sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type Workload } from './sim/workloads';
@@ -220,7 +221,7 @@ async function main() {
     elapsedSeconds: Math.round((Date.now() - began) / 1000),
   };
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    printResults(doc);
     return;
   }
   const cell = (f: (typeof queues)[number]['p50']) => `${f.simulatedMedian} [${f.simulatedRange.join('–')}] vs ${f.real} (${f.difference})`;

@@ -26,6 +26,7 @@ import { sweepDue } from '../lib/track/sweep';
 import { type Meter, meter, newMeter, total } from './meter';
 import { oneQueueVersion } from './one-queue';
 import { printTable, round, runBenchmark } from './prices';
+import { printResults } from './results';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -131,7 +132,7 @@ async function main() {
     await emulators.stop();
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ bench: 'scheduled', tasksPerRun: tasks, delaySeconds: 3600, results }, null, 2)}\n`);
+    printResults({ bench: 'scheduled', tasksPerRun: tasks, delaySeconds: 3600, results });
     return;
   }
   const header = ['tracking', 'published', 'phase', 'SQS req/job', 'DynamoDB req/job', 'WCU/job', 'RCU/job'];

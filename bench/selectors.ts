@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
 import type { SlaAwareOptions } from '../lib/select';
+import { printResults } from './results';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
 import { KALE_QUEUES, SCALING_WORKLOADS, WORKLOADS, type Workload } from './sim/workloads';
 
@@ -297,7 +298,7 @@ async function main() {
     elapsedSeconds: Math.round((Date.now() - began) / 100) / 10,
   };
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    printResults(document);
     return;
   }
   printTables(document);

@@ -19,6 +19,7 @@ import { silentLogger } from '../lib/ports';
 
 import { oneQueueVersion } from './one-queue';
 import { printTable } from './prices';
+import { printResults } from './results';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -89,7 +90,7 @@ async function main() {
     await emulators.stop();
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ bench: 'tracking-writes', tasksPerRun: tasks, results }, null, 2)}\n`);
+    printResults({ bench: 'tracking-writes', tasksPerRun: tasks, results });
     return;
   }
   const header = ['mode', 'task', 'queued WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
