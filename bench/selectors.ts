@@ -16,6 +16,7 @@ import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
 import type { SlaAwareOptions } from '../lib/select';
 import { printResults } from './results';
+import { type QueueOut, type SelectorOut, selectorOut } from './sim/figures';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
 import { KALE_QUEUES, SCALING_WORKLOADS, WORKLOADS, type Workload } from './sim/workloads';
 
@@ -95,44 +96,6 @@ async function runAll(jobs: readonly Job[], parallel: number): Promise<RunFigure
   );
   await Promise.all(workers.map((w) => w.terminate()));
   return results;
-}
-
-interface QueueOut {
-  readonly p50: number;
-  readonly p99: number;
-  readonly max: number;
-  readonly published: number;
-  readonly overSla: number;
-  readonly heldP99: number;
-}
-
-interface SelectorOut {
-  readonly queues: Readonly<Record<string, QueueOut>>;
-  readonly sqsRequestsPerTask: number;
-  /** Requests that took no message (empty receives, GetQueueAttributes checks), per minute, whole fleet: what looking for work costs. */
-  readonly idleRequestsPerMinute: number;
-  readonly requestsPerMinute: number;
-  readonly requests: Readonly<Record<string, number>>;
-  readonly tasks: number;
-  readonly duplicateRuns: number;
-}
-
-function selectorOut(r: RunFigures): SelectorOut {
-  const minutes = r.requestsPerMinute > 0 ? Object.values(r.requests).reduce((a, n) => a + n, 0) / r.requestsPerMinute : 1;
-  return {
-    queues: Object.fromEntries(
-      r.queues.map((q) => [
-        q.queue,
-        { p50: q.p50, p99: q.p99, max: q.max, published: q.published, overSla: q.overSla, heldP99: q.heldP99 },
-      ]),
-    ),
-    sqsRequestsPerTask: r.sqsRequestsPerTask,
-    idleRequestsPerMinute: Math.round(((r.emptyReceives + (r.requests.depth ?? 0)) / minutes) * 10) / 10,
-    requestsPerMinute: r.requestsPerMinute,
-    requests: r.requests,
-    tasks: r.tasks,
-    duplicateRuns: r.duplicateRuns,
-  };
 }
 
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : a > 0 ? Number.POSITIVE_INFINITY : 1);
