@@ -1,0 +1,945 @@
+/**
+ * BENCHMARKS.md's tables and README's performance figures, written from the JSON the benchmarks
+ * wrote (`bench/results/*.json`). In the Markdown, a block
+ *
+ *   <!-- bench:selectors:steady-0.7 -->
+ *   …generated…
+ *   <!-- /bench -->
+ *
+ * holds what `BLOCKS['selectors:steady-0.7']` makes of its JSON, and nothing else: prose outside the
+ * markers is written by hand, every figure inside them comes from a file, and each block names the
+ * file and the commit it was measured at. `npm run bench:tables` rewrites the blocks;
+ * `npm run bench:tables -- --check` (and test/unit/bench-tables.test.ts) fails when they differ.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PRICES, round } from './prices';
+import type { SelectorOut } from './sim/figures';
+
+/** The Markdown files that hold generated blocks, and the blocks each must hold. */
+export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
+  'BENCHMARKS.md': [
+    'selectors:steady-0.7',
+    'selectors:steady-0.9',
+    'selectors:steady-1.05',
+    'selectors:busy-hour',
+    'selectors:idle-hour',
+    'selectors:targets',
+    'selectors:idle-tradeoff',
+    'selectors:loop',
+    'selectors:autoscaling',
+    'e2e:saturation',
+    'e2e:io-concurrency',
+    'e2e:cost',
+    'e2e:idle-cost',
+    'idle:idle',
+    'idle:wake',
+    'idle:monthly',
+    'idle:under-load',
+    'scheduled',
+    'limits',
+    'reality',
+    'load',
+  ],
+  'README.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
+};
+
+// ---------------------------------------------------------------------------------------------
+// The JSON, as far as the tables read it.
+
+interface MeasuredAt {
+  readonly commit: string | null;
+  readonly dirty: boolean | null;
+}
+
+interface Recorded {
+  readonly measuredAt?: MeasuredAt;
+  readonly node?: string;
+}
+
+interface SelectorsDoc extends Recorded {
+  readonly default: string;
+  readonly baseline: string;
+  readonly seeds: readonly number[];
+  readonly fleet: { readonly dispatchers: number; readonly concurrency: number };
+  readonly queues: ReadonlyArray<{ readonly name: string; readonly slaSeconds: number }>;
+  readonly workloads: ReadonlyArray<{
+    readonly name: string;
+    readonly description: string;
+    readonly selectors: Readonly<Record<string, SelectorOut>>;
+    readonly targets?: {
+      readonly highP99VsReducedLottery: number;
+      readonly highP99VsStrict: number | null;
+      readonly lowMaxVsReducedLottery: number;
+      readonly requestsVsReducedLottery: number;
+      readonly met: { readonly highP99AtMostHalf: boolean; readonly lowMaxNoWorse: boolean; readonly requestsNoMore: boolean };
+    };
+  }>;
+  readonly idleTradeoff: ReadonlyArray<{
+    readonly looks: string;
+    readonly idleRequestsPerMinute: number;
+    readonly highP99: number;
+    readonly defaultMax: number;
+    readonly lowMax: number;
+  }>;
+  readonly loop: ReadonlyArray<SelectorOut & { readonly selector: string; readonly loop: string; readonly workload: string }>;
+  readonly autoscaling: ReadonlyArray<{
+    readonly workload: string;
+    readonly fleet: string;
+    readonly autoscale: boolean;
+    readonly queues: SelectorOut['queues'];
+    readonly backlogDrainedMinutesAfterSurge: number | null;
+    readonly peakDispatchers: number;
+    readonly lambdaUsdPerHour: number;
+  }>;
+}
+
+interface E2eFigures {
+  readonly consumer: string;
+  readonly tasksPerSecond: number;
+  readonly sqsRequestsPerTask: number;
+  readonly dynamoWriteUnitsPerTask?: number;
+  readonly rounds?: readonly number[];
+}
+
+interface E2eDoc extends Recorded {
+  readonly saturation: readonly E2eFigures[];
+  readonly breakdown: readonly E2eFigures[];
+  readonly ratios: {
+    readonly taskworkerOffVsRaw: number;
+    readonly taskworkerOffVsSqsConsumer: number;
+    readonly inlineOffVsRaw: number;
+    readonly inlineOffVsSqsConsumer: number;
+  };
+  readonly goals: {
+    readonly sqsRequestsPerTaskAtMost0_21: boolean;
+    readonly atLeast0_8xRawWithTrackingOff: { readonly threads: boolean; readonly inline: boolean };
+    readonly atLeast1xSqsConsumer: { readonly threads: boolean; readonly inline: boolean };
+  };
+  readonly ioConcurrency: { readonly taskMs: number; readonly runs: readonly E2eFigures[] };
+  readonly costPerMillionTasks: ReadonlyArray<{
+    readonly design: string;
+    readonly usdPerMillionTasks: { readonly sqs: number; readonly dynamo: number; readonly lambda: number; readonly total: number };
+  }>;
+  readonly idleCostPerHour: ReadonlyArray<{
+    readonly design: string;
+    readonly averageDispatchers: number;
+    readonly sqsRequestsPerHour: number;
+    readonly lambdaGbSecondsPerHour: number;
+    readonly usdPerHour: number;
+  }>;
+}
+
+interface UnderLoadFigures {
+  readonly highP99: number;
+  readonly lowMax: number;
+  readonly requestsPerTask: number;
+  readonly doorbellInvocations: number;
+}
+
+interface IdleDoc extends Recorded {
+  readonly taskworker: {
+    readonly idleUsdPerHour: number;
+    readonly idleRequestsPerHour: number;
+    readonly idleSweepReadUnitsPerHour: number;
+    readonly idleGbSecondsPerHour: number;
+    readonly idleTickMs: { readonly p50: number; readonly max: number; readonly samples: number };
+    readonly wakeLatencySeconds: {
+      readonly p50: number;
+      readonly p99: number;
+      readonly max: number;
+      readonly samples: number;
+      readonly invokedBy: Readonly<Record<string, number>>;
+    };
+    readonly awsWakeLatencySecondsModelled: { readonly coldStart: number; readonly warm: number };
+  };
+  readonly lambdaTrigger: { readonly idleUsdPerHour: number; readonly idleRequestsPerHour: number; readonly pollersPerQueue: number };
+  readonly idleRatio: number;
+  readonly underLoad: ReadonlyArray<{
+    readonly workload: string;
+    readonly reducedLottery: UnderLoadFigures;
+    readonly slaAware: UnderLoadFigures;
+    readonly slaAwareWithDoorbells: UnderLoadFigures;
+    readonly targets: { readonly highP99AtMostHalf: boolean; readonly lowMaxNoWorse: boolean; readonly requestsNoMore: boolean };
+  }>;
+  readonly monthly: ReadonlyArray<{ readonly workload: string; readonly design: string; readonly usd: number; readonly vsTrigger: number }>;
+  readonly goals: {
+    readonly idleAtMost1_5xTrigger: boolean;
+    readonly wakeP50AtMost1s: boolean;
+    readonly wakeP99AtMost2s: boolean;
+    readonly fullTrackingAtMostTrigger: ReadonlyArray<{ readonly workload: string; readonly met: boolean }>;
+  };
+}
+
+interface Units {
+  readonly sqsRequests: number;
+  readonly dynamoRequests: number;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+}
+
+interface ScheduledDoc extends Recorded {
+  readonly results: ReadonlyArray<{
+    readonly mode: string;
+    readonly later: boolean;
+    readonly park?: Units;
+    readonly sweep?: Units;
+    readonly run: Units;
+  }>;
+}
+
+interface LimitsDoc extends Recorded {
+  readonly results: ReadonlyArray<{
+    readonly case: string;
+    readonly seconds: number;
+    readonly deferralsPerTask: number;
+    readonly sqsRequestsPerTask: number;
+    readonly dynamoRequestsPerTask: number;
+    readonly writeUnitsPerTask: number;
+    readonly readUnitsPerTask: number;
+  }>;
+}
+
+interface RealityQuantile {
+  readonly simulatedMedian: number;
+  readonly simulatedRange: readonly [number, number];
+  readonly real: number;
+  readonly difference: number;
+}
+
+interface RealityDoc extends Recorded {
+  readonly queues: ReadonlyArray<{
+    readonly queue: string;
+    readonly started: number;
+    readonly p50: RealityQuantile;
+    readonly p90: RealityQuantile;
+    readonly p99: RealityQuantile;
+    readonly predictedForAws: { readonly p50: number; readonly p90: number; readonly p99: number };
+  }>;
+  readonly sqsRequestsPerTask: RealityQuantile & { readonly predictedForAws: number };
+  readonly simulatedRequests: Readonly<Record<string, number>>;
+  readonly realRequests: Readonly<Record<string, number>>;
+}
+
+interface LoadDoc extends Recorded {
+  readonly tasks: number;
+  readonly dispatchers: number;
+  readonly concurrency: number;
+  readonly publishSeconds: number;
+  readonly runSeconds: number;
+  readonly tasksPerSecond: number;
+  readonly published: number;
+  readonly succeeded: number;
+  readonly archived: number;
+  readonly publishedEqualsSucceededPlusArchived: boolean;
+  readonly expected: Readonly<Record<string, number>>;
+  readonly archivedByReason: Readonly<Record<string, number>>;
+  readonly archiveMessages: number;
+  readonly deadLetters: number;
+  readonly statsAgree: boolean;
+  readonly settledPerDispatcher: readonly number[];
+  readonly peakRssMb: readonly number[];
+  readonly rssMbByQuarter: ReadonlyArray<readonly number[]>;
+}
+
+/** The result files, read once per rendering. */
+export interface Results {
+  readonly selectors: SelectorsDoc;
+  readonly e2e: E2eDoc;
+  readonly idle: IdleDoc;
+  readonly scheduled: ScheduledDoc;
+  readonly limits: LimitsDoc;
+  readonly reality: RealityDoc;
+  readonly load: LoadDoc;
+}
+
+export const RESULT_FILES: { readonly [K in keyof Results]: string } = {
+  selectors: 'bench/results/selectors.json',
+  e2e: 'bench/results/e2e.json',
+  idle: 'bench/results/idle.json',
+  scheduled: 'bench/results/scheduled.json',
+  limits: 'bench/results/limits.json',
+  reality: 'bench/results/reality.json',
+  load: 'bench/results/load.json',
+};
+
+export function readResults(root: string): Results {
+  const read = (file: string): unknown => JSON.parse(readFileSync(join(root, file), 'utf8'));
+  return Object.fromEntries(Object.entries(RESULT_FILES).map(([name, file]) => [name, read(file)])) as unknown as Results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting.
+
+const num = (n: number) => String(n);
+const grouped = (n: number) => n.toLocaleString('en-US');
+const times = (n: number) => `${n}×`;
+const percent = (share: number) => `${Math.round(share * 1000) / 10} %`;
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : Number.POSITIVE_INFINITY);
+const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+const signed = (n: number) => (n > 0 || Object.is(n, 0) ? `+${n}` : String(n));
+const range = (values: readonly number[]) => `${Math.min(...values)}–${Math.max(...values)}`;
+
+function table(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
+  const line = (cells: ReadonlyArray<string | number>) => `| ${cells.map(String).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The first line of every block: which file, measured at which commit. */
+function source(key: keyof Results, results: Results, extra?: string): string {
+  const doc = results[key];
+  const at = doc.measuredAt;
+  const commit =
+    at?.commit == null ? 'commit not recorded' : `measured at commit ${at.commit}${at.dirty ? ' with uncommitted changes' : ''}`;
+  const node = doc.node ? `, Node ${doc.node}` : '';
+  return `<sub>Generated by \`npm run bench:tables\` from [\`${RESULT_FILES[key]}\`](${RESULT_FILES[key]}): ${commit}${node}${extra ? `; ${extra}` : ''}.</sub>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection (bench:selectors).
+
+const shortQueue = (name: string) => name.replace(/_priority$/, '');
+
+function selectorWorkload(r: Results, name: string): string {
+  const doc = r.selectors;
+  const w = doc.workloads.find((x) => x.name === name);
+  if (!w) throw new Error(`${RESULT_FILES.selectors} has no workload ${name}`);
+  const names = Object.keys(w.selectors);
+  const order = [doc.default, doc.baseline, ...names.filter((n) => n !== doc.default && n !== doc.baseline)].filter((n) =>
+    names.includes(n),
+  );
+  const rows = order.map((selector) => {
+    const s = w.selectors[selector] as SelectorOut;
+    return [
+      selector === doc.default ? `**${selector}** (default)` : selector,
+      ...doc.queues.map((q) => `${s.queues[q.name]?.p99} / ${s.queues[q.name]?.max}`),
+      num(s.sqsRequestsPerTask),
+      num(s.idleRequestsPerMinute),
+    ];
+  });
+  const lines = [
+    source('selectors', r, `seeds ${doc.seeds.join(', ')} pooled; times in seconds`),
+    '',
+    `**${w.name}** — ${w.description}`,
+    '',
+    table(
+      ['selector', ...doc.queues.map((q) => `${shortQueue(q.name)} p99 / max (s)`), 'SQS requests per task', 'idle requests per minute'],
+      rows,
+    ),
+  ];
+  const t = w.targets;
+  if (t) {
+    const [high, , low] = doc.queues.map((q) => q.name);
+    const d = w.selectors[doc.default];
+    const kale = w.selectors['reduced-lottery-gqa'];
+    const count = [t.met.highP99AtMostHalf, t.met.lowMaxNoWorse, t.met.requestsNoMore].filter(Boolean).length;
+    lines.push(
+      '',
+      `${doc.default} against ${doc.baseline}: high p99 ×${t.highP99VsReducedLottery} (target ≤ 0.5×: ${met(t.met.highP99AtMostHalf)}` +
+        `${t.highP99VsStrict === null ? '' : `; ×${t.highP99VsStrict} of strict's`}), low max ×${t.lowMaxVsReducedLottery} ` +
+        `(target ≤ 1×: ${met(t.met.lowMaxNoWorse)}), SQS requests per task ×${t.requestsVsReducedLottery} (target ≤ 1×: ${met(t.met.requestsNoMore)}). ` +
+        (count === 3 ? 'All three targets met.' : `**${count} of 3 targets met.**`),
+    );
+    if (d && kale && high && low) {
+      lines.push(
+        `Against Kale's own code (reduced-lottery-gqa): high p99 ×${ratio(d.queues[high]?.p99 ?? 0, kale.queues[high]?.p99 ?? 0)}, ` +
+          `low max ×${ratio(d.queues[low]?.max ?? 0, kale.queues[low]?.max ?? 0)}, ` +
+          `SQS requests per task ×${ratio(d.sqsRequestsPerTask, kale.sqsRequestsPerTask)}.`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+function selectorTargets(r: Results): string {
+  const doc = r.selectors;
+  const rows: string[][] = [];
+  const missed: string[] = [];
+  for (const w of doc.workloads) {
+    const t = w.targets;
+    if (!t) continue;
+    rows.push([
+      w.name,
+      `${times(t.highP99VsReducedLottery)} ${met(t.met.highP99AtMostHalf)}`,
+      `${times(t.lowMaxVsReducedLottery)} ${met(t.met.lowMaxNoWorse)}`,
+      `${times(t.requestsVsReducedLottery)} ${met(t.met.requestsNoMore)}`,
+    ]);
+    const not = [
+      t.met.highP99AtMostHalf ? null : `high-priority p99 ${times(t.highP99VsReducedLottery)}`,
+      t.met.lowMaxNoWorse ? null : `low-priority max ${times(t.lowMaxVsReducedLottery)}`,
+      t.met.requestsNoMore ? null : `requests per task ${times(t.requestsVsReducedLottery)}`,
+    ].filter((x) => x !== null);
+    if (not.length > 0) missed.push(`${w.name} (${not.join(', ')})`);
+  }
+  return [
+    source('selectors', r, `seeds ${doc.seeds.join(', ')} pooled`),
+    '',
+    table(
+      [
+        `workload (${doc.default} against ${doc.baseline}, same run)`,
+        'high-priority p99 wait (target ≤ 0.5×)',
+        'low-priority max wait (target ≤ 1×)',
+        'SQS requests per task (target ≤ 1×)',
+      ],
+      rows,
+    ),
+    '',
+    missed.length === 0 ? 'Every target met on every workload.' : `Not met: ${missed.join('; ')}.`,
+  ].join('\n');
+}
+
+function selectorIdleTradeoff(r: Results): string {
+  const doc = r.selectors;
+  const idle = doc.workloads.find((w) => w.name === 'idle-hour');
+  const [, , low] = doc.queues;
+  const lines = [source('selectors', r, 'the idle-hour workload'), ''];
+  const rl = idle?.selectors[doc.baseline];
+  const d = idle?.selectors[doc.default];
+  if (rl && d && low) {
+    const lowMax = d.queues[low.name]?.max ?? 0;
+    lines.push(
+      `Idle hour: ${doc.baseline} makes ${rl.idleRequestsPerMinute} requests a minute that find no message ` +
+        `(the fleet; $${round((rl.idleRequestsPerMinute * 60 * PRICES.sqsPerMillionRequests) / 1e6, 4)} an hour at $${PRICES.sqsPerMillionRequests} per million), and a lone low-priority task waits at most ` +
+        `${rl.queues[low.name]?.max} s. ${doc.default} makes ${d.idleRequestsPerMinute} (${percent(d.idleRequestsPerMinute / rl.idleRequestsPerMinute)} of them), ` +
+        `and its lone low-priority task waits at most ${lowMax} s (${percent(lowMax / low.slaSeconds)} of its ${low.slaSeconds} s SLA).`,
+      '',
+    );
+  }
+  lines.push(
+    table(
+      ['looks at an empty queue', 'fleet idle requests / min', 'high p99 (s)', 'default max (s)', 'low max (s)'],
+      doc.idleTradeoff.map((p) => [p.looks, num(p.idleRequestsPerMinute), num(p.highP99), num(p.defaultMax), num(p.lowMax)]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+function selectorLoop(r: Results): string {
+  const doc = r.selectors;
+  const [high, def, low] = doc.queues.map((q) => q.name) as [string, string, string];
+  return [
+    source('selectors', r, `${doc.loop[0]?.workload ?? ''}`),
+    '',
+    table(
+      ['selector', 'loop', 'high p99 / max (s)', 'default p99 (s)', 'low p99 (s)', 'share of high over its SLA', 'tasks run'],
+      doc.loop.map((l) => [
+        l.selector,
+        l.loop,
+        `${l.queues[high]?.p99} / ${l.queues[high]?.max}`,
+        num(l.queues[def]?.p99 ?? 0),
+        num(l.queues[low]?.p99 ?? 0),
+        percent(l.queues[high]?.overSla ?? 0),
+        num(l.tasks),
+      ]),
+    ),
+  ].join('\n');
+}
+
+function selectorAutoscaling(r: Results): string {
+  const doc = r.selectors;
+  const names = doc.queues.map((q) => q.name);
+  const lines = [
+    source('selectors', r),
+    '',
+    table(
+      [
+        'workload',
+        'fleet',
+        ...names.map((q) => `${shortQueue(q)} p99 (s)`),
+        'backlog drained after the surge',
+        'peak dispatchers',
+        'Lambda $/hour',
+      ],
+      doc.autoscaling.map((a) => [
+        a.workload,
+        a.fleet,
+        ...names.map((q) => num(a.queues[q]?.p99 ?? 0)),
+        a.backlogDrainedMinutesAfterSurge === null ? '—' : `${a.backlogDrainedMinutesAfterSurge} min`,
+        num(a.peakDispatchers),
+        num(a.lambdaUsdPerHour),
+      ]),
+    ),
+    '',
+  ];
+  for (const workload of [...new Set(doc.autoscaling.map((a) => a.workload))]) {
+    const fixed = doc.autoscaling.find((a) => a.workload === workload && !a.autoscale);
+    const scaled = doc.autoscaling.find((a) => a.workload === workload && a.autoscale);
+    if (!fixed || !scaled) continue;
+    const drained =
+      scaled.backlogDrainedMinutesAfterSurge !== null && fixed.backlogDrainedMinutesAfterSurge !== null
+        ? `the backlog is gone ${scaled.backlogDrainedMinutesAfterSurge} min after the surge instead of ${fixed.backlogDrainedMinutesAfterSurge}; `
+        : '';
+    const waits = names.map((q) => `${shortQueue(q)} ${scaled.queues[q]?.p99} s against ${fixed.queues[q]?.p99} s`).join(', ');
+    lines.push(
+      `- ${workload}, autoscaled against fixed: ${drained}p99 ${waits}; Lambda ×${ratio(scaled.lambdaUsdPerHour, fixed.lambdaUsdPerHour)} ` +
+        `($${scaled.lambdaUsdPerHour} against $${fixed.lambdaUsdPerHour} an hour).`,
+    );
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end (bench:e2e).
+
+function e2eSaturation(r: Results): string {
+  const doc = r.e2e;
+  const g = doc.goals;
+  const t = doc.ratios;
+  return [
+    source('e2e', r),
+    '',
+    table(
+      ['consumer', 'tasks/s (median)', 'rounds', 'SQS requests per task', 'DynamoDB WCU per task'],
+      [...doc.saturation, ...doc.breakdown].map((f) => [
+        f.consumer,
+        num(f.tasksPerSecond),
+        f.rounds ? f.rounds.join(', ') : '1 run',
+        num(f.sqsRequestsPerTask),
+        f.dynamoWriteUnitsPerTask === undefined ? '—' : num(f.dynamoWriteUnitsPerTask),
+      ]),
+    ),
+    '',
+    `Tracking off, tasks in threads: ×${t.taskworkerOffVsRaw} the raw loop (goal ≥ 0.8×: ${met(g.atLeast0_8xRawWithTrackingOff.threads)}), ` +
+      `×${t.taskworkerOffVsSqsConsumer} sqs-consumer (goal ≥ 1×: ${met(g.atLeast1xSqsConsumer.threads)}); inline: ×${t.inlineOffVsRaw} ` +
+      `(${met(g.atLeast0_8xRawWithTrackingOff.inline)}) and ×${t.inlineOffVsSqsConsumer} (${met(g.atLeast1xSqsConsumer.inline)}). ` +
+      `SQS requests per task ≤ 0.21: ${met(g.sqsRequestsPerTaskAtMost0_21)}.`,
+  ].join('\n');
+}
+
+function e2eIoConcurrency(r: Results): string {
+  const doc = r.e2e;
+  return [
+    source('e2e', r, `tasks of ${doc.ioConcurrency.taskMs} ms I/O each`),
+    '',
+    table(
+      ['concurrency', 'tasks/s', 'SQS requests per task'],
+      doc.ioConcurrency.runs.map((f) => [
+        /concurrency (\d+)/.exec(f.consumer)?.[1] ?? f.consumer,
+        num(f.tasksPerSecond),
+        num(f.sqsRequestsPerTask),
+      ]),
+    ),
+  ].join('\n');
+}
+
+function e2eCost(r: Results): string {
+  const doc = r.e2e;
+  const trigger = doc.costPerMillionTasks.find((c) => c.design.startsWith('Lambda SQS trigger'));
+  const lines = [
+    source('e2e', r),
+    '',
+    table(
+      ['design', 'SQS', 'DynamoDB', 'Lambda', 'total (USD)'],
+      doc.costPerMillionTasks.map((c) => {
+        const u = c.usdPerMillionTasks;
+        return [c.design, num(u.sqs), num(u.dynamo), num(u.lambda), `**${u.total}**`];
+      }),
+    ),
+  ];
+  if (trigger) {
+    const others = doc.costPerMillionTasks.filter((c) => c !== trigger);
+    lines.push(
+      '',
+      `Against the trigger design: ${others.map((c) => `${c.design.replace(/^taskworker /, '')} ×${ratio(c.usdPerMillionTasks.total, trigger.usdPerMillionTasks.total)}`).join(', ')}.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function e2eIdleCost(r: Results): string {
+  return [
+    source('e2e', r),
+    '',
+    table(
+      ['design', 'average dispatchers', 'SQS requests / hour', 'Lambda GB-s / hour', 'USD / hour'],
+      r.e2e.idleCostPerHour.map((c) => [
+        c.design,
+        num(c.averageDispatchers),
+        num(c.sqsRequestsPerHour),
+        num(c.lambdaGbSecondsPerHour),
+        num(c.usdPerHour),
+      ]),
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale to zero (bench:idle).
+
+const HOURS_PER_MONTH = 730;
+const monthly = (usdPerHour: number) => Math.round(usdPerHour * HOURS_PER_MONTH * 100) / 100;
+
+function idleIdle(r: Results): string {
+  const { taskworker: tw, lambdaTrigger: trigger, idleRatio, goals } = r.idle;
+  return [
+    source('idle', r),
+    '',
+    table(
+      ['idle version, per hour', 'SQS requests', 'DynamoDB read units', 'Lambda GB-s', 'USD / hour', 'USD / month'],
+      [
+        [
+          "taskworker (idle ticks with the sweep of parked jobs, the doorbells' pollers)",
+          num(tw.idleRequestsPerHour),
+          num(tw.idleSweepReadUnitsPerHour),
+          num(tw.idleGbSecondsPerHour),
+          num(tw.idleUsdPerHour),
+          num(monthly(tw.idleUsdPerHour)),
+        ],
+        [
+          `Lambda SQS trigger on the same queues (modelled: ${trigger.pollersPerQueue} pollers a queue)`,
+          num(trigger.idleRequestsPerHour),
+          '0',
+          '0',
+          num(trigger.idleUsdPerHour),
+          num(monthly(trigger.idleUsdPerHour)),
+        ],
+      ],
+    ),
+    '',
+    `Idle: **${times(idleRatio)} the trigger** (goal ≤ 1.5×: ${met(goals.idleAtMost1_5xTrigger)}). The idle tick: median ${tw.idleTickMs.p50} ms, ` +
+      `max ${tw.idleTickMs.max} ms (${tw.idleTickMs.samples} ticks).`,
+  ].join('\n');
+}
+
+function idleWake(r: Results): string {
+  const { taskworker: tw, goals } = r.idle;
+  const w = tw.wakeLatencySeconds;
+  const by = Object.entries(w.invokedBy)
+    .map(([who, n]) => `${who} ${n}`)
+    .join(', ');
+  return [
+    source('idle', r),
+    '',
+    `Wake-up, publish → task start into an idle version: locally p50 **${w.p50} s**, p99 **${w.p99} s**, max ${w.max} s ` +
+      `(${w.samples} samples; batches reported by: ${by}). Modelled for AWS after an idle hour (a cold start): ` +
+      `**${tw.awsWakeLatencySecondsModelled.coldStart} s**; warm ${tw.awsWakeLatencySecondsModelled.warm} s. ` +
+      `Goals p50 ≤ 1 s: ${met(goals.wakeP50AtMost1s)}; p99 ≤ 2 s: ${met(goals.wakeP99AtMost2s)}.`,
+  ].join('\n');
+}
+
+function idleMonthly(r: Results): string {
+  const { monthly: rows, goals } = r.idle;
+  return [
+    source('idle', r),
+    '',
+    table(
+      ['workload', 'design', 'USD / month', 'vs trigger'],
+      rows.map((m) => [m.workload, m.design, num(m.usd), times(m.vsTrigger)]),
+    ),
+    '',
+    `Goal, \`full\` tracking ≤ 1× the trigger: ${goals.fullTrackingAtMostTrigger.map((g) => `${g.workload}: ${met(g.met)}`).join('; ')}.`,
+  ].join('\n');
+}
+
+function idleUnderLoad(r: Results): string {
+  const cell = (f: UnderLoadFigures) => `${f.highP99} / ${f.lowMax} / ${f.requestsPerTask}`;
+  const rows = r.idle.underLoad;
+  const against = (pick: (u: (typeof rows)[number]) => UnderLoadFigures, field: keyof UnderLoadFigures) =>
+    rows.map((u) => `${times(ratio(pick(u)[field], u.reducedLottery[field]))} ${u.workload}`).join(', ');
+  return [
+    source('idle', r, 'simulation, seeds 1 and 2'),
+    '',
+    table(
+      ['workload', 'ReducedLottery', 'SLA-aware', 'SLA-aware + doorbells', 'doorbell invocations'],
+      rows.map((u) => [
+        u.workload,
+        cell(u.reducedLottery),
+        cell(u.slaAware),
+        cell(u.slaAwareWithDoorbells),
+        num(u.slaAwareWithDoorbells.doorbellInvocations),
+      ]),
+    ),
+    '',
+    `SLA-aware + doorbells against ReducedLottery on the same fleet: high-priority p99 ${against((u) => u.slaAwareWithDoorbells, 'highP99')} ` +
+      `(target ≤ 0.5×: ${rows.map((u) => met(u.targets.highP99AtMostHalf)).join(', ')}); ` +
+      `requests per task ${against((u) => u.slaAwareWithDoorbells, 'requestsPerTask')} (target ≤ 1×: ${rows.map((u) => met(u.targets.requestsNoMore)).join(', ')}); ` +
+      `low-priority max ${against((u) => u.slaAwareWithDoorbells, 'lowMax')} (target ≤ 1×: ${rows.map((u) => met(u.targets.lowMaxNoWorse)).join(', ')}). ` +
+      `The SLA-aware selector alone on this fleet, low-priority max: ${against((u) => u.slaAware, 'lowMax')}.`,
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rest of the emulator benchmarks.
+
+function scheduledTable(r: Results): string {
+  const rows: string[][] = [];
+  for (const x of r.scheduled.results) {
+    const phases: Array<[string, Units | undefined]> = [
+      ['park', x.park],
+      ['sweep', x.sweep],
+      ['run', x.run],
+    ];
+    for (const [phase, u] of phases) {
+      if (!u) continue;
+      rows.push([
+        x.mode,
+        x.later ? 'in 1 hour' : 'now',
+        phase,
+        num(u.sqsRequests),
+        num(u.dynamoRequests),
+        num(u.writeUnits),
+        num(u.readUnits),
+      ]);
+    }
+  }
+  return [
+    source('scheduled', r, 'per job'),
+    '',
+    table(['tracking', 'published', 'phase', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'], rows),
+  ].join('\n');
+}
+
+function limitsTable(r: Results): string {
+  return [
+    source('limits', r, 'per task'),
+    '',
+    table(
+      ['case', 'seconds', 'deferrals', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'],
+      r.limits.results.map((x) => [
+        x.case,
+        num(x.seconds),
+        num(x.deferralsPerTask),
+        num(x.sqsRequestsPerTask),
+        num(x.dynamoRequestsPerTask),
+        num(x.writeUnitsPerTask),
+        num(x.readUnitsPerTask),
+      ]),
+    ),
+  ].join('\n');
+}
+
+function realityTable(r: Results): string {
+  const doc = r.reality;
+  const q = (x: RealityQuantile) =>
+    `${x.simulatedMedian} [${x.simulatedRange[0]}–${x.simulatedRange[1]}] / ${x.real} / ${signed(x.difference)}`;
+  const s = doc.sqsRequestsPerTask;
+  return [
+    source('reality', r),
+    '',
+    table(
+      ['queue', 'p50: sim median [range] / real / diff', 'p90', 'p99', 'predicted for AWS (p50 / p90 / p99)'],
+      doc.queues.map((x) => [
+        `${x.queue} (${x.started} tasks)`,
+        q(x.p50),
+        q(x.p90),
+        q(x.p99),
+        `${x.predictedForAws.p50} / ${x.predictedForAws.p90} / ${x.predictedForAws.p99}`,
+      ]),
+    ),
+    '',
+    `SQS requests per task: simulated ${s.simulatedMedian} [${s.simulatedRange[0]}–${s.simulatedRange[1]}], real ${s.real} (${signed(s.difference)}); ` +
+      `predicted for AWS ${s.predictedForAws}. Receives ${doc.simulatedRequests.receive} simulated against ${doc.realRequests.ReceiveMessageCommand} real, ` +
+      `batch deletes ${doc.simulatedRequests.deleteBatch} against ${doc.realRequests.DeleteMessageBatchCommand}.`,
+  ].join('\n');
+}
+
+function loadTable(r: Results): string {
+  const doc = r.load;
+  const reasons = Object.entries(doc.archivedByReason)
+    .map(([reason, n]) => `\`${reason}\` ${grouped(n)}`)
+    .join(', ');
+  const asExpected = Object.entries(doc.archivedByReason).every(([reason, n]) => doc.expected[reason] === n);
+  return [
+    source('load', r),
+    '',
+    table(
+      ['figure', 'value'],
+      [
+        ['published', `${grouped(doc.published)} in ${doc.publishSeconds} s`],
+        ['run', `${doc.runSeconds} s, ${grouped(doc.tasksPerSecond)} tasks/s (${doc.dispatchers} dispatchers × ${doc.concurrency} slots)`],
+        [
+          'succeeded + archived',
+          `${grouped(doc.succeeded)} + ${grouped(doc.archived)} = ${grouped(doc.succeeded + doc.archived)}` +
+            `${doc.publishedEqualsSucceededPlusArchived ? '' : ` (**published ${grouped(doc.published)}**)`} ` +
+            `(${reasons}: ${asExpected ? 'exactly what was published to fail' : '**not what was published to fail**'})`,
+        ],
+        ['archive messages, dead letters', `${grouped(doc.archiveMessages)}, ${grouped(doc.deadLetters)}`],
+        ['stats table', doc.statsAgree ? 'agrees with the jobs table on every counter' : '**disagrees with the jobs table**'],
+        ['settled per dispatcher', doc.settledPerDispatcher.map(grouped).join(' / ')],
+        ['peak RSS per dispatcher (VmHWM)', `${doc.peakRssMb.join(' / ')} MB`],
+        ['RSS by quarter of the run, MB', doc.rssMbByQuarter.map(range).join(', ')],
+      ],
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// README's headlines.
+
+function readmeAutoscaling(r: Results): string {
+  const surge = r.selectors.autoscaling.filter((a) => a.backlogDrainedMinutesAfterSurge !== null);
+  const fixed = surge.find((a) => !a.autoscale);
+  const scaled = surge.find((a) => a.autoscale);
+  if (!fixed || !scaled) throw new Error(`${RESULT_FILES.selectors}: no surge with and without autoscaling`);
+  return [
+    source('selectors', r),
+    '',
+    `Autoscaling drains a surge's backlog ${scaled.backlogDrainedMinutesAfterSurge} minutes after it instead of ` +
+      `${fixed.backlogDrainedMinutesAfterSurge}, at ×${ratio(scaled.lambdaUsdPerHour, fixed.lambdaUsdPerHour)} the Lambda cost of a fixed fleet.`,
+  ].join('\n');
+}
+
+function readmeE2e(r: Results): string {
+  const doc = r.e2e;
+  const row = (consumer: string) => doc.saturation.find((f) => f.consumer === consumer);
+  const full = row('taskworker (tracking full)');
+  const off = row('taskworker (tracking off)');
+  const cost = (prefix: string) => doc.costPerMillionTasks.find((c) => c.design.startsWith(prefix))?.usdPerMillionTasks.total;
+  const requests = [...new Set(doc.saturation.filter((f) => f.consumer.startsWith('taskworker')).map((f) => f.sqsRequestsPerTask))];
+  return [
+    source('e2e', r),
+    '',
+    `- **End to end** (\`npm run bench:e2e -- --json\`, on the emulators): **${requests.join(' / ')} SQS requests per task** at ` +
+      `saturation in every tracking mode; DynamoDB ${full?.dynamoWriteUnitsPerTask} WCU per task with \`full\` tracking, ` +
+      `${off?.dynamoWriteUnitsPerTask} with it off. No-op throughput with tracking off: ${times(doc.ratios.taskworkerOffVsSqsConsumer)} ` +
+      `sqs-consumer and ${times(doc.ratios.taskworkerOffVsRaw)} a bare receive/delete loop with tasks in killable threads (the default); ` +
+      `${times(doc.ratios.inlineOffVsSqsConsumer)} and ${times(doc.ratios.inlineOffVsRaw)} with \`dispatcher.isolation: 'inline'\`.`,
+    `- **Cost per million tasks** from counted requests at list prices: $${cost('taskworker (tracking full)')} with \`full\` tracking ` +
+      `(a Lambda SQS trigger with Powertools idempotency, modelled: $${cost('Lambda SQS trigger')}), $${cost('taskworker (tracking failures)')} ` +
+      `with \`failures\`, $${cost('taskworker (tracking off)')} with \`off\`.`,
+  ].join('\n');
+}
+
+function readmeIdle(r: Results): string {
+  const { taskworker: tw, idleRatio, monthly: rows, underLoad } = r.idle;
+  const full = rows.filter((m) => m.design === 'taskworker (tracking full)');
+  const lighter = rows.filter((m) => m.design === 'taskworker (tracking failures)' || m.design === 'taskworker (tracking off)');
+  const span = (pick: (u: (typeof underLoad)[number]) => number) => {
+    const values = underLoad.map(pick);
+    return `${Math.min(...values)}–${Math.max(...values)}×`;
+  };
+  return [
+    source('idle', r),
+    '',
+    `- **Scale to zero** (\`npm run bench:idle -- --json\`): an idle version costs $${tw.idleUsdPerHour} an hour (about ` +
+      `$${monthly(tw.idleUsdPerHour)} a month, the sweep of parked jobs included; **${times(idleRatio)} Lambda's SQS trigger** on the same ` +
+      `queues). A task published into an idle version starts in **${tw.wakeLatencySeconds.p50} s p50, ${tw.wakeLatencySeconds.p99} s p99** ` +
+      `locally (${tw.awsWakeLatencySecondsModelled.coldStart} s modelled for an AWS cold start). The monthly bill with \`full\` tracking ` +
+      `against the trigger with Powertools idempotency: ${full.map((m) => `**${times(m.vsTrigger)}** (${m.workload})`).join(', ')}; ` +
+      `\`failures\`/\`off\` ${range(lighter.map((m) => m.vsTrigger))}×. ` +
+      `Under load, with the doorbells and scale-out in the loop (simulation), against ReducedLottery: high-priority p99 ` +
+      `${span((u) => ratio(u.slaAwareWithDoorbells.highP99, u.reducedLottery.highP99))}, requests per task ` +
+      `${span((u) => ratio(u.slaAwareWithDoorbells.requestsPerTask, u.reducedLottery.requestsPerTask))}, low-priority max ` +
+      `${span((u) => ratio(u.slaAwareWithDoorbells.lowMax, u.reducedLottery.lowMax))} (target ≤ 1×: met on ` +
+      `${underLoad.filter((u) => u.targets.lowMaxNoWorse).length} of ${underLoad.length} workloads).`,
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
+  'selectors:steady-0.7': (r) => selectorWorkload(r, 'steady-0.7'),
+  'selectors:steady-0.9': (r) => selectorWorkload(r, 'steady-0.9'),
+  'selectors:steady-1.05': (r) => selectorWorkload(r, 'steady-1.05'),
+  'selectors:busy-hour': (r) => selectorWorkload(r, 'busy-hour'),
+  'selectors:idle-hour': (r) => selectorWorkload(r, 'idle-hour'),
+  'selectors:targets': selectorTargets,
+  'selectors:idle-tradeoff': selectorIdleTradeoff,
+  'selectors:loop': selectorLoop,
+  'selectors:autoscaling': selectorAutoscaling,
+  'e2e:saturation': e2eSaturation,
+  'e2e:io-concurrency': e2eIoConcurrency,
+  'e2e:cost': e2eCost,
+  'e2e:idle-cost': e2eIdleCost,
+  'idle:idle': idleIdle,
+  'idle:wake': idleWake,
+  'idle:monthly': idleMonthly,
+  'idle:under-load': idleUnderLoad,
+  scheduled: scheduledTable,
+  limits: limitsTable,
+  reality: realityTable,
+  load: loadTable,
+  'readme:autoscaling': readmeAutoscaling,
+  'readme:e2e': readmeE2e,
+  'readme:idle': readmeIdle,
+};
+
+const OPEN = /^<!-- bench:(\S+) -->$/;
+const CLOSE = '<!-- /bench -->';
+
+/** A document's text with every block's content replaced by what its JSON gives. Throws on a malformed or unknown block. */
+export function renderDocument(file: string, text: string, results: Results): { text: string; blocks: string[] } {
+  const lines = text.split('\n');
+  const out: string[] = [];
+  const blocks: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (line === CLOSE) throw new Error(`${file}:${i + 1}: ${CLOSE} without an opening marker`);
+    const open = OPEN.exec(line);
+    if (!open) {
+      out.push(line);
+      continue;
+    }
+    const name = open[1] as string;
+    const render = BLOCKS[name];
+    if (!render) throw new Error(`${file}:${i + 1}: no generated block named bench:${name}`);
+    const end = lines.indexOf(CLOSE, i + 1);
+    const next = lines.findIndex((l, j) => j > i && OPEN.test(l));
+    if (end < 0 || (next >= 0 && next < end)) throw new Error(`${file}:${i + 1}: bench:${name} has no ${CLOSE}`);
+    out.push(line, '', render(results), '', CLOSE);
+    blocks.push(name);
+    i = end;
+  }
+  return { text: out.join('\n'), blocks };
+}
+
+/** One block whose text differs from what its JSON gives. */
+export interface Difference {
+  readonly file: string;
+  readonly block: string;
+  /** 1-based line of its opening marker. */
+  readonly line: number;
+  readonly message: string;
+}
+
+/** The document's blocks compared with what the JSON gives: the differences, first first (empty when it is up to date). */
+export function compareDocument(file: string, text: string, results: Results): Difference[] {
+  const differences: Difference[] = [];
+  const { text: expected, blocks } = renderDocument(file, text, results);
+  for (const block of DOCUMENTS[file] ?? []) {
+    if (!blocks.includes(block)) {
+      differences.push({ file, block, line: 0, message: `${file} has no block bench:${block}` });
+    }
+  }
+  if (expected === text) return differences;
+  const blockAt = (lines: readonly string[], n: number) => {
+    for (let i = n; i >= 0; i--) {
+      const open = OPEN.exec(lines[i] ?? '');
+      if (open) return { name: open[1] as string, line: i + 1 };
+    }
+    return { name: '?', line: 0 };
+  };
+  const have = text.split('\n');
+  const want = expected.split('\n');
+  const at = have.findIndex((l, i) => l !== want[i]);
+  const where = blockAt(have, at < 0 ? have.length - 1 : at);
+  differences.unshift({
+    file,
+    block: where.name,
+    line: where.line,
+    message:
+      `${file}:${at + 1}: block bench:${where.name} (opened at line ${where.line}) differs from what its JSON gives\n` +
+      `  have: ${have[at] ?? '(end of file)'}\n  want: ${want[at] ?? '(end of file)'}`,
+  });
+  return differences;
+}
+
+/** Every document's differences from its JSON, first first. */
+export function checkTables(root: string, results = readResults(root)): Difference[] {
+  return Object.keys(DOCUMENTS).flatMap((file) => compareDocument(file, readFileSync(join(root, file), 'utf8'), results));
+}
+
+/** Rewrites every document's blocks from the JSON; returns the files that changed. */
+export function writeTables(root: string, results = readResults(root)): string[] {
+  const changed: string[] = [];
+  for (const file of Object.keys(DOCUMENTS)) {
+    const path = join(root, file);
+    const text = readFileSync(path, 'utf8');
+    const { text: next } = renderDocument(file, text, results);
+    if (next !== text) {
+      writeFileSync(path, next);
+      changed.push(file);
+    }
+  }
+  return changed;
+}
