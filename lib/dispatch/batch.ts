@@ -254,11 +254,7 @@ async function admit(
     const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((wait + deps.random() * 500) / 1000)));
     decideHandBack(
       deps,
-      queue,
-      'full',
-      state,
-      p.message,
-      p.job,
+      { queue, mode: 'full', state, message: p.message, job: p.job },
       { kind: 'visibility', seconds },
       {
         messageId: p.message.messageId,

@@ -4,15 +4,14 @@
  * job owns, or out of attempts lost to crashes.
  */
 import { randomBytes } from 'node:crypto';
-import type { QueueConfig } from '../config';
 import { leaseMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
-import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
+import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { completionWrite, identity, ref } from '../settle/records';
-import type { BatchState } from '../settle/settle';
+import type { TaskDefinition } from '../tasks/task';
 import type { ClaimResult, JobRecord, JobStore } from '../track/model';
-import type { DispatcherDeps, Planned } from './types';
+import type { DispatcherDeps } from './types';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 export const CLAIM_RETRY_SECONDS = 10;
@@ -24,11 +23,11 @@ export const CLAIM_RETRY_SECONDS = 10;
  */
 export async function claimJob(
   deps: DispatcherDeps,
-  queue: QueueConfig,
-  { message, job, def }: Planned,
+  at: MessageAt,
+  def: TaskDefinition,
   start: number,
-  state: BatchState,
 ): Promise<{ attempt: number; claimed?: JobRecord } | undefined> {
+  const { queue, state, message, job } = at;
   const jobs = deps.tracking?.jobs as JobStore;
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
@@ -45,11 +44,7 @@ export async function claimJob(
     deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });
     decideHandBack(
       deps,
-      queue,
-      'full',
-      state,
-      message,
-      job,
+      at,
       { kind: 'visibility', seconds: CLAIM_RETRY_SECONDS },
       {
         ...base,
@@ -80,11 +75,7 @@ export async function claimJob(
       const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(((claim.record.leaseUntil ?? start) - start) / 1000) + 1));
       decideHandBack(
         deps,
-        queue,
-        'full',
-        state,
-        message,
-        job,
+        at,
         { kind: 'visibility', seconds },
         {
           ...base,

@@ -30,45 +30,25 @@ export async function runOne(
   const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
   lease.endsBy(start + needMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
-  const mode = trackingOf(deps, queue);
+
+  const at = { queue, mode: trackingOf(deps, queue), state, message, job };
+  const released = { ...base, outcome: 'released' as const, attempt: message.receiveCount };
 
   // Before it starts: it must end before the invocation settles, and its message must still be ours.
   if (options.signal?.aborted || !fitsInvocation(start, needMs, options.deadline, config.dispatcher.settleMarginMs)) {
-    decideHandBack(
-      deps,
-      queue,
-      mode,
-      state,
-      message,
-      job,
-      { kind: 'visibility', seconds: 0 },
-      {
-        ...base,
-        outcome: 'released',
-        attempt: message.receiveCount,
-      },
-    );
+    decideHandBack(deps, at, { kind: 'visibility', seconds: 0 }, released);
     return;
   }
   if (!stillVisibleToUs(receivedAt, start, queue.visibilityTimeoutSeconds)) {
     // It waited for a slot until its visibility (nearly) lapsed: SQS may have handed it to another
     // worker, whose receipt a visibility change could undo. Leave it alone; it comes back by itself.
-    decideHandBack(
-      deps,
-      queue,
-      mode,
-      state,
-      message,
-      job,
-      { kind: 'leave' },
-      { ...base, outcome: 'released', attempt: message.receiveCount },
-    );
+    decideHandBack(deps, at, { kind: 'leave' }, released);
     deps.logger.warn('message waited for a slot past its visibility; not started', { queue: queue.name, messageId: message.messageId });
     return;
   }
 
   // 1. Claim (tracking `full`): the attempt's fencing token, or an end decided already.
-  const claim = mode === 'full' ? await claimJob(deps, queue, planned, start, state) : { attempt: message.receiveCount };
+  const claim = at.mode === 'full' ? await claimJob(deps, at, def, start) : { attempt: message.receiveCount };
   if (!claim) return;
   const { attempt, claimed } = claim;
 
@@ -108,5 +88,5 @@ export async function runOne(
     ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
     ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
   };
-  decideAttemptEnd(deps, queue, mode, state, { message, job, attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
+  decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
 }

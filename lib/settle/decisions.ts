@@ -66,19 +66,19 @@ export function handedBack(
   return decision.kind === 'leave' ? { kind: 'leave', message } : { kind: 'visibility', message, seconds, ...(record ? { record } : {}) };
 }
 
+/** The message a decision is for: its queue and tracking mode, its batch's state, the message and its job. */
+export interface MessageAt {
+  readonly queue: QueueConfig;
+  readonly mode: QueueConfig['tracking'];
+  readonly state: BatchState;
+  readonly message: ReceivedMessage;
+  readonly job: DecodedJob;
+}
+
 /** Hands a message back to its queue (see {@link handedBack}) and reports it so. */
-export function decideHandBack(
-  deps: Pick<RecordPorts, 'logger'>,
-  queue: QueueConfig,
-  mode: QueueConfig['tracking'],
-  state: BatchState,
-  message: ReceivedMessage,
-  job: DecodedJob,
-  decision: HandBack,
-  report: JobReport,
-): void {
-  const made = handedBack(deps, queue, mode, message, job, decision);
-  state.decide(made, made.kind === 'requeue' ? { ...report, requeued: true } : report);
+export function decideHandBack(deps: Pick<RecordPorts, 'logger'>, at: MessageAt, decision: HandBack, report: JobReport): void {
+  const made = handedBack(deps, at.queue, at.mode, at.message, at.job, decision);
+  at.state.decide(made, made.kind === 'requeue' ? { ...report, requeued: true } : report);
 }
 
 /**
@@ -146,10 +146,8 @@ export function conflictError(job: DecodedJob, record: JobRecord): SerializedErr
   };
 }
 
-/** The attempt an end is decided for: its message, job, token, and the record its claim took (tracking `full`). */
+/** The attempt an end is decided for: its token, the record its claim took (tracking `full`), its outcome. */
 export interface EndedAttempt {
-  readonly message: ReceivedMessage;
-  readonly job: DecodedJob;
   readonly attempt: number;
   readonly claimed?: JobRecord;
   readonly outcome: TaskOutcome;
@@ -169,15 +167,9 @@ export interface EndedAttempt {
  * The record is the claim's fenced completion on a `full` queue, an unclaimed outcome on a
  * `failures` one (a success only when an earlier delivery may have left a `retrying` record).
  */
-export function decideAttemptEnd(
-  deps: RecordPorts,
-  queue: QueueConfig,
-  mode: QueueConfig['tracking'],
-  state: BatchState,
-  ended: EndedAttempt,
-  verdict: Verdict,
-): void {
-  const { message, job, attempt, claimed, outcome, ran } = ended;
+export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedAttempt, verdict: Verdict): void {
+  const { queue, state, message, job } = at;
+  const { attempt, claimed, outcome, ran } = ended;
   switch (verdict.kind) {
     case 'succeeded': {
       const result = outcome.status === 'succeeded' ? outcome.result : undefined;
@@ -206,19 +198,7 @@ export function decideAttemptEnd(
       const record = claimed
         ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt })
         : unclaimedWrite(deps, queue, job, attempt, 'retrying', error);
-      decideHandBack(
-        deps,
-        queue,
-        mode,
-        state,
-        message,
-        job,
-        { kind: 'visibility', seconds, ...(record ? { record } : {}) },
-        {
-          ...ran,
-          outcome: 'retried',
-        },
-      );
+      decideHandBack(deps, at, { kind: 'visibility', seconds, ...(record ? { record } : {}) }, { ...ran, outcome: 'retried' });
       deps.logger.info('task failed; retrying', { task: job.task, jobId: job.id, attempt, retryInSeconds: seconds, error: error.message });
       return;
     }
