@@ -12,6 +12,7 @@
  * values fit them.
  */
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
+import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 
 export type { CancelResult, JobRecord, QueueDayStats };
 
@@ -181,24 +182,8 @@ export interface JobsPage {
   readonly scanned?: boolean;
 }
 
-/** The archive record a message carries beside its body (SQS message attributes, read back). */
-export interface ArchiveRecordView {
-  readonly reason: ArchiveReason;
-  readonly detail: string;
-  readonly errorType?: string;
-  readonly errorStack?: string;
-  readonly code?: string;
-  readonly attempts: number;
-  readonly queue: string;
-  readonly task?: string;
-  readonly jobId?: string;
-  readonly envelopeId?: string;
-  readonly messageId: string;
-  readonly sentTimestamp: number;
-  readonly archivedAt: number;
-  readonly workerId: string;
-  readonly bodyTruncatedFrom?: number;
-}
+/** The archive record a message carries beside its body (SQS message attributes, read back): the wire format's one definition. */
+export type ArchiveRecordView = ArchiveRecord;
 
 export interface ArchivedMessage {
   readonly messageId: string;
