@@ -1,6 +1,6 @@
 /**
  * What every benchmark's JSON records about where it was measured, and the one place they print
- * it. `scripts/bench-tables.ts` writes BENCHMARKS.md's tables from these files and names the
+ * it. `bench/write-tables.ts` writes BENCHMARKS.md's tables from these files and names the
  * commit each came from.
  */
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,5 @@
-import { UI_USAGE, uiCommand } from '../dashboard/server/command';
 import { TaskworkerError } from '../lib/errors';
+import { explainAwsError } from '../lib/operate/aws-errors';
 import { VersionNotFoundError } from '../lib/operate/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
@@ -7,7 +7,8 @@ import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
 import { SCHEDULES_USAGE, schedulesCommand } from './schedules-command';
-import { explainAwsError, UsageError } from './shared';
+import { UsageError } from './shared';
+import { UI_USAGE, uiCommand } from './ui-command';
 
 /** Each command's own usage, for `taskworker COMMAND --help`; in the order the full usage lists them. */
 const COMMAND_USAGE: Readonly<Record<string, string>> = {

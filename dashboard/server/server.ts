@@ -5,8 +5,8 @@ import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { explainAwsError } from '../../cli/shared';
 import { TaskworkerError } from '../../lib/errors';
+import { explainAwsError } from '../../lib/operate/aws-errors';
 import {
   type ArchiveFilter,
   BadCursorError,

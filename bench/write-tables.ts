@@ -5,7 +5,7 @@
  *   npm run bench:tables              rewrite the blocks
  *   npm run bench:tables -- --check   exit 1, naming the first block that differs from its JSON
  */
-import { checkTables, writeTables } from '../bench/tables';
+import { checkTables, writeTables } from './tables';
 
 const root = process.cwd();
 try {

@@ -1,12 +1,12 @@
 import { parseArgs } from 'node:util';
-import { operatorTarget } from '../../cli/operator';
-import { loadTaskDefinitions } from '../../cli/publish';
-import { devStateByEndpoint, integerOption, UsageError } from '../../cli/shared';
-import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../../lib/adapters/cloudwatch';
-import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { deployedVersions, operatorContext } from '../../lib/operate/operator';
-import type { TaskDefinition } from '../../lib/tasks/task';
-import { cachedFor, packagedAssetsDir, serveUi } from './serve';
+import { cachedFor, packagedAssetsDir, serveUi } from '../dashboard/server/serve';
+import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../lib/adapters/cloudwatch';
+import { SqsQueueClient } from '../lib/adapters/sqs';
+import { deployedVersions, operatorContext } from '../lib/operate/operator';
+import type { TaskDefinition } from '../lib/tasks/task';
+import { operatorTarget } from './operator';
+import { loadTaskDefinitions } from './publish';
+import { devStateByEndpoint, integerOption, UsageError } from './shared';
 
 export const UI_USAGE = `taskworker ui [--port P] [--version V] [--read-only] [--host H] [--config FILE]
   A web dashboard for one release version (pick another in the page): queues, charts, jobs,
