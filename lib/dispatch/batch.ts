@@ -85,7 +85,12 @@ export async function processBatch(
 }
 
 /** Tells the observer which jobs this batch holds. An observer that throws costs nothing but its own view. */
-function announce(deps: DispatcherDeps, queue: QueueConfig, batch: readonly ReceivedMessage[], runnable: readonly Planned[]): void {
+function announce(
+  deps: Pick<DispatcherDeps, 'observer' | 'logger'>,
+  queue: QueueConfig,
+  batch: readonly ReceivedMessage[],
+  runnable: readonly Planned[],
+): void {
   if (!deps.observer?.onBatchStart) return;
   const known = new Map(runnable.map((p) => [p.message.messageId, p]));
   try {

@@ -8,7 +8,7 @@ import { leaseMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
-import { completionWrite, identity, ref } from '../settle/records';
+import { completionWrite, identity, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
 import type { ClaimResult, JobRecord, JobStore } from '../track/model';
 import type { DispatcherDeps } from './types';
@@ -22,7 +22,7 @@ export const CLAIM_RETRY_SECONDS = 10;
  * duplicate (deleted), held elsewhere or unanswered (handed back), or attempts all lost (archived).
  */
 export async function claimJob(
-  deps: DispatcherDeps,
+  deps: RecordPorts & Pick<DispatcherDeps, 'config'>,
   at: MessageAt,
   def: TaskDefinition,
   start: number,

@@ -231,7 +231,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
  * received from while that fits the time left, so messages are not taken just to be released
  * (each release adds a receive, and enough of them move a message to the DLQ).
  */
-function longestTaskByQueue(deps: DispatcherDeps): Map<string, number> {
+function longestTaskByQueue(deps: Pick<DispatcherDeps, 'registry' | 'config'>): Map<string, number> {
   const longest = new Map<string, number>();
   for (const def of deps.registry.values()) {
     const need = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
@@ -240,7 +240,12 @@ function longestTaskByQueue(deps: DispatcherDeps): Map<string, number> {
   return longest;
 }
 
-function observe(deps: DispatcherDeps, summary: DispatcherSummary, queue: QueueConfig, batch: readonly ReceivedMessage[]): void {
+function observe(
+  deps: Pick<DispatcherDeps, 'clock' | 'selector'>,
+  summary: DispatcherSummary,
+  queue: QueueConfig,
+  batch: readonly ReceivedMessage[],
+): void {
   summary.receives += 1;
   if (batch.length === 0) summary.emptyReceives += 1;
   const now = deps.clock.now();
