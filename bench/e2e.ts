@@ -13,9 +13,11 @@
  * compare the rows with each other, not with AWS. Requests and units per task do not depend on it.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -27,7 +29,9 @@ import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { decodeEnvelope } from '../lib/wire/envelope';
-import { type Meter, meter, newMeter, total } from './meter';
+import { awsModel, type CriticalPath, criticalPath, MODEL_DYNAMO_WRITE_MS, MODEL_FORMULA, MODEL_SQS_MS } from './critical-path';
+import { askCapacity, type Meter, meter, newMeter, type Span, timeline, total } from './meter';
+import { createIdempotencyTable, runPowertoolsTrigger, TRIGGER_BATCH_SIZE } from './peers/powertools-trigger';
 import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { printResults } from './results';
 import { runSimulation } from './sim/run';
@@ -38,10 +42,20 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     tasks: { type: 'string', default: '10000' },
     'io-tasks': { type: 'string', default: '300' },
+    'peer-rounds': { type: 'string', default: '3' },
+    'peer-pollers': { type: 'string', default: '1' },
   },
 });
 const TASKS = Number(values.tasks);
 const IO_TASKS = Number(values['io-tasks']);
+/** Rounds of `full` against the Powertools trigger, alternating; medians reported. */
+const PEER_ROUNDS = Number(values['peer-rounds']);
+/**
+ * The trigger's concurrent invocations (pollers, one batch each). One: up to 10 records in flight,
+ * as taskworker's 10 slots run up to 10 tasks; both consume from one receive loop.
+ */
+const PEER_POLLERS = Number(values['peer-pollers']);
+const POWERTOOLS_VERSION = '2.35.0';
 const IO_TASK_MS = 50;
 const ROUNDS = 5;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -74,6 +88,10 @@ async function startEmulatorProcess(): Promise<{ endpoints: Endpoints; child: Ch
 async function serveEmulators(): Promise<void> {
   const emulators = await startEmulators();
   process.send?.({ sqsEndpoint: emulators.sqsEndpoint, dynamodbEndpoint: emulators.dynamodbEndpoint });
+  // The emulators' own CPU, so their slowness can be told from the consumer's.
+  process.on('message', (m) => {
+    if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+  });
   process.once('disconnect', () => {
     void emulators.stop().then(() => process.exit(0));
   });
@@ -81,6 +99,8 @@ async function serveEmulators(): Promise<void> {
 
 interface Env {
   readonly emulators: Endpoints;
+  /** CPU ms the emulator process has used so far. */
+  readonly emulatorCpuMs: () => Promise<number>;
   readonly workDir: string;
   readonly publisherSqs: SQSClient;
   readonly admin: DynamoDBClient;
@@ -137,6 +157,53 @@ interface Figures {
   readonly dynamoRequests?: Record<string, number>;
   readonly dynamoWriteUnitsPerTask?: number;
   readonly dynamoReadUnitsPerTask?: number;
+  /**
+   * CPU ms per task: this process (the consumer, its worker threads included), its main thread
+   * (event-loop active time: what one thread can do at most), and the emulators' process.
+   */
+  readonly cpuMsPerTask?: { readonly consumer: number; readonly consumerMainThread: number; readonly emulators: number };
+  /** Where the time goes (traced runs). */
+  readonly criticalPath?: CriticalPath;
+}
+
+/** CPU ms of this process so far (all its threads). */
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** Spans and CPU of a traced run. */
+interface Trace {
+  readonly sqs: Span[];
+  readonly dynamo: Span[];
+  ownCpuMs: number;
+  emulatorCpuMs: number;
+  loop: EventLoopUtilization;
+}
+
+/** The clients' spans from now; call {@link startClock} when the measured run begins. */
+function traceClients(sqs: SQSClient, dynamo: DynamoDBClient): Trace {
+  const trace: Trace = { sqs: [], dynamo: [], ownCpuMs: 0, emulatorCpuMs: 0, loop: performance.eventLoopUtilization() };
+  timeline(sqs, trace.sqs);
+  timeline(dynamo, trace.dynamo);
+  return trace;
+}
+
+async function startClock(env: Env, trace: Trace): Promise<void> {
+  trace.emulatorCpuMs = await env.emulatorCpuMs();
+  trace.ownCpuMs = ownCpuMs();
+  trace.loop = performance.eventLoopUtilization();
+}
+
+async function endTrace(env: Env, trace: Trace, count: number, seconds: number, keyOf: (jobId: string) => string) {
+  return {
+    cpuMsPerTask: {
+      consumer: round((ownCpuMs() - trace.ownCpuMs) / count, 4),
+      consumerMainThread: round(performance.eventLoopUtilization(trace.loop).active / count, 4),
+      emulators: round(((await env.emulatorCpuMs()) - trace.emulatorCpuMs) / count, 4),
+    },
+    criticalPath: criticalPath({ sqs: trace.sqs, dynamo: trace.dynamo, keyOf, seconds }),
+  };
 }
 
 /**
@@ -154,6 +221,7 @@ async function taskworker(
   count: number,
   concurrency = 10,
   variant: Variant = 'product',
+  traced = false,
 ): Promise<Figures> {
   const isolation = variant === 'inline' ? 'inline' : 'threads';
   const provisioned = await prepare(env, { mode, concurrency, task, count, isolation });
@@ -161,6 +229,7 @@ async function taskworker(
   const dynamoMeter = newMeter();
   const sqs = sqsClient(env, sqsMeter);
   const dynamo = dynamoClient(env, dynamoMeter);
+  const trace = traced ? traceClients(sqs, dynamo) : undefined;
   let succeeded = 0;
   const runtime = provisioned.dispatcher({
     sqs,
@@ -172,11 +241,14 @@ async function taskworker(
   });
   runtime.warm();
   await new Promise((resolve) => setTimeout(resolve, 300)); // threads loaded before the clock starts
+  if (trace) await startClock(env, trace);
   const stop = new AbortController();
   const started = performance.now();
   const running = runtime.invoke(Date.now() + 600_000, stop.signal);
   while (succeeded < count) await new Promise((resolve) => setTimeout(resolve, 5));
   const seconds = (performance.now() - started) / 1000;
+  // The job record is written under the job id.
+  const traced_ = trace ? await endTrace(env, trace, count, seconds, (id) => id) : {};
   stop.abort();
   await running;
   await runtime.close();
@@ -192,6 +264,55 @@ async function taskworker(
     dynamoRequests: dynamoMeter.requests,
     dynamoWriteUnitsPerTask: round(dynamoMeter.writeUnits / count, 4),
     dynamoReadUnitsPerTask: round(dynamoMeter.readUnits / count, 4),
+    ...traced_,
+  };
+}
+
+/**
+ * The peer that pays the same price (bench/peers/powertools-trigger.ts): the same no-op task and
+ * count on a fresh queue, the idempotency table on the same dynalite, its DynamoDB client metered
+ * by the same middleware (and asked for the units of every request, which Powertools does not ask).
+ */
+async function powertoolsPeer(env: Env, count: number, pollers: number): Promise<Figures> {
+  const { bundle, urls } = await prepare(env, { mode: 'off', concurrency: 10, task: 'noop', count });
+  const tableName = `bench-idempotency-${env.run}`;
+  await createIdempotencyTable(env.admin, tableName);
+  const sqsMeter = newMeter();
+  const dynamoMeter = newMeter();
+  const sqs = sqsClient(env, sqsMeter);
+  const dynamo = askCapacity(dynamoClient(env, dynamoMeter));
+  const trace = traceClients(sqs, dynamo);
+  await startClock(env, trace);
+  const noop = bundle.registry.get('noop');
+  const keyPrefix = 'bench-powertools-trigger';
+  const run = await runPowertoolsTrigger({
+    sqs,
+    dynamo,
+    queueUrl: urls.queues.work as string,
+    tableName,
+    count,
+    pollers,
+    keyPrefix,
+    run: async (job) => {
+      await noop?.run(job.payload, undefined as never);
+    },
+  });
+  // Powertools' key: the prefix and the MD5 of the JSON of what eventKeyJmesPath selects (the id).
+  const keyOf = (id: string) => `${keyPrefix}#${createHash('md5').update(JSON.stringify(id)).digest('base64')}`;
+  const traced = await endTrace(env, trace, count, run.seconds, keyOf);
+  sqs.destroy();
+  dynamo.destroy();
+  return {
+    consumer: `Lambda SQS trigger + Powertools idempotency ${POWERTOOLS_VERSION} (${pollers} poller${pollers === 1 ? '' : 's'})`,
+    tasks: count,
+    seconds: round(run.seconds),
+    tasksPerSecond: round(count / run.seconds, 1),
+    sqsRequests: sqsMeter.requests,
+    sqsRequestsPerTask: round(total(sqsMeter) / count, 4),
+    dynamoRequests: dynamoMeter.requests,
+    dynamoWriteUnitsPerTask: round(dynamoMeter.writeUnits / count, 4),
+    dynamoReadUnitsPerTask: round(dynamoMeter.readUnits / count, 4),
+    ...traced,
   };
 }
 
@@ -384,19 +505,35 @@ async function main() {
   const workDir = mkdtempSync(join(tmpdir(), 'tw-bench-e2e-'));
   mkdirSync(join(workDir, 'tasks'));
   for (const [file, source] of Object.entries(TASK_MODULES)) writeFileSync(join(workDir, 'tasks', file), source);
-  const env: Env = { emulators, workDir, publisherSqs: undefined as never, admin: undefined as never, run: 0 };
+  const emulatorCpuMs = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (m) => {
+        const cpu = (m as { cpu: NodeJS.CpuUsage }).cpu;
+        resolve((cpu.user + cpu.system) / 1000);
+      });
+      child.send('cpu');
+    });
+  const env: Env = { emulators, emulatorCpuMs, workDir, publisherSqs: undefined as never, admin: undefined as never, run: 0 };
   Object.assign(env, { publisherSqs: sqsClient(env), admin: dynamoClient(env) });
   const saturation: Figures[] = [];
   const breakdown: Figures[] = [];
   const concurrency: Figures[] = [];
+  const fullRuns: Figures[] = [];
+  const peerRuns: Figures[] = [];
   try {
     // Warm-up, not reported: the emulators' and the SDK's first requests are slow.
     await rawLoop(env, 300);
     await taskworker(env, 'off', 'noop', 300);
-    for (const mode of ['full', 'failures'] as const) {
-      saturation.push(await taskworker(env, mode, 'noop', TASKS));
-      progress(`  taskworker ${mode}: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
+    // `full` against the peer that pays the same price: alternating rounds, medians reported.
+    for (let round = 0; round < PEER_ROUNDS; round++) {
+      fullRuns.push(await taskworker(env, 'full', 'noop', TASKS, 10, 'product', true));
+      progress(`  taskworker full: ${fullRuns.at(-1)?.tasksPerSecond} tasks/s`);
+      peerRuns.push(await powertoolsPeer(env, TASKS, PEER_POLLERS));
+      progress(`  ${peerRuns.at(-1)?.consumer}: ${peerRuns.at(-1)?.tasksPerSecond} tasks/s`);
     }
+    for (const runs of [fullRuns, peerRuns]) saturation.push({ ...median(runs), rounds: runs.map((r) => r.tasksPerSecond) });
+    saturation.push(await taskworker(env, 'failures', 'noop', TASKS));
+    progress(`  taskworker failures: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
     // The comparison the goals are about: ROUNDS rounds, alternating, medians reported.
     const rounds: Record<string, Figures[]> = {};
     const record = (f: Figures) => {
@@ -430,6 +567,37 @@ async function main() {
   const inline = find('taskworker (tracking off, isolation inline)');
   const raw = find('raw');
   const consumerBatch = find('sqs-consumer 14.2.8 (handleMessageBatch');
+  const full = find('taskworker (tracking full)');
+  const peer = find('Lambda SQS trigger + Powertools idempotency');
+  const modelOf = (f: Figures) => {
+    const path = f.criticalPath as CriticalPath;
+    const mainThreadMsPerBatch = round(((f.cpuMsPerTask?.consumerMainThread ?? 0) * f.tasks) / path.batches, 2);
+    const pipelined = f === full;
+    return {
+      mainThreadMsPerBatch,
+      pipelined,
+      // The claim is written holding the job's slot; the completion after it is released.
+      tasksPerSecond: awsModel(path, {
+        batchSize: TRIGGER_BATCH_SIZE,
+        mainThreadMsPerBatch,
+        pipelined,
+        ...(pipelined ? { slots: { size: 10, writesHeld: 1 } } : {}),
+      }),
+    };
+  };
+  const fullModel = modelOf(full);
+  const peerModel = modelOf(peer);
+  const fullVsPeer = {
+    tasksPerSecond: round(full.tasksPerSecond / peer.tasksPerSecond),
+    dynamoWriteUnitsPerTask: round((full.dynamoWriteUnitsPerTask ?? 0) / (peer.dynamoWriteUnitsPerTask ?? 1), 4),
+    sqsRequestsPerTask: round(full.sqsRequestsPerTask / peer.sqsRequestsPerTask, 4),
+    awsModel: Object.fromEntries(
+      Object.entries(fullModel.tasksPerSecond).map(([k, v]) => [
+        k,
+        round(v / peerModel.tasksPerSecond[k as keyof typeof peerModel.tasksPerSecond]),
+      ]),
+    ),
+  };
   const cost = saturation
     .filter((f) => f.consumer.startsWith('taskworker'))
     .map((f) => ({
@@ -456,6 +624,28 @@ async function main() {
       inlineOffVsSqsConsumer: round(inline.tasksPerSecond / consumerBatch.tasksPerSecond),
     },
     breakdown,
+    peer: {
+      package: `@aws-lambda-powertools/idempotency@${POWERTOOLS_VERSION}`,
+      pollers: PEER_POLLERS,
+      rounds: PEER_ROUNDS,
+      concurrency:
+        `${PEER_POLLERS} poller(s), one batch of ${TRIGGER_BATCH_SIZE} at a time each, every record of a batch at once: ` +
+        `up to ${PEER_POLLERS * TRIGGER_BATCH_SIZE} records in flight, as taskworker's 10 slots run up to 10 tasks`,
+      full: full.consumer,
+      trigger: peer.consumer,
+      fullVsPeer,
+      goals: {
+        throughputAtLeast1x: full.tasksPerSecond >= peer.tasksPerSecond,
+        writeUnitsPerTaskAtMost1x: (full.dynamoWriteUnitsPerTask ?? 0) <= (peer.dynamoWriteUnitsPerTask ?? 0),
+      },
+      awsModel: {
+        formula: MODEL_FORMULA,
+        sqsMs: MODEL_SQS_MS,
+        dynamoWriteMs: MODEL_DYNAMO_WRITE_MS,
+        full: fullModel,
+        trigger: peerModel,
+      },
+    },
     goals: {
       sqsRequestsPerTaskAtMost0_21: saturation
         .filter((f) => f.consumer.startsWith('taskworker'))
@@ -486,6 +676,15 @@ async function main() {
 function printTables(doc: {
   saturation: Figures[];
   breakdown: Figures[];
+  peer: {
+    fullVsPeer: Record<string, unknown>;
+    goals: Record<string, boolean>;
+    awsModel: {
+      formula: string;
+      full: { mainThreadMsPerBatch: number; tasksPerSecond: Record<string, number> };
+      trigger: { mainThreadMsPerBatch: number; tasksPerSecond: Record<string, number> };
+    };
+  };
   ratios: Record<string, number>;
   goals: Record<string, boolean | Record<string, boolean>>;
   ioConcurrency: { taskMs: number; runs: Figures[] };
@@ -513,6 +712,30 @@ function printTables(doc: {
       `${f.consumer.padEnd(46)}${pad(f.tasksPerSecond, 9)}${pad(f.sqsRequestsPerTask, 14)}${pad(f.dynamoWriteUnitsPerTask ?? '-', 14)}${pad(f.dynamoReadUnitsPerTask ?? '-', 14)}`,
     );
   }
+  lines.push(
+    '',
+    '`full` against the Lambda SQS trigger + Powertools idempotency, where the time goes (mean ms per batch on the emulators)',
+  );
+  const traced = doc.saturation.filter((f) => f.criticalPath);
+  for (const f of traced) {
+    const p = f.criticalPath as CriticalPath;
+    const m = p.meanMs;
+    lines.push(
+      `${f.consumer}: ${f.tasksPerSecond} tasks/s; writes per job ${p.dynamoWritesPerJob.first}+${p.dynamoWritesPerJob.second}, per batch ${p.dynamoWritesPerBatch}; ` +
+        `CPU ms/task consumer ${f.cpuMsPerTask?.consumer}, emulators ${f.cpuMsPerTask?.emulators}`,
+      `  receive ${m.receive}, →first writes ${m.receiveToFirstWrites}, first writes ${m.firstWrites}, →second ${m.firstToSecondWrites}, second writes ${m.secondWrites}, ` +
+        `→delete ${m.secondWritesToDelete}, delete ${m.delete}; cycle ${m.cycle}; receive→deleted ${m.receiveToDeleted}`,
+      `  ended before the next receive: ${JSON.stringify(p.endedWithinCycle)}; round trips on the cycle ${JSON.stringify(p.roundTripsOnCycle)}; DynamoDB in flight ${p.dynamoInFlight}`,
+    );
+  }
+  const model = doc.peer.awsModel;
+  lines.push(
+    `AWS model (${model.formula})`,
+    `  full: ${JSON.stringify(model.full)}`,
+    `  trigger: ${JSON.stringify(model.trigger)}`,
+    `full / trigger: ${JSON.stringify(doc.peer.fullVsPeer)}  goals: ${JSON.stringify(doc.peer.goals)}`,
+    '',
+  );
   lines.push('where the time goes (tracking off):');
   for (const f of doc.breakdown) lines.push(`${f.consumer.padEnd(46)}${pad(f.tasksPerSecond, 9)}${pad(f.sqsRequestsPerTask, 14)}`);
   lines.push(`ratios: ${JSON.stringify(doc.ratios)}  goals: ${JSON.stringify(doc.goals)}`);

@@ -46,3 +46,80 @@ export function meter<C extends SQSClient | DynamoDBClient>(sdkClient: C, m: Met
   );
   return sdkClient;
 }
+
+/** DynamoDB operations that take `ReturnConsumedCapacity`. */
+const CAPACITY_OPERATIONS =
+  /^(PutItem|UpdateItem|DeleteItem|GetItem|Query|Scan|BatchGetItem|BatchWriteItem|TransactGetItems|TransactWriteItems)Command$/;
+
+/**
+ * Asks DynamoDB for the units of every request that does not ask already (`ReturnConsumedCapacity:
+ * 'TOTAL'`), so a client whose library never asks (Powertools' persistence layer) is counted as
+ * one that does. Asking changes what the answer reports, not what the request costs.
+ */
+export function askCapacity(sdkClient: DynamoDBClient): DynamoDBClient {
+  const client = sdkClient as unknown as MeteredClient;
+  client.middlewareStack.add(
+    (next: (args: { input: Record<string, unknown> }) => Promise<unknown>, context: { commandName: string }) =>
+      async (args: { input: Record<string, unknown> }) => {
+        if (CAPACITY_OPERATIONS.test(context.commandName) && args.input.ReturnConsumedCapacity === undefined) {
+          args.input = { ...args.input, ReturnConsumedCapacity: 'TOTAL' };
+        }
+        return next(args);
+      },
+    { step: 'initialize', name: 'benchAskCapacity', priority: 'high' },
+  );
+  return sdkClient;
+}
+
+/** One request as a client saw it: when it was sent and answered (performance.now(), ms). */
+export interface Span {
+  readonly op: string;
+  readonly start: number;
+  readonly end: number;
+  /** DynamoDB: the table and the item's key (its first attribute's value). */
+  readonly table?: string;
+  readonly key?: string;
+  /** ReceiveMessage: the job ids of the messages received (the envelope's `id`, else the message id). */
+  readonly jobs?: readonly string[];
+  /** ReceiveMessage: the receipt handles received; DeleteMessageBatch: those deleted. */
+  readonly handles?: readonly string[];
+}
+
+/** Records every request's span (from the first middleware to the answer, SDK retries included). */
+export function timeline<C extends SQSClient | DynamoDBClient>(sdkClient: C, spans: Span[]): C {
+  const client = sdkClient as unknown as MeteredClient;
+  client.middlewareStack.add(
+    (next: (args: { input: Record<string, unknown> }) => Promise<{ output?: Record<string, unknown> }>, context: { commandName: string }) =>
+      async (args: { input: Record<string, unknown> }) => {
+        const start = performance.now();
+        const out = await next(args);
+        const input = args.input;
+        const key = input.Key as Record<string, Record<string, string>> | undefined;
+        const item = input.Item as Record<string, Record<string, string>> | undefined;
+        const first = Object.values(key ?? item ?? {})[0];
+        const messages = out.output?.Messages as Array<{ Body?: string; MessageId?: string; ReceiptHandle?: string }> | undefined;
+        const entries = input.Entries as Array<{ ReceiptHandle?: string }> | undefined;
+        spans.push({
+          op: context.commandName.replace(/Command$/, ''),
+          start,
+          end: performance.now(),
+          ...(typeof input.TableName === 'string' ? { table: input.TableName } : {}),
+          ...(first ? { key: first.S ?? first.N ?? '' } : {}),
+          ...(messages ? { jobs: messages.map(jobIdOf), handles: messages.map((m) => m.ReceiptHandle ?? '') } : {}),
+          ...(entries ? { handles: entries.map((e) => e.ReceiptHandle ?? '') } : {}),
+        });
+        return out;
+      },
+    { step: 'initialize', name: 'benchTimeline', priority: 'low' },
+  );
+  return sdkClient;
+}
+
+function jobIdOf(message: { Body?: string; MessageId?: string }): string {
+  try {
+    const id = (JSON.parse(message.Body ?? '') as { id?: unknown }).id;
+    return typeof id === 'string' ? id : (message.MessageId ?? '');
+  } catch {
+    return message.MessageId ?? '';
+  }
+}

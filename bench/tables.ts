@@ -29,6 +29,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'selectors:loop',
     'selectors:autoscaling',
     'e2e:saturation',
+    'e2e:peer',
     'e2e:io-concurrency',
     'e2e:cost',
     'e2e:idle-cost',
@@ -100,11 +101,47 @@ interface E2eFigures {
   readonly sqsRequestsPerTask: number;
   readonly dynamoWriteUnitsPerTask?: number;
   readonly rounds?: readonly number[];
+  readonly cpuMsPerTask?: { readonly consumer: number; readonly consumerMainThread: number; readonly emulators: number };
+  readonly criticalPath?: {
+    readonly dynamoWritesPerJob: { readonly first: number; readonly second: number; readonly other: number };
+    readonly dynamoWritesPerBatch: number;
+    readonly meanMs: Readonly<Record<string, number>>;
+    readonly endedWithinCycle: { readonly firstWrites: number; readonly secondWrites: number; readonly delete: number };
+    readonly roundTripsOnCycle: { readonly sqs: number; readonly dynamo: number };
+    readonly dynamoInFlight: number;
+  };
+}
+
+interface E2eModel {
+  readonly mainThreadMsPerBatch: number;
+  readonly pipelined: boolean;
+  readonly tasksPerSecond: Readonly<Record<string, number>>;
 }
 
 interface E2eDoc extends Recorded {
   readonly saturation: readonly E2eFigures[];
   readonly breakdown: readonly E2eFigures[];
+  /** Absent in results written before the peer was measured. */
+  readonly peer?: {
+    readonly package: string;
+    readonly concurrency: string;
+    readonly full: string;
+    readonly trigger: string;
+    readonly fullVsPeer: {
+      readonly tasksPerSecond: number;
+      readonly dynamoWriteUnitsPerTask: number;
+      readonly sqsRequestsPerTask: number;
+      readonly awsModel: Readonly<Record<string, number>>;
+    };
+    readonly goals: { readonly throughputAtLeast1x: boolean; readonly writeUnitsPerTaskAtMost1x: boolean };
+    readonly awsModel: {
+      readonly formula: string;
+      readonly sqsMs: number;
+      readonly dynamoWriteMs: readonly number[];
+      readonly full: E2eModel;
+      readonly trigger: E2eModel;
+    };
+  };
   readonly ratios: {
     readonly taskworkerOffVsRaw: number;
     readonly taskworkerOffVsSqsConsumer: number;
@@ -506,6 +543,82 @@ function e2eSaturation(r: Results): string {
   ].join('\n');
 }
 
+function e2ePeer(r: Results): string {
+  const doc = r.e2e;
+  const peer = doc.peer;
+  if (!peer) return [source('e2e', r), '', 'Not measured in this file.'].join('\n');
+  const rows = [peer.full, peer.trigger].map((name) => doc.saturation.find((f) => f.consumer === name) as E2eFigures);
+  const models = [peer.awsModel.full, peer.awsModel.trigger];
+  const ms = peer.awsModel.dynamoWriteMs;
+  const v = peer.fullVsPeer;
+  const phases: ReadonlyArray<readonly [string, string]> = [
+    ['receive', 'receive'],
+    ['receiveToFirstWrites', '→ first writes'],
+    ['firstWrites', 'first writes'],
+    ['secondWrites', 'second writes'],
+    ['delete', 'delete'],
+    ['cycle', 'loop cycle'],
+    ['receiveToDeleted', 'receive → deleted'],
+  ];
+  return [
+    source('e2e', r, `${peer.package}; ${peer.concurrency}`),
+    '',
+    table(
+      [
+        'consumer',
+        'tasks/s (median)',
+        'rounds',
+        'SQS requests per task',
+        'DynamoDB WCU per task',
+        'CPU ms per task: consumer (main thread) / emulators',
+        ...ms.map((w) => `AWS model, ${w} ms writes: tasks/s`),
+      ],
+      rows.map((f, i) => [
+        f.consumer,
+        num(f.tasksPerSecond),
+        f.rounds ? f.rounds.join(', ') : '1 run',
+        num(f.sqsRequestsPerTask),
+        f.dynamoWriteUnitsPerTask === undefined ? '—' : num(f.dynamoWriteUnitsPerTask),
+        f.cpuMsPerTask ? `${f.cpuMsPerTask.consumer} (${f.cpuMsPerTask.consumerMainThread}) / ${f.cpuMsPerTask.emulators}` : '—',
+        ...ms.map((w) => num(models[i]?.tasksPerSecond[`dynamoWrite${w}ms`] ?? 0)),
+      ]),
+    ),
+    '',
+    `\`full\` against the trigger: throughput ×${v.tasksPerSecond} on the emulators (goal ≥ 1×: ${met(peer.goals.throughputAtLeast1x)}), ` +
+      `write units per task ×${v.dynamoWriteUnitsPerTask} (goal ≤ 1×: ${met(peer.goals.writeUnitsPerTaskAtMost1x)}), SQS requests per task ×${v.sqsRequestsPerTask}; ` +
+      `AWS model ${ms.map((w) => `×${v.awsModel[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')}.`,
+    '',
+    'Where the time goes (mean ms per batch on the emulators; first writes: the claim / the in-progress record, second: the completion):',
+    '',
+    table(
+      [
+        'consumer',
+        'writes per job (first + second), per batch',
+        ...phases.map(([, label]) => label),
+        'ended before the loop received again: first writes / second writes / delete',
+        'round trips on the cycle: SQS / DynamoDB',
+        'DynamoDB requests in flight',
+      ],
+      rows.map((f) => {
+        const p = f.criticalPath;
+        if (!p) return [f.consumer, '—'];
+        const w = p.dynamoWritesPerJob;
+        const e = p.endedWithinCycle;
+        return [
+          f.consumer,
+          `${w.first} + ${w.second}, ${p.dynamoWritesPerBatch}`,
+          ...phases.map(([key]) => num(p.meanMs[key] ?? 0)),
+          `${e.firstWrites} / ${e.secondWrites} / ${e.delete}`,
+          `${p.roundTripsOnCycle.sqs} / ${p.roundTripsOnCycle.dynamo}`,
+          num(p.dynamoInFlight),
+        ];
+      }),
+    ),
+    '',
+    `AWS model: ${peer.awsModel.formula}. Main-thread ms per batch: ${models.map((m, i) => `${rows[i]?.consumer} ${m.mainThreadMsPerBatch}`).join(', ')}.`,
+  ].join('\n');
+}
+
 function e2eIoConcurrency(r: Results): string {
   const doc = r.e2e;
   return [
@@ -794,6 +907,14 @@ function readmeE2e(r: Results): string {
       `${off?.dynamoWriteUnitsPerTask} with it off. No-op throughput with tracking off: ${times(doc.ratios.taskworkerOffVsSqsConsumer)} ` +
       `sqs-consumer and ${times(doc.ratios.taskworkerOffVsRaw)} a bare receive/delete loop with tasks in killable threads (the default); ` +
       `${times(doc.ratios.inlineOffVsSqsConsumer)} and ${times(doc.ratios.inlineOffVsRaw)} with \`dispatcher.isolation: 'inline'\`.`,
+    ...(doc.peer
+      ? [
+          `- **Against the peer that pays the same price** (Lambda's SQS trigger with Powertools idempotency, the real package, measured in ` +
+            `the same run): \`full\` ×${doc.peer.fullVsPeer.tasksPerSecond} its throughput on the emulators and ×${doc.peer.fullVsPeer.dynamoWriteUnitsPerTask} ` +
+            `its write units per task; per receive loop with ${doc.peer.awsModel.dynamoWriteMs.map((w) => `${w}`).join(' or ')} ms DynamoDB writes (AWS model) ` +
+            `${doc.peer.awsModel.dynamoWriteMs.map((w) => `×${doc.peer?.fullVsPeer.awsModel[`dynamoWrite${w}ms`]}`).join(' and ')}.`,
+        ]
+      : []),
     `- **Cost per million tasks** from counted requests at list prices: $${cost('taskworker (tracking full)')} with \`full\` tracking ` +
       `(a Lambda SQS trigger with Powertools idempotency, modelled: $${cost('Lambda SQS trigger')}), $${cost('taskworker (tracking failures)')} ` +
       `with \`failures\`, $${cost('taskworker (tracking off)')} with \`off\`.`,
@@ -838,6 +959,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'selectors:loop': selectorLoop,
   'selectors:autoscaling': selectorAutoscaling,
   'e2e:saturation': e2eSaturation,
+  'e2e:peer': e2ePeer,
   'e2e:io-concurrency': e2eIoConcurrency,
   'e2e:cost': e2eCost,
   'e2e:idle-cost': e2eIdleCost,
