@@ -210,10 +210,16 @@ export class DynamoJobStore implements JobStore {
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
-    const outcome = await this.write(c.jobId, e, {
-      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-      condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
-    });
+    // The record written is known here (its history trimmed before the write): nothing to read back.
+    const outcome = await this.write(
+      c.jobId,
+      e,
+      {
+        update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+        condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
+      },
+      { returnNew: false },
+    );
     // A retry of this very completion after a lost answer finds it landed: ours.
     return outcome.landed || (outcome.record !== undefined && isOwnCompletion(outcome.record, c));
   }
@@ -421,6 +427,7 @@ export class DynamoJobStore implements JobStore {
     jobId: string,
     e: Expression,
     expr: { update: string; condition: string },
+    { returnNew = true }: { readonly returnNew?: boolean } = {},
   ): Promise<{ landed: boolean; record: JobRecord | undefined; atCheck?: boolean }> {
     try {
       const out = await this.dynamo.send(
@@ -429,13 +436,14 @@ export class DynamoJobStore implements JobStore {
           Key: { jobId: { S: jobId } },
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
-          ReturnValues: 'ALL_NEW',
+          ReturnValues: returnNew ? 'ALL_NEW' : 'NONE',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ReturnConsumedCapacity: 'TOTAL',
           ...e.params(),
         }),
       );
       this.meter(out, 'write');
+      if (!returnNew) return { landed: true, record: undefined };
       const record = toRecord(out.Attributes ?? {});
       return { landed: true, record: await this.trimHistory(record) };
     } catch (error) {
