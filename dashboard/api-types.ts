@@ -11,6 +11,11 @@
  * operator's answers are declared here as the wire carries them; tsc checks that the server's
  * values fit them.
  */
+
+import type { RedriveResult, ReplayResult } from '../lib/operate/answers';
+
+export type { RedriveResult, ReplayResult } from '../lib/operate/answers';
+
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 
@@ -203,21 +208,6 @@ export interface ArchiveCount {
   readonly count: number;
   /** The count stopped at its cap: there are at least `count`. */
   readonly capped: boolean;
-}
-
-export interface ReplayResult {
-  readonly replayed: number;
-  readonly skipped: ReadonlyArray<{ readonly messageId: string; readonly why: string }>;
-}
-
-export interface RedriveResult {
-  readonly queue: string;
-  readonly messages: number;
-  /** `move-task`: SQS moved them; `client`: the server did (receive, send, delete). */
-  readonly via?: 'move-task' | 'client';
-  readonly moveTaskError?: string;
-  readonly taskHandle?: string;
-  readonly status?: string;
 }
 
 export interface Published {

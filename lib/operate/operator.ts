@@ -1,3 +1,5 @@
+export type { RedriveResult, ReplayResult } from './answers';
+
 import type { DynamoClientOption } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
 import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
@@ -20,6 +22,7 @@ import { INDEXED_STATES, payloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
 import { decodeEnvelope, pinEnvelope } from '../wire/envelope';
+import type { RedriveResult, ReplayResult } from './answers';
 
 function decodedOrUndefined(message: ReceivedMessage) {
   try {
@@ -251,12 +254,6 @@ export async function countArchived(
   return { count, capped: count >= cap };
 }
 
-export interface ReplayResult {
-  readonly replayed: number;
-  /** Matching messages that could not be replayed, with why. */
-  readonly skipped: ReadonlyArray<{ messageId: string; why: string }>;
-}
-
 /**
  * Sends archived messages back to the queue they came from, attempts reset (a tracked job goes
  * back to `queued` with attempt 0), then deletes them from the archive. Send first, delete after:
@@ -309,17 +306,6 @@ export async function replayArchived(
     return 'consumed';
   });
   return { replayed, skipped };
-}
-
-export interface RedriveResult {
-  readonly queue: string;
-  readonly messages: number;
-  /** `move-task`: SQS moved them (StartMessageMoveTask); `client`: this process did (receive, send, delete). */
-  readonly via?: 'move-task' | 'client';
-  /** Why the move task was not used, when the client moved them. */
-  readonly moveTaskError?: string;
-  readonly taskHandle?: string;
-  readonly status?: string;
 }
 
 /**
