@@ -28,8 +28,6 @@ export class SettleHold {
   private extending: Promise<void> | undefined;
   private released = false;
   private readonly leadMs: number;
-  /** Requests made to keep messages held (tests and reports count them). */
-  extensions = 0;
 
   constructor(
     private readonly ports: HoldPorts,
@@ -84,7 +82,6 @@ export class SettleHold {
       receiptHandle: h.message.receiptHandle,
       visibilityTimeoutSeconds: this.visibilityTimeoutSeconds,
     }));
-    this.extensions += 1;
     this.extending = callWithEntryRetries(entries, (e) => this.ports.queues.changeVisibilityBatch(this.url, e), this.ports.clock)
       .then(
         (result) => {
