@@ -93,6 +93,8 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   archived: true,
   'skipped-duplicate': true,
   scheduled: true,
+  waiting: true,
+  released: true,
   cancelled: true,
 };
 

@@ -66,7 +66,22 @@ export type MalformedCode =
   | 'bad-published-at'
   | 'bad-run-at'
   | 'too-deep'
-  | 'too-large';
+  | 'too-large'
+  | 'bad-depends-on'
+  | 'bad-awaits'
+  | 'bad-member-of'
+  | 'bad-on-dependency-failure'
+  | 'bad-tags';
+
+/** A job named as a dependency cannot be one: unknown, the job itself, closing a cycle, or on a queue not tracked `full`. */
+export class DependencyError extends TaskworkerError {
+  readonly dependency: string;
+  constructor(dependency: string, detail: string) {
+    super(`Dependency ${JSON.stringify(dependency)} refused: ${detail}`);
+    this.name = 'DependencyError';
+    this.dependency = dependency;
+  }
+}
 
 /** A publish request names a task or queue that this publisher does not know. */
 export class UnknownTaskError extends TaskworkerError {

@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type ConsumedCapacity,
   DynamoDBClient,
@@ -13,12 +14,17 @@ import type { TaskworkerConfig } from '../config';
 import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
 import { DUE_SLACK_MS, dueShardOf } from '../track/due';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type { ArchiveReason } from '../track/model';
 import {
+  type AddDependentResult,
   type CancelResult,
   type ClaimRequest,
   type ClaimResult,
+  type Completed,
   type Completion,
+  type DependencyCount,
+  type DependentEdge,
   type DurationStats,
   type HistoryEntry,
   type JobIdentity,
@@ -37,6 +43,8 @@ import {
   type StatsStore,
   type UnclaimedOutcome,
   type UnclaimedResult,
+  type WaitRequest,
+  type WaitResult,
 } from '../track/model';
 import {
   appendHistory,
@@ -48,6 +56,7 @@ import {
   type JobWrite,
   type PriorState,
   permits,
+  sameJob,
   TRANSITIONS,
 } from '../track/rules';
 import { DynamoLimitStore } from './dynamo-limits';
@@ -164,6 +173,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('leaseOwner')} = ${e.value(r.workerId)}`,
       `${e.name('leaseUntil')} = ${e.value(r.leaseUntil)}`,
       ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
+      ...(r.memberOf ? [`${e.name('memberOf')} = ${e.value(r.memberOf)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
@@ -195,7 +205,22 @@ export class DynamoJobStore implements JobStore {
     return outcome.landed;
   }
 
-  async complete(c: Completion, claimed: JobRecord): Promise<boolean> {
+  async complete(c: Completion, claimed: JobRecord): Promise<Completed> {
+    let seen = claimed;
+    for (let tries = 1; ; tries++) {
+      const outcome = await this.completeOnce(c, seen);
+      // A dependent added itself since the record was read: complete again, knowing it.
+      const moved = outcome.record && outcome.record.state === 'running' && outcome.record.attempt === c.token;
+      if (outcome.landed || !moved || tries >= COMPLETE_TRIES) {
+        const landed = outcome.landed || (outcome.record !== undefined && isOwnCompletion(outcome.record, c));
+        return { landed, dependents: landed ? (outcome.landed ? (seen.dependents ?? []) : (outcome.record?.dependents ?? [])) : [] };
+      }
+      seen = { ...(outcome.record as JobRecord), history: seen.history };
+    }
+  }
+
+  /** One fenced completion, on condition the record's dependents are still those of `claimed`. */
+  private async completeOnce(c: Completion, claimed: JobRecord) {
     const e = new Expression();
     const sets = [
       `${e.name('state')} = ${e.value(c.state)}`,
@@ -210,18 +235,18 @@ export class DynamoJobStore implements JobStore {
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
+    const known = claimed.dependents?.length ?? 0;
+    const dependents = known > 0 ? `size(${e.name('dependents')}) = ${e.value(known)}` : `attribute_not_exists(${e.name('dependents')})`;
     // The record written is known here (its history trimmed before the write): nothing to read back.
-    const outcome = await this.write(
+    return this.write(
       c.jobId,
       e,
       {
         update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-        condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)}`,
+        condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)} AND ${dependents}`,
       },
       { returnNew: false },
     );
-    // A retry of this very completion after a lost answer finds it landed: ours.
-    return outcome.landed || (outcome.record !== undefined && isOwnCompletion(outcome.record, c));
   }
 
   async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
@@ -419,6 +444,204 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
+  async wait(r: WaitRequest): Promise<WaitResult> {
+    const e = new Expression();
+    const outcome = await this.write(
+      r.jobId,
+      e,
+      {
+        update: `SET ${assignments(e, {
+          ...refFields(r),
+          state: 'waiting',
+          attempt: 0,
+          body: r.body,
+          attributes: r.attributes && Object.keys(r.attributes).length > 0 ? r.attributes : undefined,
+          dependsOn: r.dependsOn && r.dependsOn.length > 0 ? r.dependsOn : undefined,
+          awaits: r.awaits,
+          onDependencyFailure: r.onDependencyFailure,
+          tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
+          queueState: indexKey(r.queue, 'waiting'),
+          updatedAt: r.now,
+          history: [{ what: 'waiting', when: r.now, worker: r.workerId }],
+          expiresAt: expiresAt(r.now, this.settings.retentionDays),
+        })}`,
+        condition: transitionCondition(e, 'wait'),
+      },
+      { returnNew: false },
+    );
+    if (outcome.landed) return { outcome: 'waiting' };
+    const record = outcome.record;
+    if (!record) throw new Error(`wait of ${r.jobId} failed its condition, but the job has no record`);
+    return { outcome: sameJob(record, r) ? 'exists' : 'conflict', record };
+  }
+
+  async addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult> {
+    const e = new Expression();
+    const outcome = await this.write(
+      dependencyId,
+      e,
+      {
+        update: `ADD ${e.name('dependents')} ${e.stringSet([encodeEdge(edge)])} SET ${e.name('updatedAt')} = ${e.value(now)}`,
+        condition: transitionCondition(e, 'addDependent'),
+      },
+      { returnNew: false },
+    );
+    if (outcome.landed) return { outcome: 'added' };
+    return outcome.record ? { outcome: 'ended', record: outcome.record } : { outcome: 'unknown' };
+  }
+
+  async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount> {
+    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
+    const ttl = expiresAt(now, this.settings.retentionDays);
+    const e = new Expression();
+    const done = e.name('done');
+    const fails = e.name('failed');
+    const index = e.value(edge.index);
+    const counted = await this.updateCountItem(shardKey(edge.id, shard), e, {
+      update: `ADD ${failed ? fails : done} ${e.numberSet([edge.index])} SET ${e.name('expiresAt')} = ${e.value(ttl)}`,
+      condition: `NOT contains(${done}, ${index}) AND NOT contains(${fails}, ${index})`,
+    });
+    const members = (list: unknown) => (Array.isArray(list) ? list.length : 0);
+    const shardDone = members(counted.done) + members(counted.failed) >= shardSize(edge.size, shard);
+    if (!failed && !shardDone) return { complete: false };
+    const r = new Expression();
+    const sets = [`${r.name('size')} = ${r.value(shardCount(edge.size))}`, `${r.name('expiresAt')} = ${r.value(ttl)}`];
+    if (failed) sets.push(`${r.name('firstFailure')} = if_not_exists(${r.name('firstFailure')}, ${r.value(dependencyId)})`);
+    const root = await this.updateCountItem(
+      rootKey(edge.id),
+      r,
+      shardDone
+        ? { update: `ADD ${r.name('shards')} ${r.numberSet([shard])} SET ${sets.join(', ')}` }
+        : { update: `SET ${sets.join(', ')}` },
+    );
+    return countFrom(root);
+  }
+
+  async dependencyCount(dependentId: string): Promise<DependencyCount> {
+    const out = await this.dynamo.send(
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: { jobId: { S: rootKey(dependentId) } },
+        ConsistentRead: true,
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    this.meter(out, 'read');
+    return out.Item ? countFrom(fromItem(out.Item)) : { complete: false };
+  }
+
+  /** Adds to a count item; a condition that fails (already counted) answers with the item as it is. */
+  private async updateCountItem(
+    key: string,
+    e: Expression,
+    expr: { update: string; condition?: string },
+  ): Promise<Record<string, unknown>> {
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: key } },
+          UpdateExpression: expr.update,
+          ...(expr.condition ? { ConditionExpression: expr.condition } : {}),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+      return fromItem(out.Attributes ?? {});
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      if (error.Item) return fromItem(error.Item);
+      const out = await this.dynamo.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { jobId: { S: key } }, ConsistentRead: true }),
+      );
+      return out.Item ? fromItem(out.Item) : {};
+    }
+  }
+
+  async release(dependentId: string, now: number): Promise<ParkedJob | undefined> {
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'released', when: now, detail: 'its dependencies ended' };
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: dependentId } },
+          // Scheduled only for the moment until it is sent: not listed in the queue-state index.
+          UpdateExpression:
+            `SET ${assignments(e, { state: 'scheduled', runAt: now, dueShard: dueShardOf(dependentId), updatedAt: now })}, ` +
+            `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${e.name('queueState')}`,
+          ConditionExpression: transitionCondition(e, 'release'),
+          ReturnValues: 'ALL_NEW',
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+      const raw = fromItem(out.Attributes ?? {});
+      return {
+        jobId: dependentId,
+        queue: String(raw.queue),
+        runAt: now,
+        body: String(raw.body),
+        ...(raw.attributes ? { attributes: raw.attributes as Record<string, string> } : {}),
+      };
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined> {
+    for (;;) {
+      const record = await this.get(dependentId);
+      if (!record || permits('failWaiting', record) !== 'ok') return undefined;
+      const e = new Expression();
+      const history = e.name('history');
+      const entry: HistoryEntry = { what: 'archived', when: now, detail: `${reason}: ${detail}` };
+      const outcome = await this.write(dependentId, e, {
+        update: `SET ${assignments(e, {
+          state: 'archived',
+          reason,
+          lastError: { type: 'DependencyError', message: detail },
+          updatedAt: now,
+          finishedAt: now,
+          queueState: indexKey(record.queue, 'archived'),
+        })}, ${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${PARKED_ONLY.map((n) => e.name(n)).join(', ')}`,
+        condition: transitionCondition(e, 'failWaiting'),
+      });
+      if (outcome.landed) return outcome.record;
+      if (outcome.record?.state !== 'waiting') return undefined;
+    }
+  }
+
+  async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {
+    const found = new Map<string, JobRecord>();
+    const unique = [...new Set(jobIds)];
+    for (let i = 0; i < unique.length; i += BATCH_GET) {
+      let keys: Record<string, AttributeValue>[] = unique.slice(i, i + BATCH_GET).map((id) => ({ jobId: { S: id } }));
+      for (let round = 0; keys.length > 0; round++) {
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
+        const out = await this.dynamo.send(
+          new BatchGetItemCommand({
+            RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        for (const c of out.ConsumedCapacity ?? []) this.capacity.readUnits += c.CapacityUnits ?? 0;
+        for (const item of out.Responses?.[this.tableName] ?? []) {
+          const record = toRecord(item);
+          found.set(record.jobId, record);
+        }
+        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, AttributeValue>[];
+      }
+    }
+    return jobIds.map((id) => found.get(id)).filter((r): r is JobRecord => r !== undefined);
+  }
+
   /**
    * One conditional UpdateItem. Landed: the item as written (its history trimmed to the limit).
    * Refused: the item as the condition found it, if there is one (`atCheck`), else as read after.
@@ -593,6 +816,39 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
   return absent ?? `${existing}${due}`;
 }
 
+/** Completions tried when dependents keep arriving between the read and the write. */
+const COMPLETE_TRIES = 5;
+/** Keys per BatchGetItem call. */
+const BATCH_GET = 100;
+
+/** A dependent as a member of the `dependents` string set: "id index size" (job ids have no spaces). */
+function encodeEdge(edge: DependentEdge): string {
+  return `${edge.id} ${edge.index} ${edge.size}`;
+}
+
+function decodeEdge(text: string): DependentEdge {
+  const [id, index, size] = text.split(' ');
+  return { id: id as string, index: Number(index), size: Number(size) };
+}
+
+/**
+ * A dependent's count items live in the jobs table beside the jobs, under keys no job id can take
+ * (job ids have no spaces): the root `<id> w` (complete shards, the first failure) and one item per
+ * shard of 50 dependencies, `<id> w<shard>`.
+ */
+function rootKey(dependentId: string): string {
+  return `${dependentId} w`;
+}
+
+function shardKey(dependentId: string, shard: number): string {
+  return `${dependentId} w${shard}`;
+}
+
+function countFrom(root: Record<string, unknown>): DependencyCount {
+  const complete = Array.isArray(root.shards) && typeof root.size === 'number' && root.shards.length >= root.size;
+  return { complete, ...(typeof root.firstFailure === 'string' ? { firstFailure: root.firstFailure } : {}) };
+}
+
 /** What only a parked job's item carries: gone once it is handed over, claimed or cancelled. */
 const PARKED_ONLY = ['dueShard', 'body', 'attributes', 'sweepLease'] as const;
 
@@ -652,9 +908,16 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'result',
     'envelopeId',
     'runAt',
+    'dependsOn',
+    'awaits',
+    'memberOf',
+    'onDependencyFailure',
+    'tags',
   ]) {
     if (raw[key] !== undefined && raw[key] !== null) record[key] = raw[key];
   }
+  if (Array.isArray(raw.dependents))
+    record.dependents = (raw.dependents as string[]).map(decodeEdge).sort((a, b) => a.id.localeCompare(b.id) || a.index - b.index);
   return record as unknown as JobRecord & { reason?: ArchiveReason; lastError?: SerializedError };
 }
 

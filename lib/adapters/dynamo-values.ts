@@ -28,6 +28,9 @@ export function fromAttribute(value: AttributeValue): unknown {
   if (value.NULL) return null;
   if (value.L) return value.L.map(fromAttribute);
   if (value.M) return fromItem(value.M);
+  // Sets come back as arrays (their order is the service's).
+  if (value.SS) return [...value.SS];
+  if (value.NS) return value.NS.map(Number);
   throw new TypeError(`unsupported attribute ${JSON.stringify(Object.keys(value))}`);
 }
 
@@ -55,6 +58,20 @@ export class Expression {
   value(v: unknown): string {
     const placeholder = `:v${this.counter++}`;
     this.values[placeholder] = toAttribute(v);
+    return placeholder;
+  }
+
+  /** A string set (for `ADD` and `contains`); DynamoDB has no empty sets, so at least one member. */
+  stringSet(members: readonly string[]): string {
+    const placeholder = `:v${this.counter++}`;
+    this.values[placeholder] = { SS: [...members] };
+    return placeholder;
+  }
+
+  /** A number set, as {@link stringSet}. */
+  numberSet(members: readonly number[]): string {
+    const placeholder = `:v${this.counter++}`;
+    this.values[placeholder] = { NS: members.map(String) };
     return placeholder;
   }
 

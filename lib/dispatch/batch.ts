@@ -13,11 +13,12 @@ import { BatchState, recordStats, type SettleOptions, settle } from '../settle/s
 import type { TaskDefinition } from '../tasks/task';
 import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHEDULE_SECONDS } from '../track/due';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
-import { type DecodedJob, decodeEnvelope, pinEnvelope } from '../wire/envelope';
+import { type DecodedJob, decodeEnvelope, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
 import type { TaskSlots } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
+import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
 const DAY_MS = 86_400_000;
@@ -44,7 +45,9 @@ export async function processBatch(
       const one = plan(deps, queue, message, state);
       if (one) planned.push(one);
     }
-    const due = await holdUntilDue(deps, queue, planned, state);
+    // No await unless a job waits: the batch's timing is what it was for everything else.
+    const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
+    const due = await holdUntilDue(deps, queue, ready, state);
     const { runnable, release } = await admit(deps, queue, due, state, options);
     announce(deps, queue, batch, runnable);
     // Slots are taken in message order (the limiter is first come, first served).

@@ -8,8 +8,9 @@ import { leaseMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
-import { completionWrite, identity, type RecordPorts, ref } from '../settle/records';
+import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
+import { edgesOf, propagate } from '../track/flows';
 import type { ClaimResult, JobRecord, JobStore } from '../track/model';
 import type { DispatcherDeps } from './types';
 
@@ -35,6 +36,7 @@ export async function claimJob(
   try {
     claim = await jobs.claim({
       ...ref(deps, queue, job),
+      ...membership(job),
       workerId: deps.workerId,
       now: start,
       leaseUntil: start + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),
@@ -65,6 +67,7 @@ export async function claimJob(
           message,
           record: async () => {
             await jobs.recordDuplicate(job.id, identity(job), deps.workerId, deps.clock.now());
+            await propagateAgain(deps, claim.record);
             return true;
           },
         },
@@ -109,6 +112,18 @@ export async function claimJob(
     return undefined;
   }
   return { attempt, claimed: claim.record };
+}
+
+/**
+ * A finished job's message came back: the dispatcher that ended it may have been lost before it
+ * counted the job into every job waiting for it (its message is deleted only after). Counting is
+ * idempotent, so this delivery counts again.
+ */
+async function propagateAgain(deps: RecordPorts, record: JobRecord): Promise<void> {
+  const flows = flowPorts(deps);
+  const edges = edgesOf(record);
+  if (!flows || edges.length === 0 || (record.state !== 'succeeded' && record.state !== 'archived' && record.state !== 'cancelled')) return;
+  await propagate(flows, record.jobId, record.state !== 'succeeded', edges);
 }
 
 /** The heartbeat's lease renewal for a claimed attempt: false once a newer attempt holds the job. */

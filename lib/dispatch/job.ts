@@ -5,14 +5,47 @@
  */
 import type { QueueConfig } from '../config';
 import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
+import { describe } from '../errors';
 import { runAttempt } from '../run/attempt';
+import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide } from '../settle/verdict';
-import { claimJob, leaseRenewal } from './claim';
+import type { DependencyOutcome } from '../tasks/task';
+import { dependencyIds, dependencyOutcomes } from '../track/flows';
+import type { JobStore } from '../track/model';
+import { type DecodedJob, hasDependencies } from '../wire/envelope';
+import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
 import type { SlotLease } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
+
+/** The outcomes a dependent's task sees; undefined (the message handed back) when the jobs table did not answer. */
+async function readDependencies(
+  deps: DispatcherDeps,
+  at: MessageAt,
+  jobs: JobStore,
+  job: DecodedJob,
+): Promise<readonly DependencyOutcome[] | undefined> {
+  try {
+    return await dependencyOutcomes(jobs, dependencyIds(job));
+  } catch (error) {
+    deps.logger.error('dependency outcomes could not be read; the message will come back', { jobId: job.id, error: describe(error) });
+    decideHandBack(
+      deps,
+      at,
+      { kind: 'visibility', seconds: CLAIM_RETRY_SECONDS },
+      {
+        messageId: at.message.messageId,
+        jobId: job.id,
+        task: job.task,
+        outcome: 'deferred',
+        attempt: at.message.receiveCount,
+      },
+    );
+    return undefined;
+  }
+}
 
 /** Runs one message's task in its slot, from the checks before it starts to its decided end. */
 export async function runOne(
@@ -54,6 +87,8 @@ export async function runOne(
 
   // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may.
   const jobs = deps.tracking?.jobs;
+  const dependencies = claimed && jobs && hasDependencies(job) ? await readDependencies(deps, at, jobs, job) : [];
+  if (dependencies === undefined) return;
   const outcome = await runAttempt(deps, {
     run: {
       task: def.name,
@@ -64,6 +99,7 @@ export async function runOne(
       appData: job.appData,
       timeLimitMs: def.timeLimitSeconds * 1000,
       fencingToken: attempt,
+      ...(dependencies.length > 0 ? { dependencies } : {}),
     },
     message,
     url: deps.urls.queues[queue.name] as string,

@@ -1,9 +1,15 @@
 import { dueShardOf } from '../track/due';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type {
+  AddDependentResult,
+  ArchiveReason,
   CancelResult,
   ClaimRequest,
   ClaimResult,
+  Completed,
   Completion,
+  DependencyCount,
+  DependentEdge,
   HistoryEntry,
   JobIdentity,
   JobQuery,
@@ -18,6 +24,8 @@ import type {
   StatsStore,
   UnclaimedOutcome,
   UnclaimedResult,
+  WaitRequest,
+  WaitResult,
 } from '../track/model';
 import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
@@ -34,6 +42,10 @@ export class MemoryJobStore implements JobStore {
   private readonly jobs = new Map<string, JobRecord>();
   /** What the DynamoDB item of a parked job carries beside its record: its body, shard and sweep lease. */
   private readonly parked = new Map<string, { job: ParkedJob; shard: string; sweepLease?: number }>();
+  /** A waiting job's body, kept until it is released. */
+  private readonly waitingBodies = new Map<string, { body: string; attributes?: Readonly<Record<string, string>> }>();
+  /** Dependency counts: per dependent, shard → counted indices (and which failed); the shards complete. */
+  private readonly counts = new Map<string, CountState>();
   writes = 0;
 
   constructor(private readonly settings: JobStoreSettings) {}
@@ -76,6 +88,7 @@ export class MemoryJobStore implements JobStore {
     base.updatedAt = r.now;
     base.leaseOwner = r.workerId;
     base.leaseUntil = r.leaseUntil;
+    if (r.memberOf) base.memberOf = r.memberOf;
     if (r.claimId) base.leaseClaim = r.claimId;
     else delete base.leaseClaim;
     this.parked.delete(r.jobId);
@@ -91,9 +104,9 @@ export class MemoryJobStore implements JobStore {
     return true;
   }
 
-  async complete(c: Completion, claimed: JobRecord): Promise<boolean> {
+  async complete(c: Completion, claimed: JobRecord): Promise<Completed> {
     const record = this.jobs.get(c.jobId);
-    if (permits('complete', record) !== 'ok' || record?.attempt !== c.token) return false;
+    if (permits('complete', record) !== 'ok' || record?.attempt !== c.token) return { landed: false, dependents: [] };
     const next: Mutable<JobRecord> = { ...record, state: c.state, updatedAt: c.now };
     delete next.leaseOwner;
     delete next.leaseUntil;
@@ -104,7 +117,7 @@ export class MemoryJobStore implements JobStore {
     if (c.result !== undefined) next.result = c.result;
     next.history = this.history(claimed, historyOf(c));
     this.put(next);
-    return true;
+    return { landed: true, dependents: structuredClone(record.dependents ?? []) };
   }
 
   async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
@@ -248,6 +261,7 @@ export class MemoryJobStore implements JobStore {
     if (!record) return { outcome: 'unknown' };
     if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record: structuredClone(record) };
     this.parked.delete(jobId);
+    this.waitingBodies.delete(jobId);
     const next = this.put({
       ...record,
       state: 'cancelled',
@@ -257,6 +271,118 @@ export class MemoryJobStore implements JobStore {
     });
     return { outcome: 'cancelled', record: next };
   }
+
+  async wait(r: WaitRequest): Promise<WaitResult> {
+    const prior = this.jobs.get(r.jobId);
+    if (permits('wait', prior) !== 'ok') {
+      const record = structuredClone(prior as JobRecord);
+      return { outcome: permits('claim', prior, r, r.now) === 'conflict' ? 'conflict' : 'exists', record };
+    }
+    this.put({
+      ...pickRef(r),
+      state: 'waiting',
+      attempt: 0,
+      updatedAt: r.now,
+      onDependencyFailure: r.onDependencyFailure,
+      ...(r.dependsOn ? { dependsOn: [...r.dependsOn] } : {}),
+      ...(r.awaits !== undefined ? { awaits: r.awaits } : {}),
+      ...(r.tags ? { tags: [...r.tags] } : {}),
+      history: [{ what: 'waiting', when: r.now, worker: r.workerId }],
+    });
+    this.waitingBodies.set(r.jobId, { body: r.body, ...(r.attributes ? { attributes: r.attributes } : {}) });
+    return { outcome: 'waiting' };
+  }
+
+  async addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult> {
+    const record = this.jobs.get(dependencyId);
+    if (!record) return { outcome: 'unknown' };
+    if (permits('addDependent', record) !== 'ok') return { outcome: 'ended', record: structuredClone(record) };
+    const dependents = record.dependents ?? [];
+    if (!dependents.some((d) => d.id === edge.id && d.index === edge.index)) {
+      this.put({ ...record, dependents: [...dependents, { ...edge }], updatedAt: Math.max(record.updatedAt, now) });
+    }
+    return { outcome: 'added' };
+  }
+
+  async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean): Promise<DependencyCount> {
+    const count: CountState = this.counts.get(edge.id) ?? { shards: new Map(), complete: new Set<number>(), size: shardCount(edge.size) };
+    this.counts.set(edge.id, count);
+    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
+    const counted = count.shards.get(shard) ?? new Map<number, boolean>();
+    count.shards.set(shard, counted);
+    if (!counted.has(edge.index)) {
+      this.writes += 1;
+      counted.set(edge.index, failed);
+      if (failed && count.firstFailure === undefined) {
+        this.writes += 1;
+        count.firstFailure = dependencyId;
+      }
+    }
+    if (counted.size === shardSize(edge.size, shard) && !count.complete.has(shard)) {
+      this.writes += 1;
+      count.complete.add(shard);
+    }
+    return countOf(count);
+  }
+
+  async dependencyCount(dependentId: string): Promise<DependencyCount> {
+    const count = this.counts.get(dependentId);
+    return count ? countOf(count) : { complete: false };
+  }
+
+  async release(dependentId: string, now: number): Promise<ParkedJob | undefined> {
+    const record = this.jobs.get(dependentId);
+    const waiting = this.waitingBodies.get(dependentId);
+    if (permits('release', record) !== 'ok' || !record || !waiting) return undefined;
+    this.waitingBodies.delete(dependentId);
+    this.put({
+      ...record,
+      state: 'scheduled',
+      runAt: now,
+      updatedAt: now,
+      history: this.history(record, { what: 'released', when: now, detail: 'its dependencies ended' }),
+    });
+    const job: ParkedJob = { jobId: dependentId, queue: record.queue, runAt: now, ...waiting };
+    this.parked.set(dependentId, { job, shard: dueShardOf(dependentId) });
+    return structuredClone(job);
+  }
+
+  async failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined> {
+    const record = this.jobs.get(dependentId);
+    if (permits('failWaiting', record) !== 'ok' || !record) return undefined;
+    this.waitingBodies.delete(dependentId);
+    return this.put({
+      ...record,
+      state: 'archived',
+      reason,
+      lastError: { type: 'DependencyError', message: detail },
+      updatedAt: now,
+      finishedAt: now,
+      history: this.history(record, { what: 'archived', when: now, detail: `${reason}: ${detail}` }),
+    });
+  }
+
+  async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {
+    return jobIds
+      .map((id) => this.jobs.get(id))
+      .filter((r): r is JobRecord => r !== undefined)
+      .map((r) => structuredClone(r));
+  }
+}
+
+/** One dependent's count: per shard, the indices counted (true: failed); the shards complete; how many there are. */
+interface CountState {
+  readonly shards: Map<number, Map<number, boolean>>;
+  readonly complete: Set<number>;
+  readonly size: number;
+  firstFailure?: string;
+}
+
+function countOf(count: CountState): DependencyCount {
+  return {
+    complete: count.complete.size === count.size,
+    ...(count.firstFailure !== undefined ? { firstFailure: count.firstFailure } : {}),
+  };
 }
 
 function pickRef(r: JobRef): JobRef {

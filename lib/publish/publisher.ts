@@ -5,6 +5,7 @@ import { type Clock, systemClock } from '../clock';
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, tableNames, validateVersion } from '../config';
 import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
+  DependencyError,
   type FailedPublish,
   MessageTooLargeError,
   PublishBatchError,
@@ -20,9 +21,19 @@ import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { publishTiming } from '../track/due';
-import type { CancelResult, JobStore } from '../track/model';
+import { closesCycle } from '../track/flows';
+import type { CancelResult, JobRef, JobStore } from '../track/model';
 import { payloadDigest } from '../track/rules';
-import { encodeEnvelope, JOB_ID_PATTERN, MAX_BODY_BYTES } from '../wire/envelope';
+import {
+  type DependencyFailurePolicy,
+  dependencyListProblem,
+  encodeEnvelope,
+  JOB_ID_PATTERN,
+  MAX_AWAITS,
+  MAX_BODY_BYTES,
+  memberId,
+  tagListProblem,
+} from '../wire/envelope';
 import { type JobResult, type WaitOptions, waitForResult } from './results';
 
 export interface PublishOptions {
@@ -40,6 +51,22 @@ export interface PublishOptions {
   readonly appData?: unknown;
   /** Job id (1..128 printable ASCII). @defaultValue a random UUID */
   readonly id?: string;
+  /**
+   * Jobs (ids, or what `publish` returned; at most 100) this one waits for: it is kept `waiting`
+   * and sent to its queue once every one has succeeded (see `onDependencyFailure`). Each must be
+   * known (published before, or earlier in the same `publishBatch`) and tracked `full`, as must
+   * this job's queue; a dependency that is unknown, the job itself, or closes a cycle is refused
+   * with a {@link DependencyError} naming it.
+   */
+  readonly dependsOn?: ReadonlyArray<string | Pick<Published, 'jobId'>>;
+  /** `fail` (default): a dependency that does not succeed archives this job (`dependency-failed`), and its dependents in turn. `ignore`: it runs once all have ended, their outcomes in `ctx.dependencies`. */
+  readonly onDependencyFailure?: DependencyFailurePolicy;
+  /** Labels to find the job by (`taskworker jobs list --tag T`): at most 10, each 1..64 printable ASCII characters. */
+  readonly tags?: readonly string[];
+  /** @internal A fan-in's callback (see {@link Publisher.chord}): the members it awaits. */
+  readonly awaits?: number;
+  /** @internal A fan-in's member (see {@link Publisher.chord}). */
+  readonly memberOf?: { readonly id: string; readonly size: number };
 }
 
 export interface PublishItem<P = unknown> {
@@ -163,6 +190,46 @@ export class Publisher {
     return waitForResult(this.jobStore(), jobId, this.clock, { ...options, check: (record) => untracked(record.queue) });
   }
 
+  /**
+   * Publishes steps that run one after another: each waits for the one before (and finds its
+   * result in `ctx.dependencies[0].result`). With the default `onDependencyFailure: 'fail'`, a step
+   * that does not succeed archives the rest (`dependency-failed`). All on queues tracked `full`.
+   */
+  async chain(steps: readonly PublishItem[]): Promise<Published[]> {
+    let previous: string | undefined;
+    const items = steps.map((step) => {
+      const id = step.options?.id ?? randomUUID();
+      const dependsOn = [...(step.options?.dependsOn ?? []), ...(previous !== undefined ? [previous] : [])];
+      previous = id;
+      return { ...step, options: { ...step.options, id, ...(dependsOn.length > 0 ? { dependsOn } : {}) } };
+    });
+    return this.publishBatch(items);
+  }
+
+  /**
+   * A group and its callback (Celery's chord): the members run independently; the callback runs
+   * once, after the last of them has ended, with every member's outcome and result in
+   * `ctx.dependencies` (member order). Members are named `<callback id>.<i>`; any number up to
+   * 100,000 (each counts itself into one small shard item, never one list of all). An empty group
+   * runs the callback at once. A member that does not succeed archives the callback unless its
+   * `onDependencyFailure` is `ignore`.
+   */
+  async chord(members: readonly PublishItem[], callback: PublishItem): Promise<{ callback: Published; members: Published[] }> {
+    const id = callback.options?.id ?? randomUUID();
+    if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id) || id.length + 1 + String(Math.max(0, members.length - 1)).length > 128) {
+      throw new PublishOptionError('id', id, `a job id short enough for its members' ids (${id}.<i>, at most 128 characters)`);
+    }
+    if (members.length > MAX_AWAITS) throw new PublishOptionError('members', members.length, `at most ${MAX_AWAITS} members`);
+    const size = members.length;
+    const head: PublishItem = { ...callback, options: { ...callback.options, id, ...(size > 0 ? { awaits: size } : {}) } };
+    const items: PublishItem[] = members.map((m, index) => ({
+      ...m,
+      options: { ...m.options, id: memberId(id, index), memberOf: { id, size } },
+    }));
+    const [published, ...rest] = await this.publishBatch([head, ...items]);
+    return { callback: published as Published, members: rest };
+  }
+
   /** Resolved once and cached; a failed lookup is retried on the next publish. */
   private queueUrls(): Promise<QueueUrls> {
     if (!this.urls) {
@@ -188,7 +255,9 @@ export class Publisher {
   async publishBatch(items: readonly PublishItem[]): Promise<Published[]> {
     const now = this.clock.now();
     const prepared = items.map((item, index) => this.prepare(item, index, now));
+    await this.checkDependencies(prepared);
     const urls = await this.queueUrls();
+    await this.recordAhead(prepared, now);
     const sent: Array<Published & { index: number }> = [];
     const failed: FailedPublish[] = [];
     for (const group of groupByQueue(prepared)) {
@@ -229,23 +298,11 @@ export class Publisher {
     const jobs = this.jobs;
     if (!jobs) return;
     const byIndex = new Map(prepared.map((p) => [p.index, p]));
-    const tracked = sent.map((s) => byIndex.get(s.index) as Prepared).filter((p) => p.queue.tracking === 'full' && !p.parked);
-    const results = await Promise.allSettled(
-      tracked.map((p) =>
-        jobs.recordQueued(
-          {
-            jobId: p.jobId,
-            task: p.task,
-            // As the dispatcher will see it: decoded from the body, after JSON's own conversions.
-            payloadDigest: payloadDigest((JSON.parse(p.entry.body) as { payload: unknown }).payload),
-            queue: p.queue.name,
-            version: this.version,
-            publishedAt: now,
-          },
-          now,
-        ),
-      ),
-    );
+    // A job that waits is recorded by the dispatcher (`waiting`), as is a parked one (`scheduled`).
+    const tracked = sent
+      .map((s) => byIndex.get(s.index))
+      .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && !p.parked && p.dependsOn.length === 0 && !p.awaits);
+    const results = await Promise.allSettled(tracked.map((p) => jobs.recordQueued(this.refOf(p, now), now)));
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure && !this.warnedAboutTracking) {
       this.warnedAboutTracking = true;
@@ -253,6 +310,84 @@ export class Publisher {
         `taskworker: could not record queued jobs (${String(failure.reason)}); the jobs were published`,
         'TaskworkerTrackingWarning',
       );
+    }
+  }
+
+  /**
+   * Before anything is sent: a job that waits gets its `waiting` record, and a dependency published
+   * in this batch its `queued` one, so a dependent published now or later finds it known at once,
+   * whichever message a dispatcher takes first (the dispatcher completes the registration when the
+   * message arrives). Unlike `recordQueued`, a failed write fails the publish.
+   */
+  private async recordAhead(prepared: readonly Prepared[], now: number): Promise<void> {
+    const needed = prepared.filter((p) => p.dependsOn.length > 0 || p.awaits || prepared.some((q) => q.dependsOn.includes(p.jobId)));
+    if (needed.length === 0) return;
+    const jobs = this.jobStore();
+    await Promise.all(
+      needed.map(async (p) => {
+        const job = this.refOf(p, now);
+        if (p.dependsOn.length === 0 && !p.awaits) {
+          await jobs.recordQueued(job, now);
+          return;
+        }
+        const envelope = JSON.parse(p.entry.body) as { onDependencyFailure?: 'fail' | 'ignore'; tags?: string[] };
+        await jobs.wait({
+          ...job,
+          body: p.entry.body,
+          dependsOn: p.dependsOn,
+          ...(p.awaits ? { awaits: p.awaits } : {}),
+          onDependencyFailure: envelope.onDependencyFailure ?? 'fail',
+          ...(envelope.tags ? { tags: envelope.tags } : {}),
+          workerId: 'publisher',
+          now,
+        });
+      }),
+    );
+  }
+
+  private refOf(p: Prepared, now: number): JobRef {
+    return {
+      jobId: p.jobId,
+      task: p.task,
+      // As the dispatcher will see it: decoded from the body, after JSON's own conversions.
+      payloadDigest: payloadDigest((JSON.parse(p.entry.body) as { payload: unknown }).payload),
+      queue: p.queue.name,
+      version: this.version,
+      publishedAt: now,
+    };
+  }
+
+  /**
+   * Every dependency must be a job this version knows: published earlier (it has a record) or
+   * earlier in this batch; and no job of the batch may wait, through others, for itself.
+   */
+  private async checkDependencies(prepared: readonly Prepared[]): Promise<void> {
+    const inBatch = new Map(prepared.map((p) => [p.jobId, p]));
+    for (const p of prepared) {
+      for (const dep of p.dependsOn) {
+        const other = inBatch.get(dep);
+        if (other && other.index > p.index)
+          throw new DependencyError(dep, `it is published after ${JSON.stringify(p.jobId)} in this batch; publish dependencies first`);
+      }
+    }
+    const outside = [...new Set(prepared.flatMap((p) => p.dependsOn).filter((d) => !inBatch.has(d)))];
+    if (outside.length === 0) return;
+    const records = new Map((await this.jobStore().getMany(outside)).map((r) => [r.jobId, r]));
+    for (const dep of outside) {
+      const record = records.get(dep);
+      if (!record) throw new DependencyError(dep, 'no such job in this version (publish it first, to a queue tracked full)');
+      const queue = this.config.queues.find((q) => q.name === record.queue);
+      if (queue && queue.tracking !== 'full')
+        throw new DependencyError(dep, `its queue ${JSON.stringify(queue.name)} is tracked '${queue.tracking}', not 'full'`);
+    }
+    for (const p of prepared) {
+      const cycle = await closesCycle(
+        this.jobStore(),
+        p.jobId,
+        p.dependsOn.filter((d) => !inBatch.has(d)),
+      );
+      if (cycle !== undefined)
+        throw new DependencyError(cycle, `it waits, through its own dependencies, for ${JSON.stringify(p.jobId)} (a cycle)`);
     }
   }
 
@@ -278,6 +413,22 @@ export class Publisher {
     const jobId = options.id ?? randomUUID();
     if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
       throw new PublishOptionError('id', jobId, '1..128 printable ASCII characters');
+    const dependsOn = (options.dependsOn ?? []).map((d) => (typeof d === 'string' ? d : d?.jobId));
+    const problem = dependencyListProblem(dependsOn, jobId);
+    if (problem) throw new PublishOptionError('dependsOn', options.dependsOn, `a list of other jobs' ids: it ${problem}`);
+    if ((dependsOn.length > 0 || options.awaits !== undefined || options.memberOf !== undefined) && queue.tracking !== 'full') {
+      throw new DependencyError(
+        dependsOn[0] ?? jobId,
+        `dependencies need tracking 'full'; queue ${JSON.stringify(queue.name)} is tracked '${queue.tracking}'`,
+      );
+    }
+    if (options.onDependencyFailure !== undefined && options.onDependencyFailure !== 'fail' && options.onDependencyFailure !== 'ignore') {
+      throw new PublishOptionError('onDependencyFailure', options.onDependencyFailure, '"fail" or "ignore"');
+    }
+    if (options.tags !== undefined) {
+      const tagProblem = tagListProblem(options.tags);
+      if (tagProblem) throw new PublishOptionError('tags', options.tags, `a list of tags: it ${tagProblem}`);
+    }
     const body = encodeEnvelope({
       task: name,
       payload: item.payload,
@@ -285,6 +436,11 @@ export class Publisher {
       appData: options.appData,
       publishedAt: now,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : {}),
+      ...(dependsOn.length > 0 ? { dependsOn } : {}),
+      ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
+      ...(options.memberOf !== undefined ? { memberOf: options.memberOf } : {}),
+      ...(options.onDependencyFailure !== undefined ? { onDependencyFailure: options.onDependencyFailure } : {}),
+      ...(options.tags !== undefined && options.tags.length > 0 ? { tags: options.tags } : {}),
     });
     const bytes = bodyBytes(body);
     if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
@@ -296,6 +452,8 @@ export class Publisher {
       queue,
       entry,
       bytes,
+      dependsOn,
+      ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
       parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
     };
@@ -309,6 +467,8 @@ interface Prepared {
   readonly queue: QueueConfig;
   readonly entry: SendEntry;
   readonly bytes: number;
+  readonly dependsOn: readonly string[];
+  readonly awaits?: number;
   readonly runAt?: number;
   /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */
   readonly parked: boolean;

@@ -32,6 +32,7 @@ export async function runTaskBody(
     signal,
     deadline,
     fencingToken: run.fencingToken,
+    dependencies: run.dependencies ?? [],
     heartbeat: async () => {
       if (!(await hooks.heartbeat())) throw new LeaseLostError(run.jobId, run.fencingToken);
     },

@@ -1,4 +1,5 @@
 import type { SerializedError } from '../errors';
+import type { DependencyOutcome } from '../tasks/task';
 
 export type { SerializedError } from '../errors';
 
@@ -14,6 +15,8 @@ export interface TaskRun {
   readonly timeLimitMs: number;
   /** The claim's token (tracking `full`), else the attempt: handlers guard their own writes with it. */
   readonly fencingToken: number;
+  /** How the jobs it waited for ended (jobs with dependencies). */
+  readonly dependencies?: readonly DependencyOutcome[];
 }
 
 /** Calls a running task can make back into the dispatcher. */

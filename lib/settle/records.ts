@@ -1,8 +1,9 @@
 /** The job-record writes a batch makes, each run in the settle before its message is settled. */
 import type { Clock } from '../clock';
 import type { QueueConfig } from '../config';
-import type { Logger, ReceivedMessage } from '../ports';
+import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/types';
+import { edgesOf, type FlowDeps, propagate } from '../track/flows';
 import type { JobIdentity, JobRecord, JobStore } from '../track/model';
 import { payloadDigest } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-record';
@@ -15,6 +16,15 @@ export interface RecordPorts {
   readonly logger: Logger;
   readonly workerId: string;
   readonly tracking?: { readonly version: string; readonly jobs?: JobStore };
+  /** Where a released dependent is sent (a job that ends counts itself into those waiting for it). */
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+}
+
+/** The ports that carry a job's end on to the jobs waiting for it. */
+export function flowPorts(deps: RecordPorts): FlowDeps | undefined {
+  const jobs = deps.tracking?.jobs;
+  return jobs ? { jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger } : undefined;
 }
 
 /** The tracking mode in force for a queue: `off` when no jobs table is configured. */
@@ -26,7 +36,7 @@ export function identity(job: DecodedJob): JobIdentity {
   return { task: job.task, payloadDigest: payloadDigest(job.payload) };
 }
 
-export function ref(deps: RecordPorts, queue: QueueConfig, job: DecodedJob) {
+export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job: DecodedJob) {
   return { jobId: job.id, ...identity(job), queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
 }
 
@@ -38,9 +48,22 @@ export function completionWrite(
   claimed: JobRecord,
   end: { state: 'succeeded' | 'retrying' | 'archived'; reason?: ArchiveReason; error?: SerializedError; result?: string; retryAt?: number },
 ): RecordWrite {
-  const jobs = deps.tracking?.jobs;
-  if (!jobs) throw new Error('completionWrite needs a job store');
-  return () => jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
+  const flows = flowPorts(deps);
+  if (!flows) throw new Error('completionWrite needs a job store');
+  return async () => {
+    const completed = await flows.jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
+    // An end counts into the jobs waiting for it before its message goes: lost half-way, the
+    // message comes back as a duplicate of a finished job, which counts again (idempotent).
+    if (completed.landed && end.state !== 'retrying') {
+      await propagate(flows, job.id, end.state !== 'succeeded', edgesOf({ dependents: completed.dependents, ...membership(job) }));
+    }
+    return completed.landed;
+  };
+}
+
+/** The fan-in a job's envelope names it a member of, as its record keeps it. */
+export function membership(job: DecodedJob): Pick<JobRecord, 'memberOf'> {
+  return job.memberOf ? { memberOf: job.memberOf } : {};
 }
 
 /**

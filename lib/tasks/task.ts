@@ -32,6 +32,23 @@ export interface TaskContext {
    * runs out; call this to learn early that the work was taken over.
    */
   heartbeat(): Promise<void>;
+  /**
+   * How each job this one waited for ended, in the order they were named (`dependsOn`, or a
+   * fan-in's members `<id>.0` …): read from the jobs table when it starts. Empty for a job with no
+   * dependencies. A chain's step finds the previous step's return value in `dependencies[0].result`.
+   */
+  readonly dependencies: readonly DependencyOutcome[];
+}
+
+/** What a dependent's task sees of one dependency. */
+export interface DependencyOutcome {
+  readonly jobId: string;
+  /** `succeeded`, `archived` or `cancelled` (any state, for a job with `onDependencyFailure: 'ignore'`); `unknown`: no record. */
+  readonly state: string;
+  /** The dependency's return value, when it succeeded and returned one small enough to keep. */
+  readonly result?: unknown;
+  /** Why it was archived. */
+  readonly reason?: string;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments

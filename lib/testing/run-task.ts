@@ -2,7 +2,7 @@ import type { Random } from '../random';
 import { InlineExecutor } from '../run/inline-executor';
 import type { TaskOutcome } from '../run/types';
 import { decide, type Verdict } from '../settle/verdict';
-import type { TaskDefinition } from '../tasks/task';
+import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
 
 export interface RunTaskOptions {
   /** @defaultValue 1 */
@@ -10,6 +10,8 @@ export interface RunTaskOptions {
   /** @defaultValue `'test-job'` */
   readonly jobId?: string;
   readonly appData?: unknown;
+  /** What `ctx.dependencies` holds: the outcomes of the jobs it waited for. @defaultValue [] */
+  readonly dependencies?: readonly DependencyOutcome[];
   /** @defaultValue the attempt */
   readonly fencingToken?: number;
   /** @defaultValue the task's own limit */
@@ -96,6 +98,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       appData: options.appData ?? null,
       timeLimitMs: options.timeLimitMs ?? task.timeLimitSeconds * 1000,
       fencingToken: options.fencingToken ?? attempt,
+      ...(options.dependencies ? { dependencies: options.dependencies } : {}),
     },
     {
       heartbeat: async () => {

@@ -9,6 +9,8 @@ export const ARCHIVE_REASONS = [
   'malformed',
   'unknown-task',
   'id-conflict',
+  'dependency-failed',
+  'bad-dependency',
 ] as const;
 export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
 
@@ -37,8 +39,11 @@ export function isRejection(reason: ArchiveReason): boolean {
  *   a message whose runAt is > 15 min ahead ──park──▶ scheduled ──sweep (due within 15 min)──▶ queued
  *                                                        ├──cancel──▶ cancelled
  *                                                        └──claim once due (a swept copy before the sweep's mark)──▶ running
+ *   a message with dependencies ──wait──▶ waiting ──last dependency counted──▶ scheduled (due now) ──sweep──▶ queued
+ *                                           ├──a dependency failed (policy `fail`), unknown, or a cycle──▶ archived
+ *                                           └──cancel──▶ cancelled
  */
-export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived', 'scheduled', 'cancelled'] as const;
+export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived', 'scheduled', 'cancelled', 'waiting'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** What can happen to a job, as its history records it. */
@@ -51,7 +56,9 @@ export type HistoryWhat =
   | 'archived'
   | 'skipped-duplicate'
   | 'scheduled'
-  | 'cancelled';
+  | 'cancelled'
+  | 'waiting'
+  | 'released';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -93,7 +100,76 @@ export interface JobRecord {
   readonly envelopeId?: string;
   /** Epoch ms the job may start at (jobs published to run later). */
   readonly runAt?: number;
+  /** Jobs this one waits for (named in its envelope). */
+  readonly dependsOn?: readonly string[];
+  /** A fan-in: the number of members (`<jobId>.0` …) this job waits for. */
+  readonly awaits?: number;
+  /** The fan-in this job is a member of. */
+  readonly memberOf?: { readonly id: string; readonly size: number; readonly index: number };
+  /** What a failed dependency does to this job. */
+  readonly onDependencyFailure?: 'fail' | 'ignore';
+  /** Jobs waiting for this one: each with its place among their dependencies. */
+  readonly dependents?: readonly DependentEdge[];
+  readonly tags?: readonly string[];
   readonly history: readonly HistoryEntry[];
+}
+
+/** "Job `id` waits for this one, as its dependency number `index` of `size`." */
+export interface DependentEdge {
+  readonly id: string;
+  readonly index: number;
+  readonly size: number;
+}
+
+/** A job that waits for others, as the dispatcher records it from its message. */
+export interface WaitRequest extends JobRef {
+  readonly body: string;
+  readonly attributes?: Readonly<Record<string, string>>;
+  readonly dependsOn?: readonly string[];
+  readonly awaits?: number;
+  readonly onDependencyFailure: 'fail' | 'ignore';
+  readonly tags?: readonly string[];
+  readonly workerId: string;
+  readonly now: number;
+}
+
+export type WaitResult =
+  | { readonly outcome: 'waiting' }
+  | { readonly outcome: 'exists'; readonly record: JobRecord }
+  | { readonly outcome: 'conflict'; readonly record: JobRecord };
+
+/** `added`: the dependency will count itself into the dependent when it ends. `ended`: it had ended already. */
+export type AddDependentResult =
+  | { readonly outcome: 'added' }
+  | { readonly outcome: 'ended'; readonly record: JobRecord }
+  | { readonly outcome: 'unknown' };
+
+/** Where a dependent's count stands: every dependency counted (`complete`), and the first that failed. */
+export interface DependencyCount {
+  readonly complete: boolean;
+  readonly firstFailure?: string;
+}
+
+/**
+ * The jobs table's side of dependencies. Counting is idempotent per dependency: a dependency
+ * counted once cannot count again, whatever retries or crashes happen; counts live in small shard
+ * items (never a list of every member in one item), so a fan-in of 100,000 stays far from 400 KB.
+ */
+export interface FlowStore {
+  /** Records a job that waits (absent → waiting), with its body to send once released. */
+  wait(request: WaitRequest): Promise<WaitResult>;
+  /** Adds `edge` to the dependents of `dependencyId` unless that job has ended (or has no record). */
+  addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult>;
+  /** Counts dependency number `edge.index` of `edge.id` as ended (failed or not); idempotent. */
+  countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount>;
+  /** The count of `dependentId` as it stands (consistent read). */
+  dependencyCount(dependentId: string): Promise<DependencyCount>;
+  /** waiting → scheduled, due now: the job to send (the sweep's path). Undefined when it was not waiting. */
+  release(dependentId: string, now: number): Promise<ParkedJob | undefined>;
+  /** waiting → archived with `reason`; the record as written, or undefined when it was not waiting. */
+  failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined>;
+  /** Records by id, in the order asked, missing ones left out (strongly consistent). */
+  getMany(jobIds: readonly string[]): Promise<JobRecord[]>;
 }
 
 /** What makes two deliveries the same job: its task and its payload (as a digest). */
@@ -111,6 +187,8 @@ export interface JobRef extends JobIdentity {
 }
 
 export interface ClaimRequest extends JobRef {
+  /** The fan-in this job is a member of (from its envelope): kept on the record, so whoever ends it counts it in. */
+  readonly memberOf?: JobRecord['memberOf'];
   readonly workerId: string;
   readonly now: number;
   /** Epoch ms until which the claim holds unless extended by a heartbeat. */
@@ -135,6 +213,11 @@ export type ClaimResult =
   | { readonly outcome: 'finished'; readonly record: JobRecord }
   | { readonly outcome: 'leased'; readonly record: JobRecord }
   | { readonly outcome: 'conflict'; readonly record: JobRecord };
+
+export interface Completed {
+  readonly landed: boolean;
+  readonly dependents: readonly DependentEdge[];
+}
 
 /** How an attempt ended, as written by the worker that holds the token. */
 export interface Completion {
@@ -213,7 +296,7 @@ export interface ParkedJob {
   readonly attributes?: Readonly<Record<string, string>>;
 }
 
-/** `cancelled`: it will not run. `not-scheduled`: it was already handed to its queue (or ended); `unknown`: no such job. */
+/** `cancelled`: it will not run. `not-scheduled`: it was already handed to its queue (or ended), not parked or waiting; `unknown`: no such job. */
 export type CancelResult =
   | { readonly outcome: 'cancelled'; readonly record: JobRecord }
   | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
@@ -234,14 +317,18 @@ export interface JobQuery {
  * completions and heartbeats are conditional on the fencing token, so a stale worker whose
  * lease was taken over cannot overwrite the newer outcome.
  */
-export interface JobStore {
+export interface JobStore extends FlowStore {
   /** Records a job published through the library. False if the id already exists (nothing changed). */
   recordQueued(job: JobRef, now: number): Promise<boolean>;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Heartbeat: extends the lease if the token still holds it. */
   extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean>;
-  /** Ends an attempt. False when the token no longer holds the job (the outcome was rejected). */
-  complete(completion: Completion, claimed: JobRecord): Promise<boolean>;
+  /**
+   * Ends an attempt. `landed` false when the token no longer holds the job (the outcome was
+   * rejected). `dependents` are the jobs waiting for it as the completion found them (a dependent
+   * added after the claim is seen: the write is conditional on the list it read).
+   */
+  complete(completion: Completion, claimed: JobRecord): Promise<Completed>;
   recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
   /** Creates the record of a message that never ran; false if one exists under that id (nothing changed). */
   recordRejected(rejection: Rejection): Promise<boolean>;
@@ -265,7 +352,7 @@ export interface JobStore {
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
   /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
   handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean>;
-  /** scheduled → cancelled. */
+  /** scheduled or waiting → cancelled. */
   cancel(jobId: string, now: number): Promise<CancelResult>;
 }
 

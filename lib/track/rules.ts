@@ -11,7 +11,10 @@ export interface JobStoreSettings {
 }
 
 /** States operators list by queue; only these carry the sparse index key, so success writes no index entry. */
-export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled'];
+export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled', 'waiting'];
+
+/** States a job never leaves. */
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled'];
 
 export function indexKey(queue: string, state: JobState): string | undefined {
   return INDEXED_STATES.includes(state) ? `${queue}#${state}` : undefined;
@@ -63,7 +66,15 @@ export const TRANSITIONS = {
   sweep: { from: ['scheduled'], sameJob: false },
   /** The sweep sent it: it is a queued job again. */
   handOver: { from: ['scheduled'], sameJob: false },
-  cancel: { from: ['scheduled'], sameJob: false },
+  cancel: { from: ['scheduled', 'waiting'], sameJob: false },
+  /** A dispatcher keeps a job whose dependencies have not all ended. */
+  wait: { from: ['absent'], sameJob: false },
+  /** A job that has not ended takes a dependent (an ended one is counted at once by the dependent). */
+  addDependent: { from: ['queued', 'running', 'retrying', 'scheduled', 'waiting'], sameJob: false },
+  /** Its last dependency counted: it becomes a parked job due now, sent by the sweep's path. */
+  release: { from: ['waiting'], sameJob: false },
+  /** A dependency failed (policy `fail`), is unknown, or closes a cycle. */
+  failWaiting: { from: ['waiting'], sameJob: false },
 } as const satisfies Record<string, { readonly from: readonly PriorState[]; readonly sameJob: boolean }>;
 
 export type JobWrite = keyof typeof TRANSITIONS;

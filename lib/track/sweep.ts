@@ -56,20 +56,30 @@ async function sweepShard(deps: SweepDeps, shard: string, deadline: number): Pro
       const page = (await jobs.dueJobs(shard, sweepHorizon(now), now, PAGE)).filter((j) => !seen.has(j.jobId));
       if (page.length === 0) break;
       for (const job of page) seen.add(job.jobId);
-      const leaseUntil = now + SWEEP_LEASE_MS;
-      const leased = (
-        await Promise.all(page.map(async (job) => ((await jobs.leaseForSweep(job.jobId, now, leaseUntil)) ? job : undefined)))
-      ).filter((job): job is ParkedJob => job !== undefined);
-      const sent = await send(deps, leased, now);
-      report.sent += sent.length;
-      report.left += leased.length - sent.length;
-      const marks = await Promise.all(sent.map((job) => jobs.handOver(job.jobId, leaseUntil, clock.now()).catch(() => false)));
-      report.handedOver += marks.filter(Boolean).length;
+      const one = await sendParked(deps, page, now);
+      report.sent += one.sent;
+      report.left += one.left;
+      report.handedOver += one.handedOver;
     }
   } catch (error) {
     logger.error('sweep of parked jobs failed; the next sweep tries again', { shard, error: describe(error) });
   }
   return report;
+}
+
+/**
+ * Leases parked jobs, sends them to their queues and hands them over: the sweep's step, and a
+ * released dependent's (lib/track/flows.ts) at once, without waiting for the next sweep.
+ */
+export async function sendParked(deps: SweepDeps, page: readonly ParkedJob[], now: number): Promise<SweepReport> {
+  const { jobs, clock } = deps;
+  const leaseUntil = now + SWEEP_LEASE_MS;
+  const leased = (
+    await Promise.all(page.map(async (job) => ((await jobs.leaseForSweep(job.jobId, now, leaseUntil)) ? job : undefined)))
+  ).filter((job): job is ParkedJob => job !== undefined);
+  const sent = await send(deps, leased, now);
+  const marks = await Promise.all(sent.map((job) => jobs.handOver(job.jobId, leaseUntil, clock.now()).catch(() => false)));
+  return { sent: sent.length, left: leased.length - sent.length, handedOver: marks.filter(Boolean).length };
 }
 
 /** Sends leased jobs to their queues in batches; returns the ones SQS took. */

@@ -24,6 +24,23 @@ export interface EnvelopeV1 {
    * delayed in its queue. @defaultValue now
    */
   readonly runAt?: number;
+  /**
+   * Jobs (ids, at most {@link MAX_DEPENDENCIES}) that must end before this one may run: the
+   * dispatcher keeps it `waiting` in the jobs table and sends it to its queue once the last of them
+   * has succeeded (or ended, with `onDependencyFailure: 'ignore'`). Tracking `full` only.
+   */
+  readonly dependsOn?: readonly string[];
+  /**
+   * A fan-in: this job waits for `awaits` members, the jobs `<id>.0` … `<id>.<awaits - 1>`, each
+   * published with `memberOf` naming this job. Needs `id`.
+   */
+  readonly awaits?: number;
+  /** This job is member `<i>` of a fan-in: its id is `<memberOf.id>.<i>`, `memberOf.size` its `awaits`. */
+  readonly memberOf?: { readonly id: string; readonly size: number };
+  /** What a failed dependency does to this job: `fail` archives it (`dependency-failed`), `ignore` runs it anyway. @defaultValue 'fail' */
+  readonly onDependencyFailure?: DependencyFailurePolicy;
+  /** Labels to find the job by (at most {@link MAX_TAGS}, each 1..{@link MAX_TAG_LENGTH} printable ASCII characters). */
+  readonly tags?: readonly string[];
   /** Envelope version. @defaultValue 1 */
   readonly v?: 1;
 }
@@ -37,6 +54,27 @@ export interface DecodedJob {
   readonly publishedAt: number;
   /** Epoch ms the job may start at; absent: now. */
   readonly runAt?: number;
+  readonly dependsOn?: readonly string[];
+  readonly awaits?: number;
+  readonly memberOf?: { readonly id: string; readonly size: number; readonly index: number };
+  readonly onDependencyFailure?: DependencyFailurePolicy;
+  readonly tags?: readonly string[];
+}
+
+export type DependencyFailurePolicy = 'fail' | 'ignore';
+
+/** The most dependencies one envelope may list; a larger fan-in is a group (`awaits` / `memberOf`). */
+export const MAX_DEPENDENCIES = 100;
+/** The most members a fan-in may await. */
+export const MAX_AWAITS = 100_000;
+export const MAX_TAGS = 10;
+export const MAX_TAG_LENGTH = 64;
+/** Tags: printable ASCII, no spaces. */
+export const TAG_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+/** Whether a job waits for others before it may run. */
+export function hasDependencies(job: Pick<DecodedJob, 'dependsOn' | 'awaits'>): boolean {
+  return (job.dependsOn?.length ?? 0) > 0 || (job.awaits ?? 0) > 0;
 }
 
 /** What SQS says about a message, used for the envelope's defaults. */
@@ -65,6 +103,11 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.appData !== undefined) body.appData = envelope.appData;
   if (envelope.publishedAt !== undefined) body.publishedAt = envelope.publishedAt;
   if (envelope.runAt !== undefined) body.runAt = envelope.runAt;
+  if (envelope.dependsOn !== undefined && envelope.dependsOn.length > 0) body.dependsOn = envelope.dependsOn;
+  if (envelope.awaits !== undefined) body.awaits = envelope.awaits;
+  if (envelope.memberOf !== undefined) body.memberOf = envelope.memberOf;
+  if (envelope.onDependencyFailure !== undefined) body.onDependencyFailure = envelope.onDependencyFailure;
+  if (envelope.tags !== undefined && envelope.tags.length > 0) body.tags = envelope.tags;
   return JSON.stringify(body);
 }
 
@@ -113,14 +156,127 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
   if (runAt !== undefined && !isEpochMs(runAt)) {
     throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
   }
+  const jobId = (id as string | undefined) ?? meta.messageId;
+  const relations = decodeRelations(own, jobId, id !== undefined);
   return {
     task,
-    id: id ?? meta.messageId,
+    id: jobId,
     payload: own('payload') ?? null,
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
+    ...relations,
   };
+}
+
+/** The fields that relate a job to others (dependencies, fan-in membership) and its tags, validated. */
+function decodeRelations(
+  own: (key: string) => unknown,
+  jobId: string,
+  explicitId: boolean,
+): Pick<DecodedJob, 'dependsOn' | 'awaits' | 'memberOf' | 'onDependencyFailure' | 'tags'> {
+  const out: { -readonly [K in keyof DecodedJob]?: DecodedJob[K] } = {};
+  const dependsOn = own('dependsOn');
+  if (dependsOn !== undefined) {
+    const problem = dependencyListProblem(dependsOn, jobId);
+    if (problem) throw new EnvelopeError('bad-depends-on', `dependsOn ${problem}`, 'dependsOn');
+    if ((dependsOn as string[]).length > 0) out.dependsOn = dependsOn as string[];
+  }
+  const awaits = own('awaits');
+  if (awaits !== undefined) {
+    if (typeof awaits !== 'number' || !Number.isInteger(awaits) || awaits < 1 || awaits > MAX_AWAITS) {
+      throw new EnvelopeError('bad-awaits', `awaits is ${preview(awaits)}; expected an integer 1..${MAX_AWAITS}`, 'awaits');
+    }
+    if (!explicitId) throw new EnvelopeError('bad-awaits', 'awaits needs an explicit id (its members are named <id>.<i>)', 'awaits');
+    out.awaits = awaits;
+  }
+  const memberOf = own('memberOf');
+  if (memberOf !== undefined) out.memberOf = decodeMembership(memberOf, jobId);
+  const policy = own('onDependencyFailure');
+  if (policy !== undefined) {
+    if (policy !== 'fail' && policy !== 'ignore') {
+      throw new EnvelopeError(
+        'bad-on-dependency-failure',
+        `onDependencyFailure is ${preview(policy)}; expected "fail" or "ignore"`,
+        'onDependencyFailure',
+      );
+    }
+    out.onDependencyFailure = policy;
+  }
+  const tags = own('tags');
+  if (tags !== undefined) {
+    const problem = tagListProblem(tags);
+    if (problem) throw new EnvelopeError('bad-tags', `tags ${problem}`, 'tags');
+    if ((tags as string[]).length > 0) out.tags = tags as string[];
+  }
+  return out;
+}
+
+/** What is wrong with a `dependsOn` value for job `jobId`, or undefined. Shared with the publisher. */
+export function dependencyListProblem(value: unknown, jobId: string | undefined): string | undefined {
+  if (!Array.isArray(value)) return `is ${preview(value)}; expected an array of job ids`;
+  if (value.length > MAX_DEPENDENCIES) return `lists ${value.length} jobs; at most ${MAX_DEPENDENCIES} (a larger fan-in is a group)`;
+  const seen = new Set<string>();
+  for (const dep of value) {
+    if (typeof dep !== 'string' || !JOB_ID_PATTERN.test(dep))
+      return `has ${preview(dep)}; expected job ids of 1..128 printable ASCII characters`;
+    if (dep === jobId) return `names the job itself (${JSON.stringify(dep)})`;
+    if (seen.has(dep)) return `names ${JSON.stringify(dep)} twice`;
+    seen.add(dep);
+  }
+  return undefined;
+}
+
+/** What is wrong with a `tags` value, or undefined. Shared with the publisher. */
+export function tagListProblem(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return `is ${preview(value)}; expected an array of strings`;
+  if (value.length > MAX_TAGS) return `has ${value.length} tags; at most ${MAX_TAGS}`;
+  for (const tag of value) {
+    if (typeof tag !== 'string' || !TAG_PATTERN.test(tag))
+      return `has ${preview(tag)}; expected 1..${MAX_TAG_LENGTH} printable ASCII characters, no spaces`;
+  }
+  return undefined;
+}
+
+function decodeMembership(value: unknown, jobId: string): NonNullable<DecodedJob['memberOf']> {
+  const fields = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  const group = fields?.id;
+  const size = fields?.size;
+  if (
+    typeof group !== 'string' ||
+    !JOB_ID_PATTERN.test(group) ||
+    typeof size !== 'number' ||
+    !Number.isInteger(size) ||
+    size < 1 ||
+    size > MAX_AWAITS
+  ) {
+    throw new EnvelopeError(
+      'bad-member-of',
+      `memberOf is ${preview(value)}; expected {"id": job id, "size": 1..${MAX_AWAITS}}`,
+      'memberOf',
+    );
+  }
+  const index = memberIndex(group, jobId);
+  if (index === undefined || index >= size) {
+    throw new EnvelopeError(
+      'bad-member-of',
+      `job id ${JSON.stringify(jobId)} is not a member of ${JSON.stringify(group)} (members are ${group}.0 … ${group}.${size - 1})`,
+      'memberOf',
+    );
+  }
+  return { id: group, size, index };
+}
+
+/** The member index `i` of job `jobId` in the fan-in `group` (`<group>.<i>`), if it is one. */
+export function memberIndex(group: string, jobId: string): number | undefined {
+  if (!jobId.startsWith(`${group}.`)) return undefined;
+  const suffix = jobId.slice(group.length + 1);
+  return /^(0|[1-9]\d{0,5})$/.test(suffix) ? Number(suffix) : undefined;
+}
+
+/** The id of member `index` of the fan-in `group`. */
+export function memberId(group: string, index: number): string {
+  return `${group}.${index}`;
 }
 
 /**

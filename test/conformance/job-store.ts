@@ -108,7 +108,7 @@ export function jobStoreConformance(
           { jobId: job.jobId, token: first.token, state: 'succeeded', result: '{"ok":true}', workerId: 'w1', now: 2500 },
           first.record,
         ),
-      ).toBe(true);
+      ).toEqual({ landed: true, dependents: [] });
       const again = await claim(jobs, job, 3000, 'w2');
       expect(again.outcome).toBe('finished');
       expect(again.record).toMatchObject({ state: 'succeeded', finishedAt: 2500, result: '{"ok":true}' });
@@ -127,14 +127,14 @@ export function jobStoreConformance(
       expect(fresh.token).toBe(2);
       expect(fresh.record.history.map((h) => h.what)).toEqual(['started', 'took-over']);
       expect(
-        await jobs.complete({ jobId: job.jobId, token: fresh.token, state: 'succeeded', workerId: 'w2', now: 5500 }, fresh.record),
+        (await jobs.complete({ jobId: job.jobId, token: fresh.token, state: 'succeeded', workerId: 'w2', now: 5500 }, fresh.record)).landed,
       ).toBe(true);
       expect(
         await jobs.complete(
           { jobId: job.jobId, token: stale.token, state: 'archived', reason: 'exhausted', error, workerId: 'w1', now: 6000 },
           stale.record,
         ),
-      ).toBe(false);
+      ).toMatchObject({ landed: false });
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded', attempt: 2 });
     });
 
@@ -517,6 +517,134 @@ export function jobStoreConformance(
         expect(await take(1, 1050)).toEqual({ granted: 0, retryAfterMs: 50 });
         expect(await take(2, 1300)).toMatchObject({ granted: 2 });
         expect(await take(10, 10_000)).toMatchObject({ granted: 3 });
+      });
+    });
+
+    describe('dependencies', () => {
+      const waitOn = (job: JobRef, dependsOn: string[], now = 1000) =>
+        jobs.wait({
+          ...job,
+          body: `{"task":"${job.task}","id":"${job.jobId}"}`,
+          dependsOn,
+          onDependencyFailure: 'fail',
+          workerId: 'w1',
+          now,
+        });
+
+      it('records a waiting job once; a copy finds it, another job under its id is a conflict', async () => {
+        const job = ref();
+        expect(await waitOn(job, ['a'])).toEqual({ outcome: 'waiting' });
+        expect(await waitOn(job, ['a'])).toMatchObject({ outcome: 'exists', record: { state: 'waiting', dependsOn: ['a'] } });
+        expect(await waitOn({ ...job, payloadDigest: 'other' }, ['a'])).toMatchObject({ outcome: 'conflict' });
+        expect((await claim(jobs, job, 2000)).outcome).toBe('finished');
+      });
+
+      it('adds a dependent to a job that has not ended; says so for an ended or unknown one', async () => {
+        const dependency = ref();
+        await jobs.recordQueued(dependency, 900);
+        const edge = { id: 'd1', index: 0, size: 1 };
+        expect(await jobs.addDependent(dependency.jobId, edge, 1000)).toEqual({ outcome: 'added' });
+        expect(await jobs.addDependent(dependency.jobId, edge, 1001)).toEqual({ outcome: 'added' });
+        expect((await jobs.get(dependency.jobId))?.dependents).toEqual([edge]);
+        expect(await jobs.addDependent('no-such-job', edge, 1000)).toEqual({ outcome: 'unknown' });
+        const first = await claim(jobs, dependency, 2000);
+        if (first.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete({ jobId: dependency.jobId, token: 1, state: 'succeeded', workerId: 'w1', now: 2100 }, first.record);
+        expect(await jobs.addDependent(dependency.jobId, { id: 'd2', index: 0, size: 1 }, 2200)).toMatchObject({
+          outcome: 'ended',
+          record: { state: 'succeeded' },
+        });
+      });
+
+      it('tells a completion the dependents added after its claim', async () => {
+        const dependency = ref();
+        const first = await claim(jobs, dependency, 2000);
+        if (first.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.addDependent(dependency.jobId, { id: 'late', index: 3, size: 4 }, 2050);
+        const completed = await jobs.complete(
+          { jobId: dependency.jobId, token: 1, state: 'succeeded', workerId: 'w1', now: 2100 },
+          first.record,
+        );
+        expect(completed).toEqual({ landed: true, dependents: [{ id: 'late', index: 3, size: 4 }] });
+        expect(await jobs.get(dependency.jobId)).toMatchObject({
+          state: 'succeeded',
+          history: [{ what: 'started' }, { what: 'succeeded' }],
+        });
+      });
+
+      it('counts each dependency once, over shards, and completes with the last one', async () => {
+        const dependent = `fan-${++unique}`;
+        const size = 120;
+        for (let i = 0; i < size - 1; i++) {
+          expect((await jobs.countDependency({ id: dependent, index: i, size }, `${dependent}.${i}`, false, 1000)).complete).toBe(false);
+        }
+        // Counting again (a retry, a crash's second pass) changes nothing.
+        expect(await jobs.countDependency({ id: dependent, index: 5, size }, `${dependent}.5`, false, 1000)).toEqual({ complete: false });
+        expect(await jobs.dependencyCount(dependent)).toEqual({ complete: false });
+        expect(await jobs.countDependency({ id: dependent, index: size - 1, size }, `${dependent}.119`, false, 1000)).toEqual({
+          complete: true,
+        });
+        expect(await jobs.countDependency({ id: dependent, index: size - 1, size }, `${dependent}.119`, false, 1000)).toEqual({
+          complete: true,
+        });
+        expect(await jobs.dependencyCount(dependent)).toEqual({ complete: true });
+      });
+
+      it('keeps the first failure', async () => {
+        const dependent = `failing-${++unique}`;
+        expect(await jobs.countDependency({ id: dependent, index: 1, size: 3 }, 'b', true, 1000)).toEqual({
+          complete: false,
+          firstFailure: 'b',
+        });
+        expect(await jobs.countDependency({ id: dependent, index: 2, size: 3 }, 'c', true, 1000)).toEqual({
+          complete: false,
+          firstFailure: 'b',
+        });
+        expect(await jobs.countDependency({ id: dependent, index: 0, size: 3 }, 'a', false, 1000)).toEqual({
+          complete: true,
+          firstFailure: 'b',
+        });
+      });
+
+      it('releases a waiting job once, as a parked job due now that the sweep path sends', async () => {
+        const job = ref();
+        await waitOn(job, ['x']);
+        const released = await jobs.release(job.jobId, 5000);
+        expect(released).toMatchObject({
+          jobId: job.jobId,
+          queue: 'urgent',
+          runAt: 5000,
+          body: `{"task":"send-email","id":"${job.jobId}"}`,
+        });
+        expect(await jobs.release(job.jobId, 5001)).toBeUndefined();
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'scheduled', history: [{ what: 'waiting' }, { what: 'released' }] });
+        expect(await jobs.leaseForSweep(job.jobId, 5002, 65_002)).toBe(true);
+        expect(await jobs.handOver(job.jobId, 65_002, 5003)).toBe(true);
+        expect((await claim(jobs, job, 5004)).outcome).toBe('claimed');
+      });
+
+      it('archives a waiting job for its dependencies, and cancels another', async () => {
+        const failing = ref();
+        await waitOn(failing, ['x']);
+        expect(await jobs.failWaiting(failing.jobId, 'dependency-failed', 'dependency "x" did not succeed', 3000)).toMatchObject({
+          state: 'archived',
+          reason: 'dependency-failed',
+          lastError: { type: 'DependencyError', message: 'dependency "x" did not succeed' },
+        });
+        expect(await jobs.failWaiting(failing.jobId, 'dependency-failed', 'again', 3001)).toBeUndefined();
+        expect(await jobs.release(failing.jobId, 3002)).toBeUndefined();
+        const cancelled = ref();
+        await waitOn(cancelled, ['x']);
+        expect(await jobs.cancel(cancelled.jobId, 3000)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+        expect(await jobs.release(cancelled.jobId, 3002)).toBeUndefined();
+      });
+
+      it('reads many records at once, in the order asked, leaving out unknown ones', async () => {
+        const a = ref();
+        const b = ref();
+        await jobs.recordQueued(a, 1);
+        await jobs.recordQueued(b, 1);
+        expect((await jobs.getMany([b.jobId, 'nope', a.jobId])).map((r) => r.jobId)).toEqual([b.jobId, a.jobId]);
       });
     });
 

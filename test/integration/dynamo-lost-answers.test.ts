@@ -62,7 +62,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     if (claim.outcome !== 'claimed') throw new Error('expected a claim');
     lose.add('UpdateItemCommand');
     const completed = await store.complete({ jobId: 'done-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, claim.record);
-    expect(completed).toBe(true);
+    expect(completed.landed).toBe(true);
     expect(lose.size).toBe(0);
     expect(await store.get('done-1')).toMatchObject({ state: 'succeeded', attempt: 1 });
   });
@@ -74,9 +74,9 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     const second = await store.claim({ ...ref('stale-1'), workerId: 'w2', now: now + 5, leaseUntil: now + 5000 });
     if (first.outcome !== 'claimed' || second.outcome !== 'claimed') throw new Error('expected two claims');
     expect(second.token).toBe(2);
-    expect(await store.complete({ jobId: 'stale-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, first.record)).toBe(
-      false,
-    );
+    expect(
+      (await store.complete({ jobId: 'stale-1', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 }, first.record)).landed,
+    ).toBe(false);
     const third = await store.claim({ ...ref('stale-1'), workerId: 'w3', now: now + 20, leaseUntil: now + 5000 });
     expect(third.outcome).toBe('leased');
   });

@@ -1,0 +1,177 @@
+/**
+ * Jobs that wait for other jobs. A dependency is data in the jobs table, not a message: the
+ * dependent waits as a record (`waiting`, its message body kept), each dependency lists it among its
+ * `dependents` (or, for a fan-in member, names it in `memberOf`), and whoever ends a dependency
+ * counts it into each dependent — one conditional write per edge that cannot count twice. Whoever
+ * completes the count releases the dependent: waiting → a parked job due now, sent at once by the
+ * sweep's own path (and by the next sweep, should that send be lost).
+ *
+ * Every step is idempotent, and none deletes the message that caused it until it is done: a
+ * dispatcher lost half-way leaves that message to come back, and its next delivery runs the same
+ * steps again (a finished job's duplicate re-counts; a waiting job's copy re-registers).
+ */
+import type { Clock } from '../clock';
+import type { Logger, QueueClient, QueueUrls } from '../ports';
+import type { DependencyOutcome } from '../tasks/task';
+import type { DependencyCount, DependentEdge, JobRecord, JobStore } from './model';
+import { sendParked } from './sweep';
+
+export interface FlowDeps {
+  readonly jobs: JobStore;
+  readonly queues: QueueClient;
+  readonly urls: QueueUrls;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** Dependencies counted per shard item: a shard of 50 member indices stays under 1 KB (one write unit). */
+export const COUNT_SHARD_SIZE = 50;
+/** Shards a count of `size` dependencies spreads over. */
+export function shardCount(size: number): number {
+  return Math.ceil(size / COUNT_SHARD_SIZE);
+}
+/** Dependencies in shard `shard` of a count of `size`. */
+export function shardSize(size: number, shard: number): number {
+  return Math.min(COUNT_SHARD_SIZE, size - shard * COUNT_SHARD_SIZE);
+}
+
+/**
+ * How long a dependent waits for a dependency that has no record yet: a publisher may send both at
+ * once from any SDK, and the dependency's record appears only when a dispatcher takes its message.
+ */
+export const UNKNOWN_DEPENDENCY_GRACE_MS = 15 * 60_000;
+
+/** Reasons a dependent is archived for its dependencies, and counts as failed for its own dependents. */
+const DEPENDENCY_REASONS = new Set(['dependency-failed', 'bad-dependency']);
+
+/** The jobs waiting for `record`: those recorded on it, and the fan-in it is a member of. */
+export function edgesOf(record: Pick<JobRecord, 'dependents' | 'memberOf'>): DependentEdge[] {
+  const edges = [...(record.dependents ?? [])];
+  const m = record.memberOf;
+  if (m && !edges.some((e) => e.id === m.id && e.index === m.index)) edges.push({ id: m.id, index: m.index, size: m.size });
+  return edges;
+}
+
+/**
+ * Counts the ended job `jobId` into each of its dependents and releases (or fails) those it
+ * completes. Idempotent. Throws when the jobs table does not answer: the caller keeps its message,
+ * and the next delivery propagates again.
+ */
+export async function propagate(deps: FlowDeps, jobId: string, failed: boolean, edges: readonly DependentEdge[]): Promise<void> {
+  await Promise.all(
+    edges.map(async (edge) => {
+      const count = await deps.jobs.countDependency(edge, jobId, failed, deps.clock.now());
+      await settleDependent(deps, edge.id, count);
+    }),
+  );
+}
+
+/**
+ * What a dependent's count calls for: archived when a dependency failed and its policy is `fail`
+ * (and, in turn, counted as failed into its own dependents), sent to its queue when every
+ * dependency has ended. A dependent not yet recorded is left to its own registration, which reads
+ * the count after it records itself.
+ */
+export async function settleDependent(deps: FlowDeps, dependentId: string, count: DependencyCount): Promise<void> {
+  const { jobs, clock } = deps;
+  if (count.firstFailure !== undefined) {
+    const record = await jobs.get(dependentId);
+    if (!record) return;
+    if (record.state === 'waiting' && (record.onDependencyFailure ?? 'fail') === 'fail') {
+      await failDependent(deps, dependentId, 'dependency-failed', `dependency ${JSON.stringify(count.firstFailure)} did not succeed`);
+      return;
+    }
+    if (record.state === 'archived' && DEPENDENCY_REASONS.has(record.reason ?? '')) {
+      // Archived by an earlier pass that may have been lost before it counted the job onwards.
+      await propagate(deps, dependentId, true, edgesOf(record));
+      return;
+    }
+    if (record.state !== 'waiting') return;
+  }
+  if (!count.complete) return;
+  const parked = await jobs.release(dependentId, clock.now());
+  if (!parked) return;
+  deps.logger.info('dependencies ended: job released to its queue', { jobId: dependentId, queue: parked.queue });
+  await sendParked(deps, [parked], clock.now());
+}
+
+/** Archives a waiting job for its dependencies and counts it, failed, into its own dependents. */
+export async function failDependent(
+  deps: FlowDeps,
+  dependentId: string,
+  reason: 'dependency-failed' | 'bad-dependency',
+  detail: string,
+): Promise<JobRecord | undefined> {
+  const failed = await deps.jobs.failWaiting(dependentId, reason, detail, deps.clock.now());
+  const record = failed ?? (await deps.jobs.get(dependentId));
+  if (record?.state === 'archived' && DEPENDENCY_REASONS.has(record.reason ?? '')) {
+    deps.logger.warn('waiting job archived for its dependencies', { jobId: dependentId, reason, detail });
+    await propagate(deps, dependentId, true, edgesOf(record));
+  }
+  return failed;
+}
+
+/** The most records a cycle check reads before it gives up looking (and lets the job wait). */
+const CYCLE_CHECK_LIMIT = 1_000;
+
+/**
+ * Whether waiting on `dependsOn` would close a cycle through `jobId`: a dependency that itself
+ * waits, transitively, for `jobId`. Reads only waiting records' own lists, breadth first.
+ */
+export async function closesCycle(jobs: JobStore, jobId: string, dependsOn: readonly string[]): Promise<string | undefined> {
+  const seen = new Set<string>();
+  let frontier = [...dependsOn];
+  const via = new Map<string, string>(dependsOn.map((d) => [d, d]));
+  while (frontier.length > 0 && seen.size < CYCLE_CHECK_LIMIT) {
+    const records = await jobs.getMany(frontier.filter((id) => !seen.has(id)));
+    for (const id of frontier) seen.add(id);
+    const next: string[] = [];
+    for (const record of records) {
+      if (record.state !== 'waiting') continue;
+      for (const dep of record.dependsOn ?? []) {
+        if (dep === jobId) return via.get(record.jobId);
+        if (!seen.has(dep) && !via.has(dep)) {
+          via.set(dep, via.get(record.jobId) as string);
+          next.push(dep);
+        }
+      }
+    }
+    frontier = next;
+  }
+  return undefined;
+}
+
+/** The outcomes of a job's dependencies, read from the jobs table, in the order they were named. */
+export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[]): Promise<DependencyOutcome[]> {
+  const records = new Map((await jobs.getMany(ids)).map((r) => [r.jobId, r]));
+  return ids.map((jobId) => {
+    const r = records.get(jobId);
+    if (!r) return { jobId, state: 'unknown' };
+    return {
+      jobId,
+      state: r.state,
+      ...(r.result !== undefined ? { result: parseResult(r.result) } : {}),
+      ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    };
+  });
+}
+
+function parseResult(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return json;
+  }
+}
+
+/** The ids a job waits for: its `dependsOn`, or its fan-in's members. */
+export function dependencyIds(job: {
+  readonly jobId?: string;
+  readonly id?: string;
+  readonly dependsOn?: readonly string[];
+  readonly awaits?: number;
+}): string[] {
+  if (job.dependsOn && job.dependsOn.length > 0) return [...job.dependsOn];
+  const id = job.jobId ?? job.id ?? '';
+  return Array.from({ length: job.awaits ?? 0 }, (_, i) => `${id}.${i}`);
+}
