@@ -19,7 +19,7 @@ export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 's
 /** The archive is written to (SendMessageBatch is authorised by SendMessage), never read by the dispatcher. */
 export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
 /** Job records: record, claim, complete, fail (lib/adapters/dynamo-tracking.ts). Listing is the operator CLI's. */
-export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 /** The sweep of parked jobs reads the sparse due index. */
 export const SWEEP_ACTIONS = ['dynamodb:Query'];
 /** Daily stats: one atomic ADD per queue per batch. */

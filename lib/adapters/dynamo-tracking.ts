@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { TaskworkerConfig } from '../config';
 import type { SerializedError } from '../errors';
-import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
+import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
 import { DUE_SLACK_MS, dueShardOf } from '../track/due';
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type { ArchiveReason } from '../track/model';
@@ -616,6 +616,51 @@ export class DynamoJobStore implements JobStore {
       if (outcome.landed) return outcome.record;
       if (outcome.record?.state !== 'waiting') return undefined;
     }
+  }
+
+  async tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void> {
+    await Promise.all(
+      tags.map(async (tag) => {
+        const e = new Expression();
+        const at = e.name('taggedAt');
+        // The first tagging time stays: a later delivery of the job does not move it up the list.
+        const out = await this.dynamo.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { jobId: { S: `${jobId} tag ${tag}` } },
+            UpdateExpression: `SET ${assignments(e, { tag, tagged: jobId, expiresAt: expiresAt(taggedAt, this.settings.retentionDays) })}, ${at} = if_not_exists(${at}, ${e.value(taggedAt)})`,
+            ReturnConsumedCapacity: 'TOTAL',
+            ...e.params(),
+          }),
+        );
+        this.meter(out, 'write');
+      }),
+    );
+  }
+
+  async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
+    const ids: string[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const out = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: JOBS_BY_TAG_INDEX,
+          KeyConditionExpression:
+            `${e.name('tag')} = ${e.value(tag)}` + (before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''),
+          ScanIndexForward: false,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'read');
+      for (const item of out.Items ?? []) ids.push(String(fromItem(item).tagged));
+      start = out.LastEvaluatedKey;
+    } while (start && ids.length < limit);
+    return this.getMany(ids.slice(0, limit));
   }
 
   async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {

@@ -34,6 +34,8 @@ export async function claimJob(
   const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
   let claim: ClaimResult;
   try {
+    // Tags are indexed before the job can end, so a tag finds it in every state (idempotent per delivery).
+    if (job.tags) await jobs.tagJob(job.id, job.tags, job.publishedAt);
     claim = await jobs.claim({
       ...ref(deps, queue, job),
       ...membership(job),

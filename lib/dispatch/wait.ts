@@ -73,6 +73,7 @@ async function holdOne(deps: DispatcherDeps, queue: QueueConfig, p: Planned, sta
       });
       return 'held';
     }
+    if (job.tags) await flows.jobs.tagJob(job.id, job.tags, job.publishedAt);
     // Released already (this is the copy sent when its dependencies ended), or further along: the claim decides.
     if (waited.outcome === 'exists' && waited.record.state !== 'waiting') return 'run';
     const problem = await register(flows, job.id, job.dependsOn ?? []);

@@ -46,6 +46,8 @@ export class MemoryJobStore implements JobStore {
   private readonly waitingBodies = new Map<string, { body: string; attributes?: Readonly<Record<string, string>> }>();
   /** Dependency counts: per dependent, shard → counted indices (and which failed); the shards complete. */
   private readonly counts = new Map<string, CountState>();
+  /** tag → job id → when it was tagged. */
+  private readonly tagged = new Map<string, Map<string, number>>();
   writes = 0;
 
   constructor(private readonly settings: JobStoreSettings) {}
@@ -360,6 +362,24 @@ export class MemoryJobStore implements JobStore {
       finishedAt: now,
       history: this.history(record, { what: 'archived', when: now, detail: `${reason}: ${detail}` }),
     });
+  }
+
+  async tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void> {
+    for (const tag of tags) {
+      this.writes += 1;
+      const jobs = this.tagged.get(tag) ?? new Map<string, number>();
+      jobs.set(jobId, jobs.get(jobId) ?? taggedAt);
+      this.tagged.set(tag, jobs);
+    }
+  }
+
+  async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
+    const ids = [...(this.tagged.get(tag) ?? new Map<string, number>())]
+      .filter(([, at]) => before === undefined || at < before)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit)
+      .map(([id]) => id);
+    return this.getMany(ids);
   }
 
   async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {

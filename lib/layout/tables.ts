@@ -7,6 +7,11 @@
  * Parked jobs (runAt more than 15 minutes ahead) also carry `dueShard` and appear in the sparse
  * `byDue` index, earliest first by `runAt`, until a sweep hands them to their queue.
  *
+ * A tagged job has one more item per tag, keyed `<jobId> tag <tag>` (job ids and tags have no
+ * spaces), in the sparse `byTag` index by `tag`, newest first by `taggedAt`: a tag finds its jobs
+ * in every state without a scan. A job that waits for others has its count items beside it,
+ * `<jobId> w` and `<jobId> w<shard>` (lib/track/flows.ts).
+ *
  * stats: one item per queue and UTC day, keyed by `pk` = `<queue>#<YYYY-MM-DD>`, updated with
  * atomic ADDs (one per queue per batch).
  *
@@ -25,6 +30,7 @@ export interface TableSpec {
 
 export const JOBS_BY_QUEUE_STATE_INDEX = 'byQueueState';
 export const JOBS_DUE_INDEX = 'byDue';
+export const JOBS_BY_TAG_INDEX = 'byTag';
 export const TTL_ATTRIBUTE = 'expiresAt';
 
 export const TABLES: readonly TableSpec[] = [
@@ -35,6 +41,7 @@ export const TABLES: readonly TableSpec[] = [
     indexes: [
       { name: JOBS_BY_QUEUE_STATE_INDEX, partitionKey: { name: 'queueState', type: 'S' }, sortKey: { name: 'updatedAt', type: 'N' } },
       { name: JOBS_DUE_INDEX, partitionKey: { name: 'dueShard', type: 'S' }, sortKey: { name: 'runAt', type: 'N' } },
+      { name: JOBS_BY_TAG_INDEX, partitionKey: { name: 'tag', type: 'S' }, sortKey: { name: 'taggedAt', type: 'N' } },
     ],
   },
   {

@@ -22,7 +22,7 @@ import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { publishTiming } from '../track/due';
 import { closesCycle } from '../track/flows';
-import type { CancelResult, JobRef, JobStore } from '../track/model';
+import type { CancelResult, JobRecord, JobRef, JobStore } from '../track/model';
 import { payloadDigest } from '../track/rules';
 import {
   type DependencyFailurePolicy,
@@ -230,6 +230,17 @@ export class Publisher {
     return { callback: published as Published, members: rest };
   }
 
+  /**
+   * Jobs published with `tag`, newest first, in every state (queued, waiting, running, ended), from
+   * the jobs table's tag index. `before` (a job's `publishedAt`) pages on. Needs
+   * `dynamodb:Query` on the table's `byTag` index and `dynamodb:BatchGetItem` on the table.
+   */
+  async jobsByTag(tag: string, options: { limit?: number; before?: number } = {}): Promise<JobRecord[]> {
+    const problem = tagListProblem([tag]);
+    if (problem) throw new PublishOptionError('tag', tag, `a tag: it ${problem}`);
+    return this.jobStore().jobsByTag(tag, options.limit ?? 50, options.before);
+  }
+
   /** Resolved once and cached; a failed lookup is retried on the next publish. */
   private queueUrls(): Promise<QueueUrls> {
     if (!this.urls) {
@@ -302,7 +313,12 @@ export class Publisher {
     const tracked = sent
       .map((s) => byIndex.get(s.index))
       .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && !p.parked && p.dependsOn.length === 0 && !p.awaits);
-    const results = await Promise.allSettled(tracked.map((p) => jobs.recordQueued(this.refOf(p, now), now)));
+    const results = await Promise.allSettled(
+      tracked.map(async (p) => {
+        await jobs.recordQueued(this.refOf(p, now), now);
+        if (p.tags.length > 0) await jobs.tagJob(p.jobId, p.tags, now);
+      }),
+    );
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure && !this.warnedAboutTracking) {
       this.warnedAboutTracking = true;
@@ -326,6 +342,7 @@ export class Publisher {
     await Promise.all(
       needed.map(async (p) => {
         const job = this.refOf(p, now);
+        if (p.tags.length > 0) await jobs.tagJob(p.jobId, p.tags, now);
         if (p.dependsOn.length === 0 && !p.awaits) {
           await jobs.recordQueued(job, now);
           return;
@@ -453,6 +470,7 @@ export class Publisher {
       entry,
       bytes,
       dependsOn,
+      tags: options.tags ?? [],
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
       parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
@@ -468,6 +486,7 @@ interface Prepared {
   readonly entry: SendEntry;
   readonly bytes: number;
   readonly dependsOn: readonly string[];
+  readonly tags: readonly string[];
   readonly awaits?: number;
   readonly runAt?: number;
   /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */

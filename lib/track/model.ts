@@ -170,6 +170,10 @@ export interface FlowStore {
   failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined>;
   /** Records by id, in the order asked, missing ones left out (strongly consistent). */
   getMany(jobIds: readonly string[]): Promise<JobRecord[]>;
+  /** Indexes a job under each of its tags (idempotent: a second call rewrites the same items). */
+  tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void>;
+  /** Jobs with `tag`, newest first, in every state; `before`: only those tagged before it (the next page). */
+  jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]>;
 }
 
 /** What makes two deliveries the same job: its task and its payload (as a digest). */

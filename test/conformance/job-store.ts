@@ -639,6 +639,25 @@ export function jobStoreConformance(
         expect(await jobs.release(cancelled.jobId, 3002)).toBeUndefined();
       });
 
+      it('finds jobs by tag in every state, newest first, paged by tagging time', async () => {
+        const tag = `tenant:${++unique}`;
+        const older = ref();
+        const newer = ref();
+        await jobs.recordQueued(older, 1);
+        await waitOn(newer, ['x']);
+        await jobs.tagJob(older.jobId, [tag, 'import'], 100);
+        await jobs.tagJob(newer.jobId, [tag], 200);
+        await jobs.tagJob(older.jobId, [tag], 300);
+        const found = await jobs.jobsByTag(tag, 10);
+        expect(found.map((r) => [r.jobId, r.state])).toEqual([
+          [newer.jobId, 'waiting'],
+          [older.jobId, 'queued'],
+        ]);
+        expect((await jobs.jobsByTag(tag, 1)).map((r) => r.jobId)).toEqual([newer.jobId]);
+        expect((await jobs.jobsByTag(tag, 10, 200)).map((r) => r.jobId)).toEqual([older.jobId]);
+        expect(await jobs.jobsByTag('nobody-has-this', 10)).toEqual([]);
+      });
+
       it('reads many records at once, in the order asked, leaving out unknown ones', async () => {
         const a = ref();
         const b = ref();

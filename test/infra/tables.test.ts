@@ -34,7 +34,7 @@ describe('TaskworkerTables', () => {
     );
   });
 
-  it('makes the jobs table queryable by queue and state, newest first, and parked jobs by due time (sparse indexes)', () => {
+  it('makes the jobs table queryable by queue and state, newest first, parked jobs by due time, and tagged jobs by tag (sparse indexes)', () => {
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       TableName: names.jobs,
       GlobalSecondaryIndexes: [
@@ -50,6 +50,13 @@ describe('TaskworkerTables', () => {
           KeySchema: [
             { AttributeName: 'dueShard', KeyType: 'HASH' },
             { AttributeName: 'runAt', KeyType: 'RANGE' },
+          ],
+        }),
+        Match.objectLike({
+          IndexName: 'byTag',
+          KeySchema: [
+            { AttributeName: 'tag', KeyType: 'HASH' },
+            { AttributeName: 'taggedAt', KeyType: 'RANGE' },
           ],
         }),
       ],

@@ -123,6 +123,47 @@ describe('dependencies', () => {
   });
 });
 
+describe('tags', () => {
+  it('finds a tag’s jobs in every state, newest first', async () => {
+    const { task } = recorder();
+    const step = task('step');
+    const system = createTestSystem({ tasks: [step] });
+    await system.publish(step, {}, { id: 'done', tags: ['tenant:42'] });
+    await system.drain();
+    system.clock.advance(1000);
+    await system.publish(step, { fail: true }, { id: 'failing', tags: ['tenant:42', 'import'] });
+    await system.drain();
+    system.clock.advance(1000);
+    await system.send(
+      'work',
+      JSON.stringify({ task: 'step', id: 'raw', payload: {}, tags: ['tenant:42'], dependsOn: ['failing'], onDependencyFailure: 'ignore' }),
+    );
+    await system.publish(step, {}, { id: 'other', tags: ['tenant:7'] });
+    const before = await system.publisher.jobsByTag('tenant:42');
+    expect(before.map((r) => [r.jobId, r.state])).toEqual([
+      ['failing', 'archived'],
+      ['done', 'succeeded'],
+    ]);
+    await system.drain();
+    const after = await system.publisher.jobsByTag('tenant:42');
+    expect(after.map((r) => [r.jobId, r.state])).toEqual([
+      ['raw', 'succeeded'],
+      ['failing', 'archived'],
+      ['done', 'succeeded'],
+    ]);
+    expect((await system.job('raw'))?.tags).toEqual(['tenant:42']);
+  });
+
+  it('refuses too many or bad tags, naming the value', async () => {
+    const { task } = recorder();
+    const step = task('step');
+    const system = createTestSystem({ tasks: [step] });
+    await expect(system.publish(step, {}, { tags: ['has space'] })).rejects.toThrow(/tags.*"has space"/);
+    await expect(system.publish(step, {}, { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) })).rejects.toThrow(/11 tags; at most 10/);
+    await expect(system.publish(step, {}, { tags: ['x'.repeat(65)] })).rejects.toThrow(PublishOptionError);
+  });
+});
+
 describe('chord', () => {
   it('runs the callback once, after every member, with every result in member order', async () => {
     const { runs, task } = recorder();
