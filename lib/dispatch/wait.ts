@@ -19,8 +19,8 @@ import { hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import type { DispatcherDeps, Planned } from './types';
 
-/** How long a message waits before it looks again for a dependency that has no record yet. */
-const UNKNOWN_DEPENDENCY_RETRY_SECONDS = 15;
+/** How long a message waits before it looks again for a dependency that has no record yet: 2 s, doubling to a minute. */
+const unknownDependencyRetrySeconds = (receiveCount: number) => Math.min(60, 2 ** Math.max(1, Math.min(6, receiveCount)));
 
 /** Keeps the batch's jobs that wait for others; returns the ones that may go on (in message order). */
 export async function holdForDependencies(
@@ -82,7 +82,7 @@ async function holdOne(deps: DispatcherDeps, queue: QueueConfig, p: Planned, sta
       decideHandBack(
         deps,
         { queue, mode: 'full', state, message, job },
-        { kind: 'visibility', seconds: UNKNOWN_DEPENDENCY_RETRY_SECONDS },
+        { kind: 'visibility', seconds: unknownDependencyRetrySeconds(message.receiveCount) },
         {
           ...report,
           outcome: 'deferred',

@@ -1,0 +1,89 @@
+/**
+ * Jobs that wait for other jobs, on the emulators (fauxqs, dynalite) with the real dispatcher: a
+ * diamond runs its last job once after both middles; a dependent sent by another SDK before its
+ * dependency waits for it; a fan-in's callback runs exactly once even when the dispatcher that ended
+ * a member is lost between the member's record and its count. The truth is read from the jobs
+ * table and from the journal the tasks write.
+ */
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { JobRecord, JobStore } from '../../lib/track/model';
+import { tempFile } from '../helpers/emulators';
+import { eventually, readJournal, runUntil } from '../helpers/run';
+import { type System, systemPerTest } from '../helpers/system';
+
+const fresh = systemPerTest();
+const record = (s: System, jobId: string) => s.tracking?.jobs?.get(jobId) as Promise<JobRecord | undefined>;
+const ended = async (s: System, ids: readonly string[]) => {
+  const records = await Promise.all(ids.map((id) => record(s, id)));
+  return records.every((r) => r && ['succeeded', 'archived', 'cancelled'].includes(r.state));
+};
+
+describe('dependencies on the emulators', () => {
+  it('runs a diamond (A → B, C → D): D once, after both, with their results', async () => {
+    const s = await fresh({ tracked: true });
+    const journal = tempFile('diamond.jsonl');
+    const a = await s.publisher.publish('record', { journal, n: 1 }, { id: 'A' });
+    const b = await s.publisher.publish('record', { journal, n: 2 }, { id: 'B', dependsOn: [a] });
+    const c = await s.publisher.publish('record', { journal, n: 3 }, { id: 'C', dependsOn: [a] });
+    await s.publisher.publish('record', { journal, n: 4 }, { id: 'D', dependsOn: [b, c], tags: ['diamond'] });
+    expect(await record(s, 'D')).toMatchObject({ state: 'waiting', dependsOn: ['B', 'C'] });
+    await runUntil(s.dispatcher(), 'the diamond to end', () => ended(s, ['A', 'B', 'C', 'D']));
+    const runs = readJournal(journal);
+    const order = runs.map((r) => r.jobId);
+    expect(order.filter((id) => id === 'D')).toHaveLength(1);
+    expect(order.indexOf('D')).toBe(3);
+    expect(runs[3]?.dependencies).toEqual([
+      ['B', 'succeeded', { n: 2 }],
+      ['C', 'succeeded', { n: 3 }],
+    ]);
+    expect(await record(s, 'D')).toMatchObject({
+      state: 'succeeded',
+      history: [{ what: 'waiting' }, { what: 'released' }, expect.anything(), expect.anything(), expect.anything()],
+    });
+    expect((await record(s, 'A'))?.dependents?.map((d) => d.id)).toEqual(['B', 'C']);
+    expect((await s.tracking?.jobs?.jobsByTag('diamond', 10))?.map((r) => r.jobId)).toEqual(['D']);
+  });
+
+  it('takes a dependency sent with plain SendMessage after its dependent', async () => {
+    const s = await fresh({ tracked: true });
+    const journal = tempFile('raw.jsonl');
+    const sqs = s.sqs as unknown as { sqs: SQSClient };
+    const send = (body: object) =>
+      sqs.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.queues.urgent, MessageBody: JSON.stringify(body) }));
+    await send({ task: 'record', id: 'then', payload: { journal, n: 2 }, dependsOn: ['first'] });
+    await runUntil(s.dispatcher(), 'the dependent to wait', async () => (await record(s, 'then'))?.state === 'waiting');
+    await send({ task: 'record', id: 'first', payload: { journal, n: 1 } });
+    await runUntil(s.dispatcher(), 'both to end', () => ended(s, ['first', 'then']), 40_000);
+    expect(readJournal(journal).map((r) => r.jobId)).toEqual(['first', 'then']);
+  });
+
+  it('runs a fan-in callback once when the dispatcher ending a member is lost before its count', async () => {
+    const s = await fresh({ tracked: true });
+    const journal = tempFile('chord.jsonl');
+    const size = 30;
+    let lost = 0;
+    // The first three counts die where a crash would leave them: the member's record written, its count not.
+    const dying = (jobs: JobStore): JobStore =>
+      Object.assign(Object.create(jobs) as JobStore, {
+        countDependency: async (...args: Parameters<JobStore['countDependency']>) => {
+          if (lost < 3) {
+            lost += 1;
+            throw new Error('the dispatcher died here');
+          }
+          return jobs.countDependency(...args);
+        },
+      });
+    const members = Array.from({ length: size }, (_, n) => ({ task: 'record', payload: { journal, n } }));
+    const { callback } = await s.publisher.chord(members, { task: 'record', payload: { journal, n: -1 }, options: { id: 'total' } });
+    await runUntil(s.dispatcher({ wrapJobs: dying }), 'the callback to end', () => ended(s, [callback.jobId]), 60_000);
+    expect(lost).toBe(3);
+    const runs = readJournal(journal);
+    const callbacks = runs.filter((r) => r.jobId === 'total');
+    expect(callbacks).toHaveLength(1);
+    expect((callbacks[0]?.dependencies as unknown[][]).map((d) => d[2])).toEqual(members.map((_, n) => ({ n })));
+    expect(new Set(runs.filter((r) => r.jobId !== 'total').map((r) => r.jobId)).size).toBe(size);
+    await eventually('the queue to drain', () => s.drained('urgent'));
+    const waiting = await s.tracking?.jobs?.list({ state: 'waiting', queues: ['urgent'], limit: 10 });
+    expect(waiting).toEqual([]);
+  });
+});
