@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const SUITES = ['crash', 'sigterm', 'memory', 'faults', 'corpus'];
+const SUITES = ['crash', 'flows', 'sigterm', 'memory', 'faults', 'corpus'];
 const args = process.argv.slice(2);
 const dir = mkdtempSync(join(tmpdir(), 'taskworker-chaos-'));
 const jest = createRequire(import.meta.url).resolve('jest/bin/jest');
