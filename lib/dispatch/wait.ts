@@ -76,7 +76,10 @@ async function holdOne(deps: DispatcherDeps, queue: QueueConfig, p: Planned, sta
     if (job.tags) await flows.jobs.tagJob(job.id, job.tags, job.publishedAt);
     // Released already (this is the copy sent when its dependencies ended), or further along: the claim decides.
     if (waited.outcome === 'exists' && waited.record.state !== 'waiting') return 'run';
-    const problem = await register(flows, job.id, job.dependsOn ?? []);
+    // A cycle closes only when a job that named an unknown dependency comes back (a first delivery
+    // finds every job it names existing already, none of them able to wait for it yet): only a
+    // redelivery walks the waiting jobs.
+    const problem = await register(flows, job.id, job.dependsOn ?? [], message.receiveCount > 1);
     if (problem?.kind === 'unknown' && now - job.publishedAt < UNKNOWN_DEPENDENCY_GRACE_MS) {
       // Published together from another SDK, its dependency may not have reached a dispatcher yet.
       decideHandBack(
@@ -134,7 +137,7 @@ type Problem = { readonly kind: 'unknown' | 'cycle'; readonly dependency: string
  * Tells each dependency it is waited for (counting those that ended already) and checks that none
  * waits, in turn, for this job. A fan-in's members name it themselves: nothing to add.
  */
-async function register(flows: FlowDeps, jobId: string, dependsOn: readonly string[]): Promise<Problem | undefined> {
+async function register(flows: FlowDeps, jobId: string, dependsOn: readonly string[], checkCycles: boolean): Promise<Problem | undefined> {
   const { jobs, clock } = flows;
   const size = dependsOn.length;
   const unknown: string[] = [];
@@ -148,6 +151,6 @@ async function register(flows: FlowDeps, jobId: string, dependsOn: readonly stri
   );
   const first = dependsOn.find((d) => unknown.includes(d));
   if (first !== undefined) return { kind: 'unknown', dependency: first };
-  const cycle = size > 0 ? await closesCycle(jobs, jobId, dependsOn) : undefined;
+  const cycle = checkCycles && size > 0 ? await closesCycle(jobs, jobId, dependsOn) : undefined;
   return cycle !== undefined ? { kind: 'cycle', dependency: cycle } : undefined;
 }

@@ -99,13 +99,19 @@ export type PublisherOptions = {
    */
   readonly recordQueued?: boolean;
   readonly dynamo?: DynamoClientOption;
-  /** A job store to record `queued` jobs in, instead of the version's table (tests, fakes). */
+  /**
+   * The job store to use instead of the version's table (tests, fakes): it records `queued` jobs
+   * unless `recordQueued` is `false`, and serves cancel, results, dependencies and tags.
+   */
   readonly jobs?: JobStore;
   readonly clock?: Clock;
 } & (
   | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
   | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
 );
+
+/** Marks options whose id `chain` or `chord` generated (not one the caller chose). */
+const GENERATED_ID = Symbol('generated id');
 
 /** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
 const BATCH_ENTRIES = 10;
@@ -142,9 +148,9 @@ export class Publisher {
         { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
         options.dynamo,
       );
-    this.jobs = options.jobs ?? (options.recordQueued ? store() : undefined);
+    this.jobs = options.recordQueued === false ? undefined : (options.jobs ?? (options.recordQueued ? store() : undefined));
     this.jobStore = () => {
-      this.cancelStore ??= this.jobs ?? store();
+      this.cancelStore ??= options.jobs ?? this.jobs ?? store();
       return this.cancelStore;
     };
     if (options.queues) {
@@ -199,9 +205,10 @@ export class Publisher {
     let previous: string | undefined;
     const items = steps.map((step) => {
       const id = step.options?.id ?? randomUUID();
+      const generated = step.options?.id === undefined ? { [GENERATED_ID]: true } : {};
       const dependsOn = [...(step.options?.dependsOn ?? []), ...(previous !== undefined ? [previous] : [])];
       previous = id;
-      return { ...step, options: { ...step.options, id, ...(dependsOn.length > 0 ? { dependsOn } : {}) } };
+      return { ...step, options: { ...step.options, id, ...generated, ...(dependsOn.length > 0 ? { dependsOn } : {}) } };
     });
     return this.publishBatch(items);
   }
@@ -397,7 +404,9 @@ export class Publisher {
       if (queue && queue.tracking !== 'full')
         throw new DependencyError(dep, `its queue ${JSON.stringify(queue.name)} is tracked '${queue.tracking}', not 'full'`);
     }
-    for (const p of prepared) {
+    // Only a job whose id another could have named before it existed can close a cycle: one
+    // published with an id its caller chose (a generated one is new to every record).
+    for (const p of prepared.filter((x) => x.explicitId)) {
       const cycle = await closesCycle(
         this.jobStore(),
         p.jobId,
@@ -470,6 +479,7 @@ export class Publisher {
       entry,
       bytes,
       dependsOn,
+      explicitId: options.id !== undefined && !(GENERATED_ID in options),
       tags: options.tags ?? [],
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
       parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
@@ -486,6 +496,8 @@ interface Prepared {
   readonly entry: SendEntry;
   readonly bytes: number;
   readonly dependsOn: readonly string[];
+  /** The caller chose the id (a raw message may have named it as a dependency before it existed). */
+  readonly explicitId: boolean;
   readonly tags: readonly string[];
   readonly awaits?: number;
   readonly runAt?: number;

@@ -57,11 +57,20 @@ export function edgesOf(record: Pick<JobRecord, 'dependents' | 'memberOf'>): Dep
  * completes. Idempotent. Throws when the jobs table does not answer: the caller keeps its message,
  * and the next delivery propagates again.
  */
-export async function propagate(deps: FlowDeps, jobId: string, failed: boolean, edges: readonly DependentEdge[]): Promise<void> {
+export async function propagate(
+  deps: FlowDeps,
+  jobId: string,
+  failed: boolean,
+  edges: readonly DependentEdge[],
+  /** Jobs this pass has propagated from already: a failure going round a cycle stops where it began. */
+  visited: Set<string> = new Set(),
+): Promise<void> {
+  if (visited.has(jobId)) return;
+  visited.add(jobId);
   await Promise.all(
     edges.map(async (edge) => {
       const count = await deps.jobs.countDependency(edge, jobId, failed, deps.clock.now());
-      await settleDependent(deps, edge.id, count);
+      await settleDependent(deps, edge.id, count, visited);
     }),
   );
 }
@@ -72,18 +81,29 @@ export async function propagate(deps: FlowDeps, jobId: string, failed: boolean, 
  * dependency has ended. A dependent not yet recorded is left to its own registration, which reads
  * the count after it records itself.
  */
-export async function settleDependent(deps: FlowDeps, dependentId: string, count: DependencyCount): Promise<void> {
+export async function settleDependent(
+  deps: FlowDeps,
+  dependentId: string,
+  count: DependencyCount,
+  visited: Set<string> = new Set(),
+): Promise<void> {
   const { jobs, clock } = deps;
   if (count.firstFailure !== undefined) {
     const record = await jobs.get(dependentId);
     if (!record) return;
     if (record.state === 'waiting' && (record.onDependencyFailure ?? 'fail') === 'fail') {
-      await failDependent(deps, dependentId, 'dependency-failed', `dependency ${JSON.stringify(count.firstFailure)} did not succeed`);
+      await failDependent(
+        deps,
+        dependentId,
+        'dependency-failed',
+        `dependency ${JSON.stringify(count.firstFailure)} did not succeed`,
+        visited,
+      );
       return;
     }
     if (record.state === 'archived' && DEPENDENCY_REASONS.has(record.reason ?? '')) {
       // Archived by an earlier pass that may have been lost before it counted the job onwards.
-      await propagate(deps, dependentId, true, edgesOf(record));
+      await propagate(deps, dependentId, true, edgesOf(record), visited);
       return;
     }
     if (record.state !== 'waiting') return;
@@ -101,12 +121,13 @@ export async function failDependent(
   dependentId: string,
   reason: 'dependency-failed' | 'bad-dependency',
   detail: string,
+  visited: Set<string> = new Set(),
 ): Promise<JobRecord | undefined> {
   const failed = await deps.jobs.failWaiting(dependentId, reason, detail, deps.clock.now());
   const record = failed ?? (await deps.jobs.get(dependentId));
   if (record?.state === 'archived' && DEPENDENCY_REASONS.has(record.reason ?? '')) {
     deps.logger.warn('waiting job archived for its dependencies', { jobId: dependentId, reason, detail });
-    await propagate(deps, dependentId, true, edgesOf(record));
+    await propagate(deps, dependentId, true, edgesOf(record), visited);
   }
   return failed;
 }

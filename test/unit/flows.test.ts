@@ -114,6 +114,20 @@ describe('dependencies', () => {
     expect(system.archived()[0]?.record?.detail).toContain('"ghost"');
   });
 
+  it('breaks a cycle two raw messages close (each naming the other): both archived, neither run', async () => {
+    const { runs, task } = recorder();
+    const system = createTestSystem({ tasks: [task('step')] });
+    await system.send('work', JSON.stringify({ task: 'step', id: 'x', payload: {}, dependsOn: ['c'] }));
+    await system.drain({ maxMs: 1000 });
+    await system.send('work', JSON.stringify({ task: 'step', id: 'c', payload: {}, dependsOn: ['x'] }));
+    await system.drain();
+    expect(runs).toEqual([]);
+    const [x, c] = [await system.job('x'), await system.job('c')];
+    expect([x?.state, c?.state]).toEqual(['archived', 'archived']);
+    expect([x?.reason, c?.reason].sort()).toEqual(['bad-dependency', 'dependency-failed']);
+    expect(system.archived().find((a) => a.record?.reason === 'bad-dependency')?.record?.detail).toContain('cycle');
+  });
+
   it('archives a raw message whose dependsOn is malformed, naming the field', async () => {
     const { task } = recorder();
     const system = createTestSystem({ tasks: [task('step')] });
