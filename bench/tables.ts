@@ -38,6 +38,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'idle:monthly',
     'idle:under-load',
     'scheduled',
+    'flows',
     'limits',
     'reality',
     'load',
@@ -279,12 +280,31 @@ interface LoadDoc extends Recorded {
   readonly rssMbByQuarter: ReadonlyArray<readonly number[]>;
 }
 
+interface FlowsDoc extends Recorded {
+  readonly members: number;
+  readonly chords: number;
+  readonly chainSteps: number;
+  readonly perJob: Units;
+  readonly chord: { readonly whole: Units; readonly addedPerMember: Units };
+  readonly chain: { readonly addedPerEdge: Units };
+  readonly close: { readonly samples: readonly number[]; readonly p50Ms: number; readonly p99Ms: number };
+  readonly monthly: {
+    readonly flowsADay: number;
+    readonly taskworkerFlowOnly: number;
+    readonly taskworkerWhole: number;
+    readonly stepFunctionsTransitionsPerFlow: number;
+    readonly stepFunctions: number;
+    readonly ratio: number;
+  };
+}
+
 /** The result files, read once per rendering. */
 export interface Results {
   readonly selectors: SelectorsDoc;
   readonly e2e: E2eDoc;
   readonly idle: IdleDoc;
   readonly scheduled: ScheduledDoc;
+  readonly flows: FlowsDoc;
   readonly limits: LimitsDoc;
   readonly reality: RealityDoc;
   readonly load: LoadDoc;
@@ -295,6 +315,7 @@ export const RESULT_FILES: { readonly [K in keyof Results]: string } = {
   e2e: 'bench/results/e2e.json',
   idle: 'bench/results/idle.json',
   scheduled: 'bench/results/scheduled.json',
+  flows: 'bench/results/flows.json',
   limits: 'bench/results/limits.json',
   reality: 'bench/results/reality.json',
   load: 'bench/results/load.json',
@@ -802,6 +823,32 @@ function scheduledTable(r: Results): string {
   ].join('\n');
 }
 
+function flowsTable(r: Results): string {
+  const f = r.flows;
+  const row = (what: string, u: Units) => [what, num(u.sqsRequests), num(u.dynamoRequests), num(u.writeUnits), num(u.readUnits)];
+  const m = f.monthly;
+  return [
+    source('flows', r, `${f.chords} fan-ins of ${grouped(f.members)} members, a chain of ${f.chainSteps}`),
+    '',
+    table(
+      ['what', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'],
+      [
+        row('a job of no flow (the baseline)', f.perJob),
+        row(`a fan-in of ${grouped(f.members)}, whole`, f.chord.whole),
+        row('a fan-in, added per member', f.chord.addedPerMember),
+        row('a chain, added per edge', f.chain.addedPerEdge),
+      ],
+    ),
+    '',
+    `Write units a fan-in adds per member: ${f.chord.addedPerMember.writeUnits} (target ≤ 2: ${met(f.chord.addedPerMember.writeUnits <= 2)}). ` +
+      `From the last member's end to the callback's start: p50 ${f.close.p50Ms} ms, p99 ${f.close.p99Ms} ms (${f.close.samples.join(', ')} ms).`,
+    '',
+    `${grouped(m.flowsADay)} such fan-ins a day for 30 days: taskworker's flow bookkeeping $${grouped(m.taskworkerFlowOnly)} a month ` +
+      `($${grouped(m.taskworkerWhole)} with the jobs' own records and SQS requests); Step Functions, at $0.025 per 1,000 state ` +
+      `transitions and ${grouped(m.stepFunctionsTransitionsPerFlow)} transitions a flow, $${grouped(m.stepFunctions)} (×${ratio(m.taskworkerFlowOnly, m.stepFunctions)}).`,
+  ].join('\n');
+}
+
 function limitsTable(r: Results): string {
   return [
     source('limits', r, 'per task'),
@@ -968,6 +1015,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'idle:monthly': idleMonthly,
   'idle:under-load': idleUnderLoad,
   scheduled: scheduledTable,
+  flows: flowsTable,
   limits: limitsTable,
   reality: realityTable,
   load: loadTable,
