@@ -21,6 +21,7 @@ import {
   validateVersion,
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
+import { JOBS_BY_TAG_INDEX } from '../lib/layout/tables';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import { checkCrontabs } from '../lib/track/cron';
@@ -94,6 +95,13 @@ export interface GrantPublishOptions {
    * @default false
    */
   readonly results?: boolean;
+  /**
+   * Also let the grantee publish jobs that wait for others and find jobs by tag (`dependsOn`,
+   * `chain`, `chord`, `jobsByTag`: `dynamodb:UpdateItem` to record waiting jobs and index tags,
+   * `dynamodb:BatchGetItem` to check dependencies, `dynamodb:Query` on the jobs table's `byTag` index).
+   * @default false
+   */
+  readonly flows?: boolean;
 }
 
 /**
@@ -223,14 +231,20 @@ export class TaskworkerVersion extends Construct {
     });
     const tableActions = [
       ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),
-      ...(options.recordQueued || options.cancel ? ['dynamodb:UpdateItem'] : []),
+      ...(options.recordQueued || options.cancel || options.flows ? ['dynamodb:UpdateItem'] : []),
+      ...(options.flows ? ['dynamodb:BatchGetItem'] : []),
     ];
     if (tableActions.length === 0) return grant;
-    return grant.combine(
+    const jobsTable = tableNames(app, this.version).jobs;
+    const withTable = grant.combine(
+      iam.Grant.addToPrincipal({ grantee, actions: tableActions, resourceArns: [arn('dynamodb', 'table', jobsTable)] }),
+    );
+    if (!options.flows) return withTable;
+    return withTable.combine(
       iam.Grant.addToPrincipal({
         grantee,
-        actions: tableActions,
-        resourceArns: [arn('dynamodb', 'table', tableNames(app, this.version).jobs)],
+        actions: ['dynamodb:Query'],
+        resourceArns: [arn('dynamodb', 'table', `${jobsTable}/index/${JOBS_BY_TAG_INDEX}`)],
       }),
     );
   }

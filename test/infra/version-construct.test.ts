@@ -98,6 +98,7 @@ describe('TaskworkerVersion in the user’s own stack', () => {
     expect(actionsFor({ results: true })).toEqual(['dynamodb:GetItem']);
     expect(actionsFor({ cancel: true })).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     expect(actionsFor({ recordQueued: true })).toEqual(['dynamodb:UpdateItem']);
+    expect(actionsFor({ flows: true })).toEqual(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'dynamodb:Query']);
   });
 
   it('passes cdk-nag AwsSolutions in the user’s stack (the one acknowledged finding aside)', () => {
