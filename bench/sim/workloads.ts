@@ -77,6 +77,12 @@ export interface Workload {
   /** Waits of tasks published before this minute are not counted (the queues start empty). */
   readonly warmupMinutes: number;
   readonly profile: LoadProfile;
+  /**
+   * Which of the issue's targets the default selector is held to here: under load, against
+   * ReducedLottery (both variants); idle, its lone low-priority task against the queue's SLA.
+   * @defaultValue 'loaded'
+   */
+  readonly targets?: 'loaded' | 'idle';
 }
 
 export const WORKLOADS: readonly Workload[] = [
@@ -113,11 +119,23 @@ export const WORKLOADS: readonly Workload[] = [
     ],
   },
   {
+    name: 'burst',
+    description: '0.5 of capacity, a 2-minute burst at 3.0 (a backlog of 2.5 minutes of capacity at once), back to 0.5 (30 minutes)',
+    minutes: 30,
+    warmupMinutes: 3,
+    profile: [
+      [0, 0.5],
+      [10, 3],
+      [12, 0.5],
+    ],
+  },
+  {
     name: 'idle-hour',
     description: 'an idle hour: a task every few minutes',
     minutes: 60,
     warmupMinutes: 0,
     profile: [[0, 0.002]],
+    targets: 'idle',
   },
 ];
 

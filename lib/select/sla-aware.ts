@@ -9,8 +9,10 @@ import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, Selecto
 export interface SlaAwareOptions {
   /**
    * How fast a queue's weight grows as its oldest message ages: weight = priority × iterations ×
-   * e^(growth × age / SLA). At 3, a queue at its SLA weighs 20× what it weighs when fresh.
-   * @defaultValue 3
+   * e^(growth × age / SLA). At 1.5, a queue at its SLA weighs 4.5× what it weighs when fresh (and
+   * 90× at three times its SLA): priority decides while queues are near their SLAs, age once one
+   * is far behind. Higher values serve a lagging lower queue sooner at the top queue's expense.
+   * @defaultValue 1.5
    */
   readonly growth?: number;
   /** Pause before looking again at a queue that gave less than a full batch: this fraction of its SLA… @defaultValue 0.02 */
@@ -32,10 +34,19 @@ export interface SlaAwareOptions {
    * @defaultValue 0.1
    */
   readonly fullBatchAt?: number;
+  /**
+   * Messages the dispatcher received within this many ms before a selection count as holding slots,
+   * though the room it reports may not show them yet: a batch's tasks take their slots after the
+   * batch's own checks (schedule holds, fleet-wide limits), which may await. Without it, the look
+   * right after a batch asks for the slots that batch is about to fill, and what it takes waits in
+   * the dispatcher behind long tasks. 0 counts only messages received at the same instant.
+   * @defaultValue 20
+   */
+  readonly handedWindowMs?: number;
 }
 
 export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
-  growth: 3,
+  growth: 1.5,
   lookFraction: 0.02,
   firstLookMaxMs: 3000,
   maxLookFraction: 0.05,
@@ -43,6 +54,7 @@ export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
   jitter: 0.25,
   overdueAfter: 3,
   fullBatchAt: 0.1,
+  handedWindowMs: 20,
 };
 
 /** The longest long poll SQS allows. */
@@ -88,7 +100,9 @@ interface QueueState {
  *   gets its `iterations` while no other queue is due.
  * - **Room.** A look at a lower queue asks for the dispatcher's free slots plus a share of a batch
  *   that grows with the queue's urgency: its long tasks do not wait in the dispatcher for slots
- *   while short urgent work queues up, yet a backlog is still taken in full batches.
+ *   while short urgent work queues up, yet a backlog is still taken in full batches. Messages the
+ *   dispatcher received in the last moments ({@link SlaAwareOptions.handedWindowMs}) count as
+ *   taking slots, whether or not its reported room shows them yet.
  * - **Told of work.** Queues a depth reading found messages in ({@link QueueSelector.expect}: the
  *   scheduled invocation's) are looked at first, whatever their pause: the schedule woke the fleet
  *   for that work, and the invocation would otherwise draw the top queue and could end idle first.
@@ -123,6 +137,9 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     return state;
   };
   const byName = new Map(env.queues.map((q) => [q.name, q]));
+  /** Messages the dispatcher reported receiving lately (`observe`), and when it last did. */
+  const handed = { at: Number.NEGATIVE_INFINITY, count: 0 };
+  const handedSince = (now: number) => (now - handed.at <= o.handedWindowMs ? handed.count : 0);
 
   /** Pause before the next look at a queue that gave less than it was asked for. */
   const pauseFor = (queue: QueueConfig, emptyLooks: number) => {
@@ -176,7 +193,8 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
         }
         const state = stateOf(queue.name);
         const share = Math.ceil(queue.batchSize * Math.min(1, urgency(queue, now) / o.fullBatchAt));
-        state.asked = room ? Math.max(1, Math.min(queue.batchSize, room.freeSlots + share)) : queue.batchSize;
+        const free = room ? Math.max(0, room.freeSlots - handedSince(now)) : 0;
+        state.asked = room ? Math.max(1, Math.min(queue.batchSize, free + share)) : queue.batchSize;
         const found: Probe<M> = await env.probes.receive(queue, state.asked);
         // The batch's age reaches the selector through `observe`, which the dispatcher calls with it.
         record(queue, found.messages.length, 0);
@@ -195,6 +213,9 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     observe(observation: ReceiveObservation) {
       const queue = byName.get(observation.queue);
       if (!queue) return;
+      const now = env.clock.now();
+      handed.count = handedSince(now) + observation.received;
+      handed.at = now;
       record(queue, observation.received, observation.oldestAgeMs);
       stateOf(queue.name).asked = Number.POSITIVE_INFINITY;
     },

@@ -192,7 +192,8 @@ describe('SLA-aware selector', () => {
       return longest;
     };
     const aged = await longestGapMs({});
-    // e^(3 × gap / 300 s) reaches 1000 at ~690 s: the queue is then as heavy as its rival.
+    // Its weight is 1/1000 of its rival's × e^(1.5 × gap / 300 s): the chances of a pick, one a
+    // second, add up to one within about 350 s, and the weight passes its rival's at ~1380 s.
     expect(aged).toBeLessThan(900_000);
     expect(await longestGapMs({ growth: 0 })).toBeGreaterThan(2 * aged);
   });
@@ -213,6 +214,25 @@ describe('SLA-aware selector', () => {
       await selector.select(queues, { freeSlots: 2, slots: 10 });
     }
     expect(w.looks.find((l) => l.queue === low.name)?.asked).toBe(10);
+  });
+
+  it('counts messages the dispatcher has just received as taking slots, though the room it reports does not show them yet', async () => {
+    const firstLowLook = async (justReceived: number, laterMs = 0) => {
+      const w = world();
+      w.waiting.set(low.name, 1_000_000);
+      const selector = slaAware(w.env);
+      // The dispatcher received a batch from the top queue; its tasks have not taken their slots yet.
+      selector.observe?.({ queue: high.name, received: justReceived, oldestAgeMs: 0 });
+      w.clock.advance(laterMs);
+      for (let i = 0; i < 200 && !w.looks.some((l) => l.queue === low.name); i++) {
+        await selector.select(queues, { freeSlots: 8, slots: 10 });
+      }
+      return w.looks.find((l) => l.queue === low.name)?.asked;
+    };
+    expect(await firstLowLook(0)).toBe(8);
+    expect(await firstLowLook(6)).toBe(2);
+    // Past the window the room the dispatcher reports is taken as it is.
+    expect(await firstLowLook(6, SLA_AWARE_DEFAULTS.handedWindowMs + 1)).toBe(8);
   });
 
   it('only chooses among the candidates it is given', async () => {
