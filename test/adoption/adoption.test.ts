@@ -391,6 +391,86 @@ describe('taskworker dev with the team’s own tasks', () => {
     }
   });
 
+  it('runs a chain published from TypeScript and a dependency sent with plain SendMessage (boto3), each in order', async () => {
+    const state = JSON.parse(readFileSync(join(consumer, '.taskworker', 'dev.json'), 'utf8')) as {
+      version: string;
+      sqsEndpoint: string;
+      dynamodbEndpoint: string;
+    };
+    const env = {
+      AWS_ENDPOINT_URL_SQS: state.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: state.dynamodbEndpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'dev',
+      AWS_SECRET_ACCESS_KEY: 'dev',
+      TW_VERSION: state.version,
+    };
+    writeFileSync(
+      join(consumer, 'src', 'chain.ts'),
+      `import { Publisher } from 'taskworker';
+import config from '../taskworker.config.js';
+import resizeImage from './tasks/resize-image.js';
+
+const publisher = new Publisher({ config, version: process.env.TW_VERSION as string });
+const steps = await publisher.chain([
+  { task: resizeImage, payload: { image: 'chain-1.png', width: 8 } },
+  { task: resizeImage, payload: { image: 'chain-2.png', width: 16 } },
+]);
+console.log(JSON.stringify(steps.map((s) => s.jobId)));
+`,
+    );
+    const chain = JSON.parse(sh(consumer, 'npx', ['tsx', 'src/chain.ts'], env).trim()) as string[];
+    // Another service's SDK: the dependent first, then its dependency, as plain messages.
+    const queueName = `orders-${state.version}-media`;
+    const dependent = { task: 'resize-image', id: 'py-second', payload: { image: 'py-2.png', width: 4 }, dependsOn: ['py-first'] };
+    const dependency = { task: 'resize-image', id: 'py-first', payload: { image: 'py-1.png', width: 2 } };
+    const boto3 = spawnSync('python3', ['-c', 'import boto3'], { encoding: 'utf8' }).status === 0;
+    if (boto3) {
+      sh(
+        consumer,
+        'python3',
+        [
+          '-c',
+          [
+            'import boto3, json, sys',
+            'sqs = boto3.client("sqs", endpoint_url=sys.argv[1], region_name="us-east-1")',
+            'url = sqs.get_queue_url(QueueName=sys.argv[2])["QueueUrl"]',
+            'for body in sys.argv[3:]: sqs.send_message(QueueUrl=url, MessageBody=body)',
+          ].join('\n'),
+          state.sqsEndpoint,
+          queueName,
+          JSON.stringify(dependent),
+          JSON.stringify(dependency),
+        ],
+        env,
+      );
+    } else {
+      // No boto3 on this machine: the same two plain messages from the AWS CLI's equivalent in JavaScript.
+      process.stderr.write('adoption: python3 has no boto3 here; sending the plain messages with @aws-sdk/client-sqs\n');
+      writeFileSync(
+        join(consumer, 'src', 'raw.ts'),
+        `import { GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+const sqs = new SQSClient({ endpoint: process.env.AWS_ENDPOINT_URL_SQS });
+const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: process.argv[2] }));
+for (const body of process.argv.slice(3)) await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+`,
+      );
+      sh(consumer, 'npx', ['tsx', 'src/raw.ts', queueName, JSON.stringify(dependent), JSON.stringify(dependency)], env);
+    }
+    const show = (id: string) =>
+      JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', id, '--json'])) as {
+        state: string;
+        firstStartedAt?: number;
+        finishedAt?: number;
+      };
+    const pairs: Array<[string, string]> = [chain as [string, string], ['py-first', 'py-second']];
+    for (const [first, second] of pairs) {
+      await eventually(`${second} to succeed`, () => show(second).state === 'succeeded', 90_000);
+      expect(show(first).state).toBe('succeeded');
+      expect(show(second).firstStartedAt).toBeGreaterThanOrEqual(show(first).finishedAt as number);
+    }
+  }, 180_000);
+
   it('parks a job published an hour ahead, shows it scheduled with its due time, and cancels it', async () => {
     const later = JSON.parse(
       sh(consumer, 'npx', [
