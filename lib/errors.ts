@@ -73,6 +73,21 @@ export type MalformedCode =
   | 'bad-on-dependency-failure'
   | 'bad-tags';
 
+/** A dependency's return value was too large for its job record, so its dependent cannot read it. */
+export class ResultTooLargeError extends TaskworkerError {
+  readonly jobId: string;
+  readonly bytes: number;
+  constructor(jobId: string, bytes: number, limit: number) {
+    super(
+      `The result of job ${JSON.stringify(jobId)} was ${bytes} bytes of JSON, more than the ${limit} a job record keeps: ` +
+        'return a key to where the task stored it',
+    );
+    this.name = 'ResultTooLargeError';
+    this.jobId = jobId;
+    this.bytes = bytes;
+  }
+}
+
 /** A job named as a dependency cannot be one: unknown, the job itself, closing a cycle, or on a queue not tracked `full`. */
 export class DependencyError extends TaskworkerError {
   readonly dependency: string;

@@ -233,6 +233,7 @@ export class DynamoJobStore implements JobStore {
     if (c.reason) sets.push(`${e.name('reason')} = ${e.value(c.reason)}`);
     if (c.error) sets.push(`${e.name('lastError')} = ${e.value(c.error)}`);
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
+    if (c.resultBytes !== undefined) sets.push(`${e.name('resultBytes')} = ${e.value(c.resultBytes)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
     const known = claimed.dependents?.length ?? 0;
@@ -951,6 +952,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'leaseClaim',
     'lastError',
     'result',
+    'resultBytes',
     'envelopeId',
     'runAt',
     'dependsOn',

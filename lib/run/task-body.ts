@@ -1,5 +1,5 @@
-import { InvalidPayloadError, LeaseLostError, TimeLimitExceededError, UnrecoverableError } from '../errors';
-import type { TaskContext, TaskDefinition } from '../tasks/task';
+import { InvalidPayloadError, LeaseLostError, ResultTooLargeError, TimeLimitExceededError, UnrecoverableError } from '../errors';
+import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
 import { MAX_RESULT_BYTES } from '../track/rules';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './types';
 
@@ -32,17 +32,14 @@ export async function runTaskBody(
     signal,
     deadline,
     fencingToken: run.fencingToken,
-    dependencies: run.dependencies ?? [],
+    dependencies: dependenciesFor(run.dependencies),
     heartbeat: async () => {
       if (!(await hooks.heartbeat())) throw new LeaseLostError(run.jobId, run.fencingToken);
     },
   };
   try {
-    const result = await def.run(payload, ctx);
-    const kept = keptResult(result);
-    return kept === undefined
-      ? { status: 'succeeded', durationMs: elapsed() }
-      : { status: 'succeeded', durationMs: elapsed(), result: kept };
+    const kept = keptResult(await def.run(payload, ctx));
+    return { status: 'succeeded', durationMs: elapsed(), ...kept };
   } catch (error) {
     if (signal.aborted) {
       return { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
@@ -53,14 +50,34 @@ export async function runTaskBody(
 }
 
 /** A result small enough to keep on the job record, as JSON; undefined otherwise (or when there is none). */
-function keptResult(result: unknown): string | undefined {
-  if (result === undefined) return undefined;
+/** The return value as kept on the record (JSON up to {@link MAX_RESULT_BYTES}), or the size of one too large. */
+function keptResult(result: unknown): { result?: string; resultBytes?: number } {
+  if (result === undefined) return {};
   try {
     const json = JSON.stringify(result);
-    return json !== undefined && Buffer.byteLength(json) <= MAX_RESULT_BYTES ? json : undefined;
+    if (json === undefined) return {};
+    const bytes = Buffer.byteLength(json);
+    return bytes <= MAX_RESULT_BYTES ? { result: json } : { resultBytes: bytes };
   } catch {
-    return undefined;
+    return {};
   }
+}
+
+/**
+ * What the task sees of its dependencies: a dependency whose result was too large to keep has a
+ * `result` that throws, naming the dependency and the size, rather than reading as a silent undefined.
+ */
+function dependenciesFor(outcomes: readonly DependencyOutcome[] | undefined): readonly DependencyOutcome[] {
+  return (outcomes ?? []).map((o) => {
+    if (o.resultBytes === undefined) return o;
+    const { resultBytes } = o;
+    return Object.defineProperty({ ...o }, 'result', {
+      enumerable: true,
+      get() {
+        throw new ResultTooLargeError(o.jobId, resultBytes, MAX_RESULT_BYTES);
+      },
+    });
+  });
 }
 
 /** An AbortSignal that fires at `deadline` (epoch ms), and a way to cancel the timer. */

@@ -28,7 +28,13 @@ export interface RunHooks {
 export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed';
 
 export type TaskOutcome =
-  | { readonly status: 'succeeded'; readonly durationMs: number; readonly result?: string }
+  | {
+      readonly status: 'succeeded';
+      readonly durationMs: number;
+      readonly result?: string;
+      /** The size of a return value too large to keep (its JSON, bytes): the record says so instead. */
+      readonly resultBytes?: number;
+    }
   | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
   | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError };
 

@@ -173,8 +173,13 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
   switch (verdict.kind) {
     case 'succeeded': {
       const result = outcome.status === 'succeeded' ? outcome.result : undefined;
+      const resultBytes = outcome.status === 'succeeded' ? outcome.resultBytes : undefined;
       const record = claimed
-        ? completionWrite(deps, job, attempt, claimed, { state: 'succeeded', ...(result !== undefined ? { result } : {}) })
+        ? completionWrite(deps, job, attempt, claimed, {
+            state: 'succeeded',
+            ...(result !== undefined ? { result } : {}),
+            ...(resultBytes !== undefined ? { resultBytes } : {}),
+          })
         : message.receiveCount > 1
           ? unclaimedWrite(deps, queue, job, attempt, 'succeeded')
           : undefined;

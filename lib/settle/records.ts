@@ -46,7 +46,14 @@ export function completionWrite(
   job: DecodedJob,
   token: number,
   claimed: JobRecord,
-  end: { state: 'succeeded' | 'retrying' | 'archived'; reason?: ArchiveReason; error?: SerializedError; result?: string; retryAt?: number },
+  end: {
+    state: 'succeeded' | 'retrying' | 'archived';
+    reason?: ArchiveReason;
+    error?: SerializedError;
+    result?: string;
+    resultBytes?: number;
+    retryAt?: number;
+  },
 ): RecordWrite {
   const flows = flowPorts(deps);
   if (!flows) throw new Error('completionWrite needs a job store');

@@ -49,6 +49,8 @@ export interface DependencyOutcome {
   readonly result?: unknown;
   /** Why it was archived. */
   readonly reason?: string;
+  /** Its result was this many bytes of JSON, too large to keep: reading `result` throws `ResultTooLargeError`. */
+  readonly resultBytes?: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments

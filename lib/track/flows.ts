@@ -173,6 +173,7 @@ export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[])
       state: r.state,
       ...(r.result !== undefined ? { result: parseResult(r.result) } : {}),
       ...(r.reason !== undefined ? { reason: r.reason } : {}),
+      ...(r.resultBytes !== undefined ? { resultBytes: r.resultBytes } : {}),
     };
   });
 }

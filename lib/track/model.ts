@@ -96,6 +96,8 @@ export interface JobRecord {
   readonly lastError?: SerializedError;
   /** The task's return value as JSON, when it was small enough to keep. */
   readonly result?: string;
+  /** The size of a return value too large to keep (its JSON, bytes). */
+  readonly resultBytes?: number;
   /** For a message that never ran (kept under its own message id): the id it carried. */
   readonly envelopeId?: string;
   /** Epoch ms the job may start at (jobs published to run later). */
@@ -231,6 +233,7 @@ export interface Completion {
   readonly reason?: ArchiveReason;
   readonly error?: SerializedError;
   readonly result?: string;
+  readonly resultBytes?: number;
   readonly workerId: string;
   readonly now: number;
   /** For retries: when the next attempt becomes possible (epoch ms), for the history. */

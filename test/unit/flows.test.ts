@@ -75,6 +75,32 @@ describe('dependencies', () => {
     expect(runs.find((r) => r.jobId === 'lenient')?.dependencies).toEqual([{ jobId: 'broken', state: 'archived', reason: 'exhausted' }]);
   });
 
+  it('gives a dependent reading a result too large to keep a clear error naming the dependency and the size', async () => {
+    const big = defineTask({ name: 'big', queue: 'work', timeLimitSeconds: 5, run: () => ({ blob: 'x'.repeat(2000) }) });
+    const seen: unknown[] = [];
+    const reader = defineTask({
+      name: 'reader',
+      queue: 'work',
+      timeLimitSeconds: 5,
+      maxRetries: 0,
+      run(_payload: unknown, ctx) {
+        seen.push(ctx.dependencies[0]?.resultBytes);
+        return ctx.dependencies[0]?.result;
+      },
+    });
+    const system = createTestSystem({ tasks: [big, reader] });
+    await system.publisher.chain([
+      { task: big, payload: {}, options: { id: 'producer' } },
+      { task: reader, payload: {}, options: { id: 'consumer' } },
+    ]);
+    await system.drain();
+    expect(seen).toEqual([2011]);
+    expect(await system.job('producer')).toMatchObject({ state: 'succeeded', resultBytes: 2011 });
+    const consumer = await system.job('consumer');
+    expect(consumer).toMatchObject({ state: 'archived', lastError: { type: 'ResultTooLargeError' } });
+    expect(consumer?.lastError?.message).toContain('"producer" was 2011 bytes');
+  });
+
   it('refuses at publish a dependency that is unknown, the job itself, or would close a cycle', async () => {
     const { task } = recorder();
     const step = task('step');
