@@ -3,6 +3,7 @@ import { cloudWatchOldestAge } from '../lib/adapters/cloudwatch';
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config';
 import { ResultUnavailableError } from '../lib/errors';
+import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flows';
 import {
   type ArchiveFilter,
   listArchived,
@@ -17,13 +18,26 @@ import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/track/model';
 import { taskStatsKey, utcDay } from '../lib/track/stats';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-record';
-import { progressBar, renderArchive, renderCancel, renderJob, renderJobList, renderResult, renderStats, renderStatus } from './render';
-import { type DevState, findConfigFile, integerOption, UsageError, useLocalEndpointsIfRunning } from './shared';
+import {
+  progressBar,
+  renderArchive,
+  renderCancel,
+  renderFlow,
+  renderFlowCancel,
+  renderJob,
+  renderJobList,
+  renderResult,
+  renderStats,
+  renderStatus,
+} from './render';
+import { type DevState, findConfigFile, integerOption, quoted, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
 taskworker jobs show ID [--json]
 taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
-taskworker jobs cancel ID [--json]
+taskworker jobs list --tag T [--limit N] [--cursor C] [--json]
+taskworker jobs flow ID [--json]
+taskworker jobs cancel ID [--flow] [--json]
 taskworker jobs wait ID [--timeout S] [--json]
 taskworker stats [--queue Q | --task T] [--day YYYY-MM-DD] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
@@ -44,6 +58,9 @@ const common = {
   reason: { type: 'string' },
   day: { type: 'string' },
   timeout: { type: 'string' },
+  tag: { type: 'string' },
+  cursor: { type: 'string' },
+  flow: { type: 'boolean', default: false },
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
@@ -90,7 +107,7 @@ const print = (json: boolean, data: unknown, text: () => string) =>
   process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
 
 /** Runs an operator command; `command` is the first word (status, jobs, stats, archive, dlq). */
-const JOBS_USAGE = 'usage: taskworker jobs show ID | list --state S | cancel ID | wait ID [--timeout S]';
+const JOBS_USAGE = 'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S]';
 const ARCHIVE_USAGE = 'usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]';
 const subcommandMistake = (command: string, sub: string | undefined) =>
   sub === undefined ? '' : `unknown ${command} command ${JSON.stringify(sub)}; `;
@@ -120,7 +137,10 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
     case 'jobs': {
       const [sub, id, ...extra] = positionals;
       // A mistyped subcommand is named before anything is looked up (a version, a running dev).
-      if (!['show', 'list', 'cancel', 'wait'].includes(sub ?? '')) throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
+      if (!['show', 'list', 'flow', 'cancel', 'wait'].includes(sub ?? ''))
+        throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
+      const tagMistake = values.tag === undefined ? undefined : tagProblem(values.tag);
+      if (tagMistake) throw new UsageError(`--tag ${quoted(values.tag ?? '')}: ${tagMistake}`);
       const ctx = await context(values);
       if (sub === 'show') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs show ID');
@@ -131,13 +151,39 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
           );
           return 1;
         }
-        print(json, job, () => renderJob(job));
+        const relations = await jobRelations(ctx.jobs, job);
+        const inFlow = relations.dependencies !== undefined || relations.dependents !== undefined;
+        print(json, inFlow ? { ...job, relations } : job, () => renderJob(job, relations));
         return 0;
       }
+      if (sub === 'flow') {
+        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs flow ID');
+        const flow = await flowOf(ctx.jobs, id);
+        if (!flow) {
+          process.stderr.write(`taskworker: no job ${id} in version ${ctx.version}\n`);
+          return 1;
+        }
+        print(json, flow, () => renderFlow(flow));
+        return 0;
+      }
+      if (sub === 'list' && values.tag !== undefined) {
+        if (id !== undefined) throw new UsageError('usage: taskworker jobs list --tag T [--limit N] [--cursor C]');
+        const narrowed = (['state', 'queue', 'task'] as const).find((o) => values[o] !== undefined);
+        if (narrowed) throw new UsageError(`--tag lists the tag's jobs in every state, queue and task: --${narrowed} cannot narrow it`);
+        const page = await listTaggedPage(ctx.jobs, values.tag, limit, values.cursor);
+        print(json, page, () =>
+          [
+            page.jobs.length === 0 ? `no jobs tagged ${values.tag}` : renderJobList(page.jobs),
+            ...(page.next ? [`older: taskworker jobs list --tag ${values.tag} --cursor ${page.next}`] : []),
+          ].join('\n'),
+        );
+        return 0;
+      }
+      if (values.cursor !== undefined) throw new UsageError('--cursor pages a list by --tag');
       if (sub === 'list') {
         const state = values.state;
         if (!state || !(JOB_STATES as readonly string[]).includes(state))
-          throw new UsageError(`--state is required: one of ${JOB_STATES.join(', ')}`);
+          throw new UsageError(`--state (one of ${JOB_STATES.join(', ')}) or --tag T is required`);
         const jobs = await ctx.jobs.list({
           state: state as JobState,
           queues: queueOption(ctx, values.queue),
@@ -148,8 +194,13 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         return 0;
       }
       if (sub === 'cancel') {
-        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs cancel ID');
-        const cancelled = await ctx.jobs.cancel(id, Date.now());
+        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs cancel ID [--flow]');
+        if (values.flow) {
+          const result = await cancelFlow(flowDepsOf(ctx), id);
+          print(json, result, () => renderFlowCancel(result));
+          return result.cancelled.length > 0 ? 0 : 1;
+        }
+        const cancelled = await cancelJob(flowDepsOf(ctx), id);
         print(json, cancelled, () => renderCancel(id, cancelled));
         return cancelled.outcome === 'cancelled' ? 0 : 1;
       }

@@ -8,11 +8,15 @@ import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskDefinition } from '../lib/tasks/task';
 import { MAX_SCHEDULE_SECONDS } from '../lib/track/due';
-import { dateOption, findConfigFile, integerOption, jsonOption, UsageError, useLocalEndpointsIfRunning } from './shared';
+import { JOB_ID_PATTERN, MAX_DEPENDENCIES, MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../lib/wire/envelope';
+import { dateOption, findConfigFile, integerOption, jsonOption, quoted, UsageError, useLocalEndpointsIfRunning } from './shared';
 
 export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]
-                   [--id ID] [--version V] [--config FILE] [--json]
-  Publishes one task, now or later (--delay seconds up to a year, or --at a time). Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
+                   [--id ID] [--depends-on ID,ID] [--on-dependency-failure fail|ignore] [--tag T]...
+                   [--version V] [--config FILE] [--json]
+  Publishes one task, now or later (--delay seconds up to a year, or --at a time). With --depends-on it
+  waits until those jobs have ended (and is archived if one did not succeed, unless
+  --on-dependency-failure ignore). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
   in this directory, else to AWS. Without --queue, the task's own queue (read from its module).`;
 
 export async function publishCommand(argv: string[]): Promise<void> {
@@ -26,6 +30,9 @@ export async function publishCommand(argv: string[]): Promise<void> {
       at: { type: 'string' },
       'app-data': { type: 'string' },
       id: { type: 'string' },
+      'depends-on': { type: 'string', multiple: true },
+      'on-dependency-failure': { type: 'string' },
+      tag: { type: 'string', multiple: true },
       version: { type: 'string' },
       config: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -35,6 +42,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
   const [task, ...extra] = positionals;
   if (!task || extra.length > 0) throw new UsageError(`expected exactly one TASK\n${PUBLISH_USAGE}`);
   if (values.delay !== undefined && values.at !== undefined) throw new UsageError('--delay and --at: give one of them');
+  const flow = flowOptions(values);
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here)');
@@ -51,13 +59,52 @@ export async function publishCommand(argv: string[]): Promise<void> {
     ...(values.at !== undefined ? { runAt: dateOption('--at', values.at) } : {}),
     ...(values['app-data'] !== undefined ? { appData: jsonOption('--app-data', values['app-data'], undefined) } : {}),
     ...(values.id !== undefined ? { id: values.id } : {}),
+    ...flow,
   });
   if (values.json) process.stdout.write(`${JSON.stringify({ task, version, ...published })}\n`);
   else
     process.stdout.write(
       `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, message ${published.messageId}` +
-        `${published.runAt !== undefined ? `, due ${new Date(published.runAt).toISOString()}` : ''}\n`,
+        `${published.runAt !== undefined ? `, due ${new Date(published.runAt).toISOString()}` : ''}` +
+        `${flow.dependsOn ? `, waiting for ${flow.dependsOn.length} job(s)` : ''}${flow.tags ? `, tagged ${flow.tags.join(', ')}` : ''}\n`,
     );
+}
+
+/** `--depends-on` (comma-separated, repeatable), `--on-dependency-failure` and `--tag` (repeatable), checked before anything is looked up. */
+export function flowOptions(values: {
+  readonly 'depends-on'?: readonly string[] | undefined;
+  readonly 'on-dependency-failure'?: string | undefined;
+  readonly tag?: readonly string[] | undefined;
+}): { dependsOn?: string[]; onDependencyFailure?: 'fail' | 'ignore'; tags?: string[] } {
+  const dependsOn = (values['depends-on'] ?? []).flatMap((list) => list.split(',')).map((id) => id.trim());
+  for (const id of dependsOn) {
+    if (!JOB_ID_PATTERN.test(id))
+      throw new UsageError(`--depends-on ${quoted(id)}: expected job ids of 1..128 printable ASCII characters, comma-separated`);
+  }
+  if (dependsOn.length > MAX_DEPENDENCIES) {
+    throw new UsageError(
+      `--depends-on names ${dependsOn.length} jobs: at most ${MAX_DEPENDENCIES} (a larger fan-in is a chord, publisher.chord)`,
+    );
+  }
+  const duplicate = dependsOn.find((id, i) => dependsOn.indexOf(id) !== i);
+  if (duplicate !== undefined) throw new UsageError(`--depends-on names ${quoted(duplicate)} twice`);
+  const policy = values['on-dependency-failure'];
+  if (policy !== undefined && policy !== 'fail' && policy !== 'ignore') {
+    throw new UsageError(`--on-dependency-failure ${quoted(policy)}: expected fail or ignore`);
+  }
+  if (policy !== undefined && dependsOn.length === 0) throw new UsageError('--on-dependency-failure: only with --depends-on');
+  const tags = values.tag ?? [];
+  for (const tag of tags) {
+    if (!TAG_PATTERN.test(tag))
+      throw new UsageError(`--tag ${quoted(tag)}: expected 1..${MAX_TAG_LENGTH} printable ASCII characters, no spaces`);
+  }
+  if (tags.length > MAX_TAGS)
+    throw new UsageError(`--tag given ${tags.length} times (${tags.map(quoted).join(', ')}): at most ${MAX_TAGS} tags a job`);
+  return {
+    ...(dependsOn.length > 0 ? { dependsOn } : {}),
+    ...(policy !== undefined ? { onDependencyFailure: policy } : {}),
+    ...(tags.length > 0 ? { tags: [...new Set(tags)] } : {}),
+  };
 }
 
 /** Builds the tasks bundle in a scratch directory to read the task definitions (queues, limits). */

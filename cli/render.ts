@@ -1,3 +1,4 @@
+import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage, VersionStatus } from '../lib/operate/operator';
 import type { JobResult } from '../lib/publish/results';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
@@ -33,7 +34,41 @@ export function renderStatus(status: VersionStatus): string {
   return lines.join('\n');
 }
 
-export function renderJob(job: JobRecord): string {
+const stateOf = (j: Pick<RelatedJob, 'state' | 'reason'>) => (j.reason ? `${j.state} (${j.reason})` : j.state);
+
+/** State counts as one line: `3 succeeded · 1 running`. */
+const countsLine = (counts: RelatedJobs['counts']) =>
+  Object.entries(counts)
+    .map(([state, n]) => `${n} ${state}`)
+    .join(' · ');
+
+/** One side of a job's relations: the first few by name, and the states of all read counted. */
+function relatedLines(title: string, side: RelatedJobs, extra = ''): string[] {
+  const many = side.total > side.jobs.length;
+  const counted = side.read < side.total ? ` (states of the first ${side.read} of ${side.total})` : '';
+  return [
+    `  ${title.padEnd(9)} ${side.total} job(s)${many ? `: ${countsLine(side.counts)}${counted}` : ''}${extra}`,
+    ...side.jobs.map((j) => `    ${j.jobId}  ${stateOf(j)}${j.task ? `  ${j.task}` : ''}`),
+    ...(many ? [`    … ${side.total - side.jobs.length} more`] : []),
+  ];
+}
+
+export function renderRelations(job: JobRecord, relations: JobRelations | undefined): string[] {
+  const lines: string[] = [];
+  if (job.tags && job.tags.length > 0) lines.push(`  tags      ${job.tags.join(', ')}`);
+  if (job.memberOf) lines.push(`  member    ${job.memberOf.index + 1} of ${job.memberOf.size} of fan-in ${job.memberOf.id}`);
+  const deps = relations?.dependencies;
+  if (deps) {
+    const policy = job.onDependencyFailure ?? 'fail';
+    const status = deps.firstFailure !== undefined ? `; ${deps.firstFailure} did not succeed` : deps.complete ? '; all ended' : '';
+    const title = job.awaits !== undefined ? 'awaits' : 'waits for';
+    lines.push(...relatedLines(title, deps, ` — on a failure: ${policy}${status}`));
+  }
+  if (relations?.dependents) lines.push(...relatedLines('dependents', relations.dependents));
+  return lines;
+}
+
+export function renderJob(job: JobRecord, relations?: JobRelations): string {
   const start = job.publishedAt;
   const lines = [
     `job ${job.jobId}`,
@@ -47,6 +82,7 @@ export function renderJob(job: JobRecord): string {
   if (job.state === 'running') lines.push(`  lease     held by ${job.leaseOwner ?? '?'} until ${iso(job.leaseUntil)}`);
   if (job.lastError) lines.push(`  error     ${job.lastError.type}: ${job.lastError.message}`);
   if (job.result !== undefined) lines.push(`  result    ${job.result}`);
+  lines.push(...renderRelations(job, relations));
   lines.push(
     '  history',
     table(
@@ -76,15 +112,40 @@ export function renderResult(r: JobResult): string {
 
 export function renderCancel(jobId: string, result: CancelResult): string {
   switch (result.outcome) {
-    case 'cancelled':
-      return `cancelled job ${jobId} (it was due ${iso(result.record.runAt)}); it will not run`;
+    case 'cancelled': {
+      const was = result.record.runAt !== undefined ? `it was due ${iso(result.record.runAt)}` : 'it was waiting for other jobs';
+      const dependents = result.record.dependents?.length ?? 0;
+      return `cancelled job ${jobId} (${was}); it will not run${dependents > 0 ? `; its ${dependents} dependent(s) count it as failed` : ''}`;
+    }
     case 'not-scheduled':
       return result.record.state === 'cancelled'
         ? `job ${jobId} was already cancelled`
-        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later can be)`;
+        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later or waiting for other jobs can be)`;
     case 'unknown':
       return `no job ${jobId}: nothing to cancel (jobs due within 15 minutes wait in their queue and have no record to cancel)`;
   }
+}
+
+export function renderFlow(flow: FlowView): string {
+  return [
+    `flow of job ${flow.root}: ${flow.jobs.length} job(s)${flow.complete ? '' : ` read (more are connected; the walk stops at ${flow.jobs.length})`}`,
+    `  ${countsLine(flow.counts)}`,
+    table(
+      ['  depth', 'job', 'task', 'state'],
+      flow.jobs.map((j) => [`  ${j.depth}`, j.jobId, j.task ?? '', stateOf(j)]),
+    ),
+  ].join('\n');
+}
+
+export function renderFlowCancel(r: FlowCancelResult): string {
+  if (r.unknown) return `no job ${r.root}: nothing to cancel`;
+  return [
+    r.cancelled.length > 0
+      ? `cancelled ${r.cancelled.length} job(s): ${r.cancelled.join(', ')}`
+      : `cancelled nothing: job ${r.root} and the jobs waiting for it are past waiting`,
+    ...r.notCancelled.map((n) => `not cancelled: ${n.jobId} is ${n.state}`),
+    ...(r.complete ? [] : ['the walk stopped at its bound: run it again for the rest']),
+  ].join('\n');
 }
 
 export function renderJobList(jobs: readonly JobRecord[]): string {

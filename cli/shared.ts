@@ -128,6 +128,11 @@ export function useLocalEndpointsIfRunning(): DevState | undefined {
   return state;
 }
 
+/** A value as a refusal names it: quoted, and cut short (with its length) when long. */
+export function quoted(value: string): string {
+  return value.length > 60 ? `${JSON.stringify(value.slice(0, 60))}… (${value.length} characters)` : JSON.stringify(value);
+}
+
 /** Parses a JSON option, naming the option on error. */
 export function jsonOption(name: string, text: string | undefined, fallback: unknown): unknown {
   if (text === undefined) return fallback;

@@ -9,7 +9,17 @@
  * Not imported by the page: its bundle would carry checks the route test already makes.
  */
 import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
-import type { ApiPath, ApiResponse, ArchivedMessage, ArchiveRecordView, QueueStatus } from './api-types';
+import type {
+  ApiPath,
+  ApiResponse,
+  ArchivedMessage,
+  ArchiveRecordView,
+  JobRelations,
+  QueueStatus,
+  RelatedJob,
+  RelatedJobs,
+  RelatedState,
+} from './api-types';
 
 /** A check of one JSON value: the problems found, each naming where (`at`). */
 export interface Shape<T> {
@@ -126,6 +136,29 @@ const jobRecord = object<JobRecord>({
   history: array(
     object<JobRecord['history'][number]>({ what: member(Object.keys(HISTORY) as HistoryWhat[]), when: number, attempt: optional(number) }),
   ),
+  dependsOn: optional(array(string)),
+  awaits: optional(number),
+  memberOf: optional(object<NonNullable<JobRecord['memberOf']>>({ id: string, size: number, index: number })),
+  onDependencyFailure: optional(member(['fail', 'ignore'])),
+  dependents: optional(array(object<NonNullable<JobRecord['dependents']>[number]>({ id: string, index: number, size: number }))),
+  tags: optional(array(string)),
+});
+
+const relatedState = member<RelatedState>([...JOB_STATES, 'unknown']);
+
+const relatedJobFields = { jobId: string, state: relatedState, task: optional(string), reason: optional(member(ARCHIVE_REASONS)) };
+
+const relatedJob = object<RelatedJob>(relatedJobFields);
+
+const relatedFields = { total: number, read: number, counts: record(number), jobs: array(relatedJob) };
+
+const relatedJobs = object<RelatedJobs>(relatedFields);
+
+const relations = object<JobRelations>({
+  dependencies: optional(
+    object<NonNullable<JobRelations['dependencies']>>({ ...relatedFields, complete: boolean, firstFailure: optional(string) }),
+  ),
+  dependents: optional(relatedJobs),
 });
 
 const archiveRecord = object<ArchiveRecordView>({
@@ -207,7 +240,13 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
   }),
   '/api/history': array(dayStats),
   '/api/jobs': object<ApiResponse<'/api/jobs'>>({ jobs: array(jobRecord), next: optional(string), scanned: optional(boolean) }),
-  '/api/job': object<ApiResponse<'/api/job'>>({ job: jobRecord, archived: optional(archivedMessage) }),
+  '/api/job': object<ApiResponse<'/api/job'>>({ job: jobRecord, archived: optional(archivedMessage), relations: optional(relations) }),
+  '/api/flow': object<ApiResponse<'/api/flow'>>({
+    root: string,
+    jobs: array(object<ApiResponse<'/api/flow'>['jobs'][number]>({ ...relatedJobFields, depth: number })),
+    counts: record(number),
+    complete: boolean,
+  }),
   '/api/archive': array(archivedMessage),
   '/api/archive/count': object<ApiResponse<'/api/archive/count'>>({ count: number, capped: boolean }),
   '/api/archive/replay': object<ApiResponse<'/api/archive/replay'>>({
@@ -227,5 +266,12 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     object<Extract<CancelAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
     object<Extract<CancelAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
   ),
+  '/api/flow/cancel': object<ApiResponse<'/api/flow/cancel'>>({
+    root: string,
+    cancelled: array(string),
+    notCancelled: array(object<ApiResponse<'/api/flow/cancel'>['notCancelled'][number]>({ jobId: string, state: member(JOB_STATES) })),
+    unknown: boolean,
+    complete: boolean,
+  }),
   '/api/publish': object<ApiResponse<'/api/publish'>>({ jobId: string, messageId: string, queue: string, runAt: optional(number) }),
 };

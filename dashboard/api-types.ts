@@ -12,9 +12,18 @@
  * values fit them.
  */
 
-import type { RedriveResult, ReplayResult } from '../lib/operate/answers';
+import type { FlowCancelResult, FlowView, JobRelations, RedriveResult, ReplayResult } from '../lib/operate/answers';
 
-export type { RedriveResult, ReplayResult } from '../lib/operate/answers';
+export type {
+  FlowCancelResult,
+  FlowView,
+  JobRelations,
+  RedriveResult,
+  RelatedJob,
+  RelatedJobs,
+  RelatedState,
+  ReplayResult,
+} from '../lib/operate/answers';
 
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
@@ -55,6 +64,8 @@ export type JobsQuery = VersionQuery & {
   readonly limit?: number | undefined;
   /** The previous page's `next`. */
   readonly cursor?: string | undefined;
+  /** A tag's jobs in every state, newest first, from the tag index (state, queue and task are then not read). */
+  readonly tag?: string | undefined;
 };
 
 /** The job id travels as a query field, not a path segment: ids may hold `/`, `?`, `#`, `%`. */
@@ -85,6 +96,9 @@ export type RedriveRequest = VersionQuery & {
 };
 
 export type CancelRequest = VersionQuery & { readonly id: string };
+
+/** Cancels the job and every job waiting for it, transitively. */
+export type FlowCancelRequest = VersionQuery & { readonly id: string };
 
 export type PublishRequest = VersionQuery & {
   readonly task: string;
@@ -202,6 +216,8 @@ export interface ArchivedMessage {
 export interface JobView {
   readonly job: JobRecord;
   readonly archived?: ArchivedMessage;
+  /** What the job waits for and what waits for it, with their states (absent for a job in no flow). */
+  readonly relations?: JobRelations;
 }
 
 export interface ArchiveCount {
@@ -235,11 +251,14 @@ export interface Api {
   readonly '/api/history': Route<'GET', HistoryQuery, readonly QueueDayStats[]>;
   readonly '/api/jobs': Route<'GET', JobsQuery, JobsPage>;
   readonly '/api/job': Route<'GET', JobQuery, JobView>;
+  /** The flow a job belongs to: the jobs linked to it both ways, transitively, read up to a bound. */
+  readonly '/api/flow': Route<'GET', JobQuery, FlowView>;
   readonly '/api/archive': Route<'GET', ArchiveQuery, readonly ArchivedMessage[]>;
   readonly '/api/archive/count': Route<'GET', ArchiveCountQuery, ArchiveCount>;
   readonly '/api/archive/replay': Route<'POST', ReplayRequest, ReplayResult>;
   readonly '/api/dlq/redrive': Route<'POST', RedriveRequest, readonly RedriveResult[]>;
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
+  readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
   readonly '/api/publish': Route<'POST', PublishRequest, Published>;
 }
 
@@ -256,10 +275,12 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/history': 'GET',
   '/api/jobs': 'GET',
   '/api/job': 'GET',
+  '/api/flow': 'GET',
   '/api/archive': 'GET',
   '/api/archive/count': 'GET',
   '/api/archive/replay': 'POST',
   '/api/dlq/redrive': 'POST',
   '/api/job/cancel': 'POST',
+  '/api/flow/cancel': 'POST',
   '/api/publish': 'POST',
 };

@@ -1,5 +1,5 @@
 /**
- * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/archive, #/publish) over
+ * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/flow/ID, #/archive, #/publish) over
  * the server's JSON API. Everything that comes from job data is set as text (Preact escapes it);
  * nothing here sets HTML.
  */
@@ -7,7 +7,7 @@ import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { bucketQuantile } from '../../lib/track/stats';
-import type { JobRecord, Meta, ReplayResult } from '../api-types';
+import type { FlowView, JobRecord, Meta, RelatedJobs, ReplayResult } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
 
@@ -395,19 +395,22 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
   const state = params.get('state') ?? 'archived';
   const queue = params.get('queue') ?? '';
   const task = params.get('task') ?? '';
+  const tag = params.get('tag') ?? '';
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const { data: page, error } = useData(
-    () => get('/api/jobs', { version, state, queue, task, limit: 25, cursor }),
-    [version, state, queue, task, cursor],
+    () => get('/api/jobs', tag ? { version, tag, limit: 25, cursor } : { version, state, queue, task, limit: 25, cursor }),
+    [version, state, queue, task, tag, cursor],
     REFRESH_MS * 2,
     // A scan reads the whole table's worth of capacity: once, not every few seconds.
     (p) => p.scanned === true,
   );
   const [find, setFind] = useState('');
+  const [tagInput, setTagInput] = useState(tag);
+  useEffect(() => setTagInput(tag), [tag]);
   const go = (patch: Record<string, string>) => {
     setCursors([]);
-    location.hash = href('jobs', undefined, { state, queue, task, ...patch });
+    location.hash = href('jobs', undefined, { state, queue, task, tag, ...patch });
   };
   return (
     <section>
@@ -424,10 +427,38 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
         </label>
         <button type="submit">Open</button>
       </form>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          go({ tag: tagInput.trim() });
+        }}
+      >
+        <label>
+          Tag <input name="tag" value={tagInput} onInput={(e) => setTagInput((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" name="filter-tag">
+          Filter
+        </button>
+        {tag && (
+          <>
+            <span class="note" data-testid="tag-filter">
+              jobs tagged {tag}, in every state, newest first
+            </span>{' '}
+            <button type="button" onClick={() => go({ tag: '' })}>
+              Clear tag
+            </button>
+          </>
+        )}
+      </form>
       <div class="filters">
-        <Choice name="state" value={state} options={meta.states} onChange={(v) => go({ state: v })} />
-        <Choice name="queue" value={queue} options={meta.queues.map((q) => q.name)} all onChange={(v) => go({ queue: v })} />
-        <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} all onChange={(v) => go({ task: v })} />
+        {!tag && (
+          <>
+            <Choice name="state" value={state} options={meta.states} onChange={(v) => go({ state: v })} />
+            <Choice name="queue" value={queue} options={meta.queues.map((q) => q.name)} all onChange={(v) => go({ queue: v })} />
+            <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} all onChange={(v) => go({ task: v })} />
+          </>
+        )}
         {page?.scanned && (
           <span class="note" data-testid="scanned">
             {state}: the first {page.jobs.length} a scan of the jobs table found, not necessarily the newest (retrying, archived, scheduled
@@ -453,7 +484,7 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
             </thead>
             <tbody>
               {page.jobs.map((j) => (
-                <tr key={j.jobId}>
+                <tr key={j.jobId} data-job={j.jobId}>
                   <td>
                     <a href={href('job', j.jobId)}>{j.jobId}</a>
                   </td>
@@ -468,7 +499,7 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
               ))}
             </tbody>
           </table>
-          {page.jobs.length === 0 && <p>No {state} jobs.</p>}
+          {page.jobs.length === 0 && <p>{tag ? `No jobs tagged ${tag}.` : `No ${state} jobs.`}</p>}
           <p>
             {cursors.length > 0 && (
               <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
@@ -487,13 +518,20 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
   );
 }
 
+const ENDED: readonly string[] = ['succeeded', 'archived', 'cancelled'];
+
 function JobPage({ version, id }: { version: string; id: string }) {
   const { data, error, reload } = useData(
     () => get('/api/job', { version, id }),
     [version, id],
     REFRESH_MS,
-    // A finished job does not change; an archived one is looked up in the archive, a walk not to repeat.
-    (view) => ['succeeded', 'archived', 'cancelled'].includes(view.job.state),
+    // A finished job does not change (nor do its relations once they have all ended); an archived
+    // one is looked up in the archive, a walk not to repeat.
+    (view) =>
+      ENDED.includes(view.job.state) &&
+      [view.relations?.dependencies, view.relations?.dependents].every(
+        (side) => !side || Object.keys(side.counts).every((state) => ENDED.includes(state)),
+      ),
   );
   const confirm = useConfirm();
   if (!data) return <Problem error={error ?? 'loading…'} />;
@@ -543,19 +581,78 @@ function JobPage({ version, id }: { version: string; id: string }) {
             <dd>{job.envelopeId}</dd>
           </>
         )}
+        {job.tags && job.tags.length > 0 && (
+          <>
+            <dt>tags</dt>
+            <dd data-testid="tags">
+              {job.tags.map((t) => (
+                <a key={t} class="chip" href={href('jobs', undefined, { tag: t })}>
+                  {t}
+                </a>
+              ))}
+            </dd>
+          </>
+        )}
+        {job.memberOf && (
+          <>
+            <dt>member of</dt>
+            <dd>
+              {job.memberOf.index + 1} of {job.memberOf.size} of fan-in <a href={href('job', job.memberOf.id)}>{job.memberOf.id}</a>
+            </dd>
+          </>
+        )}
       </dl>
-      {job.state === 'scheduled' && (
+      {data.relations && (
+        <>
+          {data.relations.dependencies && (
+            <Related
+              title={job.awaits !== undefined ? `Awaits (fan-in of ${job.awaits})` : 'Waits for'}
+              testid="dependencies"
+              side={data.relations.dependencies}
+              note={`on a failure: ${job.onDependencyFailure ?? 'fail'}${
+                data.relations.dependencies.firstFailure !== undefined
+                  ? ` · ${data.relations.dependencies.firstFailure} did not succeed`
+                  : data.relations.dependencies.complete
+                    ? ' · all ended'
+                    : ''
+              }`}
+            />
+          )}
+          {data.relations.dependents && <Related title="Dependents" testid="dependents" side={data.relations.dependents} />}
+          <p>
+            <a href={href('flow', job.jobId)} data-testid="flow-link">
+              Flow view
+            </a>
+          </p>
+        </>
+      )}
+      {(job.state === 'scheduled' || job.state === 'waiting') && (
         <ActionButton
           label="Cancel job"
           onClick={() =>
             confirm.ask({
-              question: `Cancel job ${job.jobId}? It will not run.`,
+              question: `Cancel job ${job.jobId}? It will not run${data.relations?.dependents ? '; the jobs waiting for it count it as failed' : ''}.`,
               action: async () => {
                 const r = await post('/api/job/cancel', { version, id: job.jobId });
                 reload();
                 return r.outcome === 'cancelled'
                   ? 'cancelled'
                   : `not cancelled: ${r.outcome}${'record' in r ? ` (${r.record.state})` : ''}`;
+              },
+            })
+          }
+        />
+      )}
+      {data.relations?.dependents && (
+        <ActionButton
+          label="Cancel with its dependents"
+          onClick={() =>
+            confirm.ask({
+              question: `Cancel job ${job.jobId} and every job waiting for it, transitively? Those already running or ended are left.`,
+              action: async () => {
+                const r = await post('/api/flow/cancel', { version, id: job.jobId });
+                reload();
+                return `cancelled ${r.cancelled.length} job(s)${r.notCancelled.length > 0 ? `; not cancelled: ${r.notCancelled.map((n) => `${n.jobId} (${n.state})`).join(', ')}` : ''}`;
               },
             })
           }
@@ -602,6 +699,91 @@ function JobPage({ version, id }: { version: string; id: string }) {
           </li>
         ))}
       </ol>
+    </section>
+  );
+}
+
+/** One side of a job's relations: each job listed as a link with its state, and the states counted. */
+function Related({ title, testid, side, note }: { title: string; testid: string; side: RelatedJobs; note?: string }) {
+  const counted = Object.entries(side.counts)
+    .map(([state, n]) => `${n} ${state}`)
+    .join(' · ');
+  return (
+    <>
+      <h3>{title}</h3>
+      <p class="note" data-testid={`${testid}-counts`}>
+        {side.total} job(s): {counted}
+        {side.read < side.total ? ` (states of the first ${side.read})` : ''}
+        {note ? ` · ${note}` : ''}
+      </p>
+      <ul class="related" data-testid={testid}>
+        {side.jobs.map((j) => (
+          <li key={j.jobId} data-job={j.jobId}>
+            <a href={href('job', j.jobId)}>{j.jobId}</a> <span class={`badge state-${j.state}`}>{j.state}</span>
+            {j.reason ? ` (${j.reason})` : ''}
+            {j.task ? ` · ${j.task}` : ''}
+          </li>
+        ))}
+        {side.total > side.jobs.length && <li class="note">… {side.total - side.jobs.length} more</li>}
+      </ul>
+    </>
+  );
+}
+
+/** How a flow's states read at a glance. */
+const FLOW_GROUPS: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ['waiting', ['waiting', 'scheduled', 'queued']],
+  ['running', ['running', 'retrying']],
+  ['done', ['succeeded']],
+  ['failed', ['archived', 'cancelled']],
+  ['unknown', ['unknown']],
+];
+
+function FlowPage({ version, id }: { version: string; id: string }) {
+  const settled = (f: FlowView) => f.complete && f.jobs.every((j) => ENDED.includes(j.state));
+  const { data: flow, error } = useData(() => get('/api/flow', { version, id }), [version, id], REFRESH_MS, settled);
+  if (!flow) return <Problem error={error ?? 'loading…'} />;
+  const count = (states: readonly string[]) => states.reduce((n, st) => n + (flow.counts[st as keyof FlowView['counts']] ?? 0), 0);
+  return (
+    <section>
+      <h2>
+        Flow of job <a href={href('job', flow.root)}>{flow.root}</a>
+      </h2>
+      <Problem error={error} />
+      <p data-testid="flow-progress">
+        {FLOW_GROUPS.filter(([, states]) => count(states) > 0 || states[0] !== 'unknown').map(([group, states], i) => (
+          <span key={group} data-group={group}>
+            {i > 0 ? ' · ' : ''}
+            {count(states)} {group}
+          </span>
+        ))}{' '}
+        of {flow.jobs.length} job(s){flow.complete ? '' : ' read (more are connected: the walk stops there)'}
+      </p>
+      <table class="grid" data-testid="flow">
+        <thead>
+          <tr>
+            <th>job</th>
+            <th>task</th>
+            <th>state</th>
+            <th>hops from {flow.root}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {flow.jobs.map((j) => (
+            <tr key={j.jobId} data-job={j.jobId}>
+              <td>
+                <a href={href('job', j.jobId)}>{j.jobId}</a>
+              </td>
+              <td>{j.task ?? ''}</td>
+              <td>
+                {j.state}
+                {j.reason ? ` (${j.reason})` : ''}
+              </td>
+              <td class="num">{j.depth}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </section>
   );
 }
@@ -786,6 +968,9 @@ function App() {
       break;
     case 'job':
       page = <JobPage version={v} id={route.arg} />;
+      break;
+    case 'flow':
+      page = <FlowPage version={v} id={route.arg} />;
       break;
     case 'archive':
       page = <ArchivePage meta={meta} version={v} params={route.params} />;

@@ -7,6 +7,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TaskworkerError } from '../../lib/errors';
 import { explainAwsError } from '../../lib/operate/aws-errors';
+import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
 import {
   type ArchiveFilter,
   BadCursorError,
@@ -312,7 +313,12 @@ export function createUiApp(options: UiOptions): Hono {
     const state = query.state ?? 'archived';
     if (!(JOB_STATES as readonly string[]).includes(state))
       throw new RequestError(`state ${JSON.stringify(state)}: expected one of ${JOB_STATES.join(', ')}`);
-    const { task, cursor } = query;
+    const { task, cursor, tag } = query;
+    if (tag) {
+      const problem = tagProblem(tag);
+      if (problem) throw new RequestError(`tag ${JSON.stringify(tag.slice(0, 80))}: ${problem}`);
+      return listTaggedPage(ctx.jobs, tag, integerParam('limit', query.limit, 25, 1, 200), cursor || undefined);
+    }
     return listJobsPage(ctx, {
       state: state as JobState,
       queues: queueNames(ctx, query.queue),
@@ -334,8 +340,21 @@ export function createUiApp(options: UiOptions): Hono {
         404,
       );
     // The jobs table keeps a payload's digest, not the payload: an archived job's is in the archive.
-    const [archived] = job.state === 'archived' ? await listArchived(ctx, { jobId: job.jobId }, 1) : [];
-    return { job, ...(archived ? { archived } : {}) };
+    const [[archived], relations] = await Promise.all([
+      job.state === 'archived' ? listArchived(ctx, { jobId: job.jobId }, 1) : [],
+      jobRelations(ctx.jobs, job),
+    ]);
+    const inFlow = relations.dependencies !== undefined || relations.dependents !== undefined;
+    return { job, ...(archived ? { archived } : {}), ...(inFlow ? { relations } : {}) };
+  });
+
+  route('/api/flow', async (query) => {
+    const ctx = await context(query.version);
+    const id = query.id;
+    if (!id) throw new RequestError('id: required');
+    const flow = await flowOf(ctx.jobs, id);
+    if (!flow) throw new RequestError(`no job ${id} in version ${ctx.version}`, 404);
+    return flow;
   });
 
   route('/api/archive', async (query) => {
@@ -373,8 +392,20 @@ export function createUiApp(options: UiOptions): Hono {
     const ctx = await context(stringParam('version', input.version));
     const id = stringParam('id', input.id);
     if (!id) throw new RequestError('id: required');
-    const result = await ctx.jobs.cancel(id, ctx.clock.now());
+    // Its dependents learn it: counted as a failed dependency (archived, or run if they ignore it).
+    const result = await cancelJob(flowDepsOf(ctx), id);
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
+    return result;
+  });
+
+  route('/api/flow/cancel', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const id = stringParam('id', input.id);
+    if (!id) throw new RequestError('id: required');
+    const result = await cancelFlow(flowDepsOf(ctx), id);
+    options.log(
+      `cancel flow of ${id} in ${ctx.version}: ${result.cancelled.length} cancelled, ${result.notCancelled.length} not cancelled${result.unknown ? ' (no such job)' : ''}`,
+    );
     return result;
   });
 

@@ -3,6 +3,11 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
+import type { ArchiveReason, JobState } from '../track/model';
+
+/** A related job's state; `unknown` when it has no record (not published yet, or expired). */
+export type RelatedState = JobState | 'unknown';
+
 /** What a replay from the archive did. */
 export interface ReplayResult {
   readonly replayed: number;
@@ -19,4 +24,61 @@ export interface RedriveResult {
   readonly moveTaskError?: string;
   readonly taskHandle?: string;
   readonly status?: string;
+}
+
+/** A job as a flow shows it: its id and where it stands (`unknown`: no record, e.g. not yet published or expired). */
+export interface RelatedJob {
+  readonly jobId: string;
+  readonly state: RelatedState;
+  readonly task?: string;
+  readonly reason?: ArchiveReason;
+}
+
+/**
+ * One side of a job's relations (what it waits for, or what waits for it): how many there are, how
+ * many were read, their states counted over those read, and the first of them by name. A fan-in of
+ * 100,000 members is read only up to a bound: `read` says how far.
+ */
+export interface RelatedJobs {
+  readonly total: number;
+  readonly read: number;
+  /** State → jobs in it, over the `read` first. */
+  readonly counts: Readonly<Partial<Record<RelatedState, number>>>;
+  /** The first few, in the order the job names them. */
+  readonly jobs: readonly RelatedJob[];
+}
+
+/** A job's dependencies and dependents, with their states (`jobs show`, the dashboard's job page). */
+export interface JobRelations {
+  readonly dependencies?: RelatedJobs & {
+    /** From the job's own count: every dependency has ended. */
+    readonly complete: boolean;
+    /** The first dependency the count saw fail, if any. */
+    readonly firstFailure?: string;
+  };
+  readonly dependents?: RelatedJobs;
+}
+
+/**
+ * The jobs connected to one job through dependencies, both ways and transitively (the whole flow it
+ * belongs to), read up to a bound: how many are in each state, and each one read.
+ */
+export interface FlowView {
+  readonly root: string;
+  /** Jobs read (the root included), breadth first from the root. */
+  readonly jobs: ReadonlyArray<RelatedJob & { readonly depth: number }>;
+  readonly counts: Readonly<Partial<Record<RelatedState, number>>>;
+  /** False when the walk stopped at its bound: more jobs are connected than were read. */
+  readonly complete: boolean;
+}
+
+/** What `jobs cancel --flow` did: the jobs it cancelled, and those it found but could not cancel (running, ended). */
+export interface FlowCancelResult {
+  readonly root: string;
+  readonly cancelled: readonly string[];
+  readonly notCancelled: ReadonlyArray<{ readonly jobId: string; readonly state: JobState }>;
+  /** The root has no record. */
+  readonly unknown: boolean;
+  /** False when the walk stopped at its bound. */
+  readonly complete: boolean;
 }

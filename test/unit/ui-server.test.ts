@@ -5,8 +5,10 @@ import { cachedFor, serveUi } from '../../dashboard/server/serve';
 import { createUiApp, type UiOptions } from '../../dashboard/server/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
+import { jobRelations } from '../../lib/operate/flows';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
+import { Publisher } from '../../lib/publish/publisher';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
@@ -93,7 +95,51 @@ function dashboard(options: Partial<UiOptions> = {}) {
       body: typeof body === 'string' ? body : JSON.stringify(body),
       headers: { 'content-type': 'application/json', ...headers },
     });
-  return { w, ctx, app, get, post, logged };
+  const publisher = new Publisher({
+    config: w.config,
+    version: 'v1',
+    tasks: [ok, broken, strict].map((t) => defineTask(t)),
+    queues: ctx.queues,
+    urls: w.urls,
+    jobs: w.jobs,
+    clock: w.clock,
+  });
+  return { w, ctx, app, get, post, logged, publisher };
+}
+
+/** A job held by a dispatcher right now (running, its lease live), with no message anywhere. */
+async function running(d: ReturnType<typeof dashboard>, jobId: string): Promise<void> {
+  const now = d.w.clock.now();
+  const claim = await d.w.jobs.claim({
+    jobId,
+    task: 'ok',
+    payloadDigest: payloadDigest(null),
+    queue: 'urgent',
+    version: 'v1',
+    publishedAt: now,
+    workerId: 'elsewhere',
+    now,
+    leaseUntil: now + 3_600_000,
+  });
+  expect(claim.outcome).toBe('claimed');
+}
+
+/** A job parked until an hour from now (scheduled). */
+async function parked(d: ReturnType<typeof dashboard>, jobId: string): Promise<void> {
+  const now = d.w.clock.now();
+  const result = await d.w.jobs.park({
+    jobId,
+    task: 'ok',
+    payloadDigest: payloadDigest(1),
+    queue: 'urgent',
+    version: 'v1',
+    publishedAt: now,
+    runAt: now + 3_600_000,
+    body: encodeEnvelope({ task: 'ok', payload: 1, id: jobId }),
+    workerId: 'test',
+    now,
+  });
+  expect(result.outcome).toBe('parked');
 }
 
 const json = async <T = Record<string, unknown>>(response: Response): Promise<T> => (await response.json()) as T;
@@ -270,6 +316,143 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(1);
   });
 
+  describe('jobs that wait for other jobs', () => {
+    it('a job page lists what it waits for and what waits for it, each with its state; the flow view counts the whole flow', async () => {
+      const d = dashboard();
+      await d.publisher.publishBatch([
+        { task: 'ok', payload: 'p', options: { id: 'p' } },
+        { task: 'broken', payload: 'a', options: { id: 'a', dependsOn: ['p'] } },
+        { task: 'ok', payload: 'z', options: { id: 'z', dependsOn: ['a'] } },
+        { task: 'ok', payload: 'side', options: { id: 'side', dependsOn: ['p'], onDependencyFailure: 'ignore' } },
+      ]);
+      await d.w.run();
+      const view = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=a'));
+      expect(view.relations?.dependencies).toEqual({
+        total: 1,
+        read: 1,
+        counts: { succeeded: 1 },
+        jobs: [{ jobId: 'p', state: 'succeeded', task: 'ok' }],
+        complete: true,
+      });
+      expect(view.relations?.dependents?.jobs).toEqual([{ jobId: 'z', state: 'archived', task: 'ok', reason: 'dependency-failed' }]);
+      // A job in no flow carries no relations.
+      await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: 0, id: 'alone' }));
+      await d.w.run();
+      expect((await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=alone'))).relations).toBeUndefined();
+      // From any of its jobs, the flow is the same four, as the table has them.
+      const flow = await json<ApiResponse<'/api/flow'>>(await d.get('/api/flow?id=z'));
+      expect(flow.jobs.map((j) => j.jobId).sort()).toEqual(['a', 'p', 'side', 'z']);
+      expect(flow.counts).toEqual({ succeeded: 2, archived: 2 });
+      expect(flow.complete).toBe(true);
+      for (const j of flow.jobs) expect((await d.w.jobs.get(j.jobId))?.state).toBe(j.state);
+      expect((await d.get('/api/flow?id=nope')).status).toBe(404);
+    });
+
+    it('a fan-in callback counts its members by state and names only the first of them', async () => {
+      const d = dashboard();
+      const members = Array.from({ length: 30 }, (_, i) => ({ task: 'ok', payload: i }));
+      await d.publisher.chord(members, { task: 'ok', payload: 'done', options: { id: 'cb' } });
+      const view = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb'));
+      expect(view.job.state).toBe('waiting');
+      expect(view.relations?.dependencies).toMatchObject({ total: 30, read: 30, counts: { queued: 30 }, complete: false });
+      expect(view.relations?.dependencies?.jobs).toHaveLength(20);
+      expect(view.relations?.dependencies?.jobs[0]).toEqual({ jobId: 'cb.0', state: 'queued', task: 'ok' });
+      // Read up to a bound: the rest are not read, and the answer says how many were.
+      const record = await d.w.jobs.get('cb');
+      const bounded = await jobRelations(d.w.jobs, record as NonNullable<typeof record>, { readLimit: 10, listed: 3 });
+      expect(bounded.dependencies).toMatchObject({ total: 30, read: 10, counts: { queued: 10 } });
+      await d.w.run();
+      const done = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb'));
+      expect(done.job.state).toBe('succeeded');
+      expect(done.relations?.dependencies).toMatchObject({ counts: { succeeded: 30 }, complete: true });
+      const member = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb.7'));
+      expect(member.job.memberOf).toEqual({ id: 'cb', size: 30, index: 7 });
+      expect(member.relations?.dependents?.jobs).toEqual([{ jobId: 'cb', state: 'succeeded', task: 'ok' }]);
+    });
+
+    it("cancelling a waiting job tells the jobs waiting for it: 'fail' ones are archived, 'ignore' ones go to their queue", async () => {
+      const d = dashboard();
+      await parked(d, 'x');
+      await d.publisher.publish('ok', 'w', { id: 'w', dependsOn: ['x'] });
+      await d.publisher.publishBatch([
+        { task: 'ok', payload: 'f', options: { id: 'f', dependsOn: ['w'] } },
+        { task: 'ok', payload: 'g', options: { id: 'g', dependsOn: ['w'], onDependencyFailure: 'ignore' } },
+      ]);
+      await d.w.run();
+      expect((await d.w.jobs.get('w'))?.dependents?.map((e) => e.id).sort()).toEqual(['f', 'g']);
+      const cancelled = await json<ApiResponse<'/api/job/cancel'>>(await d.post('/api/job/cancel', { version: 'v1', id: 'w' }));
+      expect(cancelled).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+      expect(await d.w.jobs.get('w')).toMatchObject({ state: 'cancelled' });
+      expect(await d.w.jobs.get('f')).toMatchObject({ state: 'archived', reason: 'dependency-failed' });
+      expect((await d.w.jobs.get('g'))?.state).toMatch(/^(scheduled|queued)$/);
+      expect(d.w.sqs.peek(d.w.urls.queues.urgent as string).map((m) => JSON.parse(m.body).id)).toContain('g');
+      expect(await d.w.jobs.get('x')).toMatchObject({ state: 'scheduled' });
+      await d.w.run();
+      expect(await d.w.jobs.get('g')).toMatchObject({ state: 'succeeded' });
+      expect(d.w.runs.map((r) => r.payload)).toEqual(['g']);
+    });
+
+    it('cancels a flow: the job and every job waiting for it, transitively; a running one is reported, not cancelled', async () => {
+      const d = dashboard();
+      await parked(d, 'x');
+      await running(d, 'r');
+      await d.publisher.publish('ok', 'w', { id: 'w', dependsOn: ['x', 'r'] });
+      await d.publisher.publish('ok', 'f', { id: 'f', dependsOn: ['w'] });
+      await d.publisher.publish('ok', 'g', { id: 'g', dependsOn: ['f'], onDependencyFailure: 'ignore' });
+      await d.w.run();
+      const refused = await json<ApiResponse<'/api/flow/cancel'>>(await d.post('/api/flow/cancel', { version: 'v1', id: 'r' }));
+      expect(refused).toEqual({
+        root: 'r',
+        cancelled: ['w', 'f', 'g'],
+        notCancelled: [{ jobId: 'r', state: 'running' }],
+        unknown: false,
+        complete: true,
+      });
+      for (const id of ['w', 'f', 'g']) expect((await d.w.jobs.get(id))?.state).toBe('cancelled');
+      expect(await d.w.jobs.get('r')).toMatchObject({ state: 'running' });
+      expect(await d.w.jobs.get('x')).toMatchObject({ state: 'scheduled' });
+      // Nothing of the flow was released to a queue on the way.
+      expect(d.w.sqs.peek(d.w.urls.queues.urgent as string)).toHaveLength(0);
+      expect(await json(await d.post('/api/flow/cancel', { version: 'v1', id: 'nope' }))).toMatchObject({ unknown: true, cancelled: [] });
+      expect(d.logged.join('\n')).toContain('cancel flow of r in v1: 3 cancelled, 1 not cancelled');
+    });
+
+    it('the jobs page filters by tag: every state, newest first, paged without skipping a batch published in one millisecond', async () => {
+      const d = dashboard();
+      await d.publisher.publishBatch(
+        Array.from({ length: 7 }, (_, i) => ({ task: 'ok', payload: i, options: { id: `t-${i}`, tags: ['nightly'] } })),
+      );
+      d.w.clock.advance(5);
+      await d.publisher.publish('broken', 'late', { id: 't-late', tags: ['nightly', 'other'] });
+      await d.publisher.publish('ok', 'untagged', { id: 'untagged' });
+      await d.w.run();
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 10; page++) {
+        const body = await json<ApiResponse<'/api/jobs'>>(await d.get(`/api/jobs?tag=nightly&limit=3${cursor ? `&cursor=${cursor}` : ''}`));
+        seen.push(...body.jobs.map((j) => j.jobId));
+        if (!body.next) break;
+        cursor = body.next;
+      }
+      expect(seen[0]).toBe('t-late');
+      expect(seen.sort()).toEqual(['t-0', 't-1', 't-2', 't-3', 't-4', 't-5', 't-6', 't-late']);
+      const states = (await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?tag=nightly&limit=50'))).jobs.map((j) => j.state);
+      expect(new Set(states)).toEqual(new Set(['succeeded', 'archived']));
+      expect((await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?tag=none-such'))).jobs).toEqual([]);
+    });
+
+    it.each([
+      ['/api/jobs?tag=has%20space', 'tag "has space"'],
+      [`/api/jobs?tag=${'x'.repeat(65)}`, 'expected 1..64 printable ASCII characters'],
+      ['/api/jobs?tag=ok&cursor=AAAA', 'cursor'],
+      ['/api/flow', 'id: required'],
+    ])('GET %s → 400 naming the bad value', async (path, named) => {
+      const response = await dashboard().get(path);
+      expect(response.status).toBe(400);
+      expect((await json(response)).error).toContain(named);
+    });
+  });
+
   describe('the shared API table (dashboard/api-types.ts): the server answers what the page is typed to read', () => {
     it('the server registers every route of the table with its method, and no /api route the table lacks', () => {
       const registered = dashboard()
@@ -290,9 +473,18 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       // routine: archived jobs (the day's stats, the archive) and a message that is not an envelope
       // (skipped by a replay); urgent: nothing run today (its wait quantiles are NaN, null on the
       // wire), a parked job, a dead letter.
-      for (const id of ['a', 'b']) await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: id, id }));
+      // A flow through `a` (p → a → z, a fails) and a running `q` with a job waiting for it.
+      await running(d, 'q');
+      await d.publisher.publishBatch([
+        { task: 'ok', payload: 'p', options: { id: 'p', tags: ['batch-1'] } },
+        { task: 'broken', payload: 'a', options: { id: 'a', dependsOn: ['p'], tags: ['batch-1'] } },
+        { task: 'ok', payload: 'z', options: { id: 'z', dependsOn: ['a'] } },
+        { task: 'ok', payload: 'y', options: { id: 'y', dependsOn: ['q'] } },
+      ]);
+      await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: 'b', id: 'b' }));
       await d.w.send('routine', 'not an envelope');
       await d.w.run();
+      expect(await d.w.jobs.get('z')).toMatchObject({ state: 'archived', reason: 'dependency-failed' });
       await d.w.jobs.park({
         jobId: 'later',
         task: 'ok',
@@ -314,11 +506,13 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/history': { queue: 'routine', days: 2 },
         '/api/jobs': { state: 'archived', queue: 'routine' },
         '/api/job': { id: 'a' },
+        '/api/flow': { id: 'a' },
         '/api/archive': {},
         '/api/archive/count': { reason: 'exhausted' },
         '/api/archive/replay': { version: 'v1' },
         '/api/dlq/redrive': { version: 'v1', queue: 'urgent' },
         '/api/job/cancel': { version: 'v1', id: 'later' },
+        '/api/flow/cancel': { version: 'v1', id: 'q' },
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
       };
       const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
@@ -359,6 +553,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         ['/api/archive/replay', { version: 'v1' }],
         ['/api/dlq/redrive', { version: 'v1' }],
         ['/api/job/cancel', { version: 'v1', id: 'r' }],
+        ['/api/flow/cancel', { version: 'v1', id: 'r' }],
       ] as const) {
         const response = await d.post(path, body);
         expect(response.status).toBe(403);
