@@ -52,7 +52,8 @@ export async function publishCommand(argv: string[]): Promise<void> {
   if (values.queue === undefined && !tasks.some((t) => t.name === task)) {
     throw new UsageError(`task ${task} is not defined in ${config.tasksDir} (pass --queue to publish it anyway)`);
   }
-  const publisher = new Publisher({ config, version, tasks });
+  // Recorded `queued` at once (queues tracked full): `jobs show` finds it, and a job published next may name it in --depends-on.
+  const publisher = new Publisher({ config, version, tasks, recordQueued: true });
   const published = await publisher.publish(task, jsonOption('--payload', values.payload, null), {
     ...(values.queue !== undefined ? { queue: values.queue } : {}),
     ...(values.delay !== undefined ? { delaySeconds: integerOption('--delay', values.delay, 0, 0, MAX_SCHEDULE_SECONDS) } : {}),
