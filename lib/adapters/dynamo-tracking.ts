@@ -325,7 +325,7 @@ export class DynamoJobStore implements JobStore {
     const outcome = await this.write(jobId, e, {
       update:
         `SET ${assignments(e, { state: 'queued', attempt: 0, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
-        `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}`,
+        `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}, ${e.name('releasedAt')}`,
       condition: transitionCondition(e, 'replay', identity),
     });
     return outcome.landed;
@@ -463,10 +463,9 @@ export class DynamoJobStore implements JobStore {
           tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
           queueState: indexKey(r.queue, 'waiting'),
           updatedAt: r.now,
-          history: [{ what: 'waiting', when: r.now, worker: r.workerId }],
           expiresAt: expiresAt(r.now, this.settings.retentionDays),
-        })}`,
-        condition: transitionCondition(e, 'wait'),
+        })}, ${e.name('history')} = list_append(if_not_exists(${e.name('history')}, ${e.value([])}), ${e.value([{ what: 'waiting', when: r.now, worker: r.workerId }])})`,
+        condition: transitionCondition(e, 'wait', r),
       },
       { returnNew: false },
     );
@@ -535,7 +534,7 @@ export class DynamoJobStore implements JobStore {
   private async updateCountItem(
     key: string,
     e: Expression,
-    expr: { update: string; condition?: string },
+    expr: { update: string; condition?: string; returnOld?: boolean },
   ): Promise<Record<string, unknown>> {
     try {
       const out = await this.dynamo.send(
@@ -544,14 +543,15 @@ export class DynamoJobStore implements JobStore {
           Key: { jobId: { S: key } },
           UpdateExpression: expr.update,
           ...(expr.condition ? { ConditionExpression: expr.condition } : {}),
-          ReturnValues: 'ALL_NEW',
+          ReturnValues: expr.returnOld ? 'ALL_OLD' : 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ReturnConsumedCapacity: 'TOTAL',
           ...e.params(),
         }),
       );
       this.meter(out, 'write');
-      return fromItem(out.Attributes ?? {});
+      // `taken`: the update landed (a condition that failed answers with the item as it is, without it).
+      return { ...fromItem(out.Attributes ?? {}), taken: true };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       if (error.Item) return fromItem(error.Item);
@@ -573,7 +573,7 @@ export class DynamoJobStore implements JobStore {
           Key: { jobId: { S: dependentId } },
           // Scheduled only for the moment until it is sent: not listed in the queue-state index.
           UpdateExpression:
-            `SET ${assignments(e, { state: 'scheduled', runAt: now, dueShard: dueShardOf(dependentId), updatedAt: now })}, ` +
+            `SET ${assignments(e, { state: 'scheduled', runAt: now, releasedAt: now, dueShard: dueShardOf(dependentId), updatedAt: now })}, ` +
             `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${e.name('queueState')}`,
           ConditionExpression: transitionCondition(e, 'release'),
           ReturnValues: 'ALL_NEW',
@@ -611,7 +611,7 @@ export class DynamoJobStore implements JobStore {
           updatedAt: now,
           finishedAt: now,
           queueState: indexKey(record.queue, 'archived'),
-        })}, ${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${PARKED_ONLY.map((n) => e.name(n)).join(', ')}`,
+        })}, ${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${e.name('dueShard')}, ${e.name('sweepLease')}`,
         condition: transitionCondition(e, 'failWaiting'),
       });
       if (outcome.landed) return outcome.record;
@@ -662,6 +662,57 @@ export class DynamoJobStore implements JobStore {
       start = out.LastEvaluatedKey;
     } while (start && ids.length < limit);
     return this.getMany(ids.slice(0, limit));
+  }
+
+  async uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }> {
+    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
+    const members = (list: unknown) => (Array.isArray(list) ? list.length : 0);
+    const e = new Expression();
+    const failed = e.name('failed');
+    // Only a failure counted is taken back (a second pass finds nothing to take).
+    const before = await this.updateCountItem(shardKey(edge.id, shard), e, {
+      update: `DELETE ${failed} ${e.numberSet([edge.index])}`,
+      condition: `contains(${failed}, ${e.value(edge.index)})`,
+      returnOld: true,
+    });
+    const wasComplete = before.taken === true && members(before.done) + members(before.failed) >= shardSize(edge.size, shard);
+    if (wasComplete) {
+      // The shard is one short again.
+      const r = new Expression();
+      await this.updateCountItem(rootKey(edge.id), r, { update: `DELETE ${r.name('shards')} ${r.numberSet([shard])}` });
+    }
+    // The first failure named is forgotten only if it was this one.
+    const f = new Expression();
+    const first = f.name('firstFailure');
+    await this.updateCountItem(rootKey(edge.id), f, { update: `REMOVE ${first}`, condition: `${first} = ${f.value(dependencyId)}` });
+    // Another failure still counted, in any shard of this dependent?
+    const keys = Array.from({ length: shardCount(edge.size) }, (_, s) => ({ jobId: { S: shardKey(edge.id, s) } }));
+    for (let i = 0; i < keys.length; i += BATCH_GET) {
+      const out = await this.dynamo.send(
+        new BatchGetItemCommand({
+          RequestItems: { [this.tableName]: { Keys: keys.slice(i, i + BATCH_GET), ConsistentRead: true } },
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      for (const c of out.ConsumedCapacity ?? []) this.capacity.readUnits += c.CapacityUnits ?? 0;
+      if ((out.Responses?.[this.tableName] ?? []).some((item) => members(fromItem(item).failed) > 0)) return { stillFailed: true };
+    }
+    return { stillFailed: false };
+  }
+
+  async reopen(dependentId: string, now: number): Promise<JobRecord | undefined> {
+    const record = await this.get(dependentId);
+    if (!record || permits('reopen', record) !== 'ok') return undefined;
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'waiting', when: now, detail: 'a failed dependency was replayed' };
+    const outcome = await this.write(dependentId, e, {
+      update:
+        `SET ${assignments(e, { state: 'waiting', updatedAt: now, queueState: indexKey(record.queue, 'waiting') })}, ` +
+        `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${e.name('reason')}, ${e.name('finishedAt')}`,
+      condition: transitionCondition(e, 'reopen'),
+    });
+    return outcome.landed ? outcome.record : undefined;
   }
 
   async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {
@@ -858,7 +909,15 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
     write === 'claim'
       ? ` AND (${e.name('state')} <> ${e.value('scheduled')} OR ${e.name('runAt')} <= ${e.value((now ?? 0) + DUE_SLACK_MS)})`
       : '';
-  if (absent && existing) return `${absent} OR (${existing}${due})`;
+  // A job replayed from the archive waits again; a released one's copy does not.
+  const extra =
+    write === 'wait'
+      ? ` AND (${e.name('state')} <> ${e.value('queued')} OR attribute_not_exists(${e.name('releasedAt')}))`
+      : write === 'reopen'
+        ? ` AND ${e.name('reason')} = ${e.value('dependency-failed')} AND attribute_exists(${e.name('body')})`
+        : '';
+  if (absent && existing) return `${absent} OR (${existing}${due}${extra})`;
+  if (extra) return `${absent ?? existing}${due}${extra}`;
   return absent ?? `${existing}${due}`;
 }
 
@@ -955,6 +1014,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'resultBytes',
     'envelopeId',
     'runAt',
+    'releasedAt',
     'dependsOn',
     'awaits',
     'memberOf',

@@ -197,6 +197,7 @@ export class MemoryJobStore implements JobStore {
     const next: Mutable<JobRecord> = { ...record, state: 'queued', attempt: 0, updatedAt: now };
     delete next.reason;
     delete next.finishedAt;
+    delete next.releasedAt;
     next.history = this.history(record, { what: 'queued', when: now, detail: 'replayed from the archive' });
     this.put(next);
     return true;
@@ -277,11 +278,10 @@ export class MemoryJobStore implements JobStore {
 
   async wait(r: WaitRequest): Promise<WaitResult> {
     const prior = this.jobs.get(r.jobId);
-    if (permits('wait', prior) !== 'ok') {
-      const record = structuredClone(prior as JobRecord);
-      return { outcome: permits('claim', prior, r, r.now) === 'conflict' ? 'conflict' : 'exists', record };
-    }
+    const verdict = permits('wait', prior, r);
+    if (verdict !== 'ok') return { outcome: verdict === 'conflict' ? 'conflict' : 'exists', record: structuredClone(prior as JobRecord) };
     this.put({
+      ...(prior ?? {}),
       ...pickRef(r),
       state: 'waiting',
       attempt: 0,
@@ -290,7 +290,7 @@ export class MemoryJobStore implements JobStore {
       ...(r.dependsOn ? { dependsOn: [...r.dependsOn] } : {}),
       ...(r.awaits !== undefined ? { awaits: r.awaits } : {}),
       ...(r.tags ? { tags: [...r.tags] } : {}),
-      history: [{ what: 'waiting', when: r.now, worker: r.workerId }],
+      history: this.history(prior, { what: 'waiting', when: r.now, worker: r.workerId }),
     });
     this.waitingBodies.set(r.jobId, { body: r.body, ...(r.attributes ? { attributes: r.attributes } : {}) });
     return { outcome: 'waiting' };
@@ -342,6 +342,7 @@ export class MemoryJobStore implements JobStore {
       ...record,
       state: 'scheduled',
       runAt: now,
+      releasedAt: now,
       updatedAt: now,
       history: this.history(record, { what: 'released', when: now, detail: 'its dependencies ended' }),
     });
@@ -353,7 +354,8 @@ export class MemoryJobStore implements JobStore {
   async failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined> {
     const record = this.jobs.get(dependentId);
     if (permits('failWaiting', record) !== 'ok' || !record) return undefined;
-    this.waitingBodies.delete(dependentId);
+    // The body stays: should the failed dependency be replayed, the job waits again.
+
     return this.put({
       ...record,
       state: 'archived',
@@ -381,6 +383,35 @@ export class MemoryJobStore implements JobStore {
       .slice(0, limit)
       .map(([id]) => id);
     return this.getMany(ids);
+  }
+
+  async uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }> {
+    const count = this.counts.get(edge.id);
+    if (!count) return { stillFailed: false };
+    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
+    const counted = count.shards.get(shard);
+    if (counted?.get(edge.index) === true) {
+      this.writes += 1;
+      counted.delete(edge.index);
+      count.complete.delete(shard);
+    }
+    if (count.firstFailure === dependencyId) delete count.firstFailure;
+    const stillFailed = [...count.shards.values()].some((s) => [...s.values()].some(Boolean));
+    return { stillFailed };
+  }
+
+  async reopen(dependentId: string, now: number): Promise<JobRecord | undefined> {
+    const record = this.jobs.get(dependentId);
+    if (permits('reopen', record) !== 'ok' || !record || !this.waitingBodies.has(dependentId)) return undefined;
+    const next: Mutable<JobRecord> = {
+      ...record,
+      state: 'waiting',
+      updatedAt: now,
+      history: this.history(record, { what: 'waiting', when: now, detail: 'a failed dependency was replayed' }),
+    };
+    delete next.reason;
+    delete next.finishedAt;
+    return this.put(next);
   }
 
   async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {

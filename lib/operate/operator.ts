@@ -17,6 +17,7 @@ import type {
   ReceivedMessage,
 } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
+import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
 import { INDEXED_STATES, payloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
@@ -285,6 +286,9 @@ export async function replayArchived(
     const job = isRejection(record.reason) ? undefined : decodedOrUndefined(message);
     if (record.jobId && job) {
       await ctx.jobs.resetForReplay(record.jobId, { task: job.task, payloadDigest: payloadDigest(job.payload) }, ctx.clock.now());
+      // The jobs its failure archived wait again, before it can run and count into them.
+      const replayed = await ctx.jobs.get(record.jobId);
+      if (replayed) await reopenDependents(ctx, record.jobId, edgesOf(replayed));
     }
     const sent = await callWithEntryRetries(
       // The id pinned: a job published without one was known by its first message's id.

@@ -110,6 +110,9 @@ export type PublisherOptions = {
   | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
 );
 
+/** Jobs a publisher remembers having sent, to be named as dependencies before a dispatcher records them. */
+const RECENT_JOBS = 10_000;
+
 /** Marks options whose id `chain` or `chord` generated (not one the caller chose). */
 const GENERATED_ID = Symbol('generated id');
 
@@ -134,6 +137,7 @@ export class Publisher {
   private readonly jobStore: () => JobStore;
   private cancelStore: JobStore | undefined;
   private warnedAboutTracking = false;
+  private readonly recent = new Map<string, JobRef>();
   private urls: Promise<QueueUrls> | undefined;
 
   constructor(options: PublisherOptions) {
@@ -303,6 +307,7 @@ export class Publisher {
       }
     }
     sent.sort((a, b) => a.index - b.index);
+    this.remember(prepared, sent, now);
     await this.recordQueued(prepared, sent, now);
     if (failed.length > 0) throw new PublishBatchError(failed, sent);
     return sent.map(({ index: _index, ...published }) => published);
@@ -333,6 +338,21 @@ export class Publisher {
         `taskworker: could not record queued jobs (${String(failure.reason)}); the jobs were published`,
         'TaskworkerTrackingWarning',
       );
+    }
+  }
+
+  /**
+   * The jobs this publisher sent lately (a bounded window), so one published a moment ago can be named
+   * as a dependency before any dispatcher has recorded it.
+   */
+  private remember(prepared: readonly Prepared[], sent: readonly { index: number }[], now: number): void {
+    const byIndex = new Map(prepared.map((p) => [p.index, p]));
+    for (const { index } of sent) {
+      const p = byIndex.get(index);
+      if (!p || p.queue.tracking !== 'full' || p.parked) continue;
+      this.recent.delete(p.jobId);
+      this.recent.set(p.jobId, this.refOf(p, now));
+      if (this.recent.size > RECENT_JOBS) this.recent.delete(this.recent.keys().next().value as string);
     }
   }
 
@@ -396,11 +416,18 @@ export class Publisher {
     }
     const outside = [...new Set(prepared.flatMap((p) => p.dependsOn).filter((d) => !inBatch.has(d)))];
     if (outside.length === 0) return;
-    const records = new Map((await this.jobStore().getMany(outside)).map((r) => [r.jobId, r]));
+    const jobs = this.jobStore();
+    const records = new Map((await jobs.getMany(outside)).map((r) => [r.jobId, r]));
     for (const dep of outside) {
-      const record = records.get(dep);
-      if (!record) throw new DependencyError(dep, 'no such job in this version (publish it first, to a queue tracked full)');
-      const queue = this.config.queues.find((q) => q.name === record.queue);
+      const published = this.recent.get(dep);
+      if (!records.has(dep) && published) {
+        // Published by this publisher, not yet taken by a dispatcher: its `queued` record now makes it known.
+        await jobs.recordQueued(published, published.publishedAt);
+      }
+      const queueName = records.get(dep)?.queue ?? published?.queue;
+      if (queueName === undefined)
+        throw new DependencyError(dep, 'no such job in this version (publish it first, to a queue tracked full)');
+      const queue = this.config.queues.find((q) => q.name === queueName);
       if (queue && queue.tracking !== 'full')
         throw new DependencyError(dep, `its queue ${JSON.stringify(queue.name)} is tracked '${queue.tracking}', not 'full'`);
     }

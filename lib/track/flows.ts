@@ -132,6 +132,33 @@ export async function failDependent(
   return failed;
 }
 
+/**
+ * A dependency archived and then replayed from the archive: each dependent it failed
+ * (`dependency-failed`) has that failure taken back and, when no other dependency of it failed,
+ * waits again (its body was kept), and so on down to the dependents they failed in turn. When the
+ * replayed job succeeds, it counts into them as any dependency does. Returns the jobs that wait again.
+ */
+export async function reopenDependents(
+  deps: Pick<FlowDeps, 'jobs' | 'clock'>,
+  jobId: string,
+  edges: readonly DependentEdge[],
+  visited: Set<string> = new Set(),
+): Promise<string[]> {
+  if (visited.has(jobId)) return [];
+  visited.add(jobId);
+  const reopened: string[] = [];
+  for (const edge of edges) {
+    const dependent = await deps.jobs.get(edge.id);
+    if (dependent?.state !== 'archived' || dependent.reason !== 'dependency-failed') continue;
+    const { stillFailed } = await deps.jobs.uncountFailure(edge, jobId);
+    if (stillFailed) continue;
+    const waiting = await deps.jobs.reopen(edge.id, deps.clock.now());
+    if (!waiting) continue;
+    reopened.push(edge.id, ...(await reopenDependents(deps, edge.id, edgesOf(waiting), visited)));
+  }
+  return reopened;
+}
+
 /** The most records a cycle check reads before it gives up looking (and lets the job wait). */
 const CYCLE_CHECK_LIMIT = 1_000;
 

@@ -102,6 +102,8 @@ export interface JobRecord {
   readonly envelopeId?: string;
   /** Epoch ms the job may start at (jobs published to run later). */
   readonly runAt?: number;
+  /** When its last dependency ended and it was sent to its queue (a job that waited). */
+  readonly releasedAt?: number;
   /** Jobs this one waits for (named in its envelope). */
   readonly dependsOn?: readonly string[];
   /** A fan-in: the number of members (`<jobId>.0` …) this job waits for. */
@@ -168,8 +170,15 @@ export interface FlowStore {
   dependencyCount(dependentId: string): Promise<DependencyCount>;
   /** waiting → scheduled, due now: the job to send (the sweep's path). Undefined when it was not waiting. */
   release(dependentId: string, now: number): Promise<ParkedJob | undefined>;
-  /** waiting → archived with `reason`; the record as written, or undefined when it was not waiting. */
+  /** waiting → archived with `reason` (its body kept, should it wait again); the record as written, or undefined when it was not waiting. */
   failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined>;
+  /**
+   * Takes back the failed count of dependency `dependencyId` (it was replayed); says whether another
+   * dependency of `edge.id` is still counted as failed.
+   */
+  uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }>;
+  /** archived (`dependency-failed`) → waiting again; the record, or undefined when it was not such a job. */
+  reopen(dependentId: string, now: number): Promise<JobRecord | undefined>;
   /** Records by id, in the order asked, missing ones left out (strongly consistent). */
   getMany(jobIds: readonly string[]): Promise<JobRecord[]>;
   /** Indexes a job under each of its tags (idempotent: a second call rewrites the same items). */

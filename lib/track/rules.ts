@@ -67,14 +67,19 @@ export const TRANSITIONS = {
   /** The sweep sent it: it is a queued job again. */
   handOver: { from: ['scheduled'], sameJob: false },
   cancel: { from: ['scheduled', 'waiting'], sameJob: false },
-  /** A dispatcher keeps a job whose dependencies have not all ended. */
-  wait: { from: ['absent'], sameJob: false },
+  /**
+   * A dispatcher keeps a job whose dependencies have not all ended: a new one, or one replayed from
+   * the archive (`queued`, never released; a released one's copy runs).
+   */
+  wait: { from: ['absent', 'queued'], sameJob: true },
   /** A job that has not ended takes a dependent (an ended one is counted at once by the dependent). */
   addDependent: { from: ['queued', 'running', 'retrying', 'scheduled', 'waiting'], sameJob: false },
   /** Its last dependency counted: it becomes a parked job due now, sent by the sweep's path. */
   release: { from: ['waiting'], sameJob: false },
   /** A dependency failed (policy `fail`), is unknown, or closes a cycle. */
   failWaiting: { from: ['waiting'], sameJob: false },
+  /** The dependency that failed it was replayed: it waits again (only an `archived` job whose reason is `dependency-failed`). */
+  reopen: { from: ['archived'], sameJob: false },
 } as const satisfies Record<string, { readonly from: readonly PriorState[]; readonly sameJob: boolean }>;
 
 export type JobWrite = keyof typeof TRANSITIONS;
@@ -87,6 +92,8 @@ export function permits(write: JobWrite, record: JobRecord | undefined, identity
   const rule = TRANSITIONS[write];
   if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
   if (write === 'claim' && record?.state === 'scheduled' && (now === undefined || !isDue(record, now))) return 'state';
+  if (write === 'wait' && record?.state === 'queued' && record.releasedAt !== undefined) return 'state';
+  if (write === 'reopen' && record?.reason !== 'dependency-failed') return 'state';
   return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';
 }
 

@@ -658,6 +658,55 @@ export function jobStoreConformance(
         expect(await jobs.jobsByTag('nobody-has-this', 10)).toEqual([]);
       });
 
+      it('takes a replayed failure back and reopens the dependent it archived, unless another failure stands', async () => {
+        const dependent = ref();
+        await waitOn(dependent, ['a', 'b', 'c']);
+        const edge = (index: number) => ({ id: dependent.jobId, index, size: 3 });
+        await jobs.countDependency(edge(0), 'a', false, 1000);
+        await jobs.countDependency(edge(1), 'b', true, 1000);
+        expect(await jobs.countDependency(edge(2), 'c', true, 1000)).toEqual({ complete: true, firstFailure: 'b' });
+        await jobs.failWaiting(dependent.jobId, 'dependency-failed', 'dependency "b" did not succeed', 1100);
+        expect(await jobs.uncountFailure(edge(1), 'b')).toEqual({ stillFailed: true });
+        expect(await jobs.uncountFailure(edge(2), 'c')).toEqual({ stillFailed: false });
+        expect(await jobs.uncountFailure(edge(2), 'c')).toEqual({ stillFailed: false });
+        expect(await jobs.dependencyCount(dependent.jobId)).toEqual({ complete: false });
+        expect(await jobs.reopen(dependent.jobId, 1200)).toMatchObject({ state: 'waiting' });
+        expect(await jobs.reopen(dependent.jobId, 1201)).toBeUndefined();
+        expect(await jobs.countDependency(edge(1), 'b', false, 1300)).toEqual({ complete: false });
+        expect(await jobs.countDependency(edge(2), 'c', false, 1300)).toEqual({ complete: true });
+        expect(await jobs.release(dependent.jobId, 1400)).toMatchObject({
+          jobId: dependent.jobId,
+          body: expect.stringContaining(dependent.jobId),
+        });
+        const other = ref();
+        await jobs.recordQueued(other, 1);
+        const claimed = await claim(jobs, other, 2);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete(
+          { jobId: other.jobId, token: 1, state: 'archived', reason: 'exhausted', error, workerId: 'w1', now: 3 },
+          claimed.record,
+        );
+        expect(await jobs.reopen(other.jobId, 4)).toBeUndefined();
+      });
+
+      it('lets a job replayed from the archive wait again, but not the released copy of one', async () => {
+        const job = ref();
+        await waitOn(job, ['x']);
+        await jobs.release(job.jobId, 2000);
+        await jobs.leaseForSweep(job.jobId, 2001, 62_001);
+        await jobs.handOver(job.jobId, 62_001, 2002);
+        expect(await waitOn(job, ['x'], 2003)).toMatchObject({ outcome: 'exists', record: { state: 'queued' } });
+        const claimed = await claim(jobs, job, 2004);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete(
+          { jobId: job.jobId, token: 1, state: 'archived', reason: 'exhausted', error, workerId: 'w1', now: 2005 },
+          claimed.record,
+        );
+        expect(await jobs.resetForReplay(job.jobId, job, 2006)).toBe(true);
+        expect(await waitOn(job, ['x'], 2007)).toEqual({ outcome: 'waiting' });
+        expect((await jobs.get(job.jobId))?.history.map((h) => h.what).slice(-2)).toEqual(['queued', 'waiting']);
+      });
+
       it('reads many records at once, in the order asked, leaving out unknown ones', async () => {
         const a = ref();
         const b = ref();
