@@ -213,6 +213,53 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await shoot('queue');
   });
 
+  it("a job page links what it waits for and what waits for it, with their states; the flow view counts the flow; cancel takes the flow's waiting jobs", async () => {
+    await stack.publisher.publish('greet', { name: 'later' }, { id: 'ui-root', delaySeconds: 3600 });
+    await until(async () => (await jobState('ui-root')) === 'scheduled', 'ui-root to be parked');
+    await stack.publisher.publish('greet', { name: 'after' }, { id: 'ui-dep', dependsOn: ['ui-root'], tags: ['ui-flow'] });
+    await until(async () => (await ctx.jobs.get('ui-root'))?.dependents?.some((e) => e.id === 'ui-dep'), 'ui-dep to register on ui-root');
+    await page.goto(`${ui.url}#/job/ui-root`);
+    const dependent = page.locator('[data-testid="dependents"] li[data-job="ui-dep"]');
+    await dependent.waitFor();
+    expect(await dependent.locator('.badge').textContent()).toBe((await jobState('ui-dep')) as string);
+    await dependent.locator('a').click();
+    await until(async () => (await page.locator('[data-testid="job-id"]').textContent()) === 'ui-dep', 'the link to open ui-dep');
+    const dependency = page.locator('[data-testid="dependencies"] li[data-job="ui-root"]');
+    await dependency.waitFor();
+    expect(await dependency.locator('.badge').textContent()).toBe('scheduled');
+    expect(await page.locator('[data-testid="tags"] a').allTextContents()).toEqual(['ui-flow']);
+    await page.click('[data-testid="flow-link"]');
+    await page.locator('[data-testid="flow"] tr[data-job="ui-root"]').waitFor();
+    expect(await page.locator('[data-testid="flow-progress"] [data-group="waiting"]').textContent()).toContain('2 waiting');
+    expect(
+      (await page.locator('[data-testid="flow"] tr[data-job]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-job')))).sort(),
+    ).toEqual(['ui-dep', 'ui-root']);
+    await shoot('flow');
+    await page.goto(`${ui.url}#/job/ui-root`);
+    await page.click('button:has-text("Cancel with its dependents")');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await page.locator('[data-testid="action-outcome"]').waitFor();
+    expect(await page.locator('[data-testid="action-outcome"]').textContent()).toBe('cancelled 2 job(s)');
+    expect([await jobState('ui-root'), await jobState('ui-dep')]).toEqual(['cancelled', 'cancelled']);
+    await until(async () => (await page.locator('h2 .badge').textContent()) === 'cancelled', 'the job page to say cancelled');
+  });
+
+  it("the jobs page filters by tag: the tag's jobs in every state, as the tag index has them", async () => {
+    await stack.publisher.publish('greet', { name: 'tagged' }, { id: 'ui-tagged', tags: ['ui-flow'] });
+    await until(async () => (await jobState('ui-tagged')) === 'succeeded', 'ui-tagged to succeed');
+    await page.goto(`${ui.url}#/jobs?state=archived`);
+    await page.fill('input[name="tag"]', 'ui-flow');
+    await page.click('button[name="filter-tag"]');
+    await page.locator('[data-testid="tag-filter"]').waitFor();
+    const rows = page.locator('[data-testid="jobs"] tr[data-job]');
+    await until(async () => (await rows.count()) === 2, 'two tagged jobs listed');
+    const expected = (await ctx.jobs.jobsByTag('ui-flow', 10)).map((j) => [j.jobId, j.state]);
+    const shown = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
+    expect(shown).toEqual(expected);
+    expect(new Set(expected.map(([, state]) => state))).toEqual(new Set(['succeeded', 'cancelled']));
+    expect(await page.locator('select[name="state"]').count()).toBe(0);
+  });
+
   it('read-only: actions are disabled in the page and refused by the server, nothing changes', async () => {
     const ro = await browser.newPage();
     await ro.goto(`${readOnlyUi.url}#/archive`);
