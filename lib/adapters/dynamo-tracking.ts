@@ -174,6 +174,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('leaseUntil')} = ${e.value(r.leaseUntil)}`,
       ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
       ...(r.memberOf ? [`${e.name('memberOf')} = ${e.value(r.memberOf)}`] : []),
+      ...(r.tags && r.tags.length > 0 ? [`${e.name('tags')} = ${e.value(r.tags)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
@@ -885,6 +886,7 @@ function refFields(r: JobRef): Record<string, unknown> {
     queue: r.queue,
     version: r.version,
     publishedAt: r.publishedAt,
+    tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
   };
 }
 

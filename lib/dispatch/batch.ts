@@ -174,6 +174,8 @@ async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: r
         return;
       }
       try {
+        // A tag finds a parked job too.
+        if (job.tags && queue.tracking === 'full') await jobs.tagJob(job.id, job.tags, job.publishedAt);
         const parked = await jobs.park({
           ...ref(deps, queue, job),
           runAt: job.runAt as number,

@@ -445,6 +445,7 @@ function pickRef(r: JobRef): JobRef {
     queue: r.queue,
     version: r.version,
     publishedAt: r.publishedAt,
+    ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
   };
 }
 

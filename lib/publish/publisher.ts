@@ -16,12 +16,12 @@ import {
   UnknownTaskError,
 } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import type { QueueClient, QueueUrls, SendEntry } from '../ports';
+import { type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { publishTiming } from '../track/due';
-import { closesCycle } from '../track/flows';
+import { closesCycle, edgesOf, propagate } from '../track/flows';
 import type { CancelResult, JobRecord, JobRef, JobStore } from '../track/model';
 import { payloadDigest } from '../track/rules';
 import {
@@ -169,7 +169,9 @@ export class Publisher {
   }
 
   /**
-   * Cancels a job published to run later, while it is parked (`scheduled`). A job already handed to
+   * Cancels a job published to run later, while it is parked (`scheduled`), or one waiting for its
+   * dependencies (`waiting`; the jobs waiting for it in turn count it as failed: `fail` ones are
+   * archived, `ignore` ones run). A job already handed to
    * its queue (due within 15 minutes, or published with a delay of 900 s or less) is not cancelled:
    * the result says what state it is in. Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
    * version's jobs table (`TaskworkerVersion.grantPublish(role, { cancel: true })`).
@@ -177,7 +179,14 @@ export class Publisher {
   async cancel(jobId: string): Promise<CancelResult> {
     if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
       throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
-    return this.jobStore().cancel(jobId, this.clock.now());
+    const jobs = this.jobStore();
+    const result = await jobs.cancel(jobId, this.clock.now());
+    // The jobs waiting for it learn it will not succeed: `fail` ones are archived, `ignore` ones run.
+    if (result.outcome === 'cancelled') {
+      const flows = { jobs, queues: this.queues, urls: await this.queueUrls(), clock: this.clock, logger: silentLogger };
+      await propagate(flows, jobId, true, edgesOf(result.record));
+    }
+    return result;
   }
 
   /**
@@ -349,7 +358,7 @@ export class Publisher {
     const byIndex = new Map(prepared.map((p) => [p.index, p]));
     for (const { index } of sent) {
       const p = byIndex.get(index);
-      if (!p || p.queue.tracking !== 'full' || p.parked) continue;
+      if (!p || p.queue.tracking !== 'full') continue;
       this.recent.delete(p.jobId);
       this.recent.set(p.jobId, this.refOf(p, now));
       if (this.recent.size > RECENT_JOBS) this.recent.delete(this.recent.keys().next().value as string);
@@ -398,6 +407,7 @@ export class Publisher {
       queue: p.queue.name,
       version: this.version,
       publishedAt: now,
+      ...(p.tags.length > 0 ? { tags: p.tags } : {}),
     };
   }
 

@@ -37,7 +37,14 @@ export function identity(job: DecodedJob): JobIdentity {
 }
 
 export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job: DecodedJob) {
-  return { jobId: job.id, ...identity(job), queue: queue.name, version: deps.tracking?.version ?? '', publishedAt: job.publishedAt };
+  return {
+    jobId: job.id,
+    ...identity(job),
+    queue: queue.name,
+    version: deps.tracking?.version ?? '',
+    publishedAt: job.publishedAt,
+    ...(job.tags ? { tags: job.tags } : {}),
+  };
 }
 
 /** The fenced completion of a claimed attempt (tracking `full`). */

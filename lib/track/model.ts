@@ -199,6 +199,8 @@ export interface JobRef extends JobIdentity {
   readonly queue: string;
   readonly version: string;
   readonly publishedAt: number;
+  /** Its tags, kept on the record where it is first written. */
+  readonly tags?: readonly string[];
 }
 
 export interface ClaimRequest extends JobRef {

@@ -163,6 +163,26 @@ describe('dependencies', () => {
   });
 });
 
+describe('cancel', () => {
+  it('cancels a waiting job; its dependents learn it: fail ones archived, ignore ones run', async () => {
+    const { runs, task } = recorder();
+    const step = task('step');
+    const system = createTestSystem({ tasks: [step] });
+    await system.publish(step, {}, { id: 'slow', delaySeconds: 3600 });
+    await system.publish(step, {}, { id: 'waiting', dependsOn: ['slow'] });
+    await system.publish(step, {}, { id: 'strict', dependsOn: ['waiting'] });
+    await system.publish(step, {}, { id: 'lenient', dependsOn: ['waiting'], onDependencyFailure: 'ignore' });
+    await system.drain({ maxMs: 60_000 });
+    expect((await system.job('strict'))?.state).toBe('waiting');
+    expect(await system.publisher.cancel('waiting')).toMatchObject({ outcome: 'cancelled' });
+    await system.drain({ maxMs: 60_000 });
+    expect(await system.job('strict')).toMatchObject({ state: 'archived', reason: 'dependency-failed' });
+    expect(await system.job('lenient')).toMatchObject({ state: 'succeeded' });
+    expect(runs.map((r) => r.jobId)).toEqual(['lenient']);
+    expect(runs[0]?.dependencies).toEqual([{ jobId: 'waiting', state: 'cancelled' }]);
+  });
+});
+
 describe('tags', () => {
   it('finds a tag’s jobs in every state, newest first', async () => {
     const { task } = recorder();
@@ -192,6 +212,10 @@ describe('tags', () => {
       ['done', 'succeeded'],
     ]);
     expect((await system.job('raw'))?.tags).toEqual(['tenant:42']);
+    expect((await system.job('done'))?.tags).toEqual(['tenant:42']);
+    await system.publish(step, {}, { id: 'later', tags: ['tenant:42'], delaySeconds: 7200 });
+    await system.drain({ maxMs: 60_000 });
+    expect((await system.publisher.jobsByTag('tenant:42')).map((r) => [r.jobId, r.state])[0]).toEqual(['later', 'scheduled']);
   });
 
   it('refuses too many or bad tags, naming the value', async () => {
