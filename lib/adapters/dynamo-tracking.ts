@@ -649,8 +649,7 @@ export class DynamoJobStore implements JobStore {
         new QueryCommand({
           TableName: this.tableName,
           IndexName: JOBS_BY_TAG_INDEX,
-          KeyConditionExpression:
-            `${e.name('tag')} = ${e.value(tag)}` + (before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''),
+          KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}${before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''}`,
           ScanIndexForward: false,
           Limit: limit,
           ReturnConsumedCapacity: 'TOTAL',

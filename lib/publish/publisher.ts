@@ -358,7 +358,7 @@ export class Publisher {
     const byIndex = new Map(prepared.map((p) => [p.index, p]));
     for (const { index } of sent) {
       const p = byIndex.get(index);
-      if (!p || p.queue.tracking !== 'full') continue;
+      if (p?.queue.tracking !== 'full') continue;
       this.recent.delete(p.jobId);
       this.recent.set(p.jobId, this.refOf(p, now));
       if (this.recent.size > RECENT_JOBS) this.recent.delete(this.recent.keys().next().value as string);

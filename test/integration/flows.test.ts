@@ -80,7 +80,8 @@ describe('dependencies on the emulators', () => {
     const runs = readJournal(journal);
     const callbacks = runs.filter((r) => r.jobId === 'total');
     expect(callbacks).toHaveLength(1);
-    expect((callbacks[0]?.dependencies as unknown[][]).map((d) => d[2])).toEqual(members.map((_, n) => ({ n })));
+    const seen = (callbacks[0]?.dependencies ?? []) as unknown[][];
+    expect(seen.map((d) => d[2])).toEqual(members.map((_, n) => ({ n })));
     expect(new Set(runs.filter((r) => r.jobId !== 'total').map((r) => r.jobId)).size).toBe(size);
     await eventually('the queue to drain', () => s.drained('urgent'));
     const waiting = await s.tracking?.jobs?.list({ state: 'waiting', queues: ['urgent'], limit: 10 });
