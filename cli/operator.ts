@@ -202,7 +202,7 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
         }
         const cancelled = await cancelJob(flowDepsOf(ctx), id);
         print(json, cancelled, () => renderCancel(id, cancelled));
-        return cancelled.outcome === 'cancelled' ? 0 : 1;
+        return cancelled.outcome === 'cancelled' || cancelled.outcome === 'requested' ? 0 : 1;
       }
       if (sub === 'wait') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs wait ID [--timeout S]');

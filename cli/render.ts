@@ -80,6 +80,8 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
     `  finished  ${iso(job.finishedAt)}${relative(job.finishedAt, start)}`,
   ];
   if (job.state === 'running') lines.push(`  lease     held by ${job.leaseOwner ?? '?'} until ${iso(job.leaseUntil)}`);
+  if (job.cancelRequestedAt !== undefined) lines.push(`  cancel    asked ${iso(job.cancelRequestedAt)}`);
+  if (job.progress !== undefined) lines.push(`  progress  ${job.progress}   (${iso(job.progressAt)})`);
   if (job.lastError) lines.push(`  error     ${job.lastError.type}: ${job.lastError.message}`);
   if (job.result !== undefined) lines.push(`  result    ${job.result}`);
   lines.push(...renderRelations(job, relations));
@@ -117,10 +119,12 @@ export function renderCancel(jobId: string, result: CancelResult): string {
       const dependents = result.record.dependents?.length ?? 0;
       return `cancelled job ${jobId} (${was}); it will not run${dependents > 0 ? `; its ${dependents} dependent(s) count it as failed` : ''}`;
     }
+    case 'requested':
+      return `job ${jobId} is running: asked it to stop; it ends cancelled within a few seconds (its dependents count it as failed)`;
     case 'not-scheduled':
       return result.record.state === 'cancelled'
         ? `job ${jobId} was already cancelled`
-        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later or waiting for other jobs can be)`;
+        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later, waiting for other jobs, or running can be)`;
     case 'unknown':
       return `no job ${jobId}: nothing to cancel (jobs due within 15 minutes wait in their queue and have no record to cancel)`;
   }

@@ -106,6 +106,7 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   waiting: true,
   released: true,
   cancelled: true,
+  'cancel-requested': true,
 };
 
 const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });
@@ -142,6 +143,9 @@ const jobRecord = object<JobRecord>({
   onDependencyFailure: optional(member(['fail', 'ignore'])),
   dependents: optional(array(object<NonNullable<JobRecord['dependents']>[number]>({ id: string, index: number, size: number }))),
   tags: optional(array(string)),
+  cancelRequestedAt: optional(number),
+  progress: optional(string),
+  progressAt: optional(number),
 });
 
 const relatedState = member<RelatedState>([...JOB_STATES, 'unknown']);
@@ -263,6 +267,7 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
   ),
   '/api/job/cancel': oneOf(
     object<Extract<CancelAnswer, { outcome: 'cancelled' }>>({ outcome: member(['cancelled']), record: jobRecord }),
+    object<Extract<CancelAnswer, { outcome: 'requested' }>>({ outcome: member(['requested']), record: jobRecord }),
     object<Extract<CancelAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
     object<Extract<CancelAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
   ),

@@ -203,15 +203,44 @@ export class WorkerCrashedError extends TaskworkerError {
   }
 }
 
-/** A heartbeat found that the job's lease now belongs to another attempt: stop, the outcome will be rejected. */
+/**
+ * A heartbeat found that the attempt no longer holds the job: a newer attempt took it over, or an
+ * operator cancelled it. Stop: the outcome will be rejected (or the job ends `cancelled`).
+ */
 export class LeaseLostError extends TaskworkerError {
   readonly jobId: string;
   readonly fencingToken: number;
   constructor(jobId: string, fencingToken: number) {
-    super(`Job ${jobId}: the lease of attempt ${fencingToken} was lost to a newer attempt`);
+    super(`Job ${jobId}: attempt ${fencingToken} no longer holds the job (a newer attempt took it over, or it was cancelled)`);
     this.name = 'LeaseLostError';
     this.jobId = jobId;
     this.fencingToken = fencingToken;
+  }
+}
+
+/** An operator cancelled the running job (`jobs cancel`, `publisher.cancel`, the dashboard): the reason its AbortSignal carries. */
+export class JobCancelledError extends TaskworkerError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`Job ${jobId} was cancelled by an operator`);
+    this.name = 'JobCancelledError';
+    this.jobId = jobId;
+  }
+}
+
+/** `ctx.progress(data)` was given more JSON than a job record keeps, or something that is not JSON. */
+export class ProgressTooLargeError extends TaskworkerError {
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(bytes: number, limit: number) {
+    super(
+      Number.isFinite(bytes)
+        ? `ctx.progress(data): ${bytes} bytes of JSON, more than the ${limit} a job record keeps`
+        : 'ctx.progress(data): data is not JSON-serializable',
+    );
+    this.name = 'ProgressTooLargeError';
+    this.bytes = bytes;
+    this.limit = limit;
   }
 }
 

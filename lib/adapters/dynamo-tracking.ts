@@ -18,6 +18,8 @@ import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type { ArchiveReason } from '../track/model';
 import {
   type AddDependentResult,
+  CANCELLATIONS_KEPT_MS,
+  type CancelRequests,
   type CancelResult,
   type ClaimRequest,
   type ClaimResult,
@@ -36,6 +38,7 @@ import {
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
+  type ProgressWrite,
   type QueueDayStats,
   type Rejection,
   STAT_COUNTERS,
@@ -197,12 +200,20 @@ export class DynamoJobStore implements JobStore {
     return old.state === 'running' ? { outcome: 'leased', record: old } : { outcome: 'finished', record: old };
   }
 
-  async extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean> {
+  async extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean> {
     const e = new Expression();
-    const outcome = await this.write(jobId, e, {
-      update: `SET ${assignments(e, { leaseUntil, updatedAt: now })}`,
-      condition: `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)}`,
-    });
+    const fields = { leaseUntil, updatedAt: now, ...(progress ? { progress: progress.json, progressAt: progress.at } : {}) };
+    const outcome = await this.write(
+      jobId,
+      e,
+      {
+        update: `SET ${assignments(e, fields)}`,
+        condition:
+          `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)} ` +
+          `AND attribute_not_exists(${e.name('cancelRequestedAt')})`,
+      },
+      { returnNew: false },
+    );
     return outcome.landed;
   }
 
@@ -431,6 +442,11 @@ export class DynamoJobStore implements JobStore {
     for (;;) {
       const record = await this.get(jobId);
       if (!record) return { outcome: 'unknown' };
+      if (permits('requestCancel', record) === 'ok') {
+        const asked = await this.requestCancel(record, now);
+        if (asked) return { outcome: 'requested', record: asked };
+        continue;
+      }
       if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record };
       const e = new Expression();
       const history = e.name('history');
@@ -444,6 +460,80 @@ export class DynamoJobStore implements JobStore {
       if (outcome.landed) return { outcome: 'cancelled', record: outcome.record as JobRecord };
       // It moved on between the read and the write (a sweep handed it over): read what it is now.
     }
+  }
+
+  /**
+   * Asks a running job to stop: the request on its record (kept as first asked), then in the
+   * cancellations item. Undefined when the job moved on between the read and the write.
+   */
+  private async requestCancel(record: JobRecord, now: number): Promise<JobRecord | undefined> {
+    let asked = record;
+    if (record.cancelRequestedAt === undefined) {
+      const e = new Expression();
+      const history = e.name('history');
+      const entry: HistoryEntry = { what: 'cancel-requested', when: now };
+      const outcome = await this.write(record.jobId, e, {
+        update:
+          `SET ${assignments(e, { cancelRequestedAt: now, updatedAt: now })}, ` +
+          `${history} = list_append(${history}, ${e.value([entry])})`,
+        condition: transitionCondition(e, 'requestCancel'),
+      });
+      if (!outcome.landed) return undefined;
+      asked = outcome.record as JobRecord;
+    }
+    await this.addCancellation(record.jobId, asked.cancelRequestedAt ?? now, now);
+    return asked;
+  }
+
+  /** Adds a request to the cancellations item, pruning old ones; a write that raced another is made again. */
+  private async addCancellation(jobId: string, requestedAt: number, now: number): Promise<void> {
+    for (;;) {
+      const seen = await this.readCancellations(true);
+      const requests: Record<string, AttributeValue> = { [jobId]: { N: String(requestedAt) } };
+      for (const [id, at] of Object.entries(seen.requests))
+        if (at > now - CANCELLATIONS_KEPT_MS && id !== jobId) requests[id] = { N: String(at) };
+      try {
+        // UpdateItem, not PutItem: the publisher's cancel grant (GetItem, UpdateItem) covers it.
+        const out = await this.dynamo.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { jobId: { S: CANCELLATIONS_KEY } },
+            UpdateExpression: 'SET v = :next, requests = :requests, expiresAt = :expires',
+            ConditionExpression: seen.version === 0 ? 'attribute_not_exists(v)' : 'v = :v',
+            ExpressionAttributeValues: {
+              ':next': { N: String(seen.version + 1) },
+              ':requests': { M: requests },
+              ':expires': { N: String(expiresAt(now, 1)) },
+              ...(seen.version === 0 ? {} : { ':v': { N: String(seen.version) } }),
+            },
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        this.meter(out, 'write');
+        return;
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+    }
+  }
+
+  async cancellations(): Promise<CancelRequests> {
+    return this.readCancellations(false);
+  }
+
+  private async readCancellations(consistent: boolean): Promise<CancelRequests> {
+    const out = await this.dynamo.send(
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: { jobId: { S: CANCELLATIONS_KEY } },
+        ConsistentRead: consistent,
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    this.meter(out, 'read');
+    const requests: Record<string, number> = {};
+    for (const [id, at] of Object.entries(out.Item?.requests?.M ?? {})) requests[id] = Number(at.N);
+    return { version: Number(out.Item?.v?.N ?? 0), requests };
   }
 
   async wait(r: WaitRequest): Promise<WaitResult> {
@@ -922,6 +1012,9 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
   return absent ?? `${existing}${due}`;
 }
 
+/** The key of the cancellations item ({@link CancelRequests}): no job id has a space. */
+const CANCELLATIONS_KEY = '~ cancellations';
+
 /** Completions tried when dependents keep arriving between the read and the write. */
 const COMPLETE_TRIES = 5;
 /** Keys per BatchGetItem call. */
@@ -1021,6 +1114,9 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'memberOf',
     'onDependencyFailure',
     'tags',
+    'cancelRequestedAt',
+    'progress',
+    'progressAt',
   ]) {
     if (raw[key] !== undefined && raw[key] !== null) record[key] = raw[key];
   }

@@ -11,7 +11,7 @@ import { conflictError, decideArchive, decideHandBack, type MessageAt } from '..
 import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
 import { edgesOf, propagate } from '../track/flows';
-import type { ClaimResult, JobRecord, JobStore } from '../track/model';
+import type { ClaimResult, JobRecord, JobStore, ProgressWrite } from '../track/model';
 import type { DispatcherDeps } from './types';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
@@ -128,17 +128,17 @@ async function propagateAgain(deps: RecordPorts, record: JobRecord): Promise<voi
   await propagate(flows, record.jobId, record.state !== 'succeeded', edges);
 }
 
-/** The heartbeat's lease renewal for a claimed attempt: false once a newer attempt holds the job. */
+/** The heartbeat's lease renewal for a claimed attempt (with the task's latest progress): false once a newer attempt holds the job, or it was cancelled. */
 export function leaseRenewal(
   deps: Pick<DispatcherDeps, 'logger'>,
   jobs: JobStore,
   jobId: string,
   token: number,
   leaseForMs: number,
-): (now: number) => Promise<boolean> {
-  return async (now) => {
+): (now: number, progress?: ProgressWrite) => Promise<boolean> {
+  return async (now, progress) => {
     try {
-      return await jobs.extendLease(jobId, token, now + leaseForMs, now);
+      return await jobs.extendLease(jobId, token, now + leaseForMs, now, progress);
     } catch (error) {
       deps.logger.warn('lease extension failed; the lease may still hold', { jobId, error: describe(error) });
       return true;

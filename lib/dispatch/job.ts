@@ -5,8 +5,9 @@
  */
 import type { QueueConfig } from '../config';
 import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
-import { describe } from '../errors';
+import { describe, JobCancelledError } from '../errors';
 import { runAttempt } from '../run/attempt';
+import { serializeError, type TaskOutcome } from '../run/types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
@@ -16,6 +17,7 @@ import type { DependencyOutcome } from '../tasks/task';
 import { dependencyIds, dependencyOutcomes } from '../track/flows';
 import type { JobStore } from '../track/model';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
+import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
 import type { SlotLease } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
@@ -85,10 +87,21 @@ export async function runOne(
   if (!claim) return;
   const { attempt, claimed } = claim;
 
-  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may.
+  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may; an operator's
+  // cancel stops it. A job whose cancel was asked before this claim (its lease lapsed, or it ended
+  // `retrying` first) does not run again.
   const jobs = deps.tracking?.jobs;
+  if (claimed?.cancelRequestedAt !== undefined) {
+    const outcome: TaskOutcome = { status: 'cancelled', durationMs: 0, error: serializeError(new JobCancelledError(job.id)) };
+    const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error: outcome.error };
+    decideAttemptEnd(deps, at, { attempt, claimed, outcome, ran }, decide(outcome, attempt, def, deps.random));
+    return;
+  }
   const dependencies = claimed && jobs && hasDependencies(job) ? await readDependencies(deps, at, jobs, job) : [];
   if (dependencies === undefined) return;
+  const watch = claimed && jobs ? cancelWatchFor(jobs, deps.logger) : undefined;
+  const cancel = new AbortController();
+  const unwatch = watch?.watch(job.id, () => cancel.abort());
   const outcome = await runAttempt(deps, {
     run: {
       task: def.name,
@@ -110,7 +123,8 @@ export async function runOne(
     ...(claimed && jobs
       ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }
       : {}),
-  });
+    ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
+  }).finally(() => unwatch?.());
 
   // 3. Verdict: the table from the outcome to the job's next step.
   const verdict = decide(outcome, attempt, def, deps.random);

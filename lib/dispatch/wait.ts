@@ -115,7 +115,8 @@ async function holdOne(deps: DispatcherDeps, queue: QueueConfig, p: Planned, sta
       return 'held';
     }
     await settleDependent(flows, job.id, await flows.jobs.dependencyCount(job.id));
-    state.decide({ kind: 'delete', message }, waited.outcome === 'waiting' ? report : { ...report, outcome: 'duplicate' });
+    // Held, whether this copy recorded it or found it recorded (by its publisher, or by an earlier copy).
+    state.decide({ kind: 'delete', message }, report);
   } catch (error) {
     deps.logger.error('recording a waiting job failed; the message will come back', { jobId: job.id, error: describe(error) });
     decideHandBack(

@@ -3,6 +3,7 @@ import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type {
   AddDependentResult,
   ArchiveReason,
+  CancelRequests,
   CancelResult,
   ClaimRequest,
   ClaimResult,
@@ -19,6 +20,7 @@ import type {
   ParkedJob,
   ParkRequest,
   ParkResult,
+  ProgressWrite,
   QueueDayStats,
   Rejection,
   StatsStore,
@@ -27,6 +29,7 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/model';
+import { CANCELLATIONS_KEPT_MS } from '../track/model';
 import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
 
@@ -48,9 +51,18 @@ export class MemoryJobStore implements JobStore {
   private readonly counts = new Map<string, CountState>();
   /** tag → job id → when it was tagged. */
   private readonly tagged = new Map<string, Map<string, number>>();
+  /** The cancellations item. */
+  private cancelRequests: CancelRequests = { version: 0, requests: {} };
   writes = 0;
+  /** Reads of the cancellations item (what a dispatcher's cancel watch costs). */
+  cancellationReads = 0;
 
   constructor(private readonly settings: JobStoreSettings) {}
+
+  async cancellations(): Promise<CancelRequests> {
+    this.cancellationReads += 1;
+    return structuredClone(this.cancelRequests);
+  }
 
   private put(record: JobRecord): JobRecord {
     this.writes += 1;
@@ -99,10 +111,10 @@ export class MemoryJobStore implements JobStore {
     return { outcome: 'claimed', token: attempt, record };
   }
 
-  async extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean> {
+  async extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean> {
     const record = this.jobs.get(jobId);
-    if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token) return false;
-    this.put({ ...record, leaseUntil, updatedAt: now });
+    if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token || record.cancelRequestedAt !== undefined) return false;
+    this.put({ ...record, leaseUntil, updatedAt: now, ...(progress ? { progress: progress.json, progressAt: progress.at } : {}) });
     return true;
   }
 
@@ -263,6 +275,24 @@ export class MemoryJobStore implements JobStore {
   async cancel(jobId: string, now: number): Promise<CancelResult> {
     const record = this.jobs.get(jobId);
     if (!record) return { outcome: 'unknown' };
+    if (permits('requestCancel', record) === 'ok') {
+      const asked = record.cancelRequestedAt ?? now;
+      const next =
+        record.cancelRequestedAt === undefined
+          ? this.put({
+              ...record,
+              cancelRequestedAt: asked,
+              updatedAt: now,
+              history: this.history(record, { what: 'cancel-requested', when: now }),
+            })
+          : structuredClone(record);
+      this.writes += 1;
+      const requests = Object.fromEntries(
+        Object.entries(this.cancelRequests.requests).filter(([, at]) => at > now - CANCELLATIONS_KEPT_MS),
+      );
+      this.cancelRequests = { version: this.cancelRequests.version + 1, requests: { ...requests, [jobId]: asked } };
+      return { outcome: 'requested', record: next };
+    }
     if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record: structuredClone(record) };
     this.parked.delete(jobId);
     this.waitingBodies.delete(jobId);

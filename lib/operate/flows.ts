@@ -117,7 +117,8 @@ export async function flowOf(jobs: JobStore, jobId: string, limit = RELATED_READ
  * Cancels a parked or waiting job, and counts it, failed, into the jobs waiting for it: those that
  * `fail` with a dependency are archived `dependency-failed`, those that `ignore` it run once their
  * other dependencies end. Asked again for a job already cancelled, it counts it again (idempotent):
- * an earlier call interrupted after the cancel and before the count is finished this way.
+ * an earlier call interrupted after the cancel and before the count is finished this way. A running
+ * job is asked to stop (`requested`): its dispatcher ends it `cancelled` and counts it the same way.
  */
 export async function cancelJob(deps: FlowDeps, jobId: string): Promise<CancelResult> {
   const result = await deps.jobs.cancel(jobId, deps.clock.now());
@@ -151,6 +152,11 @@ export async function cancelFlow(deps: FlowDeps, jobId: string, limit = FLOW_CAN
   const cancelled: JobRecord[] = [];
   const notCancelled: Array<{ jobId: string; state: JobRecord['state'] }> = [];
   for (const record of records) {
+    // A running member is left to `jobs cancel ID`: a flow's cancel stops what has not started.
+    if (record.state === 'running') {
+      notCancelled.push({ jobId: record.jobId, state: record.state });
+      continue;
+    }
     const result = await deps.jobs.cancel(record.jobId, deps.clock.now());
     if (result.outcome === 'cancelled') cancelled.push(result.record);
     else if (result.outcome === 'not-scheduled') notCancelled.push({ jobId: record.jobId, state: result.record.state });

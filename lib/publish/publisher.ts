@@ -173,7 +173,9 @@ export class Publisher {
    * dependencies (`waiting`; the jobs waiting for it in turn count it as failed: `fail` ones are
    * archived, `ignore` ones run). A job already handed to
    * its queue (due within 15 minutes, or published with a delay of 900 s or less) is not cancelled:
-   * the result says what state it is in. Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
+   * the result says what state it is in. A running job is asked to stop (`requested`): its
+   * AbortSignal fires within a second or two, and it ends `cancelled` (its dependents count it as
+   * failed). Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
    * version's jobs table (`TaskworkerVersion.grantPublish(role, { cancel: true })`).
    */
   async cancel(jobId: string): Promise<CancelResult> {

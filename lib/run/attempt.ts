@@ -1,14 +1,22 @@
 /**
  * One attempt of a task: the executor runs its body under its time limit while a heartbeat keeps
  * its message invisible (and, through `extendLease`, the claim's lease alive) for as long as it
- * may run. An executor that throws is an attempt that crashed.
+ * may run. An executor that throws is an attempt that crashed. The task's progress rides on the
+ * lease writes; an operator's cancel (`cancel`) stops it and makes it an attempt `cancelled`.
  */
 import type { Clock } from '../clock';
-import { describe } from '../errors';
+import { describe, JobCancelledError } from '../errors';
 import type { Logger, QueueClient, ReceivedMessage } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
+import type { ProgressWrite } from '../track/model';
 import { autoHeartbeat } from './heartbeat';
-import type { TaskExecutor, TaskOutcome, TaskRun } from './types';
+import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+
+/**
+ * Progress is written at most this often while it changes: with the next heartbeat, or by a lease
+ * write of its own when no heartbeat comes sooner (one UpdateItem, never one per `ctx.progress` call).
+ */
+export const PROGRESS_WRITE_INTERVAL_MS = 5_000;
 
 /** What an attempt touches: the executor, and the queue for its message's visibility. */
 export interface AttemptPorts {
@@ -30,8 +38,16 @@ export interface AttemptRequest {
   readonly visibleUntil: number;
   /** Hears each visibility a heartbeat moved the message to. */
   readonly onVisibility: (until: number) => void;
-  /** Renews the claim's lease after each extended visibility; false when the lease is lost. None: no claim. */
-  readonly extendLease?: (now: number) => Promise<boolean>;
+  /**
+   * Renews the claim's lease after each extended visibility, writing the task's latest progress with
+   * it; false when the attempt no longer holds the job (taken over, or cancelled). None: no claim,
+   * and progress is kept nowhere.
+   */
+  readonly extendLease?: (now: number, progress?: ProgressWrite) => Promise<boolean>;
+  /** Hears a lease write refused (the job may have been cancelled: look now, not at the next poll). */
+  readonly onLeaseRefused?: () => void;
+  /** Fires when an operator cancels the job: the task is stopped and the attempt ends `cancelled`. */
+  readonly cancel?: AbortSignal;
 }
 
 /** Runs the attempt; never throws. */
@@ -39,6 +55,35 @@ export async function runAttempt(ports: AttemptPorts, request: AttemptRequest): 
   const { clock } = ports;
   const { message, visibilityTimeoutSeconds } = request;
   let visibleUntil = request.visibleUntil;
+  /** The latest progress not yet written, when the last progress write was, and whether the lease is gone. */
+  let pending: ProgressWrite | undefined;
+  let progressWrittenAt = Number.NEGATIVE_INFINITY;
+  let progressTimer: NodeJS.Timeout | undefined;
+  let refused = false;
+  const renew = async (now: number): Promise<boolean> => {
+    if (!request.extendLease) return true;
+    const progress = pending;
+    pending = undefined;
+    if (progress) progressWrittenAt = now;
+    const kept = await request.extendLease(now, progress);
+    if (!kept) {
+      refused = true;
+      request.onLeaseRefused?.();
+    }
+    return kept;
+  };
+  const onProgress = (json: string) => {
+    if (!request.extendLease || refused) return;
+    pending = { json, at: clock.now() };
+    if (progressTimer) return;
+    progressTimer = setTimeout(
+      () => {
+        progressTimer = undefined;
+        if (pending && !refused) void renew(clock.now());
+      },
+      Math.max(0, progressWrittenAt + PROGRESS_WRITE_INTERVAL_MS - clock.now()),
+    );
+  };
   const heartbeat = async (): Promise<boolean> => {
     const now = clock.now();
     const changed = await callWithEntryRetries(
@@ -49,7 +94,7 @@ export async function runAttempt(ports: AttemptPorts, request: AttemptRequest): 
     if (changed.failed.length > 0) return false;
     visibleUntil = now + visibilityTimeoutSeconds * 1000;
     request.onVisibility(visibleUntil);
-    return request.extendLease ? request.extendLease(now) : true;
+    return renew(now);
   };
   const beating = autoHeartbeat({
     clock,
@@ -58,11 +103,18 @@ export async function runAttempt(ports: AttemptPorts, request: AttemptRequest): 
     visibleUntil: () => visibleUntil,
     beat: heartbeat,
   });
+  const cancel = request.cancel;
   try {
-    return await ports.executor.run(request.run, { heartbeat });
+    const outcome = await ports.executor.run(request.run, { heartbeat, progress: onProgress, ...(cancel ? { cancel } : {}) });
+    // Cancelled while it ran: whatever the body did after the request, the attempt ends here.
+    if (cancel?.aborted && outcome.status !== 'cancelled') {
+      return { status: 'cancelled', durationMs: outcome.durationMs, error: serializeError(new JobCancelledError(request.run.jobId)) };
+    }
+    return outcome;
   } catch (error) {
     return { status: 'failed', kind: 'crashed', durationMs: 0, error: { type: 'ExecutorError', message: describe(error) } };
   } finally {
     beating.stop();
+    clearTimeout(progressTimer);
   }
 }

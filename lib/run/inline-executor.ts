@@ -1,4 +1,4 @@
-import { TimeLimitExceededError } from '../errors';
+import { JobCancelledError, TimeLimitExceededError } from '../errors';
 import type { TaskRegistry } from '../tasks/task';
 import { deadlineSignal, runTaskBody } from './task-body';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
@@ -19,8 +19,23 @@ export class InlineExecutor implements TaskExecutor {
     const def = this.registry.get(run.task);
     if (!def) throw new RangeError(`task ${run.task} is not registered`);
     const deadline = Date.now() + run.timeLimitMs;
-    const { signal, cancel } = deadlineSignal(run, deadline);
+    const { signal, cancel, stop } = deadlineSignal(run, deadline);
     let giveUp: NodeJS.Timeout | undefined;
+    let cancelGiveUp: NodeJS.Timeout | undefined;
+    const started = Date.now();
+    // An operator's cancel aborts the signal; a body that ignores it is given up after the grace.
+    let onCancel = () => {};
+    const stopped = new Promise<TaskOutcome>((resolve) => {
+      onCancel = () => {
+        stop();
+        cancelGiveUp = setTimeout(
+          () => resolve({ status: 'cancelled', durationMs: Date.now() - started, error: serializeError(new JobCancelledError(run.jobId)) }),
+          this.killGraceMs,
+        );
+      };
+      if (hooks.cancel?.aborted) onCancel();
+      else hooks.cancel?.addEventListener('abort', onCancel, { once: true });
+    });
     const abandoned = new Promise<TaskOutcome>((resolve) => {
       giveUp = setTimeout(
         () =>
@@ -33,10 +48,12 @@ export class InlineExecutor implements TaskExecutor {
       );
     });
     try {
-      return await Promise.race([runTaskBody(def, run, deadline, signal, hooks), abandoned]);
+      return await Promise.race([runTaskBody(def, run, deadline, signal, hooks), abandoned, stopped]);
     } finally {
       cancel();
       clearTimeout(giveUp);
+      clearTimeout(cancelGiveUp);
+      hooks.cancel?.removeEventListener('abort', onCancel);
     }
   }
 

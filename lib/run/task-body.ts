@@ -1,11 +1,21 @@
-import { InvalidPayloadError, LeaseLostError, ResultTooLargeError, TimeLimitExceededError, UnrecoverableError } from '../errors';
+import {
+  InvalidPayloadError,
+  JobCancelledError,
+  LeaseLostError,
+  ProgressTooLargeError,
+  ResultTooLargeError,
+  TimeLimitExceededError,
+  UnrecoverableError,
+} from '../errors';
 import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
+import { MAX_PROGRESS_BYTES } from '../track/model';
 import { MAX_RESULT_BYTES } from '../track/rules';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './types';
 
 /**
  * Runs one task body and classifies how it ended. Shared by the worker thread and the inline
- * executor, so both judge outcomes the same way. `signal` fires at the time limit.
+ * executor, so both judge outcomes the same way. `signal` fires at the time limit, or with
+ * JobCancelledError when an operator cancels the job.
  */
 export async function runTaskBody(
   def: TaskDefinition,
@@ -36,11 +46,17 @@ export async function runTaskBody(
     heartbeat: async () => {
       if (!(await hooks.heartbeat())) throw new LeaseLostError(run.jobId, run.fencingToken);
     },
+    progress: (data) => {
+      hooks.progress?.(progressJson(data));
+    },
   };
   try {
     const kept = keptResult(await def.run(payload, ctx));
     return { status: 'succeeded', durationMs: elapsed(), ...kept };
   } catch (error) {
+    if (signal.reason instanceof JobCancelledError) {
+      return { status: 'cancelled', durationMs: elapsed(), error: serializeError(signal.reason) };
+    }
     if (signal.aborted) {
       return { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
     }
@@ -80,12 +96,36 @@ function dependenciesFor(outcomes: readonly DependencyOutcome[] | undefined): re
   });
 }
 
-/** An AbortSignal that fires at `deadline` (epoch ms), and a way to cancel the timer. */
-export function deadlineSignal(run: TaskRun, deadline: number): { signal: AbortSignal; cancel: () => void } {
+/** `data` as the JSON a job record keeps for `ctx.progress(data)`; throws ProgressTooLargeError past the limit. */
+export function progressJson(data: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(data);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) throw new ProgressTooLargeError(Number.NaN, MAX_PROGRESS_BYTES);
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_PROGRESS_BYTES) throw new ProgressTooLargeError(bytes, MAX_PROGRESS_BYTES);
+  return json;
+}
+
+/**
+ * An AbortSignal that fires at `deadline` (epoch ms), or when `stop()` is called (an operator's
+ * cancel: the reason is JobCancelledError), and a way to cancel the timer.
+ */
+export function deadlineSignal(run: TaskRun, deadline: number): { signal: AbortSignal; cancel: () => void; stop: () => void } {
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new TimeLimitExceededError(run.task, run.timeLimitMs)),
     Math.max(0, deadline - Date.now()),
   );
-  return { signal: controller.signal, cancel: () => clearTimeout(timer) };
+  return {
+    signal: controller.signal,
+    cancel: () => clearTimeout(timer),
+    stop: () => {
+      clearTimeout(timer);
+      controller.abort(new JobCancelledError(run.jobId));
+    },
+  };
 }

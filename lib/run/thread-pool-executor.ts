@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import { TimeLimitExceededError, WorkerCrashedError } from '../errors';
+import { JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
-import { type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
+import { type CancelRequest, type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
 
 export interface ThreadPoolOptions {
   /** Path of the built tasks bundle (`tasks.cjs`); each thread loads it once. */
@@ -106,10 +106,13 @@ export class ThreadPoolExecutor implements TaskExecutor {
     worker.ref();
     return new Promise<TaskOutcome>((resolve) => {
       let settled = false;
+      let cancelTimer: NodeJS.Timeout | undefined;
       const finish = (outcome: TaskOutcome, reusable: boolean) => {
         if (settled) return;
         settled = true;
         clearTimeout(killTimer);
+        clearTimeout(cancelTimer);
+        hooks.cancel?.removeEventListener('abort', onCancel);
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
@@ -127,6 +130,7 @@ export class ThreadPoolExecutor implements TaskExecutor {
       const onMessage = (message: ThreadMessage) => {
         if (message.runId !== runId) return;
         if (message.type === 'done') finish(message.outcome, true);
+        else if (message.type === 'progress') hooks.progress?.(message.json);
         else if (message.type === 'heartbeat') {
           void hooks.heartbeat().then(
             (ok) => answer(message.beat, ok),
@@ -154,11 +158,27 @@ export class ThreadPoolExecutor implements TaskExecutor {
           false,
         );
       }, run.timeLimitMs + this.options.killGraceMs);
+      // An operator's cancel: the task's signal aborts now; a task that ignores it loses its thread
+      // after the kill grace, as at its time limit.
+      const onCancel = () => {
+        if (settled) return;
+        const stop: CancelRequest = { type: 'cancel', runId };
+        worker.postMessage(stop);
+        cancelTimer = setTimeout(() => {
+          this.logger.warn('cancelled task did not stop within the kill grace; terminating its thread', {
+            task: run.task,
+            jobId: run.jobId,
+          });
+          finish({ status: 'cancelled', durationMs: elapsed(), error: serializeError(new JobCancelledError(run.jobId)) }, false);
+        }, this.options.killGraceMs);
+      };
       worker.on('message', onMessage);
       worker.once('error', onError);
       worker.once('exit', onExit);
       const request: RunRequest = { type: 'run', runId, run };
       worker.postMessage(request);
+      if (hooks.cancel?.aborted) onCancel();
+      else hooks.cancel?.addEventListener('abort', onCancel, { once: true });
     });
   }
 }

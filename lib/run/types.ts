@@ -19,10 +19,17 @@ export interface TaskRun {
   readonly dependencies?: readonly DependencyOutcome[];
 }
 
-/** Calls a running task can make back into the dispatcher. */
+/** Calls a running task can make back into the dispatcher, and the dispatcher's way to stop it. */
 export interface RunHooks {
   /** Extends the message's visibility and the job's lease; false when the lease was lost. */
   heartbeat(): Promise<boolean>;
+  /** The task's latest `ctx.progress(data)`, as JSON (checked for size); kept until the next lease write. */
+  progress?(json: string): void;
+  /**
+   * Fires when an operator cancels the job: the task's own signal aborts (with JobCancelledError),
+   * and its thread is terminated after the kill grace if it does not end.
+   */
+  readonly cancel?: AbortSignal;
 }
 
 export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed';
@@ -36,7 +43,9 @@ export type TaskOutcome =
       readonly resultBytes?: number;
     }
   | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
-  | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError };
+  | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
+  /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
+  | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError };
 
 /** Runs tasks under their time limits. Implementations: worker threads (production), inline (tests). */
 export interface TaskExecutor {

@@ -32,7 +32,20 @@ export interface HeartbeatAnswer {
   readonly ok: boolean;
 }
 
-export type ThreadMessage = RunDone | HeartbeatRequest;
+/** Thread → pool: the task reported progress (JSON, size checked). */
+export interface ProgressReport {
+  readonly type: 'progress';
+  readonly runId: number;
+  readonly json: string;
+}
+
+/** Pool → thread: an operator cancelled the run's job; its signal aborts with JobCancelledError. */
+export interface CancelRequest {
+  readonly type: 'cancel';
+  readonly runId: number;
+}
+
+export type ThreadMessage = RunDone | HeartbeatRequest | ProgressReport;
 
 /**
  * The body of a pool thread. Every tasks bundle calls this at load; it only acts inside a
@@ -44,10 +57,16 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
   const registry = new Map(definitionsFromModules(modules).map((def) => [def.name, def]));
   const beats = new Map<number, (ok: boolean) => void>();
   let nextBeat = 1;
-  port.on('message', async (request: RunRequest | HeartbeatAnswer) => {
+  /** The run in progress and how to stop it (one run per thread at a time). */
+  let current: { readonly runId: number; readonly stop: () => void } | undefined;
+  port.on('message', async (request: RunRequest | HeartbeatAnswer | CancelRequest) => {
     if (request.type === 'heartbeat-answer') {
       beats.get(request.beat)?.(request.ok);
       beats.delete(request.beat);
+      return;
+    }
+    if (request.type === 'cancel') {
+      if (current?.runId === request.runId) current.stop();
       return;
     }
     const { run } = request;
@@ -59,6 +78,10 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
           const ask: HeartbeatRequest = { type: 'heartbeat', runId: request.runId, beat };
           port.postMessage(ask);
         }),
+      progress: (json: string) => {
+        const report: ProgressReport = { type: 'progress', runId: request.runId, json };
+        port.postMessage(report);
+      },
     };
     const def = registry.get(run.task);
     let outcome: TaskOutcome;
@@ -71,8 +94,10 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
       };
     } else {
       const deadline = Date.now() + run.timeLimitMs;
-      const { signal, cancel } = deadlineSignal(run, deadline);
+      const { signal, cancel, stop } = deadlineSignal(run, deadline);
+      current = { runId: request.runId, stop };
       outcome = await runTaskBody(def, run, deadline, signal, hooks);
+      current = undefined;
       cancel();
     }
     const done: RunDone = { type: 'done', runId: request.runId, outcome };

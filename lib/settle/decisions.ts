@@ -163,6 +163,7 @@ export interface EndedAttempt {
  * | succeeded | `succeeded`, with the result    | deleted                            | `succeeded` |
  * | retry     | `retrying`, with its retry time | visible again after the backoff    | `retried`   |
  * | archive   | `archived`, with the reason     | sent to the archive, then deleted  | `archived`  |
+ * | cancelled | `cancelled` (dependents: failed) | deleted (no retry)                | `cancelled` |
  *
  * The record is the claim's fenced completion on a `full` queue, an unclaimed outcome on a
  * `failures` one (a success only when an earlier delivery may have left a `retrying` record).
@@ -194,6 +195,14 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
         ? completionWrite(deps, job, attempt, claimed, { state: 'archived', reason, error })
         : unclaimedWrite(deps, queue, job, attempt, 'archived', error, reason);
       decideArchive(deps, queue, state, message, job, reason, error, ran, record);
+      return;
+    }
+    case 'cancelled': {
+      // Only a claimed attempt can be cancelled (the request is on its record): fenced by its token.
+      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const record = claimed ? completionWrite(deps, job, attempt, claimed, { state: 'cancelled', error }) : undefined;
+      state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'cancelled' });
+      deps.logger.info('job cancelled by an operator', { task: job.task, jobId: job.id, attempt });
       return;
     }
     case 'retry': {

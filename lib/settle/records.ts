@@ -54,7 +54,7 @@ export function completionWrite(
   token: number,
   claimed: JobRecord,
   end: {
-    state: 'succeeded' | 'retrying' | 'archived';
+    state: 'succeeded' | 'retrying' | 'archived' | 'cancelled';
     reason?: ArchiveReason;
     error?: SerializedError;
     result?: string;

@@ -9,8 +9,9 @@ import { emptyDuration, utcDay, withSample } from '../track/stats';
  * message returns when that lease ends. `stale`: this worker's lease was taken over while it ran,
  * so its outcome was rejected and the message left to the new owner. `scheduled`: its `runAt` was
  * ahead, so it was parked in the jobs table (or sent again, delayed by the seconds left) and the message deleted.
+ * `cancelled`: an operator cancelled it while it ran; it ended `cancelled` and its message was deleted.
  */
-export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale' | 'scheduled';
+export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale' | 'scheduled' | 'cancelled';
 
 export interface JobReport {
   readonly messageId: string;
@@ -62,6 +63,7 @@ export interface QueueSummary {
   deferred: number;
   stale: number;
   scheduled: number;
+  cancelled: number;
   unsettled: number;
   hookFailures: number;
   archived: Partial<Record<ArchiveReason, number>>;
@@ -98,6 +100,7 @@ function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
       deferred: 0,
       stale: 0,
       scheduled: 0,
+      cancelled: 0,
       unsettled: 0,
       hookFailures: 0,
       archived: {},
@@ -142,10 +145,11 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
       'deferred',
       'stale',
       'scheduled',
+      'cancelled',
       'unsettled',
       'hookFailures',
     ] as const)
-      q[key] += src[key];
+      q[key] += src[key] ?? 0;
     for (const [reason, n] of Object.entries(src.archived) as Array<[ArchiveReason, number]>)
       q.archived[reason] = (q.archived[reason] ?? 0) + n;
     mergeHistogram(q.wait, src.wait);
@@ -195,6 +199,7 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         if (job.limited) bump(counters, 'deferred');
         break;
       case 'stale':
+      case 'cancelled':
         break;
     }
   }

@@ -4,11 +4,12 @@ import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
 import type { ArchiveReason } from '../wire/archive-record';
 
-/** What an attempt's outcome means for its job: done, another attempt after a delay, or the archive. */
+/** What an attempt's outcome means for its job: done, another attempt after a delay, the archive, or cancelled. */
 export type Verdict =
   | { readonly kind: 'succeeded' }
   | { readonly kind: 'retry'; readonly seconds: number }
-  | { readonly kind: 'archive'; readonly reason: ArchiveReason };
+  | { readonly kind: 'archive'; readonly reason: ArchiveReason }
+  | { readonly kind: 'cancelled' };
 
 /**
  * The table from an attempt's outcome to its job's next step. Pure: the backoff's jitter comes from
@@ -16,6 +17,7 @@ export type Verdict =
  *
  * | outcome                        | attempts left | verdict                        |
  * | ------------------------------ | ------------- | ------------------------------ |
+ * | cancelled (an operator's cancel) | any         | cancelled (no retry)           |
  * | succeeded                      | any           | succeeded                      |
  * | failed: unrecoverable          | any           | archive `unrecoverable`        |
  * | failed: invalid payload        | any           | archive `invalid-payload`      |
@@ -29,6 +31,7 @@ export function decide(
   def: Pick<TaskDefinition, 'maxRetries' | 'backoff'>,
   random: Random,
 ): Verdict {
+  if (outcome.status === 'cancelled') return { kind: 'cancelled' };
   if (outcome.status === 'succeeded') return { kind: 'succeeded' };
   if (outcome.status === 'failed' && outcome.kind === 'unrecoverable') return { kind: 'archive', reason: 'unrecoverable' };
   if (outcome.status === 'failed' && outcome.kind === 'invalid-payload') return { kind: 'archive', reason: 'invalid-payload' };

@@ -16,7 +16,10 @@ export interface TaskContext {
   readonly attempt: number;
   /** The envelope's `appData`, untouched. */
   readonly appData: unknown;
-  /** Fires when the time limit is reached (or the dispatcher shuts down). Pass it to fetch, SDK calls, loops. */
+  /**
+   * Fires when the time limit is reached, or with JobCancelledError when an operator cancels the
+   * job (then the thread is terminated after the kill grace). Pass it to fetch, SDK calls, loops.
+   */
   readonly signal: AbortSignal;
   /** Epoch ms at which the time limit is reached; the thread is terminated shortly after. */
   readonly deadline: number;
@@ -32,6 +35,17 @@ export interface TaskContext {
    * runs out; call this to learn early that the work was taken over.
    */
   heartbeat(): Promise<void>;
+  /**
+   * Reports how far the job has come: small JSON (at most 1 KB; larger throws ProgressTooLargeError
+   * naming the size). No write per call: the latest value is kept and written to the job record
+   * with the attempt's next lease write, at most every 5 s while it changes (tracking `full`; a
+   * no-op otherwise). `taskworker jobs show` and the dashboard's job page show it.
+   * @example
+   * ```ts
+   * for (const [i, row] of rows.entries()) { await load(row); ctx.progress({ done: i + 1, of: rows.length }); }
+   * ```
+   */
+  progress(data: unknown): void;
   /**
    * How each job this one waited for ended, in the order they were named (`dependsOn`, or a
    * fan-in's members `<id>.0` …): read from the jobs table when it starts. Empty for a job with no

@@ -25,6 +25,12 @@ export interface RunTaskOptions {
   readonly heartbeat?: () => boolean | Promise<boolean>;
   /** The backoff's jitter for the verdict. @defaultValue Math.random */
   readonly random?: Random;
+  /**
+   * Cancels the run as an operator would (`jobs cancel`): `ctx.signal` aborts with
+   * JobCancelledError, a body that ignores it is given up after the kill grace, and the status is
+   * `cancelled`. @defaultValue never
+   */
+  readonly cancel?: AbortSignal;
 }
 
 export interface TaskRunResult<R = unknown> {
@@ -41,6 +47,8 @@ export interface TaskRunResult<R = unknown> {
   readonly verdict: Verdict;
   /** Calls the task made to `ctx.heartbeat()`. */
   readonly heartbeats: number;
+  /** Every value the task passed to `ctx.progress(data)`, in order, as the job record would keep it (JSON, parsed back). */
+  readonly progress: readonly unknown[];
   readonly durationMs: number;
 }
 
@@ -87,6 +95,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
     },
   } as TaskDefinition;
   let heartbeats = 0;
+  const progress: unknown[] = [];
   const executor = new InlineExecutor(new Map([[task.name, watched]]), options.killGraceMs ?? 100);
   const outcome = await executor.run(
     {
@@ -105,6 +114,10 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
         heartbeats += 1;
         return options.heartbeat ? options.heartbeat() : true;
       },
+      progress: (json) => {
+        progress.push(JSON.parse(json));
+      },
+      ...(options.cancel ? { cancel: options.cancel } : {}),
     },
   );
   return {
@@ -112,6 +125,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
     ...(outcome.status === 'succeeded' ? { result: seen.result as R } : { error: seen.error ?? outcome.error }),
     verdict: decide(outcome, attempt, task, options.random ?? Math.random),
     heartbeats,
+    progress,
     durationMs: outcome.durationMs,
   };
 }

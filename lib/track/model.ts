@@ -58,7 +58,8 @@ export type HistoryWhat =
   | 'scheduled'
   | 'cancelled'
   | 'waiting'
-  | 'released';
+  | 'released'
+  | 'cancel-requested';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -115,8 +116,44 @@ export interface JobRecord {
   /** Jobs waiting for this one: each with its place among their dependencies. */
   readonly dependents?: readonly DependentEdge[];
   readonly tags?: readonly string[];
+  /**
+   * When an operator asked the running job to stop (epoch ms). From then on its attempt's heartbeat
+   * and lease extension are refused, its dispatcher aborts it, and it ends `cancelled`; a later claim
+   * (its lease lapsed, or it ended `retrying` first) ends it `cancelled` without running it.
+   */
+  readonly cancelRequestedAt?: number;
+  /** The latest `ctx.progress(data)` of its running attempt, as JSON (at most {@link MAX_PROGRESS_BYTES}). */
+  readonly progress?: string;
+  /** When that progress was written (epoch ms). */
+  readonly progressAt?: number;
   readonly history: readonly HistoryEntry[];
 }
+
+/** The most JSON `ctx.progress(data)` may carry. */
+export const MAX_PROGRESS_BYTES = 1024;
+
+/** A progress report on its way to the record, written with the attempt's next lease extension. */
+export interface ProgressWrite {
+  readonly json: string;
+  /** When the task reported it (epoch ms). */
+  readonly at: number;
+}
+
+/**
+ * The version's recent cancel requests of running jobs, in one small item every dispatcher with
+ * running claimed jobs reads at most once a second: job id → when the cancel was asked. Requests
+ * older than {@link CANCELLATIONS_KEPT_MS} are pruned as new ones are written: an attempt running
+ * at a request's time has ended long before (time limits are at most 900 s); a later claim finds the
+ * request on the job record.
+ */
+export interface CancelRequests {
+  /** Grows with every write: a reader that saw this version has seen every request in it. */
+  readonly version: number;
+  readonly requests: Readonly<Record<string, number>>;
+}
+
+/** How long a cancel request stays in the cancellations item. */
+export const CANCELLATIONS_KEPT_MS = 30 * 60_000;
 
 /** "Job `id` waits for this one, as its dependency number `index` of `size`." */
 export interface DependentEdge {
@@ -240,7 +277,7 @@ export interface Completed {
 export interface Completion {
   readonly jobId: string;
   readonly token: number;
-  readonly state: 'succeeded' | 'retrying' | 'archived';
+  readonly state: 'succeeded' | 'retrying' | 'archived' | 'cancelled';
   readonly reason?: ArchiveReason;
   readonly error?: SerializedError;
   readonly result?: string;
@@ -314,9 +351,14 @@ export interface ParkedJob {
   readonly attributes?: Readonly<Record<string, string>>;
 }
 
-/** `cancelled`: it will not run. `not-scheduled`: it was already handed to its queue (or ended), not parked or waiting; `unknown`: no such job. */
+/**
+ * `cancelled`: it will not run. `requested`: it is running; it was asked to stop and ends
+ * `cancelled` within a second or two (its dispatcher aborts it). `not-scheduled`: it was already
+ * handed to its queue and not yet started, or ended; `unknown`: no such job.
+ */
 export type CancelResult =
   | { readonly outcome: 'cancelled'; readonly record: JobRecord }
+  | { readonly outcome: 'requested'; readonly record: JobRecord }
   | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
   | { readonly outcome: 'unknown' };
 
@@ -339,8 +381,11 @@ export interface JobStore extends FlowStore {
   /** Records a job published through the library. False if the id already exists (nothing changed). */
   recordQueued(job: JobRef, now: number): Promise<boolean>;
   claim(request: ClaimRequest): Promise<ClaimResult>;
-  /** Heartbeat: extends the lease if the token still holds it. */
-  extendLease(jobId: string, token: number, leaseUntil: number, now: number): Promise<boolean>;
+  /**
+   * Heartbeat: extends the lease if the token still holds it and no cancel was asked, writing the
+   * attempt's latest progress with it when there is one.
+   */
+  extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean>;
   /**
    * Ends an attempt. `landed` false when the token no longer holds the job (the outcome was
    * rejected). `dependents` are the jobs waiting for it as the completion found them (a dependent
@@ -370,8 +415,14 @@ export interface JobStore extends FlowStore {
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
   /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
   handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean>;
-  /** scheduled or waiting → cancelled. */
+  /**
+   * scheduled or waiting → cancelled. A running job is asked to stop instead (`requested`): the
+   * request is written on its record and in the cancellations item ({@link CancelRequests}).
+   * Asked again, it writes both again (idempotent).
+   */
   cancel(jobId: string, now: number): Promise<CancelResult>;
+  /** The version's recent cancel requests of running jobs (one small eventually consistent read). */
+  cancellations(): Promise<CancelRequests>;
 }
 
 /** Counter names of the stats table. */

@@ -49,6 +49,7 @@ export const TRANSITIONS = {
   claim: { from: ['absent', 'queued', 'retrying', 'scheduled'], sameJob: true },
   /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
   takeOver: { from: ['running'], sameJob: true },
+  /** Also refused once a cancel was asked (`cancelRequestedAt`): the attempt no longer holds the job. */
   heartbeat: { from: ['running'], sameJob: false },
   /** The claim's holder ends its attempt: succeeded, retrying or archived. */
   complete: { from: ['running'], sameJob: false },
@@ -67,6 +68,8 @@ export const TRANSITIONS = {
   /** The sweep sent it: it is a queued job again. */
   handOver: { from: ['scheduled'], sameJob: false },
   cancel: { from: ['scheduled', 'waiting'], sameJob: false },
+  /** An operator asks a running job to stop: its heartbeats are refused from then on, and it ends `cancelled`. */
+  requestCancel: { from: ['running'], sameJob: false },
   /**
    * A dispatcher keeps a job whose dependencies have not all ended: a new one, or one replayed from
    * the archive (`queued`, never released; a released one's copy runs).
@@ -139,8 +142,10 @@ export function historyOf(c: Completion): HistoryEntry {
   const detail =
     c.state === 'archived'
       ? c.reason
-      : c.state === 'retrying' && c.retryAt !== undefined
-        ? `next attempt after ${new Date(c.retryAt).toISOString()}`
-        : undefined;
+      : c.state === 'cancelled'
+        ? 'stopped on request'
+        : c.state === 'retrying' && c.retryAt !== undefined
+          ? `next attempt after ${new Date(c.retryAt).toISOString()}`
+          : undefined;
   return { what: c.state, when: c.now, worker: c.workerId, attempt: c.token, ...(detail ? { detail } : {}) };
 }

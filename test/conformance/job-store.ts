@@ -147,6 +147,44 @@ export function jobStoreConformance(
       expect(await jobs.extendLease(job.jobId, first.token + 1, 99_000, 2600)).toBe(false);
     });
 
+    it('writes progress with a lease extension of the token that holds the job', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      expect(await jobs.extendLease(job.jobId, first.token, 9000, 2500, { json: '{"done":3}', at: 2400 })).toBe(true);
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'running', leaseUntil: 9000, progress: '{"done":3}', progressAt: 2400 });
+      expect(await jobs.extendLease(job.jobId, first.token + 1, 9000, 2600, { json: '{"done":4}', at: 2600 })).toBe(false);
+      expect(await jobs.get(job.jobId)).toMatchObject({ progress: '{"done":3}' });
+    });
+
+    it('a running job asked to stop: its lease is no longer extended, the cancellations item lists it, its token ends it cancelled', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000, 'w1', 60_000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      const before = await jobs.cancellations();
+      const asked = await jobs.cancel(job.jobId, 2100);
+      expect(asked).toMatchObject({ outcome: 'requested', record: { state: 'running', cancelRequestedAt: 2100 } });
+      // Asked again: the same request (kept as first asked), written again.
+      expect(await jobs.cancel(job.jobId, 2200)).toMatchObject({ outcome: 'requested', record: { cancelRequestedAt: 2100 } });
+      const seen = await jobs.cancellations();
+      expect(seen.version).toBeGreaterThan(before.version);
+      expect(seen.requests[job.jobId]).toBe(2100);
+      expect(await jobs.extendLease(job.jobId, first.token, 90_000, 2300)).toBe(false);
+      expect((await claim(jobs, job, 3000, 'w2')).outcome).toBe('leased');
+      const ended = await jobs.complete(
+        { jobId: job.jobId, token: first.token, state: 'cancelled', error, workerId: 'w1', now: 2400 },
+        (await jobs.get(job.jobId)) as JobRecord,
+      );
+      expect(ended.landed).toBe(true);
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'cancelled', finishedAt: 2400, cancelRequestedAt: 2100 });
+      expect((await jobs.get(job.jobId))?.history.at(-1)).toMatchObject({ what: 'cancelled', attempt: first.token });
+      expect(await jobs.list({ state: 'cancelled', queues: [job.queue], limit: 1000 })).toEqual(
+        expect.arrayContaining([expect.objectContaining({ jobId: job.jobId })]),
+      );
+      expect((await claim(jobs, job, 90_000, 'w3')).outcome).toBe('finished');
+      expect(await jobs.cancel(job.jobId, 2500)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'cancelled' } });
+    });
+
     it('retries: retrying state, claimable again with attempt + 1, error kept', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000);
