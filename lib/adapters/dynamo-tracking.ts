@@ -776,17 +776,8 @@ export class DynamoJobStore implements JobStore {
     const first = f.name('firstFailure');
     await this.updateCountItem(rootKey(edge.id), f, { update: `REMOVE ${first}`, condition: `${first} = ${f.value(dependencyId)}` });
     // Another failure still counted, in any shard of this dependent?
-    const keys = Array.from({ length: shardCount(edge.size) }, (_, s) => ({ jobId: { S: shardKey(edge.id, s) } }));
-    for (let i = 0; i < keys.length; i += BATCH_GET) {
-      const out = await this.dynamo.send(
-        new BatchGetItemCommand({
-          RequestItems: { [this.tableName]: { Keys: keys.slice(i, i + BATCH_GET), ConsistentRead: true } },
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      for (const c of out.ConsumedCapacity ?? []) this.capacity.readUnits += c.CapacityUnits ?? 0;
-      if ((out.Responses?.[this.tableName] ?? []).some((item) => members(fromItem(item).failed) > 0)) return { stillFailed: true };
-    }
+    const shards = await this.batchGet(Array.from({ length: shardCount(edge.size) }, (_, s) => shardKey(edge.id, s)));
+    if (shards.some((item) => members(fromItem(item).failed) > 0)) return { stillFailed: true };
     return { stillFailed: false };
   }
 
@@ -806,27 +797,29 @@ export class DynamoJobStore implements JobStore {
   }
 
   async getMany(jobIds: readonly string[]): Promise<JobRecord[]> {
-    const found = new Map<string, JobRecord>();
-    const unique = [...new Set(jobIds)];
-    for (let i = 0; i < unique.length; i += BATCH_GET) {
-      let keys: Record<string, AttributeValue>[] = unique.slice(i, i + BATCH_GET).map((id) => ({ jobId: { S: id } }));
-      for (let round = 0; keys.length > 0; round++) {
+    const found = new Map((await this.batchGet([...new Set(jobIds)])).map((item) => [item.jobId?.S, toRecord(item)]));
+    return jobIds.map((id) => found.get(id)).filter((r): r is JobRecord => r !== undefined);
+  }
+
+  /** Items by key, 100 a BatchGetItem, strongly consistent; keys the service leaves unprocessed are asked again with backoff. */
+  private async batchGet(keys: readonly string[]): Promise<Array<Record<string, AttributeValue>>> {
+    const items: Array<Record<string, AttributeValue>> = [];
+    for (let i = 0; i < keys.length; i += BATCH_GET) {
+      let pending: Record<string, AttributeValue>[] = keys.slice(i, i + BATCH_GET).map((id) => ({ jobId: { S: id } }));
+      for (let round = 0; pending.length > 0; round++) {
         if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
         const out = await this.dynamo.send(
           new BatchGetItemCommand({
-            RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
             ReturnConsumedCapacity: 'TOTAL',
           }),
         );
         for (const c of out.ConsumedCapacity ?? []) this.capacity.readUnits += c.CapacityUnits ?? 0;
-        for (const item of out.Responses?.[this.tableName] ?? []) {
-          const record = toRecord(item);
-          found.set(record.jobId, record);
-        }
-        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, AttributeValue>[];
+        items.push(...(out.Responses?.[this.tableName] ?? []));
+        pending = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, AttributeValue>[];
       }
     }
-    return jobIds.map((id) => found.get(id)).filter((r): r is JobRecord => r !== undefined);
+    return items;
   }
 
   /**
