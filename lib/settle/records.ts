@@ -65,7 +65,10 @@ export function completionWrite(
   const flows = flowPorts(deps);
   if (!flows) throw new Error('completionWrite needs a job store');
   return async () => {
-    const completed = await flows.jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, claimed);
+    // A cancel wrote its request into the record's history after the claim: end from the record as
+    // it is now (one read, on this rare path), so the completion keeps that entry.
+    const from = end.state === 'cancelled' ? ((await flows.jobs.get(job.id)) ?? claimed) : claimed;
+    const completed = await flows.jobs.complete({ jobId: job.id, token, workerId: deps.workerId, now: deps.clock.now(), ...end }, from);
     // An end counts into the jobs waiting for it before its message goes: lost half-way, the
     // message comes back as a duplicate of a finished job, which counts again (idempotent).
     if (completed.landed && end.state !== 'retrying') {
