@@ -575,6 +575,20 @@ function JobPage({ version, id }: { version: string; id: string }) {
         <dd>{time(job.firstStartedAt)}</dd>
         <dt>finished</dt>
         <dd>{time(job.finishedAt)}</dd>
+        {job.cancelRequestedAt !== undefined && (
+          <>
+            <dt>cancel asked</dt>
+            <dd data-testid="cancel-requested">{time(job.cancelRequestedAt)}</dd>
+          </>
+        )}
+        {job.progress !== undefined && (
+          <>
+            <dt>progress</dt>
+            <dd>
+              <code data-testid="progress">{job.progress}</code> · at {time(job.progressAt)}
+            </dd>
+          </>
+        )}
         {job.envelopeId && (
           <>
             <dt>id it carried</dt>
@@ -626,18 +640,23 @@ function JobPage({ version, id }: { version: string; id: string }) {
           </p>
         </>
       )}
-      {(job.state === 'scheduled' || job.state === 'waiting') && (
+      {(job.state === 'scheduled' || job.state === 'waiting' || (job.state === 'running' && job.cancelRequestedAt === undefined)) && (
         <ActionButton
           label="Cancel job"
           onClick={() =>
             confirm.ask({
-              question: `Cancel job ${job.jobId}? It will not run${data.relations?.dependents ? '; the jobs waiting for it count it as failed' : ''}.`,
+              question:
+                job.state === 'running'
+                  ? `Cancel running job ${job.jobId}? Its signal fires within a second or two and it ends cancelled (no retry)${data.relations?.dependents ? '; the jobs waiting for it count it as failed' : ''}.`
+                  : `Cancel job ${job.jobId}? It will not run${data.relations?.dependents ? '; the jobs waiting for it count it as failed' : ''}.`,
               action: async () => {
                 const r = await post('/api/job/cancel', { version, id: job.jobId });
                 reload();
                 return r.outcome === 'cancelled'
                   ? 'cancelled'
-                  : `not cancelled: ${r.outcome}${'record' in r ? ` (${r.record.state})` : ''}`;
+                  : r.outcome === 'requested'
+                    ? 'asked it to stop; it ends cancelled within a few seconds'
+                    : `not cancelled: ${r.outcome}${'record' in r ? ` (${r.record.state})` : ''}`;
               },
             })
           }
