@@ -23,7 +23,7 @@ import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import { Publisher } from '../lib/publish/publisher';
-import { type Meter, meter, newMeter, total } from './meter';
+import { meter, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
 import { oneQueueVersion } from './one-queue';
 import { PRICES, printTable, quantile, round, runBenchmark } from './prices';
 import { printResults } from './results';
@@ -41,31 +41,8 @@ const FLOWS_A_DAY = 100_000;
 const DAYS_A_MONTH = 30;
 const STEP_FUNCTIONS_PER_THOUSAND_TRANSITIONS = 0.025;
 
-interface Cost {
-  readonly sqsRequests: number;
-  readonly dynamoRequests: number;
-  readonly writeUnits: number;
-  readonly readUnits: number;
-}
-
-const snapshot = (sqs: Meter, dynamo: Meter): Cost => ({
-  sqsRequests: total(sqs),
-  dynamoRequests: total(dynamo),
-  writeUnits: dynamo.writeUnits,
-  readUnits: dynamo.readUnits,
-});
-const minus = (a: Cost, b: Cost): Cost => ({
-  sqsRequests: a.sqsRequests - b.sqsRequests,
-  dynamoRequests: a.dynamoRequests - b.dynamoRequests,
-  writeUnits: a.writeUnits - b.writeUnits,
-  readUnits: a.readUnits - b.readUnits,
-});
-const per = (c: Cost, n: number): Cost => ({
-  sqsRequests: round(c.sqsRequests / n, 4),
-  dynamoRequests: round(c.dynamoRequests / n, 4),
-  writeUnits: round(c.writeUnits / n, 4),
-  readUnits: round(c.readUnits / n, 4),
-});
+type Cost = Usage;
+const per = (c: Cost, n: number): Cost => usagePer(c, n, 4);
 const dollars = (c: Cost) =>
   (c.sqsRequests * PRICES.sqsPerMillionRequests +
     c.writeUnits * PRICES.dynamoPerMillionWriteUnits +
@@ -114,12 +91,12 @@ async function main() {
       }
     };
     const measure = async (publish: () => Promise<string[]>) => {
-      const before = snapshot(sqsMeter, dynamoMeter);
+      const before = usage(sqsMeter, dynamoMeter);
       const ids = await publish();
       const records = await ended(ids);
       // The dispatcher's last settle (deletes, stats) lands a moment after the record.
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      return { cost: minus(snapshot(sqsMeter, dynamoMeter), before), records };
+      return { cost: usageMinus(usage(sqsMeter, dynamoMeter), before), records };
     };
 
     const independent = await measure(async () =>
@@ -161,7 +138,7 @@ async function main() {
     );
     // What the flow adds to running its N + 1 jobs, per member.
     const flowPerMember = per(
-      minus(chordCost, {
+      usageMinus(chordCost, {
         sqsRequests: base.sqsRequests * (MEMBERS + 1),
         dynamoRequests: base.dynamoRequests * (MEMBERS + 1),
         writeUnits: base.writeUnits * (MEMBERS + 1),
@@ -170,7 +147,7 @@ async function main() {
       MEMBERS,
     );
     const perEdge = per(
-      minus(chain.cost, {
+      usageMinus(chain.cost, {
         sqsRequests: chainBaseline.sqsRequests * CHAIN,
         dynamoRequests: chainBaseline.dynamoRequests * CHAIN,
         writeUnits: chainBaseline.writeUnits * CHAIN,

@@ -11,6 +11,34 @@ export interface Meter {
 export const newMeter = (): Meter => ({ requests: {}, writeUnits: 0, readUnits: 0 });
 export const total = (m: Meter) => Object.values(m.requests).reduce((a, n) => a + n, 0);
 
+/** What an SQS meter and a DynamoDB meter counted, at a moment or between two. */
+export interface Usage {
+  readonly sqsRequests: number;
+  readonly dynamoRequests: number;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+}
+
+export const usage = (sqs: Meter, dynamo: Meter): Usage => ({
+  sqsRequests: total(sqs),
+  dynamoRequests: total(dynamo),
+  writeUnits: dynamo.writeUnits,
+  readUnits: dynamo.readUnits,
+});
+
+export const usageMinus = (a: Usage, b: Usage): Usage => ({
+  sqsRequests: a.sqsRequests - b.sqsRequests,
+  dynamoRequests: a.dynamoRequests - b.dynamoRequests,
+  writeUnits: a.writeUnits - b.writeUnits,
+  readUnits: a.readUnits - b.readUnits,
+});
+
+/** `u` divided by `n`, rounded to `digits`. */
+export const usagePer = (u: Usage, n: number, digits = 3): Usage => {
+  const r = (x: number) => Math.round((x / n) * 10 ** digits) / 10 ** digits;
+  return { sqsRequests: r(u.sqsRequests), dynamoRequests: r(u.dynamoRequests), writeUnits: r(u.writeUnits), readUnits: r(u.readUnits) };
+};
+
 interface MeteredClient {
   middlewareStack: {
     add(middleware: unknown, options: { step: string; name: string; priority?: string }): void;

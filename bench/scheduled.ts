@@ -23,9 +23,9 @@ import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import type { JobStore } from '../lib/track/model';
 import { sweepDue } from '../lib/track/sweep';
-import { type Meter, meter, newMeter, total } from './meter';
+import { meter, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
 import { oneQueueVersion } from './one-queue';
-import { printTable, round, runBenchmark } from './prices';
+import { printTable, runBenchmark } from './prices';
 import { printResults } from './results';
 
 const args = process.argv.slice(2);
@@ -33,31 +33,8 @@ const json = args.includes('--json');
 const tasks = Number(args[args.indexOf('--tasks') + 1] ?? 200) || 200;
 const HOUR = 3_600_000;
 
-interface Phase {
-  readonly sqsRequests: number;
-  readonly dynamoRequests: number;
-  readonly writeUnits: number;
-  readonly readUnits: number;
-}
-
-const snapshot = (sqs: Meter, dynamo: Meter): Phase => ({
-  sqsRequests: total(sqs),
-  dynamoRequests: total(dynamo),
-  writeUnits: dynamo.writeUnits,
-  readUnits: dynamo.readUnits,
-});
-const minus = (a: Phase, b: Phase): Phase => ({
-  sqsRequests: a.sqsRequests - b.sqsRequests,
-  dynamoRequests: a.dynamoRequests - b.dynamoRequests,
-  writeUnits: a.writeUnits - b.writeUnits,
-  readUnits: a.readUnits - b.readUnits,
-});
-const perJob = (p: Phase): Phase => ({
-  sqsRequests: round(p.sqsRequests / tasks),
-  dynamoRequests: round(p.dynamoRequests / tasks),
-  writeUnits: round(p.writeUnits / tasks),
-  readUnits: round(p.readUnits / tasks),
-});
+type Phase = Usage;
+const perJob = (p: Phase): Phase => usagePer(p, tasks);
 
 async function measure(
   mode: TrackingMode,
@@ -74,7 +51,7 @@ async function measure(
   const provisioned = await oneQueueVersion({ workDir, run, version: `s${run}`, mode, sqs, dynamo, recordQueued: false });
   const { bundle } = provisioned;
   const clock = { shift: 0, now: () => Date.now() + clock.shift, sleep: systemClock.sleep };
-  const start = snapshot(sqsMeter, dynamoMeter);
+  const start = usage(sqsMeter, dynamoMeter);
   await provisioned.publisher.publishBatch(
     Array.from({ length: tasks }, (_, i) => ({ task: 'noop', payload: { i }, options: later ? { delaySeconds: 3600 } : {} })),
   );
@@ -97,8 +74,8 @@ async function measure(
   let sweep: Phase | undefined;
   if (later) {
     await runUntil('scheduled', clock);
-    const parked = snapshot(sqsMeter, dynamoMeter);
-    park = minus(parked, start);
+    const parked = usage(sqsMeter, dynamoMeter);
+    park = usageMinus(parked, start);
     clock.shift = HOUR;
     const jobs = trackingFor(bundle.config, provisioned.tables, { client: dynamo }).jobs as JobStore;
     const swept = await sweepDue(
@@ -106,11 +83,11 @@ async function measure(
       clock.now() + 60_000,
     );
     if (swept.sent !== tasks) throw new Error(`the sweep sent ${swept.sent} of ${tasks}`);
-    sweep = minus(snapshot(sqsMeter, dynamoMeter), parked);
+    sweep = usageMinus(usage(sqsMeter, dynamoMeter), parked);
   }
-  const beforeRun = snapshot(sqsMeter, dynamoMeter);
+  const beforeRun = usage(sqsMeter, dynamoMeter);
   await runUntil('succeeded', clock);
-  const ran = minus(snapshot(sqsMeter, dynamoMeter), beforeRun);
+  const ran = usageMinus(usage(sqsMeter, dynamoMeter), beforeRun);
   sqs.destroy();
   dynamo.destroy();
   return { mode, later, ...(park ? { park: perJob(park) } : {}), ...(sweep ? { sweep: perJob(sweep) } : {}), run: perJob(ran) };
