@@ -21,7 +21,8 @@ import { type Random, seededRandom } from '../../lib/random';
 import type { BatchReport } from '../../lib/settle/report';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters, isQueueStatsWrite } from './helpers/faults';
-import { assignedState, type Exchange, type Phase, Relay } from './helpers/relay';
+import { assignedState, type Exchange, type Phase } from './helpers/relay';
+import { killRelayed, type RelayedDispatcher, startRelayed } from './helpers/relayed';
 import {
   auditStack,
   CHAOS_CONFIG,
@@ -61,11 +62,8 @@ interface Target {
 }
 
 /** One dispatcher process with its relays and what they saw it write. */
-interface Dispatcher {
+interface Dispatcher extends RelayedDispatcher {
   readonly id: number;
-  child?: ChildProcess;
-  relays: Relay[];
-  killed: boolean;
   /** Terminal job records it wrote that landed, and the stats it added that landed. */
   readonly recorded: { succeeded: number; archived: number };
   readonly counted: { succeeded: number; archived: number };
@@ -157,24 +155,12 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
         after: (x: Exchange, _status: number, answer: Record<string, unknown>) => schedule.offer(d, x, 'after', answer),
         kill: () => kill(d),
       };
-      d.relays = [await Relay.start(local.endpoints.sqs, hooks), await Relay.start(local.endpoints.dynamodb, hooks)];
-      const index = local.startDispatcher({
-        env: { AWS_ENDPOINT_URL_SQS: d.relays[0]?.url as string, AWS_ENDPOINT_URL_DYNAMODB: d.relays[1]?.url as string },
-      });
-      d.child = local.dispatchers[index] as ChildProcess;
+      await startRelayed(local, d, hooks);
       dispatchers.push(d);
       return d;
     };
     const kill = async (d: Dispatcher) => {
-      if (d.killed) return;
-      d.killed = true;
-      const child = d.child as ChildProcess;
-      const exited = new Promise<void>((resolve) =>
-        child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
-      );
-      child.kill('SIGKILL');
-      await exited;
-      void Promise.all(d.relays.map((r) => r.close()));
+      if (!(await killRelayed(d))) return;
       // A new container takes its place, as Lambda starts one on the next schedule.
       setTimeout(() => void launch(), Math.floor(random() * 500));
     };

@@ -7,12 +7,12 @@
  * callback succeeded, the callback released once and started only after every member had ended,
  * its fenced effect applied once, nothing left waiting, nothing left in the queue.
  */
-import type { ChildProcess } from 'node:child_process';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
 import type { EffectPayload } from './fixtures/tasks/effect';
-import { assignedState, type Exchange, type Phase, Relay } from './helpers/relay';
+import { assignedState, type Exchange, type Phase } from './helpers/relay';
+import { killRelayed, type RelayedDispatcher, startRelayed } from './helpers/relayed';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';
 
@@ -73,11 +73,7 @@ describe('crash suite: a fan-in of 200 under dispatcher kills', () => {
       return true;
     };
 
-    interface Dispatcher {
-      child?: ChildProcess;
-      relays: Relay[];
-      killed: boolean;
-    }
+    type Dispatcher = RelayedDispatcher;
     const dispatchers: Dispatcher[] = [];
     const launch = async (): Promise<void> => {
       const d: Dispatcher = { relays: [], killed: false };
@@ -88,23 +84,11 @@ describe('crash suite: a fan-in of 200 under dispatcher kills', () => {
         after: (x: Exchange) => offer(d, x, 'after'),
         kill: () => kill(d),
       };
-      d.relays = [await Relay.start(local.endpoints.sqs, hooks), await Relay.start(local.endpoints.dynamodb, hooks)];
-      const index = local.startDispatcher({
-        env: { AWS_ENDPOINT_URL_SQS: d.relays[0]?.url as string, AWS_ENDPOINT_URL_DYNAMODB: d.relays[1]?.url as string },
-      });
-      d.child = local.dispatchers[index] as ChildProcess;
+      await startRelayed(local, d, hooks);
       dispatchers.push(d);
     };
     const kill = async (d: Dispatcher) => {
-      if (d.killed) return;
-      d.killed = true;
-      const child = d.child as ChildProcess;
-      const exited = new Promise<void>((resolve) =>
-        child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
-      );
-      child.kill('SIGKILL');
-      await exited;
-      void Promise.all(d.relays.map((r) => r.close()));
+      if (!(await killRelayed(d))) return;
       setTimeout(() => void launch(), Math.floor(random() * 500));
     };
     // And at random moments, wherever each process happens to be.
