@@ -198,8 +198,10 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         // Held back by a fleet-wide limit; a job leased elsewhere is not counted.
         if (job.limited) bump(counters, 'deferred');
         break;
-      case 'stale':
       case 'cancelled':
+        bump(counters, 'cancelled');
+        break;
+      case 'stale':
         break;
     }
   }

@@ -426,7 +426,7 @@ export interface JobStore extends FlowStore {
 }
 
 /** Counter names of the stats table. */
-export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'scheduled', 'deferred'] as const;
+export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'scheduled', 'deferred', 'cancelled'] as const;
 export type StatCounter = (typeof STAT_COUNTERS)[number];
 
 /** Sums of a set of durations, mergeable by addition (count, sum, sum of squares, qless buckets). */
