@@ -5,7 +5,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { trackingFor } from '../lib/adapters/dynamo-tracking';
-import { LambdaDoorbellSwitch } from '../lib/adapters/lambda-doorbells';
+import { doorbellMappingsFromEnv, LambdaDoorbellSwitch } from '../lib/adapters/lambda-doorbells';
 import { LambdaLauncher } from '../lib/adapters/lambda-launcher';
 import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/types';
 import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/invocation/dispatcher-runtime';
@@ -43,7 +43,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     const maxConcurrency = Number(env.TASKWORKER_MAX_CONCURRENCY) || bundle.config.dispatcher.maxConcurrency;
     const scalesOut = canScaleOut(maxConcurrency, bundle.config.dispatcher.timeoutSeconds);
     const functionName = env.AWS_LAMBDA_FUNCTION_NAME;
-    const mappings = (env.TASKWORKER_DOORBELL_MAPPINGS ?? '').split(',').filter((id) => id !== '');
+    const mappings = doorbellMappingsFromEnv(env.TASKWORKER_DOORBELL_MAPPINGS);
     const doorbells = options.doorbells ?? (mappings.length > 0 ? new LambdaDoorbellSwitch(mappings) : undefined);
     const created = new DispatcherRuntime({
       bundle,

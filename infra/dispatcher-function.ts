@@ -197,7 +197,13 @@ export class TaskworkerDispatcher extends Construct {
     this.doorbells = doorbells;
     if (mappings.length > 0) {
       // The scheduled dispatcher turns the triggers off while it works a backlog and on when done.
-      fn.addEnvironment('TASKWORKER_DOORBELL_MAPPINGS', mappings.map((m) => m.eventSourceMappingId).join(','));
+      // `queue=uuid`: a paused queue's trigger stays off whatever the fleet does (lib/track/controls.ts).
+      fn.addEnvironment(
+        'TASKWORKER_DOORBELL_MAPPINGS',
+        doorbellQueues(config)
+          .map((q, i) => `${q.name}=${(mappings[i] as lambda.EventSourceMapping).eventSourceMappingId}`)
+          .join(','),
+      );
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({ actions: DOORBELL_SWITCH_ACTIONS, resources: mappings.map((m) => m.eventSourceMappingArn) }),
       );

@@ -113,7 +113,8 @@ export interface DispatcherLauncher {
  * that fleet finds nothing to do (lib/invocation/doorbell.ts).
  */
 export interface DoorbellSwitch {
-  set(on: boolean): Promise<void>;
+  /** Turns the doorbells on or off; those of the queues named in `off` (paused ones) are turned or left off either way. */
+  set(on: boolean, off?: readonly string[]): Promise<void>;
 }
 
 /** Age in seconds of the oldest message per queue resource name, where the platform measures it. */

@@ -6,6 +6,7 @@
  */
 import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
 import { queueProbes } from '../../lib/dispatch/loop';
+import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { batchItemFailures } from '../../lib/invocation/doorbell';
 import { createInvocation, type Invocation } from '../../lib/invocation/invocation';
@@ -280,6 +281,7 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   let doorbellMs = 0;
   /** The fleet count scale-out decisions read (lib/invocation/scaling.ts), in memory, shared by every container. */
   const limits = new MemoryLimitStore();
+  const controls = new MemoryControlStore();
   let doorbellsOn = true;
   /** A dispatcher's long-lived state (a warm Lambda container): its invocation, with its selector and random source. */
   const container = (index: number, more: { launcher?: DispatcherLauncher; maxConcurrency?: number } = {}): Invocation => {
@@ -296,7 +298,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       random,
       logger: silentLogger,
       workerId: `sim-${index}`,
-      tracking: { version: 'sim', limits },
+      // The operator controls the dispatchers read (none set: they select from the config as deployed).
+      tracking: { version: 'sim', limits, controls },
       // As the DoorbellSwitch does in AWS: the doorbells step aside while the scheduled fleet works a backlog.
       doorbells: {
         set: async (on: boolean) => {

@@ -62,6 +62,7 @@ import {
   sameJob,
   TRANSITIONS,
 } from '../track/rules';
+import { DynamoControlStore } from './dynamo-controls';
 import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
@@ -1191,7 +1192,7 @@ export function trackingFor(
   config: TaskworkerConfig,
   tables: { jobs?: string | undefined; stats?: string | undefined },
   dynamo: DynamoClientOption = {},
-): { jobs?: DynamoJobStore; stats?: DynamoStatsStore; limits?: DynamoLimitStore } {
+): { jobs?: DynamoJobStore; stats?: DynamoStatsStore; limits?: DynamoLimitStore; controls?: DynamoControlStore } {
   const client = dynamoClientFrom(dynamo);
   return {
     ...(tables.jobs
@@ -1203,6 +1204,12 @@ export function trackingFor(
           ),
         }
       : {}),
-    ...(tables.stats ? { stats: new DynamoStatsStore(tables.stats, { client }), limits: new DynamoLimitStore(tables.stats, client) } : {}),
+    ...(tables.stats
+      ? {
+          stats: new DynamoStatsStore(tables.stats, { client }),
+          limits: new DynamoLimitStore(tables.stats, client),
+          controls: new DynamoControlStore(tables.stats, client),
+        }
+      : {}),
   };
 }

@@ -4,6 +4,7 @@ import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Probes } from '../select/types';
 import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
+import { CONTROLS_REFRESH_MS, effectiveQueues } from '../track/controls';
 import { processBatch } from './batch';
 import { TaskSlots } from './slots';
 import type { DispatcherDeps, RunOptions } from './types';
@@ -161,10 +162,21 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
       summary.endedIdle = true;
       break;
     }
-    const candidates = fitting();
-    if (candidates.length === 0) {
+    const fit = fitting();
+    if (fit.length === 0) {
       logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
       break;
+    }
+    // Operator controls (lib/track/controls.ts): paused queues are left out, priorities and SLAs
+    // set at run time replace the config's. The round uses the last read; a read due (every 2 s)
+    // runs beside it, never awaited here, so the loop's timing is what it was without controls.
+    const controls = deps.controls;
+    if (controls?.due()) void controls.get();
+    const candidates = controls ? effectiveQueues(fit, controls.last) : fit;
+    if (candidates.length === 0) {
+      // Every queue that fits is paused: nothing is received until one is resumed.
+      await clock.sleep(Math.min(CONTROLS_REFRESH_MS, Math.max(0, usableMs())), options.signal);
+      continue;
     }
     let selection: Awaited<ReturnType<typeof selector.select>>;
     try {
@@ -216,6 +228,12 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         receivedAny ||= batch.length > 0;
       }
       if (batch.length === 0) break;
+      if (controls?.due()) void controls.get();
+      if (controls?.last.queues[queue.name]?.pausedAt !== undefined) {
+        // Paused while the receive waited (a long poll): the batch goes back to the queue unrun.
+        await handBack(deps, queue, batch);
+        break;
+      }
       lastWorkAt = clock.now();
       start(queue, batch);
     }
@@ -224,6 +242,21 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   while (inFlight.size > 0) await Promise.all(inFlight);
   options.signal?.removeEventListener('abort', onAbort);
   return summary;
+}
+
+/** Makes a paused queue's batch visible again at once, unrun (a failure leaves it to its visibility timeout). */
+async function handBack(deps: DispatcherDeps, queue: QueueConfig, batch: readonly ReceivedMessage[]): Promise<void> {
+  try {
+    await deps.queues.changeVisibilityBatch(
+      deps.urls.queues[queue.name] as string,
+      batch.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
+    );
+  } catch (error) {
+    deps.logger.warn('could not hand back a paused queue’s batch; it returns when its visibility lapses', {
+      queue: queue.name,
+      error: describe(error),
+    });
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import type { TaskExecutor } from '../run/types';
 import type { QueueSelector } from '../select/types';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
+import type { ControlStore, ControlsCache } from '../track/controls';
 import type { LimitStore } from '../track/limits';
 import type { JobStore, StatsStore } from '../track/model';
 import type { DecodedJob } from '../wire/envelope';
@@ -48,6 +49,11 @@ export interface DispatcherDeps {
   /** Job records and stats (DynamoDB); without it the dispatcher keeps none. */
   readonly tracking?: Tracking;
   /**
+   * The operator controls as this container reads them (`tracking.controls`, cached): the loop asks
+   * once per selection round, which reads the store at most every 2 s. Without it the config holds.
+   */
+  readonly controls?: ControlsCache;
+  /**
    * Batches in flight at once. The loop receives the next batch while earlier ones run, whenever
    * a task slot is free; `1` is the blocking loop (receive, run the whole batch, settle, receive
    * again), kept for comparison in the benchmarks.
@@ -63,6 +69,8 @@ export interface Tracking {
   readonly stats?: StatsStore;
   /** Fleet-wide limits' slots and tokens; without it task and queue `limits` are not enforced. */
   readonly limits?: LimitStore;
+  /** Operator controls (paused queues, priority and SLA set at run time); without it the config's hold. */
+  readonly controls?: ControlStore;
 }
 
 export interface RunOptions {

@@ -15,6 +15,7 @@ import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
 import { createSelector } from '../select';
 import type { QueueSelector } from '../select/types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
+import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
 import type { JobStore } from '../track/model';
 import { sweepDue } from '../track/sweep';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
@@ -37,7 +38,7 @@ const SWEEP_BUDGET_MS = 30_000;
 const SWEEP_PERIOD_MS = 60_000;
 
 /** What a container's invocations run on. Everything but the selector and the memory guard is the loop's own. */
-export interface InvocationPorts extends Omit<DispatcherDeps, 'selector' | 'tracking'> {
+export interface InvocationPorts extends Omit<DispatcherDeps, 'selector' | 'tracking' | 'controls'> {
   /** @defaultValue the config's `dispatcher.selector`, probing `queues` */
   readonly selector?: QueueSelector<ReceivedMessage>;
   /** Job records, stats (coalesced here across an invocation's batches, flushed at its end), limits and the fleet count. */
@@ -110,9 +111,18 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   const stats = ports.tracking?.stats ? new StatsBuffer(ports.tracking.stats, clock, logger) : undefined;
   const limits = ports.tracking?.limits;
   const fleet = limits ? fleetCount(limits) : undefined;
+  // Operator controls: read at each invocation's start and at most every 2 s while it runs.
+  const controls = ports.tracking?.controls
+    ? new ControlsCache(
+        ports.tracking.controls,
+        () => clock.now(),
+        (error) => logger.warn('could not read the operator controls; keeping the last ones read', { error: describe(error) }),
+      )
+    : undefined;
   const deps: DispatcherDeps = {
     ...ports,
     selector,
+    ...(controls ? { controls } : {}),
     ...(ports.tracking ? { tracking: { ...ports.tracking, ...(stats ? { stats } : {}) } } : {}),
   };
   /** When this container last swept parked jobs (epoch ms). */
@@ -127,7 +137,8 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   const switchDoorbells = async (on: boolean) => {
     if (!ports.doorbells) return;
     try {
-      await ports.doorbells.set(on);
+      // A paused queue's doorbell stays off, whatever the fleet's state says.
+      await ports.doorbells.set(on, pausedQueues(controls?.last ?? NO_CONTROLS));
     } catch (error) {
       logger.warn(`could not turn the doorbells ${on ? 'on' : 'off'}`, { error: describe(error) });
     }
@@ -143,6 +154,8 @@ export function createInvocation(ports: InvocationPorts): Invocation {
 
   const run = async ({ deadline, signal, role = 'plain', given = [] }: InvocationRequest): Promise<DispatcherSummary> => {
     const startedAt = clock.now();
+    // The operator controls at the start (a doorbell's were just read by `ring`): one small read.
+    const current: Controls = controls ? await controls.get(role !== 'doorbell') : NO_CONTROLS;
     // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
     // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
     // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
@@ -158,8 +171,9 @@ export function createInvocation(ports: InvocationPorts): Invocation {
       // The minute's first question: is there work? In an idle version the answer costs one
       // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
       const maxConcurrency = ports.maxConcurrency ?? config.dispatcher.maxConcurrency;
+      // A paused queue's backlog neither wakes nor scales the fleet.
       decision = await scaleOut({
-        config: { ...config, dispatcher: { ...config.dispatcher, maxConcurrency } },
+        config: { ...config, queues: effectiveQueues(config.queues, current), dispatcher: { ...config.dispatcher, maxConcurrency } },
         queues: ports.queues,
         urls: ports.urls,
         logger,
@@ -205,7 +219,17 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   };
 
   const ring = async (records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary> => {
-    const { batches, foreign } = doorbellBatches(records, config, ports.urls);
+    const { batches: all, foreign } = doorbellBatches(records, config, ports.urls);
+    // A paused queue's batch is not run: its messages are handed back untouched (left to their
+    // visibility timeout, not made visible at once, which a trigger not yet off would take again
+    // and again towards the dead-letter queue), and the invocation ends.
+    const paused = new Set(controls ? pausedQueues(await controls.get(true)) : []);
+    const batches = all.filter((b) => !paused.has(b.queue.name));
+    if (batches.length < all.length) {
+      logger.info('a batch of a paused queue: handed back to the queue, not run', {
+        queues: all.filter((b) => paused.has(b.queue.name)).map((b) => b.queue.name),
+      });
+    }
     if (foreign.length > 0) {
       logger.error("records from a queue that is not this version's: left in their queue (check the trigger)", {
         queues: [...new Set(foreign.map((r) => r.eventSourceARN))],

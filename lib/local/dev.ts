@@ -13,6 +13,7 @@ import { Publisher } from '../publish/publisher';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 import { type Artifact, buildArtifact } from '../tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
+import { ControlsCache, pausedQueues } from '../track/controls';
 import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
 import { doorbellQueues } from '../wake-up';
@@ -195,7 +196,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
   const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  const { urls, tables, jobs, stats, queues } = await provisionVersion({ bundle: build.bundle, version, sqs, dynamo });
+  const { urls, tables, jobs, stats, queues, controls } = await provisionVersion({ bundle: build.bundle, version, sqs, dynamo });
+  // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
+  const controlsCache = new ControlsCache(controls, () => Date.now());
   const env: Record<string, string> = {
     AWS_REGION: region,
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
@@ -343,6 +346,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       functions: containers,
       ...(options.schedulePeriodMs !== undefined ? { schedulePeriodMs: options.schedulePeriodMs } : {}),
       onError: (message) => options.onDispatcherError?.(message, -1),
+      paused: async () => pausedQueues(await controlsCache.get()),
     });
   };
   let wakeUp: LocalWakeUp | undefined;

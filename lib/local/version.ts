@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
+import type { DynamoControlStore } from '../adapters/dynamo-controls';
 import type { DynamoLimitStore } from '../adapters/dynamo-limits';
 import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
@@ -22,6 +23,8 @@ export interface ProvisionedVersion {
   /** The job and stats stores on the tables (DynamoDB adapters: they meter their write units). */
   readonly jobs: DynamoJobStore;
   readonly stats: DynamoStatsStore;
+  /** The operator controls (paused queues, priority and SLA overrides) the dispatchers read. */
+  readonly controls: DynamoControlStore;
   readonly queues: SqsQueueClient;
   /** A publisher for the version that knows the bundle's tasks and records queued jobs. */
   readonly publisher: Publisher;
@@ -58,10 +61,11 @@ export async function provisionVersion(options: {
   const { bundle, version } = options;
   const urls = await createVersionQueues(options.sqs, bundle.config, version);
   const tables = await createVersionTables(options.dynamo, bundle.config, version);
-  const { jobs, stats, limits } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
+  const { jobs, stats, limits, controls } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
     jobs: DynamoJobStore;
     stats: DynamoStatsStore;
     limits: DynamoLimitStore;
+    controls: DynamoControlStore;
   };
   const queues = new SqsQueueClient({ client: options.sqs });
   return {
@@ -71,6 +75,7 @@ export async function provisionVersion(options: {
     tables,
     jobs,
     stats,
+    controls,
     queues,
     publisher: new Publisher({
       config: bundle.config,
@@ -82,7 +87,7 @@ export async function provisionVersion(options: {
     }),
     dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).
-      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits };
+      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits, controls };
       return new DispatcherRuntime({
         bundle,
         version,

@@ -39,6 +39,11 @@ export interface LocalWakeUpOptions {
   readonly schedulePeriodMs?: number;
   /** A trigger's poll or delete failed (the emulator stopped, say); it tries again a second later. */
   readonly onError?: (message: string) => void;
+  /**
+   * The queues paused now (the operator controls, cached): their triggers do not poll, as a
+   * disabled event-source mapping does not in AWS.
+   */
+  readonly paused?: () => Promise<readonly string[]>;
 }
 
 export interface LocalWakeUp {
@@ -80,6 +85,10 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
       await functions.whenFree(fn);
       if (stopped) break;
       try {
+        if (options.paused && (await options.paused()).includes(queue.name)) {
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          continue;
+        }
         const received = await options.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: url,

@@ -176,6 +176,9 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     name: 'sla-aware',
     async select(candidates, room?: Room): Promise<Selection<M>> {
       const now = env.clock.now();
+      // The candidates carry the priority and SLA in force (an operator's override): the receives
+      // the dispatcher reports are weighed by those too.
+      for (const q of candidates) byName.set(q.name, q);
       const top = candidates.reduce((best, q) => (q.priority > best.priority ? q : best));
       const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now || stateOf(q.name).expected);
       const overdue = (q: QueueConfig) => {

@@ -1,0 +1,56 @@
+import type { ControlStore } from '../../lib/track/controls';
+
+/** What dispatchers and operators rely on from the controls store; run on the fake and on dynalite. */
+export function controlStoreConformance(label: string, setup: () => Promise<ControlStore>, teardown: () => Promise<void>): void {
+  describe(`ControlStore conformance: ${label}`, () => {
+    let store: ControlStore;
+    beforeAll(async () => {
+      store = await setup();
+    });
+    afterAll(teardown);
+
+    it('reads no controls (revision 0) before any change', async () => {
+      expect(await store.read()).toEqual({ revision: 0, queues: {} });
+    });
+
+    it('pauses a queue once (the first pause keeps its time), resumes it, and counts every change in the revision', async () => {
+      const paused = await store.change('urgent', { paused: true }, 1000);
+      expect(paused).toEqual({ revision: 1, queues: { urgent: { pausedAt: 1000, updatedAt: 1000 } } });
+      const again = await store.change('urgent', { paused: true }, 2000);
+      expect(again.queues.urgent?.pausedAt).toBe(1000);
+      expect(again.revision).toBe(2);
+      expect(await store.read()).toEqual(again);
+      const resumed = await store.change('urgent', { paused: false }, 3000);
+      expect(resumed).toEqual({ revision: 3, queues: {} });
+      expect(await store.read()).toEqual(resumed);
+    });
+
+    it('overrides priority and SLA per queue beside a pause, and a reset (null) returns each to the config', async () => {
+      await store.change('routine', { priority: 95 }, 4000);
+      await store.change('routine', { slaSeconds: 30 }, 4100);
+      await store.change('urgent', { paused: true }, 4200);
+      const both = await store.read();
+      expect(both.queues).toEqual({
+        routine: { priority: 95, slaSeconds: 30, updatedAt: 4100 },
+        urgent: { pausedAt: 4200, updatedAt: 4200 },
+      });
+      const reset = await store.change('routine', { priority: null, slaSeconds: null }, 5000);
+      expect(reset.queues).toEqual({ urgent: { pausedAt: 4200, updatedAt: 4200 } });
+      expect(reset.revision).toBe(both.revision + 1);
+    });
+
+    it('loses no change when operators change at once', async () => {
+      const before = (await store.read()).revision;
+      await Promise.all([
+        store.change('a', { priority: 1 }, 6000),
+        store.change('b', { priority: 2 }, 6000),
+        store.change('c', { paused: true }, 6000),
+      ]);
+      const after = await store.read();
+      expect(after.revision).toBe(before + 3);
+      expect(after.queues.a?.priority).toBe(1);
+      expect(after.queues.b?.priority).toBe(2);
+      expect(after.queues.c?.pausedAt).toBe(6000);
+    });
+  });
+}
