@@ -9,6 +9,7 @@ import { PUBLISH_USAGE, publishCommand } from './publish';
 import { SCHEDULES_USAGE, schedulesCommand } from './schedules-command';
 import { UsageError } from './shared';
 import { UI_USAGE, uiCommand } from './ui-command';
+import { WORKERS_USAGE, workersCommand } from './workers-command';
 
 /** Each command's own usage, for `taskworker COMMAND --help`; in the order the full usage lists them. */
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
@@ -22,6 +23,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   stats: OPERATOR_USAGE,
   archive: OPERATOR_USAGE,
   dlq: OPERATOR_USAGE,
+  workers: WORKERS_USAGE,
   ui: UI_USAGE,
 };
 
@@ -68,6 +70,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'ui':
         await uiCommand(rest);
         return 0;
+      case 'workers':
+        return await workersCommand(rest);
       case 'status':
       case 'jobs':
       case 'stats':

@@ -18,6 +18,7 @@ export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispa
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
 import { loadTaskBundle } from '../lib/tasks/bundle';
+import type { WorkerPlace } from '../lib/track/workers';
 import { combineObservers, createDispatcherMetrics } from './metrics';
 
 /**
@@ -70,8 +71,8 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     // A doorbell queue's SQS trigger: its batch first, then the loop; Lambda reads batchItemFailures.
     const records = sqsRecordsOf(event);
     const summary = records
-      ? await runtime.ring(records, deadline, stopping.signal)
-      : await runtime.invoke(deadline, stopping.signal, invocationRole(event));
+      ? await runtime.ring(records, deadline, stopping.signal, placeOf(context))
+      : await runtime.invoke(deadline, stopping.signal, invocationRole(event), [], placeOf(context));
     metrics.recordInvocation(summary);
     if (summary.memoryStop) {
       // Like Kale's worker past its RSS limit: start afresh. The next invocation builds new
@@ -92,6 +93,11 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       await runtime?.close();
     },
   };
+}
+
+/** Where this invocation runs, for the workers view: its function, request and container (log stream; `local/<pid>` in `taskworker dev`). */
+function placeOf(context: Context): WorkerPlace {
+  return { function: context.functionName, requestId: context.awsRequestId, container: context.logStreamName };
 }
 
 /** Powertools Logger behind the library's logger port. */

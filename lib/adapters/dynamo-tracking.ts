@@ -65,6 +65,7 @@ import {
 import { DynamoControlStore } from './dynamo-controls';
 import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
+import { DynamoWorkerRegistry } from './dynamo-workers';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
 
 /**
@@ -1192,7 +1193,13 @@ export function trackingFor(
   config: TaskworkerConfig,
   tables: { jobs?: string | undefined; stats?: string | undefined },
   dynamo: DynamoClientOption = {},
-): { jobs?: DynamoJobStore; stats?: DynamoStatsStore; limits?: DynamoLimitStore; controls?: DynamoControlStore } {
+): {
+  jobs?: DynamoJobStore;
+  stats?: DynamoStatsStore;
+  limits?: DynamoLimitStore;
+  controls?: DynamoControlStore;
+  workers?: DynamoWorkerRegistry;
+} {
   const client = dynamoClientFrom(dynamo);
   return {
     ...(tables.jobs
@@ -1209,6 +1216,7 @@ export function trackingFor(
           stats: new DynamoStatsStore(tables.stats, { client }),
           limits: new DynamoLimitStore(tables.stats, client),
           controls: new DynamoControlStore(tables.stats, client),
+          workers: new DynamoWorkerRegistry(tables.stats, client),
         }
       : {}),
   };

@@ -12,6 +12,7 @@ import type { TaskDefinition, TaskRegistry } from '../tasks/task';
 import type { ControlStore, ControlsCache } from '../track/controls';
 import type { LimitStore } from '../track/limits';
 import type { JobStore, StatsStore } from '../track/model';
+import type { WorkerRegistry } from '../track/workers';
 import type { DecodedJob } from '../wire/envelope';
 
 /** Receives every settled batch: metrics, local progress displays, tests. */
@@ -71,6 +72,8 @@ export interface Tracking {
   readonly limits?: LimitStore;
   /** Operator controls (paused queues, priority and SLA set at run time); without it the config's hold. */
   readonly controls?: ControlStore;
+  /** Who is working, on what (lib/track/workers.ts): a working invocation's item; without it the invocation is not listed. */
+  readonly workers?: WorkerRegistry;
 }
 
 export interface RunOptions {

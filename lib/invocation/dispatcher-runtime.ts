@@ -12,6 +12,7 @@ import { ThreadPoolExecutor } from '../run/thread-pool-executor';
 import type { TaskExecutor } from '../run/types';
 import type { DispatcherSummary } from '../settle/report';
 import type { TaskBundle } from '../tasks/bundle';
+import type { WorkerPlace } from '../track/workers';
 import type { SqsEventRecord } from './doorbell';
 import type { InvocationRequest } from './invocation';
 import { createInvocation, type DoorbellSummary, type Invocation } from './invocation';
@@ -87,15 +88,16 @@ export class DispatcherRuntime {
     signal?: AbortSignal,
     role: InvocationRole = 'plain',
     given: InvocationRequest['given'] = [],
+    place?: WorkerPlace,
   ): Promise<DispatcherSummary> {
     const invocation = await this.container();
-    return invocation.run({ deadline, ...(signal ? { signal } : {}), role, given });
+    return invocation.run({ deadline, ...(signal ? { signal } : {}), role, given, ...(place ? { place } : {}) });
   }
 
   /** A doorbell invocation (see {@link Invocation.ring}). */
-  async ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary> {
+  async ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal, place?: WorkerPlace): Promise<DoorbellSummary> {
     const invocation = await this.container();
-    return invocation.ring(records, deadline, signal);
+    return invocation.ring(records, deadline, signal, place);
   }
 
   async close(): Promise<void> {

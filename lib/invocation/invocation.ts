@@ -18,7 +18,9 @@ import { type BatchReport, type DispatcherSummary, emptySummary } from '../settl
 import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
 import type { JobStore } from '../track/model';
 import { sweepDue } from '../track/sweep';
+import type { WorkerPlace } from '../track/workers';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
+import { WorkerPresence } from './presence';
 import {
   doorbellsStayOn,
   fleetCount,
@@ -65,6 +67,8 @@ export interface InvocationRequest {
   readonly role?: InvocationRole;
   /** A doorbell's batches, received by its trigger (see {@link Invocation.ring}). */
   readonly given?: RunOptions['given'];
+  /** Where it runs (Lambda: function name, request id, log stream), for the workers view. */
+  readonly place?: WorkerPlace;
 }
 
 /** A doorbell invocation's summary: Lambda reads `batchItemFailures`, the rest is for logs and tests. */
@@ -85,7 +89,7 @@ export interface Invocation {
    * A doorbell invocation: runs the trigger's records under the dispatcher's rules and says which
    * it did not delete (Lambda's partial batch response), so the trigger leaves those in their queue.
    */
-  ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary>;
+  ring(records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal, place?: WorkerPlace): Promise<DoorbellSummary>;
 }
 
 /**
@@ -152,7 +156,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     }
   };
 
-  const run = async ({ deadline, signal, role = 'plain', given = [] }: InvocationRequest): Promise<DispatcherSummary> => {
+  const run = async ({ deadline, signal, role = 'plain', given = [], place = {} }: InvocationRequest): Promise<DispatcherSummary> => {
     const startedAt = clock.now();
     // The operator controls at the start (a doorbell's were just read by `ring`): one small read.
     const current: Controls = controls ? await controls.get(role !== 'doorbell') : NO_CONTROLS;
@@ -190,13 +194,29 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     // Working a backlog, it counts itself in the fleet later decisions see.
     const holder = fleet && joinsFleet(role, decision) ? `${ports.workerId}@${startedAt}` : undefined;
     if (fleet && holder) await fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
+    // Who is working, on what: listed from its first batch (or its joining the fleet) to its end.
+    const workers = ports.tracking?.workers;
+    const presence = workers
+      ? new WorkerPresence({
+          registry: workers,
+          clock,
+          logger,
+          workerId: ports.workerId,
+          role,
+          place,
+          startedAt,
+          deadline: runDeadline,
+          ...(selector.weights ? { weights: () => selector.weights?.() } : {}),
+        })
+      : undefined;
+    if (presence && holder) presence.working();
     const guard = ports.memory
       ? watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...ports.memory, ...(signal ? { stop: signal } : {}) })
       : undefined;
     const loopSignal = guard?.signal ?? signal;
     let summary: DispatcherSummary;
     try {
-      summary = await runDispatcher(deps, {
+      summary = await runDispatcher(presence ? { ...deps, observer: presence.observer(deps.observer) } : deps, {
         deadline: runDeadline,
         ...(loopSignal ? { signal: loopSignal } : {}),
         given,
@@ -208,6 +228,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
       // Whatever ended the invocation, the stats it gathered are written before it returns.
       await stats?.flush();
       if (fleet && holder) await fleetStep('leave', () => fleet.leave(holder, clock.now()));
+      await presence?.end();
     }
     // The fleet ran out of work: the doorbells take over waiting for it.
     if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells(true);
@@ -218,7 +239,12 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     return { ...summary, memoryStop };
   };
 
-  const ring = async (records: readonly SqsEventRecord[], deadline: number, signal?: AbortSignal): Promise<DoorbellSummary> => {
+  const ring = async (
+    records: readonly SqsEventRecord[],
+    deadline: number,
+    signal?: AbortSignal,
+    place?: WorkerPlace,
+  ): Promise<DoorbellSummary> => {
     const { batches: all, foreign } = doorbellBatches(records, config, ports.urls);
     // A paused queue's batch is not run: its messages are handed back untouched (left to their
     // visibility timeout, not made visible at once, which a trigger not yet off would take again
@@ -238,7 +264,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     if (batches.length === 0) return { ...emptySummary(), batchItemFailures: records.map((r) => ({ itemIdentifier: r.messageId })) };
     const reports: BatchReport[] = [];
     const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
-    const summary = await run({ deadline, ...(signal ? { signal } : {}), role: 'doorbell', given });
+    const summary = await run({ deadline, ...(signal ? { signal } : {}), role: 'doorbell', given, ...(place ? { place } : {}) });
     return {
       ...summary,
       batchItemFailures: batchItemFailures(

@@ -21,6 +21,7 @@ import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
 import { INDEXED_STATES, payloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
+import type { WorkerRegistry } from '../track/workers';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
 import { decodeEnvelope, pinEnvelope } from '../wire/envelope';
 import type { RedriveResult, ReplayResult } from './answers';
@@ -55,6 +56,8 @@ export interface OperatorContext {
   readonly urls: VersionUrls;
   readonly jobs: JobStore;
   readonly stats: StatsStore;
+  /** The worker registry (`taskworker workers`); without it no worker is listed. */
+  readonly workers?: WorkerRegistry;
   readonly clock: Clock;
   /** Age of the oldest message per queue resource name (CloudWatch), when available. */
   readonly oldestAge?: OldestAge;
@@ -92,9 +95,10 @@ export async function resolveVersionUrls(directory: QueueDirectory, config: Task
 export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
   const queues = new SqsQueueClient(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
-  const { jobs, stats } = trackingFor(options.config, tableNames(options.config.app, options.version), options.dynamo) as {
+  const { jobs, stats, workers } = trackingFor(options.config, tableNames(options.config.app, options.version), options.dynamo) as {
     jobs: JobStore;
     stats: StatsStore;
+    workers: WorkerRegistry;
   };
   return {
     config: options.config,
@@ -103,6 +107,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     urls,
     jobs,
     stats,
+    workers,
     clock: options.clock ?? systemClock,
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
   };

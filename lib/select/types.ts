@@ -53,6 +53,8 @@ export interface QueueSelector<M> {
   observe?(observation: ReceiveObservation): void;
   /** The named queues hold messages now (a depth reading): selectors that keep pauses look at them first. */
   expect?(queues: readonly string[]): void;
+  /** Read only: each queue's share of the next draw as the selector weighs them now (shares sum to 1), for the workers view. */
+  weights?(): Readonly<Record<string, number>>;
 }
 
 export interface SelectorEnv<M> {

@@ -1,0 +1,109 @@
+/**
+ * `taskworker workers` and the dashboard's workers page: the dispatcher invocations working now and
+ * those that vanished, each with the jobs it holds — its last beat's pointers confirmed against the
+ * jobs' records now (state, `leaseOwner`): a live worker lists the jobs it still holds, a vanished
+ * one every job it held and what became of it.
+ */
+import type { Clock } from '../clock';
+import type { JobStore } from '../track/model';
+import { type JobFate, jobFate, shownWorker, type WorkerItem, type WorkerPlace, type WorkerRegistry, workerStatus } from '../track/workers';
+
+export interface WorkerView {
+  /** The invocation: `<workerId>@<startedAt>`. */
+  readonly id: string;
+  /** What its claims write as a job's `leaseOwner`. */
+  readonly workerId: string;
+  readonly role: string;
+  readonly place: WorkerPlace;
+  readonly status: 'live' | 'vanished';
+  readonly startedAt: number;
+  readonly deadline: number;
+  readonly heardAt: number;
+  readonly weights?: Readonly<Record<string, number>>;
+  /**
+   * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
+   * every job of its last beat, with what became of it.
+   */
+  readonly jobs: readonly JobFate[];
+  /** Jobs its last beat said it held beyond those the item had room for. */
+  readonly moreJobs: number;
+}
+
+export interface WorkersView {
+  readonly now: number;
+  readonly live: number;
+  readonly vanished: number;
+  /** Live ones first, each group newest first. */
+  readonly workers: readonly WorkerView[];
+}
+
+/** The registry's live and vanished workers and their jobs as the jobs table has them now. */
+export async function listWorkers(ctx: {
+  readonly workers: WorkerRegistry;
+  readonly jobs: JobStore;
+  readonly clock: Clock;
+}): Promise<WorkersView> {
+  const now = ctx.clock.now();
+  const items = (await ctx.workers.list()).filter((w) => shownWorker(w, now));
+  const ids = [...new Set(items.flatMap((w) => w.jobs))];
+  const records = new Map((ids.length > 0 ? await ctx.jobs.getMany(ids) : []).map((r) => [r.jobId, r]));
+  const views = items.map((w): WorkerView => view(w, now, (id) => records.get(id)));
+  views.sort((a, b) => (a.status === b.status ? b.startedAt - a.startedAt : a.status === 'live' ? -1 : 1));
+  return {
+    now,
+    live: views.filter((w) => w.status === 'live').length,
+    vanished: views.filter((w) => w.status === 'vanished').length,
+    workers: views,
+  };
+}
+
+function view(w: WorkerItem, now: number, record: (id: string) => Parameters<typeof jobFate>[1]): WorkerView {
+  const status = workerStatus(w, now) === 'live' ? 'live' : 'vanished';
+  const fates = w.jobs.map((id) => jobFate(id, record(id), w.workerId));
+  return {
+    id: w.id,
+    workerId: w.workerId,
+    role: w.role,
+    place: w.place,
+    status,
+    startedAt: w.startedAt,
+    deadline: w.deadline,
+    heardAt: w.heardAt,
+    ...(w.weights ? { weights: w.weights } : {}),
+    jobs: status === 'live' ? fates.filter((f) => f.heldByWorker) : fates,
+    moreJobs: Math.max(0, (w.held ?? w.jobs.length) - w.jobs.length),
+  };
+}
+
+/** Seconds ago or ahead, for the text view. */
+const ago = (ms: number) => `${Math.round(ms / 1000)} s`;
+
+/** The text of `taskworker workers`. */
+export function renderWorkers(view: WorkersView): string {
+  if (view.workers.length === 0) return 'no dispatcher invocation is working now (none vanished in the last hour)';
+  const lines = [`${view.live} working, ${view.vanished} vanished`];
+  for (const w of view.workers) {
+    const where = [
+      w.place.function,
+      w.place.requestId && `request ${w.place.requestId}`,
+      w.place.container && `container ${w.place.container}`,
+    ]
+      .filter(Boolean)
+      .join(', ');
+    lines.push('');
+    lines.push(`${w.status === 'live' ? 'working ' : 'VANISHED'} ${w.workerId} (${w.role}) ${where}`);
+    lines.push(
+      `  since ${new Date(w.startedAt).toISOString()}, deadline ${new Date(w.deadline).toISOString()}, last heard ${ago(view.now - w.heardAt)} ago`,
+    );
+    if (w.weights)
+      lines.push(
+        `  weights: ${Object.entries(w.weights)
+          .map(([q, s]) => `${q} ${Math.round(s * 100)}%`)
+          .join(', ')}`,
+      );
+    if (w.jobs.length === 0 && w.moreJobs === 0) lines.push(w.status === 'live' ? '  holds no job' : '  held no job');
+    for (const j of w.jobs) lines.push(`  ${j.jobId}${j.task ? ` ${j.task}` : ''}: ${j.fate}`);
+    if (w.moreJobs > 0) lines.push(`  … and ${w.moreJobs} more job(s) (not carried by its beat)`);
+  }
+  return lines.join('\n');
+}
