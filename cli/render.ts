@@ -11,13 +11,13 @@ const relative = (ms: number | undefined, from: number | undefined) =>
 
 export function renderStatus(status: VersionStatus): string {
   const rows = status.queues.map((q) => [
-    q.queue,
-    q.priority,
+    q.pausedAt === undefined ? q.queue : `${q.queue} (paused since ${new Date(q.pausedAt).toISOString()})`,
+    q.overridden.includes('priority') ? `${q.priority} (set; config ${q.configuredPriority})` : q.priority,
     q.depth.visible,
     q.depth.inFlight,
     q.depth.delayed,
     q.oldestAgeSeconds === undefined ? 'n/a' : `${q.oldestAgeSeconds} s${q.oldestAgeSeconds > q.slaSeconds ? ' (over SLA)' : ''}`,
-    `${q.slaSeconds} s`,
+    q.overridden.includes('slaSeconds') ? `${q.slaSeconds} s (set; config ${q.configuredSlaSeconds} s)` : `${q.slaSeconds} s`,
     q.deadLetter,
     formatMs(q.waitP50Ms),
     formatMs(q.waitP99Ms),

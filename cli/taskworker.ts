@@ -6,6 +6,7 @@ import { DEV_USAGE, devCommand } from './dev';
 import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
+import { QUEUES_USAGE, queuesCommand } from './queues-command';
 import { SCHEDULES_USAGE, schedulesCommand } from './schedules-command';
 import { UsageError } from './shared';
 import { UI_USAGE, uiCommand } from './ui-command';
@@ -23,6 +24,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   stats: OPERATOR_USAGE,
   archive: OPERATOR_USAGE,
   dlq: OPERATOR_USAGE,
+  queues: QUEUES_USAGE,
   workers: WORKERS_USAGE,
   ui: UI_USAGE,
 };
@@ -70,6 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'ui':
         await uiCommand(rest);
         return 0;
+      case 'queues':
+        return await queuesCommand(rest);
       case 'workers':
         return await workersCommand(rest);
       case 'status':

@@ -184,6 +184,10 @@ const archivedMessage = object<ArchivedMessage>({ messageId: string, body: strin
 const queueStatus = object<QueueStatus>({
   queue: string,
   priority: number,
+  configuredPriority: number,
+  configuredSlaSeconds: number,
+  overridden: array(member(['priority', 'slaSeconds'])),
+  pausedAt: optional(number),
   depth: object<QueueStatus['depth']>({ visible: number, inFlight: number, delayed: number }),
   deadLetter: number,
   slaSeconds: number,
@@ -194,6 +198,7 @@ const queueStatus = object<QueueStatus>({
 });
 
 type CancelAnswer = ApiResponse<'/api/job/cancel'>;
+type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
 
 // ---------------------------------------------------------------- the table
@@ -279,4 +284,17 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     complete: boolean,
   }),
   '/api/publish': object<ApiResponse<'/api/publish'>>({ jobId: string, messageId: string, queue: string, runAt: optional(number) }),
+  '/api/queue/control': object<ControlAnswer>({
+    queue: string,
+    revision: number,
+    control: object<ControlAnswer['control']>({
+      priority: number,
+      configuredPriority: number,
+      slaSeconds: number,
+      configuredSlaSeconds: number,
+      overridden: array(member(['priority', 'slaSeconds'])),
+      pausedAt: optional(number),
+    }),
+    trigger: optional(oneOf(object<{ switched: number }>({ switched: number }), object<{ error: string }>({ error: string }))),
+  }),
 };

@@ -97,6 +97,27 @@ export type RedriveRequest = VersionQuery & {
 
 export type CancelRequest = VersionQuery & { readonly id: string };
 
+/** Pauses or resumes a queue, or sets or resets its priority and SLA over the config (`taskworker queues …`). */
+export type QueueControlRequest = VersionQuery & {
+  readonly queue: string;
+  readonly action: 'pause' | 'resume' | 'set' | 'reset';
+  /** With `set`: 1..100. */
+  readonly priority?: number;
+  /** With `set`: seconds, 1..1209600. */
+  readonly slaSeconds?: number;
+};
+
+/** A queue's controls after the change. */
+export interface QueueControlResult {
+  readonly queue: string;
+  readonly revision: number;
+  readonly control: Pick<
+    QueueStatus,
+    'priority' | 'configuredPriority' | 'slaSeconds' | 'configuredSlaSeconds' | 'overridden' | 'pausedAt'
+  >;
+  readonly trigger?: { readonly switched: number } | { readonly error: string };
+}
+
 /** Cancels the job and every job waiting for it, transitively. */
 export type FlowCancelRequest = VersionQuery & { readonly id: string };
 
@@ -164,7 +185,15 @@ export interface RecentInvocationCounts {
 
 export interface QueueStatus {
   readonly queue: string;
+  /** The priority in force: an operator's override (`overridden`), else the config's. */
   readonly priority: number;
+  readonly configuredPriority: number;
+  /** The SLA in force, and the config's (seconds). */
+  readonly configuredSlaSeconds: number;
+  /** The fields an operator set over the config (`taskworker queues set`). */
+  readonly overridden: ReadonlyArray<'priority' | 'slaSeconds'>;
+  /** Epoch ms since when it is paused; absent when it is not. */
+  readonly pausedAt?: number;
   readonly depth: { readonly visible: number; readonly inFlight: number; readonly delayed: number };
   readonly deadLetter: number;
   /** Seconds; absent where CloudWatch is not available. */
@@ -260,6 +289,7 @@ export interface Api {
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
   readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
   readonly '/api/publish': Route<'POST', PublishRequest, Published>;
+  readonly '/api/queue/control': Route<'POST', QueueControlRequest, QueueControlResult>;
 }
 
 export type ApiPath = keyof Api;
@@ -283,4 +313,5 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/job/cancel': 'POST',
   '/api/flow/cancel': 'POST',
   '/api/publish': 'POST',
+  '/api/queue/control': 'POST',
 };

@@ -7,6 +7,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TaskworkerError } from '../../lib/errors';
 import { explainAwsError } from '../../lib/operate/aws-errors';
+import { controlQueue } from '../../lib/operate/controls';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
 import {
   type ArchiveFilter,
@@ -23,6 +24,7 @@ import {
 } from '../../lib/operate/operator';
 import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
+import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
@@ -407,6 +409,35 @@ export function createUiApp(options: UiOptions): Hono {
       `cancel flow of ${id} in ${ctx.version}: ${result.cancelled.length} cancelled, ${result.notCancelled.length} not cancelled${result.unknown ? ' (no such job)' : ''}`,
     );
     return result;
+  });
+
+  route('/api/queue/control', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const queue = stringParam('queue', input.queue) ?? '';
+    if (!ctx.controls) throw new RequestError(`version ${ctx.version} keeps no controls (no stats table)`);
+    const action = input.action;
+    if (action !== 'pause' && action !== 'resume' && action !== 'set' && action !== 'reset')
+      throw new RequestError(`action ${JSON.stringify(action)}: expected pause, resume, set or reset`);
+    let outcome: Awaited<ReturnType<typeof controlQueue>>;
+    try {
+      // The dispatchers switch a paused queue's doorbell trigger off themselves at their next scheduled invocation.
+      outcome = await controlQueue(
+        { config: ctx.config, controls: ctx.controls, now: () => ctx.clock.now() },
+        queue,
+        action === 'set'
+          ? {
+              kind: 'set',
+              ...(input.priority !== undefined ? { priority: parsePriority(input.priority, 'priority') } : {}),
+              ...(input.slaSeconds !== undefined ? { slaSeconds: parseSlaSeconds(input.slaSeconds, 'slaSeconds') } : {}),
+            }
+          : { kind: action },
+      );
+    } catch (error) {
+      if (error instanceof ControlValueError) throw new RequestError(error.message);
+      throw error;
+    }
+    options.log(`queue ${action} ${queue} in ${ctx.version}: revision ${outcome.revision}`);
+    return outcome;
   });
 
   route('/api/publish', async (input) => {

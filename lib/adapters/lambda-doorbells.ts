@@ -1,4 +1,4 @@
-import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { LambdaClient, ListEventSourceMappingsCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import type { DoorbellSwitch } from '../ports';
 import type { LambdaClientOption } from './lambda-launcher';
 
@@ -53,5 +53,37 @@ export class LambdaDoorbellSwitch implements DoorbellSwitch {
         this.last.set(m.id, m.enabled);
       }),
     );
+  }
+}
+
+/**
+ * An operator's switch of one queue's doorbell trigger (pause, resume): finds the event-source
+ * mappings of the queue's doorbell function (ListEventSourceMappings) and enables or disables them
+ * (UpdateEventSourceMapping). Needs `lambda:ListEventSourceMappings` and
+ * `lambda:UpdateEventSourceMapping` on the operator's credentials.
+ */
+export class LambdaQueueTriggers {
+  private client: LambdaClient | undefined;
+
+  constructor(
+    /** The doorbell function of a queue by its name (`<app>-<version>-doorbell-<queue>`). */
+    private readonly functionOf: (queue: string) => string,
+    private readonly option: LambdaClientOption = {},
+  ) {}
+
+  /** Enables or disables `queue`'s trigger; resolves with how many mappings it switched (0: the queue has no doorbell). */
+  async set(queue: string, enabled: boolean): Promise<number> {
+    this.client ??= this.option.client ?? new LambdaClient(this.option.clientConfig ?? {});
+    const client = this.client;
+    const listed = await client
+      .send(new ListEventSourceMappingsCommand({ FunctionName: this.functionOf(queue) }))
+      .catch((error: unknown) => {
+        // No such function: the queue wakes on the schedule, it has no trigger to switch.
+        if (error instanceof Error && error.name === 'ResourceNotFoundException') return { EventSourceMappings: [] };
+        throw error;
+      });
+    const ids = (listed.EventSourceMappings ?? []).map((m) => m.UUID).filter((id): id is string => id !== undefined);
+    await Promise.all(ids.map((id) => client.send(new UpdateEventSourceMappingCommand({ UUID: id, Enabled: enabled }))));
+    return ids.length;
   }
 }

@@ -17,6 +17,7 @@ import type {
   ReceivedMessage,
 } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
+import { type ControlStore, NO_CONTROLS } from '../track/controls';
 import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
 import { INDEXED_STATES, payloadDigest } from '../track/rules';
@@ -25,6 +26,7 @@ import type { WorkerRegistry } from '../track/workers';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
 import { decodeEnvelope, pinEnvelope } from '../wire/envelope';
 import type { RedriveResult, ReplayResult } from './answers';
+import { controlView, type QueueControlView } from './controls';
 
 function decodedOrUndefined(message: ReceivedMessage) {
   try {
@@ -56,6 +58,8 @@ export interface OperatorContext {
   readonly urls: VersionUrls;
   readonly jobs: JobStore;
   readonly stats: StatsStore;
+  /** The operator controls (paused queues, priority and SLA set at run time); without it status shows the config. */
+  readonly controls?: ControlStore;
   /** The worker registry (`taskworker workers`); without it no worker is listed. */
   readonly workers?: WorkerRegistry;
   readonly clock: Clock;
@@ -95,9 +99,14 @@ export async function resolveVersionUrls(directory: QueueDirectory, config: Task
 export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
   const queues = new SqsQueueClient(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
-  const { jobs, stats, workers } = trackingFor(options.config, tableNames(options.config.app, options.version), options.dynamo) as {
+  const { jobs, stats, controls, workers } = trackingFor(
+    options.config,
+    tableNames(options.config.app, options.version),
+    options.dynamo,
+  ) as {
     jobs: JobStore;
     stats: StatsStore;
+    controls: ControlStore;
     workers: WorkerRegistry;
   };
   return {
@@ -107,19 +116,22 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     urls,
     jobs,
     stats,
+    controls,
     workers,
     clock: options.clock ?? systemClock,
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
   };
 }
 
-export interface QueueStatus {
+export interface QueueStatus extends QueueControlView {
   readonly queue: string;
+  /** The priority in force: an operator's override, else the config's ({@link QueueControlView}). */
   readonly priority: number;
   readonly depth: QueueDepth;
   readonly deadLetter: number;
   /** Seconds; undefined where CloudWatch is not available. */
   readonly oldestAgeSeconds: number | undefined;
+  /** The SLA in force, seconds. */
   readonly slaSeconds: number;
   /** Today's wait (publish → start) from the stats table, ms. */
   readonly waitP50Ms: number;
@@ -140,6 +152,8 @@ export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus
   const day = utcDay(ctx.clock.now());
   const names = ctx.config.queues.map((q) => queueResourceName(ctx.config.app, ctx.version, q.name));
   const ages = ctx.oldestAge ? await ctx.oldestAge(names).catch(() => ({}) as Record<string, number | undefined>) : {};
+  // Consistent: an operator who just paused a queue sees it paused.
+  const controls = ctx.controls ? await ctx.controls.read(true) : NO_CONTROLS;
   const queues = await Promise.all(
     ctx.config.queues.map(async (q, i): Promise<QueueStatus> => {
       const [depth, dlq, today] = await Promise.all([
@@ -149,11 +163,10 @@ export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus
       ]);
       return {
         queue: q.name,
-        priority: q.priority,
+        ...controlView(q, controls.queues[q.name]),
         depth,
         deadLetter: dlq.visible + dlq.inFlight + dlq.delayed,
         oldestAgeSeconds: ages[names[i] as string],
-        slaSeconds: q.slaSeconds,
         waitP50Ms: today ? bucketQuantile(today.wait, 0.5) : Number.NaN,
         waitP99Ms: today ? bucketQuantile(today.wait, 0.99) : Number.NaN,
         today,

@@ -35,8 +35,8 @@ export interface ControlChange {
 
 /** Where the controls live (the version's stats table, one item; an in-memory fake for tests and the simulation). */
 export interface ControlStore {
-  /** The controls now (one small read). */
-  read(): Promise<Controls>;
+  /** The controls now (one small read; `consistent` for an operator who must see their own change). */
+  read(consistent?: boolean): Promise<Controls>;
   /** Applies `change` to `queue`'s controls at `now`; resolves with the controls after it. A pause keeps its first `pausedAt`. */
   change(queue: string, change: ControlChange, now: number): Promise<Controls>;
 }

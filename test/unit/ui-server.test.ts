@@ -5,6 +5,7 @@ import { cachedFor, serveUi } from '../../dashboard/server/serve';
 import { createUiApp, type UiOptions } from '../../dashboard/server/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
+import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { jobRelations } from '../../lib/operate/flows';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
@@ -70,6 +71,7 @@ function dashboard(options: Partial<UiOptions> = {}) {
     urls: { ...w.urls, deadLetter: Object.fromEntries(w.config.queues.map((q) => [q.name, w.sqs.createQueue(`${q.name}-dlq`)])) },
     jobs: w.jobs,
     stats: w.stats,
+    controls: new MemoryControlStore(),
     clock: w.clock,
   };
   const logged: string[] = [];
@@ -499,6 +501,8 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       });
       await d.w.sqs.sendBatch(d.ctx.urls.deadLetter.urgent as string, [{ id: '0', body: encodeEnvelope({ task: 'ok', payload: 2 }) }]);
 
+      // Both queues under an operator's override, so status lists what was overridden.
+      for (const queue of ['urgent', 'routine']) await d.ctx.controls?.change(queue, { priority: 50, slaSeconds: 10 }, d.w.clock.now());
       // Typed by the table, as the page sends them; the GETs run first, then the actions.
       const requests: { readonly [P in ApiPath]: ApiRequest<P> } = {
         '/api/meta': {},
@@ -514,6 +518,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/job/cancel': { version: 'v1', id: 'later' },
         '/api/flow/cancel': { version: 'v1', id: 'q' },
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
+        '/api/queue/control': { version: 'v1', queue: 'routine', action: 'pause' },
       };
       const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
         API_ROUTES[path] === 'GET'
