@@ -234,8 +234,16 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
               <tr key={q.queue} data-queue={q.queue}>
                 <td>
                   <a href={href('queue', q.queue)}>{q.queue}</a>
+                  {q.pausedAt !== undefined && (
+                    <span class="badge" data-field="paused" title={`paused since ${new Date(q.pausedAt).toISOString()}`}>
+                      paused since {new Date(q.pausedAt).toLocaleTimeString()}
+                    </span>
+                  )}
                 </td>
-                <td class="num">{q.priority}</td>
+                <td class="num" data-field="priority">
+                  {q.priority}
+                  {q.overridden.includes('priority') && <span class="note"> (set; config {q.configuredPriority})</span>}
+                </td>
                 <td class="num" data-field="visible">
                   {q.depth.visible}
                 </td>
@@ -248,6 +256,9 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                 </td>
                 <td class={`age ${ageClass(q.oldestAgeSeconds, q.slaSeconds)}`}>
                   {q.oldestAgeSeconds === undefined ? 'n/a' : duration(q.oldestAgeSeconds * 1000)} / {duration(q.slaSeconds * 1000)}
+                  {q.overridden.includes('slaSeconds') && (
+                    <span class="note"> (set; config {duration(q.configuredSlaSeconds * 1000)})</span>
+                  )}
                 </td>
                 <td class="num" data-field="succeeded">
                   {q.today?.counters.succeeded ?? 0}
@@ -258,6 +269,38 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                 <td class="num">{atMost(q.waitP50Ms)}</td>
                 <td class="num">{atMost(q.waitP99Ms)}</td>
                 <td>
+                  <ActionButton
+                    label={q.pausedAt === undefined ? 'Pause' : 'Resume'}
+                    onClick={() => {
+                      const action = q.pausedAt === undefined ? 'pause' : 'resume';
+                      confirm.ask({
+                        question:
+                          action === 'pause'
+                            ? `Pause ${q.queue}? No dispatcher receives from it until it is resumed; publishing still works.`
+                            : `Resume ${q.queue}?`,
+                        action: async () => {
+                          await post('/api/queue/control', { version, queue: q.queue, action });
+                          reload();
+                          return `${q.queue} ${action === 'pause' ? 'paused' : 'resumed'}`;
+                        },
+                      });
+                    }}
+                  />
+                  {q.overridden.length > 0 && (
+                    <ActionButton
+                      label="Reset priority/SLA"
+                      onClick={() =>
+                        confirm.ask({
+                          question: `Return ${q.queue} to its configured priority ${q.configuredPriority} and SLA ${q.configuredSlaSeconds} s?`,
+                          action: async () => {
+                            await post('/api/queue/control', { version, queue: q.queue, action: 'reset' });
+                            reload();
+                            return `${q.queue}: priority and SLA as configured`;
+                          },
+                        })
+                      }
+                    />
+                  )}
                   {q.deadLetter > 0 && (
                     <ActionButton
                       label="Redrive DLQ"

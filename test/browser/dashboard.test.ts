@@ -260,6 +260,52 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     expect(await page.locator('select[name="state"]').count()).toBe(0);
   });
 
+  it('the pause button stops a queue (its messages wait, the overview says since when); resume drains it; read-only refuses it', async () => {
+    await page.goto(`${ui.url}#/`);
+    const row = page.locator('tr[data-queue="fast"]');
+    await row.locator('button:has-text("Pause")').click();
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await row.locator('[data-field="paused"]').waitFor();
+    const pausedAt = (await ctx.controls?.read(true))?.queues.fast?.pausedAt;
+    expect(pausedAt).toBeGreaterThan(0);
+    expect(await row.locator('[data-field="paused"]').getAttribute('title')).toBe(
+      `paused since ${new Date(pausedAt as number).toISOString()}`,
+    );
+
+    // Read-only: the button is disabled and the server refuses the call, whatever sends it.
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/`);
+    const roButton = ro.locator('tr[data-queue="fast"] button:has-text("Resume")');
+    await roButton.waitFor();
+    expect(await roButton.isDisabled()).toBe(true);
+    const refused = await ro.evaluate(async () => {
+      const token =
+        (globalThis as unknown as InPage).document.querySelector('meta[name="taskworker-token"]')?.getAttribute('content') ?? '';
+      const r = await fetch('/api/queue/control', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-taskworker-token': token },
+        body: JSON.stringify({ queue: 'fast', action: 'resume' }),
+      });
+      return r.status;
+    });
+    expect(refused).toBe(403);
+    await ro.close();
+    expect((await ctx.controls?.read(true))?.queues.fast?.pausedAt).toBe(pausedAt);
+
+    // The dispatchers read the controls every 2 s: what is published after that waits, unreceived.
+    await new Promise((r) => setTimeout(r, 3000));
+    const ids = ['ui-paused-1', 'ui-paused-2', 'ui-paused-3'];
+    for (const id of ids) await stack.publisher.publish('greet', { name: id }, { id });
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(await ctx.queues.depth(ctx.urls.queues.fast as string)).toEqual({ visible: 3, inFlight: 0, delayed: 0 });
+    expect(await Promise.all(ids.map(jobState))).toEqual(['queued', 'queued', 'queued']);
+
+    await row.locator('button:has-text("Resume")').click();
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(async () => (await row.locator('[data-field="paused"]').count()) === 0, 'the overview to show fast running');
+    await until(async () => (await Promise.all(ids.map(jobState))).every((state) => state === 'succeeded'), 'the paused jobs to run');
+  });
+
   it('read-only: actions are disabled in the page and refused by the server, nothing changes', async () => {
     const ro = await browser.newPage();
     await ro.goto(`${readOnlyUi.url}#/archive`);
