@@ -19,6 +19,7 @@ import type {
   RelatedJob,
   RelatedJobs,
   RelatedState,
+  WorkerView,
 } from './api-types';
 
 /** A check of one JSON value: the problems found, each naming where (`at`). */
@@ -200,6 +201,7 @@ const queueStatus = object<QueueStatus>({
 type CancelAnswer = ApiResponse<'/api/job/cancel'>;
 type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
+type WorkersAnswer = ApiResponse<'/api/workers'>;
 
 // ---------------------------------------------------------------- the table
 
@@ -296,5 +298,35 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
       pausedAt: optional(number),
     }),
     trigger: optional(oneOf(object<{ switched: number }>({ switched: number }), object<{ error: string }>({ error: string }))),
+  }),
+  '/api/workers': object<WorkersAnswer>({
+    now: number,
+    live: number,
+    vanished: number,
+    workers: array(
+      object<WorkerView>({
+        id: string,
+        workerId: string,
+        role: string,
+        place: object<WorkerView['place']>({ function: optional(string), requestId: optional(string), container: optional(string) }),
+        status: member(['live', 'vanished']),
+        startedAt: number,
+        deadline: number,
+        heardAt: number,
+        weights: optional(record(number)),
+        jobs: array(
+          object<WorkerView['jobs'][number]>({
+            jobId: string,
+            state: string,
+            task: optional(string),
+            queue: optional(string),
+            leaseOwner: optional(string),
+            heldByWorker: boolean,
+            fate: string,
+          }),
+        ),
+        moreJobs: number,
+      }),
+    ),
   }),
 };

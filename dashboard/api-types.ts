@@ -12,7 +12,7 @@
  * values fit them.
  */
 
-import type { FlowCancelResult, FlowView, JobRelations, RedriveResult, ReplayResult } from '../lib/operate/answers';
+import type { FlowCancelResult, FlowView, JobRelations, RedriveResult, ReplayResult, WorkersView } from '../lib/operate/answers';
 
 export type {
   FlowCancelResult,
@@ -23,6 +23,8 @@ export type {
   RelatedJobs,
   RelatedState,
   ReplayResult,
+  WorkersView,
+  WorkerView,
 } from '../lib/operate/answers';
 
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
@@ -290,6 +292,8 @@ export interface Api {
   readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
   readonly '/api/publish': Route<'POST', PublishRequest, Published>;
   readonly '/api/queue/control': Route<'POST', QueueControlRequest, QueueControlResult>;
+  /** The dispatcher invocations working now and those that vanished, with their jobs checked against the jobs table. */
+  readonly '/api/workers': Route<'GET', VersionQuery, WorkersView>;
 }
 
 export type ApiPath = keyof Api;
@@ -314,4 +318,5 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/flow/cancel': 'POST',
   '/api/publish': 'POST',
   '/api/queue/control': 'POST',
+  '/api/workers': 'GET',
 };

@@ -1,5 +1,5 @@
 /**
- * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/flow/ID, #/archive, #/publish) over
+ * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/flow/ID, #/workers, #/archive, #/publish) over
  * the server's JSON API. Everything that comes from job data is set as text (Preact escapes it);
  * nothing here sets HTML.
  */
@@ -7,7 +7,7 @@ import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { bucketQuantile } from '../../lib/track/stats';
-import type { FlowView, JobRecord, Meta, RelatedJobs, ReplayResult } from '../api-types';
+import type { FlowView, JobRecord, Meta, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
 
@@ -1012,6 +1012,71 @@ function PublishPage({ meta, version }: { meta: Meta; version: string }) {
   );
 }
 
+// ---------------------------------------------------------------- workers
+
+const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
+
+/** Who is working, on what: live dispatcher invocations and vanished ones, with their jobs (links to the job pages). */
+function WorkersPage({ version }: { version: string }) {
+  const { data: view, error } = useData(() => get('/api/workers', { version }), [version], REFRESH_MS);
+  if (!view) return <Problem error={error ?? 'loading…'} />;
+  return (
+    <section>
+      <h2>Workers</h2>
+      <Problem error={error} />
+      <p data-testid="workers-summary">
+        {view.live} working · {view.vanished} vanished
+      </p>
+      {view.workers.length === 0 ? (
+        <p>No dispatcher invocation is working now (none vanished in the last hour).</p>
+      ) : (
+        <table class="grid" data-testid="workers">
+          <thead>
+            <tr>
+              <th>worker</th>
+              <th>where</th>
+              <th>since</th>
+              <th>deadline in</th>
+              <th>last heard</th>
+              <th>weights</th>
+              <th>jobs</th>
+            </tr>
+          </thead>
+          <tbody>
+            {view.workers.map((w: WorkersView['workers'][number]) => (
+              <tr key={w.id} data-worker={w.workerId} data-status={w.status} class={w.status === 'vanished' ? 'vanished' : ''}>
+                <td>
+                  {w.workerId} <span class="badge">{w.status === 'vanished' ? 'vanished' : w.role}</span>
+                </td>
+                <td>{[w.place.function, w.place.requestId, w.place.container].filter(Boolean).join(' · ')}</td>
+                <td>{new Date(w.startedAt).toLocaleTimeString()}</td>
+                <td class="num">{w.deadline > view.now ? seconds(w.deadline - view.now) : 'passed'}</td>
+                <td class="num">{seconds(view.now - w.heardAt)} ago</td>
+                <td>
+                  {Object.entries(w.weights ?? {})
+                    .map(([q, share]) => `${q} ${Math.round(share * 100)}%`)
+                    .join(', ')}
+                </td>
+                <td>
+                  {w.jobs.length === 0 && w.moreJobs === 0 ? (w.status === 'live' ? 'none' : 'held none') : ''}
+                  <ul class="plain">
+                    {w.jobs.map((j) => (
+                      <li key={j.jobId} data-job={j.jobId}>
+                        <a href={href('job', j.jobId)}>{j.jobId}</a> {j.task ?? ''}: <span data-fate>{j.fate}</span>
+                      </li>
+                    ))}
+                    {w.moreJobs > 0 && <li>and {w.moreJobs} more</li>}
+                  </ul>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 // ---------------------------------------------------------------- shell
 
 function App() {
@@ -1037,6 +1102,9 @@ function App() {
     case 'archive':
       page = <ArchivePage meta={meta} version={v} params={route.params} />;
       break;
+    case 'workers':
+      page = <WorkersPage version={v} />;
+      break;
     case 'publish':
       page = <PublishPage meta={meta} version={v} />;
       break;
@@ -1046,6 +1114,7 @@ function App() {
   const nav = [
     ['', 'Overview'],
     ['jobs', 'Jobs'],
+    ['workers', 'Workers'],
     ['archive', 'Archive'],
     ['publish', 'Publish'],
   ] as const;

@@ -22,6 +22,7 @@ import {
   VersionNotFoundError,
   versionStatus,
 } from '../../lib/operate/operator';
+import { listWorkers } from '../../lib/operate/workers';
 import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
@@ -357,6 +358,12 @@ export function createUiApp(options: UiOptions): Hono {
     const flow = await flowOf(ctx.jobs, id);
     if (!flow) throw new RequestError(`no job ${id} in version ${ctx.version}`, 404);
     return flow;
+  });
+
+  route('/api/workers', async (query) => {
+    const ctx = await context(query.version);
+    if (!ctx.workers) return { now: ctx.clock.now(), live: 0, vanished: 0, workers: [] };
+    return listWorkers({ workers: ctx.workers, jobs: ctx.jobs, clock: ctx.clock });
   });
 
   route('/api/archive', async (query) => {

@@ -4,6 +4,7 @@
  */
 
 import type { ArchiveReason, JobState } from '../track/model';
+import type { JobFate, WorkerPlace } from '../track/workers';
 
 /** A related job's state; `unknown` when it has no record (not published yet, or expired). */
 export type RelatedState = JobState | 'unknown';
@@ -81,4 +82,34 @@ export interface FlowCancelResult {
   readonly unknown: boolean;
   /** False when the walk stopped at its bound. */
   readonly complete: boolean;
+}
+
+/** A dispatcher invocation in `taskworker workers` and the dashboard's workers page (lib/operate/workers.ts). */
+export interface WorkerView {
+  /** The invocation: `<workerId>@<startedAt>`. */
+  readonly id: string;
+  /** What its claims write as a job's `leaseOwner`. */
+  readonly workerId: string;
+  readonly role: string;
+  readonly place: WorkerPlace;
+  readonly status: 'live' | 'vanished';
+  readonly startedAt: number;
+  readonly deadline: number;
+  readonly heardAt: number;
+  readonly weights?: Readonly<Record<string, number>>;
+  /**
+   * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
+   * every job of its last beat, with what became of it.
+   */
+  readonly jobs: readonly JobFate[];
+  /** Jobs its last beat said it held beyond those the item had room for. */
+  readonly moreJobs: number;
+}
+
+export interface WorkersView {
+  readonly now: number;
+  readonly live: number;
+  readonly vanished: number;
+  /** Live ones first, each group newest first. */
+  readonly workers: readonly WorkerView[];
 }

@@ -6,36 +6,10 @@
  */
 import type { Clock } from '../clock';
 import type { JobStore } from '../track/model';
-import { type JobFate, jobFate, shownWorker, type WorkerItem, type WorkerPlace, type WorkerRegistry, workerStatus } from '../track/workers';
+import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/workers';
+import type { WorkersView, WorkerView } from './answers';
 
-export interface WorkerView {
-  /** The invocation: `<workerId>@<startedAt>`. */
-  readonly id: string;
-  /** What its claims write as a job's `leaseOwner`. */
-  readonly workerId: string;
-  readonly role: string;
-  readonly place: WorkerPlace;
-  readonly status: 'live' | 'vanished';
-  readonly startedAt: number;
-  readonly deadline: number;
-  readonly heardAt: number;
-  readonly weights?: Readonly<Record<string, number>>;
-  /**
-   * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
-   * every job of its last beat, with what became of it.
-   */
-  readonly jobs: readonly JobFate[];
-  /** Jobs its last beat said it held beyond those the item had room for. */
-  readonly moreJobs: number;
-}
-
-export interface WorkersView {
-  readonly now: number;
-  readonly live: number;
-  readonly vanished: number;
-  /** Live ones first, each group newest first. */
-  readonly workers: readonly WorkerView[];
-}
+export type { WorkersView, WorkerView } from './answers';
 
 /** The registry's live and vanished workers and their jobs as the jobs table has them now. */
 export async function listWorkers(ctx: {

@@ -306,6 +306,54 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await until(async () => (await Promise.all(ids.map(jobState))).every((state) => state === 'succeeded'), 'the paused jobs to run');
   });
 
+  it('the workers page lists a live dispatcher invocation and a vanished one with the job it held, what became of it, and a link to it', async () => {
+    await stack.publisher.publish('greet', { name: 'Grace' }, { id: 'held-ui' });
+    await until(async () => (await jobState('held-ui')) === 'succeeded', 'held-ui to succeed');
+    const ranBy = (await ctx.jobs.get('held-ui'))?.history.find((h) => h.what === 'succeeded')?.worker;
+    const now = Date.now();
+    const place = { function: 'uitest-ui-dispatcher', requestId: 'req-gone', container: 'local/1' };
+    await ctx.workers?.beat({
+      id: `gone-1@${now - 90_000}`,
+      workerId: 'gone-1',
+      role: 'scheduled',
+      place,
+      startedAt: now - 90_000,
+      deadline: now + 60_000,
+      heardAt: now - 60_000,
+      jobs: ['held-ui'],
+      held: 1,
+    });
+    await ctx.workers?.beat({
+      id: `live-1@${now}`,
+      workerId: 'live-1',
+      role: 'scale-out',
+      place: { ...place, requestId: 'req-live' },
+      startedAt: now,
+      deadline: now + 300_000,
+      heardAt: now,
+      jobs: [],
+      held: 0,
+      weights: { fast: 0.8, slow: 0.2 },
+    });
+    await page.goto(`${ui.url}#/workers`);
+    const gone = page.locator('[data-testid="workers"] tr[data-worker="gone-1"]');
+    await gone.waitFor();
+    expect(await gone.getAttribute('data-status')).toBe('vanished');
+    expect(await gone.locator('[data-job="held-ui"] [data-fate]').textContent()).toBe(`succeeded by ${ranBy}`);
+    const live = page.locator('[data-testid="workers"] tr[data-worker="live-1"]');
+    expect(await live.getAttribute('data-status')).toBe('live');
+    expect(await live.textContent()).toContain('fast 80%, slow 20%');
+    expect(await live.textContent()).toContain('req-live');
+    await shoot('workers');
+    await gone.locator('a', { hasText: 'held-ui' }).click();
+    await page.locator('[data-testid="job-id"]', { hasText: 'held-ui' }).waitFor();
+    // Read-only shows it as well: it changes nothing.
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/workers`);
+    await ro.locator('[data-testid="workers"] tr[data-worker="gone-1"]').waitFor();
+    await ro.close();
+  });
+
   it('read-only: actions are disabled in the page and refused by the server, nothing changes', async () => {
     const ro = await browser.newPage();
     await ro.goto(`${readOnlyUi.url}#/archive`);

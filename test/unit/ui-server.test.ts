@@ -6,6 +6,7 @@ import { createUiApp, type UiOptions } from '../../dashboard/server/server';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
+import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import { jobRelations } from '../../lib/operate/flows';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
@@ -72,6 +73,7 @@ function dashboard(options: Partial<UiOptions> = {}) {
     jobs: w.jobs,
     stats: w.stats,
     controls: new MemoryControlStore(),
+    workers: new MemoryWorkerRegistry(),
     clock: w.clock,
   };
   const logged: string[] = [];
@@ -503,6 +505,20 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
 
       // Both queues under an operator's override, so status lists what was overridden.
       for (const queue of ['urgent', 'routine']) await d.ctx.controls?.change(queue, { priority: 50, slaSeconds: 10 }, d.w.clock.now());
+      // A dispatcher invocation that held job a and vanished (so the job is listed whatever its state).
+      const now = d.w.clock.now();
+      await d.ctx.workers?.beat({
+        id: `w1@${now - 120_000}`,
+        workerId: 'w1',
+        role: 'scheduled',
+        place: { function: 'fn', requestId: 'r1', container: 'c1' },
+        startedAt: now - 120_000,
+        deadline: now + 60_000,
+        heardAt: now - 60_000,
+        jobs: ['a'],
+        held: 1,
+        weights: { urgent: 0.9, routine: 0.1 },
+      });
       // Typed by the table, as the page sends them; the GETs run first, then the actions.
       const requests: { readonly [P in ApiPath]: ApiRequest<P> } = {
         '/api/meta': {},
@@ -519,6 +535,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/flow/cancel': { version: 'v1', id: 'q' },
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
         '/api/queue/control': { version: 'v1', queue: 'routine', action: 'pause' },
+        '/api/workers': {},
       };
       const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
         API_ROUTES[path] === 'GET'
