@@ -28,6 +28,8 @@ import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
+import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
+import { taskStatsKey, utcDay } from '../lib/track/stats';
 import { decodeEnvelope } from '../lib/wire/envelope';
 import { awsModel, type CriticalPath, criticalPath, MODEL_DYNAMO_WRITE_MS, MODEL_FORMULA, MODEL_SQS_MS } from './critical-path';
 import { askCapacity, type Meter, meter, newMeter, type Span, timeline, total } from './meter';
@@ -164,6 +166,42 @@ interface Figures {
   readonly cpuMsPerTask?: { readonly consumer: number; readonly consumerMainThread: number; readonly emulators: number };
   /** Where the time goes (traced runs). */
   readonly criticalPath?: CriticalPath;
+  /** The task's attributed cost against the metered whole (runs that keep stats). */
+  readonly costAttribution?: CostAttribution;
+}
+
+/**
+ * The task's attributed usage (summed by the stats from each settled batch's share) against the
+ * whole the SDK middleware counted for the run: the parts should add up to the whole (ratio ≈ 1).
+ * What the invocation does after its last batch (its last stats flush, the release) is counted by
+ * the meters and attributed to no batch, so the ratio sits a little under 1.
+ */
+interface CostAttribution {
+  readonly attributedSqs: number;
+  readonly meteredSqs: number;
+  readonly attributedWcu: number;
+  readonly meteredWcu: number;
+  /** attributed ÷ metered, SQS requests and write units together. */
+  readonly ratio: number;
+  readonly sqsRatio: number;
+  readonly wcuRatio: number;
+  readonly attributedGbSeconds: number;
+  /** The attributed figure per million tasks at list prices (Lambda at this run's measured rate). */
+  readonly usdPerMillionTasks: number;
+}
+
+function costAttribution(attributed: TaskCost, meteredSqs: number, meteredWcu: number, count: number): CostAttribution {
+  return {
+    attributedSqs: round(attributed.sqsRequests, 2),
+    meteredSqs,
+    attributedWcu: round(attributed.writeUnits, 2),
+    meteredWcu: round(meteredWcu, 2),
+    ratio: round((attributed.sqsRequests + attributed.writeUnits) / Math.max(1, meteredSqs + meteredWcu), 4),
+    sqsRatio: round(attributed.sqsRequests / Math.max(1, meteredSqs), 4),
+    wcuRatio: round(attributed.writeUnits / Math.max(1, meteredWcu), 4),
+    attributedGbSeconds: round(gbSeconds(attributed), 3),
+    usdPerMillionTasks: round((costUsd(attributed) / count) * 1e6, 4),
+  };
 }
 
 /** CPU ms of this process so far (all its threads). */
@@ -252,9 +290,12 @@ async function taskworker(
   stop.abort();
   await running;
   await runtime.close();
+  // What the stats attributed to the task (lib/track/cost.ts) against what the meters counted.
+  const attributed = variant === 'no-stats' ? undefined : (await provisioned.stats.get(taskStatsKey(task), utcDay(Date.now())))?.cost;
   sqs.destroy();
   dynamo.destroy();
   return {
+    ...(attributed ? { costAttribution: costAttribution(attributed, total(sqsMeter), dynamoMeter.writeUnits, count) } : {}),
     consumer: `taskworker (tracking ${mode}${task === 'io' ? `, concurrency ${concurrency}` : ''}${VARIANT_LABEL[variant]})`,
     tasks: count,
     seconds: round(seconds),
@@ -662,6 +703,8 @@ async function main() {
     ioConcurrency: { taskMs: IO_TASK_MS, runs: concurrency },
     prices: PRICES,
     costPerMillionTasks: cost,
+    // The attribution check (issue 23): the full-tracking rows' attributed parts against the metered whole.
+    costAttribution: saturation.filter((f) => f.costAttribution).map((f) => ({ consumer: f.consumer, ...f.costAttribution })),
     triggerModel: TRIGGER_MODEL,
     idleCostPerHour: await idleCost(),
     elapsedSeconds: round((performance.now() - began) / 1000, 1),

@@ -1,11 +1,7 @@
+import { LIST_PRICES } from '../lib/track/cost';
+
 /** Published prices the benchmarks convert counted requests and seconds with (us-east-1, arm64 Lambda), and what they share. */
-export const PRICES = {
-  sqsPerMillionRequests: 0.4,
-  dynamoPerMillionWriteUnits: 0.625,
-  dynamoPerMillionReadUnits: 0.125,
-  lambdaPerGbSecond: 0.000_013_333_4,
-  lambdaPerMillionInvocations: 0.2,
-};
+export const PRICES = { ...LIST_PRICES };
 
 export const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 

@@ -35,6 +35,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'e2e:peer',
     'e2e:io-concurrency',
     'e2e:cost',
+    'e2e:cost-attribution',
     'e2e:idle-cost',
     'idle:idle',
     'idle:wake',
@@ -145,6 +146,18 @@ interface E2eFigures {
   };
 }
 
+/** One run's attributed parts against its metered whole (bench/e2e.ts `costAttribution`). */
+interface E2eCostAttribution {
+  readonly consumer: string;
+  readonly attributedSqs: number;
+  readonly meteredSqs: number;
+  readonly attributedWcu: number;
+  readonly meteredWcu: number;
+  readonly ratio: number;
+  readonly attributedGbSeconds: number;
+  readonly usdPerMillionTasks: number;
+}
+
 interface E2eModel {
   readonly mainThreadMsPerBatch: number;
   readonly pipelined: boolean;
@@ -154,6 +167,8 @@ interface E2eModel {
 interface E2eDoc extends Recorded {
   readonly saturation: readonly E2eFigures[];
   readonly breakdown: readonly E2eFigures[];
+  /** Absent in results written before the per-task cost was attributed (issue 23). */
+  readonly costAttribution?: readonly E2eCostAttribution[];
   /** Absent in results written before the peer was measured. */
   readonly peer?: {
     readonly package: string;
@@ -804,6 +819,41 @@ function e2eCost(r: Results): string {
   return lines.join('\n');
 }
 
+/** Within how much the attributed parts must add up to the metered whole. */
+const ATTRIBUTION_TOLERANCE = 0.05;
+
+function e2eCostAttribution(r: Results): string {
+  const rows = r.e2e.costAttribution;
+  if (!rows || rows.length === 0)
+    return [source('e2e', r), '', 'Not measured in this file: it predates the attribution (re-run `npm run bench:e2e -- --json`).'].join(
+      '\n',
+    );
+  return [
+    source('e2e', r),
+    '',
+    table(
+      [
+        'run',
+        'SQS attributed / metered',
+        'WCU attributed / metered',
+        'parts ÷ whole',
+        `within ${percent(ATTRIBUTION_TOLERANCE)}`,
+        'GB-s',
+        'USD per million tasks',
+      ],
+      rows.map((c) => [
+        c.consumer,
+        `${c.attributedSqs} / ${c.meteredSqs}`,
+        `${c.attributedWcu} / ${c.meteredWcu}`,
+        num(c.ratio),
+        met(Math.abs(1 - c.ratio) <= ATTRIBUTION_TOLERANCE),
+        num(c.attributedGbSeconds),
+        num(c.usdPerMillionTasks),
+      ]),
+    ),
+  ].join('\n');
+}
+
 function e2eIdleCost(r: Results): string {
   return [
     source('e2e', r),
@@ -1136,6 +1186,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'e2e:peer': e2ePeer,
   'e2e:io-concurrency': e2eIoConcurrency,
   'e2e:cost': e2eCost,
+  'e2e:cost-attribution': e2eCostAttribution,
   'e2e:idle-cost': e2eIdleCost,
   'idle:idle': idleIdle,
   'idle:wake': idleWake,

@@ -1,6 +1,7 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage, VersionStatus } from '../lib/operate/operator';
 import type { JobResult } from '../lib/publish/results';
+import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/track/stats';
 import { formatMs, table } from './shared';
@@ -187,6 +188,11 @@ export function renderHistogram(title: string, d: DurationStats): string {
   return [head, ...rows].join('\n');
 }
 
+/** A task day's attributed cost in one line: GB-seconds, SQS requests, write units and the dollars at list prices. */
+export function renderCost(c: TaskCost): string {
+  return `cost: Lambda ${gbSeconds(c).toFixed(3)} GB-s · SQS ${c.sqsRequests.toFixed(1)} requests · DynamoDB ${c.writeUnits.toFixed(1)} WCU · $${costUsd(c).toFixed(6)} at list prices`;
+}
+
 export function renderStats(days: readonly QueueDayStats[]): string {
   if (days.length === 0) return 'no stats for that day';
   return days
@@ -202,6 +208,7 @@ export function renderStats(days: readonly QueueDayStats[]): string {
         `  ${counters || 'no outcomes'}${archived ? ` · archived: ${archived}` : ''}`,
         renderHistogram('  wait (publish → start)', s.wait),
         renderHistogram('  run', s.run),
+        ...(s.cost ? [`  ${renderCost(s.cost)}`] : []),
       ].join('\n');
     })
     .join('\n\n');

@@ -8,6 +8,7 @@
  *
  * Not imported by the page: its bundle would carry checks the route test already makes.
  */
+import type { TaskCost } from '../lib/track/cost';
 import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
 import type {
   ApiPath,
@@ -119,6 +120,7 @@ const dayStats = object<QueueDayStats>({
   archived: record(number),
   wait: durations,
   run: durations,
+  cost: optional(object<TaskCost>({ lambdaMbMs: number, sqsRequests: number, writeUnits: number })),
 });
 
 const jobRecord = object<JobRecord>({

@@ -6,8 +6,9 @@
 import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/track/cost';
 import { bucketQuantile } from '../../lib/track/stats';
-import type { FlowView, JobRecord, Meta, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
+import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
 
@@ -352,6 +353,45 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
   );
 }
 
+/** A task's attributed cost per day (lib/track/cost.ts): its share of the dispatchers' billed time, requests and write units. */
+function CostTable({ days }: { days: readonly QueueDayStats[] }) {
+  const costed = days.filter((d): d is QueueDayStats & { cost: TaskCost } => d.cost !== undefined);
+  const total = costed.reduce((n, d) => addCost(n, d.cost), NO_COST);
+  const row = (label: string, c: TaskCost) => (
+    <tr key={label}>
+      <td>{label}</td>
+      <td class="num">{gbSeconds(c).toFixed(3)}</td>
+      <td class="num">{c.sqsRequests.toFixed(1)}</td>
+      <td class="num">{c.writeUnits.toFixed(1)}</td>
+      <td class="num">${costUsd(c).toFixed(6)}</td>
+    </tr>
+  );
+  return (
+    <>
+      <h3>Cost (attributed, at list prices)</h3>
+      {costed.length === 0 ? (
+        <p>No cost attributed in the last 14 days.</p>
+      ) : (
+        <table class="grid cost">
+          <thead>
+            <tr>
+              <th>day</th>
+              <th>Lambda GB-s</th>
+              <th>SQS requests</th>
+              <th>DynamoDB WCU</th>
+              <th>USD</th>
+            </tr>
+          </thead>
+          <tbody>
+            {costed.map((d) => row(d.day, d.cost))}
+            {row('total', total)}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
 function QueuePage({ meta, version, name }: { meta: Meta; version: string; name: string }) {
   const isTask = name.startsWith('task:');
   const params = isTask ? { task: name.slice(5) } : { queue: name };
@@ -406,6 +446,7 @@ function QueuePage({ meta, version, name }: { meta: Meta; version: string; name:
               </tr>
             </tbody>
           </table>
+          {isTask && <CostTable days={days} />}
           <h3>Archived by reason</h3>
           <ul>
             {reasons.length === 0 ? <li>none</li> : null}

@@ -13,6 +13,7 @@ import {
 import type { TaskworkerConfig } from '../config';
 import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
+import type { TaskCost } from '../track/cost';
 import { DUE_SLACK_MS, dueShardOf } from '../track/due';
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type { ArchiveReason } from '../track/model';
@@ -101,7 +102,8 @@ export interface CapacityMeter {
  * history past `historyLimit` is followed by one that trims it (jobs with that many transitions only).
  */
 export class DynamoJobStore implements JobStore {
-  private readonly dynamo: DynamoDBClient;
+  /** Its client (the dispatcher meters it: lib/adapters/usage-meter.ts). */
+  readonly dynamo: DynamoDBClient;
   readonly capacity: CapacityMeter = { writeUnits: 0, readUnits: 0 };
 
   constructor(
@@ -1128,12 +1130,20 @@ const durationAttributes = (prefix: 'wait' | 'run', d: DurationStats): Array<[st
   ...Object.entries(d.buckets).map(([bucket, n]): [string, number] => [`${prefix}_${bucket}`, n]),
 ];
 
+/** A task day's attributed cost (lib/track/cost.ts), ADDed like the counters; rounded so a DynamoDB number holds it. */
+const costAttributes = (c: TaskCost): Array<[string, number]> => [
+  ['cost_mbms', Math.round(c.lambdaMbMs)],
+  ['cost_sqs', Math.round(c.sqsRequests * 1e6) / 1e6],
+  ['cost_wcu', Math.round(c.writeUnits * 1e6) / 1e6],
+];
+
 /**
  * {@link StatsStore} on a DynamoDB table: each `add` is one UpdateItem of ADDs, so any number of
  * dispatchers update a queue's day without reading it or racing.
  */
 export class DynamoStatsStore implements StatsStore {
-  private readonly dynamo: DynamoDBClient;
+  /** Its client (the dispatcher meters it: lib/adapters/usage-meter.ts). */
+  readonly dynamo: DynamoDBClient;
   readonly capacity: CapacityMeter = { writeUnits: 0, readUnits: 0 };
 
   constructor(
@@ -1149,6 +1159,7 @@ export class DynamoStatsStore implements StatsStore {
       ...Object.entries(delta.archived).map(([k, n]): [string, number] => [`archived_${k}`, n ?? 0]),
       ...durationAttributes('wait', delta.wait),
       ...durationAttributes('run', delta.run),
+      ...(delta.cost ? costAttributes(delta.cost) : []),
     ].filter(([, n]) => n !== 0);
     if (pairs.length === 0) return;
     const e = new Expression();
@@ -1184,7 +1195,11 @@ export class DynamoStatsStore implements StatsStore {
       return { count: raw[`${prefix}_count`] ?? 0, sum: raw[`${prefix}_sum`] ?? 0, sumSquares: raw[`${prefix}_sumsq`] ?? 0, buckets };
     };
     for (const [k, v] of Object.entries(raw)) if (k.startsWith('archived_')) archived[k.slice('archived_'.length)] = v;
-    return { queue, day, counters, archived, wait: duration('wait'), run: duration('run') };
+    const cost =
+      raw.cost_mbms !== undefined || raw.cost_sqs !== undefined || raw.cost_wcu !== undefined
+        ? { lambdaMbMs: raw.cost_mbms ?? 0, sqsRequests: raw.cost_sqs ?? 0, writeUnits: raw.cost_wcu ?? 0 }
+        : undefined;
+    return { queue, day, counters, archived, wait: duration('wait'), run: duration('run'), ...(cost ? { cost } : {}) };
   }
 }
 

@@ -1,3 +1,4 @@
+import type { UsageDelta } from '../track/cost';
 /** What the dispatcher loop and a batch run share: their dependencies, options and observers. */
 
 import type { Context } from 'aws-lambda';
@@ -61,6 +62,12 @@ export interface DispatcherDeps {
    * @defaultValue unbounded: only the slots (`dispatcher.concurrency`) limit it
    */
   readonly maxBatchesInFlight?: number;
+  /**
+   * Counts the SQS requests and DynamoDB write units of this container's clients, and restarts its
+   * billed interval at each invocation's start; each settled batch takes what was counted since the
+   * last one for its tasks' cost (lib/track/cost.ts). Without it no cost is attributed.
+   */
+  readonly usage?: { take(): UsageDelta; restart(): void };
 }
 
 export interface Tracking {

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { UsageMeter } from '../adapters/usage-meter';
 import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config';
 import type { DispatcherObserver, Tracking } from '../dispatch/types';
@@ -58,6 +59,8 @@ export class DispatcherRuntime {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private invocation: Invocation | undefined;
+  /** The SQS requests and DynamoDB write units of this container's clients, attributed to tasks by the stats. */
+  private readonly usage: UsageMeter;
 
   constructor(private readonly options: DispatcherRuntimeOptions) {
     validateVersion(options.version, 'TASKWORKER_VERSION');
@@ -75,6 +78,12 @@ export class DispatcherRuntime {
             logger: this.logger,
           }));
     this.clock = options.clock ?? systemClock;
+    this.usage = new UsageMeter(() => this.clock.now());
+    if (this.queues instanceof SqsQueueClient) this.usage.meterSqs(this.queues.sqs);
+    for (const store of Object.values(options.tracking ?? {})) {
+      const client = (store as { dynamo?: unknown } | undefined)?.dynamo;
+      if (client && typeof client === 'object') this.usage.meterDynamo(client);
+    }
   }
 
   /** Starts worker threads ahead of the first batch. */
@@ -120,6 +129,7 @@ export class DispatcherRuntime {
       logger: this.logger,
       workerId: this.options.workerId ?? `${hostname()}-${process.pid}`,
       memory: this.options.memory ?? {},
+      usage: this.usage,
       ...(this.options.observer ? { observer: this.options.observer } : {}),
       ...(tracking ? { tracking: { version, ...tracking } } : {}),
       ...(this.options.launcher ? { launcher: this.options.launcher } : {}),

@@ -158,6 +158,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
 
   const run = async ({ deadline, signal, role = 'plain', given = [], place = {} }: InvocationRequest): Promise<DispatcherSummary> => {
     const startedAt = clock.now();
+    ports.usage?.restart();
     // The operator controls at the start (a doorbell's were just read by `ring`): one small read.
     const current: Controls = controls ? await controls.get(role !== 'doorbell') : NO_CONTROLS;
     // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
@@ -245,6 +246,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     signal?: AbortSignal,
     place?: WorkerPlace,
   ): Promise<DoorbellSummary> => {
+    ports.usage?.restart();
     const { batches: all, foreign } = doorbellBatches(records, config, ports.urls);
     // A paused queue's batch is not run: its messages are handed back untouched (left to their
     // visibility timeout, not made visible at once, which a trigger not yet off would take again

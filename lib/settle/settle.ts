@@ -4,6 +4,7 @@ import { describe } from '../errors';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskRegistry } from '../tasks/task';
+import { attributeUsage, type UsageDelta } from '../track/cost';
 import type { StatsStore } from '../track/model';
 import { expiresAt } from '../track/rules';
 import { isEmptyDelta, taskStatsKey } from '../track/stats';
@@ -26,6 +27,8 @@ export interface StatsPorts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tracking?: { readonly stats?: StatsStore };
+  /** What the dispatcher's clients counted since the last batch, attributed to this batch's tasks (lib/track/cost.ts). */
+  readonly usage?: { take(): UsageDelta };
 }
 
 /**
@@ -221,9 +224,23 @@ export async function recordStats(deps: StatsPorts, report: BatchReport): Promis
     if (jobs) jobs.push(job);
     else byTask.set(job.task, [job]);
   }
+  // The usage since the last batch, shared by this batch's registered tasks (no extra write: it
+  // rides on each task's day delta). A batch without one leaves it for the next.
+  const costs =
+    deps.usage && byTask.size > 0
+      ? attributeUsage(
+          deps.usage.take(),
+          deps.config.dispatcher.memoryMb,
+          [...byTask].flatMap(([task, jobs]) => jobs.map((j) => ({ task, runMs: j.runMs }))),
+        )
+      : undefined;
   const deltas = [
     statsOfBatch(report, now),
-    ...[...byTask].map(([task, jobs]) => statsOfBatch({ ...report, queue: taskStatsKey(task), jobs }, now)),
+    ...[...byTask].map(([task, jobs]) => {
+      const delta = statsOfBatch({ ...report, queue: taskStatsKey(task), jobs }, now);
+      const cost = costs?.get(task);
+      return cost ? { ...delta, cost } : delta;
+    }),
   ].filter((d) => !isEmptyDelta(d));
   const until = expiresAt(now, deps.config.tracking.statsRetentionDays);
   await Promise.all(

@@ -1,4 +1,5 @@
 import type { SerializedError } from '../errors';
+import type { TaskCost } from './cost';
 
 /** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
 export const ARCHIVE_REASONS = [
@@ -426,7 +427,17 @@ export interface JobStore extends FlowStore {
 }
 
 /** Counter names of the stats table. */
-export const STAT_COUNTERS = ['succeeded', 'failed', 'retried', 'timedOut', 'duplicates', 'released', 'scheduled', 'deferred', 'cancelled'] as const;
+export const STAT_COUNTERS = [
+  'succeeded',
+  'failed',
+  'retried',
+  'timedOut',
+  'duplicates',
+  'released',
+  'scheduled',
+  'deferred',
+  'cancelled',
+] as const;
 export type StatCounter = (typeof STAT_COUNTERS)[number];
 
 /** Sums of a set of durations, mergeable by addition (count, sum, sum of squares, qless buckets). */
@@ -449,6 +460,8 @@ export interface QueueDayStats {
   readonly archived: Readonly<Partial<Record<ArchiveReason, number>>>;
   readonly wait: DurationStats;
   readonly run: DurationStats;
+  /** A task's day only: its attributed share of what the dispatchers spent (lib/track/cost.ts). */
+  readonly cost?: TaskCost;
 }
 
 export interface StatsStore {

@@ -1,3 +1,4 @@
+import { addCost, NO_COST } from './cost';
 import type { DurationStats, QueueDayStats } from './model';
 
 const SECOND = 1000;
@@ -100,10 +101,17 @@ export function mergeQueueDay(a: QueueDayStats, b: QueueDayStats): QueueDayStats
     archived: add(a.archived, b.archived),
     wait: mergeDuration(a.wait, b.wait),
     run: mergeDuration(a.run, b.run),
+    ...(a.cost || b.cost ? { cost: addCost(a.cost ?? NO_COST, b.cost ?? NO_COST) } : {}),
   };
 }
 
 /** True when a delta adds nothing (an empty batch writes nothing). */
 export function isEmptyDelta(d: QueueDayStats): boolean {
-  return Object.keys(d.counters).length === 0 && Object.keys(d.archived).length === 0 && d.wait.count === 0 && d.run.count === 0;
+  return (
+    Object.keys(d.counters).length === 0 &&
+    Object.keys(d.archived).length === 0 &&
+    d.wait.count === 0 &&
+    d.run.count === 0 &&
+    d.cost === undefined
+  );
 }

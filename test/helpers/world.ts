@@ -38,7 +38,7 @@ export interface World {
 export function world(
   tasks: TaskOptions[] = [],
   configOverrides: Parameters<typeof appConfig>[0] = {},
-  options: { tracked?: boolean; deadLetters?: boolean } = {},
+  options: { tracked?: boolean; deadLetters?: boolean; usage?: DispatcherDeps['usage'] } = {},
 ): World {
   const clock = new VirtualClock();
   const sqs = new MemoryQueueService(clock);
@@ -82,6 +82,7 @@ export function world(
     workerId: 'test-worker',
     observer: { onBatch: (r) => reports.push(r) },
     ...(options.tracked ? { tracking: { version: 'v1', jobs, stats, limits } } : {}),
+    ...(options.usage ? { usage: options.usage } : {}),
   };
   // The same invocation Lambda runs, on the world's ports and its reduced-lottery selector.
   const invocation = createInvocation(deps);

@@ -1,7 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { QueueClient } from '../../lib/ports';
 import type { ClaimRequest, JobStore } from '../../lib/track/model';
-import { utcDay } from '../../lib/track/stats';
+import { taskStatsKey, utcDay } from '../../lib/track/stats';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
@@ -212,5 +212,18 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
     expect(sum((x) => Object.values(x.wait.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
     expect(sum((x) => Object.values(x.run.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
     expect(sum((x) => x.run.sum)).toBeGreaterThanOrEqual(1000);
+    // Each registered task's day carries its attributed cost (lib/track/cost.ts): requests and write
+    // units the dispatcher's clients counted, and billed time, most of it to the task that ran longest.
+    const costs = await Promise.all(
+      ['record', 'flaky', 'doomed', 'spin'].map(
+        async (task) => (await s.tracking?.stats?.get(taskStatsKey(task), utcDay(Date.now())))?.cost,
+      ),
+    );
+    for (const cost of costs) {
+      expect(cost?.sqsRequests).toBeGreaterThan(0);
+      expect(cost?.writeUnits).toBeGreaterThan(0);
+    }
+    const [record, , , spin] = costs;
+    expect(spin?.lambdaMbMs ?? 0).toBeGreaterThan(record?.lambdaMbMs ?? 0);
   });
 });

@@ -1,0 +1,83 @@
+/**
+ * What a task costs, attributed from what the dispatcher measures: the SQS requests and DynamoDB
+ * write units its clients counted and the wall time its invocation was billed for, shared among
+ * the tasks of each settled batch. Pure arithmetic: no AWS SDK.
+ */
+
+/** List prices (us-east-1, arm64 Lambda, on-demand DynamoDB, standard SQS), USD. */
+export const LIST_PRICES = {
+  sqsPerMillionRequests: 0.4,
+  dynamoPerMillionWriteUnits: 0.625,
+  dynamoPerMillionReadUnits: 0.125,
+  lambdaPerGbSecond: 0.000_013_333_4,
+  lambdaPerMillionInvocations: 0.2,
+} as const;
+
+/** A task's attributed usage (a day's total, or a batch's delta); fractional, mergeable by addition. */
+export interface TaskCost {
+  /** Billed Lambda time × memory, MB·ms (÷ 1024 ÷ 1000 = GB-seconds). */
+  readonly lambdaMbMs: number;
+  readonly sqsRequests: number;
+  readonly writeUnits: number;
+}
+
+/** What the meter counted between two attributions. */
+export interface UsageDelta {
+  readonly sqsRequests: number;
+  readonly writeUnits: number;
+  /** Wall time of the invocation in the interval, ms. */
+  readonly elapsedMs: number;
+}
+
+export const NO_COST: TaskCost = { lambdaMbMs: 0, sqsRequests: 0, writeUnits: 0 };
+
+export function addCost(a: TaskCost, b: TaskCost): TaskCost {
+  return { lambdaMbMs: a.lambdaMbMs + b.lambdaMbMs, sqsRequests: a.sqsRequests + b.sqsRequests, writeUnits: a.writeUnits + b.writeUnits };
+}
+
+export function gbSeconds(cost: TaskCost): number {
+  return cost.lambdaMbMs / 1024 / 1000;
+}
+
+/** The dollar figure at {@link LIST_PRICES}. */
+export function costUsd(cost: TaskCost): number {
+  return (
+    gbSeconds(cost) * LIST_PRICES.lambdaPerGbSecond +
+    (cost.sqsRequests / 1e6) * LIST_PRICES.sqsPerMillionRequests +
+    (cost.writeUnits / 1e6) * LIST_PRICES.dynamoPerMillionWriteUnits
+  );
+}
+
+/**
+ * Shares one interval's usage among the tasks of the batch settled at its end: requests and write
+ * units by share of messages, billed time (elapsed × memory) by share of run time (by messages
+ * when nothing ran). The shares add up to the whole delta; an empty batch gets nothing.
+ *
+ * @example
+ * ```ts
+ * const shares = attributeUsage({ sqsRequests: 3, writeUnits: 4, elapsedMs: 100 }, 1024, [{ task: 'a', runMs: 30 }, { task: 'b', runMs: 10 }]);
+ * shares.get('a')?.lambdaMbMs; // 76_800
+ * ```
+ */
+export function attributeUsage(
+  delta: UsageDelta,
+  memoryMb: number,
+  jobs: ReadonlyArray<{ readonly task: string; readonly runMs?: number | undefined }>,
+): Map<string, TaskCost> {
+  const out = new Map<string, TaskCost>();
+  if (jobs.length === 0) return out;
+  const totalRun = jobs.reduce((n, j) => n + Math.max(0, j.runMs ?? 0), 0);
+  const billed = Math.max(0, delta.elapsedMs) * memoryMb;
+  for (const job of jobs) {
+    const byMessage = 1 / jobs.length;
+    const byRun = totalRun > 0 ? Math.max(0, job.runMs ?? 0) / totalRun : byMessage;
+    const share: TaskCost = {
+      lambdaMbMs: billed * byRun,
+      sqsRequests: delta.sqsRequests * byMessage,
+      writeUnits: delta.writeUnits * byMessage,
+    };
+    const held = out.get(job.task);
+    out.set(job.task, held ? addCost(held, share) : share);
+  }
+  return out;
+}
