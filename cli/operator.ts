@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { cloudWatchOldestAge } from '../lib/adapters/cloudwatch';
+import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config';
 import { ResultUnavailableError } from '../lib/errors';
@@ -11,6 +11,7 @@ import {
   operatorContext,
   redriveDeadLetters,
   replayArchived,
+  throughput,
   versionStatus,
 } from '../lib/operate/operator';
 import { waitForResult } from '../lib/publish/results';
@@ -29,6 +30,7 @@ import {
   renderResult,
   renderStats,
   renderStatus,
+  renderThroughput,
 } from './render';
 import { type DevState, findConfigFile, integerOption, quoted, UsageError, useLocalEndpointsIfRunning } from './shared';
 
@@ -40,6 +42,7 @@ taskworker jobs flow ID [--json]
 taskworker jobs cancel ID [--flow] [--json]
 taskworker jobs wait ID [--timeout S] [--json]
 taskworker stats [--queue Q | --task T] [--day YYYY-MM-DD] [--json]
+taskworker stats --minutes N [--queue Q] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
 taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
 taskworker dlq redrive [--queue Q] [--json]
@@ -57,6 +60,7 @@ const common = {
   state: { type: 'string' },
   reason: { type: 'string' },
   day: { type: 'string' },
+  minutes: { type: 'string' },
   timeout: { type: 'string' },
   tag: { type: 'string' },
   cursor: { type: 'string' },
@@ -85,7 +89,16 @@ export async function operatorTarget(values: { readonly version?: string | undef
 async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
   const { local, version, config } = await operatorTarget(values);
   const oldestAge = cloudWatchOldestAge();
-  return { ...(await operatorContext({ config, version, ...(oldestAge ? { oldestAge } : {}) })), local };
+  const metricsThroughput = cloudWatchThroughput();
+  return {
+    ...(await operatorContext({
+      config,
+      version,
+      ...(oldestAge ? { oldestAge } : {}),
+      ...(metricsThroughput ? { metricsThroughput } : {}),
+    })),
+    local,
+  };
 }
 
 function queueOption(ctx: OperatorContext, queue: string | undefined): string[] {
@@ -221,6 +234,17 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
     }
     case 'stats': {
       const ctx = await context(values);
+      if (values.minutes !== undefined) {
+        // Jobs per minute per queue over the last N minutes (CloudWatch on AWS, the stats table's minute counters locally).
+        if (values.task !== undefined || values.day !== undefined)
+          throw new UsageError('--minutes reads queues by minute: --task and --day do not apply');
+        const minutes = integerOption('--minutes', values.minutes, 60, 1, 180);
+        const queues = new Set(queueOption(ctx, values.queue));
+        const all = await throughput(ctx, minutes);
+        const shown = { ...all, queues: Object.fromEntries(Object.entries(all.queues).filter(([q]) => queues.has(q))) };
+        print(json, shown, () => renderThroughput(shown));
+        return 0;
+      }
       const day = values.day ?? utcDay(ctx.clock.now());
       if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new UsageError(`--day ${day}: expected YYYY-MM-DD (UTC)`);
       if (values.task !== undefined && values.queue !== undefined) throw new UsageError('--task and --queue: give one of them');

@@ -4,6 +4,7 @@ import type { JobResult } from '../lib/publish/results';
 import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/track/stats';
+import { addCounts, type MinuteCounts, NO_COUNTS, type Throughput } from '../lib/track/throughput';
 import { formatMs, table } from './shared';
 
 const iso = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString());
@@ -191,6 +192,24 @@ export function renderHistogram(title: string, d: DurationStats): string {
 /** A task day's attributed cost in one line: GB-seconds, SQS requests, write units and the dollars at list prices. */
 export function renderCost(c: TaskCost): string {
   return `cost: Lambda ${gbSeconds(c).toFixed(3)} GB-s · SQS ${c.sqsRequests.toFixed(1)} requests · DynamoDB ${c.writeUnits.toFixed(1)} WCU · $${costUsd(c).toFixed(6)} at list prices`;
+}
+
+/** Jobs per minute per queue: the minutes with any activity, oldest first, and the window's totals. */
+export function renderThroughput(t: Throughput): string {
+  const rows: Array<Array<string | number>> = [];
+  const totals: Record<string, MinuteCounts> = {};
+  t.minutes.forEach((minute, i) => {
+    for (const [queue, counts] of Object.entries(t.queues)) {
+      const c = counts[i] ?? NO_COUNTS;
+      totals[queue] = addCounts(totals[queue] ?? NO_COUNTS, c);
+      if (c.started + c.succeeded + c.archived > 0) rows.push([minute.replace('T', ' '), queue, c.started, c.succeeded, c.archived]);
+    }
+  });
+  const source = t.source === 'cloudwatch' ? "CloudWatch (the dispatchers' metrics)" : "the stats table's minute counters";
+  const window = `last ${t.minutes.length} min (UTC), from ${source}`;
+  if (rows.length === 0) return `no jobs in the ${window}`;
+  const sums = Object.entries(totals).map(([queue, c]) => [`total`, queue, c.started, c.succeeded, c.archived]);
+  return `${table(['minute', 'queue', 'started', 'succeeded', 'archived'], [...rows, ...sums])}\n${window}`;
 }
 
 export function renderStats(days: readonly QueueDayStats[]): string {

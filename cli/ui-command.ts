@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { cachedFor, packagedAssetsDir, serveUi } from '../dashboard/server/serve';
-import { cloudWatchOldestAge, cloudWatchRecentInvocations } from '../lib/adapters/cloudwatch';
+import { cloudWatchOldestAge, cloudWatchRecentInvocations, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { deployedVersions, operatorContext } from '../lib/operate/operator';
 import type { TaskDefinition } from '../lib/tasks/task';
@@ -35,7 +35,11 @@ export async function uiCommand(argv: string[]): Promise<void> {
   const recent = cloudWatchRecent && cachedFor(60_000, cloudWatchRecent);
   const sqs = new SqsQueueClient();
   let tasks: Promise<readonly TaskDefinition[]> | undefined;
-  const contextFor = (v: string) => operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}) });
+  // Throughput from CloudWatch on AWS (cached a minute: its datapoints are per minute); locally the stats table's minute counters.
+  const cloudWatchJobs = local ? undefined : cloudWatchThroughput();
+  const metricsThroughput = cloudWatchJobs && cachedFor(60_000, cloudWatchJobs);
+  const contextFor = (v: string) =>
+    operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}), ...(metricsThroughput ? { metricsThroughput } : {}) });
   // The version shown first must exist: a missing region, credentials or version is one line now, not a page of errors.
   const first = contextFor(version);
   await first;

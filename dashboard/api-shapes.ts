@@ -10,6 +10,7 @@
  */
 import type { TaskCost } from '../lib/track/cost';
 import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
+import type { MinuteCounts } from '../lib/track/throughput';
 import type {
   ApiPath,
   ApiResponse,
@@ -252,6 +253,11 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     ),
   }),
   '/api/history': array(dayStats),
+  '/api/throughput': object<ApiResponse<'/api/throughput'>>({
+    source: member(['cloudwatch', 'stats']),
+    minutes: array(string),
+    queues: record(array(object<MinuteCounts>({ started: number, succeeded: number, archived: number }))),
+  }),
   '/api/jobs': object<ApiResponse<'/api/jobs'>>({ jobs: array(jobRecord), next: optional(string), scanned: optional(boolean) }),
   '/api/job': object<ApiResponse<'/api/job'>>({ job: jobRecord, archived: optional(archivedMessage), relations: optional(relations) }),
   '/api/flow': object<ApiResponse<'/api/flow'>>({

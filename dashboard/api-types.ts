@@ -28,9 +28,10 @@ export type {
 } from '../lib/operate/answers';
 
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
+import type { Throughput } from '../lib/track/throughput';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 
-export type { CancelResult, JobRecord, QueueDayStats };
+export type { CancelResult, JobRecord, QueueDayStats, Throughput };
 
 /** The header a state-changing request carries the per-process token in. */
 export const TOKEN_HEADER = 'x-taskworker-token';
@@ -48,6 +49,11 @@ export interface ApiErrorBody {
 
 /** Which release version to read or act on; the one the dashboard started with when absent. */
 export type VersionQuery = { readonly version?: string | undefined };
+
+export type ThroughputQuery = VersionQuery & {
+  /** 1..180, 60 when absent. */
+  readonly minutes?: number | undefined;
+};
 
 export type HistoryQuery = VersionQuery & {
   /** A queue's days; `task` instead reads a task's. */
@@ -294,6 +300,8 @@ export interface Api {
   readonly '/api/queue/control': Route<'POST', QueueControlRequest, QueueControlResult>;
   /** The dispatcher invocations working now and those that vanished, with their jobs checked against the jobs table. */
   readonly '/api/workers': Route<'GET', VersionQuery, WorkersView>;
+  /** Jobs started, succeeded and archived per queue and minute (CloudWatch on AWS, the stats table's minute counters locally). */
+  readonly '/api/throughput': Route<'GET', ThroughputQuery, Throughput>;
 }
 
 export type ApiPath = keyof Api;
@@ -319,4 +327,5 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/publish': 'POST',
   '/api/queue/control': 'POST',
   '/api/workers': 'GET',
+  '/api/throughput': 'GET',
 };

@@ -10,7 +10,7 @@ import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/t
 import { bucketQuantile } from '../../lib/track/stats';
 import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
 import { get, post, readOnlyPage } from './api';
-import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from './charts';
+import { HistogramChart, mergeDurations, OutcomeChart, ThroughputChart, TrendChart } from './charts';
 
 const REFRESH_MS = 3000;
 
@@ -349,7 +349,34 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
       <p class="note">
         Refreshes every {REFRESH_MS / 1000} s · day {status.day} (UTC) · oldest-message age comes from CloudWatch (AWS only)
       </p>
+      <ThroughputPanel version={version} />
     </section>
+  );
+}
+
+/** How often the overview's throughput chart is read again (a minute's counters change at most every flush). */
+const THROUGHPUT_REFRESH_MS = 15_000;
+
+/** Jobs started, succeeded and archived per queue and minute over the last hour. */
+function ThroughputPanel({ version }: { version: string }) {
+  const { data, error } = useData(() => get('/api/throughput', { version, minutes: 60 }), [version], THROUGHPUT_REFRESH_MS);
+  return (
+    <div data-testid="throughput">
+      <h3>Throughput, last hour</h3>
+      <Problem error={error} />
+      {data ? (
+        <>
+          <div class="charts">
+            <ThroughputChart throughput={data} />
+          </div>
+          <p class="note">
+            Jobs per minute per queue, from{' '}
+            {data.source === 'cloudwatch' ? "CloudWatch (the dispatchers' metrics)" : "the stats table's minute counters"} · refreshes every{' '}
+            {THROUGHPUT_REFRESH_MS / 1000} s
+          </p>
+        </>
+      ) : null}
+    </div>
   );
 }
 

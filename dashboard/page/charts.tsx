@@ -14,7 +14,7 @@ import {
 } from 'chart.js';
 import { useEffect, useRef } from 'preact/hooks';
 import { bucketQuantile, bucketUpperMs, QLESS_BUCKETS } from '../../lib/track/stats';
-import type { QueueDayStats } from '../api-types';
+import type { QueueDayStats, Throughput } from '../api-types';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Title, Tooltip, Legend);
 
@@ -157,6 +157,43 @@ export function OutcomeChart({ days, reasons }: { days: readonly QueueDayStats[]
         options: {
           ...common,
           scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: 'jobs' } } },
+        },
+      }}
+    />
+  );
+}
+
+const QUEUE_COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+
+/** Jobs per minute: per queue, started (dashed), succeeded (solid) and archived (dotted), one colour a queue. */
+export function ThroughputChart({ throughput }: { throughput: Throughput }) {
+  const queues = Object.entries(throughput.queues);
+  return (
+    <ChartCanvas
+      label="jobs per minute over the last hour"
+      config={{
+        type: 'line',
+        data: {
+          labels: throughput.minutes.map((m) => m.slice(11)),
+          datasets: queues.flatMap(([queue, counts], i) => {
+            const color = QUEUE_COLORS[i % QUEUE_COLORS.length] as string;
+            const line = (what: 'started' | 'succeeded' | 'archived', borderDash: number[]) => ({
+              label: `${queue} ${what}`,
+              data: counts.map((c) => c[what]),
+              borderColor: color,
+              backgroundColor: color,
+              borderDash,
+              pointRadius: 0,
+            });
+            return [line('started', [6, 3]), line('succeeded', []), line('archived', [2, 2])];
+          }),
+        },
+        options: {
+          ...common,
+          scales: {
+            y: { beginAtZero: true, title: { display: true, text: 'jobs per minute' } },
+            x: { title: { display: true, text: 'UTC' } },
+          },
         },
       }}
     />

@@ -19,6 +19,7 @@ import {
   redriveDeadLetters,
   replayArchived,
   statsHistory,
+  throughput,
   VersionNotFoundError,
   versionStatus,
 } from '../../lib/operate/operator';
@@ -303,6 +304,11 @@ export function createUiApp(options: UiOptions): Hono {
       ...(dispatchers ? { localDispatchers: dispatchers } : {}),
       ...(invocations ? { invocations } : {}),
     };
+  });
+
+  route('/api/throughput', async (query) => {
+    const ctx = await context(query.version);
+    return throughput(ctx, integerParam('minutes', query.minutes, 60, 1, 180));
   });
 
   route('/api/history', async (query) => {

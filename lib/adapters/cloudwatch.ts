@@ -1,5 +1,7 @@
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
-import type { OldestAge, RecentInvocations } from '../ports';
+import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../layout/metric-names';
+import type { MetricsThroughput, OldestAge, RecentInvocations } from '../ports';
+import { type MinuteCounts, minuteKey, NO_COUNTS } from '../track/throughput';
 
 /**
  * `status`'s age of the oldest message per queue, from CloudWatch: only against AWS (an endpoint
@@ -96,4 +98,82 @@ async function oldestAgeFromCloudWatch(
     ages[name] = result?.Values?.[0];
   });
   return ages;
+}
+
+/**
+ * The overview's throughput from the dispatcher's own EMF metrics: per queue and minute, the Sum of
+ * `JobsSucceeded` and `JobsArchived` and the SampleCount of `RunTime` (one sample per job that ran),
+ * dimensions service, version and queue; one GetMetricData for up to 500 queries. Undefined where
+ * `status` has no CloudWatch either.
+ */
+export function cloudWatchThroughput(): MetricsThroughput | undefined {
+  const cloudwatch = loadCloudWatch();
+  if (!cloudwatch) return undefined;
+  const { sdk, client } = cloudwatch;
+  return async ({ service, version, queues, minutes }) => {
+    const first = minutes[0];
+    const last = minutes.at(-1);
+    if (first === undefined || last === undefined) return {};
+    const query = (id: string, queue: string, metric: string, stat: string) => ({
+      Id: id,
+      MetricStat: {
+        Metric: {
+          Namespace: METRICS_NAMESPACE,
+          MetricName: metric,
+          Dimensions: [
+            { Name: METRIC_DIMENSIONS.service, Value: service },
+            { Name: METRIC_DIMENSIONS.version, Value: version },
+            { Name: METRIC_DIMENSIONS.queue, Value: queue },
+          ],
+        },
+        Period: 60,
+        Stat: stat,
+      },
+    });
+    const results: Array<{ Id?: string | undefined; Timestamps?: Date[] | undefined; Values?: number[] | undefined }> = [];
+    let nextToken: string | undefined;
+    do {
+      const out = await client.send(
+        new sdk.GetMetricDataCommand({
+          StartTime: new Date(`${first}:00Z`),
+          EndTime: new Date(new Date(`${last}:00Z`).getTime() + 60_000),
+          MetricDataQueries: queues.flatMap((queue, i) => [
+            query(`s${i}`, queue, JOB_METRICS.runTime, 'SampleCount'),
+            query(`o${i}`, queue, JOB_METRICS.succeeded, 'Sum'),
+            query(`a${i}`, queue, JOB_METRICS.archived, 'Sum'),
+          ]),
+          ...(nextToken ? { NextToken: nextToken } : {}),
+        }),
+      );
+      results.push(...(out.MetricDataResults ?? []));
+      nextToken = out.NextToken;
+    } while (nextToken);
+    return throughputOf(queues, minutes, results);
+  };
+}
+
+/** Reads GetMetricData's answer into per-queue minutes; a minute with no datapoint counts 0. */
+export function throughputOf(
+  queues: readonly string[],
+  minutes: readonly string[],
+  results: ReadonlyArray<{ Id?: string | undefined; Timestamps?: Date[] | undefined; Values?: number[] | undefined }>,
+): Record<string, MinuteCounts[]> {
+  const out: Record<string, MinuteCounts[]> = {};
+  queues.forEach((queue, i) => {
+    const byMinute = new Map<string, MinuteCounts>(minutes.map((m) => [m, NO_COUNTS]));
+    const take = (id: string, field: keyof MinuteCounts) => {
+      for (const r of results.filter((x) => x.Id === id)) {
+        (r.Timestamps ?? []).forEach((t, j) => {
+          const minute = minuteKey(t.getTime());
+          const held = byMinute.get(minute);
+          if (held) byMinute.set(minute, { ...held, [field]: held[field] + (r.Values?.[j] ?? 0) });
+        });
+      }
+    };
+    take(`s${i}`, 'started');
+    take(`o${i}`, 'succeeded');
+    take(`a${i}`, 'archived');
+    out[queue] = minutes.map((m) => byMinute.get(m) ?? NO_COUNTS);
+  });
+  return out;
 }

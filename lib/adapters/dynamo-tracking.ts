@@ -42,6 +42,7 @@ import {
   type ProgressWrite,
   type QueueDayStats,
   type Rejection,
+  type ScheduleRequest,
   STAT_COUNTERS,
   type StatCounter,
   type StatsStore,
@@ -63,6 +64,7 @@ import {
   sameJob,
   TRANSITIONS,
 } from '../track/rules';
+import type { MinuteCounts } from '../track/throughput';
 import { DynamoControlStore } from './dynamo-controls';
 import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
@@ -136,6 +138,26 @@ export class DynamoJobStore implements JobStore {
     return outcome.landed;
   }
 
+  async recordScheduled(job: ScheduleRequest, now: number): Promise<boolean> {
+    const e = new Expression();
+    const outcome = await this.write(job.jobId, e, {
+      // No `dueShard`: the message is in SQS, so the sweep has nothing to send.
+      update: `SET ${assignments(e, {
+        ...refFields(job),
+        state: 'scheduled',
+        attempt: 0,
+        runAt: job.runAt,
+        announced: true,
+        queueState: indexKey(job.queue, 'scheduled'),
+        updatedAt: now,
+        history: [{ what: 'scheduled', when: now, detail: `due ${new Date(job.runAt).toISOString()}` }],
+        expiresAt: expiresAt(Math.max(now, job.runAt), this.settings.retentionDays),
+      })}`,
+      condition: transitionCondition(e, 'schedule'),
+    });
+    return outcome.landed;
+  }
+
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     for (let tries = 1; ; tries++) {
       const fresh = await this.tryClaim(r, 'started');
@@ -186,7 +208,7 @@ export class DynamoJobStore implements JobStore {
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
     const outcome = await this.write(r.jobId, e, {
-      update: `SET ${sets.join(', ')} REMOVE ${[...PARKED_ONLY.map((n) => e.name(n)), e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
+      update: `SET ${sets.join(', ')} REMOVE ${[...PARKED_ONLY.map((n) => e.name(n)), e.name('announced'), e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
       condition,
     });
     if (outcome.landed) {
@@ -364,7 +386,7 @@ export class DynamoJobStore implements JobStore {
         updatedAt: r.now,
         // A parked record outlives its due time by the usual retention.
         expiresAt: expiresAt(Math.max(r.now, r.runAt), this.settings.retentionDays),
-      })}, ${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
+      })}, ${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])}) REMOVE ${e.name('announced')}`,
       condition: transitionCondition(e, 'park', r),
     });
     if (outcome.landed) return { outcome: 'parked' };
@@ -995,8 +1017,11 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
   // A parked job is claimed only once due (its swept copy may beat the sweep's own mark).
   const due =
     write === 'claim'
-      ? ` AND (${e.name('state')} <> ${e.value('scheduled')} OR ${e.name('runAt')} <= ${e.value((now ?? 0) + DUE_SLACK_MS)})`
-      : '';
+      ? ` AND (${e.name('state')} <> ${e.value('scheduled')} OR ${e.name('runAt')} <= ${e.value((now ?? 0) + DUE_SLACK_MS)} OR attribute_exists(${e.name('announced')}))`
+      : write === 'park'
+        ? // Over the publisher's announced record, never over a parked one.
+          ` AND (${e.name('state')} <> ${e.value('scheduled')} OR attribute_exists(${e.name('announced')}))`
+        : '';
   // A job replayed from the archive waits again; a released one's copy does not.
   const extra =
     write === 'wait'
@@ -1105,6 +1130,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'resultBytes',
     'envelopeId',
     'runAt',
+    'announced',
     'releasedAt',
     'dependsOn',
     'awaits',
@@ -1200,6 +1226,47 @@ export class DynamoStatsStore implements StatsStore {
         ? { lambdaMbMs: raw.cost_mbms ?? 0, sqsRequests: raw.cost_sqs ?? 0, writeUnits: raw.cost_wcu ?? 0 }
         : undefined;
     return { queue, day, counters, archived, wait: duration('wait'), run: duration('run'), ...(cost ? { cost } : {}) };
+  }
+
+  /** One UpdateItem of ADDs on the item `<queue>#<YYYY-MM-DDTHH:MM>` (three numbers: 1 WCU). */
+  async addMinute(queue: string, minute: string, counts: MinuteCounts, expiresAtSeconds: number): Promise<void> {
+    const pairs = Object.entries(counts).filter(([, n]) => n !== 0);
+    if (pairs.length === 0) return;
+    const e = new Expression();
+    const out = await this.dynamo.send(
+      new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: { S: `${queue}#${minute}` } },
+        UpdateExpression:
+          `SET ${e.name('expiresAt')} = ${e.value(expiresAtSeconds)} ` +
+          `ADD ${pairs.map(([k, n]) => `${e.name(k)} ${e.value(n)}`).join(', ')}`,
+        ReturnConsumedCapacity: 'TOTAL',
+        ...e.params(),
+      }),
+    );
+    this.capacity.writeUnits += out.ConsumedCapacity?.CapacityUnits ?? 0;
+  }
+
+  /** BatchGetItem (eventually consistent, 0.5 RCU an item) of the queue's minute items; unprocessed keys asked again. */
+  async minutes(queue: string, minutes: readonly string[]): Promise<Record<string, MinuteCounts>> {
+    const out: Record<string, MinuteCounts> = {};
+    for (let i = 0; i < minutes.length; i += BATCH_GET) {
+      let pending: Record<string, AttributeValue>[] = minutes.slice(i, i + BATCH_GET).map((m) => ({ pk: { S: `${queue}#${m}` } }));
+      for (let round = 0; pending.length > 0; round++) {
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
+        const answer = await this.dynamo.send(
+          new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: pending } }, ReturnConsumedCapacity: 'TOTAL' }),
+        );
+        for (const c of answer.ConsumedCapacity ?? []) this.capacity.readUnits += c.CapacityUnits ?? 0;
+        for (const item of answer.Responses?.[this.tableName] ?? []) {
+          const raw = fromItem(item) as Record<string, number | string>;
+          const minute = String(raw.pk).slice(queue.length + 1);
+          out[minute] = { started: Number(raw.started ?? 0), succeeded: Number(raw.succeeded ?? 0), archived: Number(raw.archived ?? 0) };
+        }
+        pending = (answer.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, AttributeValue>[];
+      }
+    }
+    return out;
   }
 }
 

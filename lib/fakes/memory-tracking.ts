@@ -23,6 +23,7 @@ import type {
   ProgressWrite,
   QueueDayStats,
   Rejection,
+  ScheduleRequest,
   StatsStore,
   UnclaimedOutcome,
   UnclaimedResult,
@@ -32,6 +33,7 @@ import type {
 import { CANCELLATIONS_KEPT_MS } from '../track/model';
 import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
+import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -80,6 +82,20 @@ export class MemoryJobStore implements JobStore {
     return true;
   }
 
+  async recordScheduled(job: ScheduleRequest, now: number): Promise<boolean> {
+    if (permits('schedule', this.jobs.get(job.jobId)) !== 'ok') return false;
+    this.put({
+      ...pickRef(job),
+      state: 'scheduled',
+      attempt: 0,
+      runAt: job.runAt,
+      announced: true,
+      updatedAt: now,
+      history: [{ what: 'scheduled', when: now, detail: `due ${new Date(job.runAt).toISOString()}` }],
+    });
+    return true;
+  }
+
   async claim(r: ClaimRequest): Promise<ClaimResult> {
     const prior = this.jobs.get(r.jobId);
     const fresh = permits('claim', prior, r, r.now);
@@ -103,6 +119,7 @@ export class MemoryJobStore implements JobStore {
     base.leaseOwner = r.workerId;
     base.leaseUntil = r.leaseUntil;
     if (r.memberOf) base.memberOf = r.memberOf;
+    delete base.announced;
     if (r.claimId) base.leaseClaim = r.claimId;
     else delete base.leaseClaim;
     this.parked.delete(r.jobId);
@@ -218,8 +235,9 @@ export class MemoryJobStore implements JobStore {
     const prior = this.jobs.get(r.jobId);
     const verdict = permits('park', prior, r);
     if (verdict !== 'ok') return { outcome: verdict === 'conflict' ? 'conflict' : 'exists', record: structuredClone(prior as JobRecord) };
+    const { announced: _announced, ...kept } = prior ?? ({} as Partial<JobRecord>);
     this.put({
-      ...(prior ?? {}),
+      ...kept,
       ...pickRef(r),
       state: 'scheduled',
       attempt: 0,
@@ -494,5 +512,24 @@ export class MemoryStatsStore implements StatsStore {
   async get(queue: string, day: string): Promise<QueueDayStats | undefined> {
     const found = this.days.get(`${queue}#${day}`);
     return found ? structuredClone(found) : undefined;
+  }
+
+  private readonly perMinute = new Map<string, MinuteCounts>();
+  /** One per `addMinute` (the DynamoDB adapter's single UpdateItem), apart from the day writes. */
+  minuteWrites = 0;
+
+  async addMinute(queue: string, minute: string, counts: MinuteCounts): Promise<void> {
+    this.minuteWrites += 1;
+    const key = `${queue}#${minute}`;
+    this.perMinute.set(key, addCounts(this.perMinute.get(key) ?? NO_COUNTS, counts));
+  }
+
+  async minutes(queue: string, minutes: readonly string[]): Promise<Record<string, MinuteCounts>> {
+    const out: Record<string, MinuteCounts> = {};
+    for (const m of minutes) {
+      const found = this.perMinute.get(`${queue}#${m}`);
+      if (found) out[m] = { ...found };
+    }
+    return out;
   }
 }

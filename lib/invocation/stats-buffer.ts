@@ -3,12 +3,14 @@ import { describe } from '../errors';
 import type { Logger } from '../ports';
 import type { QueueDayStats, StatsStore } from '../track/model';
 import { mergeQueueDay } from '../track/stats';
+import { addCounts, type MinuteCounts } from '../track/throughput';
 
 /** How long a dispatcher gathers stats before it writes them: one `ADD` per queue and day per flush. */
 export const STATS_FLUSH_MS = 5_000;
 
 /**
- * Coalesces the stats deltas of many batches into one atomic `ADD` per queue and day: written
+ * Coalesces the stats deltas of many batches into one atomic `ADD` per queue and day (and one per
+ * queue and minute for the throughput chart, lib/track/throughput.ts): written
  * {@link STATS_FLUSH_MS} after the oldest unwritten delta (by the batch that settles then, or a
  * timer that does not keep the process alive), and whenever {@link flush} is called (the runtime
  * does at the end of every invocation, so a stop or a memory stop writes them too: a frozen
@@ -19,6 +21,8 @@ export const STATS_FLUSH_MS = 5_000;
  */
 export class StatsBuffer implements StatsStore {
   private readonly pending = new Map<string, { delta: QueueDayStats; expiresAt: number }>();
+  /** Minute counters held, by queue and minute: one `ADD` each per flush. */
+  private readonly pendingMinutes = new Map<string, { queue: string; minute: string; counts: MinuteCounts; expiresAt: number }>();
   /** When the oldest unwritten delta came; undefined when nothing is held. */
   private oldestAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -39,6 +43,29 @@ export class StatsBuffer implements StatsStore {
       key,
       held ? { delta: mergeQueueDay(held.delta, delta), expiresAt: Math.max(held.expiresAt, expiresAt) } : { delta, expiresAt },
     );
+    await this.held();
+  }
+
+  /** Coalesced like the day deltas: one write per queue and minute per flush (where the store keeps minutes). */
+  async addMinute(queue: string, minute: string, counts: MinuteCounts, expiresAt: number): Promise<void> {
+    if (!this.inner.addMinute) return;
+    const key = `${queue}\u0000${minute}`;
+    const held = this.pendingMinutes.get(key);
+    this.pendingMinutes.set(key, {
+      queue,
+      minute,
+      counts: held ? addCounts(held.counts, counts) : counts,
+      expiresAt: Math.max(held?.expiresAt ?? 0, expiresAt),
+    });
+    await this.held();
+  }
+
+  minutes(queue: string, minutes: readonly string[]): Promise<Record<string, MinuteCounts>> {
+    return this.inner.minutes ? this.inner.minutes(queue, minutes) : Promise.resolve({});
+  }
+
+  /** Something is held: starts the flush timer, or flushes when the oldest held is due. */
+  private async held(): Promise<void> {
     const now = this.clock.now();
     if (this.oldestAt === undefined) {
       this.oldestAt = now;
@@ -54,12 +81,25 @@ export class StatsBuffer implements StatsStore {
     clearTimeout(this.timer);
     const entries = [...this.pending.values()];
     this.pending.clear();
-    for (const { delta, expiresAt } of entries) {
-      const write = this.inner.add(delta, expiresAt).catch((error: unknown) => {
-        this.logger.error('stats write failed', { queue: delta.queue, day: delta.day, error: describe(error) });
-      });
+    const minutes = [...this.pendingMinutes.values()];
+    this.pendingMinutes.clear();
+    const start = (write: Promise<void>) => {
       this.writing.add(write);
       void write.finally(() => this.writing.delete(write));
+    };
+    for (const { delta, expiresAt } of entries) {
+      start(
+        this.inner.add(delta, expiresAt).catch((error: unknown) => {
+          this.logger.error('stats write failed', { queue: delta.queue, day: delta.day, error: describe(error) });
+        }),
+      );
+    }
+    for (const { queue, minute, counts, expiresAt } of minutes) {
+      start(
+        (this.inner.addMinute?.(queue, minute, counts, expiresAt) ?? Promise.resolve()).catch((error: unknown) => {
+          this.logger.error('stats minute write failed', { queue, minute, error: describe(error) });
+        }),
+      );
     }
     await Promise.all([...this.writing]);
   }

@@ -8,6 +8,7 @@ import { archiveQueueName, deadLetterQueueName, queueResourceName, type Taskwork
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
 import type {
   DeadLetterMover,
+  MetricsThroughput,
   OldestAge,
   QueueClient,
   QueueDepth,
@@ -22,6 +23,7 @@ import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
 import { INDEXED_STATES, payloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
+import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
 import type { WorkerRegistry } from '../track/workers';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
 import { decodeEnvelope, pinEnvelope } from '../wire/envelope';
@@ -65,6 +67,8 @@ export interface OperatorContext {
   readonly clock: Clock;
   /** Age of the oldest message per queue resource name (CloudWatch), when available. */
   readonly oldestAge?: OldestAge;
+  /** Jobs per queue and minute from CloudWatch (AWS); without it {@link throughput} reads the stats table's minute counters. */
+  readonly metricsThroughput?: MetricsThroughput;
 }
 
 /** Seconds, per queue resource name; undefined where unknown. */
@@ -76,6 +80,8 @@ export interface OperatorOptions {
   readonly dynamo?: DynamoClientOption;
   /** Age of the oldest message per queue resource name, e.g. {@link cloudWatchOldestAge}'s (AWS only; emulators have none). */
   readonly oldestAge?: OldestAge;
+  /** Jobs per queue and minute, e.g. {@link cloudWatchThroughput}'s (AWS only). */
+  readonly metricsThroughput?: MetricsThroughput;
   readonly clock?: Clock;
 }
 
@@ -120,7 +126,33 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     workers,
     clock: options.clock ?? systemClock,
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
+    ...(options.metricsThroughput ? { metricsThroughput: options.metricsThroughput } : {}),
   };
+}
+
+/**
+ * Jobs started, succeeded and archived per queue and minute over the last `minutes` (1..180):
+ * from CloudWatch where the context has it (AWS) and it answers, else from the stats table's minute counters
+ * (`taskworker dev`; one BatchGetItem per queue).
+ */
+export async function throughput(ctx: OperatorContext, minutes: number): Promise<Throughput> {
+  const keys = lastMinutes(ctx.clock.now(), minutes);
+  const queues = ctx.config.queues.map((q) => q.name);
+  if (ctx.metricsThroughput) {
+    // A refusal (no cloudwatch:GetMetricData on these credentials) falls back to the stats table.
+    const counts = await ctx
+      .metricsThroughput({ service: ctx.config.app, version: ctx.version, queues, minutes: keys })
+      .catch(() => undefined);
+    if (counts) return { source: 'cloudwatch', minutes: keys, queues: counts };
+  }
+  const read = ctx.stats.minutes;
+  const entries = await Promise.all(
+    queues.map(async (queue): Promise<[string, MinuteCounts[]]> => {
+      const found = read ? await read.call(ctx.stats, queue, keys) : {};
+      return [queue, keys.map((k) => found[k] ?? NO_COUNTS)];
+    }),
+  );
+  return { source: 'stats', minutes: keys, queues: Object.fromEntries(entries) };
 }
 
 export interface QueueStatus extends QueueControlView {

@@ -8,6 +8,7 @@ import { attributeUsage, type UsageDelta } from '../track/cost';
 import type { StatsStore } from '../track/model';
 import { expiresAt } from '../track/rules';
 import { isEmptyDelta, taskStatsKey } from '../track/stats';
+import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../track/throughput';
 import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
 import type { SettleHold } from './hold';
 import { type BatchReport, type JobReport, statsOfBatch } from './report';
@@ -243,13 +244,21 @@ export async function recordStats(deps: StatsPorts, report: BatchReport): Promis
     }),
   ].filter((d) => !isEmptyDelta(d));
   const until = expiresAt(now, deps.config.tracking.statsRetentionDays);
-  await Promise.all(
-    deltas.map((delta) =>
+  // The queue's minutes (the overview's throughput), coalesced like the days by the StatsBuffer.
+  const minutesUntil = Math.floor(now / 1000) + MINUTE_RETENTION_SECONDS;
+  const minutes = stats.addMinute ? [...minutesOfBatch(report, now)] : [];
+  await Promise.all([
+    ...deltas.map((delta) =>
       stats.add(delta, until).catch((error: unknown) => {
         deps.logger.error('stats write failed', { key: delta.queue, error: describe(error) });
       }),
     ),
-  );
+    ...minutes.map(([minute, counts]) =>
+      (stats.addMinute?.(report.queue, minute, counts, minutesUntil) ?? Promise.resolve()).catch((error: unknown) => {
+        deps.logger.error('stats minute write failed', { key: report.queue, minute, error: describe(error) });
+      }),
+    ),
+  ]);
 }
 
 function logFailures(

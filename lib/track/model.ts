@@ -1,5 +1,6 @@
 import type { SerializedError } from '../errors';
 import type { TaskCost } from './cost';
+import type { MinuteCounts } from './throughput';
 
 /** Why a message ended in the archive queue. Machine-readable; also sent as its own attribute. */
 export const ARCHIVE_REASONS = [
@@ -37,6 +38,8 @@ export function isRejection(reason: ArchiveReason): boolean {
  *   running with an expired lease ──claim (takeover)──▶ running (attempt + 1)
  *   a message that never ran as a job (malformed, unknown-task, id-conflict) ──▶ archived, in a
  *     record of its own keyed by its SQS message id, never under an id it carries
+ *   (published to run later) scheduled, announced ──its message arrives──▶ claim (≤ 15 min) or park (farther)
+ *                                       └──cancel──▶ cancelled (its message, when it comes, is deleted unrun)
  *   a message whose runAt is > 15 min ahead ──park──▶ scheduled ──sweep (due within 15 min)──▶ queued
  *                                                        ├──cancel──▶ cancelled
  *                                                        └──claim once due (a swept copy before the sweep's mark)──▶ running
@@ -104,6 +107,12 @@ export interface JobRecord {
   readonly envelopeId?: string;
   /** Epoch ms the job may start at (jobs published to run later). */
   readonly runAt?: number;
+  /**
+   * A `scheduled` record the publisher wrote at publish (`schedule`): the job's message is in SQS —
+   * delayed until `runAt` (15 minutes or nearer), or on its way to a dispatcher that parks it with its
+   * body. Never swept; claimed whenever its message arrives; gone once claimed or parked.
+   */
+  readonly announced?: boolean;
   /** When its last dependency ended and it was sent to its queue (a job that waited). */
   readonly releasedAt?: number;
   /** Jobs this one waits for (named in its envelope). */
@@ -323,6 +332,11 @@ export interface Rejection extends JobRef {
   readonly now: number;
 }
 
+/** A job published to run later, as its publisher records it (`scheduled`, {@link JobRecord.announced}). */
+export interface ScheduleRequest extends JobRef {
+  readonly runAt: number;
+}
+
 /** A message whose `runAt` is too far ahead for SQS to hold it: kept in the jobs table until due. */
 export interface ParkRequest extends JobRef {
   readonly runAt: number;
@@ -381,6 +395,11 @@ export interface JobQuery {
 export interface JobStore extends FlowStore {
   /** Records a job published through the library. False if the id already exists (nothing changed). */
   recordQueued(job: JobRef, now: number): Promise<boolean>;
+  /**
+   * Records a job published to run later: `scheduled` with its `runAt`, `announced` (no body, not in
+   * the due index: its message is in SQS). False if the id already exists (nothing changed).
+   */
+  recordScheduled(job: ScheduleRequest, now: number): Promise<boolean>;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /**
    * Heartbeat: extends the lease if the token still holds it and no cancel was asked, writing the
@@ -468,4 +487,11 @@ export interface StatsStore {
   /** Adds a delta atomically (one write). */
   add(delta: QueueDayStats, expiresAt: number): Promise<void>;
   get(queue: string, day: string): Promise<QueueDayStats | undefined>;
+  /**
+   * Adds to a queue's counters of one UTC minute (`YYYY-MM-DDTHH:MM`, lib/track/throughput.ts)
+   * atomically (one small write, kept `expiresAt`); the overview's throughput where CloudWatch is not.
+   */
+  addMinute?(queue: string, minute: string, counts: MinuteCounts, expiresAt: number): Promise<void>;
+  /** A queue's counters of the given minutes (eventually consistent); a minute with none is left out. */
+  minutes?(queue: string, minutes: readonly string[]): Promise<Record<string, MinuteCounts>>;
 }

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { OperatorContext } from '../../lib/operate/operator';
+import { type OperatorContext, throughput } from '../../lib/operate/operator';
 import { utcDay } from '../../lib/track/stats';
 
 const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');
@@ -129,6 +129,38 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await until(async () => (await archivedCell.textContent()) === String(archived), `the page to show ${archived} archived`, 20_000);
     expect(Number(await page.locator('[data-testid="dispatchers-alive"]').textContent())).toBe(stack.alive());
     await shoot('overview');
+  });
+
+  it("the overview charts jobs per minute from the stats table's minute counters; a task page shows what the task cost", async () => {
+    await stack.publisher.publishBatch(Array.from({ length: 12 }, (_, i) => ({ task: 'greet', payload: { name: `m${i}` } })));
+    // What the chart is drawn from: the dispatchers' coalesced minute counters, read by the operator.
+    await until(async () => {
+      const t = await throughput(ctx, 60);
+      const fast = t.queues.fast ?? [];
+      return fast.reduce((n, c) => n + c.succeeded, 0) >= 12 && fast.reduce((n, c) => n + c.started, 0) >= 12;
+    }, 'the minute counters to count 12 greetings');
+    await page.goto(ui.url);
+    const panel = page.locator('[data-testid="throughput"]');
+    await panel.locator('canvas').waitFor();
+    expect(await panel.textContent()).toContain("the stats table's minute counters");
+    // Drawn: the canvas holds painted pixels (axes, legend and the lines of the data).
+    const painted = await panel.locator('canvas').evaluate((c) => {
+      const canvas = c as unknown as {
+        width: number;
+        height: number;
+        getContext(t: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } };
+      };
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+      let n = 0;
+      for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 0) > 0) n += 1;
+      return n;
+    });
+    expect(painted).toBeGreaterThan(1000);
+    await page.goto(`${ui.url}#/queue/task:greet`);
+    const cost = page.locator('table.cost');
+    await cost.waitFor();
+    expect(await cost.textContent()).toMatch(/total/);
+    await shoot('throughput');
   });
 
   it('opens a job by id: its state, result and history from the jobs table', async () => {

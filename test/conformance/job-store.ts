@@ -775,5 +775,28 @@ export function jobStoreConformance(
       });
       expect(await stats.get(queue, '2026-11-22')).toBeUndefined();
     });
+
+    it("adds a task day's attributed cost and reads it back", async () => {
+      const queue = `task:t${++unique}`;
+      const day = { queue, day: '2026-11-21', counters: { succeeded: 1 }, archived: {}, wait: emptyDuration(), run: emptyDuration() };
+      const cost = { lambdaMbMs: 1024, sqsRequests: 0.25, writeUnits: 1.5 };
+      await Promise.all([stats.add({ ...day, cost }, 99), stats.add({ ...day, cost }, 99)]);
+      expect((await stats.get(queue, '2026-11-21'))?.cost).toEqual({ lambdaMbMs: 2048, sqsRequests: 0.5, writeUnits: 3 });
+    });
+
+    it("adds a queue's minute counters atomically and reads the minutes asked for", async () => {
+      const queue = `q${++unique}`;
+      await Promise.all([
+        stats.addMinute?.(queue, '2026-11-21T10:00', { started: 2, succeeded: 1, archived: 0 }, 99),
+        stats.addMinute?.(queue, '2026-11-21T10:00', { started: 1, succeeded: 2, archived: 1 }, 99),
+        stats.addMinute?.(queue, '2026-11-21T10:02', { started: 0, succeeded: 4, archived: 0 }, 99),
+      ]);
+      expect(await stats.minutes?.(queue, ['2026-11-21T10:00', '2026-11-21T10:01', '2026-11-21T10:02'])).toEqual({
+        '2026-11-21T10:00': { started: 3, succeeded: 3, archived: 1 },
+        '2026-11-21T10:02': { started: 0, succeeded: 4, archived: 0 },
+      });
+      // A minute item never reads as a day.
+      expect(await stats.get(queue, '2026-11-21')).toBeUndefined();
+    });
   });
 }

@@ -536,6 +536,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
         '/api/queue/control': { version: 'v1', queue: 'routine', action: 'pause' },
         '/api/workers': {},
+        '/api/throughput': { minutes: 5 },
       };
       const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
         API_ROUTES[path] === 'GET'
