@@ -6,6 +6,7 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { VersionStatus } from '../../lib/operate/operator';
 import type { JobRecord, QueueDayStats } from '../../lib/track/model';
 import { utcDay } from '../../lib/track/stats';
+import type { Throughput } from '../../lib/track/throughput';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
@@ -123,6 +124,24 @@ describe('operator CLI against taskworker dev', () => {
     expect((await run('stats', '--task', 'no-such-task')).out.trim()).toBe('no stats for that day');
     const both = await run('stats', '--task', 'record', '--queue', 'urgent');
     expect(both.code).toBe(2);
+    // What the task cost that day, attributed from what the dispatcher counted.
+    expect(record?.cost?.sqsRequests).toBeGreaterThan(0);
+    expect((await run('stats', '--task', 'record')).out).toMatch(
+      /cost: Lambda \d+\.\d{3} GB-s · SQS \d+\.\d requests · DynamoDB \d+\.\d WCU · \$\d+\.\d{6} at list prices/,
+    );
+  });
+
+  it('stats --minutes: jobs started, succeeded and archived per queue and minute, from the minute counters here', async () => {
+    const answer = JSON.parse((await run('stats', '--minutes', '60', '--json')).out) as Throughput;
+    expect(answer.source).toBe('stats');
+    expect(answer.minutes).toHaveLength(60);
+    const urgent = answer.queues.urgent ?? [];
+    expect(urgent.reduce((n, c) => n + c.succeeded, 0)).toBe(3);
+    expect(urgent.reduce((n, c) => n + c.archived, 0)).toBeGreaterThanOrEqual(3);
+    const text = await run('stats', '--minutes', '60', '--queue', 'urgent');
+    expect(text.out).toMatch(/total\s+urgent\s+\d+\s+3\s+\d+/);
+    expect(text.out).toMatch(/last 60 min \(UTC\), from the stats table's minute counters/);
+    expect((await run('stats', '--minutes', '0')).code).toBe(2);
   });
 
   it('archive list: the archived messages with their reasons, filtered, leaving the archive as it was', async () => {
