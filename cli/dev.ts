@@ -1,9 +1,10 @@
-import { createWriteStream, mkdirSync, watch } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
 import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS } from './dev-console';
+import { watchSources } from './dev-watch';
 import { announceLocalStack, clearDevState, findConfigFile, integerOption, UsageError } from './shared';
 
 export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N] [--watch]
@@ -97,6 +98,9 @@ export async function devCommand(argv: string[]): Promise<void> {
   ready = stack;
   announce();
   const { config } = stack.bundle;
+  const watcher = values.watch
+    ? await watchSources(stack, { tasksDir: resolve(dirname(configFile), config.tasksDir), configFile }, out, err)
+    : undefined;
   const doorbells = values['always-on'] ? 0 : doorbellQueues(config).length;
   const containers = `${stack.dispatchers.length - doorbells} dispatcher(s)${doorbells > 0 ? ` + ${doorbells} doorbell(s)` : ''}`;
   out(
@@ -130,16 +134,13 @@ export async function devCommand(argv: string[]): Promise<void> {
       '  Ctrl-C to stop.',
     ].join('\n'),
   );
-  const watcher = values.watch ? watchSources(stack, configFile, out, err) : undefined;
-
   await new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
       if (stopping) process.exit(130);
       stopping = true;
-      watcher?.close();
       out('stopping: running tasks finish, unstarted ones are released...');
-      void stack.stop().then(() => {
+      void Promise.all([watcher?.close(), stack.stop()]).then(() => {
         clearDevState();
         log.end(done);
       });
@@ -147,53 +148,4 @@ export async function devCommand(argv: string[]): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-}
-
-/** Time for an editor's burst of writes (save, format, rename) to settle before a rebuild. */
-const SETTLE_MS = 300;
-
-/**
- * `--watch`: rebuilds when a file under the tasks directory or the config changes, and restarts
- * the dispatchers on the new build (running tasks finish, the rest are released). A build that
- * fails is reported in one line and the previous build keeps running.
- */
-function watchSources(stack: LocalStack, configFile: string, out: (line: string) => void, err: (line: string) => void): { close(): void } {
-  const tasksDir = resolve(dirname(configFile), stack.bundle.config.tasksDir);
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  let changed = new Set<string>();
-  const rebuild = () => {
-    const files = [...changed].map((f) => relative(process.cwd(), f) || f);
-    changed = new Set();
-    running = running.then(async () => {
-      out(`change in ${files.join(', ')}: rebuilding; running tasks finish first...`);
-      try {
-        const bundle = await stack.reload();
-        out(
-          `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${stack.alive()} function container(s) restarted`,
-        );
-      } catch (error) {
-        err(
-          `rebuild failed, the previous build keeps running: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
-        );
-      }
-    });
-  };
-  const onChange = (file: string) => {
-    changed.add(file);
-    clearTimeout(timer);
-    timer = setTimeout(rebuild, SETTLE_MS);
-  };
-  const tasks = watch(tasksDir, { recursive: true }, (_event, name) => onChange(resolve(tasksDir, String(name ?? ''))));
-  // Editors often replace a file rather than write it: watch the config's directory, not its inode.
-  const config = watch(dirname(configFile), (_event, name) => {
-    if (name && resolve(dirname(configFile), String(name)) === configFile) onChange(configFile);
-  });
-  return {
-    close() {
-      clearTimeout(timer);
-      tasks.close();
-      config.close();
-    },
-  };
 }

@@ -5,7 +5,7 @@
  * comes from what those processes print and from the jobs table (`jobs show`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -155,6 +155,27 @@ describe('taskworker dev, used from other shells', () => {
     const { jobId } = JSON.parse(published.stdout) as { jobId: string };
     await eventually('the new code to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
     expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"in stock"' });
+  });
+
+  it('--watch: two atomic saves (a temporary file renamed over the task) are two rebuilds, the temporary file never named', async () => {
+    const reloads = () => out.split('\n').filter((l) => l.startsWith('reloaded:')).length;
+    for (const [i, outcome] of ["return 'saved once';", "return 'saved twice';"].entries()) {
+      const before = reloads();
+      const temporary = join(project, 'tasks', `sedAlFQ3${i}`);
+      writeFileSync(temporary, FLAKY(outcome));
+      renameSync(temporary, join(project, 'tasks', 'flaky.ts'));
+      await eventually(`rebuild ${i + 1}`, () => reloads() === before + 1, 30_000);
+    }
+    const published = run(project, ['publish', 'flaky', '--payload', '{"item":8}', '--json']);
+    const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    await eventually(
+      'the twice-saved code to run',
+      () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'),
+      30_000,
+    );
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
+    expect(out).toMatch(/change in tasks\/flaky\.ts: rebuilding/);
+    expect(out + err).not.toContain('sedAlFQ3');
   });
 
   it('archive list shows, for a malformed message, the id jobs show accepts', async () => {
