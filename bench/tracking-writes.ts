@@ -6,7 +6,10 @@
  *
  * For each mode it publishes N no-op tasks through the library (full mode also records each as
  * `queued`), runs the real dispatcher (worker threads) until they settle, and reads the units
- * the job and stats stores consumed. A second pass runs tasks that fail once and then succeed.
+ * the job and stats stores consumed. A second pass runs tasks that fail once and then succeed. A
+ * last one publishes no-op tasks with a 1 s delay to a `full` queue: the publisher's one `scheduled`
+ * write per delayed publish (issue 25) is its "queued" column, and the dispatcher then claims over
+ * that record.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,9 +34,18 @@ const TASKS_DIR = {
     "export default { name: 'flaky', queue: 'work', timeLimitSeconds: 5, maxRetries: 2, backoff: { baseSeconds: 0, capSeconds: 0 }, run(_p, ctx) { if (ctx.attempt < 2) throw new Error('once'); } };",
 };
 
-async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClient, dynamo: DynamoDBClient, workDir: string, run: number) {
+async function measure(
+  mode: TrackingMode,
+  task: 'noop' | 'flaky',
+  sqs: SQSClient,
+  dynamo: DynamoDBClient,
+  workDir: string,
+  run: number,
+  delaySeconds = 0,
+) {
   const provisioned = await oneQueueVersion({ workDir, run, version: `r${run}`, mode, sqs, dynamo });
-  await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() } })));
+  const options = delaySeconds > 0 ? { delaySeconds } : {};
+  await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() }, options })));
   const { jobs, stats } = provisioned;
   const queuedUnits = jobs.capacity.writeUnits;
   let settled = 0;
@@ -57,6 +69,7 @@ async function measure(mode: TrackingMode, task: 'noop' | 'flaky', sqs: SQSClien
   return {
     mode,
     task,
+    delaySeconds,
     tasks,
     batches,
     queuedWriteUnitsPerTask: round(queuedUnits / tasks),
@@ -84,6 +97,8 @@ async function main() {
     for (const task of ['noop', 'flaky'] as const) {
       for (const mode of ['full', 'failures', 'off'] as const) results.push(await measure(mode, task, sqs, dynamo, workDir, ++run));
     }
+    // Delayed publishes: one `scheduled` record each, written by the publisher (none for immediate ones).
+    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, 1));
   } finally {
     sqs.destroy();
     dynamo.destroy();
@@ -93,10 +108,10 @@ async function main() {
     printResults({ bench: 'tracking-writes', tasksPerRun: tasks, results });
     return;
   }
-  const header = ['mode', 'task', 'queued WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
+  const header = ['mode', 'task', 'publisher WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
   const rows = results.map((r) => [
     r.mode,
-    r.task === 'noop' ? 'succeeds' : 'fails once',
+    `${r.task === 'noop' ? 'succeeds' : 'fails once'}${r.delaySeconds > 0 ? `, delayed ${r.delaySeconds} s` : ''}`,
     r.queuedWriteUnitsPerTask,
     r.jobWriteUnitsPerTask,
     r.statsWriteUnitsPerTask,

@@ -52,7 +52,9 @@ export async function publishCommand(argv: string[]): Promise<void> {
   if (values.queue === undefined && !tasks.some((t) => t.name === task)) {
     throw new UsageError(`task ${task} is not defined in ${config.tasksDir} (pass --queue to publish it anyway)`);
   }
-  // Recorded `queued` at once (queues tracked full): `jobs show` finds it, and a job published next may name it in --depends-on.
+  // Recorded at once (queues tracked full) — `queued`, or `scheduled` with its due time when given --delay or --at (any
+  // delay, as every publisher does): `jobs show` finds it, `jobs cancel` cancels a later one, and a job published next
+  // may name it in --depends-on.
   const publisher = new Publisher({ config, version, tasks, recordQueued: true });
   const published = await publisher.publish(task, jsonOption('--payload', values.payload, null), {
     ...(values.queue !== undefined ? { queue: values.queue } : {}),

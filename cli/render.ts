@@ -126,9 +126,9 @@ export function renderCancel(jobId: string, result: CancelResult): string {
     case 'not-scheduled':
       return result.record.state === 'cancelled'
         ? `job ${jobId} was already cancelled`
-        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job parked until later, waiting for other jobs, or running can be)`;
+        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job scheduled for later, waiting for other jobs, or running can be)`;
     case 'unknown':
-      return `no job ${jobId}: nothing to cancel (jobs due within 15 minutes wait in their queue and have no record to cancel)`;
+      return `no job ${jobId}: nothing to cancel (unknown id, expired by its retention, its queue is not tracked full, or published without a record)`;
   }
 }
 

@@ -85,6 +85,14 @@ export interface GrantPublishOptions {
    */
   readonly recordQueued?: boolean;
   /**
+   * Also let the grantee publish jobs to run later (`delaySeconds` or `runAt`) to queues tracked
+   * `full`: the publisher records each `scheduled` with its due time as it publishes it
+   * (`dynamodb:UpdateItem` on the jobs table, one write per delayed publish). Without it such a
+   * publish still sends the job, and warns once that it could not record it.
+   * @default false
+   */
+  readonly delay?: boolean;
+  /**
    * Also let the grantee cancel jobs parked until later (`Publisher.cancel`: `dynamodb:GetItem` and
    * `dynamodb:UpdateItem` on the jobs table).
    * @default false
@@ -214,8 +222,8 @@ export class TaskworkerVersion extends Construct {
   }
 
   /**
-   * Lets `grantee` publish to this version's work queues (and, with `recordQueued`, write queued
-   * job records). The ARNs are built from the resource names in the grantee's own stack, so a role
+   * Lets `grantee` publish to this version's work queues (and, with `recordQueued` or `delay`, write
+   * the job records a publisher writes). The ARNs are built from the resource names in the grantee's own stack, so a role
    * in another stack gets a policy there that refers to nothing of this one: no cross-stack export,
    * nothing that keeps this version from being destroyed when its time comes.
    */
@@ -231,7 +239,7 @@ export class TaskworkerVersion extends Construct {
     });
     const tableActions = [
       ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),
-      ...(options.recordQueued || options.cancel || options.flows ? ['dynamodb:UpdateItem'] : []),
+      ...(options.recordQueued || options.delay || options.cancel || options.flows ? ['dynamodb:UpdateItem'] : []),
       ...(options.flows ? ['dynamodb:BatchGetItem'] : []),
     ];
     if (tableActions.length === 0) return grant;

@@ -1021,7 +1021,9 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
       : write === 'park'
         ? // Over the publisher's announced record, never over a parked one.
           ` AND (${e.name('state')} <> ${e.value('scheduled')} OR attribute_exists(${e.name('announced')}))`
-        : '';
+        : write === 'sweep'
+          ? ` AND attribute_not_exists(${e.name('announced')})`
+          : '';
   // A job replayed from the archive waits again; a released one's copy does not.
   const extra =
     write === 'wait'

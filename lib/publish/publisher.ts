@@ -41,8 +41,10 @@ export interface PublishOptions {
   readonly queue?: string;
   /**
    * Seconds before the job may start, up to a year. Up to 900 it waits in its queue (SQS
-   * `DelaySeconds`); beyond, the dispatcher parks it in the jobs table until it is due (state
-   * `scheduled`, cancellable with {@link Publisher.cancel}). @defaultValue 0
+   * `DelaySeconds`); beyond, the dispatcher parks it in the jobs table until it is due. Either way,
+   * on a queue tracked `full` the publisher records it `scheduled` with its due time as it publishes
+   * it (one write; needs `dynamodb:UpdateItem` on the jobs table, `grantPublish(role, { delay: true })`),
+   * so it is listed and cancellable with {@link Publisher.cancel} at once. @defaultValue 0
    */
   readonly delaySeconds?: number;
   /** When the job may start, instead of `delaySeconds`: up to a year ahead; a past time runs now. */
@@ -169,11 +171,10 @@ export class Publisher {
   }
 
   /**
-   * Cancels a job published to run later, while it is parked (`scheduled`), or one waiting for its
-   * dependencies (`waiting`; the jobs waiting for it in turn count it as failed: `fail` ones are
-   * archived, `ignore` ones run). A job already handed to
-   * its queue (due within 15 minutes, or published with a delay of 900 s or less) is not cancelled:
-   * the result says what state it is in. A running job is asked to stop (`requested`): its
+   * Cancels a job published to run later, until it starts (`scheduled`: its message, when it
+   * arrives, is deleted unrun), or one waiting for its dependencies (`waiting`; the jobs waiting for
+   * it in turn count it as failed: `fail` ones are archived, `ignore` ones run). A job a sweep has
+   * handed to its queue (`queued`) is not cancelled: the result says what state it is in. A running job is asked to stop (`requested`): its
    * AbortSignal fires within a second or two, and it ends `cancelled` (its dependents count it as
    * failed). Needs `dynamodb:GetItem` and `dynamodb:UpdateItem` on the
    * version's jobs table (`TaskworkerVersion.grantPublish(role, { cancel: true })`).
@@ -319,7 +320,7 @@ export class Publisher {
     }
     sent.sort((a, b) => a.index - b.index);
     this.remember(prepared, sent, now);
-    await this.recordQueued(prepared, sent, now);
+    await this.recordSent(prepared, sent, now);
     if (failed.length > 0) throw new PublishBatchError(failed, sent);
     return sent.map(({ index: _index, ...published }) => published);
   }
@@ -327,18 +328,26 @@ export class Publisher {
   /**
    * Written after the send: a dispatcher that claims first makes the conditional put a no-op, and
    * a failed send leaves no orphan record. A failed write costs the record, never the job.
+   *
+   * A job published to run later (any delay, to a queue tracked `full`) always gets its `scheduled`
+   * record here, `announced` with its due time: one write per delayed publish, so `jobs show`,
+   * `jobs list --state scheduled` and `jobs cancel` see it before its message is delivered. An
+   * immediate one gets its `queued` record only with `recordQueued`. Jobs that wait were recorded
+   * before the send ({@link recordAhead}).
    */
-  private async recordQueued(prepared: readonly Prepared[], sent: readonly { index: number }[], now: number): Promise<void> {
-    const jobs = this.jobs;
-    if (!jobs) return;
+  private async recordSent(prepared: readonly Prepared[], sent: readonly { index: number }[], now: number): Promise<void> {
     const byIndex = new Map(prepared.map((p) => [p.index, p]));
-    // A job that waits is recorded by the dispatcher (`waiting`), as is a parked one (`scheduled`).
     const tracked = sent
       .map((s) => byIndex.get(s.index))
-      .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && !p.parked && p.dependsOn.length === 0 && !p.awaits);
+      .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && p.dependsOn.length === 0 && !p.awaits);
+    const delayed = tracked.filter((p) => p.delayed);
+    const immediate = this.jobs ? tracked.filter((p) => !p.delayed) : [];
+    if (delayed.length === 0 && immediate.length === 0) return;
+    const jobs = delayed.length > 0 ? this.jobStore() : (this.jobs as JobStore);
     const results = await Promise.allSettled(
-      tracked.map(async (p) => {
-        await jobs.recordQueued(this.refOf(p, now), now);
+      [...delayed, ...immediate].map(async (p) => {
+        if (p.delayed) await jobs.recordScheduled({ ...this.refOf(p, now), runAt: p.runAt as number }, now);
+        else await jobs.recordQueued(this.refOf(p, now), now);
         if (p.tags.length > 0) await jobs.tagJob(p.jobId, p.tags, now);
       }),
     );
@@ -346,7 +355,7 @@ export class Publisher {
     if (failure && !this.warnedAboutTracking) {
       this.warnedAboutTracking = true;
       process.emitWarning(
-        `taskworker: could not record queued jobs (${String(failure.reason)}); the jobs were published`,
+        `taskworker: could not record published jobs (${String(failure.reason)}); the jobs were published`,
         'TaskworkerTrackingWarning',
       );
     }
@@ -382,7 +391,8 @@ export class Publisher {
         const job = this.refOf(p, now);
         if (p.tags.length > 0) await jobs.tagJob(p.jobId, p.tags, now);
         if (p.dependsOn.length === 0 && !p.awaits) {
-          await jobs.recordQueued(job, now);
+          if (p.delayed) await jobs.recordScheduled({ ...job, runAt: p.runAt as number }, now);
+          else await jobs.recordQueued(job, now);
           return;
         }
         const envelope = JSON.parse(p.entry.body) as { onDependencyFailure?: 'fail' | 'ignore'; tags?: string[] };
@@ -521,7 +531,7 @@ export class Publisher {
       explicitId: options.id !== undefined && !(GENERATED_ID in options),
       tags: options.tags ?? [],
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
-      parked: timing.delaySeconds === undefined && timing.runAt !== undefined,
+      delayed: (timing.runAt ?? now) > now || timing.delaySeconds !== undefined,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
     };
   }
@@ -540,8 +550,8 @@ interface Prepared {
   readonly tags: readonly string[];
   readonly awaits?: number;
   readonly runAt?: number;
-  /** Far enough ahead that the dispatcher parks it (it records it `scheduled`, not the publisher `queued`). */
-  readonly parked: boolean;
+  /** Published to run later (SQS's delay, or parked by the dispatcher): recorded `scheduled`, not `queued`. */
+  readonly delayed: boolean;
 }
 
 function groupByQueue(items: readonly Prepared[]): Prepared[][] {

@@ -45,7 +45,16 @@ export type PriorState = JobState | 'absent';
 export const TRANSITIONS = {
   /** The publisher's `queued` record. */
   queue: { from: ['absent'], sameJob: false },
-  /** A dispatcher starts an attempt; a `scheduled` job only once due (see {@link isDue}). */
+  /**
+   * The publisher's `scheduled` record of a job published to run later (`announced`): its message is
+   * in SQS, delayed up to 15 minutes or waiting for a dispatcher to park it. No `dueShard`: a sweep
+   * never sees it (it has no body to send), until a dispatcher parks it with its body.
+   */
+  schedule: { from: ['absent'], sameJob: false },
+  /**
+   * A dispatcher starts an attempt; a parked `scheduled` job only once due (see {@link isDue}), an
+   * `announced` one whenever its message arrives (SQS held it until then).
+   */
   claim: { from: ['absent', 'queued', 'retrying', 'scheduled'], sameJob: true },
   /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
   takeOver: { from: ['running'], sameJob: true },
@@ -61,8 +70,8 @@ export const TRANSITIONS = {
   reject: { from: ['absent'], sameJob: false },
   duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled'], sameJob: true },
   replay: { from: ['archived'], sameJob: true },
-  /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead. */
-  park: { from: ['absent', 'queued'], sameJob: true },
+  /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced` record, not a parked one). */
+  park: { from: ['absent', 'queued', 'scheduled'], sameJob: true },
   /** A sweep takes a parked job to send it (when no other sweep's lease is live). */
   sweep: { from: ['scheduled'], sameJob: false },
   /** The sweep sent it: it is a queued job again. */
@@ -94,7 +103,9 @@ export type JobWrite = keyof typeof TRANSITIONS;
 export function permits(write: JobWrite, record: JobRecord | undefined, identity?: JobIdentity, now?: number): 'ok' | 'state' | 'conflict' {
   const rule = TRANSITIONS[write];
   if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
-  if (write === 'claim' && record?.state === 'scheduled' && (now === undefined || !isDue(record, now))) return 'state';
+  if (write === 'claim' && record?.state === 'scheduled' && !record.announced && (now === undefined || !isDue(record, now))) return 'state';
+  if (write === 'park' && record?.state === 'scheduled' && !record.announced) return 'state';
+  if (write === 'sweep' && record?.announced) return 'state';
   if (write === 'wait' && record?.state === 'queued' && record.releasedAt !== undefined) return 'state';
   if (write === 'reopen' && record?.reason !== 'dependency-failed') return 'state';
   return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';

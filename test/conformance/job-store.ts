@@ -503,6 +503,67 @@ export function jobStoreConformance(
         await jobs.handOver(handed.jobId, base + 100, base - 50);
         expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
       });
+
+      describe('recorded at publish (announced)', () => {
+        const schedule = (job: JobRef, runAt: number, now = base - 600_000) => jobs.recordScheduled({ ...job, runAt }, now);
+
+        it('is scheduled with its due time and listed, once; never in the due index, since its message is in SQS', async () => {
+          const job = ref({ tags: ['batch-1'] });
+          expect(await schedule(job, base)).toBe(true);
+          expect(await jobs.get(job.jobId)).toMatchObject({
+            state: 'scheduled',
+            runAt: base,
+            announced: true,
+            attempt: 0,
+            tags: ['batch-1'],
+          });
+          expect((await jobs.get(job.jobId))?.history).toEqual([
+            { what: 'scheduled', when: base - 600_000, detail: expect.stringContaining('due ') },
+          ]);
+          expect(await schedule({ ...job, payloadDigest: 'digest-b' }, base)).toBe(false);
+          expect(await jobs.recordQueued(job, base)).toBe(false);
+          expect(await jobs.list({ state: 'scheduled', queues: [job.queue], limit: 1000 })).toEqual(
+            expect.arrayContaining([expect.objectContaining({ jobId: job.jobId, runAt: base })]),
+          );
+          expect(await dueIn(job, base + 3_600_000, base + 3_600_000)).toEqual([]);
+          expect(await jobs.leaseForSweep(job.jobId, base, base + 60_000)).toBe(false);
+        });
+
+        it('is claimed when its message arrives, even a little before its due time (SQS held it)', async () => {
+          const job = ref();
+          await schedule(job, base);
+          const claimed = await claim(jobs, job, base - 5_000);
+          expect(claimed).toMatchObject({ outcome: 'claimed', token: 1, record: { state: 'running' } });
+          expect((await jobs.get(job.jobId))?.announced).toBeUndefined();
+          expect(await schedule(job, base)).toBe(false);
+        });
+
+        it('is parked over by the dispatcher with its body, then swept as any parked job; a parked one is not parked over', async () => {
+          const job = ref();
+          await schedule(job, base);
+          expect(await park(job, base)).toEqual({ outcome: 'parked' });
+          const record = await jobs.get(job.jobId);
+          expect(record).toMatchObject({ state: 'scheduled', runAt: base });
+          expect(record?.announced).toBeUndefined();
+          expect(record?.history.map((h) => h.what)).toEqual(['scheduled', 'scheduled']);
+          expect(await dueIn(job, base, base)).toHaveLength(1);
+          expect(await park(job, base)).toMatchObject({ outcome: 'exists' });
+          // A parked job is claimed only once due; its announcement no longer counts.
+          expect((await claim(jobs, job, base - 60_000)).outcome).toBe('finished');
+          const stranger = ref();
+          await schedule(stranger, base);
+          expect(await park({ ...stranger, task: 'other-task' }, base)).toMatchObject({ outcome: 'conflict' });
+        });
+
+        it('is cancelled; its message, when it arrives, finds it finished (deleted unrun), and parking it changes nothing', async () => {
+          const job = ref();
+          await schedule(job, base);
+          expect(await jobs.cancel(job.jobId, base - 1000)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+          expect(await claim(jobs, job, base)).toMatchObject({ outcome: 'finished', record: { state: 'cancelled' } });
+          expect(await park(job, base)).toMatchObject({ outcome: 'exists', record: { state: 'cancelled' } });
+          expect(await jobs.get(job.jobId)).toMatchObject({ state: 'cancelled', attempt: 0 });
+        });
+      });
     });
 
     describe('fleet-wide limits', () => {
