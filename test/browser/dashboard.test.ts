@@ -156,11 +156,12 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
       return n;
     });
     expect(painted).toBeGreaterThan(1000);
+    await shoot('throughput');
     await page.goto(`${ui.url}#/queue/task:greet`);
     const cost = page.locator('table.cost');
     await cost.waitFor();
     expect(await cost.textContent()).toMatch(/total/);
-    await shoot('throughput');
+    await shoot('task-cost');
   });
 
   it('opens a job by id: its state, result and history from the jobs table', async () => {
