@@ -1,5 +1,6 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage, VersionStatus } from '../lib/operate/operator';
+import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { JobResult } from '../lib/publish/results';
 import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
@@ -85,6 +86,8 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
   if (job.cancelRequestedAt !== undefined) lines.push(`  cancel    asked ${iso(job.cancelRequestedAt)}`);
   if (job.progress !== undefined) lines.push(`  progress  ${job.progress}   (${iso(job.progressAt)})`);
   if (job.lastError) lines.push(`  error     ${job.lastError.type}: ${job.lastError.message}`);
+  if (job.envelopeId !== undefined)
+    lines.push(`  carried   id ${job.envelopeId}: kept under its message id, it never ran as that job (${whyFiled(job, job.envelopeId)})`);
   if (job.result !== undefined) lines.push(`  result    ${job.result}`);
   lines.push(...renderRelations(job, relations));
   lines.push(
@@ -101,6 +104,29 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
     ),
   );
   return lines.join('\n');
+}
+
+/**
+ * `jobs show ID`: the job named ID, then — apart, never merged into it — the messages that carried
+ * ID and were archived under their own message ids for their envelope.
+ */
+export function renderLookup(id: string, version: string, lookup: JobLookup, relations?: JobRelations): string {
+  const parts: string[] = [];
+  if (lookup.job) parts.push(renderJob(lookup.job, relations));
+  else parts.push(`no job ${id} of its own in version ${version}`);
+  if (lookup.filed.length > 0) {
+    parts.push(
+      [
+        `${lookup.filed.length} message(s) that carried id ${id} never ran as ${lookup.job ? 'this' : 'a'} job: archived for their envelope, each kept under its own message id`,
+        table(
+          ['  message id', 'archived', 'why'],
+          lookup.filed.map((f) => [`  ${f.messageId}`, iso(f.record.finishedAt ?? f.record.updatedAt), f.why]),
+        ),
+        '  (taskworker jobs show MESSAGE-ID for its record; taskworker archive list / replay for the message)',
+      ].join('\n'),
+    );
+  }
+  return parts.join('\n\n');
 }
 
 export function renderResult(r: JobResult): string {

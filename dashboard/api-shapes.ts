@@ -8,6 +8,8 @@
  *
  * Not imported by the page: its bundle would carry checks the route test already makes.
  */
+
+import type { FiledRejection } from '../lib/operate/rejections';
 import type { TaskCost } from '../lib/track/cost';
 import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
 import type { MinuteCounts } from '../lib/track/throughput';
@@ -259,7 +261,14 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     queues: record(array(object<MinuteCounts>({ started: number, succeeded: number, archived: number }))),
   }),
   '/api/jobs': object<ApiResponse<'/api/jobs'>>({ jobs: array(jobRecord), next: optional(string), scanned: optional(boolean) }),
-  '/api/job': object<ApiResponse<'/api/job'>>({ job: jobRecord, archived: optional(archivedMessage), relations: optional(relations) }),
+  '/api/job': object<ApiResponse<'/api/job'>>({
+    job: optional(jobRecord),
+    archived: optional(archivedMessage),
+    relations: optional(relations),
+    filedUnderMessageIds: optional(
+      array(object<FiledRejection>({ messageId: string, reason: optional(member(ARCHIVE_REASONS)), why: string, record: jobRecord })),
+    ),
+  }),
   '/api/flow': object<ApiResponse<'/api/flow'>>({
     root: string,
     jobs: array(object<ApiResponse<'/api/flow'>['jobs'][number]>({ ...relatedJobFields, depth: number })),

@@ -13,6 +13,7 @@
  */
 
 import type { FlowCancelResult, FlowView, JobRelations, RedriveResult, ReplayResult, WorkersView } from '../lib/operate/answers';
+import type { FiledRejection } from '../lib/operate/rejections';
 
 export type {
   FlowCancelResult,
@@ -251,7 +252,13 @@ export interface ArchivedMessage {
 
 /** A job, and for an archived one its archived message (the jobs table keeps a payload's digest, not the payload). */
 export interface JobView {
-  readonly job: JobRecord;
+  /** The id's own record; absent when it has none but messages that carried it were archived (`filedUnderMessageIds`). */
+  readonly job?: JobRecord;
+  /**
+   * Messages that carried the id and never ran as that job (unknown task, id conflict, malformed),
+   * each kept under its own message id, with why: shown apart from `job`, never merged into it.
+   */
+  readonly filedUnderMessageIds?: readonly FiledRejection[];
   readonly archived?: ArchivedMessage;
   /** What the job waits for and what waits for it, with their states (absent for a job in no flow). */
   readonly relations?: JobRelations;

@@ -6,6 +6,7 @@
 import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { FiledRejection } from '../../lib/operate/rejections';
 import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/track/cost';
 import { bucketQuantile } from '../../lib/track/stats';
 import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
@@ -639,6 +640,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
     // A finished job does not change (nor do its relations once they have all ended); an archived
     // one is looked up in the archive, a walk not to repeat.
     (view) =>
+      view.job !== undefined &&
       ENDED.includes(view.job.state) &&
       [view.relations?.dependencies, view.relations?.dependents].every(
         (side) => !side || Object.keys(side.counts).every((state) => ENDED.includes(state)),
@@ -646,6 +648,18 @@ function JobPage({ version, id }: { version: string; id: string }) {
   );
   const confirm = useConfirm();
   if (!data) return <Problem error={error ?? 'loading…'} />;
+  const filed = data.filedUnderMessageIds ?? [];
+  if (!data.job)
+    return (
+      <section>
+        <h2>
+          Job <span data-testid="job-id">{id}</span>
+        </h2>
+        <Problem error={error} />
+        <p data-testid="no-own-record">No job {id} of its own in this version.</p>
+        <FiledRejections id={id} filed={filed} own={false} />
+      </section>
+    );
   const job: JobRecord = data.job;
   let envelope: { payload?: unknown; appData?: unknown } | undefined;
   try {
@@ -829,7 +843,28 @@ function JobPage({ version, id }: { version: string; id: string }) {
           </li>
         ))}
       </ol>
+      {filed.length > 0 && <FiledRejections id={id} filed={filed} own={true} />}
     </section>
+  );
+}
+
+/** Messages that carried the id and never ran as that job, each kept under its own message id: apart from the job's own record. */
+function FiledRejections({ id, filed, own }: { id: string; filed: readonly FiledRejection[]; own: boolean }) {
+  return (
+    <div data-testid="filed-rejections">
+      <h3>
+        Messages that carried id {id} and never ran {own ? 'as this job' : ''}
+      </h3>
+      <p>Archived for their envelope, each kept under its own message id; they did not change {own ? 'this' : 'any'} job.</p>
+      <ul>
+        {filed.map((f) => (
+          <li key={f.messageId}>
+            <a href={href('job', f.messageId)}>{f.messageId}</a> · archived {time(f.record.finishedAt ?? f.record.updatedAt)} ·{' '}
+            <span data-testid="filed-why">{f.why}</span>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

@@ -23,6 +23,7 @@ import {
   VersionNotFoundError,
   versionStatus,
 } from '../../lib/operate/operator';
+import { lookUpJob } from '../../lib/operate/rejections';
 import { listWorkers } from '../../lib/operate/workers';
 import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
@@ -342,19 +343,23 @@ export function createUiApp(options: UiOptions): Hono {
     const ctx = await context(query.version);
     const id = query.id;
     if (!id) throw new RequestError('id: required');
-    const job = await ctx.jobs.get(id);
-    if (!job)
+    const { job, filed } = await lookUpJob(ctx.jobs, id);
+    // Messages that carried the id but never ran as it: listed apart from the id's own record.
+    const filedUnderMessageIds = filed.length > 0 ? { filedUnderMessageIds: filed } : {};
+    if (!job) {
+      if (filed.length > 0) return filedUnderMessageIds;
       throw new RequestError(
         `no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)`,
         404,
       );
+    }
     // The jobs table keeps a payload's digest, not the payload: an archived job's is in the archive.
     const [[archived], relations] = await Promise.all([
       job.state === 'archived' ? listArchived(ctx, { jobId: job.jobId }, 1) : [],
       jobRelations(ctx.jobs, job),
     ]);
     const inFlow = relations.dependencies !== undefined || relations.dependents !== undefined;
-    return { job, ...(archived ? { archived } : {}), ...(inFlow ? { relations } : {}) };
+    return { job, ...(archived ? { archived } : {}), ...(inFlow ? { relations } : {}), ...filedUnderMessageIds };
   });
 
   route('/api/flow', async (query) => {

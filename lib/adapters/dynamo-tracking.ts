@@ -36,6 +36,7 @@ import {
   type JobRef,
   type JobState,
   type JobStore,
+  MAX_FILED_REJECTIONS,
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
@@ -343,7 +344,51 @@ export class DynamoJobStore implements JobStore {
       })}`,
       condition: transitionCondition(e, 'reject'),
     });
+    // Filed under the id it carried, landed or not: a redelivery after a crash between the two writes
+    // files it then (adding to a set is idempotent). Readers keep only records that carried the id.
+    if (r.envelopeId !== undefined) await this.fileRejection(r.envelopeId, r.jobId, r.now);
     return outcome.landed;
+  }
+
+  /**
+   * Adds a rejected message's id to the item `<envelopeId> rejected` (a string set, one UpdateItem;
+   * no job id has a space, so no job can take that key), up to {@link MAX_FILED_REJECTIONS} ids.
+   */
+  private async fileRejection(envelopeId: string, messageId: string, now: number): Promise<void> {
+    const e = new Expression();
+    const ids = e.name('messageIds');
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: rejectedKey(envelopeId) } },
+          UpdateExpression: `ADD ${ids} ${e.stringSet([messageId])} SET ${e.name('expiresAt')} = ${e.value(expiresAt(now, this.settings.retentionDays))}`,
+          ConditionExpression: `attribute_not_exists(${ids}) OR size(${ids}) < ${e.value(MAX_FILED_REJECTIONS)} OR contains(${ids}, ${e.value(messageId)})`,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  async rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
+    const out = await this.dynamo.send(
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: { jobId: { S: rejectedKey(envelopeId) } },
+        ConsistentRead: true,
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    this.meter(out, 'read');
+    const ids = (out.Item ? (fromItem(out.Item) as { messageIds?: string[] }).messageIds : undefined) ?? [];
+    if (ids.length === 0) return [];
+    return (await this.getMany(ids))
+      .filter((r) => r.envelopeId === envelopeId && r.jobId !== envelopeId && r.state === 'archived')
+      .sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
   async recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {
@@ -1034,6 +1079,11 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
   if (absent && existing) return `${absent} OR (${existing}${due}${extra})`;
   if (extra) return `${absent ?? existing}${due}${extra}`;
   return absent ?? `${existing}${due}`;
+}
+
+/** The item that files rejected messages under the id they carried: `<envelopeId> rejected` (no job id has a space). */
+function rejectedKey(envelopeId: string): string {
+  return `${envelopeId} rejected`;
 }
 
 /** The key of the cancellations item ({@link CancelRequests}): no job id has a space. */

@@ -30,7 +30,7 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/model';
-import { CANCELLATIONS_KEPT_MS } from '../track/model';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/model';
 import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
 import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
@@ -192,7 +192,17 @@ export class MemoryJobStore implements JobStore {
       ...(r.envelopeId !== undefined ? { envelopeId: r.envelopeId } : {}),
       history: [{ what: 'archived', when: r.now, worker: r.workerId, attempt: r.attempt, detail: r.reason }],
     });
+    // The DynamoDB store's pointer item under the envelope id (found here by filtering).
+    if (r.envelopeId !== undefined) this.writes += 1;
     return true;
+  }
+
+  async rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
+    return [...this.jobs.values()]
+      .filter((r) => r.envelopeId === envelopeId && r.jobId !== envelopeId && r.state === 'archived')
+      .sort((a, b) => b.updatedAt - a.updatedAt)
+      .slice(0, MAX_FILED_REJECTIONS)
+      .map((r) => structuredClone(r));
   }
 
   async recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {

@@ -10,7 +10,11 @@
  * A tagged job has one more item per tag, keyed `<jobId> tag <tag>` (job ids and tags have no
  * spaces), in the sparse `byTag` index by `tag`, newest first by `taggedAt`: a tag finds its jobs
  * in every state without a scan. A job that waits for others has its count items beside it,
- * `<jobId> w` and `<jobId> w<shard>` (lib/track/flows.ts).
+ * `<jobId> w` and `<jobId> w<shard>` (lib/track/flows.ts). A message archived for its envelope
+ * (unknown task, id conflict, malformed) keeps its record under its own message id; when it carried
+ * an id, that id's item `<id> rejected` holds a string set of those message ids (`messageIds`, at
+ * most 100), so `jobs show ID` finds them with one GetItem — no scan, no index, and only
+ * rejections pay its one write. No job can take that key (job ids have no spaces).
  *
  * stats: one item per queue and UTC day, keyed by `pk` = `<queue>#<YYYY-MM-DD>`, updated with
  * atomic ADDs (one per queue per batch).

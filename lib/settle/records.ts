@@ -7,7 +7,7 @@ import { edgesOf, type FlowDeps, propagate } from '../track/flows';
 import type { JobIdentity, JobRecord, JobStore } from '../track/model';
 import { payloadDigest } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-record';
-import type { DecodedJob } from '../wire/envelope';
+import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { RecordWrite } from './settle';
 
 /** What a job-record write touches: the jobs table, as this worker, on the clock. */
@@ -140,8 +140,14 @@ export function rejectionWrite(
       attempt: message.receiveCount,
       workerId: deps.workerId,
       now: deps.clock.now(),
-      ...(job && job.id !== message.messageId ? { envelopeId: job.id } : {}),
+      ...envelopeIdOf(message, job),
     });
     return true;
   };
+}
+
+/** The id a rejected message carried (decoded, or read from a malformed body), unless it is its own message id. */
+function envelopeIdOf(message: ReceivedMessage, job: DecodedJob | undefined): { envelopeId?: string } {
+  const id = job?.id ?? readableEnvelopeId(message.body);
+  return id !== undefined && id !== message.messageId ? { envelopeId: id } : {};
 }

@@ -23,6 +23,9 @@ export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
  */
 export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
 
+/** The most rejected messages filed under one envelope id (further ones are archived as ever, just not filed). */
+export const MAX_FILED_REJECTIONS = 100;
+
 export function isRejection(reason: ArchiveReason): boolean {
   return REJECTION_REASONS.includes(reason);
 }
@@ -413,8 +416,17 @@ export interface JobStore extends FlowStore {
    */
   complete(completion: Completion, claimed: JobRecord): Promise<Completed>;
   recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
-  /** Creates the record of a message that never ran; false if one exists under that id (nothing changed). */
+  /**
+   * Creates the record of a message that never ran; false if one exists under that id (nothing
+   * changed). One carrying an `envelopeId` is also filed under that id, for {@link rejectionsFor}.
+   */
   recordRejected(rejection: Rejection): Promise<boolean>;
+  /**
+   * The records of messages that never ran (kept under their own message ids) that carried
+   * `envelopeId`, newest first, at most {@link MAX_FILED_REJECTIONS}: found without a scan. Never the
+   * record of the job named `envelopeId` itself.
+   */
+  rejectionsFor(envelopeId: string): Promise<JobRecord[]>;
   /** Notes a delivery of a finished job that was deleted unrun. */
   recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
   get(jobId: string): Promise<JobRecord | undefined>;

@@ -112,6 +112,23 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
 }
 
 /**
+ * The job id a body names even when it is not a valid envelope (a JSON object whose `id` is a job
+ * id), so the record of a rejected message can say which id its publisher gave it. Undefined when
+ * there is none to read. Never trusted for anything but finding that record.
+ */
+export function readableEnvelopeId(body: string): string | undefined {
+  if (bodyBytes(body) > SQS_MESSAGE_LIMIT_BYTES) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.hasOwn(parsed, 'id')) return undefined;
+    const id = (parsed as { id?: unknown }).id;
+    return typeof id === 'string' && JOB_ID_PATTERN.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Decodes and validates a message body. Throws {@link EnvelopeError} with a machine-readable code;
  * never runs or resolves anything named in the message.
  */

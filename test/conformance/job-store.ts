@@ -378,6 +378,43 @@ export function jobStoreConformance(
       expect((await jobs.list({ state: 'archived', queues: ['urgent'], limit: 100 })).map((r) => r.jobId)).toContain(messageId);
     });
 
+    it('files rejected messages under the id they carried, apart from the job of that id, which they never touch', async () => {
+      const carried = `py-batch-${++unique}`;
+      const rejection = (messageId: string, reason: 'unknown-task' | 'id-conflict' | 'malformed', now: number) => ({
+        jobId: messageId,
+        task: reason === 'malformed' ? '' : 'ghost',
+        payloadDigest: reason === 'malformed' ? '' : 'digest-g',
+        queue: 'urgent',
+        version: 'v1',
+        publishedAt: 5,
+        reason,
+        error: { type: 'EnvelopeError', message: reason },
+        envelopeId: carried,
+        attempt: 1,
+        workerId: 'w',
+        now,
+      });
+      expect(await jobs.rejectionsFor(carried)).toEqual([]);
+      const job = ref({ jobId: carried });
+      await claim(jobs, job, 1);
+      const before = await jobs.get(carried);
+      const [m1, m2, m3] = [`msg-${++unique}`, `msg-${++unique}`, `msg-${++unique}`];
+      await jobs.recordRejected(rejection(m1, 'unknown-task', 10));
+      await jobs.recordRejected(rejection(m2, 'id-conflict', 20));
+      await jobs.recordRejected(rejection(m2, 'id-conflict', 25)); // a redelivery: filed once
+      await jobs.recordRejected(rejection(m3, 'malformed', 30));
+      const filed = await jobs.rejectionsFor(carried);
+      expect(filed.map((r) => [r.jobId, r.reason])).toEqual([
+        [m3, 'malformed'],
+        [m2, 'id-conflict'],
+        [m1, 'unknown-task'],
+      ]);
+      expect(filed.every((r) => r.envelopeId === carried && r.state === 'archived')).toBe(true);
+      expect(await jobs.get(carried)).toEqual(before);
+      // A message whose id is its own message id is filed nowhere else; an unknown id finds nothing.
+      expect(await jobs.rejectionsFor(`missing-${carried}`)).toEqual([]);
+    });
+
     it('records failures without a claim, and never over a finished job', async () => {
       const job = ref({ queue: 'routine', task: 'sync' });
       expect(await jobs.recordUnclaimed({ ...job, state: 'retrying', attempt: 1, error, workerId: 'w1', now: 100 })).toBe('recorded');

@@ -246,7 +246,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     await d.w.run();
     const view = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=job-x'));
     expect(view.job).toMatchObject({ state: 'archived', reason: 'exhausted' });
-    expect(view.job.lastError?.message).toContain('<img src=x onerror=alert(1)>');
+    expect(view.job?.lastError?.message).toContain('<img src=x onerror=alert(1)>');
     expect(JSON.parse(view.archived?.body ?? '{}').payload).toEqual(payload);
     // Looking did not take the message out of the archive.
     expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
@@ -259,7 +259,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     await d.w.send('routine', encodeEnvelope({ task: 'broken', payload: 1, id }));
     await d.w.run();
     const view = await json<ApiResponse<'/api/job'>>(await d.get(`/api/job?id=${encodeURIComponent(id)}`));
-    expect(view.job.jobId).toBe(id);
+    expect(view.job?.jobId).toBe(id);
   });
 
   it('replays one selected archived message: back in its queue, attempts reset, the others left in the archive; the action is logged', async () => {
@@ -357,7 +357,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       const members = Array.from({ length: 30 }, (_, i) => ({ task: 'ok', payload: i }));
       await d.publisher.chord(members, { task: 'ok', payload: 'done', options: { id: 'cb' } });
       const view = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb'));
-      expect(view.job.state).toBe('waiting');
+      expect(view.job?.state).toBe('waiting');
       expect(view.relations?.dependencies).toMatchObject({ total: 30, read: 30, counts: { queued: 30 }, complete: false });
       expect(view.relations?.dependencies?.jobs).toHaveLength(20);
       expect(view.relations?.dependencies?.jobs[0]).toEqual({ jobId: 'cb.0', state: 'queued', task: 'ok' });
@@ -367,10 +367,10 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       expect(bounded.dependencies).toMatchObject({ total: 30, read: 10, counts: { queued: 10 } });
       await d.w.run();
       const done = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb'));
-      expect(done.job.state).toBe('succeeded');
+      expect(done.job?.state).toBe('succeeded');
       expect(done.relations?.dependencies).toMatchObject({ counts: { succeeded: 30 }, complete: true });
       const member = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=cb.7'));
-      expect(member.job.memberOf).toEqual({ id: 'cb', size: 30, index: 7 });
+      expect(member.job?.memberOf).toEqual({ id: 'cb', size: 30, index: 7 });
       expect(member.relations?.dependents?.jobs).toEqual([{ jobId: 'cb', state: 'succeeded', task: 'ok' }]);
     });
 

@@ -1,0 +1,68 @@
+/** Issue 25: ids a publisher gave stay findable when their message is archived under its own message id. */
+import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
+import { lookUpJob, whyFiled } from '../../lib/operate/rejections';
+import type { JobRecord, Rejection } from '../../lib/track/model';
+import { readableEnvelopeId } from '../../lib/wire/envelope';
+
+const rejection = (messageId: string, reason: Rejection['reason'], overrides: Partial<Rejection> = {}): Rejection => ({
+  jobId: messageId,
+  task: 'ghost',
+  payloadDigest: 'd',
+  queue: 'urgent',
+  version: 'v1',
+  publishedAt: 1,
+  reason,
+  error: { type: 'EnvelopeError', message: 'task is required' },
+  envelopeId: 'py-batch-u0',
+  attempt: 1,
+  workerId: 'w',
+  now: 10,
+  ...overrides,
+});
+
+describe('readableEnvelopeId: the id a malformed body still names', () => {
+  it.each([
+    ['{"id":"py-batch-u0","payload":1}', 'py-batch-u0'],
+    ['{"task":"x","id":"has space"}', undefined],
+    ['{"id":42}', undefined],
+    ['["py-batch-u0"]', undefined],
+    ['not json', undefined],
+    ['{"__proto__":{"id":"sneaky"}}', undefined],
+  ])('%s → %s', (body, id) => {
+    expect(readableEnvelopeId(body)).toBe(id);
+  });
+});
+
+describe('lookUpJob: the job named ID, and apart from it the messages that carried ID', () => {
+  it('finds records filed under message ids with why, and none for an id nobody carried', async () => {
+    const jobs = new MemoryJobStore({ historyLimit: 5, retentionDays: 7 });
+    await jobs.recordRejected(rejection('m-1', 'unknown-task'));
+    await jobs.recordRejected(rejection('m-2', 'malformed', { task: '', now: 20 }));
+    const found = await lookUpJob(jobs, 'py-batch-u0');
+    expect(found.job).toBeUndefined();
+    expect(found.filed.map((f) => [f.messageId, f.why])).toEqual([
+      ['m-2', 'malformed: task is required'],
+      ['m-1', 'task "ghost" is not registered in version v1'],
+    ]);
+    expect(await lookUpJob(jobs, 'nobody')).toEqual({ filed: [] });
+  });
+
+  it('shows a real job and a stranger that carried its id side by side; the job is never the stranger', async () => {
+    const jobs = new MemoryJobStore({ historyLimit: 5, retentionDays: 7 });
+    const ref = { jobId: 'order-7', task: 'charge', payloadDigest: 'a', queue: 'urgent', version: 'v1', publishedAt: 1 };
+    await jobs.recordQueued(ref, 1);
+    await jobs.recordRejected(rejection('m-3', 'id-conflict', { envelopeId: 'order-7', task: 'charge', payloadDigest: 'b' }));
+    const found = await lookUpJob(jobs, 'order-7');
+    expect(found.job).toMatchObject({ jobId: 'order-7', state: 'queued', payloadDigest: 'a' });
+    expect(found.filed).toHaveLength(1);
+    expect(found.filed[0]?.why).toBe(
+      'id order-7 belongs to another job (another task or payload): this message was not that job and never touched it',
+    );
+  });
+
+  it('says why for each rejection reason', () => {
+    const record = { task: 'x', version: 'v2', reason: 'unknown-task', lastError: { type: 'E', message: 'bad' } } as JobRecord;
+    expect(whyFiled(record, 'id')).toBe('task "x" is not registered in version v2');
+    expect(whyFiled({ ...record, reason: 'malformed' }, 'id')).toBe('malformed: bad');
+  });
+});
