@@ -17,7 +17,14 @@ const DEV_DEPENDENCIES = ['aws-cdk', 'aws-cdk-lib', 'constructs', 'dynalite', 'e
 interface Manifest {
   readonly name: string;
   readonly version: string;
-  readonly devDependencies: Record<string, string>;
+  /** In a checkout; the packed manifest has none, and the build keeps them in dist/dev-dependencies.json. */
+  readonly devDependencies?: Record<string, string>;
+}
+
+function pinnedVersions(self: Manifest): Record<string, string> {
+  if (self.devDependencies) return self.devDependencies;
+  const file = join(PACKAGE_ROOT, 'dist', 'dev-dependencies.json');
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : {};
 }
 
 export async function initCommand(argv: string[]): Promise<void> {
@@ -68,7 +75,7 @@ export async function initCommand(argv: string[]): Promise<void> {
 
 function manifest(app: string, dependency: string, self: Manifest) {
   const devDependencies = Object.fromEntries(
-    DEV_DEPENDENCIES.map((name) => [name, self.devDependencies[name] ?? 'latest'] as const).sort(([a], [b]) => a.localeCompare(b)),
+    DEV_DEPENDENCIES.map((name) => [name, pinnedVersions(self)[name] ?? 'latest'] as const).sort(([a], [b]) => a.localeCompare(b)),
   );
   return {
     name: app,

@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, type CfnResource, Duration, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -12,6 +12,7 @@ import { canScaleOut, SCHEDULE_SOURCE } from '../lib/invocation/scaling';
 import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
 import { JOBS_DUE_INDEX } from '../lib/layout/tables';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
+import { ignoreCfnLintChecks, REDUNDANT_ROLE_DEPENDENCY } from './cfn-lint';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
@@ -162,6 +163,7 @@ export class TaskworkerDispatcher extends Construct {
       maxEventAge: Duration.minutes(1),
       environment,
     });
+    ignoreCfnLintChecks(fn.node.defaultChild as CfnResource, REDUNDANT_ROLE_DEPENDENCY);
 
     // One doorbell function per doorbell queue: Lambda wants an SQS trigger's function timed out
     // within the queue's visibility timeout. Same code, role and logs as the dispatcher.
@@ -182,6 +184,7 @@ export class TaskworkerDispatcher extends Construct {
         memorySize: config.dispatcher.memoryMb,
         environment,
       });
+      ignoreCfnLintChecks(doorbell.node.defaultChild as CfnResource, REDUNDANT_ROLE_DEPENDENCY);
       // The mapping alone, not SqsEventSource: that would grant its own consume actions on top of
       // the role's (ReceiveMessage, DeleteMessage, GetQueueAttributes: what Lambda's pollers use).
       const mapping = new lambda.EventSourceMapping(this, `Trigger-${queue.name}`, {

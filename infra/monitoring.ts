@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { type CfnResource, Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -7,6 +7,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
 import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/layout/metric-names';
+import { DASHBOARD_TAGS, ignoreCfnLintChecks } from './cfn-lint';
 
 export interface TaskworkerMonitoringProps {
   readonly config: TaskworkerConfig;
@@ -132,6 +133,7 @@ export class TaskworkerMonitoring extends Construct {
       dashboardName: props.dashboardName ?? `${config.app}-${version}`,
       defaultInterval: Duration.hours(3),
     });
+    ignoreCfnLintChecks(dashboard.node.defaultChild as CfnResource, DASHBOARD_TAGS);
     dashboard.addWidgets(
       new cloudwatch.TextWidget({
         markdown: `# taskworker ${config.app} ${version}\nQueues by priority: ${config.queues.map((q) => `**${q.name}** (${q.priority}, SLA ${q.slaSeconds} s)`).join(', ')}.`,

@@ -42,6 +42,9 @@ async function cli() {
   const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
   const external = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)].flatMap((name) => [name, `${name}/*`]);
   await build({ ...nodeEntryOptions, packages: undefined, external, entryPoints: ['cli/taskworker.ts'], outfile: 'dist/cli.js' });
+  // `taskworker init` pins a new project's tools at the versions built and tested with here; the
+  // packed package.json has no devDependencies (scripts/pack-manifest.cjs), so they go in dist/.
+  writeFileSync(`${root}dist/dev-dependencies.json`, `${JSON.stringify(pkg.devDependencies, null, 2)}\n`);
   await ui();
 }
 

@@ -118,10 +118,10 @@ console.log(JSON.stringify({ ...published, refused }));
 };
 
 beforeAll(() => {
-  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  // As `npm publish` packs: prepack builds and trims the manifest, postpack restores it.
   const packs = mkdtempSync(join(tmpdir(), 'tw-adopt-pack-'));
-  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packs, '--json'], { cwd: ROOT, encoding: 'utf8' });
-  tarball = join(packs, (JSON.parse(out) as Array<{ filename: string }>)[0]?.filename as string);
+  execFileSync('npm', ['pack', '--pack-destination', packs], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+  tarball = join(packs, readdirSync(packs).find((f) => f.endsWith('.tgz')) as string);
   // One project a team would have: its tasks and publisher, a CDK app, the local tools.
   consumer = project('orders', {
     'package.json': JSON.stringify({ name: 'orders', version: '1.0.0', private: true, type: 'module' }),
@@ -514,5 +514,49 @@ describe('taskworker init', () => {
     expect(() => sh(shop, 'npx', ['tsc'])).not.toThrow();
     // A second init refuses, and writes nothing.
     expect(() => sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop'])).toThrow(/already has/);
+  });
+});
+
+describe('the packed package', () => {
+  const installed = () => join(consumer, 'node_modules', 'taskworker');
+
+  it('carries a package.json with only what a consumer reads: no scripts (no install-time script), no devDependencies', () => {
+    const packed = JSON.parse(readFileSync(join(installed(), 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(packed.scripts).toBeUndefined();
+    expect(packed.devDependencies).toBeUndefined();
+    expect(packed).toMatchObject({ name: 'taskworker', version: manifest.version, bin: { taskworker: 'bin/taskworker.js' } });
+    // The repository's own manifest is back whole after the pack: npm ci still builds and installs Node 24.
+    const home = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(home.scripts.prepare).toContain('node24.cjs');
+    expect(existsSync(join(ROOT, '.package.json.unpacked'))).toBe(false);
+  });
+
+  it('has source maps whose every source is shipped or carried in the map, so a stack frame from it can be read', () => {
+    const maps = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? maps(join(dir, e.name)) : e.name.endsWith('.map') ? [join(dir, e.name)] : [],
+      );
+    const readable = new Set<string>();
+    const unreadable: string[] = [];
+    const all = maps(join(installed(), 'dist'));
+    expect(all.length).toBeGreaterThan(10);
+    for (const file of all) {
+      const map = JSON.parse(readFileSync(file, 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      map.sources.forEach((source, i) => {
+        const path = join(dirname(file), source);
+        if (typeof map.sourcesContent?.[i] === 'string' || existsSync(path)) readable.add(path);
+        else unreadable.push(`${file}: ${source}`);
+      });
+    }
+    expect(unreadable).toEqual([]);
+    // A frame of an error thrown inside the package, as Node prints it with source maps on.
+    const stack = sh(consumer, 'node', [
+      '--enable-source-maps',
+      '-e',
+      "try { require('taskworker').decodeEnvelope('not json') } catch (e) { console.log(e.stack) }",
+    ]);
+    const frame = /\((\/[^)]*node_modules\/taskworker\/[^):]+):\d+:\d+\)/.exec(stack)?.[1] as string;
+    expect(frame).toMatch(/envelope\.ts$/);
+    expect(existsSync(frame) || readable.has(frame)).toBe(true);
   });
 });
