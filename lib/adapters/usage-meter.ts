@@ -6,6 +6,9 @@ interface MiddlewareClient {
   };
 }
 
+/** Meters made in this process, for their middleware names. */
+let meters = 0;
+
 /** DynamoDB operations that take `ReturnConsumedCapacity`. */
 const CAPACITY_OPERATIONS = /^(PutItem|UpdateItem|DeleteItem|BatchWriteItem|TransactWriteItems)Command$/;
 
@@ -19,6 +22,12 @@ export class UsageMeter {
   sqsRequests = 0;
   writeUnits = 0;
   private readonly metered = new WeakSet<object>();
+  /**
+   * Middleware names are unique per meter: dispatchers that share one SDK client (tests, a dev
+   * process) each add their own (each then counts the client's every request: sharing a client
+   * shares its bill).
+   */
+  private readonly name = `taskworkerUsage${++meters}`;
   private last = { sqsRequests: 0, writeUnits: 0, at: 0 };
 
   constructor(private readonly now: () => number) {
@@ -34,7 +43,7 @@ export class UsageMeter {
         this.sqsRequests += 1;
         return next(args);
       },
-      { step: 'finalizeRequest', name: 'taskworkerUsageRequests', priority: 'low' },
+      { step: 'finalizeRequest', name: `${this.name}Requests`, priority: 'low' },
     );
   }
 
@@ -56,7 +65,7 @@ export class UsageMeter {
               this.writeUnits += c.WriteCapacityUnits ?? c.CapacityUnits ?? 0;
           return out;
         },
-      { step: 'initialize', name: 'taskworkerUsageWriteUnits' },
+      { step: 'initialize', name: `${this.name}WriteUnits` },
     );
   }
 

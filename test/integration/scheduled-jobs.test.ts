@@ -30,12 +30,15 @@ const depthOf = async (s: System, queue: string) => {
   return d.visible + d.inFlight + d.delayed;
 };
 
-/** Runs a dispatcher on `clock` until the job is parked (`scheduled`). */
+/** Runs a dispatcher on `clock` until the job is parked (`scheduled` by the dispatcher, with its body: no longer only its publisher's announcement). */
 async function untilParked(s: System, clock: Clock, jobId: string): Promise<void> {
   await runUntil(
     s.dispatcher({ clock }),
     'the job to be parked',
-    async () => (await record(s, jobId))?.state === 'scheduled',
+    async () => {
+      const r = await record(s, jobId);
+      return r?.state === 'scheduled' && r.announced !== true;
+    },
     20_000,
     clock,
   );
@@ -91,7 +94,8 @@ describe('jobs published to run later', () => {
     const done = (await record(s, jobId)) as JobRecord;
     expect(done.attempt).toBe(1);
     // The sweep's own mark (`queued`) lands before or after the claim, whichever is first.
-    expect(done.history.map((h) => h.what).filter((w) => w !== 'queued')).toEqual(['scheduled', 'started', 'succeeded']);
+    // Scheduled by its publisher (announced), then by the dispatcher that parked it with its body.
+    expect(done.history.map((h) => h.what).filter((w) => w !== 'queued')).toEqual(['scheduled', 'scheduled', 'started', 'succeeded']);
     expect(done.firstStartedAt).toBeGreaterThanOrEqual((runAt as number) - 1_000);
     // Nothing is listed as due any more: the claim took it out of the due index.
     for (let shard = 0; shard < DUE_SHARDS; shard++) {
@@ -171,7 +175,7 @@ describe('jobs published to run later', () => {
     expect(await record(s, 'far-2')).toBeUndefined();
   });
 
-  it('cancels a parked job: the sweep never sends it; a job already in its queue says it cannot be cancelled', async () => {
+  it('cancels a parked job: the sweep never sends it; a job waiting in its queue is cancelled too and never runs', async () => {
     const clock = shiftedClock();
     const s = await fresh({ tracked: true, clock });
     const journal = tempFile('journal.jsonl');
@@ -183,8 +187,10 @@ describe('jobs published to run later', () => {
     expect(await depthOf(s, 'urgent')).toBe(0);
     expect(await record(s, jobId)).toMatchObject({ state: 'cancelled' });
 
+    // A job waiting in its queue (delayed 60 s) has its publisher's record: it is cancelled too, and
+    // its message, when it arrives, is deleted unrun.
     const soon = await s.publisher.publish('record', { journal }, { delaySeconds: 60 });
-    expect(await s.publisher.cancel(soon.jobId)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
+    expect(await s.publisher.cancel(soon.jobId)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
     expect(readJournal(journal)).toEqual([]);
   });
 
