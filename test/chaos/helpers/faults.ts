@@ -298,7 +298,8 @@ function splitBatch(
  */
 export function isQueueStatsWrite(input: Readonly<Record<string, unknown>>): boolean {
   const pk = (input.Key as { pk?: { S?: string } } | undefined)?.pk?.S ?? '';
-  return !pk.startsWith('task:');
+  // A queue's day (`<queue>#YYYY-MM-DD`), not a task's day nor a queue's minute counter (`…THH:MM`, the throughput chart's).
+  return !pk.startsWith('task:') && /#\d{4}-\d{2}-\d{2}$/.test(pk);
 }
 
 export function addedCounters(input: Readonly<Record<string, unknown>>): Record<string, number> {
