@@ -101,10 +101,18 @@ describe('pause and resume a queue', () => {
 
     const stop = new AbortController();
     const dispatching = s.runtime.invoke(Date.now() + 120_000, stop.signal);
+    let cold = 20;
     try {
+      // 30 s of the other queue's work: its backlog, then two more cold jobs every 2 s.
+      const pausedAt = Date.now();
+      while (Date.now() - pausedAt < 30_000) {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        await s.publisher.publishBatch(Array.from({ length: 2 }, () => ({ task: 'on-cold', payload: { ms: 150 } })));
+        cold += 2;
+      }
       await eventually('the cold queue drained', () => s?.drained('cold') ?? false, 60_000);
-      // The whole cold backlog ran past the paused queue: 20 selections found hot (priority 90) paused.
-      expect(received.get(s.urls.queues.cold as string)).toBe(20);
+      // All that cold work ran past the paused queue: every selection found hot (priority 90) paused.
+      expect(received.get(s.urls.queues.cold as string)).toBe(cold);
       expect(received.get(s.urls.queues.hot as string) ?? 0).toBe(0);
       expect(await s.depth('hot')).toEqual({ visible: 5, inFlight: 0, delayed: 0 });
 
@@ -117,7 +125,7 @@ describe('pause and resume a queue', () => {
       stop.abort();
       await dispatching;
     }
-    expect(s.jobs().filter((j) => j.outcome === 'succeeded')).toHaveLength(25);
+    expect(s.jobs().filter((j) => j.outcome === 'succeeded')).toHaveLength(cold + 5);
   }, 120_000);
 });
 
