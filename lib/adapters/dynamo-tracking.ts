@@ -375,16 +375,8 @@ export class DynamoJobStore implements JobStore {
   }
 
   async rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
-    const out = await this.dynamo.send(
-      new GetItemCommand({
-        TableName: this.tableName,
-        Key: { jobId: { S: rejectedKey(envelopeId) } },
-        ConsistentRead: true,
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    this.meter(out, 'read');
-    const ids = (out.Item ? (fromItem(out.Item) as { messageIds?: string[] }).messageIds : undefined) ?? [];
+    const item = await this.getItem(rejectedKey(envelopeId));
+    const ids = (item ? (fromItem(item) as { messageIds?: string[] }).messageIds : undefined) ?? [];
     if (ids.length === 0) return [];
     return (await this.getMany(ids))
       .filter((r) => r.envelopeId === envelopeId && r.jobId !== envelopeId && r.state === 'archived')
@@ -593,18 +585,10 @@ export class DynamoJobStore implements JobStore {
   }
 
   private async readCancellations(consistent: boolean): Promise<CancelRequests> {
-    const out = await this.dynamo.send(
-      new GetItemCommand({
-        TableName: this.tableName,
-        Key: { jobId: { S: CANCELLATIONS_KEY } },
-        ConsistentRead: consistent,
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    this.meter(out, 'read');
+    const item = await this.getItem(CANCELLATIONS_KEY, consistent);
     const requests: Record<string, number> = {};
-    for (const [id, at] of Object.entries(out.Item?.requests?.M ?? {})) requests[id] = Number(at.N);
-    return { version: Number(out.Item?.v?.N ?? 0), requests };
+    for (const [id, at] of Object.entries(item?.requests?.M ?? {})) requests[id] = Number(at.N);
+    return { version: Number(item?.v?.N ?? 0), requests };
   }
 
   async wait(r: WaitRequest): Promise<WaitResult> {
@@ -680,16 +664,8 @@ export class DynamoJobStore implements JobStore {
   }
 
   async dependencyCount(dependentId: string): Promise<DependencyCount> {
-    const out = await this.dynamo.send(
-      new GetItemCommand({
-        TableName: this.tableName,
-        Key: { jobId: { S: rootKey(dependentId) } },
-        ConsistentRead: true,
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    this.meter(out, 'read');
-    return out.Item ? countFrom(fromItem(out.Item)) : { complete: false };
+    const item = await this.getItem(rootKey(dependentId));
+    return item ? countFrom(fromItem(item)) : { complete: false };
   }
 
   /** Adds to a count item; a condition that fails (already counted) answers with the item as it is. */
@@ -717,10 +693,8 @@ export class DynamoJobStore implements JobStore {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       if (error.Item) return fromItem(error.Item);
-      const out = await this.dynamo.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { jobId: { S: key } }, ConsistentRead: true }),
-      );
-      return out.Item ? fromItem(out.Item) : {};
+      const item = await this.getItem(key);
+      return item ? fromItem(item) : {};
     }
   }
 
@@ -957,16 +931,22 @@ export class DynamoJobStore implements JobStore {
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
+    const item = await this.getItem(jobId);
+    return item ? toRecord(item) : undefined;
+  }
+
+  /** One item of the jobs table by key, its read units metered (strongly consistent unless asked otherwise). */
+  private async getItem(key: string, consistent = true): Promise<Record<string, AttributeValue> | undefined> {
     const out = await this.dynamo.send(
       new GetItemCommand({
         TableName: this.tableName,
-        Key: { jobId: { S: jobId } },
-        ConsistentRead: true,
+        Key: { jobId: { S: key } },
+        ConsistentRead: consistent,
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
     this.meter(out, 'read');
-    return out.Item ? toRecord(out.Item) : undefined;
+    return out.Item;
   }
 
   /**
