@@ -108,9 +108,10 @@ function jobCounts(jobs: readonly JobReport[]): Map<string, number> {
   const counts = new Map<string, number>();
   const add = (name: string) => counts.set(name, (counts.get(name) ?? 0) + 1);
   for (const job of jobs) {
-    add(outcomeMetric(job.outcome));
+    // One whose record write failed is counted when its message comes back (lib/settle/report.ts).
+    if (!job.unrecorded) add(outcomeMetric(job.outcome));
     if (isFailedAttempt(job)) add(JOB_METRICS.failed);
-    if (job.outcome === 'archived') add(archivedMetric(job.reason ?? 'exhausted'));
+    if (job.outcome === 'archived' && !job.unrecorded) add(archivedMetric(job.reason ?? 'exhausted'));
     if (timedOut(job)) add(JOB_METRICS.timedOut);
     if (job.unsettled) add(JOB_METRICS.unsettled);
     if (job.hook === 'failed' || job.hook === 'skipped') add(JOB_METRICS.hookFailures);

@@ -27,6 +27,12 @@ export interface JobReport {
   readonly timedOut?: boolean;
   /** True when the settle call for this outcome still failed after retries (the message will come back). */
   readonly unsettled?: boolean;
+  /**
+   * Its outcome's job-record write failed after retries: the outcome did not happen. The message is
+   * left to come back and the job runs (or is taken over) again, so the stats and metrics count it
+   * as unsettled only, never under its outcome: the later delivery counts that once.
+   */
+  readonly unrecorded?: boolean;
   /** Near its redrive limit the message was replaced by a fresh copy instead of being handed back. */
   readonly requeued?: boolean;
   /** Why a retried or archived job failed: the task's error, or why its message was rejected. */
@@ -118,7 +124,9 @@ export function addBatch(summary: DispatcherSummary, report: BatchReport): void 
     q.received += 1;
     if (job.unsettled) q.unsettled += 1;
     if (job.hook === 'failed' || job.hook === 'skipped') q.hookFailures += 1;
-    if (job.outcome === 'archived') {
+    if (job.unrecorded) {
+      // Counted when its message comes back and the outcome is recorded.
+    } else if (job.outcome === 'archived') {
       const reason = job.reason ?? 'exhausted';
       q.archived[reason] = (q.archived[reason] ?? 0) + 1;
     } else {
@@ -175,6 +183,7 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
     if (job.runMs !== undefined) run = withSample(run, job.runMs);
     if (job.timedOut) bump(counters, 'timedOut');
     if (isFailedAttempt(job)) bump(counters, 'failed');
+    if (job.unrecorded) continue;
     switch (job.outcome) {
       case 'succeeded':
         bump(counters, 'succeeded');

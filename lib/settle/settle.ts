@@ -176,7 +176,7 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
       // `running` record nothing ever ends). Left alone, the message comes back as after a crash
       // at this point: the claim takes the job over once its lease lapses and finishes it (the
       // task may run again; its fenced effects do not apply twice).
-      state.mark(d.message.messageId, { unsettled: true });
+      state.mark(d.message.messageId, { unsettled: true, unrecorded: true });
       deps.logger.error('job record write failed; the message is left to come back', {
         messageId: d.message.messageId,
         error: describe(result.failed),

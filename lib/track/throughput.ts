@@ -40,17 +40,24 @@ export function addCounts(a: MinuteCounts, b: Partial<MinuteCounts>): MinuteCoun
 /**
  * What a settled batch adds to its queue's minutes: each job that ran counts as started in the
  * minute it started (settle time less its run time), and as succeeded or archived in the minute it
- * settled. Minutes with nothing are left out. (A batch report, typed by what is read, so the
+ * settled (not one whose record write failed: it comes back). Minutes with nothing are left out. (A batch report, typed by what is read, so the
  * dashboard's page can import this module without the settle stage.)
  */
 export function minutesOfBatch(
-  report: { readonly jobs: ReadonlyArray<{ readonly runMs?: number | undefined; readonly outcome: string }> },
+  report: {
+    readonly jobs: ReadonlyArray<{
+      readonly runMs?: number | undefined;
+      readonly outcome: string;
+      readonly unrecorded?: boolean | undefined;
+    }>;
+  },
   now: number,
 ): Map<string, MinuteCounts> {
   const out = new Map<string, MinuteCounts>();
   const bump = (minute: string, what: Partial<MinuteCounts>) => out.set(minute, addCounts(out.get(minute) ?? NO_COUNTS, what));
   for (const job of report.jobs) {
     if (job.runMs !== undefined) bump(minuteKey(now - job.runMs), { started: 1 });
+    if (job.unrecorded) continue; // its outcome did not happen (lib/settle/report.ts)
     if (job.outcome === 'succeeded') bump(minuteKey(now), { succeeded: 1 });
     if (job.outcome === 'archived') bump(minuteKey(now), { archived: 1 });
   }

@@ -122,12 +122,16 @@ describe('dispatcher with job tracking (fakes)', () => {
     await w.run({ forMs: 20_000 });
     // Neither deleted nor handed back early: the record still says running, the message waits.
     const [first] = w.reports.flatMap((r) => r.jobs);
-    expect(first).toMatchObject({ jobId: 'job-w', unsettled: true });
+    expect(first).toMatchObject({ jobId: 'job-w', unsettled: true, unrecorded: true });
     expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(1);
     expect(await w.jobs.get('job-w')).toMatchObject({ state: 'running', attempt: 1 });
     await w.run({ forMs: 120_000 });
     expect(await w.jobs.get('job-w')).toMatchObject({ state: final });
     expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(0);
+    // The outcome that never reached its record is not counted: the stats say what the table says, once.
+    const day = await w.stats.get('urgent', utcDay(w.clock.now()));
+    const ended = final === 'succeeded' ? day?.counters.succeeded : day?.archived.exhausted;
+    expect(ended).toBe(1);
   });
 
   it('ctx.heartbeat() extends the visibility, and rejects with LeaseLostError once a newer attempt holds the job', async () => {
