@@ -110,10 +110,13 @@ export type CancelRequest = VersionQuery & { readonly id: string };
 export type QueueControlRequest = VersionQuery & {
   readonly queue: string;
   readonly action: 'pause' | 'resume' | 'set' | 'reset';
-  /** With `set`: 1..100. */
-  readonly priority?: number;
-  /** With `set`: seconds, 1..1209600. */
-  readonly slaSeconds?: number;
+  /**
+   * With `set`: 1..100. A string is what an operator typed that is not a number: the server
+   * checks it as it checks a number and names it in its refusal.
+   */
+  readonly priority?: number | string;
+  /** With `set`: seconds, 1..1209600 (a string as for `priority`). */
+  readonly slaSeconds?: number | string;
 };
 
 /** A queue's controls after the change. */

@@ -9,7 +9,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { FiledRejection } from '../../lib/operate/rejections';
 import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/track/cost';
 import { bucketQuantile } from '../../lib/track/stats';
-import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, WorkersView } from '../api-types';
+import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, Status, WorkersView } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, ThroughputChart, TrendChart } from './charts';
 
@@ -199,13 +199,118 @@ function ActionButton({ label, onClick }: { label: string; onClick: () => void }
   );
 }
 
+/** Marks a value an operator set over the config (`taskworker queues set`), the configured one beside it. */
+function Overridden({ configured }: { configured: string }) {
+  return (
+    <span class="badge overridden" data-field="overridden" title={`set at run time over the configured ${configured}; Reset returns to it`}>
+      overridden · config {configured}
+    </span>
+  );
+}
+
+/** What the form sends for a field: nothing when left empty, a number when it reads as one, else the text for the server to name. */
+function typedValue(text: string): number | string | undefined {
+  const trimmed = text.trim();
+  if (trimmed === '') return undefined;
+  const n = Number(trimmed);
+  return Number.isFinite(n) ? n : trimmed;
+}
+
+/**
+ * Sets a queue's priority and SLA over the config for every dispatcher until reset (`taskworker
+ * queues set`): empty fields are left as they are; asked first like every action; the server checks
+ * the values and its refusal, naming the bad one, is shown as the outcome.
+ */
+function QueueControlForm(props: {
+  version: string;
+  queue: Status['queues'][number];
+  ask: (p: Pending) => void;
+  onDone: () => void;
+  onClose: () => void;
+}) {
+  const { queue: q } = props;
+  const [priority, setPriority] = useState('');
+  const [sla, setSla] = useState('');
+  const [problem, setProblem] = useState<string | undefined>();
+  return (
+    <form
+      class="controls filters"
+      data-testid="queue-control-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const p = typedValue(priority);
+        const s = typedValue(sla);
+        if (p === undefined && s === undefined) {
+          setProblem('give a priority and/or an SLA (empty fields are left as they are)');
+          return;
+        }
+        setProblem(undefined);
+        const parts = [
+          ...(p !== undefined ? [`priority to ${p} (configured ${q.configuredPriority})`] : []),
+          ...(s !== undefined ? [`SLA to ${s} s (configured ${q.configuredSlaSeconds} s)`] : []),
+        ];
+        props.ask({
+          question: `Set ${q.queue}'s ${parts.join(' and ')} for every dispatcher, until reset?`,
+          action: async () => {
+            const r = await post('/api/queue/control', {
+              version: props.version,
+              queue: q.queue,
+              action: 'set',
+              ...(p !== undefined ? { priority: p } : {}),
+              ...(s !== undefined ? { slaSeconds: s } : {}),
+            });
+            props.onDone();
+            const c = r.control;
+            return `${r.queue}: priority ${c.priority}${c.overridden.includes('priority') ? ` (configured ${c.configuredPriority})` : ''}, SLA ${c.slaSeconds} s${c.overridden.includes('slaSeconds') ? ` (configured ${c.configuredSlaSeconds} s)` : ''}`;
+          },
+        });
+      }}
+    >
+      <strong>{q.queue}</strong>
+      <label>
+        priority (1..100){' '}
+        <input
+          name="priority"
+          size={5}
+          placeholder={String(q.priority)}
+          value={priority}
+          onInput={(e) => setPriority((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label>
+        SLA (seconds){' '}
+        <input
+          name="sla"
+          size={8}
+          placeholder={String(q.slaSeconds)}
+          value={sla}
+          onInput={(e) => setSla((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <button type="submit" disabled={readOnlyPage}>
+        Set…
+      </button>
+      <button type="button" onClick={props.onClose}>
+        Close
+      </button>
+      <span class="note">
+        configured: priority {q.configuredPriority}, SLA {q.configuredSlaSeconds} s · empty fields are left as they are
+      </span>
+      <Problem error={problem} />
+    </form>
+  );
+}
+
 // ---------------------------------------------------------------- pages
 
 function Overview({ meta, version }: { meta: Meta; version: string }) {
   const { data: status, error, reload } = useData(() => get('/api/status', { version }), [version], REFRESH_MS);
   const confirm = useConfirm();
+  /** The queue whose priority and SLA form is open. */
+  const [editing, setEditing] = useState<string | undefined>();
   if (!status) return <Problem error={error ?? 'loading…'} />;
   const byName = new Map(meta.queues.map((q) => [q.name, q]));
+  const edited = status.queues.find((q) => q.queue === editing);
   return (
     <section>
       <h2>
@@ -243,8 +348,8 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                   )}
                 </td>
                 <td class="num" data-field="priority">
-                  {q.priority}
-                  {q.overridden.includes('priority') && <span class="note"> (set; config {q.configuredPriority})</span>}
+                  <span data-field="priority-value">{q.priority}</span>
+                  {q.overridden.includes('priority') && <Overridden configured={String(q.configuredPriority)} />}
                 </td>
                 <td class="num" data-field="visible">
                   {q.depth.visible}
@@ -257,10 +362,9 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                   {q.deadLetter}
                 </td>
                 <td class={`age ${ageClass(q.oldestAgeSeconds, q.slaSeconds)}`}>
-                  {q.oldestAgeSeconds === undefined ? 'n/a' : duration(q.oldestAgeSeconds * 1000)} / {duration(q.slaSeconds * 1000)}
-                  {q.overridden.includes('slaSeconds') && (
-                    <span class="note"> (set; config {duration(q.configuredSlaSeconds * 1000)})</span>
-                  )}
+                  {q.oldestAgeSeconds === undefined ? 'n/a' : duration(q.oldestAgeSeconds * 1000)} /{' '}
+                  <span data-field="sla-value">{duration(q.slaSeconds * 1000)}</span>
+                  {q.overridden.includes('slaSeconds') && <Overridden configured={duration(q.configuredSlaSeconds * 1000)} />}
                 </td>
                 <td class="num" data-field="succeeded">
                   {q.today?.counters.succeeded ?? 0}
@@ -288,6 +392,7 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                       });
                     }}
                   />
+                  <ActionButton label="Priority/SLA…" onClick={() => setEditing(editing === q.queue ? undefined : q.queue)} />
                   {q.overridden.length > 0 && (
                     <ActionButton
                       label="Reset priority/SLA"
@@ -328,6 +433,19 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
           })}
         </tbody>
       </table>
+      {edited && !readOnlyPage && (
+        <QueueControlForm
+          key={edited.queue}
+          version={version}
+          queue={edited}
+          ask={confirm.ask}
+          onDone={() => {
+            setEditing(undefined);
+            reload();
+          }}
+          onClose={() => setEditing(undefined)}
+        />
+      )}
       {confirm.view}
       <p>
         Archive: <a href={href('archive')}>{status.archive} message(s)</a>
@@ -420,6 +538,40 @@ function CostTable({ days }: { days: readonly QueueDayStats[] }) {
   );
 }
 
+/** A queue's priority and SLA in force (an override marked, the configured value beside it), and the form that changes them. */
+function QueueSettings({ version, name }: { version: string; name: string }) {
+  const { data: status, error, reload } = useData(() => get('/api/status', { version }), [version], REFRESH_MS * 5);
+  const confirm = useConfirm();
+  const [editing, setEditing] = useState(false);
+  const q = status?.queues.find((x) => x.queue === name);
+  if (!q) return <Problem error={error} />;
+  return (
+    <div data-testid="queue-settings">
+      <p>
+        priority <span data-field="priority-value">{q.priority}</span>
+        {q.overridden.includes('priority') && <Overridden configured={String(q.configuredPriority)} />} · SLA{' '}
+        <span data-field="sla-value">{duration(q.slaSeconds * 1000)}</span>
+        {q.overridden.includes('slaSeconds') && <Overridden configured={duration(q.configuredSlaSeconds * 1000)} />}
+        {q.pausedAt !== undefined && ` · paused since ${time(q.pausedAt)}`}{' '}
+        <ActionButton label="Priority/SLA…" onClick={() => setEditing(!editing)} />
+      </p>
+      {editing && !readOnlyPage && (
+        <QueueControlForm
+          version={version}
+          queue={q}
+          ask={confirm.ask}
+          onDone={() => {
+            setEditing(false);
+            reload();
+          }}
+          onClose={() => setEditing(false)}
+        />
+      )}
+      {confirm.view}
+    </div>
+  );
+}
+
 function QueuePage({ meta, version, name }: { meta: Meta; version: string; name: string }) {
   const isTask = name.startsWith('task:');
   const params = isTask ? { task: name.slice(5) } : { queue: name };
@@ -435,6 +587,7 @@ function QueuePage({ meta, version, name }: { meta: Meta; version: string; name:
       <h2>
         {isTask ? 'Task' : 'Queue'} {isTask ? name.slice(5) : name}
       </h2>
+      {!isTask && <QueueSettings version={version} name={name} />}
       <Problem error={error} />
       {days.length === 0 ? (
         <p>No activity recorded in the last 14 days.</p>

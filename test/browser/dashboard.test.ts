@@ -339,6 +339,76 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await until(async () => (await Promise.all(ids.map(jobState))).every((state) => state === 'succeeded'), 'the paused jobs to run');
   });
 
+  it("the priority/SLA form overrides a queue's priority and SLA (shown overridden, the configured value beside it), refuses a bad value naming it, and reset returns to the config; read-only refuses it", async () => {
+    await page.goto(`${ui.url}#/`);
+    const row = page.locator('tr[data-queue="slow"]');
+    const form = page.locator('[data-testid="queue-control-form"]');
+    const outcome = page.locator('[data-testid="action-outcome"]');
+    await row.locator('button:has-text("Priority/SLA…")').click();
+    // A bad value goes to the server as typed, and its refusal names it.
+    await form.locator('input[name="priority"]').fill('500');
+    await form.locator('button:has-text("Set…")').click();
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await outcome.waitFor();
+    expect(await outcome.textContent()).toBe('priority 500: expected an integer from 1 to 100');
+    expect((await ctx.controls?.read(true))?.queues.slow?.priority).toBeUndefined();
+
+    await form.locator('input[name="priority"]').fill('95');
+    await form.locator('input[name="sla"]').fill('45');
+    await form.locator('button:has-text("Set…")').click();
+    expect(await page.locator('[role="dialog"]').textContent()).toContain(
+      "Set slow's priority to 95 (configured 10) and SLA to 45 s (configured 120 s) for every dispatcher, until reset?",
+    );
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(async () => (await outcome.textContent())?.startsWith('slow: priority 95'), 'the set outcome');
+    expect(await outcome.textContent()).toBe('slow: priority 95 (configured 10), SLA 45 s (configured 120 s)');
+    expect((await ctx.controls?.read(true))?.queues.slow).toMatchObject({ priority: 95, slaSeconds: 45 });
+    // The overview shows what is in force, marked overridden, with the configured value beside it.
+    await until(async () => (await row.locator('[data-field="priority-value"]').textContent()) === '95', 'the overview to show 95');
+    expect(await row.locator('[data-field="priority"] [data-field="overridden"]').textContent()).toBe('overridden · config 10');
+    expect(await row.locator('[data-field="sla-value"]').textContent()).toBe('45.0 s');
+    expect(await row.locator('td.age [data-field="overridden"]').textContent()).toBe('overridden · config 2.0 min');
+    // So does the queue's own page.
+    await page.goto(`${ui.url}#/queue/slow`);
+    const settings = page.locator('[data-testid="queue-settings"]');
+    await settings.locator('[data-field="priority-value"]').waitFor();
+    expect(await settings.locator('[data-field="priority-value"]').textContent()).toBe('95');
+    expect(await settings.locator('[data-field="overridden"]').allTextContents()).toEqual([
+      'overridden · config 10',
+      'overridden · config 2.0 min',
+    ]);
+    await shoot('queue-override');
+
+    // Read-only: the button is disabled, the form never opens, and the server refuses the call.
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/`);
+    const roButton = ro.locator('tr[data-queue="slow"] button:has-text("Priority/SLA…")');
+    await roButton.waitFor();
+    expect(await roButton.isDisabled()).toBe(true);
+    expect(await ro.locator('tr[data-queue="slow"] button:has-text("Reset priority/SLA")').isDisabled()).toBe(true);
+    const refused = await ro.evaluate(async () => {
+      const token =
+        (globalThis as unknown as InPage).document.querySelector('meta[name="taskworker-token"]')?.getAttribute('content') ?? '';
+      const r = await fetch('/api/queue/control', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-taskworker-token': token },
+        body: JSON.stringify({ queue: 'slow', action: 'set', priority: 1 }),
+      });
+      return r.status;
+    });
+    expect(refused).toBe(403);
+    await ro.close();
+    expect((await ctx.controls?.read(true))?.queues.slow).toMatchObject({ priority: 95, slaSeconds: 45 });
+
+    // Reset: back to the config, the marks gone.
+    await page.goto(`${ui.url}#/`);
+    await row.locator('button:has-text("Reset priority/SLA")').click();
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(async () => (await row.locator('[data-field="overridden"]').count()) === 0, 'the overview to show the config again');
+    expect(await row.locator('[data-field="priority-value"]').textContent()).toBe('10');
+    expect((await ctx.controls?.read(true))?.queues.slow?.priority).toBeUndefined();
+  });
+
   it('the workers page lists a live dispatcher invocation and a vanished one with the job it held, what became of it, and a link to it', async () => {
     await stack.publisher.publish('greet', { name: 'Grace' }, { id: 'held-ui' });
     await until(async () => (await jobState('held-ui')) === 'succeeded', 'held-ui to succeed');
