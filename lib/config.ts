@@ -1,4 +1,12 @@
 import { ConfigError } from './errors';
+import {
+  type EventDeclaration,
+  type EventDeclarationInput,
+  resolveEvents,
+  resolveSubscriptions,
+  type SubscriptionConfig,
+  type SubscriptionInput,
+} from './events/config';
 import { HOOK_NAMES, type JobHooks } from './hook-types';
 import { type Limits, resolveLimits } from './track/limits';
 import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './track/recurring';
@@ -127,6 +135,13 @@ export interface TaskworkerConfigInput {
   readonly schedules?: readonly ScheduleInput[];
   /** Hooks for every job of the app, after its task's own (lib/settle/run-hooks.ts). */
   readonly hooks?: AppHooksInput;
+  /**
+   * Events this app emits (`publisher.emit`, `taskworker emit`): each is published once to the
+   * version's SNS topic and runs every task subscribed to it (`on`), here and in other apps.
+   */
+  readonly events?: readonly EventDeclarationInput[];
+  /** Other apps' events this app's tasks subscribe to (`on`), by app and version. */
+  readonly subscriptions?: readonly SubscriptionInput[];
 }
 
 export interface AppHooksInput extends JobHooks {
@@ -146,6 +161,8 @@ export interface TaskworkerConfig {
   readonly tracking: TrackingConfig;
   readonly schedules: readonly ScheduleConfig[];
   readonly hooks: AppHooks;
+  readonly events: readonly EventDeclaration[];
+  readonly subscriptions: readonly SubscriptionConfig[];
 }
 
 export const QUEUE_DEFAULTS = {
@@ -220,7 +237,9 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     root.schedules,
     queues.map((q) => q.name),
   );
-  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks) };
+  const events = resolveEvents(root.events);
+  const subscriptions = resolveSubscriptions(root.subscriptions, app, events);
+  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks), events, subscriptions };
 }
 
 function resolveHooks(input: unknown): AppHooks {

@@ -71,7 +71,8 @@ export type MalformedCode =
   | 'bad-awaits'
   | 'bad-member-of'
   | 'bad-on-dependency-failure'
-  | 'bad-tags';
+  | 'bad-tags'
+  | 'bad-event';
 
 /** A dependency's return value was too large for its job record, so its dependent cannot read it. */
 export class ResultTooLargeError extends TaskworkerError {

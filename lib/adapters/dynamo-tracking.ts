@@ -205,6 +205,7 @@ export class DynamoJobStore implements JobStore {
       ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
       ...(r.memberOf ? [`${e.name('memberOf')} = ${e.value(r.memberOf)}`] : []),
       ...(r.tags && r.tags.length > 0 ? [`${e.name('tags')} = ${e.value(r.tags)}`] : []),
+      ...(r.event ? [`${e.name('event')} = ${e.value(r.event)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
@@ -1170,6 +1171,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'memberOf',
     'onDependencyFailure',
     'tags',
+    'event',
     'cancelRequestedAt',
     'progress',
     'progressAt',

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { QueueConfig } from '../config';
 import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
+import { subscribersOn } from '../events/routes';
 import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
@@ -13,7 +14,8 @@ import { BatchState, recordStats, type SettleOptions, settle } from '../settle/s
 import type { TaskDefinition } from '../tasks/task';
 import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHEDULE_SECONDS } from '../track/due';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
-import { type DecodedJob, decodeEnvelope, hasDependencies, pinEnvelope } from '../wire/envelope';
+import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
+import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
 import type { TaskSlots } from './slots';
@@ -109,13 +111,13 @@ function announce(
   }
 }
 
-/** Decodes one message; routes undecodable and unknown ones to the archive. */
+/** Decodes one message; routes undecodable and unknown ones to the archive, and events to their subscribers. */
 function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage, state: BatchState): Planned | undefined {
   // A message that is not a runnable job is archived under its own message id: it never acts on
   // (nor even reads) the record of an id it carries.
-  let job: DecodedJob;
+  let decoded: ReturnType<typeof decodeMessage>;
   try {
-    job = decodeEnvelope(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
+    decoded = decodeMessage(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
   } catch (error) {
     const envelopeError = error instanceof EnvelopeError ? error : undefined;
     decideArchive(deps, queue, state, message, undefined, 'malformed', {
@@ -125,6 +127,8 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     });
     return undefined;
   }
+  if (decoded.kind === 'event') return planEvent(deps, queue, message, decoded.event, state);
+  const job = decoded.job;
   const def = deps.registry.get(job.task);
   if (!def) {
     decideArchive(deps, queue, state, message, job, 'unknown-task', {
@@ -134,6 +138,42 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     return undefined;
   }
   return { message, job, def };
+}
+
+/**
+ * An event delivered to this queue by its SNS subscription: with one subscriber here it runs as
+ * that subscriber's job (id `<event id>/<task>`), the message's body read as the job's own task
+ * envelope from here on (a requeued copy, a parked body or an archived message is that job alone);
+ * with several, one job message per subscriber is sent to the queue and the event's message
+ * deleted (a `split`), so each retries, times out and is archived on its own. With none it is
+ * archived (`no-subscriber`), never dropped.
+ */
+function planEvent(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  message: ReceivedMessage,
+  event: DecodedEvent,
+  state: BatchState,
+): Planned | undefined {
+  const subscribers = subscribersOn(deps.registry, queue.name, event.name);
+  const [only] = subscribers;
+  if (!only) {
+    decideArchive(deps, queue, state, message, undefined, 'no-subscriber', {
+      type: 'NoSubscriberError',
+      message: `event ${JSON.stringify(event.name)} has no subscriber on queue ${queue.name} in this version`,
+    });
+    return undefined;
+  }
+  if (subscribers.length === 1) {
+    return { message: { ...message, body: subscriberEnvelope(event, only.name) }, job: subscriberJob(event, only.name), def: only };
+  }
+  const copies = subscribers.map((def, i) => ({
+    id: `${message.messageId}_${i}`,
+    body: subscriberEnvelope(event, def.name),
+    ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+  }));
+  state.decide({ kind: 'split', message, copies }, { messageId: message.messageId, jobId: event.id, outcome: 'split', attempt: 0 });
+  return undefined;
 }
 
 /**

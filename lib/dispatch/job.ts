@@ -113,6 +113,7 @@ export async function runOne(
       timeLimitMs: def.timeLimitSeconds * 1000,
       fencingToken: attempt,
       ...(dependencies.length > 0 ? { dependencies } : {}),
+      ...(job.event ? { event: job.event } : {}),
     },
     message,
     url: deps.urls.queues[queue.name] as string,

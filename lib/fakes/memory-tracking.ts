@@ -119,6 +119,7 @@ export class MemoryJobStore implements JobStore {
     base.leaseOwner = r.workerId;
     base.leaseUntil = r.leaseUntil;
     if (r.memberOf) base.memberOf = r.memberOf;
+    if (r.event) base.event = { ...r.event };
     delete base.announced;
     if (r.claimId) base.leaseClaim = r.claimId;
     else delete base.leaseClaim;

@@ -90,7 +90,7 @@ export function doorbellBatches(
 }
 
 /** Outcomes after which the message is done with (archived ones only once the archive holds them). */
-const DELETED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'archived', 'duplicate', 'scheduled', 'cancelled']);
+const DELETED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'archived', 'duplicate', 'scheduled', 'cancelled', 'split']);
 
 /**
  * What to tell the trigger: every message the dispatcher means to keep. The rest the trigger

@@ -43,6 +43,7 @@ export async function runTaskBody(
     deadline,
     fencingToken: run.fencingToken,
     dependencies: dependenciesFor(run.dependencies),
+    ...(run.event ? { event: run.event } : {}),
     heartbeat: async () => {
       if (!(await hooks.heartbeat())) throw new LeaseLostError(run.jobId, run.fencingToken);
     },

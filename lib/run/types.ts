@@ -1,5 +1,6 @@
 import type { SerializedError } from '../errors';
 import type { DependencyOutcome } from '../tasks/task';
+import type { EventRef } from '../wire/envelope';
 
 export type { SerializedError } from '../errors';
 
@@ -17,6 +18,8 @@ export interface TaskRun {
   readonly fencingToken: number;
   /** How the jobs it waited for ended (jobs with dependencies). */
   readonly dependencies?: readonly DependencyOutcome[];
+  /** The event it runs for (a subscriber's job). */
+  readonly event?: EventRef;
 }
 
 /** Calls a running task can make back into the dispatcher, and the dispatcher's way to stop it. */

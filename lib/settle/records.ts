@@ -44,6 +44,7 @@ export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job
     version: deps.tracking?.version ?? '',
     publishedAt: job.publishedAt,
     ...(job.tags ? { tags: job.tags } : {}),
+    ...(job.event ? { event: job.event } : {}),
   };
 }
 

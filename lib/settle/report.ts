@@ -10,8 +10,20 @@ import { emptyDuration, utcDay, withSample } from '../track/stats';
  * so its outcome was rejected and the message left to the new owner. `scheduled`: its `runAt` was
  * ahead, so it was parked in the jobs table (or sent again, delayed by the seconds left) and the message deleted.
  * `cancelled`: an operator cancelled it while it ran; it ended `cancelled` and its message was deleted.
+ * `split`: an event with several subscribers on the queue: one job message was sent for each, and
+ * the event's message deleted (a message with one subscriber runs as that subscriber's job).
  */
-export type JobOutcome = 'succeeded' | 'retried' | 'archived' | 'released' | 'duplicate' | 'deferred' | 'stale' | 'scheduled' | 'cancelled';
+export type JobOutcome =
+  | 'succeeded'
+  | 'retried'
+  | 'archived'
+  | 'released'
+  | 'duplicate'
+  | 'deferred'
+  | 'stale'
+  | 'scheduled'
+  | 'cancelled'
+  | 'split';
 
 export interface JobReport {
   readonly messageId: string;
@@ -70,6 +82,7 @@ export interface QueueSummary {
   stale: number;
   scheduled: number;
   cancelled: number;
+  split: number;
   unsettled: number;
   hookFailures: number;
   archived: Partial<Record<ArchiveReason, number>>;
@@ -107,6 +120,7 @@ function queueSummary(summary: DispatcherSummary, queue: string): QueueSummary {
       stale: 0,
       scheduled: 0,
       cancelled: 0,
+      split: 0,
       unsettled: 0,
       hookFailures: 0,
       archived: {},
@@ -154,6 +168,7 @@ export function mergeSummary(into: DispatcherSummary, from: DispatcherSummary): 
       'stale',
       'scheduled',
       'cancelled',
+      'split',
       'unsettled',
       'hookFailures',
     ] as const)
@@ -209,6 +224,9 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         break;
       case 'cancelled':
         bump(counters, 'cancelled');
+        break;
+      case 'split':
+        bump(counters, 'split');
         break;
       case 'stale':
         break;

@@ -48,7 +48,12 @@ export type Decision =
   | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
   | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
   | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
+  /** An event for several subscribers on this queue: one job message each is sent, then the event's message is deleted. */
+  | { readonly kind: 'split'; readonly message: ReceivedMessage; readonly copies: readonly SendEntry[]; readonly record?: never }
   | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+
+/** SendMessageBatch takes at most 10 entries. */
+const SEND_BATCH_ENTRIES = 10;
 
 /** How a record write ended: landed, refused because a newer attempt holds the job, or failed. */
 type RecordResult = 'written' | 'stale' | { readonly failed: unknown };
@@ -126,7 +131,7 @@ export interface SettleOptions {
 
 /**
  * Settles a batch, one call per outcome list, in an order that never loses a message: archive
- * sends (and requeued copies) first; then the job records (written when each outcome was decided,
+ * sends (and requeued copies, and a split event's jobs) first; then the job records (written when each outcome was decided,
  * an archive's now: a completion must land before its message is deleted, so a crash in between
  * leaves a duplicate the claim stops, never a lost or re-run job); then one delete and one
  * visibility change. A message whose archive send failed is not deleted; one whose
@@ -137,15 +142,22 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   const url = deps.urls.queues[queue.name] as string;
   let retries = 0;
   const notSent = new Set<string>();
+  // Entry ids are message ids, or `<message id>_<i>` for a split event's copies.
+  const messageOf = (entryId: string) => entryId.replace(/_\d+$/, '');
   const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
-    if (entries.length === 0) return;
-    const sent = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(target, e), deps.clock);
-    retries += sent.retries;
-    for (const f of sent.failed) {
-      notSent.add(f.id);
-      state.mark(f.id, { unsettled: true });
+    for (let i = 0; i < entries.length; i += SEND_BATCH_ENTRIES) {
+      const sent = await callWithEntryRetries(
+        entries.slice(i, i + SEND_BATCH_ENTRIES),
+        (e) => deps.queues.sendBatch(target, e),
+        deps.clock,
+      );
+      retries += sent.retries;
+      for (const f of sent.failed) {
+        notSent.add(messageOf(f.id));
+        state.mark(messageOf(f.id), { unsettled: true });
+      }
+      logFailures(deps, what, queue, sent.failed);
     }
-    logFailures(deps, what, queue, sent.failed);
   };
   await send(
     'archive send',
@@ -155,7 +167,7 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   await send(
     'requeue send',
     url,
-    state.decisions.flatMap((d) => (d.kind === 'requeue' ? [d.copy] : [])),
+    state.decisions.flatMap((d) => (d.kind === 'requeue' ? [d.copy] : d.kind === 'split' ? d.copies : [])),
   );
 
   const proceeding = state.decisions.filter((d) => !notSent.has(d.message.messageId));
@@ -189,7 +201,7 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   if (extending) await extending;
 
   const deletes = settling
-    .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue')
+    .filter((d) => d.kind === 'delete' || d.kind === 'archive' || d.kind === 'requeue' || d.kind === 'split')
     .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle }));
   if (deletes.length > 0 && !options.triggerDeletes) {
     const deleted = await callWithEntryRetries(deletes, (e) => deps.queues.deleteBatch(url, e), deps.clock);

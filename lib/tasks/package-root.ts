@@ -2,13 +2,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { MissingDependencyError } from '../errors';
 
-/** The taskworker package root: the nearest folder above this file whose package.json is taskworker's. */
+/**
+ * The packages this code is published in: `taskworker` (this repository, and what a service installs) and
+ * `taskworker-toolkit` (the construct, the command and the prebuilt artifact, with their own copy of this library).
+ */
+const PACKAGE_NAMES: readonly string[] = ['taskworker', 'taskworker-toolkit'];
+
+/** The package root: the nearest folder above this file whose package.json is one of {@link PACKAGE_NAMES}. */
 export const PACKAGE_ROOT = findPackageRoot(__dirname);
 
 function findPackageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'taskworker') return dir;
+    if (existsSync(manifest) && PACKAGE_NAMES.includes((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name ?? '')) return dir;
     if (dirname(dir) === dir) return resolve(from, '..');
   }
 }

@@ -52,10 +52,26 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `fewer than queue ${queue.name}'s maxReceiveCount ${queue.maxReceiveCount} minus 1, so the job is archived before SQS moves it to the DLQ`,
       );
     }
+    checkSubscriptions(config, def);
     registry.set(def.name, def);
   }
   checkSchedules(config, registry);
   return registry;
+}
+
+/** Every event a task subscribes to is one its app can receive: its own, or one it subscribes to. */
+function checkSubscriptions(config: TaskworkerConfig, def: TaskDefinition): void {
+  const receivable = [...config.events.map((e) => e.name), ...config.subscriptions.flatMap((s) => s.events)];
+  for (const name of def.on) {
+    if (!receivable.includes(name)) {
+      throw new TaskDefinitionError(
+        def.name,
+        'on',
+        name,
+        `an event the app declares in events or receives through subscriptions (${receivable.join(', ') || 'none'})`,
+      );
+    }
+  }
 }
 
 /**

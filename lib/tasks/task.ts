@@ -2,6 +2,7 @@ import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { type Limits, resolveLimits } from '../track/limits';
+import { EVENT_NAME_PATTERN, type EventRef } from '../wire/envelope';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
 /** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
@@ -52,6 +53,8 @@ export interface TaskContext {
    * dependencies. A chain's step finds the previous step's return value in `dependencies[0].result`.
    */
   readonly dependencies: readonly DependencyOutcome[];
+  /** The event this run is for, when the task runs as a subscriber (`on`): its id, name, emitting app and time. */
+  readonly event?: EventRef;
 }
 
 /** What a dependent's task sees of one dependency. */
@@ -88,6 +91,12 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   readonly validate?: (payload: unknown) => P;
   /** Fleet-wide limits on this task's jobs: `{ concurrency?, perSecond?, burst? }`. A job over a limit waits, using no attempt. */
   readonly limits?: Limits;
+  /**
+   * Events this task subscribes to: each one emitted runs it once, on its own queue, with the
+   * event's payload and `ctx.event` (the job id is `<event id>/<task>`). Each name must be declared
+   * in the config's `events` or received through its `subscriptions`.
+   */
+  readonly on?: string | readonly string[];
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -103,6 +112,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly unrecoverable: readonly ErrorClass[];
   readonly validate: ((payload: unknown) => P) | undefined;
   readonly limits?: Limits;
+  /** The events it subscribes to (empty: none). */
+  readonly on: readonly string[];
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -151,6 +162,10 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     if (o[hook] !== undefined && typeof o[hook] !== 'function') throw new TaskDefinitionError(name, hook, o[hook], 'a function');
   }
   const limits = resolveLimits(o.limits, 'limits', name);
+  const on = o.on === undefined ? [] : typeof o.on === 'string' ? [o.on] : o.on;
+  if (!Array.isArray(on) || on.some((e) => typeof e !== 'string' || !EVENT_NAME_PATTERN.test(e)) || new Set(on).size !== on.length) {
+    throw new TaskDefinitionError(name, 'on', o.on, 'an event name or a list of distinct event names (e.g. "orders.created")');
+  }
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -164,6 +179,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     backoff,
     unrecoverable,
     validate: o.validate,
+    on: [...on],
     run: o.run,
     ...(limits ? { limits } : {}),
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),

@@ -3,6 +3,7 @@ import { InlineExecutor } from '../run/inline-executor';
 import type { TaskOutcome } from '../run/types';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
+import type { EventRef } from '../wire/envelope';
 
 export interface RunTaskOptions {
   /** @defaultValue 1 */
@@ -12,6 +13,8 @@ export interface RunTaskOptions {
   readonly appData?: unknown;
   /** What `ctx.dependencies` holds: the outcomes of the jobs it waited for. @defaultValue [] */
   readonly dependencies?: readonly DependencyOutcome[];
+  /** What `ctx.event` holds: the event a subscriber runs for (`{ id, name, emittedAt, source? }`). @defaultValue none */
+  readonly event?: EventRef;
   /** @defaultValue the attempt */
   readonly fencingToken?: number;
   /** @defaultValue the task's own limit */
@@ -108,6 +111,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       timeLimitMs: options.timeLimitMs ?? task.timeLimitSeconds * 1000,
       fencingToken: options.fencingToken ?? attempt,
       ...(options.dependencies ? { dependencies: options.dependencies } : {}),
+      ...(options.event ? { event: options.event } : {}),
     },
     {
       heartbeat: async () => {

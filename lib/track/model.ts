@@ -1,4 +1,5 @@
 import type { SerializedError } from '../errors';
+import type { EventRef } from '../wire/envelope';
 import type { TaskCost } from './cost';
 import type { MinuteCounts } from './throughput';
 
@@ -13,15 +14,17 @@ export const ARCHIVE_REASONS = [
   'id-conflict',
   'dependency-failed',
   'bad-dependency',
+  'no-subscriber',
 ] as const;
 export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
 
 /**
  * Reasons for messages that never ran as a job: they could not be decoded, named a task this
- * version does not have, or carried the id of another job (another task or payload). Their job
- * record, if any, is their own, keyed by their SQS message id.
+ * version does not have, carried the id of another job (another task or payload), or were an event
+ * no task on their queue subscribes to. Their job record, if any, is their own, keyed by their SQS
+ * message id.
  */
-export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict'];
+export const REJECTION_REASONS: readonly ArchiveReason[] = ['malformed', 'unknown-task', 'id-conflict', 'no-subscriber'];
 
 /** The most rejected messages filed under one envelope id (further ones are archived as ever, just not filed). */
 export const MAX_FILED_REJECTIONS = 100;
@@ -129,6 +132,8 @@ export interface JobRecord {
   /** Jobs waiting for this one: each with its place among their dependencies. */
   readonly dependents?: readonly DependentEdge[];
   readonly tags?: readonly string[];
+  /** The event this job runs for, when it is a subscriber's (`on`). */
+  readonly event?: EventRef;
   /**
    * When an operator asked the running job to stop (epoch ms). From then on its attempt's heartbeat
    * and lease extension are refused, its dispatcher aborts it, and it ends `cancelled`; a later claim
@@ -251,6 +256,8 @@ export interface JobRef extends JobIdentity {
   readonly publishedAt: number;
   /** Its tags, kept on the record where it is first written. */
   readonly tags?: readonly string[];
+  /** The event it is a subscriber's run of, kept on the record by its claim. */
+  readonly event?: EventRef;
 }
 
 export interface ClaimRequest extends JobRef {
@@ -468,6 +475,8 @@ export const STAT_COUNTERS = [
   'scheduled',
   'deferred',
   'cancelled',
+  /** Event messages turned into one job per subscriber on their queue. */
+  'split',
 ] as const;
 export type StatCounter = (typeof STAT_COUNTERS)[number];
 

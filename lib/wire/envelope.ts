@@ -41,9 +41,27 @@ export interface EnvelopeV1 {
   readonly onDependencyFailure?: DependencyFailurePolicy;
   /** Labels to find the job by (at most {@link MAX_TAGS}, each 1..{@link MAX_TAG_LENGTH} printable ASCII characters). */
   readonly tags?: readonly string[];
+  /** The event this job is a subscriber's run of (written by the dispatcher that turned an event into jobs; see lib/wire/event.ts). */
+  readonly event?: EventRef;
   /** Envelope version. @defaultValue 1 */
   readonly v?: 1;
 }
+
+/** What a subscriber's task sees of the event it runs for (`ctx.event`). */
+export interface EventRef {
+  readonly id: string;
+  readonly name: string;
+  /** The emitting app, when the event named it. */
+  readonly source?: string;
+  /** Epoch ms it was emitted. */
+  readonly emittedAt: number;
+}
+
+/**
+ * Event names: lowercase words joined by dots (`orders.created`), each word letters, digits, `_`
+ * or `-`; at most 100 characters. They are what a subscription's filter policy matches.
+ */
+export const EVENT_NAME_PATTERN = /^(?=.{1,100}$)[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
 
 /** A message body decoded and validated, with defaults filled in from SQS. */
 export interface DecodedJob {
@@ -59,6 +77,7 @@ export interface DecodedJob {
   readonly memberOf?: { readonly id: string; readonly size: number; readonly index: number };
   readonly onDependencyFailure?: DependencyFailurePolicy;
   readonly tags?: readonly string[];
+  readonly event?: EventRef;
 }
 
 export type DependencyFailurePolicy = 'fail' | 'ignore';
@@ -108,6 +127,7 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.memberOf !== undefined) body.memberOf = envelope.memberOf;
   if (envelope.onDependencyFailure !== undefined) body.onDependencyFailure = envelope.onDependencyFailure;
   if (envelope.tags !== undefined && envelope.tags.length > 0) body.tags = envelope.tags;
+  if (envelope.event !== undefined) body.event = envelope.event;
   return JSON.stringify(body);
 }
 
@@ -133,6 +153,14 @@ export function readableEnvelopeId(body: string): string | undefined {
  * never runs or resolves anything named in the message.
  */
 export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
+  return decodeJobFields(parseBody(body), meta);
+}
+
+/**
+ * A body's JSON object, checked for size and depth before anything reads its fields (shared by
+ * task and event envelopes). Throws {@link EnvelopeError}.
+ */
+export function parseBody(body: string): (key: string) => unknown {
   if (bodyBytes(body) > SQS_MESSAGE_LIMIT_BYTES) throw new EnvelopeError('too-large', `body is ${bodyBytes(body)} bytes`);
   let parsed: unknown;
   try {
@@ -147,8 +175,11 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
   const depth = jsonDepth(parsed, MAX_JSON_DEPTH);
   if (depth > MAX_JSON_DEPTH) throw new EnvelopeError('too-deep', `nesting exceeds ${MAX_JSON_DEPTH} levels`);
   const fields = parsed as Record<string, unknown>;
-  const own = (key: string): unknown => (Object.hasOwn(fields, key) ? fields[key] : undefined);
+  return (key: string): unknown => (Object.hasOwn(fields, key) ? fields[key] : undefined);
+}
 
+/** Validates a task envelope's fields (see {@link decodeEnvelope}). */
+export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta): DecodedJob {
   const v = own('v');
   if (v !== undefined && v !== KNOWN_VERSION) {
     throw new EnvelopeError('bad-version', `v is ${JSON.stringify(v)}; this dispatcher reads version ${KNOWN_VERSION}`, 'v');
@@ -175,6 +206,7 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
   }
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
+  const event = own('event');
   return {
     task,
     id: jobId,
@@ -183,6 +215,29 @@ export function decodeEnvelope(body: string, meta: MessageMeta): DecodedJob {
     publishedAt: publishedAt ?? meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
     ...relations,
+    ...(event !== undefined ? { event: decodeEventRef(event) } : {}),
+  };
+}
+
+/** A task envelope's `event`: the event a subscriber's job runs for. */
+function decodeEventRef(value: unknown): EventRef {
+  const f = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  const ok =
+    f !== undefined &&
+    typeof f.id === 'string' &&
+    JOB_ID_PATTERN.test(f.id) &&
+    typeof f.name === 'string' &&
+    EVENT_NAME_PATTERN.test(f.name) &&
+    isEpochMs(f.emittedAt) &&
+    (f.source === undefined || (typeof f.source === 'string' && f.source.length <= 30));
+  if (!ok) {
+    throw new EnvelopeError('bad-event', `event is ${preview(value)}; expected {"id", "name", "emittedAt"[, "source"]}`, 'event');
+  }
+  return {
+    id: f.id as string,
+    name: f.name as string,
+    ...(f.source !== undefined ? { source: f.source as string } : {}),
+    emittedAt: f.emittedAt as number,
   };
 }
 
@@ -327,7 +382,7 @@ export function jsonDepth(value: unknown, limit: number): number {
   return deepest;
 }
 
-function preview(value: unknown): string {
+export function preview(value: unknown): string {
   if (value === undefined) return 'missing';
   // JSON has no Infinity or NaN (JSON.stringify writes null): name them.
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
