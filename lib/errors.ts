@@ -109,6 +109,26 @@ export class UnknownTaskError extends TaskworkerError {
   }
 }
 
+/** An emit names an event the app does not declare in its config's `events`. */
+export class UnknownEventError extends TaskworkerError {
+  readonly event: string;
+  constructor(event: string, declared: readonly string[]) {
+    super(`Unknown event ${JSON.stringify(event)}: not declared in the config's events (${declared.join(', ') || 'none declared'})`);
+    this.name = 'UnknownEventError';
+    this.event = event;
+  }
+}
+
+/** An emitted event's payload was refused by its declared `validate` (or is not JSON); nothing was sent. */
+export class InvalidEventPayloadError extends TaskworkerError {
+  readonly event: string;
+  constructor(event: string, detail: string, options?: { cause?: unknown }) {
+    super(`Invalid payload for event ${JSON.stringify(event)}: ${detail}`, options);
+    this.name = 'InvalidEventPayloadError';
+    this.event = event;
+  }
+}
+
 /** A publish request names a queue that is not configured. */
 export class UnknownQueueError extends TaskworkerError {
   readonly queue: string;
@@ -123,8 +143,8 @@ export class UnknownQueueError extends TaskworkerError {
 export class MessageTooLargeError extends TaskworkerError {
   readonly bytes: number;
   readonly limit: number;
-  constructor(task: string, bytes: number, limit: number) {
-    super(`Message for task ${JSON.stringify(task)} is ${bytes} bytes; the limit is ${limit} bytes`);
+  constructor(task: string, bytes: number, limit: number, kind: 'task' | 'event' = 'task') {
+    super(`Message for ${kind} ${JSON.stringify(task)} is ${bytes} bytes; the limit is ${limit} bytes`);
     this.name = 'MessageTooLargeError';
     this.bytes = bytes;
     this.limit = limit;

@@ -70,6 +70,11 @@ export interface QueueDepth {
   readonly delayed: number;
 }
 
+/** Where a publisher emits events: a topic that fans each one out to the subscribed queues (SNS). */
+export interface EventBus {
+  publish(topicArn: string, body: string): Promise<{ readonly messageId: string }>;
+}
+
 /** What the dispatcher and publisher need from a queue service. Batch calls take at most 10 entries. */
 export interface QueueClient {
   receive(queueUrl: string, request: ReceiveRequest, signal?: AbortSignal): Promise<ReceivedMessage[]>;

@@ -42,7 +42,11 @@ export function eventRoutes(config: TaskworkerConfig, version: string, registry:
       routes.set(key, route);
     }
   }
-  return [...routes.values()].map((r) => ({ queue: r.queue, topic: r.topic, events: [...r.events].sort() }));
+  // In the config's queue order, then by topic: the same layout every time it is drawn.
+  const order = (queue: string) => config.queues.findIndex((q) => q.name === queue);
+  return [...routes.entries()]
+    .sort(([ka, a], [kb, b]) => order(a.queue) - order(b.queue) || ka.localeCompare(kb))
+    .map(([, r]) => ({ queue: r.queue, topic: r.topic, events: [...r.events].sort() }));
 }
 
 /** The SNS filter policy of a route: the body's `event` is one of its events (FilterPolicyScope `MessageBody`). */

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SnsEventBus } from '../adapters/sns';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config';
 import { ConfigError } from '../errors';
@@ -196,7 +198,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
   const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  const { urls, tables, jobs, stats, queues, controls } = await provisionVersion({ bundle: build.bundle, version, sqs, dynamo });
+  // fauxqs serves SNS on its SQS endpoint: the version's event topic and subscriptions live there.
+  const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
+  const { urls, tables, jobs, stats, queues, controls, events } = await provisionVersion({
+    bundle: build.bundle,
+    version,
+    sqs,
+    dynamo,
+    sns,
+  });
   // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
   const controlsCache = new ControlsCache(controls, () => Date.now());
   const env: Record<string, string> = {
@@ -204,6 +214,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
     AWS_DEFAULT_REGION: region,
     AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_SNS: emulators.sqsEndpoint,
     AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
     ...LOCAL_CREDENTIALS,
   };
@@ -221,7 +232,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
   });
-  const publisherFor = (bundle: TaskBundle) => new Publisher({ config: bundle.config, version, tasks: bundle.tasks, queues, urls, jobs });
+  const eventBus = new SnsEventBus({ client: sns });
+  const publisherFor = (bundle: TaskBundle) =>
+    new Publisher({
+      config: bundle.config,
+      version,
+      tasks: bundle.tasks,
+      queues,
+      urls,
+      jobs,
+      events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: eventBus },
+    });
   let publisher = publisherFor(build.bundle);
 
   const dispatchers: ChildProcess[] = [];

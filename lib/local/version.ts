@@ -1,10 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
 import type { DynamoControlStore } from '../adapters/dynamo-controls';
 import type { DynamoLimitStore } from '../adapters/dynamo-limits';
 import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
+import { SnsEventBus } from '../adapters/sns';
+import { createVersionEvents, type VersionEvents } from '../adapters/sns-admin';
 import { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
 import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../invocation/dispatcher-runtime';
@@ -26,8 +29,10 @@ export interface ProvisionedVersion {
   /** The operator controls (paused queues, priority and SLA overrides) the dispatchers read. */
   readonly controls: DynamoControlStore;
   readonly queues: SqsQueueClient;
-  /** A publisher for the version that knows the bundle's tasks and records queued jobs. */
+  /** A publisher for the version that knows the bundle's tasks and records queued jobs (and emits its events, given SNS). */
   readonly publisher: Publisher;
+  /** The version's event topic and its queues' subscriptions, when provisioned with SNS. */
+  readonly events?: VersionEvents;
   /**
    * A dispatcher in this process on the version: the real runtime, adapters and thread pool. It
    * shares the process, so its memory guard is off. `sqs`/`dynamo` replace the clients it uses
@@ -55,6 +60,8 @@ export async function provisionVersion(options: {
   readonly version: string;
   readonly sqs: SQSClient;
   readonly dynamo: DynamoDBClient;
+  /** SNS (fauxqs's, on the SQS endpoint): the version's event topic and its queues' subscriptions are created on it. */
+  readonly sns?: SNSClient;
   /** Whether the publisher writes `queued` records. @defaultValue true */
   readonly recordQueued?: boolean;
 }): Promise<ProvisionedVersion> {
@@ -68,6 +75,9 @@ export async function provisionVersion(options: {
     controls: DynamoControlStore;
   };
   const queues = new SqsQueueClient({ client: options.sqs });
+  const events = options.sns
+    ? await createVersionEvents(options.sns, options.sqs, bundle.config, version, bundle.registry, urls)
+    : undefined;
   return {
     version,
     bundle,
@@ -77,6 +87,7 @@ export async function provisionVersion(options: {
     stats,
     controls,
     queues,
+    ...(events ? { events } : {}),
     publisher: new Publisher({
       config: bundle.config,
       version,
@@ -84,6 +95,9 @@ export async function provisionVersion(options: {
       queues,
       urls,
       ...(options.recordQueued === false ? {} : { jobs }),
+      ...(options.sns
+        ? { events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: new SnsEventBus({ client: options.sns }) } }
+        : {}),
     }),
     dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).

@@ -3,7 +3,7 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
-import type { ArchiveReason, JobState } from '../track/model';
+import type { ArchiveReason, JobRecord, JobState } from '../track/model';
 import type { JobFate, WorkerPlace } from '../track/workers';
 
 /** A related job's state; `unknown` when it has no record (not published yet, or expired). */
@@ -113,3 +113,42 @@ export interface WorkersView {
   /** Live ones first, each group newest first. */
   readonly workers: readonly WorkerView[];
 }
+
+/**
+ * What counted a state's jobs for the dashboard's tabs, each without a scan: `index` the sparse
+ * per-queue index (up to a cap); `workers` the live workers' last beats (the jobs they held);
+ * `queue` SQS's approximate count of visible messages; `today` the stats table's counter of the
+ * UTC day.
+ */
+export type CountSource = 'index' | 'workers' | 'queue' | 'today';
+
+export interface StateCount {
+  readonly state: JobState;
+  /** How many; null where nothing counts it without a scan (no worker registry). */
+  readonly count: number | null;
+  /** At least `count`: the index count stopped at its cap, or workers held jobs their beats had no room to name. */
+  readonly atLeast: boolean;
+  readonly source: CountSource;
+}
+
+/** Every job state's count on some queues (lib/operate/job-counts.ts). */
+export interface JobCounts {
+  /** The UTC day a `today` count is of. */
+  readonly day: string;
+  /** An `index` count reads at most this many jobs per queue. */
+  readonly cap: number;
+  readonly states: readonly StateCount[];
+}
+
+/**
+ * What retrying one archived job did (lib/operate/job-actions.ts): `retried`, its archived message
+ * back in its queue with its attempts reset; `not-archived`, the job is in another state;
+ * `not-in-archive`, its message is no longer there (replayed already, or past the archive's
+ * retention); `skipped`, the replay left it, saying why; `unknown`, no such job.
+ */
+export type RetryResult =
+  | { readonly outcome: 'retried'; readonly queue: string; readonly record: JobRecord }
+  | { readonly outcome: 'not-archived'; readonly record: JobRecord }
+  | { readonly outcome: 'not-in-archive'; readonly record: JobRecord }
+  | { readonly outcome: 'skipped'; readonly why: string; readonly record: JobRecord }
+  | { readonly outcome: 'unknown' };

@@ -29,6 +29,7 @@ import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord 
 import { decodeEnvelope, pinEnvelope } from '../wire/envelope';
 import type { RedriveResult, ReplayResult } from './answers';
 import { controlView, type QueueControlView } from './controls';
+import { runningJobs } from './running';
 
 function decodedOrUndefined(message: ReceivedMessage) {
   try {
@@ -460,6 +461,12 @@ export interface JobsPage {
    * of the table), and there are no further pages.
    */
   readonly scanned?: boolean;
+  /**
+   * Running jobs: those the live workers held at their last beat, confirmed running now, newest
+   * start first, without a scan (lib/operate/running.ts); `running` of them in all (the page shows
+   * the newest `limit`), and `uncarried` more the beats had no room to name. No further pages.
+   */
+  readonly fromWorkers?: { readonly running: number; readonly uncarried: number };
 }
 
 /** What a page cursor carries: the oldest update time shown, and the jobs shown with exactly that time. */
@@ -489,10 +496,15 @@ function readCursor(cursor: string): PageMark {
 /**
  * One page of jobs in a state, newest update first. A page ends at an update time and the next
  * starts at that same time minus the jobs already shown, so jobs updated in the same millisecond
- * are neither skipped nor shown twice. States without an index (queued, running, succeeded) give
- * one page of what a scan found first ({@link JobsPage.scanned}).
+ * are neither skipped nor shown twice. Running jobs come from the live workers' beats, newest start
+ * first ({@link JobsPage.fromWorkers}); the other states without an index (queued, succeeded, and
+ * running without a worker registry) give one page of what a scan found first ({@link JobsPage.scanned}).
  */
 export async function listJobsPage(ctx: OperatorContext, q: JobsPageQuery): Promise<JobsPage> {
+  if (q.state === 'running' && ctx.workers) {
+    const running = await runningJobs({ workers: ctx.workers, jobs: ctx.jobs, clock: ctx.clock }, q);
+    return { jobs: running.jobs.slice(0, q.limit), fromWorkers: { running: running.jobs.length, uncarried: running.uncarried } };
+  }
   if (!INDEXED_STATES.includes(q.state)) {
     const jobs = await ctx.jobs.list({
       state: q.state,

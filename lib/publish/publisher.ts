@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
+import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, tableNames, validateVersion } from '../config';
@@ -7,16 +8,19 @@ import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
   DependencyError,
   type FailedPublish,
+  InvalidEventPayloadError,
   MessageTooLargeError,
   PublishBatchError,
   PublishOptionError,
   ResultUnavailableError,
   TimeLimitExceedsVisibilityError,
+  UnknownEventError,
   UnknownQueueError,
   UnknownTaskError,
 } from '../errors';
+import { topicArnNear } from '../events/config';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
+import { type EventBus, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
@@ -34,6 +38,7 @@ import {
   memberId,
   tagListProblem,
 } from '../wire/envelope';
+import { encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';
 import { type JobResult, type WaitOptions, waitForResult } from './results';
 
 export interface PublishOptions {
@@ -69,6 +74,23 @@ export interface PublishOptions {
   readonly awaits?: number;
   /** @internal A fan-in's member (see {@link Publisher.chord}). */
   readonly memberOf?: { readonly id: string; readonly size: number };
+}
+
+export interface EmitOptions {
+  /**
+   * The event's id (1..128 printable ASCII): each subscriber's job is `<id>/<task>`, so emitting
+   * the same id again runs no subscriber twice (on queues tracked `full`). @defaultValue a random UUID
+   */
+  readonly id?: string;
+  /** Any JSON, handed to every subscriber as `ctx.appData`. */
+  readonly appData?: unknown;
+}
+
+export interface Emitted {
+  readonly eventId: string;
+  /** The SNS message id of the one publish. */
+  readonly messageId: string;
+  readonly topicArn: string;
 }
 
 export interface PublishItem<P = unknown> {
@@ -107,6 +129,13 @@ export type PublisherOptions = {
    */
   readonly jobs?: JobStore;
   readonly clock?: Clock;
+  /**
+   * Where {@link Publisher.emit} publishes: the version's topic (`<app>-<version>-events`, found in
+   * the account and region of the version's queues unless `topicArn` is given), through SNS (`sns`
+   * configures its client) or another {@link EventBus}. Needs `sns:Publish` on the topic
+   * (`grantPublish(role, { events: true })`).
+   */
+  readonly events?: { readonly topicArn?: string; readonly sns?: SnsClientOption; readonly bus?: EventBus };
 } & (
   | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
   | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
@@ -141,6 +170,8 @@ export class Publisher {
   private warnedAboutTracking = false;
   private readonly recent = new Map<string, JobRef>();
   private urls: Promise<QueueUrls> | undefined;
+  private readonly eventOptions: PublisherOptions['events'];
+  private eventBus: EventBus | undefined;
 
   constructor(options: PublisherOptions) {
     // A resolved config is a valid input too, so this accepts either.
@@ -148,6 +179,7 @@ export class Publisher {
     this.version = validateVersion(options.version);
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.clock = options.clock ?? systemClock;
+    this.eventOptions = options.events;
     const store = () =>
       new DynamoJobStore(
         tableNames(this.config.app, this.version).jobs,
@@ -262,6 +294,61 @@ export class Publisher {
     const problem = tagListProblem([tag]);
     if (problem) throw new PublishOptionError('tag', tag, `a tag: it ${problem}`);
     return this.jobStore().jobsByTag(tag, options.limit ?? 50, options.before);
+  }
+
+  /**
+   * Emits one of the app's declared events: checked by its `validate`, then published once to the
+   * version's SNS topic, which delivers it to every queue subscribed to it (this app's and other
+   * apps'); there each subscribed task runs once as job `<event id>/<task>`, with the payload and
+   * `ctx.event`. An undeclared name ({@link UnknownEventError}), a payload `validate` refuses or
+   * that is not JSON ({@link InvalidEventPayloadError}), a bad id, or an event over SNS's 256 KiB
+   * ({@link MessageTooLargeError}) is refused before anything is sent.
+   * @example
+   * await publisher.emit('orders.created', { orderId: 'o-1', total: 42 }, { id: 'order-o-1-created' });
+   */
+  async emit(name: string, payload: unknown, options: EmitOptions = {}): Promise<Emitted> {
+    const declared = this.config.events.find((e) => e.name === name);
+    if (!declared)
+      throw new UnknownEventError(
+        String(name),
+        this.config.events.map((e) => e.name),
+      );
+    const eventId = options.id ?? randomUUID();
+    if (typeof eventId !== 'string' || !JOB_ID_PATTERN.test(eventId))
+      throw new PublishOptionError('id', eventId, '1..128 printable ASCII characters');
+    if (declared.validate) {
+      try {
+        declared.validate(payload);
+      } catch (error) {
+        throw new InvalidEventPayloadError(name, error instanceof Error ? error.message : String(error), { cause: error });
+      }
+    }
+    let body: string;
+    try {
+      body = encodeEventEnvelope({
+        event: name,
+        id: eventId,
+        source: this.config.app,
+        emittedAt: this.clock.now(),
+        payload,
+        ...(options.appData !== undefined ? { appData: options.appData } : {}),
+      });
+    } catch (error) {
+      throw new InvalidEventPayloadError(name, `not JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    if (bodyBytes(body) > MAX_EVENT_BYTES) throw new MessageTooLargeError(name, bodyBytes(body), MAX_EVENT_BYTES, 'event');
+    const topicArn = await this.topicArn();
+    this.eventBus ??= this.eventOptions?.bus ?? new SnsEventBus(this.eventOptions?.sns);
+    const { messageId } = await this.eventBus.publish(topicArn, body);
+    return { eventId, messageId, topicArn };
+  }
+
+  /** The version's event topic: given, or beside the version's queues (their URL names the account and region). */
+  private async topicArn(): Promise<string> {
+    if (this.eventOptions?.topicArn) return this.eventOptions.topicArn;
+    const urls = await this.queueUrls();
+    const url = Object.values(urls.queues)[0] ?? urls.archive;
+    return topicArnNear(url, this.config.app, this.version);
   }
 
   /** Resolved once and cached; a failed lookup is retried on the next publish. */

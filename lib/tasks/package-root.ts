@@ -14,7 +14,8 @@ export const PACKAGE_ROOT = findPackageRoot(__dirname);
 function findPackageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && PACKAGE_NAMES.includes((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name ?? '')) return dir;
+    const name = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name : undefined;
+    if (name !== undefined && PACKAGE_NAMES.includes(name)) return dir;
     if (dirname(dir) === dir) return resolve(from, '..');
   }
 }

@@ -16,6 +16,12 @@ import {
 export { EVENT_NAME_PATTERN, type EventRef } from './envelope';
 
 /**
+ * The largest event body: SNS takes 256 KiB a message. Each subscriber's job envelope (the event's
+ * fields and its task and id) is a few hundred bytes more, well inside SQS's 1 MiB.
+ */
+export const MAX_EVENT_BYTES = 262_144;
+
+/**
  * The event envelope: the body an emitter publishes to its version's SNS topic, delivered raw to
  * every subscribed queue whose filter policy names the event (a filter on the body's `event`). Any
  * SDK can publish one; the minimal form is `{"event":"orders.created","payload":{...}}`.
