@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { basename, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../lib/tasks/package-root';
 import { UsageError } from './shared';
@@ -8,11 +8,14 @@ import { UsageError } from './shared';
 export const INIT_USAGE = `taskworker init [DIR] [--name NAME] [--from-registry]
   Scaffolds a project in DIR (default: here): a config, a tasks folder with an example task and
   its unit test, a CDK app with a TaskworkerVersion, and a README. Refuses to overwrite a file.
-  The project depends on this copy of taskworker, packed into DIR/vendor/ (it is not on a public
-  registry yet); --from-registry depends on the published version instead.`;
+  The project depends on this copy of taskworker and taskworker-toolkit, packed into DIR/vendor/
+  (they are not on a public registry yet); --from-registry depends on the published versions instead.`;
 
-/** The devDependencies a new project needs, at the versions this package is built and tested with. */
-const DEV_DEPENDENCIES = ['aws-cdk', 'aws-cdk-lib', 'constructs', 'dynalite', 'esbuild', 'fauxqs', 'tsx', 'typescript', '@types/node'];
+/**
+ * The devDependencies a new project needs besides taskworker-toolkit (which brings esbuild), at the
+ * versions this package is built and tested with.
+ */
+const DEV_DEPENDENCIES = ['aws-cdk', 'aws-cdk-lib', 'constructs', 'dynalite', 'fauxqs', 'tsx', 'typescript', '@types/node'];
 
 interface Manifest {
   readonly name: string;
@@ -51,13 +54,16 @@ export async function initCommand(argv: string[]): Promise<void> {
   }
 
   const self = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as Manifest;
+  const packages = packageDirs(self);
   mkdirSync(dir, { recursive: true });
-  const dependency = values['from-registry'] ? `^${self.version}` : `file:${packSelf(dir)}`;
+  const [taskworker, toolkit] = values['from-registry']
+    ? [`^${self.version}`, `^${self.version}`]
+    : [`file:${packInto(dir, packages.taskworker)}`, `file:${packInto(dir, packages.toolkit)}`];
   for (const { source, target } of files) {
     mkdirSync(resolve(target, '..'), { recursive: true });
     writeFileSync(target, readFileSync(source, 'utf8').replaceAll('{{app}}', app));
   }
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest(app, dependency, self), null, 2)}\n`);
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest(app, { taskworker, toolkit }, self), null, 2)}\n`);
   const shown = relative(process.cwd(), dir) || '.';
   process.stdout.write(
     [
@@ -73,9 +79,12 @@ export async function initCommand(argv: string[]): Promise<void> {
   );
 }
 
-function manifest(app: string, dependency: string, self: Manifest) {
+function manifest(app: string, specs: { taskworker: string; toolkit: string }, self: Manifest) {
   const devDependencies = Object.fromEntries(
-    DEV_DEPENDENCIES.map((name) => [name, pinnedVersions(self)[name] ?? 'latest'] as const).sort(([a], [b]) => a.localeCompare(b)),
+    [
+      ...DEV_DEPENDENCIES.map((name) => [name, pinnedVersions(self)[name] ?? 'latest'] as const),
+      ['taskworker-toolkit', specs.toolkit] as const,
+    ].sort(([a], [b]) => a.localeCompare(b)),
   );
   return {
     name: app,
@@ -88,19 +97,32 @@ function manifest(app: string, dependency: string, self: Manifest) {
       typecheck: 'tsc',
       synth: 'cdk synth -c version=v1',
     },
-    dependencies: { taskworker: dependency },
+    dependencies: { taskworker: specs.taskworker },
     devDependencies,
   };
 }
 
 /**
- * Packs the running copy of taskworker into DIR/vendor/ and returns the path the project's
+ * Where the running copies of the two packages are: installed, this command is taskworker-toolkit's
+ * and taskworker is its peer; in this repository, taskworker is the checkout and the toolkit its build.
+ */
+function packageDirs(self: Manifest): { taskworker: string; toolkit: string } {
+  if (self.name === 'taskworker-toolkit') {
+    return { taskworker: dirname(require.resolve('taskworker/package.json', { paths: [PACKAGE_ROOT] })), toolkit: PACKAGE_ROOT };
+  }
+  const toolkit = join(PACKAGE_ROOT, 'dist', 'toolkit');
+  if (!existsSync(join(toolkit, 'package.json'))) throw new UsageError('no dist/toolkit in this checkout: run `npm run build` first');
+  return { taskworker: PACKAGE_ROOT, toolkit };
+}
+
+/**
+ * Packs a running copy of a package into DIR/vendor/ and returns the path the project's
  * package.json names: so the project installs from the same source, with no registry.
  */
-function packSelf(dir: string): string {
+function packInto(dir: string, packageDir: string): string {
   const vendor = join(dir, 'vendor');
   mkdirSync(vendor, { recursive: true });
-  const out = execFileSync('npm', ['pack', PACKAGE_ROOT, '--pack-destination', vendor, '--ignore-scripts', '--json'], {
+  const out = execFileSync('npm', ['pack', packageDir, '--pack-destination', vendor, '--ignore-scripts', '--json'], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });

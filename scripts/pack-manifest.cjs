@@ -1,6 +1,17 @@
-// The package.json that `npm pack` / `npm publish` put in the tarball: only what a consumer's
-// install and runtime read. The repository's own scripts (its `prepare` builds and installs Node
-// 24 for CI: a consumer's install would warn about it, or run it) and devDependencies stay here.
+// The manifests of the two packages this repository publishes, both derived from its package.json:
+//
+//   taskworker          what a service and its tasks import (publishing, defineTask, the test kit, the
+//                       runtime), with the AWS SDK clients it publishes with: a publish-only install. Its
+//                       `taskworker/cdk` and `taskworker` command are front doors to the toolkit.
+//   taskworker-toolkit  what builds, runs locally and deploys: the construct, the command, the prebuilt
+//                       dispatcher artifact and the dashboard, with esbuild (it bundles the user's tasks at
+//                       synth and in `taskworker dev`) and cron-parser as dependencies. scripts/build.mjs
+//                       writes it to dist/toolkit/; `npm pack ./dist/toolkit` packs it.
+//
+// The repository's package.json is taskworker's plus what only the repository or the toolkit needs: its
+// scripts (`prepare` builds and installs Node 24 for CI: a consumer's install would warn about it, or run
+// it) and devDependencies stay here, and the toolkit's optional peers (the emulators, CloudWatch) are
+// taken out of taskworker's packed manifest.
 //
 //   node scripts/pack-manifest.cjs trim       (prepack, last) keeps the full file aside, writes the packed one
 //   node scripts/pack-manifest.cjs restore    (postpack) puts the full file back
@@ -39,9 +50,63 @@ const CONSUMER_FIELDS = [
   'optionalDependencies',
 ];
 
-/** The packed manifest for a repository manifest (pure): its consumer fields, in their order. */
+const TOOLKIT = 'taskworker-toolkit';
+
+/** The toolkit's own dependencies, at the versions this repository builds and tests with (its devDependencies). */
+const TOOLKIT_DEPENDENCIES = ['esbuild', 'cron-parser'];
+
+/** Optional peers only the toolkit loads (`taskworker dev`'s emulators, the dashboard's CloudWatch reads). */
+const TOOLKIT_PEERS = ['fauxqs', 'dynalite', '@aws-sdk/client-cloudwatch'];
+
+const without = (record, names) => Object.fromEntries(Object.entries(record ?? {}).filter(([name]) => !names.includes(name)));
+
+/** A devDependency's pinned version as a range that takes its patches (`0.28.2` → `^0.28.2`). */
+const caret = (version) => (/^\d/.test(version) ? `^${version}` : version);
+
+/** taskworker's packed manifest for the repository's (pure): its consumer fields, in their order, without the toolkit's peers. */
 function packedManifest(manifest) {
-  return Object.fromEntries(Object.entries(manifest).filter(([key]) => CONSUMER_FIELDS.includes(key)));
+  if (manifest.peerDependencies?.[TOOLKIT] !== manifest.version) {
+    throw new Error(`package.json: peerDependencies["${TOOLKIT}"] must be this version, ${manifest.version}`);
+  }
+  const packed = Object.fromEntries(Object.entries(manifest).filter(([key]) => CONSUMER_FIELDS.includes(key)));
+  for (const field of ['peerDependencies', 'peerDependenciesMeta']) {
+    if (packed[field]) packed[field] = without(packed[field], TOOLKIT_PEERS);
+  }
+  return packed;
+}
+
+/**
+ * taskworker-toolkit's manifest for the repository's (pure). Its dependencies: taskworker's (its copy of the
+ * library publishes and tracks with the same clients) and its own; its peers: taskworker at this very version
+ * (the user's tasks import it, and the tasks bundle takes the runtime from it), the user's aws-cdk-lib and
+ * constructs, and the emulators — all optional but taskworker, and all named in one line when missing.
+ */
+function toolkitManifest(manifest) {
+  const dependencies = { ...manifest.dependencies };
+  for (const name of TOOLKIT_DEPENDENCIES) {
+    const version = manifest.dependencies?.[name] ?? manifest.devDependencies?.[name];
+    if (!version) throw new Error(`${TOOLKIT} depends on ${name}, which package.json does not list`);
+    dependencies[name] = caret(version);
+  }
+  const peers = without(manifest.peerDependencies, [TOOLKIT, ...TOOLKIT_DEPENDENCIES]);
+  const meta = without(manifest.peerDependenciesMeta, [TOOLKIT, ...TOOLKIT_DEPENDENCIES]);
+  return {
+    name: TOOLKIT,
+    version: manifest.version,
+    description: `Builds, runs locally and deploys taskworker apps: the TaskworkerVersion construct behind taskworker/cdk, the taskworker command (init, dev, the operator commands, ui) and the prebuilt dispatcher. Install it beside taskworker ${manifest.version} where the stack is synthesized.`,
+    license: manifest.license,
+    engines: manifest.engines,
+    exports: {
+      './cdk': { types: './dist/cjs/infra/index.d.ts', default: './dist/cjs/infra/index.js' },
+      './cli': './dist/cli.js',
+      './package.json': './package.json',
+    },
+    typesVersions: { '*': { cdk: ['./dist/cjs/infra/index.d.ts'] } },
+    files: ['dist/', 'templates/', 'README.md'],
+    dependencies: Object.fromEntries(Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b))),
+    peerDependencies: { taskworker: manifest.version, ...peers },
+    peerDependenciesMeta: meta,
+  };
 }
 
 function restore() {
@@ -55,7 +120,7 @@ function trim() {
   writeFileSync(MANIFEST, `${JSON.stringify(packedManifest(JSON.parse(text)), null, 2)}\n`);
 }
 
-module.exports = { packedManifest, CONSUMER_FIELDS };
+module.exports = { packedManifest, toolkitManifest, CONSUMER_FIELDS, TOOLKIT, TOOLKIT_DEPENDENCIES, TOOLKIT_PEERS };
 if (require.main === module) {
   const command = process.argv[2];
   if (command === 'trim') trim();
