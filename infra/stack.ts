@@ -57,6 +57,8 @@ export class TaskworkerStack extends Stack {
     new CfnOutput(this, 'DispatcherFunctionName', { value: version.dispatcher.functionName });
     new CfnOutput(this, 'DashboardName', { value: version.dashboard.dashboardName });
     if (version.alarmTopic) new CfnOutput(this, 'AlarmTopicArn', { value: version.alarmTopic.topicArn });
+    if (version.eventTopic)
+      new CfnOutput(this, 'EventTopicArn', { description: 'Where the app emits its events', value: version.eventTopic.topicArn });
   }
 }
 

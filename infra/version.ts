@@ -21,12 +21,15 @@ import {
   validateVersion,
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
+import { eventTopicName } from '../lib/events/config';
 import { JOBS_BY_TAG_INDEX } from '../lib/layout/tables';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
+import type { TaskRegistry } from '../lib/tasks/task';
 import { checkCrontabs } from '../lib/track/cron';
 import { type DispatcherCodeProps, dispatcherCode } from './artifact';
 import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher-function';
+import { EMIT_ACTIONS, TaskworkerEvents } from './events';
 import { TaskworkerMonitoring } from './monitoring';
 import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
 import { TaskworkerQueues } from './queues';
@@ -110,6 +113,12 @@ export interface GrantPublishOptions {
    * @default false
    */
   readonly flows?: boolean;
+  /**
+   * Also let the grantee emit the app's events (`Publisher.emit`: `sns:Publish` on the version's
+   * topic, `<app>-<version>-events`).
+   * @default false
+   */
+  readonly events?: boolean;
 }
 
 /**
@@ -153,6 +162,8 @@ export class TaskworkerVersion extends Construct {
   public readonly alarmTopic: sns.ITopic | undefined;
   /** One EventBridge Scheduler schedule per entry of the config's `schedules`. */
   public readonly schedules: readonly scheduler.CfnSchedule[];
+  /** The topic the app's events are emitted to, when its config declares events. */
+  public readonly eventTopic: sns.ITopic | undefined;
 
   constructor(scope: Construct, id: string, props: TaskworkerVersionProps) {
     super(scope, id);
@@ -196,13 +207,19 @@ export class TaskworkerVersion extends Construct {
       dispatcher: dispatcher.function,
       ...(this.alarmTopic ? { alarmTopic: this.alarmTopic } : {}),
     });
+    const registry = lazyRegistry(config, source);
     const schedules = new TaskworkerSchedules(this, 'Schedules', {
       config,
       version,
       queues: queues.queues,
-      taskQueue: taskQueues(config, source),
+      taskQueue: (task) => registry().get(task)?.queue,
       enabled: props.schedules !== 'disabled',
     });
+    const events =
+      config.events.length > 0 || config.subscriptions.length > 0
+        ? new TaskworkerEvents(this, 'Events', { config, version, queues: queues.queues, registry: registry() })
+        : undefined;
+    this.eventTopic = events?.topic;
     this.publisherPolicy = new TaskworkerPublisherPolicy(this, 'Publisher', {
       queues: Object.values(queues.queues),
       managedPolicyName: `${config.app}-${version}-publisher`,
@@ -232,11 +249,18 @@ export class TaskworkerVersion extends Construct {
     const stack = Stack.of(Construct.isConstruct(grantee) ? grantee : this);
     const arn = (service: string, resource: string, resourceName?: string) =>
       stack.formatArn({ service, resource, ...(resourceName ? { resourceName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME } : {}) });
-    const grant = iam.Grant.addToPrincipal({
+    let grant = iam.Grant.addToPrincipal({
       grantee,
       actions: PUBLISHER_ACTIONS,
       resourceArns: this.config.queues.map((q) => arn('sqs', queueResourceName(app, this.version, q.name))),
     });
+    if (options.events) {
+      if (this.config.events.length === 0)
+        throw new ConfigError('grantPublish.events', true, 'an app that declares events (config events)');
+      grant = grant.combine(
+        iam.Grant.addToPrincipal({ grantee, actions: EMIT_ACTIONS, resourceArns: [arn('sns', eventTopicName(app, this.version))] }),
+      );
+    }
     const tableActions = [
       ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),
       ...(options.recordQueued || options.delay || options.cancel || options.flows ? ['dynamodb:UpdateItem'] : []),
@@ -289,14 +313,22 @@ export class TaskworkerVersion extends Construct {
  * given in the CDK app. Paths resolve against the working directory, the user's project.
  */
 /**
- * Which queue each task is on, for schedules that do not name one: read from the task modules
- * (built and loaded as the dispatcher does, which also fails the synth for a schedule of an unknown
- * task or a payload its `validate` refuses). Built only when a schedule needs it.
+ * The version's tasks, read from the task modules (built and loaded as the dispatcher does, which
+ * also fails the synth for a schedule of an unknown task, a payload its `validate` refuses, or a
+ * subscriber of an event the app cannot receive), built at most once and only when asked: for a
+ * schedule that names no queue, or for the events' subscriptions.
  */
-function taskQueues(config: TaskworkerConfig, source: ReturnType<typeof configSource>): (task: string) => string | undefined {
-  if (config.schedules.every((s) => s.queue !== undefined)) return () => undefined;
+function lazyRegistry(config: TaskworkerConfig, source: ReturnType<typeof configSource>): () => TaskRegistry {
+  let registry: TaskRegistry | undefined;
+  return () => {
+    registry ??= loadRegistry(config, source);
+    return registry;
+  };
+}
+
+function loadRegistry(config: TaskworkerConfig, source: ReturnType<typeof configSource>): TaskRegistry {
   const code = source.code(config);
-  const scratch = mkdtempSync(join(tmpdir(), 'taskworker-schedules-'));
+  const scratch = mkdtempSync(join(tmpdir(), 'taskworker-tasks-'));
   try {
     const configFile = code.configFile ?? join(scratch, 'taskworker.config.json');
     if (!code.configFile) writeFileSync(configFile, JSON.stringify(config));
@@ -305,8 +337,7 @@ function taskQueues(config: TaskworkerConfig, source: ReturnType<typeof configSo
       ...(code.tasksDir ? { tasksDir: code.tasksDir } : {}),
       outFile: join(scratch, 'tasks.cjs'),
     });
-    const { registry } = loadTaskBundle(tasksFile);
-    return (task) => registry.get(task)?.queue;
+    return loadTaskBundle(tasksFile).registry;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -28,7 +28,9 @@ describe('infra/app.ts context options', () => {
     const given = Template.fromStack((await appWith({ version: 'v1', alarmTopic: arn })).stack);
     given.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [arn] });
     const created = Template.fromStack((await appWith({ version: 'v1', alarmTopic: 'create' })).stack);
-    created.resourceCountIs('AWS::SNS::Topic', 1);
+    // The alarm topic, beside the example app's event topic.
+    expect(Object.keys(created.findResources('AWS::SNS::Topic', { Properties: { TopicName: 'taskworker-v1-alarms' } }))).toHaveLength(1);
+    created.resourceCountIs('AWS::SNS::Topic', 2);
   });
 
   it('destroys data with the stack only when told: -c retainData=false', async () => {

@@ -26,7 +26,16 @@ describe('dispatcher asset (real bundling)', () => {
     const bundle = loadTaskBundle(join(dir, 'tasks.cjs'));
     expect(bundle.config.app).toBe('taskworker');
     expect(bundle.tasks.map((t) => t.name).sort()).toEqual(
-      ['build-report', 'charge-card', 'rebuild-index', 'resize-image', 'send-notification', 'sync-crm'].sort(),
+      [
+        'award-loyalty-points',
+        'build-report',
+        'charge-card',
+        'rebuild-index',
+        'resize-image',
+        'send-notification',
+        'send-order-confirmation',
+        'sync-crm',
+      ].sort(),
     );
     expect(existsSync(join(dir, 'runner.js'))).toBe(false);
   });

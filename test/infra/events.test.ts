@@ -1,0 +1,122 @@
+import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { TaskworkerVersion } from '../../infra/version';
+import billingConfig from '../fixtures/events/billing/taskworker.config';
+import { EXAMPLE_CONFIG_FILE, synthStack } from '../helpers/infra';
+
+const BILLING_CONFIG = join(__dirname, '..', 'fixtures', 'events', 'billing', 'taskworker.config.ts');
+
+describe('events on AWS: the topic and the filtered subscriptions', () => {
+  const { template } = synthStack({ version: 'v7' });
+  const queueId = (name: string) =>
+    Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { QueueName: name } }))[0] as string;
+  const topicId = Object.keys(
+    template.findResources('AWS::SNS::Topic', { Properties: { TopicName: 'taskworker-v7-events' } }),
+  )[0] as string;
+
+  it('creates the version’s topic, encrypted with the AWS-managed SNS key, TLS only', () => {
+    expect(topicId).toBeDefined();
+    const topic = template.findResources('AWS::SNS::Topic')[topicId] as { Properties: { KmsMasterKeyId: unknown } };
+    expect(JSON.stringify(topic.Properties.KmsMasterKeyId)).toContain(':alias/aws/sns');
+    template.hasOutput('EventTopicArn', { Value: { Ref: topicId } });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topicId }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Action: 'sns:Publish' }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes each subscriber’s queue raw, filtered on the body’s event, and lets only that topic send to it', () => {
+    const subscriptions = template.findResources('AWS::SNS::Subscription');
+    const byQueue = Object.values(subscriptions).map((s) => {
+      const p = (s as { Properties: Record<string, unknown> }).Properties;
+      return {
+        endpoint: (p.Endpoint as { 'Fn::GetAtt': string[] })['Fn::GetAtt'][0],
+        topic: p.TopicArn,
+        raw: p.RawMessageDelivery,
+        scope: p.FilterPolicyScope,
+        filter: p.FilterPolicy,
+      };
+    });
+    const expected = (queue: string) => ({
+      endpoint: queueId(`taskworker-v7-${queue}`),
+      topic: { Ref: topicId },
+      raw: true,
+      scope: 'MessageBody',
+      filter: { event: ['orders.placed'] },
+    });
+    expect(byQueue).toEqual(expect.arrayContaining([expected('high_priority'), expected('low_priority')]));
+    expect(byQueue).toHaveLength(2);
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: queueId('taskworker-v7-high_priority') }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: 'sqs:SendMessage',
+            Principal: { Service: 'sns.amazonaws.com' },
+            Condition: { ArnEquals: { 'aws:SourceArn': { Ref: topicId } } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('grantPublish({ events: true }) lets the grantee publish to the topic and nothing more on SNS', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const orders = new Stack(app, 'Orders');
+    const version = new TaskworkerVersion(orders, 'TasksV7', { config: EXAMPLE_CONFIG_FILE, version: 'v7' });
+    const role = new iam.Role(orders, 'Emitter', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    version.grantPublish(role, { events: true });
+    const policies = Template.fromStack(orders).findResources('AWS::IAM::Policy', {
+      Properties: { Roles: [{ Ref: orders.getLogicalId(role.node.defaultChild as never) }] },
+    });
+    const statements = Object.values(policies).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: unknown; Resource: unknown }> } } }).Properties.PolicyDocument
+          .Statement,
+    );
+    const sns = statements.filter((s) => JSON.stringify(s.Action).includes('sns:'));
+    expect(sns).toHaveLength(1);
+    expect(sns[0]?.Action).toBe('sns:Publish');
+    expect(JSON.stringify(sns[0]?.Resource)).toContain(':taskworker-v7-events');
+    expect(() =>
+      new TaskworkerVersion(new Stack(app, 'Billing'), 'V1', { config: BILLING_CONFIG, version: 'v1' }).grantPublish(role, {
+        events: true,
+      }),
+    ).toThrow(/grantPublish.events.*an app that declares events/);
+  });
+});
+
+describe('events on AWS: a second app subscribing to the first', () => {
+  it('subscribes its queue to the emitting app’s topic by name in its own account and region; it has no topic of its own', () => {
+    const { template, stack } = synthStack({ version: 'v1', config: billingConfig, configFile: BILLING_CONFIG });
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+    const [subscription] = Object.values(template.findResources('AWS::SNS::Subscription')) as Array<{
+      Properties: Record<string, unknown>;
+    }>;
+    const topicArn = stack.resolve(Stack.of(stack).formatArn({ service: 'sns', resource: 'twshop-ev1-events' }));
+    expect(subscription?.Properties).toMatchObject({
+      TopicArn: topicArn,
+      RawMessageDelivery: true,
+      FilterPolicyScope: 'MessageBody',
+      FilterPolicy: { event: ['orders.created'] },
+    });
+  });
+
+  it('fails the synth naming a subscriber of an event its app cannot receive', () => {
+    expect(() =>
+      synthStack({
+        version: 'v1',
+        config: { ...billingConfig, subscriptions: [{ app: 'twshop', version: 'ev1', events: ['orders.refunded'] }] },
+        configFile: BILLING_CONFIG,
+      }),
+    ).toThrow(
+      /Invalid task invoice: on = "orders.created": expected an event the app declares in events or receives through subscriptions \(orders.refunded\)/,
+    );
+  });
+});
