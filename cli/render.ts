@@ -59,6 +59,10 @@ function relatedLines(title: string, side: RelatedJobs, extra = ''): string[] {
 export function renderRelations(job: JobRecord, relations: JobRelations | undefined): string[] {
   const lines: string[] = [];
   if (job.tags && job.tags.length > 0) lines.push(`  tags      ${job.tags.join(', ')}`);
+  if (job.event)
+    lines.push(
+      `  event     ${job.event.name} ${job.event.id}${job.event.source ? ` from ${job.event.source}` : ''}, emitted ${new Date(job.event.emittedAt).toISOString()}`,
+    );
   if (job.memberOf) lines.push(`  member    ${job.memberOf.index + 1} of ${job.memberOf.size} of fan-in ${job.memberOf.id}`);
   const deps = relations?.dependencies;
   if (deps) {

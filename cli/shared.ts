@@ -120,6 +120,8 @@ export function useLocalEndpointsIfRunning(): DevState | undefined {
   const state = endpoint ? devStateByEndpoint(endpoint) : readDevState();
   if (!state) return undefined;
   process.env.AWS_ENDPOINT_URL_SQS ??= state.sqsEndpoint;
+  // fauxqs serves SNS on the same endpoint (taskworker emit).
+  process.env.AWS_ENDPOINT_URL_SNS ??= state.sqsEndpoint;
   process.env.AWS_ENDPOINT_URL_DYNAMODB ??= state.dynamodbEndpoint;
   process.env.AWS_REGION ??= state.region;
   process.env.AWS_ACCESS_KEY_ID ??= 'local';

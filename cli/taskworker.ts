@@ -3,6 +3,7 @@ import { explainAwsError } from '../lib/operate/aws-errors';
 import { VersionNotFoundError } from '../lib/operate/operator';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
+import { EMIT_USAGE, EVENTS_USAGE, emitCommand, eventsCommand } from './events-command';
 import { INIT_USAGE, initCommand } from './init';
 import { OPERATOR_USAGE, operatorCommand } from './operator';
 import { PUBLISH_USAGE, publishCommand } from './publish';
@@ -17,6 +18,8 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   init: INIT_USAGE,
   dev: DEV_USAGE,
   publish: PUBLISH_USAGE,
+  emit: EMIT_USAGE,
+  events: EVENTS_USAGE,
   demo: DEMO_USAGE,
   schedules: SCHEDULES_USAGE,
   status: OPERATOR_USAGE,
@@ -64,6 +67,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'publish':
         await publishCommand(rest);
         return 0;
+      case 'emit':
+        return await emitCommand(rest);
+      case 'events':
+        return await eventsCommand(rest);
       case 'demo':
         return await demoCommand(rest);
       case 'schedules':
