@@ -18,11 +18,14 @@ import type {
   ApiResponse,
   ArchivedMessage,
   ArchiveRecordView,
+  CountSource,
   JobRelations,
   QueueStatus,
   RelatedJob,
   RelatedJobs,
   RelatedState,
+  ReplayResult,
+  StateCount,
   WorkerView,
 } from './api-types';
 
@@ -203,7 +206,13 @@ const queueStatus = object<QueueStatus>({
   today: optional(dayStats),
 });
 
+const replayResult = object<ReplayResult>({
+  replayed: number,
+  skipped: array(object<ReplayResult['skipped'][number]>({ messageId: string, why: string })),
+});
+
 type CancelAnswer = ApiResponse<'/api/job/cancel'>;
+type RetryAnswer = ApiResponse<'/api/job/retry'>;
 type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
 type WorkersAnswer = ApiResponse<'/api/workers'>;
@@ -260,7 +269,24 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     minutes: array(string),
     queues: record(array(object<MinuteCounts>({ started: number, succeeded: number, archived: number }))),
   }),
-  '/api/jobs': object<ApiResponse<'/api/jobs'>>({ jobs: array(jobRecord), next: optional(string), scanned: optional(boolean) }),
+  '/api/jobs': object<ApiResponse<'/api/jobs'>>({
+    jobs: array(jobRecord),
+    next: optional(string),
+    scanned: optional(boolean),
+    fromWorkers: optional(object<NonNullable<ApiResponse<'/api/jobs'>['fromWorkers']>>({ running: number, uncarried: number })),
+  }),
+  '/api/jobs/counts': object<ApiResponse<'/api/jobs/counts'>>({
+    day: string,
+    cap: number,
+    states: array(
+      object<StateCount>({
+        state: member(JOB_STATES),
+        count: orNull(number),
+        atLeast: boolean,
+        source: member<CountSource>(['index', 'workers', 'queue', 'today']),
+      }),
+    ),
+  }),
   '/api/job': object<ApiResponse<'/api/job'>>({
     job: optional(jobRecord),
     archived: optional(archivedMessage),
@@ -277,10 +303,14 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
   }),
   '/api/archive': array(archivedMessage),
   '/api/archive/count': object<ApiResponse<'/api/archive/count'>>({ count: number, capped: boolean }),
-  '/api/archive/replay': object<ApiResponse<'/api/archive/replay'>>({
-    replayed: number,
-    skipped: array(object<ApiResponse<'/api/archive/replay'>['skipped'][number]>({ messageId: string, why: string })),
-  }),
+  '/api/archive/replay': replayResult,
+  '/api/job/retry': oneOf(
+    object<Extract<RetryAnswer, { outcome: 'retried' }>>({ outcome: member(['retried']), queue: string, record: jobRecord }),
+    object<Extract<RetryAnswer, { outcome: 'not-archived' }>>({ outcome: member(['not-archived']), record: jobRecord }),
+    object<Extract<RetryAnswer, { outcome: 'not-in-archive' }>>({ outcome: member(['not-in-archive']), record: jobRecord }),
+    object<Extract<RetryAnswer, { outcome: 'skipped' }>>({ outcome: member(['skipped']), why: string, record: jobRecord }),
+    object<Extract<RetryAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
+  ),
   '/api/dlq/redrive': array(
     object<ApiResponse<'/api/dlq/redrive'>[number]>({
       queue: string,

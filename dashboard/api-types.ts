@@ -12,18 +12,31 @@
  * values fit them.
  */
 
-import type { FlowCancelResult, FlowView, JobRelations, RedriveResult, ReplayResult, WorkersView } from '../lib/operate/answers';
+import type {
+  FlowCancelResult,
+  FlowView,
+  JobCounts,
+  JobRelations,
+  RedriveResult,
+  ReplayResult,
+  RetryResult,
+  WorkersView,
+} from '../lib/operate/answers';
 import type { FiledRejection } from '../lib/operate/rejections';
 
 export type {
+  CountSource,
   FlowCancelResult,
   FlowView,
+  JobCounts,
   JobRelations,
   RedriveResult,
   RelatedJob,
   RelatedJobs,
   RelatedState,
   ReplayResult,
+  RetryResult,
+  StateCount,
   WorkersView,
   WorkerView,
 } from '../lib/operate/answers';
@@ -77,6 +90,9 @@ export type JobsQuery = VersionQuery & {
   readonly tag?: string | undefined;
 };
 
+/** The tabs' counts: every state's jobs on one queue, or on all when absent (the task filter is the list's only). */
+export type JobCountsQuery = VersionQuery & { readonly queue?: string | undefined };
+
 /** The job id travels as a query field, not a path segment: ids may hold `/`, `?`, `#`, `%`. */
 export type JobQuery = VersionQuery & { readonly id: string };
 
@@ -105,6 +121,9 @@ export type RedriveRequest = VersionQuery & {
 };
 
 export type CancelRequest = VersionQuery & { readonly id: string };
+
+/** Retries an archived job: its archived message back to its queue, attempts reset (`archive replay` of that one job). */
+export type RetryRequest = VersionQuery & { readonly id: string };
 
 /** Pauses or resumes a queue, or sets or resets its priority and SLA over the config (`taskworker queues …`). */
 export type QueueControlRequest = VersionQuery & {
@@ -240,6 +259,11 @@ export interface JobsPage {
   readonly next?: string;
   /** The state has no index: one page of what a table scan found first, no further pages. */
   readonly scanned?: boolean;
+  /**
+   * Running jobs, from the live workers' last beats (every 15 s), confirmed running now: `running`
+   * in all (the page lists the newest first), `uncarried` more the beats had no room to name. No further pages.
+   */
+  readonly fromWorkers?: { readonly running: number; readonly uncarried: number };
 }
 
 /** The archive record a message carries beside its body (SQS message attributes, read back): the wire format's one definition. */
@@ -297,11 +321,15 @@ export interface Api {
   /** A queue's (or a task's) days, oldest first; days without activity are left out. */
   readonly '/api/history': Route<'GET', HistoryQuery, readonly QueueDayStats[]>;
   readonly '/api/jobs': Route<'GET', JobsQuery, JobsPage>;
+  /** Every state's count for the jobs page's tabs, each from what counts it without a scan (lib/operate/job-counts.ts). */
+  readonly '/api/jobs/counts': Route<'GET', JobCountsQuery, JobCounts>;
   readonly '/api/job': Route<'GET', JobQuery, JobView>;
   /** The flow a job belongs to: the jobs linked to it both ways, transitively, read up to a bound. */
   readonly '/api/flow': Route<'GET', JobQuery, FlowView>;
   readonly '/api/archive': Route<'GET', ArchiveQuery, readonly ArchivedMessage[]>;
   readonly '/api/archive/count': Route<'GET', ArchiveCountQuery, ArchiveCount>;
+  /** An archived job back to its queue, attempts reset: `archive replay` of that one job. */
+  readonly '/api/job/retry': Route<'POST', RetryRequest, RetryResult>;
   readonly '/api/archive/replay': Route<'POST', ReplayRequest, ReplayResult>;
   readonly '/api/dlq/redrive': Route<'POST', RedriveRequest, readonly RedriveResult[]>;
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
@@ -326,10 +354,12 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/status': 'GET',
   '/api/history': 'GET',
   '/api/jobs': 'GET',
+  '/api/jobs/counts': 'GET',
   '/api/job': 'GET',
   '/api/flow': 'GET',
   '/api/archive': 'GET',
   '/api/archive/count': 'GET',
+  '/api/job/retry': 'POST',
   '/api/archive/replay': 'POST',
   '/api/dlq/redrive': 'POST',
   '/api/job/cancel': 'POST',

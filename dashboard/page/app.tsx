@@ -8,10 +8,11 @@ import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { FiledRejection } from '../../lib/operate/rejections';
 import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/track/cost';
-import { bucketQuantile } from '../../lib/track/stats';
-import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, Status, WorkersView } from '../api-types';
+import { bucketQuantile, mean, variance } from '../../lib/track/stats';
+import type { FlowView, JobRecord, Meta, QueueDayStats, RelatedJobs, ReplayResult, StateCount, Status, WorkersView } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, ThroughputChart, TrendChart } from './charts';
+import { errorText, exactDuration, jobRunMs, jobWaitMs } from './format';
 
 const REFRESH_MS = 3000;
 
@@ -538,6 +539,42 @@ function CostTable({ days }: { days: readonly QueueDayStats[] }) {
   );
 }
 
+/**
+ * Wait and run time as the stats' sums give them exactly (jobs, mean, standard deviation, from the
+ * count, sum and sum of squares every sample adds), beside the histograms' buckets and the
+ * quantiles read off them (a bucket's upper bound).
+ */
+function ExactDurations({ rows }: { rows: ReadonlyArray<readonly [string, QueueDayStats['wait']]> }) {
+  return (
+    <table class="grid" data-testid="exact-durations">
+      <thead>
+        <tr>
+          <th />
+          <th>jobs</th>
+          <th>mean (exact)</th>
+          <th>std dev (exact)</th>
+          <th>p50 (bucket)</th>
+          <th>p99 (bucket)</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map(([label, d]) => (
+          <tr key={label} data-row={label}>
+            <td>{label}</td>
+            <td class="num">{d.count}</td>
+            <td class="num" data-field="mean">
+              {exactDuration(mean(d))}
+            </td>
+            <td class="num">{exactDuration(Math.sqrt(variance(d)))}</td>
+            <td class="num">{atMost(bucketQuantile(d, 0.5))}</td>
+            <td class="num">{atMost(bucketQuantile(d, 0.99))}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 /** A queue's priority and SLA in force (an override marked, the configured value beside it), and the form that changes them. */
 function QueueSettings({ version, name }: { version: string; name: string }) {
   const { data: status, error, reload } = useData(() => get('/api/status', { version }), [version], REFRESH_MS * 5);
@@ -599,6 +636,14 @@ function QueuePage({ meta, version, name }: { meta: Meta; version: string; name:
             <TrendChart days={days} />
             <OutcomeChart days={days} reasons={reasons} />
           </div>
+          <ExactDurations
+            rows={[
+              [`wait, ${today?.day ?? 'today'}`, today?.wait ?? period.wait],
+              [`run, ${today?.day ?? 'today'}`, today?.run ?? period.run],
+              ['wait, 14 days', period.wait],
+              ['run, 14 days', period.run],
+            ]}
+          />
           <table class="grid">
             <thead>
               <tr>
@@ -653,6 +698,70 @@ function QueuePage({ meta, version, name }: { meta: Meta; version: string; name:
         </p>
       )}
     </section>
+  );
+}
+
+/** What a tab is called: the state, and for two what bull-board and Flower call them. */
+const TAB_LABELS: Readonly<Record<string, string>> = {
+  scheduled: 'scheduled (delayed)',
+  waiting: 'waiting (on dependencies)',
+};
+
+/** How often the tabs' counts are read again (an index count reads up to its cap of jobs per queue). */
+const COUNTS_REFRESH_MS = 15_000;
+
+/** A tab's count as text: `today` counts are the day's, an `index` or `workers` count that stopped short is "at least". */
+function countText(c: StateCount | undefined): string {
+  if (!c) return '…';
+  if (c.count === null) return '?';
+  return `${c.count}${c.atLeast ? '+' : ''}${c.source === 'today' ? ' today' : ''}`;
+}
+
+function countTitle(c: StateCount | undefined, cap: number): string {
+  if (!c) return '';
+  switch (c.source) {
+    case 'queue':
+      return 'messages visible in the queues (SQS, approximate)';
+    case 'workers':
+      return "held by the live dispatchers at their last beat (every 15 s), confirmed running; '+': more than their beats could name";
+    case 'today':
+      return 'succeeded today (UTC), from the stats table: succeeded jobs have no index, so counting every one would be a scan';
+    case 'index':
+      return `from the index, read up to ${cap} per queue ('+': more than that)`;
+  }
+}
+
+/** Every state as a tab with its count, each counted without a scan (the title says from what). */
+function StateTabs(props: { version: string; state: string; queue: string; states: readonly string[]; go: (state: string) => void }) {
+  const { data: counts } = useData(
+    () => get('/api/jobs/counts', { version: props.version, queue: props.queue }),
+    [props.version, props.queue],
+    COUNTS_REFRESH_MS,
+  );
+  return (
+    <nav class="tabs" data-testid="state-tabs">
+      {props.states.map((s) => {
+        const c = counts?.states.find((x) => x.state === s);
+        return (
+          <a
+            key={s}
+            href={href('jobs', undefined, { state: s, queue: props.queue })}
+            class={s === props.state ? 'current' : ''}
+            data-state={s}
+            title={countTitle(c, counts?.cap ?? 0)}
+            onClick={(e) => {
+              e.preventDefault();
+              props.go(s);
+            }}
+          >
+            {TAB_LABELS[s] ?? s}{' '}
+            <span class="count" data-count>
+              {countText(c)}
+            </span>
+          </a>
+        );
+      })}
+    </nav>
   );
 }
 
@@ -716,18 +825,27 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
           </>
         )}
       </form>
+      {!tag && <StateTabs version={version} state={state} queue={queue} states={meta.states} go={(s) => go({ state: s })} />}
       <div class="filters">
         {!tag && (
           <>
-            <Choice name="state" value={state} options={meta.states} onChange={(v) => go({ state: v })} />
             <Choice name="queue" value={queue} options={meta.queues.map((q) => q.name)} all onChange={(v) => go({ queue: v })} />
             <Choice name="task" value={task} options={meta.tasks.map((t) => t.name)} all onChange={(v) => go({ task: v })} />
+            {task && <span class="note">the tabs count every task of {queue || 'every queue'}</span>}
           </>
         )}
         {page?.scanned && (
           <span class="note" data-testid="scanned">
-            {state}: the first {page.jobs.length} a scan of the jobs table found, not necessarily the newest (retrying, archived, scheduled
-            and cancelled are listed newest first from an index); not refreshed
+            {state}: the first {page.jobs.length} a scan of the jobs table found, not necessarily the newest ({state} jobs have no index:
+            one would cost an index write on every job; retrying, archived, scheduled, waiting and cancelled are listed newest first from an
+            index, running from the live workers); not refreshed
+          </span>
+        )}
+        {page?.fromWorkers && (
+          <span class="note" data-testid="from-workers">
+            running: {page.fromWorkers.running} held by the live dispatchers at their last beat (every 15 s), confirmed running now, newest
+            start first; a job started since its dispatcher's last beat shows at the next
+            {page.fromWorkers.uncarried > 0 ? `; ${page.fromWorkers.uncarried} more held that the beats had no room to name` : ''}
           </span>
         )}
       </div>
@@ -745,6 +863,8 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
                 <th>reason</th>
                 <th>updated</th>
                 <th>due</th>
+                <th title="publish → first start, as measured">waited</th>
+                <th title="the last attempt's start → end, as measured">ran</th>
               </tr>
             </thead>
             <tbody>
@@ -760,6 +880,12 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
                   <td>{j.reason ?? ''}</td>
                   <td>{time(j.updatedAt)}</td>
                   <td>{j.runAt !== undefined ? time(j.runAt) : ''}</td>
+                  <td class="num" data-field="waited">
+                    {jobWaitMs(j) === undefined ? '' : exactDuration(jobWaitMs(j))}
+                  </td>
+                  <td class="num" data-field="ran">
+                    {jobRunMs(j) === undefined ? '' : exactDuration(jobRunMs(j))}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -853,6 +979,20 @@ function JobPage({ version, id }: { version: string; id: string }) {
         <dd>{time(job.firstStartedAt)}</dd>
         <dt>finished</dt>
         <dd>{time(job.finishedAt)}</dd>
+        {jobWaitMs(job) !== undefined && (
+          <>
+            <dt>waited</dt>
+            <dd data-testid="waited">{exactDuration(jobWaitMs(job))} (publish → first start)</dd>
+          </>
+        )}
+        {jobRunMs(job) !== undefined && (
+          <>
+            <dt>ran</dt>
+            <dd data-testid="ran">
+              {exactDuration(jobRunMs(job))} (attempt {job.attempt}: start → {job.state === 'retrying' ? 'failed' : 'end'})
+            </dd>
+          </>
+        )}
         {job.cancelRequestedAt !== undefined && (
           <>
             <dt>cancel asked</dt>
@@ -918,6 +1058,34 @@ function JobPage({ version, id }: { version: string; id: string }) {
           </p>
         </>
       )}
+      {job.state === 'archived' &&
+        (data.archived ? (
+          <ActionButton
+            label="Retry"
+            onClick={() =>
+              confirm.ask({
+                question: `Retry job ${job.jobId}? Its archived message goes back to ${job.queue} with its attempts reset (archive replay of this job).`,
+                action: async () => {
+                  const r = await post('/api/job/retry', { version, id: job.jobId });
+                  reload();
+                  return r.outcome === 'retried'
+                    ? `sent back to ${r.queue}, attempts reset`
+                    : r.outcome === 'skipped'
+                      ? `not retried: ${r.why}`
+                      : r.outcome === 'not-in-archive'
+                        ? 'not retried: its message is no longer in the archive (replayed already, or past its retention)'
+                        : `not retried: ${r.outcome}${'record' in r ? ` (${r.record.state})` : ''}`;
+                },
+              })
+            }
+          />
+        ) : (
+          <p class="note" data-testid="not-retryable">
+            {job.reason === 'dependency-failed'
+              ? 'Archived because a dependency failed: retrying that dependency (from its page) makes this job wait again.'
+              : 'Its message is not in the archive (replayed already, or past the archive’s retention): nothing to retry here.'}
+          </p>
+        ))}
       {(job.state === 'scheduled' || job.state === 'waiting' || (job.state === 'running' && job.cancelRequestedAt === undefined)) && (
         <ActionButton
           label="Cancel job"
@@ -980,8 +1148,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
         <>
           <h3>Error</h3>
           <pre class="error" data-testid="error">
-            {job.lastError.type}: {job.lastError.message}
-            {job.lastError.stack ? `\n\n${job.lastError.stack}` : ''}
+            {errorText(job.lastError)}
           </pre>
         </>
       )}

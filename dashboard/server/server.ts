@@ -9,6 +9,8 @@ import { TaskworkerError } from '../../lib/errors';
 import { explainAwsError } from '../../lib/operate/aws-errors';
 import { controlQueue } from '../../lib/operate/controls';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
+import { retryJob } from '../../lib/operate/job-actions';
+import { countJobStates } from '../../lib/operate/job-counts';
 import {
   type ArchiveFilter,
   BadCursorError,
@@ -371,6 +373,11 @@ export function createUiApp(options: UiOptions): Hono {
     return flow;
   });
 
+  route('/api/jobs/counts', async (query) => {
+    const ctx = await context(query.version);
+    return countJobStates(ctx, queueNames(ctx, query.queue));
+  });
+
   route('/api/workers', async (query) => {
     const ctx = await context(query.version);
     if (!ctx.workers) return { now: ctx.clock.now(), live: 0, vanished: 0, workers: [] };
@@ -415,6 +422,16 @@ export function createUiApp(options: UiOptions): Hono {
     // Its dependents learn it: counted as a failed dependency (archived, or run if they ignore it).
     const result = await cancelJob(flowDepsOf(ctx), id);
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
+    return result;
+  });
+
+  // The CLI's `archive replay`, for the one job: its archived message back to its queue, attempts reset.
+  route('/api/job/retry', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const id = stringParam('id', input.id);
+    if (!id) throw new RequestError('id: required');
+    const result = await retryJob(ctx, id);
+    options.log(`retry ${id} in ${ctx.version}: ${result.outcome}${result.outcome === 'skipped' ? ` (${result.why})` : ''}`);
     return result;
   });
 

@@ -8,10 +8,12 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { exactDuration } from '../../dashboard/page/format';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { countJobStates } from '../../lib/operate/job-counts';
 import { type OperatorContext, throughput } from '../../lib/operate/operator';
-import { utcDay } from '../../lib/track/stats';
+import { mean, utcDay } from '../../lib/track/stats';
 
 const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -290,7 +292,163 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     const shown = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
     expect(shown).toEqual(expected);
     expect(new Set(expected.map(([, state]) => state))).toEqual(new Set(['succeeded', 'cancelled']));
-    expect(await page.locator('select[name="state"]').count()).toBe(0);
+    // A tag's jobs are in every state: no state tabs.
+    expect(await page.locator('[data-testid="state-tabs"]').count()).toBe(0);
+  });
+
+  it('the jobs page has a tab per state with its count, each counted without a scan, and each tab lists its state: queued, running, delayed, succeeded, archived, cancelled', async () => {
+    // Queued: slow paused (the dispatchers read the controls every 2 s), two ledger entries published to it.
+    await ctx.controls?.change('slow', { paused: true }, Date.now());
+    await new Promise((r) => setTimeout(r, 3000));
+    const queuedIds = ['ui-queued-1', 'ui-queued-2'];
+    for (const id of queuedIds) await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: id }, { id });
+    // Delayed: published to run in 10 minutes (a scheduled record from its publish); on slow, whose depth no later test reads.
+    await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: 'later' }, { id: 'ui-delayed', delaySeconds: 600 });
+    // Running: a 4.5 s nap, named by its dispatcher's beat (beats come every 15 s; this one is written for it, as the next would).
+    await stack.publisher.publish('nap', { ms: 4_500 }, { id: 'ui-napping' });
+    const napping = await until(async () => {
+      const r = await ctx.jobs.get('ui-napping');
+      return r?.state === 'running' ? r : undefined;
+    }, 'the nap to start');
+    const now = Date.now();
+    await ctx.workers?.beat({
+      id: `napper@${now}`,
+      workerId: napping.leaseOwner as string,
+      role: 'scheduled',
+      place: { container: 'local/test' },
+      startedAt: now,
+      deadline: now + 60_000,
+      heardAt: now,
+      jobs: ['ui-napping'],
+      held: 1,
+    });
+
+    await page.goto(`${ui.url}#/jobs?state=running`);
+    const tabs = page.locator('[data-testid="state-tabs"]');
+    const count = (state: string) => tabs.locator(`a[data-state="${state}"] [data-count]`);
+    await until(async () => (await count('running').textContent()) === '1', 'the running tab to count the nap');
+    const rows = page.locator('[data-testid="jobs"] tr[data-job]');
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-job')))).toEqual(['ui-napping']);
+    expect(await page.locator('[data-testid="from-workers"]').textContent()).toContain('held by the live dispatchers at their last beat');
+    await shoot('jobs-tabs');
+    await ctx.workers?.end(`napper@${now}`, Date.now());
+
+    // Each tab's count is what the operator counts (read again until the page's 15 s refresh agrees), and each tab lists its state only.
+    const countedText = async (state: string) => {
+      const c = (await countJobStates(ctx, ['fast', 'slow'])).states.find((x) => x.state === state);
+      return `${c?.count}${c?.atLeast ? '+' : ''}${c?.source === 'today' ? ' today' : ''}`;
+    };
+    const expectTab = async (state: string, ids: string[]) => {
+      await tabs.locator(`a[data-state="${state}"]`).click();
+      await until(async () => (await tabs.locator('a.current').getAttribute('data-state')) === state, `the ${state} tab to open`);
+      await until(async () => (await count(state).textContent()) === (await countedText(state)), `the ${state} tab's count`);
+      const shown = await until(
+        async () => {
+          const list = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
+          return ids.every((id) => list.some(([job]) => job === id)) ? list : undefined;
+        },
+        `the ${state} tab to list ${ids.join(', ')}`,
+      );
+      expect(new Set(shown.map(([, s]) => s))).toEqual(new Set(shown.length > 0 ? [state] : []));
+      return shown.length;
+    };
+    expect(await expectTab('queued', queuedIds)).toBe(2);
+    expect(await count('queued').textContent()).toBe('2');
+    await expectTab('scheduled', ['ui-delayed']);
+    const delayed = page.locator('[data-testid="jobs"] tr[data-job="ui-delayed"]');
+    expect(await delayed.locator('td').nth(7).textContent()).toBe(
+      new Date((await ctx.jobs.get('ui-delayed'))?.runAt as number).toISOString().replace('T', ' ').replace('Z', ' UTC'),
+    );
+    expect(await expectTab('archived', [])).toBeGreaterThan(0);
+    await expectTab('cancelled', ['ui-root', 'ui-dep']);
+    expect(await expectTab('succeeded', [])).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="scanned"]').textContent()).toContain('not necessarily the newest');
+    expect(await tabs.locator('a[data-state="succeeded"]').getAttribute('title')).toContain('stats table');
+    expect(await expectTab('waiting', [])).toBe(0);
+
+    // Exact durations beside each job: the nap, once it ended, waited and ran what its record says.
+    await until(async () => (await jobState('ui-napping')) === 'succeeded', 'the nap to end');
+    const napped = await ctx.jobs.get('ui-napping');
+    await page.goto(`${ui.url}#/jobs?state=succeeded&task=nap`);
+    const napRow = page.locator('[data-testid="jobs"] tr[data-job="ui-napping"]');
+    await napRow.waitFor();
+    expect(await napRow.locator('[data-field="ran"]').textContent()).toBe(
+      exactDuration((napped?.finishedAt as number) - (napped?.lastStartedAt as number)),
+    );
+    expect(await napRow.locator('[data-field="waited"]').textContent()).toBe(
+      exactDuration((napped?.firstStartedAt as number) - (napped?.publishedAt as number)),
+    );
+
+    await ctx.controls?.change('slow', { paused: false }, Date.now());
+    await until(async () => (await Promise.all(queuedIds.map(jobState))).every((s) => s === 'archived'), 'the queued entries to run');
+    await stack.publisher.cancel('ui-delayed');
+  });
+
+  it('the job page retries an archived job (its message back to its queue, attempts reset) and prints its error once with its exact wait and run; read-only refuses the retry', async () => {
+    const flag = join(scratch, 'retry-flag');
+    await stack.publisher.publish('ledger', { flag, note: 'retry me' }, { id: 'ui-retry' });
+    await until(async () => (await jobState('ui-retry')) === 'archived', 'ui-retry to be archived');
+    await page.goto(`${ui.url}#/job/ui-retry`);
+    const error = page.locator('[data-testid="error"]');
+    await error.waitFor();
+    // The message once: the stack's own head is not printed again.
+    const text = (await error.textContent()) ?? '';
+    expect(text.split('ledger is down; could not post retry me')).toHaveLength(2);
+    expect(text).toMatch(/^Error: ledger is down; could not post retry me\n\s+at /);
+    const archived = await ctx.jobs.get('ui-retry');
+    expect(await page.locator('[data-testid="ran"]').textContent()).toContain(
+      exactDuration((archived?.finishedAt as number) - (archived?.lastStartedAt as number)),
+    );
+    expect(await page.locator('[data-testid="waited"]').textContent()).toContain(
+      exactDuration((archived?.firstStartedAt as number) - (archived?.publishedAt as number)),
+    );
+
+    // Read-only: the button is disabled and the server refuses it.
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/job/ui-retry`);
+    const roRetry = ro.locator('button:has-text("Retry")');
+    await roRetry.waitFor();
+    expect(await roRetry.isDisabled()).toBe(true);
+    const refused = await ro.evaluate(async () => {
+      const token =
+        (globalThis as unknown as InPage).document.querySelector('meta[name="taskworker-token"]')?.getAttribute('content') ?? '';
+      const r = await fetch('/api/job/retry', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-taskworker-token': token },
+        body: JSON.stringify({ id: 'ui-retry' }),
+      });
+      return r.status;
+    });
+    expect(refused).toBe(403);
+    await ro.close();
+    expect(await jobState('ui-retry')).toBe('archived');
+
+    // The fault fixed, Retry: the job runs again and succeeds.
+    writeFileSync(flag, 'up');
+    await page.click('button:has-text("Retry")');
+    expect(await page.locator('[role="dialog"]').textContent()).toContain('goes back to slow with its attempts reset');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(
+      async () => (await page.locator('[data-testid="action-outcome"]').textContent()) === 'sent back to slow, attempts reset',
+      'the retry outcome',
+    );
+    await until(async () => (await jobState('ui-retry')) === 'succeeded', 'the retried job to succeed');
+    expect((await ctx.jobs.get('ui-retry'))?.result).toBe(JSON.stringify({ posted: 'retry me' }));
+    await until(async () => (await page.locator('h2 .badge').textContent()) === 'succeeded', 'the job page to say succeeded');
+    await shoot('job-retried');
+  });
+
+  it("the queue page gives each histogram's exact figures beside its buckets: jobs, mean and standard deviation from the stats' sums", async () => {
+    await page.goto(`${ui.url}#/queue/fast`);
+    const table = page.locator('[data-testid="exact-durations"]');
+    await table.waitFor();
+    const day = await ctx.stats.get('fast', utcDay(Date.now()));
+    const row = table.locator(`tr[data-row="run, ${day?.day}"]`);
+    await until(async () => {
+      const now = await ctx.stats.get('fast', utcDay(Date.now()));
+      return (await row.locator('[data-field="mean"]').textContent()) === exactDuration(mean(now?.run as NonNullable<typeof now>['run']));
+    }, 'the run mean to be the stats sum over the count');
+    expect(await table.locator('tr[data-row]').count()).toBe(4);
   });
 
   it('the pause button stops a queue (its messages wait, the overview says since when); resume drains it; read-only refuses it', async () => {

@@ -385,10 +385,13 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/status': {},
         '/api/history': { queue: 'routine', days: 2 },
         '/api/jobs': { state: 'archived', queue: 'routine' },
+        '/api/jobs/counts': { queue: 'routine' },
         '/api/job': { id: 'a' },
         '/api/flow': { id: 'a' },
         '/api/archive': {},
         '/api/archive/count': { reason: 'exhausted' },
+        // Before the replay below takes every archived message back to its queue.
+        '/api/job/retry': { version: 'v1', id: 'b' },
         '/api/archive/replay': { version: 'v1' },
         '/api/dlq/redrive': { version: 'v1', queue: 'urgent' },
         '/api/job/cancel': { version: 'v1', id: 'later' },
