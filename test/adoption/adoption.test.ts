@@ -1,8 +1,8 @@
 /**
- * taskworker as a new team meets it: `npm pack`, then projects in fresh directories outside the
- * repository that install the tarball (no link to the sources, no path aliases) and use it the
- * ways TypeScript and Node teams load packages. Everything asserted comes from what those
- * projects' own processes print and produce.
+ * taskworker as a new team meets it: `npm pack` of both packages (taskworker, and taskworker-toolkit
+ * from dist/toolkit), then projects in fresh directories outside the repository that install the
+ * tarballs (no link to the sources, no path aliases) and use them the ways TypeScript and Node teams
+ * load packages. Everything asserted comes from what those projects' own processes print and produce.
  */
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -17,11 +17,16 @@ const ROOT = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
   devDependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
 };
 const pinned = (name: string) => `${name}@${manifest.devDependencies[name]}`;
 
-let tarball: string;
+/** The packed packages: taskworker (what services and tasks import) and taskworker-toolkit (build, dev, deploy). */
+let tarballs: { taskworker: string; toolkit: string };
 let consumer: string;
+
+/** The size of a publish-only install's node_modules must stay within this (MiB of file contents). */
+const PUBLISH_ONLY_BUDGET_MB = 20;
 
 /** The environment of a user's shell: without this repository's AWS settings or npm's. */
 function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -59,6 +64,11 @@ function project(name: string, files: Record<string, string>): string {
   return dir;
 }
 
+/**
+ * The bytes of the files under a directory (`find DIR -type f -printf '%s\n'`, added up): the measure
+ * of an install's size that does not depend on the file system (`du` counts blocks, and its
+ * `--apparent-size` the directories' own entries too).
+ */
 function sizeOf(dir: string): number {
   let bytes = 0;
   for (const entry of readdirSync(dir)) {
@@ -117,11 +127,29 @@ console.log(JSON.stringify({ ...published, refused }));
 `,
 };
 
+/**
+ * README's commands that add taskworker to a project with a CDK app of its own (the sh block after
+ * "Or add it to a project you have"), each as its words, with its comment taken off.
+ */
+function readmeInstallCommands(): string[][] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('Or add it to a project you have'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+  return block
+    .split('\n')
+    .map((line) => line.replace(/#.*/, '').trim())
+    .filter((line) => line.length > 0)
+    .map((line) => line.split(/\s+/));
+}
+
 beforeAll(() => {
-  // As `npm publish` packs: prepack builds and trims the manifest, postpack restores it.
+  // As `npm publish` packs: prepack builds both packages and trims the manifest, postpack restores it;
+  // the toolkit is packed from its build.
   const packs = mkdtempSync(join(tmpdir(), 'tw-adopt-pack-'));
   execFileSync('npm', ['pack', '--pack-destination', packs], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
-  tarball = join(packs, readdirSync(packs).find((f) => f.endsWith('.tgz')) as string);
+  execFileSync('npm', ['pack', './dist/toolkit', '--pack-destination', packs], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+  const packed = (name: string) => join(packs, readdirSync(packs).find((f) => f === `${name}-${manifest.version}.tgz`) as string);
+  tarballs = { taskworker: packed('taskworker'), toolkit: packed('taskworker-toolkit') };
   // One project a team would have: its tasks and publisher, a CDK app, the local tools.
   consumer = project('orders', {
     'package.json': JSON.stringify({ name: 'orders', version: '1.0.0', private: true, type: 'module' }),
@@ -142,7 +170,8 @@ beforeAll(() => {
     'install',
     '--no-audit',
     '--no-fund',
-    tarball,
+    tarballs.taskworker,
+    tarballs.toolkit,
     pinned('typescript'),
     pinned('@types/node'),
     pinned('aws-cdk-lib'),
@@ -156,27 +185,41 @@ beforeAll(() => {
 }, 600_000);
 
 describe('a publish-only service', () => {
-  it('installs little: the tarball and its dependencies stay under 40 MB', () => {
+  it(`installs taskworker alone, within ${PUBLISH_ONLY_BUDGET_MB} MB, the size README gives`, () => {
     const dir = project('publish-only', { 'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', private: true }) });
-    sh(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarball]);
+    sh(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarballs.taskworker]);
     const mb = sizeOf(join(dir, 'node_modules')) / 1_048_576;
-    expect(mb).toBeLessThan(40);
-    // None of the heavy optional peers came along.
-    for (const heavy of ['aws-cdk-lib', 'esbuild', 'fauxqs', 'dynalite']) expect(existsSync(join(dir, 'node_modules', heavy))).toBe(false);
-    process.stdout.write(`publish-only node_modules: ${mb.toFixed(1)} MB\n`);
+    process.stdout.write(`publish-only node_modules: ${mb.toFixed(1)} MB of files\n`);
+    expect(mb).toBeLessThanOrEqual(PUBLISH_ONLY_BUDGET_MB);
+    // README's figure is this one (within the drift of the SDK's own dependencies between releases).
+    const stated = Number(/a publish-only service installs ([\d.]+) MB/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))?.[1]);
+    expect(Math.abs(stated - mb)).toBeLessThanOrEqual(1);
+    // Nothing only the toolkit needs came along: not the toolkit, its esbuild and cron-parser, nor any optional peer.
+    for (const heavy of ['taskworker-toolkit', 'esbuild', 'cron-parser', 'luxon', 'aws-cdk-lib', 'fauxqs', 'dynalite']) {
+      expect(existsSync(join(dir, 'node_modules', heavy))).toBe(false);
+    }
+    // The SNS client (publisher.emit) is there.
+    expect(existsSync(join(dir, 'node_modules', '@aws-sdk', 'client-sns'))).toBe(true);
+  });
 
-    // What needs a peer it lacks says which, and the command that installs it, in one line.
-    const cdk = shFails(dir, 'node', ['-e', "require('taskworker/cdk')"]);
-    expect(cdk.status).not.toBe(0);
-    expect(cdk.stderr).toContain('taskworker/cdk needs aws-cdk-lib: npm install --save-dev aws-cdk-lib@');
-    write(dir, {
-      'taskworker.config.ts': "export default { app: 'svc', tasksDir: './tasks', queues: [{ name: 'default', priority: 1 }] };\n",
-      'tasks/noop.ts': "export default { name: 'noop', queue: 'default', timeLimitSeconds: 5, run() {} };\n",
-    });
+  it('is told in one line everything taskworker/cdk and the command need, and the command that installs it', () => {
+    const dir = project('publish-only-doors', { 'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', private: true }) });
+    sh(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarballs.taskworker]);
+    const needs =
+      `taskworker/cdk needs taskworker-toolkit, aws-cdk-lib and constructs: npm install --save-dev taskworker-toolkit@${manifest.version} ` +
+      `aws-cdk-lib@${manifest.peerDependencies['aws-cdk-lib']} constructs@${manifest.peerDependencies.constructs}`;
+    for (const load of [
+      ['-e', "require('taskworker/cdk')"],
+      ['--input-type=module', '-e', "import { TaskworkerVersion } from 'taskworker/cdk';"],
+    ]) {
+      const cdk = shFails(dir, 'node', load);
+      expect(cdk.status).not.toBe(0);
+      expect(cdk.stderr).toContain(`MissingDependencyError: ${needs}\n`);
+    }
     const dev = shFails(dir, join(dir, 'node_modules', '.bin', 'taskworker'), ['dev']);
     expect(dev.status).not.toBe(0);
     expect(dev.stderr.trim().split('\n')).toEqual([
-      expect.stringMatching(/^taskworker: .*needs esbuild: npm install --save-dev 'esbuild@[^']+'$/),
+      `taskworker: the command needs taskworker-toolkit: npm install --save-dev taskworker-toolkit@${manifest.version}`,
     ]);
   });
 
@@ -319,6 +362,83 @@ app.synth();
     const mediaId = Object.entries(template.Resources).find(([, r]) => r.Properties.QueueName === 'orders-v1-media')?.[0];
     expect((schedule?.Properties.Target as { Arn: unknown } | undefined)?.Arn).toEqual({ 'Fn::GetAtt': [mediaId, 'Arn'] });
   });
+});
+
+describe('a project with a CDK app of its own, after README’s install commands and nothing else', () => {
+  it('synthesizes a stack with a TaskworkerVersion: queues in the template, the tasks bundled by the toolkit’s esbuild', () => {
+    // What `cdk init app --language typescript` leaves: aws-cdk-lib and constructs, the CDK CLI, ts-node.
+    const app = project('cdk-app', {
+      'package.json': JSON.stringify({ name: 'billing', version: '0.1.0', private: true, bin: { billing: 'bin/billing.js' } }),
+      'cdk.json': JSON.stringify({ app: 'npx ts-node --prefer-ts-exts bin/billing.ts', context: { 'cli-telemetry': false } }),
+      'tsconfig.json': JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true },
+        exclude: ['node_modules', 'cdk.out'],
+      }),
+      'bin/billing.ts': `import { App, Stack } from 'aws-cdk-lib';
+import { TaskworkerVersion } from 'taskworker/cdk';
+
+const app = new App();
+const stack = new Stack(app, 'BillingStack');
+new TaskworkerVersion(stack, 'TasksV1', { config: './taskworker.config.ts', version: 'v1' });
+`,
+      'taskworker.config.ts': `import { defineConfig } from 'taskworker';
+
+export default defineConfig({ app: 'billing', tasksDir: 'tasks', queues: [{ name: 'invoices', priority: 20 }] });
+`,
+      'tasks/send-invoice.ts': `import { defineTask } from 'taskworker';
+
+export default defineTask({
+  name: 'send-invoice',
+  queue: 'invoices',
+  timeLimitSeconds: 30,
+  async run(payload: { invoiceId: string }) {
+    return { sent: payload.invoiceId };
+  },
+});
+`,
+    });
+    sh(app, 'npm', ['install', '--no-audit', '--no-fund', pinned('aws-cdk-lib'), pinned('constructs')]);
+    sh(app, 'npm', [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '-D',
+      pinned('aws-cdk'),
+      'ts-node@10.9.2',
+      pinned('typescript'),
+      pinned('@types/node'),
+    ]);
+    const before = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+
+    // README's commands as written there, the packages' names standing for their tarballs.
+    const commands = readmeInstallCommands();
+    expect(commands.length).toBeGreaterThan(0);
+    const local: Record<string, string> = { taskworker: tarballs.taskworker, 'taskworker-toolkit': tarballs.toolkit };
+    for (const [command, ...args] of commands) {
+      expect(command).toBe('npm');
+      sh(app, command as string, [...args.map((arg) => local[arg] ?? arg), '--no-audit', '--no-fund']);
+    }
+    const after = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+    const added = (field: string) => Object.keys(after[field] ?? {}).filter((name) => !(name in (before[field] ?? {})));
+    expect({ dependencies: added('dependencies'), devDependencies: added('devDependencies') }).toEqual({
+      dependencies: ['taskworker'],
+      devDependencies: ['taskworker-toolkit'],
+    });
+
+    sh(app, 'npx', ['cdk', 'synth', '--quiet', '--no-notices']);
+    const template = JSON.parse(readFileSync(join(app, 'cdk.out', 'BillingStack.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
+    const queues = Object.values(template.Resources)
+      .filter((r) => r.Type === 'AWS::SQS::Queue')
+      .map((r) => r.Properties.QueueName);
+    expect(queues).toEqual(expect.arrayContaining(['billing-v1-invoices', 'billing-v1-archive']));
+    const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function');
+    const code = fn?.Properties.Code as { S3Key: string } | undefined;
+    const asset = join(app, 'cdk.out', `asset.${code?.S3Key.replace(/\.zip$/, '')}`);
+    expect(readFileSync(join(asset, 'tasks.cjs'), 'utf8')).toContain('send-invoice');
+    expect(existsSync(join(asset, 'index.js'))).toBe(true);
+  }, 600_000);
 });
 
 describe('taskworker dev with the team’s own tasks', () => {
@@ -517,14 +637,25 @@ describe('taskworker init', () => {
   });
 });
 
-describe('the packed package', () => {
-  const installed = () => join(consumer, 'node_modules', 'taskworker');
+describe('the packed packages', () => {
+  const installed = (name = 'taskworker') => join(consumer, 'node_modules', name);
 
-  it('carries a package.json with only what a consumer reads: no scripts (no install-time script), no devDependencies', () => {
+  it('carry package.jsons with only what a consumer reads: no scripts (no install-time script), no devDependencies', () => {
     const packed = JSON.parse(readFileSync(join(installed(), 'package.json'), 'utf8')) as Record<string, unknown>;
-    expect(packed.scripts).toBeUndefined();
-    expect(packed.devDependencies).toBeUndefined();
+    const toolkit = JSON.parse(readFileSync(join(installed('taskworker-toolkit'), 'package.json'), 'utf8')) as Record<string, unknown>;
+    for (const pkg of [packed, toolkit]) {
+      expect(pkg.scripts).toBeUndefined();
+      expect(pkg.devDependencies).toBeUndefined();
+    }
     expect(packed).toMatchObject({ name: 'taskworker', version: manifest.version, bin: { taskworker: 'bin/taskworker.js' } });
+    // The toolkit: esbuild its own, taskworker at this very version the user's.
+    expect(toolkit).toMatchObject({
+      name: 'taskworker-toolkit',
+      version: manifest.version,
+      dependencies: { esbuild: `^${manifest.devDependencies.esbuild}` },
+      peerDependencies: { taskworker: manifest.version },
+    });
+    expect(toolkit.bin).toBeUndefined();
     // The repository's own manifest is back whole after the pack: npm ci still builds and installs Node 24.
     const home = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(home.scripts.prepare).toContain('node24.cjs');
@@ -538,8 +669,9 @@ describe('the packed package', () => {
       );
     const readable = new Set<string>();
     const unreadable: string[] = [];
-    const all = maps(join(installed(), 'dist'));
+    const all = [...maps(join(installed(), 'dist')), ...maps(join(installed('taskworker-toolkit'), 'dist'))];
     expect(all.length).toBeGreaterThan(10);
+    expect(all.some((file) => file.endsWith(join('artifact', 'index.js.map')))).toBe(true);
     for (const file of all) {
       const map = JSON.parse(readFileSync(file, 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
       map.sources.forEach((source, i) => {
