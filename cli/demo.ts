@@ -7,6 +7,7 @@ import type { PublishItem } from '../lib/publish/publisher';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/settle/report';
 import { quantile } from '../lib/track/histogram';
 import { utcDay } from '../lib/track/stats';
+import { subscriberJobId } from '../lib/wire/event';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
 
@@ -31,6 +32,13 @@ function workload(): PublishItem[] {
   add('send-notification', 150, (i) => ({ user: `user-${i}`, text: 'Someone replied to your post' }));
   return items;
 }
+
+/** Emitted once each: SNS runs every task subscribed to orders.placed (`on`), each on its own queue. */
+const EVENTS = [0, 1, 2].map((i) => ({
+  id: `demo-order-${i}-placed`,
+  payload: { order: `order-${i}`, email: `customer-${i}@example.com`, cents: 1999 + i * 1000 },
+}));
+const EVENT_NAME = 'orders.placed';
 
 /** Sent with a plain SendMessage, as any other SDK would: both end in the archive with a reason. */
 const RAW_MESSAGES = [
@@ -91,12 +99,18 @@ export async function demoCommand(argv: string[]): Promise<number> {
       expected[queue] = (expected[queue] ?? 0) + 1;
     }
     for (const raw of RAW_MESSAGES) expected[raw.queue] = (expected[raw.queue] ?? 0) + 1;
+    // Each event is one job per subscriber (an app without the example's event emits none).
+    const emits = stack.bundle.config.events.some((e) => e.name === EVENT_NAME) ? EVENTS : [];
+    const subscribers = [...stack.bundle.registry.values()].filter((t) => t.on.includes(EVENT_NAME));
+    for (const t of subscribers) expected[t.queue] = (expected[t.queue] ?? 0) + emits.length;
     const queueNames = stack.bundle.config.queues.map((q) => q.name);
     process.stdout.write(
       `taskworker demo: ${stack.dispatchers.length} dispatchers on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
+        `and emitting ${emits.length} ${EVENT_NAME} events for ${subscribers.length} subscribers ` +
         `(${queueNames.map((q) => `${q} ${expected[q] ?? 0}`).join(', ')})\n`,
     );
     await stack.publisher.publishBatch(items);
+    for (const e of emits) await stack.publisher.emit(EVENT_NAME, e.payload, { id: e.id });
     for (const raw of RAW_MESSAGES)
       await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues[raw.queue], MessageBody: raw.body }));
 
@@ -127,6 +141,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
     await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
+    if (emits.length > 0) await showEvents(stack, emits.map((e) => e.id), subscribers.map((t) => t.name));
     if (values.keep || ui) {
       announceLocalStack(stack, configFile);
       process.stdout.write(
@@ -143,6 +158,16 @@ export async function demoCommand(argv: string[]): Promise<number> {
     await ui?.close();
     await stack.stop();
   }
+}
+
+/** Each emitted event's subscriber jobs (`<event id>/<task>`) as the jobs table has them. */
+async function showEvents(stack: LocalStack, eventIds: readonly string[], tasks: readonly string[]): Promise<void> {
+  const rows: string[][] = [];
+  for (const id of eventIds) {
+    const states = await Promise.all(tasks.map(async (t) => (await stack.jobs.get(subscriberJobId(id, t)))?.state ?? 'unknown'));
+    rows.push([id, ...states]);
+  }
+  process.stdout.write(`\n── events (taskworker events; each subscriber's job is <event id>/<task>) ──\n${table(['event', ...tasks], rows)}\n`);
 }
 
 /** What `taskworker jobs show` and `taskworker stats` say about the run, from the DynamoDB tables. */

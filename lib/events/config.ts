@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors';
-import { EVENT_NAME_PATTERN } from '../wire/envelope';
+import { EVENT_NAME_PATTERN } from '../wire/event-ref';
 
 /** An event this app emits (config `events`): `publisher.emit(name, payload)` checks its payload with `validate` before anything is sent. */
 export interface EventDeclarationInput<P = unknown> {

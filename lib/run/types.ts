@@ -1,6 +1,6 @@
 import type { SerializedError } from '../errors';
 import type { DependencyOutcome } from '../tasks/task';
-import type { EventRef } from '../wire/envelope';
+import type { EventRef } from '../wire/event-ref';
 
 export type { SerializedError } from '../errors';
 

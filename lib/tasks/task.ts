@@ -2,7 +2,7 @@ import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { type Limits, resolveLimits } from '../track/limits';
-import { EVENT_NAME_PATTERN, type EventRef } from '../wire/envelope';
+import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 
 /** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */

@@ -3,7 +3,7 @@ import { InlineExecutor } from '../run/inline-executor';
 import type { TaskOutcome } from '../run/types';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
-import type { EventRef } from '../wire/envelope';
+import type { EventRef } from '../wire/event-ref';
 
 export interface RunTaskOptions {
   /** @defaultValue 1 */

@@ -1,5 +1,5 @@
 import type { SerializedError } from '../errors';
-import type { EventRef } from '../wire/envelope';
+import type { EventRef } from '../wire/event-ref';
 import type { TaskCost } from './cost';
 import type { MinuteCounts } from './throughput';
 

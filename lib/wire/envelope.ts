@@ -1,6 +1,7 @@
 import { EnvelopeError } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { TASK_NAME_PATTERN } from '../tasks/task';
+import { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
 
 /**
  * Envelope v1: the SQS message body, UTF-8 JSON. Any SDK can send one;
@@ -47,21 +48,7 @@ export interface EnvelopeV1 {
   readonly v?: 1;
 }
 
-/** What a subscriber's task sees of the event it runs for (`ctx.event`). */
-export interface EventRef {
-  readonly id: string;
-  readonly name: string;
-  /** The emitting app, when the event named it. */
-  readonly source?: string;
-  /** Epoch ms it was emitted. */
-  readonly emittedAt: number;
-}
-
-/**
- * Event names: lowercase words joined by dots (`orders.created`), each word letters, digits, `_`
- * or `-`; at most 100 characters. They are what a subscription's filter policy matches.
- */
-export const EVENT_NAME_PATTERN = /^(?=.{1,100}$)[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/;
+export { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
 
 /** A message body decoded and validated, with defaults filled in from SQS. */
 export interface DecodedJob {

@@ -84,6 +84,8 @@ describe('npm start (taskworker demo)', () => {
     expect(result.code).toBe(0);
     expect(result.out).toMatch(/all \d+ jobs settled/);
     for (const reason of ['timed-out', 'exhausted', 'malformed', 'unknown-task']) expect(result.out).toContain(reason);
-    expect(result.out).toMatch(/high_priority\s+150\s+150/);
+    // 150 notifications and one send-order-confirmation for each of the 3 orders.placed events.
+    expect(result.out).toMatch(/high_priority\s+153\s+153/);
+    expect(result.out).toMatch(/demo-order-2-placed\s+succeeded\s+succeeded/);
   }, 150_000);
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { decodeEnvelope } from '../../lib/wire/envelope';
+import { decodeMessage } from '../../lib/wire/event';
 
 const schema = JSON.parse(readFileSync(join(__dirname, '..', '..', 'schema', 'envelope-v1.schema.json'), 'utf8'));
 const validate = new Ajv2020({ strict: true, allowUnionTypes: true }).compile(schema);
@@ -46,6 +46,21 @@ const corpus: unknown[] = [
   { task: 'x', tags: ['with space'] },
   { task: 'x', tags: ['x'.repeat(65)] },
   { task: 'x', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) },
+  { task: 'x', id: 'e1/x', event: { id: 'e1', name: 'orders.created', emittedAt: 5 } },
+  { task: 'x', event: { id: 'e1', name: 'orders.created', emittedAt: 5, source: 'shop' } },
+  { task: 'x', event: { id: 'e1', name: 'Orders', emittedAt: 5 } },
+  { task: 'x', event: { id: 'e1', name: 'orders.created' } },
+  { task: 'x', event: 'orders.created' },
+  { event: 'orders.created' },
+  { event: 'orders.created', payload: { orderId: 1 }, id: 'o-1', source: 'shop', emittedAt: 0, appData: null, v: 1 },
+  { event: 'orders.created', v: 2 },
+  { event: 'Orders.Created' },
+  { event: 'orders..created' },
+  { event: 'x'.repeat(101) },
+  { event: 'orders.created', id: 'has space' },
+  { event: 'orders.created', source: 'Shop!' },
+  { event: 'orders.created', emittedAt: -5 },
+  { event: 42 },
   [],
   'task',
   null,
@@ -55,14 +70,16 @@ describe('the published JSON Schema', () => {
   it.each(corpus.map((body) => [JSON.stringify(body), body]))('agrees with the codec on %s', (_label, body) => {
     let decoded = true;
     try {
-      decodeEnvelope(JSON.stringify(body), { messageId: 'm', sentTimestamp: 1 });
+      decodeMessage(JSON.stringify(body), { messageId: 'm', sentTimestamp: 1 });
     } catch {
       decoded = false;
     }
     expect(validate(body)).toBe(decoded);
   });
 
-  it('accepts its own examples', () => {
-    for (const example of schema.examples) expect(validate(example)).toBe(true);
+  it('accepts its own examples, of tasks and of events', () => {
+    const examples = [...schema.$defs.task.examples, ...schema.$defs.event.examples];
+    expect(examples.length).toBeGreaterThan(4);
+    for (const example of examples) expect(validate(example)).toBe(true);
   });
 });
