@@ -213,6 +213,7 @@ const replayResult = object<ReplayResult>({
 
 type CancelAnswer = ApiResponse<'/api/job/cancel'>;
 type RetryAnswer = ApiResponse<'/api/job/retry'>;
+type RunNowAnswer = ApiResponse<'/api/job/run-now'>;
 type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
 type WorkersAnswer = ApiResponse<'/api/workers'>;
@@ -324,6 +325,14 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     object<Extract<CancelAnswer, { outcome: 'requested' }>>({ outcome: member(['requested']), record: jobRecord }),
     object<Extract<CancelAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
     object<Extract<CancelAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
+  ),
+  '/api/job/run-now': oneOf(
+    object<Extract<RunNowAnswer, { outcome: 'sent' }>>({ outcome: member(['sent']), queue: string, record: jobRecord }),
+    object<Extract<RunNowAnswer, { outcome: 'due' }>>({ outcome: member(['due']), record: jobRecord }),
+    object<Extract<RunNowAnswer, { outcome: 'sweeping' }>>({ outcome: member(['sweeping']), record: jobRecord }),
+    object<Extract<RunNowAnswer, { outcome: 'announced' }>>({ outcome: member(['announced']), record: jobRecord }),
+    object<Extract<RunNowAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
+    object<Extract<RunNowAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
   ),
   '/api/flow/cancel': object<ApiResponse<'/api/flow/cancel'>>({
     root: string,

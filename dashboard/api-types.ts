@@ -20,6 +20,7 @@ import type {
   RedriveResult,
   ReplayResult,
   RetryResult,
+  RunNowResult,
   WorkersView,
 } from '../lib/operate/answers';
 import type { FiledRejection } from '../lib/operate/rejections';
@@ -36,6 +37,7 @@ export type {
   RelatedState,
   ReplayResult,
   RetryResult,
+  RunNowResult,
   StateCount,
   WorkersView,
   WorkerView,
@@ -124,6 +126,9 @@ export type CancelRequest = VersionQuery & { readonly id: string };
 
 /** Retries an archived job: its archived message back to its queue, attempts reset (`archive replay` of that one job). */
 export type RetryRequest = VersionQuery & { readonly id: string };
+
+/** Runs a job parked until later now: made due now and sent to its queue by the sweep's path. */
+export type RunNowRequest = VersionQuery & { readonly id: string };
 
 /** Pauses or resumes a queue, or sets or resets its priority and SLA over the config (`taskworker queues …`). */
 export type QueueControlRequest = VersionQuery & {
@@ -333,6 +338,7 @@ export interface Api {
   readonly '/api/archive/replay': Route<'POST', ReplayRequest, ReplayResult>;
   readonly '/api/dlq/redrive': Route<'POST', RedriveRequest, readonly RedriveResult[]>;
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
+  readonly '/api/job/run-now': Route<'POST', RunNowRequest, RunNowResult>;
   readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
   readonly '/api/publish': Route<'POST', PublishRequest, Published>;
   readonly '/api/queue/control': Route<'POST', QueueControlRequest, QueueControlResult>;
@@ -363,6 +369,7 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/archive/replay': 'POST',
   '/api/dlq/redrive': 'POST',
   '/api/job/cancel': 'POST',
+  '/api/job/run-now': 'POST',
   '/api/flow/cancel': 'POST',
   '/api/publish': 'POST',
   '/api/queue/control': 'POST',

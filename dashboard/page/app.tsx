@@ -1086,6 +1086,40 @@ function JobPage({ version, id }: { version: string; id: string }) {
               : 'Its message is not in the archive (replayed already, or past the archive’s retention): nothing to retry here.'}
           </p>
         ))}
+      {job.state === 'scheduled' &&
+        (job.announced ? (
+          <p class="note" data-testid="not-runnable-now">
+            Delayed in SQS until {time(job.runAt)} (published with a delay of 15 minutes or less): SQS cannot bring a delayed message
+            forward, so it runs then; it can be cancelled.
+          </p>
+        ) : (
+          <ActionButton
+            label="Run now"
+            onClick={() =>
+              confirm.ask({
+                question: `Run job ${job.jobId} now instead of at ${time(job.runAt)}? It is sent to ${job.queue} at once.`,
+                action: async () => {
+                  const r = await post('/api/job/run-now', { version, id: job.jobId });
+                  reload();
+                  switch (r.outcome) {
+                    case 'sent':
+                      return `sent to ${r.queue} now`;
+                    case 'due':
+                      return 'due now: the send failed, the next sweep sends it (within a minute)';
+                    case 'sweeping':
+                      return 'not run now: a sweep is sending it for its due time (15 minutes away or nearer)';
+                    case 'announced':
+                      return 'not run now: its message is delayed in SQS, which cannot bring it forward';
+                    case 'not-scheduled':
+                      return `not run now: it is ${r.record.state}`;
+                    case 'unknown':
+                      return 'not run now: no such job';
+                  }
+                },
+              })
+            }
+          />
+        ))}
       {(job.state === 'scheduled' || job.state === 'waiting' || (job.state === 'running' && job.cancelRequestedAt === undefined)) && (
         <ActionButton
           label="Cancel job"

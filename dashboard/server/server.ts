@@ -9,7 +9,7 @@ import { TaskworkerError } from '../../lib/errors';
 import { explainAwsError } from '../../lib/operate/aws-errors';
 import { controlQueue } from '../../lib/operate/controls';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
-import { retryJob } from '../../lib/operate/job-actions';
+import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { countJobStates } from '../../lib/operate/job-counts';
 import {
   type ArchiveFilter,
@@ -432,6 +432,16 @@ export function createUiApp(options: UiOptions): Hono {
     if (!id) throw new RequestError('id: required');
     const result = await retryJob(ctx, id);
     options.log(`retry ${id} in ${ctx.version}: ${result.outcome}${result.outcome === 'skipped' ? ` (${result.why})` : ''}`);
+    return result;
+  });
+
+  // A job parked until later, run now by the sweep's own path (lib/operate/job-actions.ts).
+  route('/api/job/run-now', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const id = stringParam('id', input.id);
+    if (!id) throw new RequestError('id: required');
+    const result = await runJobNow(ctx, id);
+    options.log(`run now ${id} in ${ctx.version}: ${result.outcome}`);
     return result;
   });
 

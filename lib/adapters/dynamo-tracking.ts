@@ -467,6 +467,34 @@ export class DynamoJobStore implements JobStore {
     return found.slice(0, limit);
   }
 
+  async parkedJob(jobId: string): Promise<ParkedJob | undefined> {
+    const item = await this.getItem(jobId);
+    if (!item) return undefined;
+    const raw = fromItem(item) as Record<string, unknown>;
+    if (raw.state !== 'scheduled' || raw.announced === true || typeof raw.body !== 'string' || raw.dueShard === undefined) return undefined;
+    return {
+      jobId,
+      queue: String(raw.queue),
+      runAt: Number(raw.runAt),
+      body: raw.body,
+      ...(raw.attributes ? { attributes: raw.attributes as Record<string, string> } : {}),
+    };
+  }
+
+  async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+    const e = new Expression();
+    const history = e.name('history');
+    const lease = e.name('sweepLease');
+    const entry: HistoryEntry = { what: 'scheduled', when: now, detail: `run now (was due ${new Date(parked.runAt).toISOString()})` };
+    const outcome = await this.write(parked.jobId, e, {
+      update: `SET ${assignments(e, { runAt: now, body, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])})`,
+      condition:
+        `${transitionCondition(e, 'bringForward')} AND attribute_exists(${e.name('dueShard')}) AND ${e.name('runAt')} = ${e.value(parked.runAt)}` +
+        ` AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
+    });
+    return outcome.landed;
+  }
+
   async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
     const e = new Expression();
     const lease = e.name('sweepLease');
@@ -1048,7 +1076,7 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
       : write === 'park'
         ? // Over the publisher's announced record, never over a parked one.
           ` AND (${e.name('state')} <> ${e.value('scheduled')} OR attribute_exists(${e.name('announced')}))`
-        : write === 'sweep'
+        : write === 'sweep' || write === 'bringForward'
           ? ` AND attribute_not_exists(${e.name('announced')})`
           : '';
   // A job replayed from the archive waits again; a released one's copy does not.

@@ -280,6 +280,27 @@ export class MemoryJobStore implements JobStore {
       .map((p) => structuredClone(p.job));
   }
 
+  async parkedJob(jobId: string): Promise<ParkedJob | undefined> {
+    const parked = this.parked.get(jobId);
+    const record = this.jobs.get(jobId);
+    return parked && record?.state === 'scheduled' && !record.announced ? structuredClone(parked.job) : undefined;
+  }
+
+  async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+    const record = this.jobs.get(parked.jobId);
+    const kept = this.parked.get(parked.jobId);
+    if (permits('bringForward', record) !== 'ok' || !record || !kept) return false;
+    if (kept.job.runAt !== parked.runAt || (kept.sweepLease ?? 0) >= now) return false;
+    kept.job = { ...kept.job, runAt: now, body };
+    this.put({
+      ...record,
+      runAt: now,
+      updatedAt: now,
+      history: this.history(record, { what: 'scheduled', when: now, detail: `run now (was due ${new Date(parked.runAt).toISOString()})` }),
+    });
+    return true;
+  }
+
   async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
     const parked = this.parked.get(jobId);
     if (permits('sweep', this.jobs.get(jobId)) !== 'ok' || !parked || (parked.sweepLease ?? 0) >= now) return false;

@@ -152,3 +152,19 @@ export type RetryResult =
   | { readonly outcome: 'not-in-archive'; readonly record: JobRecord }
   | { readonly outcome: 'skipped'; readonly why: string; readonly record: JobRecord }
   | { readonly outcome: 'unknown' };
+
+/**
+ * What running a delayed job now did (lib/operate/job-actions.ts): `sent`, its message is in its
+ * queue now; `due`, it was made due now but its send failed, so the next sweep sends it (within a
+ * minute); `sweeping`, a sweep holds it, sending it for its due time (15 minutes away or nearer);
+ * `announced`, its message waits in SQS (delayed up to 15 minutes), which cannot be brought forward
+ * — it runs at its due time; `not-scheduled`, it is in another state (or moved on meanwhile);
+ * `unknown`, no such job.
+ */
+export type RunNowResult =
+  | { readonly outcome: 'sent'; readonly queue: string; readonly record: JobRecord }
+  | { readonly outcome: 'due'; readonly record: JobRecord }
+  | { readonly outcome: 'sweeping'; readonly record: JobRecord }
+  | { readonly outcome: 'announced'; readonly record: JobRecord }
+  | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
+  | { readonly outcome: 'unknown' };

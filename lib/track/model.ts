@@ -450,6 +450,19 @@ export interface JobStore extends FlowStore {
    * (from the sparse due index, eventually consistent: a job parked a moment ago may be missing).
    */
   dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]>;
+  /**
+   * A parked job as the sweep would send it (its body, attributes and due time; consistent read).
+   * Undefined when the job is not parked: an announced one's message is in SQS, and a queued,
+   * running or ended one has no body kept.
+   */
+  parkedJob(jobId: string): Promise<ParkedJob | undefined>;
+  /**
+   * An operator's run-now: the parked job `parked` (as {@link parkedJob} read it) becomes due `now`
+   * with `body` (its envelope rewritten to be due now), if it is still parked as read — its `runAt`
+   * unchanged, no sweep holding it. False when it moved on. The sweep's path (`leaseForSweep`, send,
+   * `handOver`) then sends it.
+   */
+  bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean>;
   /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
   /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */

@@ -77,6 +77,11 @@ export const TRANSITIONS = {
   /** The sweep sent it: it is a queued job again. */
   handOver: { from: ['scheduled'], sameJob: false },
   cancel: { from: ['scheduled', 'waiting'], sameJob: false },
+  /**
+   * An operator runs a parked job now: its `runAt` and body (the same envelope, due now) rewritten
+   * while it is parked as read (not announced, no sweep holding it), for the sweep's path to send.
+   */
+  bringForward: { from: ['scheduled'], sameJob: false },
   /** An operator asks a running job to stop: its heartbeats are refused from then on, and it ends `cancelled`. */
   requestCancel: { from: ['running'], sameJob: false },
   /**
@@ -105,7 +110,7 @@ export function permits(write: JobWrite, record: JobRecord | undefined, identity
   if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
   if (write === 'claim' && record?.state === 'scheduled' && !record.announced && (now === undefined || !isDue(record, now))) return 'state';
   if (write === 'park' && record?.state === 'scheduled' && !record.announced) return 'state';
-  if (write === 'sweep' && record?.announced) return 'state';
+  if ((write === 'sweep' || write === 'bringForward') && record?.announced) return 'state';
   if (write === 'wait' && record?.state === 'queued' && record.releasedAt !== undefined) return 'state';
   if (write === 'reopen' && record?.reason !== 'dependency-failed') return 'state';
   return (rule.from as readonly PriorState[]).includes(record?.state ?? 'absent') ? 'ok' : 'state';

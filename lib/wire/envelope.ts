@@ -349,6 +349,15 @@ export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishe
   return JSON.stringify({ ...fields, id: job.id, publishedAt: job.publishedAt });
 }
 
+/**
+ * A parked job's body made due now, for an operator's run-now: its `runAt` left out (a dispatcher
+ * whose clock is a little behind would otherwise hold it again), every other field kept as it was.
+ */
+export function dueNowEnvelope(body: string): string {
+  const fields = JSON.parse(body) as Record<string, unknown>;
+  return JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'runAt')));
+}
+
 function isEpochMs(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_EPOCH_MS;
 }

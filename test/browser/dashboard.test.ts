@@ -438,6 +438,56 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await shoot('job-retried');
   });
 
+  it('the job page runs a parked job now (sent to its queue, it runs); a job delayed in SQS says why it cannot be; read-only refuses it', async () => {
+    await stack.publisher.publish('greet', { name: 'Now' }, { id: 'ui-run-now', delaySeconds: 3600 });
+    // An hour ahead: its message reaches a dispatcher at once, which parks it with its body.
+    await until(async () => {
+      const r = await ctx.jobs.get('ui-run-now');
+      return r?.state === 'scheduled' && r.announced !== true;
+    }, 'ui-run-now to be parked');
+    const due = (await ctx.jobs.get('ui-run-now'))?.runAt as number;
+
+    const ro = await browser.newPage();
+    await ro.goto(`${readOnlyUi.url}#/job/ui-run-now`);
+    const roRun = ro.locator('button:has-text("Run now")');
+    await roRun.waitFor();
+    expect(await roRun.isDisabled()).toBe(true);
+    const refused = await ro.evaluate(async () => {
+      const token =
+        (globalThis as unknown as InPage).document.querySelector('meta[name="taskworker-token"]')?.getAttribute('content') ?? '';
+      const r = await fetch('/api/job/run-now', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-taskworker-token': token },
+        body: JSON.stringify({ id: 'ui-run-now' }),
+      });
+      return r.status;
+    });
+    expect(refused).toBe(403);
+    await ro.close();
+    expect(await ctx.jobs.get('ui-run-now')).toMatchObject({ state: 'scheduled', runAt: due });
+
+    await page.goto(`${ui.url}#/job/ui-run-now`);
+    await page.click('button:has-text("Run now")');
+    expect(await page.locator('[role="dialog"]').textContent()).toContain('It is sent to fast at once.');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(
+      async () => (await page.locator('[data-testid="action-outcome"]').textContent()) === 'sent to fast now',
+      'the run-now outcome',
+    );
+    await until(async () => (await jobState('ui-run-now')) === 'succeeded', 'the job to run now, not in an hour');
+    expect((await ctx.jobs.get('ui-run-now'))?.result).toBe(JSON.stringify({ hello: 'Now' }));
+    await until(async () => (await page.locator('h2 .badge').textContent()) === 'succeeded', 'the job page to say succeeded');
+
+    // Ten minutes ahead: its message waits in SQS, which cannot bring it forward; the page says so and offers no button.
+    await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: 'soon' }, { id: 'ui-soon', delaySeconds: 600 });
+    await page.goto(`${ui.url}#/job/ui-soon`);
+    await page.locator('[data-testid="not-runnable-now"]').waitFor();
+    expect(await page.locator('[data-testid="not-runnable-now"]').textContent()).toContain('SQS cannot bring a delayed message forward');
+    expect(await page.locator('button:has-text("Run now")').count()).toBe(0);
+    await shoot('job-delayed');
+    await stack.publisher.cancel('ui-soon');
+  });
+
   it("the queue page gives each histogram's exact figures beside its buckets: jobs, mean and standard deviation from the stats' sums", async () => {
     await page.goto(`${ui.url}#/queue/fast`);
     const table = page.locator('[data-testid="exact-durations"]');

@@ -541,6 +541,50 @@ export function jobStoreConformance(
         expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
       });
 
+      it('reads a parked job as the sweep would send it; brings it forward once, as read: due now with its new body, then swept and claimed', async () => {
+        const job = ref();
+        await park(job, base + 3_600_000);
+        const parked = await jobs.parkedJob(job.jobId);
+        expect(parked).toEqual({
+          jobId: job.jobId,
+          queue: job.queue,
+          runAt: base + 3_600_000,
+          body: `{"task":"send-email","id":"${job.jobId}"}`,
+          attributes: { trace: 't1' },
+        });
+        expect(await dueIn(job, base, base)).toEqual([]);
+        const body = `{"task":"send-email","id":"${job.jobId}","now":true}`;
+        expect(await jobs.bringForward(parked as NonNullable<typeof parked>, body, base)).toBe(true);
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'scheduled', runAt: base });
+        expect((await jobs.get(job.jobId))?.history.at(-1)).toMatchObject({ what: 'scheduled', when: base });
+        expect(await dueIn(job, base, base)).toEqual([{ ...parked, runAt: base, body }]);
+        // Read before the change: it no longer matches (its runAt moved), so a second one changes nothing.
+        expect(await jobs.bringForward(parked as NonNullable<typeof parked>, 'other', base + 1)).toBe(false);
+        expect((await jobs.parkedJob(job.jobId))?.body).toBe(body);
+        expect(await jobs.leaseForSweep(job.jobId, base + 2, base + 60_002)).toBe(true);
+        expect(await jobs.handOver(job.jobId, base + 60_002, base + 3)).toBe(true);
+        expect(await jobs.parkedJob(job.jobId)).toBeUndefined();
+        expect((await claim(jobs, job, base + 4)).outcome).toBe('claimed');
+      });
+
+      it('brings forward neither a job a sweep holds nor one that is not parked', async () => {
+        const held = ref();
+        await park(held, base);
+        const parked = (await jobs.parkedJob(held.jobId)) as NonNullable<Awaited<ReturnType<typeof jobs.parkedJob>>>;
+        expect(await jobs.leaseForSweep(held.jobId, base - 1000, base + 59_000)).toBe(true);
+        expect(await jobs.bringForward(parked, 'now', base - 500)).toBe(false);
+        expect(await jobs.get(held.jobId)).toMatchObject({ runAt: base });
+        // A cancelled one has no parked body left to read, and its record is not brought forward.
+        const cancelled = ref();
+        await park(cancelled, base);
+        const read = (await jobs.parkedJob(cancelled.jobId)) as NonNullable<typeof parked>;
+        await jobs.cancel(cancelled.jobId, base - 100);
+        expect(await jobs.parkedJob(cancelled.jobId)).toBeUndefined();
+        expect(await jobs.bringForward(read, 'now', base - 50)).toBe(false);
+        expect(await jobs.get(cancelled.jobId)).toMatchObject({ state: 'cancelled', runAt: base });
+        expect(await jobs.parkedJob(`missing-${held.jobId}`)).toBeUndefined();
+      });
+
       describe('recorded at publish (announced)', () => {
         const schedule = (job: JobRef, runAt: number, now = base - 600_000) => jobs.recordScheduled({ ...job, runAt }, now);
 
@@ -590,6 +634,15 @@ export function jobStoreConformance(
           const stranger = ref();
           await schedule(stranger, base);
           expect(await park({ ...stranger, task: 'other-task' }, base)).toMatchObject({ outcome: 'conflict' });
+        });
+
+        it('is not parked: nothing to read or bring forward (its message, in SQS, cannot be)', async () => {
+          const job = ref();
+          await schedule(job, base);
+          expect(await jobs.parkedJob(job.jobId)).toBeUndefined();
+          const forged = { jobId: job.jobId, queue: job.queue, runAt: base, body: '{}' };
+          expect(await jobs.bringForward(forged, '{}', base - 1000)).toBe(false);
+          expect(await jobs.get(job.jobId)).toMatchObject({ state: 'scheduled', runAt: base, announced: true });
         });
 
         it('is cancelled; its message, when it arrives, finds it finished (deleted unrun), and parking it changes nothing', async () => {

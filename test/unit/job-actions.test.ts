@@ -1,7 +1,8 @@
 import type { ApiResponse } from '../../dashboard/api-types';
-import { retryJob } from '../../lib/operate/job-actions';
+import { retryJob, runJobNow } from '../../lib/operate/job-actions';
+import { dueShardOf } from '../../lib/track/due';
 import { encodeEnvelope } from '../../lib/wire/envelope';
-import { dashboard, json } from '../helpers/dashboard';
+import { dashboard, json, parked } from '../helpers/dashboard';
 
 /** The ids of the job messages waiting in `queue`. */
 const inQueue = (d: ReturnType<typeof dashboard>, queue: 'urgent' | 'routine') =>
@@ -45,5 +46,71 @@ describe('retrying one archived job (the job page: POST /api/job/retry, lib/oper
     expect((await json(response)).error).toContain('read-only');
     expect(d.w.sqs.peek(d.w.urls.archive)).toHaveLength(1);
     expect(await d.w.jobs.get('r')).toMatchObject({ state: 'archived' });
+  });
+});
+
+describe('running a delayed job now (the job page: POST /api/job/run-now, lib/operate/job-actions.ts)', () => {
+  it('sends a parked job to its queue at once, due now (its body without runAt), and it runs', async () => {
+    const d = dashboard();
+    await parked(d, 'later');
+    const answer = await json<ApiResponse<'/api/job/run-now'>>(await d.post('/api/job/run-now', { version: 'v1', id: 'later' }));
+    const now = d.w.clock.now();
+    expect(answer).toMatchObject({ outcome: 'sent', queue: 'urgent', record: { state: 'queued', runAt: now } });
+    const [message] = d.w.sqs.peek(d.w.urls.queues.urgent as string);
+    expect(JSON.parse(message?.body ?? '{}')).toEqual({ v: 1, task: 'ok', payload: 1, id: 'later' });
+    expect((await d.w.jobs.get('later'))?.history.map((h) => h.detail)).toEqual([
+      expect.stringContaining('due '),
+      `run now (was due ${new Date(now + 3_600_000).toISOString()})`,
+      'due: sent to its queue',
+    ]);
+    expect(d.logged).toContain('run now later in v1: sent');
+    await d.w.run();
+    expect(await d.w.jobs.get('later')).toMatchObject({ state: 'succeeded', result: JSON.stringify({ echo: 1 }) });
+  });
+
+  it('a failed send leaves it parked and due now, for the next sweep', async () => {
+    const d = dashboard();
+    await parked(d, 'later');
+    const down = {
+      ...d.ctx,
+      queues: {
+        ...d.ctx.queues,
+        sendBatch: async () => {
+          throw new Error('SQS is down');
+        },
+      },
+    };
+    const answer = await runJobNow(down, 'later');
+    const now = d.w.clock.now();
+    expect(answer).toMatchObject({ outcome: 'due', record: { state: 'scheduled' } });
+    expect((await d.w.jobs.get('later'))?.runAt).toBeLessThanOrEqual(now);
+    // Due for the sweep once its lease lapses, with the body made due now.
+    d.w.clock.advance(61_000);
+    const due = await d.w.jobs.dueJobs(dueShardOf('later'), d.w.clock.now(), d.w.clock.now(), 10);
+    expect(due.map((j) => [j.jobId, JSON.parse(j.body).runAt])).toEqual([['later', undefined]]);
+  });
+
+  it('says why it did not: a job delayed in SQS (its message cannot be brought forward), one a sweep is sending, one not scheduled, an unknown id', async () => {
+    const d = dashboard();
+    await d.publisher.publish('ok', 'soon', { id: 'soon', delaySeconds: 600 });
+    expect(await runJobNow(d.ctx, 'soon')).toMatchObject({ outcome: 'announced', record: { state: 'scheduled', announced: true } });
+    // Its one message still waits in SQS for its time.
+    expect(await d.w.sqs.depth(d.w.urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 1 });
+    await parked(d, 'swept');
+    await d.w.jobs.leaseForSweep('swept', d.w.clock.now(), d.w.clock.now() + 60_000);
+    expect(await runJobNow(d.ctx, 'swept')).toMatchObject({ outcome: 'sweeping', record: { state: 'scheduled' } });
+    await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: 2, id: 'done' }));
+    await d.w.run();
+    expect(await runJobNow(d.ctx, 'done')).toMatchObject({ outcome: 'not-scheduled', record: { state: 'succeeded' } });
+    expect(await runJobNow(d.ctx, 'nobody')).toEqual({ outcome: 'unknown' });
+  });
+
+  it('read-only refuses it and the job stays parked', async () => {
+    const d = dashboard({ readOnly: true });
+    await parked(d, 'later');
+    const response = await d.post('/api/job/run-now', { version: 'v1', id: 'later' });
+    expect(response.status).toBe(403);
+    expect((await json(response)).error).toContain('read-only');
+    expect(await d.w.jobs.get('later')).toMatchObject({ state: 'scheduled', runAt: d.w.clock.now() + 3_600_000 });
   });
 });

@@ -394,6 +394,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/job/retry': { version: 'v1', id: 'b' },
         '/api/archive/replay': { version: 'v1' },
         '/api/dlq/redrive': { version: 'v1', queue: 'urgent' },
+        '/api/job/run-now': { version: 'v1', id: 'later' },
         '/api/job/cancel': { version: 'v1', id: 'later' },
         '/api/flow/cancel': { version: 'v1', id: 'q' },
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },
