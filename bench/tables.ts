@@ -43,6 +43,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'idle:under-load',
     'scheduled',
     'flows',
+    'events',
     'limits',
     'reality',
     'load',
@@ -345,6 +346,26 @@ interface FlowsDoc extends Recorded {
   };
 }
 
+interface EventUnits extends Units {
+  readonly snsPublishes: number;
+}
+
+interface EventCase {
+  readonly subscriberJobs: number;
+  readonly perSubscriberJob: EventUnits;
+  readonly addedPerSubscriberJob: EventUnits;
+  readonly dollarsPerMillionEvents: number;
+  readonly emitToStartMs: { readonly p50: number; readonly p99: number };
+}
+
+interface EventsDoc extends Recorded {
+  readonly events: number;
+  readonly perJob: EventUnits;
+  readonly onePerQueue: EventCase;
+  readonly splitOnOneQueue: EventCase;
+  readonly snsPerMillionPublishes: number;
+}
+
 /** The result files, read once per rendering. */
 export interface Results {
   readonly selectors: SelectorsDoc;
@@ -352,6 +373,7 @@ export interface Results {
   readonly idle: IdleDoc;
   readonly scheduled: ScheduledDoc;
   readonly flows: FlowsDoc;
+  readonly events: EventsDoc;
   readonly limits: LimitsDoc;
   readonly reality: RealityDoc;
   readonly load: LoadDoc;
@@ -363,6 +385,7 @@ export const RESULT_FILES: { readonly [K in keyof Results]: string } = {
   idle: 'bench/results/idle.json',
   scheduled: 'bench/results/scheduled.json',
   flows: 'bench/results/flows.json',
+  events: 'bench/results/events.json',
   limits: 'bench/results/limits.json',
   reality: 'bench/results/reality.json',
   load: 'bench/results/load.json',
@@ -1023,6 +1046,39 @@ function flowsTable(r: Results): string {
   ].join('\n');
 }
 
+function eventsTable(r: Results): string {
+  const e = r.events;
+  const row = (what: string, u: EventUnits) => [
+    what,
+    num(u.snsPublishes),
+    num(u.sqsRequests),
+    num(u.dynamoRequests),
+    num(u.writeUnits),
+    num(u.readUnits),
+  ];
+  const one = e.onePerQueue;
+  const split = e.splitOnOneQueue;
+  return [
+    source('events', r, `${grouped(e.events)} events of each kind, one dispatcher`),
+    '',
+    table(
+      ['per job', 'SNS publishes', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'],
+      [
+        row('a job published to its queue (the baseline)', e.perJob),
+        row('a subscriber’s job, one subscriber per queue', one.perSubscriberJob),
+        row('  what the event adds', one.addedPerSubscriberJob),
+        row('a subscriber’s job, 3 subscribers on one queue (split)', split.perSubscriberJob),
+        row('  what the event adds', split.addedPerSubscriberJob),
+      ],
+    ),
+    '',
+    `From the emit to each subscriber's start: p50 ${one.emitToStartMs.p50} ms, p99 ${num(one.emitToStartMs.p99)} ms (one per queue); ` +
+      `p50 ${split.emitToStartMs.p50} ms, p99 ${split.emitToStartMs.p99} ms (split). ` +
+      `A million events: $${one.dollarsPerMillionEvents} with two subscribers on two queues, $${split.dollarsPerMillionEvents} with three on one ` +
+      `(SQS, DynamoDB and SNS at list prices, SNS publishes at $${e.snsPerMillionPublishes} per million; SNS's deliveries to SQS cost nothing).`,
+  ].join('\n');
+}
+
 function limitsTable(r: Results): string {
   return [
     source('limits', r, 'per task'),
@@ -1194,6 +1250,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'idle:under-load': idleUnderLoad,
   scheduled: scheduledTable,
   flows: flowsTable,
+  events: eventsTable,
   limits: limitsTable,
   reality: realityTable,
   load: loadTable,

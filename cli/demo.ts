@@ -141,7 +141,12 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
     await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
-    if (emits.length > 0) await showEvents(stack, emits.map((e) => e.id), subscribers.map((t) => t.name));
+    if (emits.length > 0)
+      await showEvents(
+        stack,
+        emits.map((e) => e.id),
+        subscribers.map((t) => t.name),
+      );
     if (values.keep || ui) {
       announceLocalStack(stack, configFile);
       process.stdout.write(
@@ -167,7 +172,9 @@ async function showEvents(stack: LocalStack, eventIds: readonly string[], tasks:
     const states = await Promise.all(tasks.map(async (t) => (await stack.jobs.get(subscriberJobId(id, t)))?.state ?? 'unknown'));
     rows.push([id, ...states]);
   }
-  process.stdout.write(`\n── events (taskworker events; each subscriber's job is <event id>/<task>) ──\n${table(['event', ...tasks], rows)}\n`);
+  process.stdout.write(
+    `\n── events (taskworker events; each subscriber's job is <event id>/<task>) ──\n${table(['event', ...tasks], rows)}\n`,
+  );
 }
 
 /** What `taskworker jobs show` and `taskworker stats` say about the run, from the DynamoDB tables. */
