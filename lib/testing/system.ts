@@ -1,11 +1,13 @@
 import { VirtualClock } from '../clock';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
+import { eventRoutes } from '../events/routes';
+import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
 import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
 import { createInvocation } from '../invocation/invocation';
 import { SCHEDULE_PERIOD_MS } from '../invocation/scaling';
 import { silentLogger } from '../ports';
-import { type Published, Publisher, type PublishOptions } from '../publish/publisher';
+import { type EmitOptions, type Emitted, type Published, Publisher, type PublishOptions } from '../publish/publisher';
 import { seededRandom } from '../random';
 import { InlineExecutor } from '../run/inline-executor';
 import type { BatchReport, JobReport } from '../settle/report';
@@ -21,7 +23,7 @@ export interface TestSystemOptions {
   readonly tasks: readonly TaskDefinition[];
   /**
    * The app config. @defaultValue one queue per queue the tasks name (visibility wide enough for
-   * the longest task), tracked `full`
+   * the longest task), tracked `full`, and every event a task subscribes to (`on`) declared
    */
   readonly config?: TaskworkerConfigInput;
   /** Seed of the backoff jitter and queue selection. @defaultValue 1 */
@@ -45,6 +47,12 @@ export interface TestSystem {
   readonly publisher: Publisher;
   /** Publishes a task by name or definition, as `Publisher.publish` does. */
   publish<P>(task: TaskDefinition<P> | string, payload: P, options?: PublishOptions): Promise<Published>;
+  /**
+   * Emits one of the app's events, as `Publisher.emit` does: checked by its declared `validate`,
+   * then delivered (by an in-memory SNS, as the deployed topic's filtered subscriptions deliver it)
+   * to every queue with a subscriber; `drain` then runs each subscriber once, as job `<id>/<task>`.
+   */
+  emit(event: string, payload: unknown, options?: EmitOptions): Promise<Emitted>;
   /** Sends a raw message body to a queue, as another service's SDK would. */
   send(queue: string, body: string): Promise<void>;
   /**
@@ -120,7 +128,17 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     observer: { onBatch: (report) => reports.push(report) },
     tracking: { version: 'test', jobs, stats },
   });
-  const publisher = new Publisher({ config, version: 'test', tasks: [...options.tasks], queues: sqs, urls, jobs, clock });
+  const events = new MemoryEventBus(sqs, urls, eventRoutes(config, 'test', registry));
+  const publisher = new Publisher({
+    config,
+    version: 'test',
+    tasks: [...options.tasks],
+    queues: sqs,
+    urls,
+    jobs,
+    clock,
+    events: { topicArn: memoryTopicArn(config.app, 'test'), bus: events },
+  });
   const messagesLeft = async () => {
     let messages = 0;
     for (const url of Object.values(urls.queues)) {
@@ -144,6 +162,7 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     publisher,
     reports,
     publish: (task, payload, publishOptions) => publisher.publish(task, payload, publishOptions),
+    emit: (event, payload, emitOptions) => publisher.emit(event, payload, emitOptions),
     async send(queue, body) {
       const url = urls.queues[queue];
       if (!url) throw new RangeError(`no queue ${queue} (configured: ${Object.keys(urls.queues).join(', ')})`);
@@ -177,10 +196,12 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
 function configFor(tasks: readonly TaskDefinition[]): TaskworkerConfigInput {
   const longest = new Map<string, number>();
   for (const t of tasks) longest.set(t.queue, Math.max(longest.get(t.queue) ?? 0, t.timeLimitSeconds));
+  const events = [...new Set(tasks.flatMap((t) => t.on))].map((name) => ({ name }));
   return {
     app: 'test',
     queues: [...longest].map(([name, seconds]) => ({ name, priority: 1, visibilityTimeoutSeconds: Math.max(60, Math.ceil(seconds) + 5) })),
     dispatcher: { timeoutSeconds: 900, killGraceMs: 100 },
+    ...(events.length > 0 ? { events } : {}),
   };
 }
 

@@ -1,0 +1,51 @@
+import { defineTask } from '../../lib/tasks/task';
+import { createTestSystem } from '../../lib/testing';
+
+/** The test kit runs events as the deployed system does: each subscriber once, on its own queue, with its own retries. */
+describe('createTestSystem: events', () => {
+  const confirm = defineTask({
+    name: 'confirm',
+    queue: 'fast',
+    timeLimitSeconds: 5,
+    on: 'orders.placed',
+    run: (order: { id: string }, ctx) => `${ctx.event?.name} ${order.id}`,
+  });
+  const points = defineTask({
+    name: 'points',
+    queue: 'slow',
+    timeLimitSeconds: 5,
+    maxRetries: 1,
+    on: ['orders.placed', 'orders.refunded'],
+    run: (order: { id: string }, ctx) => {
+      if (ctx.attempt === 1) throw new Error('loyalty service busy');
+      return order.id;
+    },
+  });
+
+  it('one emit runs each subscriber once as <event id>/<task>; a retry is that subscriber’s alone', async () => {
+    const system = createTestSystem({ tasks: [confirm, points] });
+    const emitted = await system.emit('orders.placed', { id: 'o-1' }, { id: 'placed-o-1' });
+    expect(emitted.eventId).toBe('placed-o-1');
+    const drained = await system.drain();
+    expect(drained).toMatchObject({ succeeded: 2, retried: 1 });
+    expect(await system.job('placed-o-1/confirm')).toMatchObject({
+      state: 'succeeded',
+      attempt: 1,
+      result: JSON.stringify('orders.placed o-1'),
+      event: { id: 'placed-o-1', name: 'orders.placed', source: 'test' },
+    });
+    expect(await system.job('placed-o-1/points')).toMatchObject({ state: 'succeeded', attempt: 2 });
+    // The same event id again: no subscriber runs twice.
+    await system.emit('orders.placed', { id: 'o-1' }, { id: 'placed-o-1' });
+    expect(await system.drain()).toMatchObject({ succeeded: 0, duplicates: 2 });
+  });
+
+  it('an event only one task takes reaches only that task’s queue; an undeclared one is refused', async () => {
+    const system = createTestSystem({ tasks: [confirm, points] });
+    await system.emit('orders.refunded', { id: 'o-2' }, { id: 'refunded-o-2' });
+    await system.drain();
+    expect(await system.job('refunded-o-2/confirm')).toBeUndefined();
+    expect(await system.job('refunded-o-2/points')).toMatchObject({ state: 'succeeded' });
+    await expect(system.emit('orders.lost', {})).rejects.toThrow(/Unknown event "orders.lost"/);
+  });
+});
