@@ -109,6 +109,20 @@ export default defineConfig({
   tasksDir: 'src/tasks',
   queues: [{ name: 'media', priority: 10 }, { name: 'mail', priority: 50 }],
   schedules: [{ name: 'nightly-thumbnails', task: 'resize-image', payload: { image: 'all', width: 64 }, cron: '0 3 * * *', timezone: 'America/New_York' }],
+  // Another team's app emits orders.shipped; this one's notify-shipped task takes it.
+  subscriptions: [{ app: 'shop', version: 'v1', events: ['orders.shipped'] }],
+});
+`,
+  'src/tasks/notify-shipped.ts': `import { defineTask } from 'taskworker';
+
+export default defineTask({
+  name: 'notify-shipped',
+  queue: 'mail',
+  timeLimitSeconds: 10,
+  on: 'orders.shipped',
+  async run(payload: { order: string }, ctx) {
+    return { notified: payload.order, event: ctx.event?.id, from: ctx.event?.source };
+  },
 });
 `,
   'src/publish.ts': `import { Publisher, UnknownQueueError } from 'taskworker';
@@ -361,6 +375,16 @@ app.synth();
     });
     const mediaId = Object.entries(template.Resources).find(([, r]) => r.Properties.QueueName === 'orders-v1-media')?.[0];
     expect((schedule?.Properties.Target as { Arn: unknown } | undefined)?.Arn).toEqual({ 'Fn::GetAtt': [mediaId, 'Arn'] });
+    // The subscription to the shop's events: the mail queue, raw, filtered on the event's name.
+    const mailId = Object.entries(template.Resources).find(([, r]) => r.Properties.QueueName === 'orders-v1-mail')?.[0];
+    const subscription = Object.values(template.Resources).find((r) => r.Type === 'AWS::SNS::Subscription');
+    expect(subscription?.Properties).toMatchObject({
+      Endpoint: { 'Fn::GetAtt': [mailId, 'Arn'] },
+      RawMessageDelivery: true,
+      FilterPolicyScope: 'MessageBody',
+      FilterPolicy: { event: ['orders.shipped'] },
+    });
+    expect(JSON.stringify(subscription?.Properties.TopicArn)).toContain(':shop-v1-events');
   });
 });
 
@@ -590,6 +614,52 @@ for (const body of process.argv.slice(3)) await sqs.send(new SendMessageCommand(
       expect(show(second).firstStartedAt).toBeGreaterThanOrEqual(show(first).finishedAt as number);
     }
   }, 180_000);
+
+  it('runs its subscriber of another app’s event, published by a Python service through SNS to that app’s topic', async () => {
+    const state = JSON.parse(readFileSync(join(consumer, '.taskworker', 'dev.json'), 'utf8')) as { sqsEndpoint: string };
+    const env = { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'dev', AWS_SECRET_ACCESS_KEY: 'dev' };
+    // The event envelope, as README documents it for any SDK: no attributes, the filter reads the body.
+    const event = { event: 'orders.shipped', id: 'shipped-o-9', source: 'shop', payload: { order: 'o-9' } };
+    const topicArn = 'arn:aws:sns:us-east-1:000000000000:shop-v1-events';
+    if (spawnSync('python3', ['-c', 'import boto3'], { encoding: 'utf8' }).status === 0) {
+      sh(
+        consumer,
+        'python3',
+        [
+          '-c',
+          [
+            'import boto3, sys',
+            'sns = boto3.client("sns", endpoint_url=sys.argv[1], region_name="us-east-1")',
+            'sns.publish(TopicArn=sys.argv[2], Message=sys.argv[3])',
+          ].join('\n'),
+          state.sqsEndpoint,
+          topicArn,
+          JSON.stringify(event),
+        ],
+        env,
+      );
+    } else {
+      process.stderr.write('adoption: python3 has no boto3 here; publishing the event with @aws-sdk/client-sns\n');
+      writeFileSync(
+        join(consumer, 'src', 'emit.ts'),
+        `import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ TopicArn: process.argv[3], Message: process.argv[4] }));
+`,
+      );
+      sh(consumer, 'npx', ['tsx', 'src/emit.ts', state.sqsEndpoint, topicArn, JSON.stringify(event)], env);
+    }
+    const show = () =>
+      JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', 'shipped-o-9/notify-shipped', '--json'])) as {
+        state: string;
+        result?: string;
+        event?: { id: string; name: string; source?: string };
+      };
+    await eventually('the subscriber to succeed', () => show().state === 'succeeded', 90_000);
+    expect(show()).toMatchObject({
+      result: JSON.stringify({ notified: 'o-9', event: 'shipped-o-9', from: 'shop' }),
+      event: { id: 'shipped-o-9', name: 'orders.shipped', source: 'shop' },
+    });
+  }, 120_000);
 
   it('parks a job published an hour ahead, shows it scheduled with its due time, and cancels it', async () => {
     const later = JSON.parse(
