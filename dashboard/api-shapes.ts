@@ -9,10 +9,12 @@
  * Not imported by the page: its bundle would carry checks the route test already makes.
  */
 
+import type { SubscriberView } from '../lib/operate/events';
 import type { FiledRejection } from '../lib/operate/rejections';
 import type { TaskCost } from '../lib/track/cost';
 import { ARCHIVE_REASONS, type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
 import type { MinuteCounts } from '../lib/track/throughput';
+import type { EventRef } from '../lib/wire/event-ref';
 import type {
   ApiPath,
   ApiResponse,
@@ -155,6 +157,7 @@ const jobRecord = object<JobRecord>({
   cancelRequestedAt: optional(number),
   progress: optional(string),
   progressAt: optional(number),
+  event: optional(object<EventRef>({ id: string, name: string, source: optional(string), emittedAt: number })),
 });
 
 const relatedState = member<RelatedState>([...JOB_STATES, 'unknown']);
@@ -217,6 +220,13 @@ type RunNowAnswer = ApiResponse<'/api/job/run-now'>;
 type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
 type WorkersAnswer = ApiResponse<'/api/workers'>;
+type EventsAnswer = ApiResponse<'/api/events'>;
+
+const subscriber = object<SubscriberView>({
+  task: string,
+  queue: string,
+  today: optional(object<NonNullable<SubscriberView['today']>>({ succeeded: number, retried: number, archived: number })),
+});
 
 // ---------------------------------------------------------------- the table
 
@@ -383,6 +393,13 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
         ),
         moreJobs: number,
       }),
+    ),
+  }),
+  '/api/events': object<EventsAnswer>({
+    version: string,
+    emits: array(object<EventsAnswer['emits'][number]>({ name: string, description: optional(string), subscribers: array(subscriber) })),
+    receives: array(
+      object<EventsAnswer['receives'][number]>({ app: string, version: string, name: string, subscribers: array(subscriber) }),
     ),
   }),
 };

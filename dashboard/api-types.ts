@@ -6,10 +6,10 @@
  * back; the route test (test/unit/ui-server.test.ts) checks the server's real answers against
  * `api-shapes.ts`, the run-time half of this table.
  *
- * The page compiles this file (its tsconfig has no Node types): it imports types from
- * `lib/track/model` only, never from the operator library or anything else that runs on Node. The
- * operator's answers are declared here as the wire carries them; tsc checks that the server's
- * values fit them.
+ * The page compiles this file (its tsconfig has no Node types): it imports types only, and only
+ * from modules that compile without Node (`lib/track/model`, `lib/operate/answers`, the answer
+ * types of `lib/operate/events`), never anything that runs on Node. Where the operator's answers
+ * are declared here as the wire carries them, tsc checks that the server's values fit them.
  */
 
 import type {
@@ -23,6 +23,7 @@ import type {
   RunNowResult,
   WorkersView,
 } from '../lib/operate/answers';
+import type { EventsView } from '../lib/operate/events';
 import type { FiledRejection } from '../lib/operate/rejections';
 
 export type {
@@ -43,10 +44,13 @@ export type {
   WorkerView,
 } from '../lib/operate/answers';
 
+export type { EventsView, SubscriberView } from '../lib/operate/events';
+
 import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
 import type { Throughput } from '../lib/track/throughput';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 
+export type { EventRef } from '../lib/wire/event-ref';
 export type { CancelResult, JobRecord, QueueDayStats, Throughput };
 
 /** The header a state-changing request carries the per-process token in. */
@@ -346,6 +350,11 @@ export interface Api {
   readonly '/api/workers': Route<'GET', VersionQuery, WorkersView>;
   /** Jobs started, succeeded and archived per queue and minute (CloudWatch on AWS, the stats table's minute counters locally). */
   readonly '/api/throughput': Route<'GET', ThroughputQuery, Throughput>;
+  /**
+   * `taskworker events`: the events the app emits and those it receives from other apps, each with
+   * its subscriber tasks in this app, their queues and today's counts (lib/operate/events.ts).
+   */
+  readonly '/api/events': Route<'GET', VersionQuery, EventsView>;
 }
 
 export type ApiPath = keyof Api;
@@ -375,4 +384,5 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/queue/control': 'POST',
   '/api/workers': 'GET',
   '/api/throughput': 'GET',
+  '/api/events': 'GET',
 };

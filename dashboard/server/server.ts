@@ -8,6 +8,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TaskworkerError } from '../../lib/errors';
 import { explainAwsError } from '../../lib/operate/aws-errors';
 import { controlQueue } from '../../lib/operate/controls';
+import { listEvents } from '../../lib/operate/events';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { countJobStates } from '../../lib/operate/job-counts';
@@ -57,7 +58,7 @@ export interface UiOptions {
   /** Versions offered by the picker (deployed in the account and region, or the local one). */
   readonly versions: () => Promise<readonly string[]>;
   readonly contextFor: (version: string) => Promise<OperatorContext>;
-  /** Task definitions (for the publish form's queues and `validate`). */
+  /** Task definitions (for the publish form's queues and `validate`, and the events page's subscribers). */
   readonly tasks: () => Promise<readonly TaskDefinition[]>;
   readonly readOnly: boolean;
   /** Required on every state-changing request; and on every request when `tokenForReads`. */
@@ -382,6 +383,12 @@ export function createUiApp(options: UiOptions): Hono {
     const ctx = await context(query.version);
     if (!ctx.workers) return { now: ctx.clock.now(), live: 0, vanished: 0, workers: [] };
     return listWorkers({ workers: ctx.workers, jobs: ctx.jobs, clock: ctx.clock });
+  });
+
+  // `taskworker events`: subscribers from the task definitions (as the publish form's), counts from the version's stats.
+  route('/api/events', async (query) => {
+    const ctx = await context(query.version);
+    return listEvents(ctx.config, ctx.version, await options.tasks(), ctx.stats, ctx.clock.now());
   });
 
   route('/api/archive', async (query) => {

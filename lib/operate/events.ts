@@ -1,5 +1,4 @@
-import type { TaskworkerConfig } from '../config';
-import type { TaskDefinition } from '../tasks/task';
+import type { EventDeclaration, SubscriptionConfig } from '../events/config';
 import type { StatsStore } from '../track/model';
 import { taskStatsKey, utcDay } from '../track/stats';
 
@@ -24,14 +23,30 @@ export interface EventsView {
 }
 
 /**
+ * What {@link listEvents} reads of the config and of each task definition. Structural rather than
+ * `TaskworkerConfig` and `TaskDefinition`, whose modules need Node: the dashboard's page imports
+ * this module's answer types (dashboard/api-types.ts) and compiles without Node.
+ */
+export interface EventsConfig {
+  readonly events: readonly EventDeclaration[];
+  readonly subscriptions: readonly SubscriptionConfig[];
+}
+export interface EventSubscriberTask {
+  readonly name: string;
+  readonly queue: string;
+  /** The events it takes (`on`). */
+  readonly on: readonly string[];
+}
+
+/**
  * The app's events: those it declares and those it subscribes to, with the tasks of this app that
  * take each and their counts for today (one read of each subscriber's task day; none without a
  * stats store). Subscribers in other apps are theirs to list: SNS keeps them, not this app.
  */
 export async function listEvents(
-  config: TaskworkerConfig,
+  config: EventsConfig,
   version: string,
-  tasks: readonly TaskDefinition[],
+  tasks: readonly EventSubscriberTask[],
   stats: StatsStore | undefined,
   now: number,
 ): Promise<EventsView> {

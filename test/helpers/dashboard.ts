@@ -1,6 +1,7 @@
 /**
- * The dashboard's server over an in-memory system (test/helpers/world.ts): two queues, three tasks
- * (one echoes, one always fails, one validates its payload), the operator context the server reads,
+ * The dashboard's server over an in-memory system (test/helpers/world.ts): two queues, five tasks
+ * (one echoes, one always fails, one validates its payload, two subscribe to the app's event
+ * orders.placed, one of them to billing's invoices.paid too), the operator context the server reads,
  * a publisher, and requests as the page sends them. For the route tests (test/unit/ui-*.test.ts).
  */
 import { TOKEN_HEADER } from '../../dashboard/api-types';
@@ -39,6 +40,17 @@ const strict: TaskOptions = {
   run: () => 'sent',
 };
 
+/** Two subscribers of the app's own orders.placed, one on each queue; points also takes billing's invoices.paid. */
+const confirm: TaskOptions = { name: 'confirm', queue: 'urgent', timeLimitSeconds: 5, on: 'orders.placed', run: () => 'confirmed' };
+const points: TaskOptions = {
+  name: 'points',
+  queue: 'routine',
+  timeLimitSeconds: 5,
+  on: ['orders.placed', 'invoices.paid'],
+  run: () => 'awarded',
+};
+const TASKS = [ok, broken, strict, confirm, points];
+
 /** The emulators' answer to a move task, as the memory queues give it. */
 export function operatorQueues(w: World): QueueClient & DeadLetterMover {
   return {
@@ -56,12 +68,14 @@ export function operatorQueues(w: World): QueueClient & DeadLetterMover {
 
 export function dashboard(options: Partial<UiOptions> = {}) {
   const w = world(
-    [ok, broken, strict],
+    TASKS,
     {
       queues: [
         { name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30 },
         { name: 'routine', priority: 10, visibilityTimeoutSeconds: 30 },
       ],
+      events: [{ name: 'orders.placed', description: 'A customer placed an order' }],
+      subscriptions: [{ app: 'billing', version: 'v2', events: ['invoices.paid'] }],
     },
     { tracked: true, deadLetters: true },
   );
@@ -85,7 +99,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
       if (version !== 'v1') throw new Error(`no ${version}`);
       return ctx;
     },
-    tasks: async () => [ok, broken, strict].map((t) => defineTask(t)),
+    tasks: async () => TASKS.map((t) => defineTask(t)),
     readOnly: false,
     token: TOKEN,
     tokenForReads: false,
@@ -102,7 +116,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
   const publisher = new Publisher({
     config: w.config,
     version: 'v1',
-    tasks: [ok, broken, strict].map((t) => defineTask(t)),
+    tasks: TASKS.map((t) => defineTask(t)),
     queues: ctx.queues,
     urls: w.urls,
     jobs: w.jobs,

@@ -401,6 +401,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/queue/control': { version: 'v1', queue: 'routine', action: 'pause' },
         '/api/workers': {},
         '/api/throughput': { minutes: 5 },
+        '/api/events': {},
       };
       const ask = <P extends ApiPath>(path: P, request: ApiRequest<P>) =>
         API_ROUTES[path] === 'GET'
