@@ -970,6 +970,24 @@ function JobPage({ version, id }: { version: string; id: string }) {
         <dd>
           <a href={href('queue', job.queue)}>{job.queue}</a>
         </dd>
+        {job.event && (
+          <>
+            <dt>event</dt>
+            <dd data-testid="event">
+              <a href={href('events')} data-field="event-name">
+                {job.event.name}
+              </a>{' '}
+              <span data-field="event-id">{job.event.id}</span>
+              {job.event.source !== undefined && (
+                <>
+                  {' '}
+                  from <span data-field="event-source">{job.event.source}</span>
+                </>
+              )}
+              , emitted <span data-field="event-emitted">{time(job.event.emittedAt)}</span>
+            </dd>
+          </>
+        )}
         <dt>attempts</dt>
         <dd>{job.attempt}</dd>
         {job.reason && (
