@@ -19,6 +19,7 @@ import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { type Random, seededRandom } from '../../lib/random';
 import type { BatchReport } from '../../lib/settle/report';
+import { subscriberJobId } from '../../lib/wire/event';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters, isQueueStatsWrite } from './helpers/faults';
 import { assignedState, type Exchange, type Phase } from './helpers/relay';
@@ -39,6 +40,9 @@ import { writeTally } from './helpers/tally';
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
 const JOBS = 1000;
 const WAVES = 10;
+/** Events a wave sends as SNS's raw delivery would put them in the queue: each split into effect's and effect-echo's job. */
+const EVENTS_PER_WAVE = 5;
+const SUBSCRIBERS = ['effect', 'effect-echo'] as const;
 const DISPATCHERS = 3;
 /** Every kill point, before the call lands and after; each this many times. */
 const KILL_POINTS: readonly Phase[] = [
@@ -205,6 +209,22 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
       );
       expect(sent.Failed ?? []).toEqual([]);
       for (const s of sent.Successful ?? []) published.push({ jobId: s.MessageId as string, task: viaSdk[Number(s.Id)]?.task as string });
+      const events = Array.from({ length: EVENTS_PER_WAVE }, (_, i) => {
+        const payload: EffectPayload = { table: effectsTable, ms: 20 + Math.floor(random() * 380) };
+        return { id: `fanned-${wave}-${i}`, payload };
+      });
+      const delivered = await local.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: local.urls.queues.work,
+          Entries: events.map((e, j) => ({
+            Id: String(j),
+            MessageBody: JSON.stringify({ event: 'chaos.fanned', id: e.id, payload: e.payload }),
+          })),
+        }),
+      );
+      expect(delivered.Failed ?? []).toEqual([]);
+      // The fenced effect is the same body under both names: the audit counts each subscriber's job as an effect job.
+      for (const e of events) for (const task of SUBSCRIBERS) published.push({ jobId: subscriberJobId(e.id, task), task: 'effect' });
       const rest = items.slice(10);
       const viaLibrary = await local.publisher.publishBatch(rest);
       viaLibrary.forEach((p, j) => {
@@ -286,7 +306,7 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
 
     expect(drained).toBe(true);
     // Nothing lost: every published job succeeded or was archived with a reason; nothing left anywhere.
-    expect(result.published).toBe(JOBS);
+    expect(result.published).toBe(JOBS + WAVES * EVENTS_PER_WAVE * SUBSCRIBERS.length);
     expect(result.lost).toEqual([]);
     expect(result.archivedWithoutMessage).toEqual([]);
     expect(result.archiveMessagesWithoutReason).toBe(0);
