@@ -12,8 +12,11 @@ export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--versio
                [--log-format pretty|json] [--log-file FILE] [--quiet]
   Starts the SQS and DynamoDB emulators in this process, creates the version's queues, and runs
   the same handler Lambda runs, invoked as in AWS: by a schedule every minute (N dispatcher
-  containers) and by each doorbell queue's trigger when a message arrives; an idle version runs
-  nothing. --always-on keeps N dispatchers listening instead. A process that dies is replaced.
+  containers) and by each doorbell queue's trigger when a message arrives (up to 2 invocations at
+  once, its MaximumConcurrency); an invocation that finds its function's containers busy gets a
+  new one (up to dispatcher.maxConcurrency for the dispatcher), stopped again after a minute idle.
+  An idle version runs nothing. --always-on keeps N dispatchers listening instead. A process that
+  dies is replaced.
   Prints each batch, each failed attempt and the dispatchers' log lines at --log-level (ERROR)
   and above; every log line from INFO up goes as JSON to --log-file (.taskworker/dev.log).
   --watch rebuilds and restarts the dispatchers when a task or the config changes. Ctrl-C stops it.`;

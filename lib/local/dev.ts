@@ -18,12 +18,13 @@ import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
 import { ControlsCache, pausedQueues } from '../track/controls';
 import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
-import { doorbellQueues } from '../wake-up';
+import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
+import { ContainerPool } from './containers';
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
-import type { InvokeRequest, RunnerMessage } from './runner';
+import type { RunnerMessage } from './runner';
 import { provisionVersion } from './version';
-import { DISPATCHER_FUNCTION, doorbellFunction, type InvokeResult, type LocalFunctions, type LocalWakeUp, startLocalWakeUp } from './wake';
+import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -48,12 +49,22 @@ export interface LocalStackOptions {
    * as an invocation ends, so dispatchers always listen (harnesses, benchmarks). `on-demand`: as
    * in AWS — the schedule invokes the dispatcher function every minute, each doorbell queue's
    * trigger invokes its doorbell function when a message arrives (lib/local/wake.ts), and an idle
-   * version has nothing running; `dispatchers` is then the dispatcher function's containers, and
-   * each doorbell queue has one more. @defaultValue 'back-to-back'
+   * version has nothing running; `dispatchers` is then the dispatcher function's containers started
+   * up front, and each doorbell queue has one more. As in Lambda, an invocation that finds every
+   * container of its function busy starts a new one (lib/local/containers.ts): up to
+   * `dispatcher.maxConcurrency` (the reserved concurrency) for the dispatcher and the trigger's
+   * `MaximumConcurrency` for a doorbell; one that idled {@link LocalStackOptions.idleContainerMs}
+   * is stopped again. @defaultValue 'back-to-back'
    */
   readonly invocations?: 'back-to-back' | 'on-demand';
   /** The schedule's period when `on-demand`, ms. @defaultValue one minute */
   readonly schedulePeriodMs?: number;
+  /**
+   * When `on-demand`, a container started because the others were busy is stopped after idling
+   * this long, ms (Lambda keeps one for minutes; dev gives the memory back sooner).
+   * @defaultValue 60 s
+   */
+  readonly idleContainerMs?: number;
   /**
    * Start a new dispatcher process when one exits while the stack runs (a task killed its process,
    * the OOM killer, a native crash, a stop past `rssLimitMb`), as Lambda starts a new container.
@@ -126,6 +137,8 @@ export interface LocalStack {
   startDispatcher(options?: DispatcherProcessOptions): number;
   /** Invocations started by the schedule, the doorbells and scaling out (`on-demand` only), by function. */
   invocationsByFunction(): Readonly<Record<string, number>>;
+  /** Containers of each function now (`on-demand` only): the ones started up front and the ones started since because all were busy. */
+  containersByFunction(): Readonly<Record<string, number>>;
   /** Each ended invocation (`on-demand` only): its function and how long it ran, ms, as Lambda would bill it. */
   invocationDurations(): ReadonlyArray<{ readonly fn: string; readonly ms: number }>;
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
@@ -247,7 +260,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
   const dispatchers: ChildProcess[] = [];
   const onDemand = options.invocations === 'on-demand';
-  const containers = new Containers();
+  /** Containers the pool let go after they idled: their exit is no death. */
+  const retired = new WeakSet<ChildProcess>();
+  const warmCount = (fn: string) => (fn === DISPATCHER_FUNCTION ? (options.dispatchers ?? 1) : 1);
+  const containers = new ContainerPool<ChildProcess>({
+    start: (fn) => (stopping ? undefined : dispatchers[startDispatcher({ fn })]),
+    // The dispatcher function's reserved concurrency (more when more were asked for up front); a doorbell's trigger.
+    concurrency: (fn) =>
+      fn === DISPATCHER_FUNCTION ? Math.max(warmCount(fn), build.bundle.config.dispatcher.maxConcurrency) : DOORBELL_MAX_CONCURRENCY,
+    warm: warmCount,
+    retire: (child) => {
+      retired.add(child);
+      void stopChild(child);
+    },
+    ...(options.idleContainerMs !== undefined ? { idleMs: options.idleContainerMs } : {}),
+  });
   const replace = options.replaceDeadDispatchers ?? true;
   let stopping = false;
   let deaths = 0;
@@ -308,7 +335,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
           options.onDispatcherError?.(message.message, index);
           return;
         case 'invoked':
-          containers.finished(child, message);
+          containers.finished(child, {
+            ...(message.result !== undefined ? { result: message.result } : {}),
+            ...(message.error !== undefined ? { error: message.error } : {}),
+          });
           return;
         case 'doorbells':
           wakeUp?.setDoorbells(message.on);
@@ -321,7 +351,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (onDemand) containers.add(child, fn);
     child.once('exit', (code, signal) => {
       containers.exited(child);
-      if (stopping) return;
+      if (stopping || retired.has(child)) return;
       deaths += 1;
       const held = [...holding.values()];
       if (!replace) {
@@ -449,104 +479,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     deaths: () => deaths,
     startDispatcher,
     invocationsByFunction: () => containers.invocationCounts(),
+    containersByFunction: () => containers.containerCounts(),
     invocationDurations: () => containers.durations(),
     stopDispatchers,
     reload,
     stop,
   };
-}
-
-/**
- * The containers of the local functions when invoked on demand: which function each serves,
- * whether it is busy, and the invocation it runs. One invocation per container at a time, as in Lambda.
- */
-class Containers implements LocalFunctions {
-  private readonly byChild = new Map<
-    ChildProcess,
-    { fn: string; busy?: ((result: InvokeResult) => void) | undefined; since?: number | undefined }
-  >();
-  private readonly ended: Array<{ fn: string; ms: number }> = [];
-  private readonly waiting = new Set<() => void>();
-  private readonly counts: Record<string, number> = {};
-  private nextId = 1;
-  private ending = false;
-
-  add(child: ChildProcess, fn: string): void {
-    this.byChild.set(child, { fn });
-    this.ending = false;
-    this.notify();
-  }
-
-  invoke(fn: string, event: unknown, timeoutSeconds: number): Promise<InvokeResult> | undefined {
-    if (this.ending) return undefined;
-    for (const [child, state] of this.byChild) {
-      if (state.fn !== fn || state.busy || !child.connected) continue;
-      const id = this.nextId++;
-      this.counts[fn] = (this.counts[fn] ?? 0) + 1;
-      return new Promise<InvokeResult>((resolve) => {
-        state.busy = resolve;
-        state.since = performance.now();
-        child.send({ type: 'invoke', id, event, timeoutSeconds } satisfies InvokeRequest);
-      });
-    }
-    return undefined;
-  }
-
-  whenFree(fn: string): Promise<void> {
-    const free = () => this.ending || [...this.byChild].some(([child, s]) => s.fn === fn && !s.busy && child.connected);
-    if (free()) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const check = () => {
-        if (!free()) return;
-        this.waiting.delete(check);
-        resolve();
-      };
-      this.waiting.add(check);
-    });
-  }
-
-  finished(child: ChildProcess, message: Extract<RunnerMessage, { type: 'invoked' }>): void {
-    const state = this.byChild.get(child);
-    const done = state?.busy;
-    if (state?.since !== undefined) this.ended.push({ fn: state.fn, ms: performance.now() - state.since });
-    if (state) {
-      state.busy = undefined;
-      state.since = undefined;
-    }
-    done?.({
-      ...(message.result !== undefined ? { result: message.result } : {}),
-      ...(message.error !== undefined ? { error: message.error } : {}),
-    });
-    this.notify();
-  }
-
-  exited(child: ChildProcess): void {
-    this.byChild.get(child)?.busy?.({ error: 'the container exited' });
-    this.byChild.delete(child);
-    this.notify();
-  }
-
-  /** From now on nothing is invoked, and whoever waits for a free container stops waiting. */
-  stopping(): void {
-    this.ending = true;
-    this.notify();
-  }
-
-  clear(): void {
-    this.byChild.clear();
-  }
-
-  durations(): ReadonlyArray<{ readonly fn: string; readonly ms: number }> {
-    return [...this.ended];
-  }
-
-  invocationCounts(): Readonly<Record<string, number>> {
-    return { ...this.counts };
-  }
-
-  private notify(): void {
-    for (const check of [...this.waiting]) check();
-  }
 }
 
 const FIRST_RESTART_MS = 500;

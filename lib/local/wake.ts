@@ -2,7 +2,10 @@
  * The local stand-in for what invokes the functions in AWS: the EventBridge schedule (a scheduled
  * event to the dispatcher function every minute, and one at start) and, for each doorbell queue,
  * Lambda's SQS event-source mapping (a poller that receives a batch, invokes the doorbell with a
- * real SQS event, then deletes what the function did not report as a batch item failure). The
+ * real SQS event, then deletes what the function did not report as a batch item failure). Like
+ * the mapping, a trigger polls on while its invocations run, up to its `MaximumConcurrency` at
+ * once: a message that arrives while a slow batch runs starts an invocation of its own (on a
+ * container of its own, lib/local/containers.ts) rather than waiting for that batch to settle. The
  * functions are `taskworker dev`'s containers, invoked on demand (lib/local/runner.ts).
  */
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
@@ -10,7 +13,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { TaskworkerConfig } from '../config';
 import { SCHEDULE_PERIOD_MS, SCHEDULE_SOURCE } from '../invocation/scaling';
 import type { QueueUrls } from '../ports';
-import { doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';
+import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';
 
 /** The dispatcher function's name among the local functions; a doorbell's is {@link doorbellFunction}. */
 export const DISPATCHER_FUNCTION = 'dispatcher';
@@ -23,10 +26,11 @@ export interface InvokeResult {
 
 /** The functions' containers, as the local Lambda service sees them. */
 export interface LocalFunctions {
-  /** Invokes a free container of `fn` with `event`; undefined when none is free. */
+  /**
+   * Invokes `fn` with `event` on a free container, or a new one when all are busy; undefined when
+   * `fn` runs as many invocations as its concurrency allows (throttled) or the functions are stopping.
+   */
   invoke(fn: string, event: unknown, timeoutSeconds: number): Promise<InvokeResult> | undefined;
-  /** Resolves once a container of `fn` is free (or the functions are stopping). */
-  whenFree(fn: string): Promise<void>;
 }
 
 export interface LocalWakeUpOptions {
@@ -44,12 +48,17 @@ export interface LocalWakeUpOptions {
    * disabled event-source mapping does not in AWS.
    */
   readonly paused?: () => Promise<readonly string[]>;
+  /** Invocations a doorbell trigger runs at once. @defaultValue its `MaximumConcurrency` as deployed, {@link DOORBELL_MAX_CONCURRENCY} */
+  readonly doorbellConcurrency?: number;
 }
 
 export interface LocalWakeUp {
   /** Turns the doorbell triggers on or off, as UpdateEventSourceMapping does. */
   setDoorbells(on: boolean): void;
-  /** Stops the schedule and the pollers; resolves once no poll is in flight (a poll is short). */
+  /**
+   * Stops the schedule and the pollers; resolves once no poll is in flight (a poll is short) and the
+   * invocations the triggers started have ended and their batches are deleted.
+   */
   stop(): Promise<void>;
 }
 
@@ -71,18 +80,33 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
   const whenOn = () => (doorbellsOn || stopped ? Promise.resolve() : new Promise<void>((resolve) => waitingForOn.add(resolve)));
   const tick = () => {
     if (stopped) return;
-    // All dispatcher containers busy: the running ones are at work already, as a skipped tick is in AWS.
+    // At the function's reserved concurrency the tick is throttled: the running ones are at work already, as in AWS.
     void functions.invoke(DISPATCHER_FUNCTION, { source: SCHEDULE_SOURCE, app: config.app }, config.dispatcher.timeoutSeconds);
   };
   tick();
   const schedule = setInterval(tick, options.schedulePeriodMs ?? SCHEDULE_PERIOD_MS);
+  const concurrency = options.doorbellConcurrency ?? DOORBELL_MAX_CONCURRENCY;
   const pollers = doorbellQueues(config).map(async (queue) => {
     const url = options.urls.queues[queue.name] as string;
     const arn = `arn:aws:sqs:${options.region}:000000000000:${url.slice(url.lastIndexOf('/') + 1)}`;
     const fn = doorbellFunction(queue.name);
+    /** The invocations this trigger started that have not yet ended (and had their batch deleted). */
+    const running = new Set<Promise<void>>();
+    const report = (error: unknown) =>
+      options.onError?.(`doorbell trigger on ${queue.name}: ${error instanceof Error ? error.message : String(error)}`);
+    /** What the trigger does when an invocation ends: deletes what it did not keep. */
+    const deleteSettled = async (messages: readonly Message[], invoked: Promise<InvokeResult>) => {
+      const kept = failedItems(await invoked);
+      if (!kept) return;
+      const deletes = messages
+        .filter((m) => !kept.has(m.MessageId as string))
+        .map((m) => ({ Id: m.MessageId as string, ReceiptHandle: m.ReceiptHandle as string }));
+      if (deletes.length > 0) await options.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: deletes }));
+    };
     while (!stopped) {
       await whenOn();
-      await functions.whenFree(fn);
+      // At its concurrency the mapping stops polling until an invocation ends, as in AWS.
+      while (running.size >= concurrency && !stopped) await Promise.race(running);
       if (stopped) break;
       try {
         if (options.paused && (await options.paused()).includes(queue.name)) {
@@ -103,21 +127,22 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
         if (messages.length === 0) continue;
         const records = messages.map((m) => sqsRecord(m, arn, options.region));
         const invoked = functions.invoke(fn, { Records: records }, doorbellTimeoutSeconds(config, queue));
-        // Taken meanwhile: the messages return to the queue when their visibility lapses, as in AWS.
+        // Throttled or stopping: the messages return to the queue when their visibility lapses, as in AWS.
         if (!invoked) continue;
-        const outcome = await invoked;
-        const kept = failedItems(outcome);
-        if (!kept) continue;
-        const deletes = messages
-          .filter((m) => !kept.has(m.MessageId as string))
-          .map((m) => ({ Id: m.MessageId as string, ReceiptHandle: m.ReceiptHandle as string }));
-        if (deletes.length > 0) await options.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: deletes }));
+        // Not awaited: the trigger polls on while the batch runs, and a new message gets an invocation of its own.
+        const settled: Promise<void> = deleteSettled(messages, invoked)
+          .catch((error: unknown) => {
+            if (!stopped) report(error);
+          })
+          .finally(() => running.delete(settled));
+        running.add(settled);
       } catch (error) {
         if (stopped) break;
-        options.onError?.(`doorbell trigger on ${queue.name}: ${error instanceof Error ? error.message : String(error)}`);
+        report(error);
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }
+    await Promise.all(running);
   });
   return {
     setDoorbells(on) {

@@ -1,9 +1,10 @@
 /**
  * `taskworker dev` invoked as in AWS: nothing runs in an idle version; a doorbell queue's trigger
- * starts a doorbell with a real SQS event the moment a message arrives, and the schedule covers
- * the queues without one. What is asserted comes from the tables and the queues.
+ * starts a doorbell with a real SQS event the moment a message arrives (and another beside a busy
+ * one), and the schedule covers the queues without one. What is asserted comes from the tables and
+ * the queues.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { resolveConfig } from '../../lib/config';
@@ -100,6 +101,67 @@ describe('taskworker dev on demand: the doorbell and the schedule', () => {
     const job = await local.publisher.publish('record', { journal, n: 7 });
     await eventually('the job to succeed', async () => (await local.jobs.get(job.jobId))?.state === 'succeeded');
     expect(local.invocationsByFunction()).toEqual({ dispatcher: expect.any(Number) });
-    expect(local.dispatchers).toHaveLength(1);
+    expect(Object.keys(local.containersByFunction())).toEqual(['dispatcher']);
   });
+
+  it('starts a quick job published behind a slow one on the same doorbell queue before the slow one ends', async () => {
+    const dir = dirname(tempFile('slow-quick'));
+    mkdirSync(join(dir, 'tasks'));
+    const configFile = join(dir, 'taskworker.config.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        app: 'twslow',
+        tasksDir: 'tasks',
+        queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0, slaSeconds: 5, wakeUp: 'doorbell' }],
+        dispatcher: { concurrency: 4, timeoutSeconds: 30, settleMarginMs: 200, killGraceMs: 200 },
+      }),
+    );
+    // The slow task runs until the test opens its gate: it ends when the test says, not after a guessed time.
+    writeFileSync(
+      join(dir, 'tasks', 'slow.ts'),
+      `import { existsSync } from 'node:fs';
+export default {
+  name: 'slow',
+  queue: 'urgent',
+  timeLimitSeconds: 20,
+  async run(payload: { gate: string }, ctx: { signal: AbortSignal }) {
+    while (!existsSync(payload.gate) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 50));
+  },
+};
+`,
+    );
+    writeFileSync(join(dir, 'tasks', 'quick.ts'), "export default { name: 'quick', queue: 'urgent', timeLimitSeconds: 2, run() {} };\n");
+    const invocations: DispatcherSummary[] = [];
+    stack = await startLocalStack({
+      configFile,
+      invocations: 'on-demand',
+      schedulePeriodMs: 3_600_000,
+      onInvocation: (summary) => invocations.push(summary),
+    });
+    const local = stack;
+    await eventually('the first scheduled invocation to end', () => invocations.length >= 1);
+
+    const gate = join(dir, 'gate');
+    const slow = await local.publisher.publish('slow', { gate });
+    await eventually('the slow job to start', async () => (await local.jobs.get(slow.jobId))?.state === 'running');
+    const quick = await local.publisher.publish('quick', {});
+    // Before the fix the quick one waited for the slow one's invocation: wait for either to end.
+    await eventually(
+      'the quick job to succeed or the slow one to end',
+      async () => (await local.jobs.get(quick.jobId))?.state === 'succeeded' || (await local.jobs.get(slow.jobId))?.state !== 'running',
+      30_000,
+    );
+    writeFileSync(gate, '');
+    await eventually('both jobs to succeed', async () => {
+      const [a, b] = await Promise.all([local.jobs.get(slow.jobId), local.jobs.get(quick.jobId)]);
+      return a?.state === 'succeeded' && b?.state === 'succeeded';
+    });
+
+    const [slowJob, quickJob] = await Promise.all([local.jobs.get(slow.jobId), local.jobs.get(quick.jobId)]);
+    expect(quickJob?.firstStartedAt).toBeLessThan(slowJob?.finishedAt as number);
+    // Two doorbell invocations at once, the second on a container started for it (the busy one was not reused).
+    expect(local.invocationsByFunction()['doorbell-urgent']).toBe(2);
+    expect(local.containersByFunction()['doorbell-urgent']).toBe(2);
+  }, 90_000);
 });
