@@ -1,10 +1,9 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from '../lib/clock';
 import { listEvents, renderEvents } from '../lib/operate/events';
-import { operatorContext } from '../lib/operate/operator';
 import { Publisher } from '../lib/publish/publisher';
 import { subscriberJobId } from '../lib/wire/event';
-import { operatorTarget } from './operator';
+import { operatorTarget, viewTarget } from './operator';
 import { loadTaskDefinitions } from './publish';
 import { jsonOption, UsageError } from './shared';
 
@@ -57,17 +56,8 @@ export async function emitCommand(argv: string[]): Promise<number> {
 
 /** Runs `taskworker events`. */
 export async function eventsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { version: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean', default: false } },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (positionals.length > 0)
-    throw new UsageError(`events: unexpected ${JSON.stringify(positionals[0])} (usage: taskworker events [--json])`);
-  const { config, version, configFile } = await operatorTarget(values);
-  const ctx = await operatorContext({ config, version });
+  const { json, config, version, configFile, ctx } = await viewTarget('events', argv);
   const view = await listEvents(config, version, await loadTaskDefinitions(configFile), ctx.stats, systemClock.now());
-  process.stdout.write(`${values.json ? JSON.stringify(view, null, 2) : renderEvents(view)}\n`);
+  process.stdout.write(`${json ? JSON.stringify(view, null, 2) : renderEvents(view)}\n`);
   return 0;
 }

@@ -87,6 +87,23 @@ export async function operatorTarget(values: { readonly version?: string | undef
   return { local, version, configFile, config: resolveConfig(await loadConfigModule(configFile)) };
 }
 
+/**
+ * A view command's arguments (`--version V --config FILE --json`, no positionals), its target and
+ * an operator context on it: what `taskworker workers` and `taskworker events` start from.
+ */
+export async function viewTarget(command: string, argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { version: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean', default: false } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length > 0)
+    throw new UsageError(`${command}: unexpected ${JSON.stringify(positionals[0])} (usage: taskworker ${command} [--json])`);
+  const target = await operatorTarget(values);
+  return { json: values.json === true, ...target, ctx: await operatorContext({ config: target.config, version: target.version }) };
+}
+
 async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
   const { local, version, config } = await operatorTarget(values);
   const oldestAge = cloudWatchOldestAge();
