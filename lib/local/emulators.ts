@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type Dynalite from 'dynalite';
-import { optionalDependency, optionalDependencyAsync } from '../tasks/package-root';
+import { optionalDependencies } from '../tasks/package-root';
 
 export interface EmulatorOptions {
   /** @defaultValue a free port */
@@ -20,14 +20,15 @@ export interface Emulators {
 /** Starts the SQS emulator (fauxqs) and the DynamoDB emulator (dynalite) in this process. */
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
   const host = options.host ?? '127.0.0.1';
-  // Optional peers: a service that only publishes does not install the emulators. fauxqs ships
-  // ESM only, so it is imported; dynalite is CommonJS.
-  const { buildApp } = await optionalDependencyAsync('fauxqs', 'the local emulators (taskworker dev)', () => import('fauxqs'));
-  const dynalite = optionalDependency(
-    'dynalite',
-    'the local emulators (taskworker dev)',
-    () => (require('dynalite') as { default?: typeof Dynalite }).default ?? (require('dynalite') as typeof Dynalite),
-  );
+  // Optional peers: a service that only publishes does not install the emulators. Both are loaded
+  // before either is used, so a project missing both hears of both at once. fauxqs ships ESM only,
+  // so it is imported; dynalite is CommonJS.
+  const loaded = await optionalDependencies('the local emulators (taskworker dev)', {
+    fauxqs: () => import('fauxqs'),
+    dynalite: () => (require('dynalite') as { default?: typeof Dynalite }).default ?? (require('dynalite') as typeof Dynalite),
+  });
+  const { buildApp } = loaded.fauxqs;
+  const dynalite = loaded.dynalite;
   // fauxqs's own start helper listens on every interface; build its app and bind loopback only.
   // Queue URLs it hands out read http://sqs.<region>.localhost:<port>/000000000000/<name>.
   const sqs = buildApp({ logger: false, host: 'localhost' });

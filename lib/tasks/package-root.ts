@@ -52,14 +52,59 @@ export async function optionalDependencyAsync<T>(name: string, purpose: string, 
   }
 }
 
+/**
+ * Loads the optional packages one purpose needs, all of them (`taskworker dev`'s emulators: fauxqs
+ * and dynalite). When any is missing, one {@link MissingDependencyError} names every missing one
+ * with one command that installs them all, rather than one at a time (install it, run again, learn
+ * of the next). Another failure to load is thrown as it is.
+ *
+ * @example
+ * ```ts
+ * const { fauxqs, dynalite } = await optionalDependencies('the local emulators (taskworker dev)', {
+ *   fauxqs: () => import('fauxqs'),
+ *   dynalite: () => require('dynalite'),
+ * });
+ * // missing both: "the local emulators (taskworker dev) needs fauxqs and dynalite: npm install --save-dev fauxqs@~1.9.2 dynalite@^4.0.0"
+ * ```
+ */
+export async function optionalDependencies<L extends Record<string, () => unknown>>(
+  purpose: string,
+  loaders: L,
+): Promise<{ -readonly [K in keyof L]: Awaited<ReturnType<L[K]>> }> {
+  const names = Object.keys(loaders);
+  const settled = await Promise.allSettled(names.map(async (name) => (loaders[name] as () => unknown)()));
+  const absent: string[] = [];
+  const loaded: Record<string, unknown> = {};
+  settled.forEach((outcome, i) => {
+    const name = names[i] as string;
+    if (outcome.status === 'fulfilled') loaded[name] = outcome.value;
+    else if (isModuleNotFound(outcome.reason)) absent.push(name);
+  });
+  const failed = settled.find((outcome) => outcome.status === 'rejected' && !isModuleNotFound(outcome.reason));
+  if (failed?.status === 'rejected') throw failed.reason;
+  if (absent.length > 0) throw missingAll(absent, purpose);
+  return loaded as { -readonly [K in keyof L]: Awaited<ReturnType<L[K]>> };
+}
+
+function isModuleNotFound(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND';
+}
+
 function missing(name: string, purpose: string, error: unknown): unknown {
-  const code = (error as { code?: string }).code;
-  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return error;
-  const version = peerVersion(name);
-  const spec = version ? `${name}@${version}` : name;
-  // A range such as `>=0.28.2 <1` is quoted so the hint pastes into a shell as it is.
-  const quoted = /^[\w@/.^~-]+$/.test(spec) ? spec : `'${spec}'`;
-  return new MissingDependencyError(name, `${purpose} needs ${name}: npm install --save-dev ${quoted}`);
+  return isModuleNotFound(error) ? missingAll([name], purpose) : error;
+}
+
+/** One line naming every missing package and the one command that installs them, at the versions the package expects. */
+function missingAll(names: readonly string[], purpose: string): MissingDependencyError {
+  const specs = names.map((name) => {
+    const version = peerVersion(name);
+    const spec = version ? `${name}@${version}` : name;
+    // A range such as `>=0.28.2 <1` is quoted so the hint pastes into a shell as it is.
+    return /^[\w@/.^~-]+$/.test(spec) ? spec : `'${spec}'`;
+  });
+  const listed = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+  return new MissingDependencyError(names.join(' '), `${purpose} needs ${listed}: npm install --save-dev ${specs.join(' ')}`);
 }
 
 /** The version range of a peer dependency, as the package's manifest gives it. */

@@ -75,9 +75,9 @@ const CODE_LOADING_SITES: Record<string, string> = {
     "the generated bundle entry's text: the config module given to the build, bundled by esbuild",
   "lib/tasks/build.ts: return optionalDependency('esbuild', 'building task bundles', () => require('esbuild') as typeof Esbuild);":
     'esbuild, by its fixed package name, loaded only when a bundle is built (it is an optional peer dependency)',
-  "lib/local/emulators.ts: () => (require('dynalite') as { default?: typeof Dynalite }).default ?? (require('dynalite') as typeof Dynalite),":
+  "lib/local/emulators.ts: dynalite: () => (require('dynalite') as { default?: typeof Dynalite }).default ?? (require('dynalite') as typeof Dynalite),":
     'the DynamoDB emulator, by its fixed package name, for taskworker dev (an optional peer dependency)',
-  "lib/local/emulators.ts: const { buildApp } = await optionalDependencyAsync('fauxqs', 'the local emulators (taskworker dev)', () => import('fauxqs'));":
+  "lib/local/emulators.ts: fauxqs: () => import('fauxqs'),":
     'the SQS emulator, by its fixed package name, for taskworker dev (an optional peer dependency; ES modules only)',
   "lib/adapters/cloudwatch.ts: sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;":
     "the CloudWatch client, by its fixed package name, for status's oldest-message age (an optional peer dependency)",
