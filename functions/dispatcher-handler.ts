@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import * as S3 from '@aws-sdk/client-s3';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { trackingFor } from '../lib/adapters/dynamo-tracking';
@@ -52,6 +53,8 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       logger: structured(logger),
       tracking,
       ...(urls ? { urls } : {}),
+      // Bundled with the artifact like the other clients; the bucket defaults to the one the queue URLs name.
+      payloads: { sdk: S3, ...(env.TASKWORKER_PAYLOAD_BUCKET ? { bucket: env.TASKWORKER_PAYLOAD_BUCKET } : {}) },
       observer: combineObservers(metrics.observer, options.observer),
       ...(doorbells ? { doorbells } : {}),
       ...(options.launcher

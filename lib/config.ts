@@ -8,6 +8,7 @@ import {
   type SubscriptionInput,
 } from './events/config';
 import { HOOK_NAMES, type JobHooks } from './hook-types';
+import { DEFAULT_OFFLOAD_ABOVE_BYTES } from './layout/payloads';
 import { type Limits, resolveLimits } from './track/limits';
 import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './track/recurring';
 
@@ -122,6 +123,22 @@ export interface TrackingConfigInput {
 
 export type TrackingConfig = Required<TrackingConfigInput>;
 
+/** Large payloads (claim checks): see {@link TaskworkerConfigInput.payloads}. */
+export interface PayloadsConfigInput {
+  /**
+   * A job whose encoded envelope is larger than this many bytes has its payload put in the
+   * version's S3 bucket and a pointer (`payloadRef`) sent instead; the dispatcher reads it back
+   * before the task runs. 1,024..1,040,384 (SQS's 1 MiB less the archive's reserve).
+   * @defaultValue 200000
+   */
+  readonly offloadAboveBytes?: number;
+}
+
+export type PayloadsConfig = Required<PayloadsConfigInput>;
+
+/** The largest `payloads.offloadAboveBytes`: the largest body `publish` sends (SQS's 1 MiB less 8 KiB kept for the archive). */
+export const MAX_OFFLOAD_ABOVE_BYTES = 1_048_576 - 8_192;
+
 /** The whole app: the single source for the CDK stack and the local runtime. */
 export interface TaskworkerConfigInput {
   /** Resource name prefix; names are `<app>-<version>-<queue>`. Lowercase letters, digits, `-`. */
@@ -142,6 +159,8 @@ export interface TaskworkerConfigInput {
   readonly events?: readonly EventDeclarationInput[];
   /** Other apps' events this app's tasks subscribe to (`on`), by app and version. */
   readonly subscriptions?: readonly SubscriptionInput[];
+  /** Payloads too large for a message: kept in the version's S3 bucket, up to 10 MiB. */
+  readonly payloads?: PayloadsConfigInput;
 }
 
 export interface AppHooksInput extends JobHooks {
@@ -163,6 +182,7 @@ export interface TaskworkerConfig {
   readonly hooks: AppHooks;
   readonly events: readonly EventDeclaration[];
   readonly subscriptions: readonly SubscriptionConfig[];
+  readonly payloads: PayloadsConfig;
 }
 
 export const QUEUE_DEFAULTS = {
@@ -239,7 +259,20 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   );
   const events = resolveEvents(root.events);
   const subscriptions = resolveSubscriptions(root.subscriptions, app, events);
-  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks), events, subscriptions };
+  const payloads = resolvePayloads(root.payloads);
+  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks), events, subscriptions, payloads };
+}
+
+function resolvePayloads(input: unknown): PayloadsConfig {
+  const p = input === undefined ? {} : objectAt('payloads', input);
+  return {
+    offloadAboveBytes: integerIn(
+      'payloads.offloadAboveBytes',
+      p.offloadAboveBytes ?? DEFAULT_OFFLOAD_ABOVE_BYTES,
+      1_024,
+      MAX_OFFLOAD_ABOVE_BYTES,
+    ),
+  };
 }
 
 function resolveHooks(input: unknown): AppHooks {

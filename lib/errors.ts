@@ -72,7 +72,8 @@ export type MalformedCode =
   | 'bad-member-of'
   | 'bad-on-dependency-failure'
   | 'bad-tags'
-  | 'bad-event';
+  | 'bad-event'
+  | 'bad-payload-ref';
 
 /** A dependency's return value was too large for its job record, so its dependent cannot read it. */
 export class ResultTooLargeError extends TaskworkerError {
@@ -148,6 +149,18 @@ export class MessageTooLargeError extends TaskworkerError {
     this.name = 'MessageTooLargeError';
     this.bytes = bytes;
     this.limit = limit;
+  }
+}
+
+/** A claim check's object is not in its bucket (never put, or deleted when its job ended). */
+export class PayloadMissingError extends TaskworkerError {
+  readonly bucket: string;
+  readonly key: string;
+  constructor(bucket: string, key: string, options?: { cause?: unknown }) {
+    super(`No payload object s3://${bucket}/${key}`, options);
+    this.name = 'PayloadMissingError';
+    this.bucket = bucket;
+    this.key = key;
   }
 }
 

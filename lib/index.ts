@@ -19,6 +19,7 @@ export {
   validateVersion,
 } from './config';
 export * from './errors';
+export type { PayloadStore } from './ports';
 export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
@@ -26,4 +27,5 @@ export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/
 export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
 export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './track/model';
 export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './wire/archive-record';
-export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES } from './wire/envelope';
+export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES, type PayloadRef } from './wire/envelope';
+export { MAX_PAYLOAD_REF_BYTES } from './wire/payload-ref';

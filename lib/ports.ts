@@ -75,6 +75,16 @@ export interface EventBus {
   publish(topicArn: string, body: string): Promise<{ readonly messageId: string }>;
 }
 
+/**
+ * Where claim-checked payloads are kept (S3): objects by bucket and key. `get` throws
+ * `PayloadMissingError` for an object that is not there; any other error is transient.
+ */
+export interface PayloadStore {
+  put(bucket: string, key: string, body: string, sha256: string): Promise<void>;
+  get(bucket: string, key: string): Promise<string>;
+  delete(bucket: string, key: string): Promise<void>;
+}
+
 /** What the dispatcher and publisher need from a queue service. Batch calls take at most 10 entries. */
 export interface QueueClient {
   receive(queueUrl: string, request: ReceiveRequest, signal?: AbortSignal): Promise<ReceivedMessage[]>;

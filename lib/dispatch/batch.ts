@@ -3,6 +3,7 @@ import type { QueueConfig } from '../config';
 import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { subscribersOn } from '../events/routes';
+import { foreignRefProblem } from '../layout/payloads';
 import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
@@ -18,6 +19,7 @@ import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope'
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
+import { dropPayloads, resolvePayloads } from './payloads';
 import type { TaskSlots } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
 import { holdForDependencies } from './wait';
@@ -50,20 +52,24 @@ export async function processBatch(
     // No await unless a job waits: the batch's timing is what it was for everything else.
     const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
     const due = await holdUntilDue(deps, queue, ready, state);
-    const { runnable, release } = await admit(deps, queue, due, state, options);
-    announce(deps, queue, batch, runnable);
+    const admitted = await admit(deps, queue, due, state, options);
+    let runnable: Planned[] = [];
     // Slots are taken in message order (the limiter is first come, first served).
     const killGraceMs = deps.config.dispatcher.killGraceMs;
     try {
+      // Claim checks are read only for the jobs about to run (not for the parked, the waiting or the held back).
+      runnable = await resolvePayloads(deps, queue, admitted.runnable, state);
+      announce(deps, queue, batch, runnable);
       await Promise.all(
         runnable.map((p) =>
           slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
         ),
       );
     } finally {
-      await release();
+      await admitted.release();
     }
     const settleRetries = await settle(deps, queue, state, settling);
+    await dropPayloads(deps, runnable, state);
     const settled = batch.map((m) => state.reports.get(m.messageId) as JobReport);
     const hookJobs = new Map<string, HookJob>(
       runnable.map((p) => {
@@ -136,6 +142,18 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
       message: `task ${JSON.stringify(job.task)} is not registered in this version`,
     });
     return undefined;
+  }
+  if (job.payloadRef) {
+    // Checked before anything reads it: a dispatcher reads only its own version's bucket and prefix.
+    const problem = foreignRefProblem(job.payloadRef, deps.payloads?.bucket);
+    if (problem) {
+      decideArchive(deps, queue, state, message, job, 'bad-payload-ref', {
+        type: 'PayloadRefError',
+        code: 'bad-payload-ref',
+        message: problem,
+      });
+      return undefined;
+    }
   }
   return { message, job, def };
 }

@@ -4,7 +4,7 @@ import type { UsageDelta } from '../track/cost';
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config';
-import type { DispatcherLauncher, DoorbellSwitch, Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
+import type { DispatcherLauncher, DoorbellSwitch, Logger, PayloadStore, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskExecutor } from '../run/types';
 import type { QueueSelector } from '../select/types';
@@ -68,6 +68,13 @@ export interface DispatcherDeps {
    * last one for its tasks' cost (lib/track/cost.ts). Without it no cost is attributed.
    */
   readonly usage?: { take(): UsageDelta; restart(): void };
+  /**
+   * The version's payload bucket and where to read it (S3): claim-checked payloads (an envelope's
+   * `payloadRef`) are read from it before their tasks run, and deleted when their jobs succeed or are
+   * cancelled. A reference to any other bucket, or outside `payloads/`, is archived
+   * (`bad-payload-ref`); without it, every reference is.
+   */
+  readonly payloads?: { readonly store: PayloadStore; readonly bucket: string };
 }
 
 export interface Tracking {

@@ -1,11 +1,21 @@
 import { hostname } from 'node:os';
+import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { UsageMeter } from '../adapters/usage-meter';
 import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config';
 import type { DispatcherObserver, Tracking } from '../dispatch/types';
 import { ConfigError } from '../errors';
-import { type DispatcherLauncher, type DoorbellSwitch, jsonLogger, type Logger, type QueueClient, type QueueUrls } from '../ports';
+import { payloadBucketNear } from '../layout/payloads';
+import {
+  type DispatcherLauncher,
+  type DoorbellSwitch,
+  jsonLogger,
+  type Logger,
+  type PayloadStore,
+  type QueueClient,
+  type QueueUrls,
+} from '../ports';
 import type { Random } from '../random';
 import { InlineExecutor } from '../run/inline-executor';
 import type { MemoryGuardOptions } from '../run/memory-guard';
@@ -46,6 +56,18 @@ export interface DispatcherRuntimeOptions {
   readonly maxConcurrency?: number;
   /** How the resident-set guard reads memory (tests). The limit is the config's `dispatcher.rssLimitMb`. */
   readonly memory?: Omit<MemoryGuardOptions, 'limitBytes'>;
+  /**
+   * Claim-checked payloads: the version's bucket (`TASKWORKER_PAYLOAD_BUCKET`; by default
+   * `<app>-<version>-<account>-<region>` from the queue URLs) and where to read it: S3 (`s3` configures
+   * its client, `sdk` is the loaded `@aws-sdk/client-s3` for a bundle that imports it) or another
+   * {@link PayloadStore}.
+   */
+  readonly payloads?: {
+    readonly bucket?: string;
+    readonly store?: PayloadStore;
+    readonly s3?: S3ClientOption;
+    readonly sdk?: ConstructorParameters<typeof S3PayloadStore>[1];
+  };
 }
 
 /**
@@ -130,6 +152,7 @@ export class DispatcherRuntime {
       workerId: this.options.workerId ?? `${hostname()}-${process.pid}`,
       memory: this.options.memory ?? {},
       usage: this.usage,
+      ...this.payloadsOn(urls),
       ...(this.options.observer ? { observer: this.options.observer } : {}),
       ...(tracking ? { tracking: { version, ...tracking } } : {}),
       ...(this.options.launcher ? { launcher: this.options.launcher } : {}),
@@ -137,6 +160,19 @@ export class DispatcherRuntime {
       ...(this.options.maxConcurrency !== undefined ? { maxConcurrency: this.options.maxConcurrency } : {}),
     });
     return this.invocation;
+  }
+
+  /** The payload bucket and store; none (every claim check archived, said once) where no bucket can be named. */
+  private payloadsOn(urls: QueueUrls): { payloads?: { store: PayloadStore; bucket: string } } {
+    const given = this.options.payloads ?? {};
+    let bucket = given.bucket;
+    try {
+      bucket ??= payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.options.bundle.config.app, this.options.version);
+    } catch (error) {
+      this.logger.warn('no payload bucket: claim-checked payloads will be archived (bad-payload-ref)', { error: String(error) });
+      return {};
+    }
+    return { payloads: { bucket, store: given.store ?? new S3PayloadStore(given.s3, given.sdk) } };
   }
 
   private async lookUpUrls(): Promise<QueueUrls> {

@@ -21,7 +21,7 @@ import { callWithEntryRetries, chunk } from '../retry-entries';
 import { type ControlStore, NO_CONTROLS } from '../track/controls';
 import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
-import { INDEXED_STATES, payloadDigest } from '../track/rules';
+import { INDEXED_STATES, jobPayloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
 import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
 import type { WorkerRegistry } from '../track/workers';
@@ -336,7 +336,7 @@ export async function replayArchived(
     // (a rejected message's record is its own delivery's and stays as it was).
     const job = isRejection(record.reason) ? undefined : decodedOrUndefined(message);
     if (record.jobId && job) {
-      await ctx.jobs.resetForReplay(record.jobId, { task: job.task, payloadDigest: payloadDigest(job.payload) }, ctx.clock.now());
+      await ctx.jobs.resetForReplay(record.jobId, { task: job.task, payloadDigest: jobPayloadDigest(job) }, ctx.clock.now());
       // The jobs its failure archived wait again, before it can run and count into them.
       const replayed = await ctx.jobs.get(record.jobId);
       if (replayed) await reopenDependents(ctx, record.jobId, edgesOf(replayed));

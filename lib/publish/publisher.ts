@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
+import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
@@ -19,18 +20,20 @@ import {
   UnknownTaskError,
 } from '../errors';
 import { topicArnNear } from '../events/config';
+import { payloadBucketNear, payloadKey } from '../layout/payloads';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { type EventBus, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
+import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { publishTiming } from '../track/due';
 import { closesCycle, edgesOf, propagate } from '../track/flows';
 import type { CancelResult, JobRecord, JobRef, JobStore } from '../track/model';
-import { payloadDigest } from '../track/rules';
+import { jobPayloadDigest } from '../track/rules';
 import {
   type DependencyFailurePolicy,
   dependencyListProblem,
+  type EnvelopeV1,
   encodeEnvelope,
   JOB_ID_PATTERN,
   MAX_AWAITS,
@@ -39,6 +42,7 @@ import {
   tagListProblem,
 } from '../wire/envelope';
 import { encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';
+import { MAX_PAYLOAD_REF_BYTES, type PayloadRef } from '../wire/payload-ref';
 import { type JobResult, type WaitOptions, waitForResult } from './results';
 
 export interface PublishOptions {
@@ -136,6 +140,14 @@ export type PublisherOptions = {
    * (`grantPublish(role, { events: true })`).
    */
   readonly events?: { readonly topicArn?: string; readonly sns?: SnsClientOption; readonly bus?: EventBus };
+  /**
+   * Where payloads over the config's `payloads.offloadAboveBytes` (200 KB) go: one PutObject each to
+   * the version's bucket (`<app>-<version>-<account>-<region>`, found in the account and region of
+   * the version's queues unless `bucket` is given), under `payloads/`, through S3 (`s3` configures its
+   * client; needs the optional peer `@aws-sdk/client-s3`) or another {@link PayloadStore}. Needs
+   * `s3:PutObject` on that prefix (`grantPublish(role, { largePayloads: true })`).
+   */
+  readonly payloads?: { readonly bucket?: string; readonly s3?: S3ClientOption; readonly store?: PayloadStore };
 } & (
   | { readonly queues: QueueClient; readonly urls: QueueUrls; readonly sqs?: never }
   | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
@@ -172,6 +184,8 @@ export class Publisher {
   private urls: Promise<QueueUrls> | undefined;
   private readonly eventOptions: PublisherOptions['events'];
   private eventBus: EventBus | undefined;
+  private readonly payloadOptions: PublisherOptions['payloads'];
+  private payloadStore: PayloadStore | undefined;
 
   constructor(options: PublisherOptions) {
     // A resolved config is a valid input too, so this accepts either.
@@ -180,6 +194,7 @@ export class Publisher {
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.clock = options.clock ?? systemClock;
     this.eventOptions = options.events;
+    this.payloadOptions = options.payloads;
     const store = () =>
       new DynamoJobStore(
         tableNames(this.config.app, this.version).jobs,
@@ -375,9 +390,10 @@ export class Publisher {
    */
   async publishBatch(items: readonly PublishItem[]): Promise<Published[]> {
     const now = this.clock.now();
-    const prepared = items.map((item, index) => this.prepare(item, index, now));
-    await this.checkDependencies(prepared);
+    const checked = items.map((item, index) => this.prepare(item, index, now));
+    await this.checkDependencies(checked);
     const urls = await this.queueUrls();
+    const prepared = await this.offload(checked, urls);
     await this.recordAhead(prepared, now);
     const sent: Array<Published & { index: number }> = [];
     const failed: FailedPublish[] = [];
@@ -410,6 +426,35 @@ export class Publisher {
     await this.recordSent(prepared, sent, now);
     if (failed.length > 0) throw new PublishBatchError(failed, sent);
     return sent.map(({ index: _index, ...published }) => published);
+  }
+
+  /**
+   * Claim checks: each payload marked in {@link prepare} is put in the version's bucket (all at once,
+   * one PutObject each, keyed by job id and content so a publish retried writes the same object),
+   * and its message carries the pointer instead. After validation, before any record or send: a
+   * failed put sends nothing of its job.
+   */
+  private async offload(prepared: readonly Prepared[], urls: QueueUrls): Promise<Prepared[]> {
+    if (!prepared.some((p) => p.offload)) return [...prepared];
+    const bucket =
+      this.payloadOptions?.bucket ?? payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.config.app, this.version);
+    this.payloadStore ??= this.payloadOptions?.store ?? new S3PayloadStore(this.payloadOptions?.s3);
+    const store = this.payloadStore;
+    return Promise.all(
+      prepared.map(async (p) => {
+        if (!p.offload) return p;
+        const { text, envelope } = p.offload;
+        const sha256 = createHash('sha256').update(text, 'utf8').digest('hex');
+        const payloadRef: PayloadRef = { bucket, key: payloadKey(p.jobId, sha256), bytes: bodyBytes(text), sha256 };
+        const body = encodeEnvelope({ ...envelope, payloadRef });
+        const bytes = bodyBytes(body);
+        // What stays in the message (appData, tags, ...) must fit it too.
+        if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(p.task, bytes, MAX_BODY_BYTES);
+        await store.put(bucket, payloadRef.key, text, sha256);
+        const { offload: _offload, ...rest } = p;
+        return { ...rest, entry: { ...p.entry, body }, bytes };
+      }),
+    );
   }
 
   /**
@@ -502,7 +547,7 @@ export class Publisher {
       jobId: p.jobId,
       task: p.task,
       // As the dispatcher will see it: decoded from the body, after JSON's own conversions.
-      payloadDigest: payloadDigest((JSON.parse(p.entry.body) as { payload: unknown }).payload),
+      payloadDigest: jobPayloadDigest(JSON.parse(p.entry.body) as { payload?: unknown; payloadRef?: PayloadRef }),
       queue: p.queue.name,
       version: this.version,
       publishedAt: now,
@@ -591,7 +636,7 @@ export class Publisher {
       const tagProblem = tagListProblem(options.tags);
       if (tagProblem) throw new PublishOptionError('tags', options.tags, `a list of tags: it ${tagProblem}`);
     }
-    const body = encodeEnvelope({
+    const envelope: EnvelopeV1 = {
       task: name,
       payload: item.payload,
       id: jobId,
@@ -603,9 +648,18 @@ export class Publisher {
       ...(options.memberOf !== undefined ? { memberOf: options.memberOf } : {}),
       ...(options.onDependencyFailure !== undefined ? { onDependencyFailure: options.onDependencyFailure } : {}),
       ...(options.tags !== undefined && options.tags.length > 0 ? { tags: options.tags } : {}),
-    });
+    };
+    const body = encodeEnvelope(envelope);
     const bytes = bodyBytes(body);
-    if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
+    // Above the threshold the payload goes to S3 (offload) and the message carries a pointer.
+    let offload: Prepared['offload'];
+    if (bytes > this.config.payloads.offloadAboveBytes) {
+      const text = JSON.stringify(item.payload ?? null);
+      const textBytes = bodyBytes(text);
+      if (textBytes > MAX_PAYLOAD_REF_BYTES) throw new MessageTooLargeError(name, textBytes, MAX_PAYLOAD_REF_BYTES);
+      const { payload: _payload, ...rest } = envelope;
+      offload = { text, envelope: rest };
+    } else if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
     const entry: SendEntry = { id: String(index), body, ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}) };
     return {
       index,
@@ -618,6 +672,7 @@ export class Publisher {
       explicitId: options.id !== undefined && !(GENERATED_ID in options),
       tags: options.tags ?? [],
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
+      ...(offload ? { offload } : {}),
       delayed: (timing.runAt ?? now) > now || timing.delaySeconds !== undefined,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
     };
@@ -639,6 +694,8 @@ interface Prepared {
   readonly runAt?: number;
   /** Published to run later (SQS's delay, or parked by the dispatcher): recorded `scheduled`, not `queued`. */
   readonly delayed: boolean;
+  /** Over the threshold: the payload's JSON to put in S3, and the envelope to send with its pointer. */
+  readonly offload?: { readonly text: string; readonly envelope: Omit<EnvelopeV1, 'payload'> };
 }
 
 function groupByQueue(items: readonly Prepared[]): Prepared[][] {

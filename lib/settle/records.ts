@@ -5,7 +5,7 @@ import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/types';
 import { edgesOf, type FlowDeps, propagate } from '../track/flows';
 import type { JobIdentity, JobRecord, JobStore } from '../track/model';
-import { payloadDigest } from '../track/rules';
+import { jobPayloadDigest } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-record';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { RecordWrite } from './settle';
@@ -33,7 +33,7 @@ export function trackingOf(deps: RecordPorts, queue: QueueConfig): QueueConfig['
 }
 
 export function identity(job: DecodedJob): JobIdentity {
-  return { task: job.task, payloadDigest: payloadDigest(job.payload) };
+  return { task: job.task, payloadDigest: jobPayloadDigest(job) };
 }
 
 export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job: DecodedJob) {
@@ -132,7 +132,7 @@ export function rejectionWrite(
     await jobs.recordRejected({
       jobId: message.messageId,
       task: job?.task ?? '',
-      payloadDigest: job ? payloadDigest(job.payload) : '',
+      payloadDigest: job ? jobPayloadDigest(job) : '',
       queue: queue.name,
       version: deps.tracking?.version ?? '',
       publishedAt: job?.publishedAt ?? message.sentTimestamp,

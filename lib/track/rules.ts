@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import type { PayloadRef } from '../wire/payload-ref';
 import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from './model';
 
 /** Settings both job stores apply identically. */
@@ -137,6 +138,14 @@ export function sameJob(record: Pick<JobRecord, 'task' | 'payloadDigest'>, ident
  * sorted (so two publishers that order keys differently send the same payload), 128 bits in
  * base64url. Computed from the decoded payload, so the publisher and the dispatcher agree.
  */
+/**
+ * The digest that, with its task, names a job: of its payload, or of its claim check (the reference
+ * as published, never the object: a dispatcher parks, waits or files a job without reading it).
+ */
+export function jobPayloadDigest(job: { readonly payload?: unknown; readonly payloadRef?: PayloadRef | undefined }): string {
+  return job.payloadRef ? payloadDigest({ payloadRef: job.payloadRef }) : payloadDigest(job.payload);
+}
+
 export function payloadDigest(payload: unknown): string {
   return createHash('sha256')
     .update(stringify(payload ?? null) ?? 'null')

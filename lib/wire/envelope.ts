@@ -2,6 +2,7 @@ import { EnvelopeError } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
+import { type PayloadRef, payloadRefProblem } from './payload-ref';
 
 /**
  * Envelope v1: the SQS message body, UTF-8 JSON. Any SDK can send one;
@@ -13,6 +14,12 @@ export interface EnvelopeV1 {
   readonly task: string;
   /** Any JSON. @defaultValue null */
   readonly payload?: unknown;
+  /**
+   * A claim check instead of `payload` (never both): the payload's JSON is the S3 object it names,
+   * in the version's bucket under `payloads/`; the dispatcher reads it before the task runs. What
+   * the publisher sends for a payload over `payloads.offloadAboveBytes`; any SDK may send one.
+   */
+  readonly payloadRef?: PayloadRef;
   /** Job id. @defaultValue the SQS MessageId */
   readonly id?: string;
   /** Any JSON, passed through to the handler as `ctx.appData`. */
@@ -49,12 +56,16 @@ export interface EnvelopeV1 {
 }
 
 export { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
+export type { PayloadRef } from './payload-ref';
 
 /** A message body decoded and validated, with defaults filled in from SQS. */
 export interface DecodedJob {
   readonly task: string;
   readonly id: string;
+  /** The payload: null for a claim check until the dispatcher has read its object. */
   readonly payload: unknown;
+  /** Where the payload is kept (a claim check); its identity (task + digest) is the reference's, not the object's. */
+  readonly payloadRef?: PayloadRef;
   readonly appData: unknown;
   readonly publishedAt: number;
   /** Epoch ms the job may start at; absent: now. */
@@ -104,7 +115,9 @@ export const MAX_EPOCH_MS = 8_640_000_000_000_000;
 
 /** Serializes an envelope; `v` is always written so future readers can tell versions apart. */
 export function encodeEnvelope(envelope: EnvelopeV1): string {
-  const body: Record<string, unknown> = { v: KNOWN_VERSION, task: envelope.task, payload: envelope.payload ?? null };
+  const body: Record<string, unknown> = { v: KNOWN_VERSION, task: envelope.task };
+  if (envelope.payloadRef !== undefined) body.payloadRef = envelope.payloadRef;
+  else body.payload = envelope.payload ?? null;
   if (envelope.id !== undefined) body.id = envelope.id;
   if (envelope.appData !== undefined) body.appData = envelope.appData;
   if (envelope.publishedAt !== undefined) body.publishedAt = envelope.publishedAt;
@@ -191,6 +204,13 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   if (runAt !== undefined && !isEpochMs(runAt)) {
     throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
   }
+  const payloadRef = own('payloadRef');
+  if (payloadRef !== undefined) {
+    const problem = payloadRefProblem(payloadRef);
+    if (problem) throw new EnvelopeError('bad-payload-ref', `payloadRef ${problem}`, 'payloadRef');
+    if (own('payload') !== undefined)
+      throw new EnvelopeError('bad-payload-ref', 'payloadRef and payload are both given; a claim check replaces the payload', 'payloadRef');
+  }
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
   const event = own('event');
@@ -198,12 +218,18 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     task,
     id: jobId,
     payload: own('payload') ?? null,
+    ...(payloadRef !== undefined ? { payloadRef: decodedRef(payloadRef as PayloadRef) } : {}),
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
     ...relations,
     ...(event !== undefined ? { event: decodeEventRef(event) } : {}),
   };
+}
+
+/** A checked `payloadRef`, with only its own fields (a raw message's extras left behind). */
+function decodedRef(ref: PayloadRef): PayloadRef {
+  return { bucket: ref.bucket, key: ref.key, bytes: ref.bytes, ...(ref.sha256 !== undefined ? { sha256: ref.sha256 } : {}) };
 }
 
 /** A task envelope's `event`: the event a subscriber's job runs for. */

@@ -38,7 +38,7 @@ export interface World {
 export function world(
   tasks: TaskOptions[] = [],
   configOverrides: Parameters<typeof appConfig>[0] = {},
-  options: { tracked?: boolean; deadLetters?: boolean; usage?: DispatcherDeps['usage'] } = {},
+  options: { tracked?: boolean; deadLetters?: boolean; usage?: DispatcherDeps['usage']; payloads?: DispatcherDeps['payloads'] } = {},
 ): World {
   const clock = new VirtualClock();
   const sqs = new MemoryQueueService(clock);
@@ -83,6 +83,7 @@ export function world(
     observer: { onBatch: (r) => reports.push(r) },
     ...(options.tracked ? { tracking: { version: 'v1', jobs, stats, limits } } : {}),
     ...(options.usage ? { usage: options.usage } : {}),
+    ...(options.payloads ? { payloads: options.payloads } : {}),
   };
   // The same invocation Lambda runs, on the world's ports and its reduced-lottery selector.
   const invocation = createInvocation(deps);

@@ -1,4 +1,5 @@
 import { VirtualClock } from '../../lib/clock';
+import { MAX_OFFLOAD_ABOVE_BYTES } from '../../lib/config';
 import {
   MessageTooLargeError,
   PublishBatchError,
@@ -11,16 +12,18 @@ import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import type { QueueUrls } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
 import { defineTask } from '../../lib/tasks/task';
-import { decodeEnvelope, MAX_BODY_BYTES } from '../../lib/wire/envelope';
+import { decodeEnvelope } from '../../lib/wire/envelope';
+import { MAX_PAYLOAD_REF_BYTES } from '../../lib/wire/payload-ref';
 import { appConfig } from '../helpers/factories';
 import { FaultyQueue } from '../helpers/faulty-queue';
 
 const sendEmail = defineTask({ name: 'send-email', queue: 'urgent', timeLimitSeconds: 5, run: (_p: { to: string }) => undefined });
 
-function setup() {
+/** `inline`: payloads stay in the message up to SQS's limit (no claim checks; see claim-check.test.ts). */
+function setup(options: { inline?: boolean } = {}) {
   const clock = new VirtualClock();
   const sqs = new MemoryQueueService(clock);
-  const config = appConfig();
+  const config = appConfig(options.inline ? { payloads: { offloadAboveBytes: MAX_OFFLOAD_ABOVE_BYTES } } : {});
   const urls: QueueUrls = {
     queues: { urgent: sqs.createQueue('urgent'), routine: sqs.createQueue('routine') },
     archive: sqs.createQueue('archive'),
@@ -64,7 +67,7 @@ describe('Publisher', () => {
   });
 
   it('keeps each batch call under 1 MiB in total', async () => {
-    const { sqs, publisher } = setup();
+    const { sqs, publisher } = setup({ inline: true });
     const big = 'x'.repeat(300_000);
     await publisher.publishBatch(Array.from({ length: 7 }, () => ({ task: sendEmail, payload: { to: big } })));
     expect(sqs.requests.sendBatch).toBe(3);
@@ -93,7 +96,7 @@ describe('Publisher', () => {
     await expect(publisher.publish(sendEmail, { to: 'x' }, { queue: 'nowhere' })).rejects.toBeInstanceOf(UnknownQueueError);
     await expect(publisher.publish('unknown-task', {})).rejects.toBeInstanceOf(UnknownTaskError);
     await expect(publisher.publish('bad/name', {}, { queue: 'urgent' })).rejects.toBeInstanceOf(UnknownTaskError);
-    await expect(publisher.publish(sendEmail, { to: 'x'.repeat(MAX_BODY_BYTES) })).rejects.toBeInstanceOf(MessageTooLargeError);
+    await expect(publisher.publish(sendEmail, { to: 'x'.repeat(MAX_PAYLOAD_REF_BYTES) })).rejects.toBeInstanceOf(MessageTooLargeError);
     expect(sqs.requests.sendBatch).toBe(0);
   });
 

@@ -1,0 +1,88 @@
+import type * as S3 from '@aws-sdk/client-s3';
+import { MissingDependencyError, PayloadMissingError } from '../errors';
+import type { PayloadStore } from '../ports';
+import { type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
+
+/** A 10 MiB object moves in well under this; the limit only stops a stalled connection. */
+export const S3_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 60_000 };
+
+/**
+ * Pass a ready client or a client config, never both. Endpoints follow the SDK
+ * (`AWS_ENDPOINT_URL_S3`, or fauxqs's one endpoint for SQS, SNS and S3 locally).
+ */
+export type S3ClientOption =
+  | { readonly client: S3.S3Client; readonly clientConfig?: never }
+  | { readonly client?: never; readonly clientConfig?: S3.S3ClientConfig };
+
+/** Kept out of a literal so bundlers (a tasks bundle, the publish-only package) do not pull it in. */
+const S3_MODULE = ['@aws-sdk', 'client-s3'].join('/');
+
+/**
+ * `@aws-sdk/client-s3`, an optional peer: only a publisher that sends payloads over its threshold
+ * loads it, when it first needs it (the dispatcher's artifact brings its own, bundled).
+ */
+function loadS3(): typeof S3 {
+  try {
+    return require(S3_MODULE) as typeof S3;
+  } catch {
+    throw new MissingDependencyError(
+      '@aws-sdk/client-s3',
+      'Payloads over payloads.offloadAboveBytes are kept in S3 and need @aws-sdk/client-s3: npm install @aws-sdk/client-s3',
+    );
+  }
+}
+
+/** {@link PayloadStore} on Amazon S3: one PutObject, GetObject or DeleteObject per call; the client is made on first use. */
+export class S3PayloadStore implements PayloadStore {
+  private sdk: typeof S3 | undefined;
+  private made: S3.S3Client | undefined;
+
+  /** `sdk`: the loaded `@aws-sdk/client-s3` module, for a bundle that imports it itself. */
+  constructor(
+    private readonly option: S3ClientOption = {},
+    sdk?: typeof S3,
+  ) {
+    this.sdk = sdk;
+  }
+
+  /** The client, made (and the SDK loaded) on first use. */
+  get s3(): S3.S3Client {
+    if (this.option.client) return this.option.client;
+    this.made ??= new (this.load().S3Client)(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS));
+    return this.made;
+  }
+
+  async put(bucket: string, key: string, body: string, sha256: string): Promise<void> {
+    const { PutObjectCommand } = this.load();
+    await this.s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        Body: body,
+        ContentType: 'application/json',
+        ChecksumSHA256: Buffer.from(sha256, 'hex').toString('base64'),
+      }),
+    );
+  }
+
+  async get(bucket: string, key: string): Promise<string> {
+    const { GetObjectCommand } = this.load();
+    try {
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return (await out.Body?.transformToString('utf8')) ?? '';
+    } catch (error) {
+      if ((error as { name?: unknown }).name === 'NoSuchKey') throw new PayloadMissingError(bucket, key, { cause: error });
+      throw error;
+    }
+  }
+
+  async delete(bucket: string, key: string): Promise<void> {
+    const { DeleteObjectCommand } = this.load();
+    await this.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  }
+
+  private load(): typeof S3 {
+    this.sdk ??= loadS3();
+    return this.sdk;
+  }
+}

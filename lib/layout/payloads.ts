@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import { ConfigError } from '../errors';
+import { BUCKET_NAME_PATTERN, type PayloadRef } from '../wire/payload-ref';
+
+/** Every claim-checked payload's key starts here, in the version's bucket: the dispatcher reads nothing else. */
+export const PAYLOAD_PREFIX = 'payloads/';
+/** Payloads whose encoded envelope is larger go to the version's bucket (config `payloads.offloadAboveBytes`). */
+export const DEFAULT_OFFLOAD_ABOVE_BYTES = 200_000;
+
+/** The longest `<app>-<version>` kept whole in a bucket name; longer ones are shortened with a hash. */
+const STEM_LIMIT = 31;
+
+/**
+ * The version's payload bucket: `<app>-<version>-<account>-<region>`. Bucket names are global, so
+ * the account and region are in it (the same version deployed in two regions or accounts gets two
+ * buckets); an `<app>-<version>` longer than 31 characters is cut to 24 and given 6 hex digits of
+ * its SHA-256, so every name fits S3's 63. Account and region may be CDK tokens (the stack joins
+ * them at deploy); app and version are always known, which keeps the hash computable at synth.
+ */
+export function payloadBucketName(app: string, version: string, account: string, region: string): string {
+  const whole = `${app}-${version}`;
+  const stem =
+    whole.length <= STEM_LIMIT
+      ? whole
+      : `${whole.slice(0, 24).replace(/-+$/, '')}-${createHash('sha256').update(whole).digest('hex').slice(0, 6)}`;
+  return `${stem}-${account}-${region}`;
+}
+
+/**
+ * The version's payload bucket in the account and region of one of its queue URLs
+ * (`https://sqs.<region>.amazonaws.com/<account>/<name>`), as a publisher finds it without a lookup.
+ * Throws {@link ConfigError} naming `payloads.bucket` for a URL that names neither (an emulator's).
+ */
+export function payloadBucketNear(queueUrl: string, app: string, version: string): string {
+  const url = new URL(queueUrl);
+  const account = url.pathname.split('/').filter((p) => p.length > 0)[0];
+  const region = /^sqs\.([a-z0-9-]+)\./.exec(url.hostname)?.[1] ?? /^([a-z0-9-]+)\.queue\./.exec(url.hostname)?.[1];
+  if (!account || !/^\d{12}$/.test(account) || !region) {
+    throw new ConfigError('payloads.bucket', queueUrl, 'a queue URL naming a region and account, or an explicit payloads.bucket');
+  }
+  const name = payloadBucketName(app, version, account, region);
+  if (!BUCKET_NAME_PATTERN.test(name)) throw new ConfigError('payloads.bucket', name, 'a valid S3 bucket name');
+  return name;
+}
+
+/**
+ * A payload's object key: `payloads/<job id, URI-encoded>/<sha256>.json`. Derived from the job and
+ * the content, so publishing the same job again writes the same object (a retried publish leaves no
+ * orphan) and the key says whose payload it is.
+ */
+export function payloadKey(jobId: string, sha256: string): string {
+  return `${PAYLOAD_PREFIX}${encodeURIComponent(jobId)}/${sha256}.json`;
+}
+
+/** Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or undefined. */
+export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined): string | undefined {
+  if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;
+  if (ref.bucket !== bucket)
+    return `payloadRef names bucket ${JSON.stringify(ref.bucket)}; this version reads only ${JSON.stringify(bucket)}`;
+  if (!ref.key.startsWith(PAYLOAD_PREFIX))
+    return `payloadRef names key ${JSON.stringify(ref.key)}; this version reads only keys under ${PAYLOAD_PREFIX}`;
+  return undefined;
+}

@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import { ConfigError, MessageTooLargeError } from '../../lib/errors';
+import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
+import type { PayloadStore } from '../../lib/ports';
+import { Publisher } from '../../lib/publish/publisher';
+import type { TaskOptions } from '../../lib/tasks/task';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
+import { appConfig } from '../helpers/factories';
+import { type World, world } from '../helpers/world';
+
+const BUCKET = 'test-v1-000000000000-us-east-1';
+const importer: TaskOptions = {
+  name: 'import-rows',
+  queue: 'urgent',
+  timeLimitSeconds: 5,
+  run: (p) => (p as { rows: unknown[] }).rows.length,
+};
+const failing: TaskOptions = {
+  name: 'always-fails',
+  queue: 'urgent',
+  timeLimitSeconds: 5,
+  maxRetries: 0,
+  run: () => {
+    throw new Error('down');
+  },
+};
+/** A payload of about `kb` kilobytes of JSON. */
+const rows = (kb: number) => ({ rows: Array.from({ length: kb }, (_, i) => `${i}:${'x'.repeat(1000)}`) });
+
+function setup(tasks: TaskOptions[] = [importer, failing], store: PayloadStore = new MemoryPayloadStore()) {
+  const w = world(tasks, {}, { tracked: true, payloads: { store, bucket: BUCKET } });
+  const publisher = new Publisher({
+    config: w.config,
+    version: 'v1',
+    queues: w.queues,
+    urls: w.urls,
+    jobs: w.jobs,
+    payloads: { bucket: BUCKET, store },
+  });
+  return { w, publisher, store };
+}
+
+const bodies = (w: World) => w.sqs.peek(w.urls.queues.urgent as string).map((m) => JSON.parse(m.body) as Record<string, unknown>);
+const archived = (w: World) => w.sqs.peek(w.urls.archive).map((m) => ({ body: m.body, record: readArchiveRecord(m.attributes) }));
+
+describe('claim-check payloads: publishing', () => {
+  it('puts a payload over the threshold in the version’s bucket and sends a pointer', async () => {
+    const { w, publisher, store } = setup();
+    const payload = rows(300);
+
+    await publisher.publish('import-rows', payload, { id: 'big-1', queue: 'urgent' });
+
+    const [body] = bodies(w);
+    const text = JSON.stringify(payload);
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    expect(body).not.toHaveProperty('payload');
+    expect(body?.payloadRef).toEqual({ bucket: BUCKET, key: `payloads/big-1/${sha256}.json`, bytes: Buffer.byteLength(text), sha256 });
+    expect((store as MemoryPayloadStore).objects.get(`${BUCKET}/payloads/big-1/${sha256}.json`)).toBe(text);
+  });
+
+  it('keeps a payload under the threshold in the message', async () => {
+    const { w, publisher, store } = setup();
+
+    await publisher.publish('import-rows', rows(100), { queue: 'urgent' });
+
+    expect(bodies(w)[0]).toHaveProperty('payload');
+    expect((store as MemoryPayloadStore).calls.put).toBe(0);
+  });
+
+  it('refuses a payload over 10 MiB, naming its size, and sends and puts nothing', async () => {
+    const { w, publisher, store } = setup();
+
+    const publishing = publisher.publish('import-rows', rows(10_500), { queue: 'urgent' });
+
+    await expect(publishing).rejects.toThrow(MessageTooLargeError);
+    await expect(publishing).rejects.toThrow(/is 10\d{6} bytes; the limit is 10485760 bytes/);
+    expect(bodies(w)).toHaveLength(0);
+    expect((store as MemoryPayloadStore).calls.put).toBe(0);
+  });
+
+  it('takes its threshold from the config, and refuses one out of range naming the field', () => {
+    expect(appConfig({ payloads: { offloadAboveBytes: 50_000 } }).payloads.offloadAboveBytes).toBe(50_000);
+    expect(appConfig().payloads.offloadAboveBytes).toBe(200_000);
+    expect(() => appConfig({ payloads: { offloadAboveBytes: 2_000_000 } })).toThrow(ConfigError);
+    expect(() => appConfig({ payloads: { offloadAboveBytes: 2_000_000 } })).toThrow(/payloads\.offloadAboveBytes/);
+  });
+});
+
+describe('claim-check payloads: dispatching', () => {
+  it('runs the task with the payload read back, and deletes the object once the job has succeeded', async () => {
+    const { w, publisher, store } = setup();
+    const payload = rows(300);
+
+    await publisher.publish('import-rows', payload, { id: 'big-2', queue: 'urgent' });
+    await w.run();
+
+    expect(w.runs.map((r) => r.payload)).toEqual([payload]);
+    expect(await w.jobs.get('big-2')).toMatchObject({ state: 'succeeded' });
+    expect((store as MemoryPayloadStore).objects.size).toBe(0);
+  });
+
+  it('keeps an archived job’s object, so a replay finds its payload', async () => {
+    const { w, publisher, store } = setup();
+
+    await publisher.publish('always-fails', rows(300), { id: 'big-3', queue: 'urgent' });
+    await w.run();
+
+    expect(await w.jobs.get('big-3')).toMatchObject({ state: 'archived', reason: 'exhausted' });
+    expect(JSON.parse(archived(w)[0]?.body ?? '{}')).toHaveProperty('payloadRef');
+    expect((store as MemoryPayloadStore).objects.size).toBe(1);
+  });
+
+  it.each([
+    ['another bucket', { bucket: 'someone-elses-bucket', key: 'payloads/x.json', bytes: 2 }, /bucket "someone-elses-bucket"/],
+    ['a key outside payloads/', { bucket: BUCKET, key: 'secrets/x.json', bytes: 2 }, /key "secrets\/x.json"/],
+  ])('archives a pointer to %s as bad-payload-ref, naming it, and reads nothing', async (_label, payloadRef, named) => {
+    const { w, store } = setup();
+
+    await w.send('urgent', JSON.stringify({ task: 'import-rows', id: 'foreign-1', payloadRef }));
+    await w.run();
+
+    expect(w.runs).toHaveLength(0);
+    const [entry] = archived(w);
+    expect(entry?.record).toMatchObject({ reason: 'bad-payload-ref', code: 'bad-payload-ref', jobId: expect.any(String) });
+    expect(entry?.record?.detail).toMatch(named);
+    expect((store as MemoryPayloadStore).calls.get).toBe(0);
+  });
+
+  it('archives a pointer whose object is missing or changed', async () => {
+    const { w, store } = setup();
+    await store.put(BUCKET, 'payloads/changed.json', '{"rows":[]}', '');
+
+    await w.send(
+      'urgent',
+      JSON.stringify({ task: 'import-rows', id: 'gone', payloadRef: { bucket: BUCKET, key: 'payloads/gone.json', bytes: 2 } }),
+    );
+    const changed = { bucket: BUCKET, key: 'payloads/changed.json', bytes: 11, sha256: 'a'.repeat(64) };
+    await w.send('urgent', JSON.stringify({ task: 'import-rows', id: 'changed', payloadRef: changed }));
+    await w.run();
+
+    expect(w.runs).toHaveLength(0);
+    const messages = archived(w).map((a) => a.record?.detail ?? '');
+    expect(messages.sort()).toEqual([
+      expect.stringMatching(/gone.json, which is not there/),
+      expect.stringMatching(/does not have payloadRef's sha256/),
+    ]);
+  });
+
+  it('hands a message back when the object cannot be read for now, and runs it once it can', async () => {
+    const inner = new MemoryPayloadStore();
+    let failures = 1;
+    const flaky: PayloadStore = {
+      put: (b, k, body, sha) => inner.put(b, k, body, sha),
+      delete: (b, k) => inner.delete(b, k),
+      get: async (b, k) => {
+        if (failures-- > 0) throw Object.assign(new Error('Slow Down'), { name: 'SlowDown' });
+        return inner.get(b, k);
+      },
+    };
+    const { w, publisher } = setup([importer], flaky);
+
+    await publisher.publish('import-rows', rows(300), { id: 'big-4', queue: 'urgent' });
+    await w.run({ forMs: 60_000 });
+
+    expect(w.reports.flatMap((r) => r.jobs).map((j) => j.outcome)).toEqual(['deferred', 'succeeded']);
+    expect(await w.jobs.get('big-4')).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(archived(w)).toHaveLength(0);
+  });
+});
