@@ -14,6 +14,7 @@ import { JOBS_DUE_INDEX } from '../lib/layout/tables';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
 import { ignoreCfnLintChecks, REDUNDANT_ROLE_DEPENDENCY } from './cfn-lint';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
+import { PAYLOAD_READ_ACTIONS, type TaskworkerPayloads } from './payloads';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
 export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'];
@@ -42,6 +43,8 @@ export interface TaskworkerDispatcherProps {
   readonly archive: sqs.IQueue;
   readonly jobsTable: dynamodb.ITable;
   readonly statsTable: dynamodb.ITable;
+  /** The version's payload bucket (claim checks): its name for the functions, and its objects the roles may read and delete. */
+  readonly payloads?: TaskworkerPayloads;
   /**
    * Concurrent dispatchers at most (the function's reserved concurrency). The schedule starts one
    * a minute and each runs up to the configured timeout, so up to `timeout / 60 s` overlap; the
@@ -112,6 +115,7 @@ export class TaskworkerDispatcher extends Construct {
       created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ARCHIVE_ACTIONS, resources: [props.archive.queueArn] }));
       created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: JOBS_TABLE_ACTIONS, resources: [props.jobsTable.tableArn] }));
       created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
+      props.payloads?.grantObjects(created, PAYLOAD_READ_ACTIONS);
       return created;
     };
     const role = workerRole('Role', 'dispatcher');
@@ -146,6 +150,7 @@ export class TaskworkerDispatcher extends Construct {
       TASKWORKER_STATS_TABLE: props.statsTable.tableName,
       TASKWORKER_LOG_LEVEL: props.logLevel ?? 'INFO',
       TASKWORKER_MAX_CONCURRENCY: String(reservedConcurrency),
+      ...(props.payloads ? { TASKWORKER_PAYLOAD_BUCKET: props.payloads.bucket.bucketName } : {}),
       POWERTOOLS_SERVICE_NAME: config.app,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
     };

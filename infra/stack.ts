@@ -54,6 +54,10 @@ export class TaskworkerStack extends Stack {
       description: "Managed policy to attach to publishers: SendMessage to this version's queues only",
       value: version.publisherPolicy.managedPolicyArn,
     });
+    new CfnOutput(this, 'PayloadBucketName', {
+      description: 'Where payloads too large for a message are kept (payloadRef.bucket), under payloads/',
+      value: version.payloads.bucket.bucketName,
+    });
     new CfnOutput(this, 'DispatcherFunctionName', { value: version.dispatcher.functionName });
     new CfnOutput(this, 'DashboardName', { value: version.dashboard.dashboardName });
     if (version.alarmTopic) new CfnOutput(this, 'AlarmTopicArn', { value: version.alarmTopic.topicArn });

@@ -22,6 +22,7 @@ import {
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
 import { eventTopicName } from '../lib/events/config';
+import { PAYLOAD_PREFIX, payloadBucketName } from '../lib/layout/payloads';
 import { JOBS_BY_TAG_INDEX } from '../lib/layout/tables';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
@@ -31,6 +32,7 @@ import { type DispatcherCodeProps, dispatcherCode } from './artifact';
 import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher-function';
 import { EMIT_ACTIONS, TaskworkerEvents } from './events';
 import { TaskworkerMonitoring } from './monitoring';
+import { PAYLOAD_PUT_ACTIONS, TaskworkerPayloads } from './payloads';
 import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
 import { TaskworkerQueues } from './queues';
 import { TaskworkerSchedules } from './recurring-schedules';
@@ -119,6 +121,13 @@ export interface GrantPublishOptions {
    * @default false
    */
   readonly events?: boolean;
+  /**
+   * Also let the grantee publish payloads over `payloads.offloadAboveBytes` (`s3:PutObject` on the
+   * version's payload bucket, under `payloads/` only): without it such a publish fails, naming S3's
+   * AccessDenied, and sends nothing.
+   * @default false
+   */
+  readonly largePayloads?: boolean;
 }
 
 /**
@@ -164,6 +173,8 @@ export class TaskworkerVersion extends Construct {
   public readonly schedules: readonly scheduler.CfnSchedule[];
   /** The topic the app's events are emitted to, when its config declares events. */
   public readonly eventTopic: sns.ITopic | undefined;
+  /** The bucket payloads too large for a message are kept in (claim checks), and the ARN of its objects. */
+  public readonly payloads: TaskworkerPayloads;
 
   constructor(scope: Construct, id: string, props: TaskworkerVersionProps) {
     super(scope, id);
@@ -180,6 +191,8 @@ export class TaskworkerVersion extends Construct {
 
     const queues = new TaskworkerQueues(this, 'Queues', { config, version, ...(dataRemoval ? { removalPolicy: dataRemoval } : {}) });
     const tables = new TaskworkerTables(this, 'Tables', { config, version, ...(dataRemoval ? { removalPolicy: dataRemoval } : {}) });
+    const payloads = new TaskworkerPayloads(this, 'Payloads', { config, version, ...(dataRemoval ? { removalPolicy: dataRemoval } : {}) });
+    this.payloads = payloads;
     const dispatcher = new TaskworkerDispatcher(this, 'Dispatcher', {
       config,
       version,
@@ -188,6 +201,7 @@ export class TaskworkerVersion extends Construct {
       archive: queues.archive,
       jobsTable: tables.jobs,
       statsTable: tables.stats,
+      payloads,
       ...(props.reservedConcurrency !== undefined ? { reservedConcurrency: props.reservedConcurrency } : {}),
       ...(props.logLevel ? { logLevel: props.logLevel } : {}),
     });
@@ -260,6 +274,11 @@ export class TaskworkerVersion extends Construct {
       grant = grant.combine(
         iam.Grant.addToPrincipal({ grantee, actions: EMIT_ACTIONS, resourceArns: [arn('sns', eventTopicName(app, this.version))] }),
       );
+    }
+    if (options.largePayloads) {
+      // By name, like the queues: the bucket's name is the one the publisher derives from its queue URLs.
+      const objects = `${stack.formatArn({ service: 's3', region: '', account: '', resource: payloadBucketName(app, this.version, stack.account, stack.region) })}/${PAYLOAD_PREFIX}*`;
+      grant = grant.combine(iam.Grant.addToPrincipal({ grantee, actions: PAYLOAD_PUT_ACTIONS, resourceArns: [objects] }));
     }
     const tableActions = [
       ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { TaskworkerConfig } from '../config';
 import { ConfigError } from '../errors';
 import { BUCKET_NAME_PATTERN, type PayloadRef } from '../wire/payload-ref';
 
@@ -61,3 +62,17 @@ export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined): 
     return `payloadRef names key ${JSON.stringify(ref.key)}; this version reads only keys under ${PAYLOAD_PREFIX}`;
   return undefined;
 }
+
+/**
+ * Days an object stays in the payload bucket before its lifecycle expires it: the job retention,
+ * but never less than the archive's 14 days (a job archived on its last day can still be replayed
+ * with its payload) nor than the longest a message waits in its queue. An object whose job
+ * succeeded or was cancelled is deleted at once; this is for the rest.
+ */
+export function payloadExpiryDays(config: Pick<TaskworkerConfig, 'tracking' | 'queues'>): number {
+  const longestQueueDays = Math.max(...config.queues.map((q) => Math.ceil(q.retentionSeconds / 86_400)));
+  return Math.max(config.tracking.jobRetentionDays, ARCHIVE_RETENTION_DAYS, longestQueueDays + 1);
+}
+
+/** The archive queue keeps a message this long (SQS's longest retention). */
+const ARCHIVE_RETENTION_DAYS = 14;

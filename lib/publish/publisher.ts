@@ -20,7 +20,7 @@ import {
   UnknownTaskError,
 } from '../errors';
 import { topicArnNear } from '../events/config';
-import { payloadBucketNear, payloadKey } from '../layout/payloads';
+import { payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
@@ -657,6 +657,15 @@ export class Publisher {
       const text = JSON.stringify(item.payload ?? null);
       const textBytes = bodyBytes(text);
       if (textBytes > MAX_PAYLOAD_REF_BYTES) throw new MessageTooLargeError(name, textBytes, MAX_PAYLOAD_REF_BYTES);
+      // Its object must outlive the wait: the lifecycle expires it, and the message may wait in its queue as long as it retains it.
+      const aheadDays = payloadExpiryDays(this.config) - Math.ceil(queue.retentionSeconds / 86_400);
+      if (timing.runAt !== undefined && timing.runAt > now + aheadDays * 86_400_000) {
+        throw new PublishOptionError(
+          'runAt',
+          new Date(timing.runAt).toISOString(),
+          `within ${aheadDays} days for a payload over payloads.offloadAboveBytes (its S3 object expires after ${payloadExpiryDays(this.config)} days)`,
+        );
+      }
       const { payload: _payload, ...rest } = envelope;
       offload = { text, envelope: rest };
     } else if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);

@@ -8,6 +8,7 @@ import {
   SWEEP_ACTIONS,
   WORK_QUEUE_ACTIONS,
 } from '../../infra/dispatcher-function';
+import { PAYLOAD_READ_ACTIONS } from '../../infra/payloads';
 import { queueUrlsFromEnv } from '../../lib/invocation/dispatcher-runtime';
 import { doorbellQueues } from '../../lib/wake-up';
 import { synthStack } from '../helpers/infra';
@@ -215,9 +216,19 @@ describe('TaskworkerDispatcher', () => {
       expect(lambdaActions.filter((a) => a === 'lambda:InvokeFunction')).toEqual([]);
     });
 
-    it('has no wildcard action, no wildcard resource and no AWS managed policy', () => {
+    it('reads and deletes the payload objects of its own bucket, under payloads/ only', () => {
+      const s3 = statements.filter((st) => JSON.stringify(st.Action).includes('s3:'));
+      expect(s3).toHaveLength(1);
+      expect([s3[0]?.Action].flat()).toEqual(PAYLOAD_READ_ACTIONS);
+      const bucketId = Object.keys(template.findResources('AWS::S3::Bucket'))[0] as string;
+      expect([s3[0]?.Resource].flat().map(evaluate)).toEqual([`<${bucketId}.Arn>/payloads/*`]);
+    });
+
+    it('has no wildcard action, no wildcard resource but the payload objects, and no AWS managed policy', () => {
       for (const s of statements) {
         for (const action of [s.Action].flat()) expect(action).not.toContain('*');
+        // Object keys are made per job: the payload prefix is the one object grant (tested above).
+        if (JSON.stringify(s.Action).includes('s3:')) continue;
         expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"|\/\*"/);
       }
       const role = template.findResources('AWS::IAM::Role')[roleId] as { Properties: Properties };

@@ -78,6 +78,17 @@ describe('claim-check payloads: publishing', () => {
     expect((store as MemoryPayloadStore).calls.put).toBe(0);
   });
 
+  it('refuses a large payload to run later than its object lives, naming runAt', async () => {
+    const { w, publisher } = setup();
+
+    // Objects expire after 14 days; the queue keeps a message 4: it must start within 10.
+    const publishing = publisher.publish('import-rows', rows(300), { queue: 'urgent', delaySeconds: 11 * 86_400 });
+
+    await expect(publishing).rejects.toThrow(/runAt.*within 10 days for a payload over payloads.offloadAboveBytes/);
+    await publisher.publish('import-rows', rows(300), { queue: 'urgent', delaySeconds: 9 * 86_400 });
+    expect(w.sqs.peek(w.urls.queues.urgent as string)).toHaveLength(1);
+  });
+
   it('takes its threshold from the config, and refuses one out of range naming the field', () => {
     expect(appConfig({ payloads: { offloadAboveBytes: 50_000 } }).payloads.offloadAboveBytes).toBe(50_000);
     expect(appConfig().payloads.offloadAboveBytes).toBe(200_000);
