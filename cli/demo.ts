@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from '../dashboard/server/serve';
 import { SqsQueueClient } from '../lib/adapters/sqs';
+import type { TaskworkerConfig } from '../lib/config';
+import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import type { PublishItem } from '../lib/publish/publisher';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/settle/report';
@@ -11,12 +13,16 @@ import { subscriberJobId } from '../lib/wire/event';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';
 
-export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--keep] [--ui [--port P]]
+export const DEMO_USAGE = `taskworker demo [--config FILE] [--dispatchers N] [--timeout S] [--as-deployed] [--keep] [--ui [--port P]]
   The newcomer's tour (npm start): runs taskworker dev with the example tasks, publishes a
-  mixed workload over three priorities, shows progress, prints a summary, two job records and
-  the stats histograms, and exits 0 once every job has succeeded or been archived. With --keep
-  the system stays up afterwards for \`taskworker jobs show\`, \`stats\`, \`archive\` in another shell.
-  With --ui (npm start -- --ui) the web dashboard watches the run too, and stays up afterwards.`;
+  mixed workload over three priorities, shows progress, prints a summary (with each queue's
+  wake-up mode and its first job's wait), two job records and the stats histograms, and exits 0
+  once every job has succeeded or been archived. Its dispatchers listen throughout
+  (taskworker dev --always-on); with --as-deployed (npm start -- --as-deployed) they are invoked
+  as in AWS, as taskworker dev does: doorbell queues start at once, a schedule queue's jobs wait
+  for the next minute's dispatcher (it takes a few minutes; --timeout defaults to 300 s). With
+  --keep the system stays up afterwards for \`taskworker jobs show\`, \`stats\`, \`archive\` in another
+  shell. With --ui (npm start -- --ui) the web dashboard watches the run too, and stays up afterwards.`;
 
 /** The mixed workload: steady work on every queue plus one of each kind of trouble. */
 function workload(): PublishItem[] {
@@ -54,16 +60,21 @@ export async function demoCommand(argv: string[]): Promise<number> {
       dispatchers: { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      'as-deployed': { type: 'boolean', default: false },
       ui: { type: 'boolean', default: false },
       port: { type: 'string' },
     },
     strict: true,
   });
-  const timeoutMs = integerOption('--timeout', values.timeout, 110, 10, 3600) * 1000;
+  const asDeployed = values['as-deployed'] === true;
+  // As deployed, a schedule queue's retry that comes back after the fleet scaled in waits for the next minute.
+  const timeoutMs = integerOption('--timeout', values.timeout, asDeployed ? 300 : 110, 10, 3600) * 1000;
   const started = Date.now();
   const summary = emptySummary();
   const archivedJobs: JobReport[] = [];
   const retriedJobs: JobReport[] = [];
+  /** Each queue's first started job's wait (publish → start), in the order the batches were reported. */
+  const firstWaits: Record<string, number> = {};
   const configFile = findConfigFile(values.config);
   const stack = await startLocalStack({
     configFile,
@@ -72,8 +83,11 @@ export async function demoCommand(argv: string[]): Promise<number> {
     logLevel: 'ERROR',
     // The demo counts its own workload; the config's schedules fire in `taskworker dev`.
     schedules: false,
+    ...(asDeployed ? { invocations: 'on-demand' as const } : {}),
     onBatch: (report) => {
       addBatch(summary, report);
+      const first = report.jobs.find((j) => j.waitMs !== undefined && j.attempt === 1);
+      if (first?.waitMs !== undefined && firstWaits[report.queue] === undefined) firstWaits[report.queue] = first.waitMs;
       for (const job of report.jobs) {
         if (job.outcome === 'archived') archivedJobs.push(job);
         if (job.outcome === 'retried') retriedJobs.push(job);
@@ -104,8 +118,16 @@ export async function demoCommand(argv: string[]): Promise<number> {
     const subscribers = [...stack.bundle.registry.values()].filter((t) => t.on.includes(EVENT_NAME));
     for (const t of subscribers) expected[t.queue] = (expected[t.queue] ?? 0) + emits.length;
     const queueNames = stack.bundle.config.queues.map((q) => q.name);
+    const containers = stack.containersByFunction();
+    const doorbells = Object.keys(containers).filter((fn) => fn !== 'dispatcher').length;
+    if (asDeployed) {
+      // Publish into an idle version, as a deployed one is between bursts: the schedule's first
+      // dispatcher has found nothing and ended, and nothing runs until a doorbell or the next minute.
+      while (!stack.invocationDurations().some((d) => d.fn === 'dispatcher')) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     process.stdout.write(
-      `taskworker demo: ${stack.dispatchers.length} dispatchers on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
+      `taskworker demo: ${asDeployed ? `${containers.dispatcher ?? 0} dispatchers + ${doorbells} doorbells, invoked as deployed,` : `${stack.dispatchers.length} dispatchers`} ` +
+        `on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
         `and emitting ${emits.length} ${EVENT_NAME} events for ${subscribers.length} subscribers ` +
         `(${queueNames.map((q) => `${q} ${expected[q] ?? 0}`).join(', ')})\n`,
     );
@@ -138,7 +160,9 @@ export async function demoCommand(argv: string[]): Promise<number> {
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    process.stdout.write(`\n${summaryTable(summary, queueNames, expected)}\n\n${archiveList(archivedJobs)}\n`);
+    process.stdout.write(
+      `\n${summaryTable(summary, queueNames, expected)}\n\n${wakeUpNote(stack.bundle.config, firstWaits, asDeployed)}\n\n${archiveList(archivedJobs)}\n`,
+    );
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
     await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
     if (emits.length > 0)
@@ -207,6 +231,32 @@ function summaryTable(summary: DispatcherSummary, queues: readonly string[], exp
       ];
     }),
   );
+}
+
+/**
+ * What wakes each queue in an idle version, what a schedule queue's job waits there (the schedule's
+ * period, at most), and each queue's first job's wait in this run.
+ */
+function wakeUpNote(config: TaskworkerConfig, firstWaits: Readonly<Record<string, number>>, asDeployed: boolean): string {
+  const names = (mode: string) => config.queues.filter((q) => q.wakeUp === mode).map((q) => q.name);
+  const doorbell = names('doorbell');
+  const schedule = config.queues.filter((q) => q.wakeUp === 'schedule');
+  const periodS = SCHEDULE_PERIOD_MS / 1000;
+  const lines = ['wake-up in an idle version:'];
+  if (doorbell.length > 0) lines.push(`  ${doorbell.join(', ')}: a doorbell (the queue's SQS trigger starts a dispatcher at once)`);
+  for (const q of schedule) {
+    lines.push(
+      `  ${q.name}: the schedule (wakeUp 'schedule', SLA ${q.slaSeconds} s): a job waits for the next scheduled dispatcher, up to ${periodS} s`,
+    );
+  }
+  const waits = config.queues.map((q) => `${q.name} ${firstWaits[q.name] === undefined ? '–' : formatMs(firstWaits[q.name] as number)}`);
+  lines.push(
+    `first job's wait in this run: ${waits.join(' · ')} ` +
+      (asDeployed
+        ? `(invoked as deployed: doorbells, and the schedule every ${periodS} s)`
+        : '(the dispatchers listened throughout; npm start -- --as-deployed shows the idle wait)'),
+  );
+  return lines.join('\n');
 }
 
 function archiveList(jobs: readonly JobReport[]): string {

@@ -87,5 +87,11 @@ describe('npm start (taskworker demo)', () => {
     // 150 notifications and one send-order-confirmation for each of the 3 orders.placed events.
     expect(result.out).toMatch(/high_priority\s+153\s+153/);
     expect(result.out).toMatch(/demo-order-2-placed\s+succeeded\s+succeeded/);
+    // What wakes each queue when idle, the schedule's wait, and each queue's first job's wait in the run.
+    expect(result.out).toContain('high_priority, default: a doorbell');
+    expect(result.out).toContain(
+      "low_priority: the schedule (wakeUp 'schedule', SLA 300 s): a job waits for the next scheduled dispatcher, up to 60 s",
+    );
+    expect(result.out).toMatch(/first job's wait in this run: high_priority [\d.]+ m?s · default [\d.]+ m?s · low_priority [\d.]+ m?s/);
   }, 150_000);
 });
