@@ -97,6 +97,8 @@ export async function devCommand(argv: string[]): Promise<void> {
       announce();
     },
     onDispatcherStart: () => announce(),
+    // A container started because the others were busy, stopped again after it idled: the count changed.
+    onDispatcherRetired: () => announce(),
   });
   ready = stack;
   announce();

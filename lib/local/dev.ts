@@ -82,8 +82,10 @@ export interface LocalStackOptions {
   readonly onDispatcherError?: (message: string, dispatcher: number) => void;
   /** A dispatcher process ended while the stack ran: how, what it held, and its replacement if any. */
   readonly onDispatcherExit?: (exit: DispatcherExit) => void;
-  /** A dispatcher process was started (at the start, as a replacement, or after a reload). */
+  /** A dispatcher process was started (at the start, as a replacement, after a reload, or for an invocation that found the others busy). */
   readonly onDispatcherStart?: (dispatcher: number) => void;
+  /** `on-demand`: a container started for an invocation that found the others busy was stopped after it idled (no death). */
+  readonly onDispatcherRetired?: (dispatcher: number) => void;
   /** Fire the config's `schedules` (as EventBridge Scheduler does in AWS). @defaultValue true */
   readonly schedules?: boolean;
   /** A schedule sent a tick. */
@@ -351,6 +353,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (onDemand) containers.add(child, fn);
     child.once('exit', (code, signal) => {
       containers.exited(child);
+      if (retired.has(child) && !stopping) options.onDispatcherRetired?.(index);
       if (stopping || retired.has(child)) return;
       deaths += 1;
       const held = [...holding.values()];

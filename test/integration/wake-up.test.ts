@@ -133,11 +133,16 @@ export default {
     );
     writeFileSync(join(dir, 'tasks', 'quick.ts'), "export default { name: 'quick', queue: 'urgent', timeLimitSeconds: 2, run() {} };\n");
     const invocations: DispatcherSummary[] = [];
+    const started: number[] = [];
+    const retired: number[] = [];
     stack = await startLocalStack({
       configFile,
       invocations: 'on-demand',
       schedulePeriodMs: 3_600_000,
+      idleContainerMs: 2_000,
       onInvocation: (summary) => invocations.push(summary),
+      onDispatcherStart: (index) => started.push(index),
+      onDispatcherRetired: (index) => retired.push(index),
     });
     const local = stack;
     await eventually('the first scheduled invocation to end', () => invocations.length >= 1);
@@ -160,8 +165,13 @@ export default {
 
     const [slowJob, quickJob] = await Promise.all([local.jobs.get(slow.jobId), local.jobs.get(quick.jobId)]);
     expect(quickJob?.firstStartedAt).toBeLessThan(slowJob?.finishedAt as number);
-    // Two doorbell invocations at once, the second on a container started for it (the busy one was not reused).
+    // Two doorbell invocations, the second on a container started for it (the busy one was not reused):
+    // the dispatcher's and the doorbell's containers started up front, and one more.
     expect(local.invocationsByFunction()['doorbell-urgent']).toBe(2);
-    expect(local.containersByFunction()['doorbell-urgent']).toBe(2);
+    expect(started).toHaveLength(3);
+    // Idle, the one started on demand is stopped again (no death, no replacement); the one started up front stays.
+    await eventually('the container started for the quick job to be stopped once idle', () => retired.length === 1);
+    expect(local.containersByFunction()).toEqual({ dispatcher: 1, 'doorbell-urgent': 1 });
+    expect(local.deaths()).toBe(0);
   }, 90_000);
 });
