@@ -5,10 +5,10 @@ import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
 import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS } from './dev-console';
 import { watchSources } from './dev-watch';
-import { announceLocalStack, clearDevState, findConfigFile, integerOption, UsageError } from './shared';
+import { announceLocalStack, clearDevState, findConfigFile, integerOption, readDevState, UsageError } from './shared';
 
 export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N] [--watch]
-               [--always-on] [--sqs-port P] [--dynamodb-port P] [--log-level LEVEL]
+               [--always-on] [--sqs-port P] [--dynamodb-port P] [--join DIR] [--log-level LEVEL]
                [--log-format pretty|json] [--log-file FILE] [--quiet]
   Starts the SQS and DynamoDB emulators in this process, creates the version's queues, and runs
   the same handler Lambda runs, invoked as in AWS: by a schedule every minute (N dispatcher
@@ -19,7 +19,9 @@ export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--versio
   dies is replaced.
   Prints each batch, each failed attempt and the dispatchers' log lines at --log-level (ERROR)
   and above; every log line from INFO up goes as JSON to --log-file (.taskworker/dev.log).
-  --watch rebuilds and restarts the dispatchers when a task or the config changes. Ctrl-C stops it.`;
+  --watch rebuilds and restarts the dispatchers when a task or the config changes. --join DIR runs
+  this app on the emulators of the taskworker dev running in DIR (another app: its events reach
+  this app's subscribers, as on AWS); stopping this one leaves them running. Ctrl-C stops it.`;
 
 export async function devCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -31,6 +33,7 @@ export async function devCommand(argv: string[]): Promise<void> {
       dispatchers: { type: 'string' },
       'sqs-port': { type: 'string' },
       'dynamodb-port': { type: 'string' },
+      join: { type: 'string' },
       'log-level': { type: 'string', default: 'ERROR' },
       'log-format': { type: 'string', default: 'pretty' },
       'log-file': { type: 'string', default: '.taskworker/dev.log' },
@@ -44,6 +47,7 @@ export async function devCommand(argv: string[]): Promise<void> {
   const sqsPort = values['sqs-port'] === undefined ? undefined : integerOption('--sqs-port', values['sqs-port'], 0, 0, 65535);
   const dynamodbPort =
     values['dynamodb-port'] === undefined ? undefined : integerOption('--dynamodb-port', values['dynamodb-port'], 0, 0, 65535);
+  const join = values.join === undefined ? undefined : joinedEmulators(values.join, sqsPort ?? dynamodbPort);
   const level = (values['log-level'] ?? 'ERROR').toUpperCase() as ConsoleLevel;
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level ${values['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
   const format = values['log-format'];
@@ -67,6 +71,7 @@ export async function devCommand(argv: string[]): Promise<void> {
     invocations: values['always-on'] ? 'back-to-back' : 'on-demand',
     ...(sqsPort !== undefined ? { sqsPort } : {}),
     ...(dynamodbPort !== undefined ? { dynamodbPort } : {}),
+    ...(join ? { join } : {}),
     // The file keeps INFO and up whatever the console shows.
     logLevel: LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf('INFO') ? level : 'INFO',
     onOutput: (line, index) => {
@@ -153,4 +158,12 @@ export async function devCommand(argv: string[]): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+}
+
+/** `--join DIR`: the emulators of the taskworker dev running in DIR (or above it). */
+function joinedEmulators(dir: string, port: number | undefined): { sqsEndpoint: string; dynamodbEndpoint: string } {
+  if (port !== undefined) throw new UsageError("--join uses the other dev's emulators: give it without --sqs-port and --dynamodb-port");
+  const state = readDevState(dir);
+  if (!state) throw new UsageError(`--join ${JSON.stringify(dir)}: no taskworker dev is running there (start one in that directory first)`);
+  return { sqsEndpoint: state.sqsEndpoint, dynamodbEndpoint: state.dynamodbEndpoint };
 }

@@ -38,6 +38,13 @@ export interface LocalStackOptions {
   readonly dispatchers?: number;
   readonly sqsPort?: number;
   readonly dynamodbPort?: number;
+  /**
+   * The emulators of another running stack (a second app beside the first, `taskworker dev
+   * --join DIR`): none are started here, and stopping this stack leaves them running. Its queues,
+   * tables, topic and subscriptions are created on them, so one app's events reach the other's
+   * subscribers as on AWS.
+   */
+  readonly join?: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string };
   /** @defaultValue 'us-east-1' */
   readonly region?: string;
   /** Dispatcher log level. @defaultValue 'WARN' */
@@ -201,10 +208,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let build = await buildInto(options);
   let emulators: Emulators;
   try {
-    emulators = await startEmulators({
-      ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
-      ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
-    });
+    emulators = options.join
+      ? { ...options.join, stop: async () => {} }
+      : await startEmulators({
+          ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
+          ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
+        });
   } catch (error) {
     // Nothing may be left behind by a start that failed: not the build, not half the emulators.
     await rm(build.dir, { recursive: true, force: true });
