@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SnsEventBus } from '../adapters/sns';
@@ -224,12 +225,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
   // fauxqs serves SNS on its SQS endpoint: the version's event topic and subscriptions live there.
   const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
+  // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
+  const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
   const { urls, tables, jobs, stats, queues, controls, events } = await provisionVersion({
     bundle: build.bundle,
     version,
     sqs,
     dynamo,
     sns,
+    s3,
   });
   // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
   const controlsCache = new ControlsCache(controls, () => Date.now());
@@ -239,6 +243,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     AWS_DEFAULT_REGION: region,
     AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
     AWS_ENDPOINT_URL_SNS: emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_S3: emulators.sqsEndpoint,
     AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
     ...LOCAL_CREDENTIALS,
   };
@@ -266,6 +271,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       urls,
       jobs,
       events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: eventBus },
+      payloads: { s3: { client: s3 } },
     });
   let publisher = publisherFor(build.bundle);
 

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
@@ -6,11 +7,13 @@ import type { DynamoControlStore } from '../adapters/dynamo-controls';
 import type { DynamoLimitStore } from '../adapters/dynamo-limits';
 import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
+import { createPayloadBucket } from '../adapters/s3-admin';
 import { SnsEventBus } from '../adapters/sns';
 import { createVersionEvents, type VersionEvents } from '../adapters/sns-admin';
 import { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
 import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../invocation/dispatcher-runtime';
+import { payloadBucketNear } from '../layout/payloads';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import { SHARED_PROCESS } from '../run/memory-guard';
@@ -33,6 +36,8 @@ export interface ProvisionedVersion {
   readonly publisher: Publisher;
   /** The version's event topic and its queues' subscriptions, when provisioned with SNS. */
   readonly events?: VersionEvents;
+  /** The version's payload bucket (claim checks), when provisioned with S3. */
+  readonly payloadBucket?: string;
   /**
    * A dispatcher in this process on the version: the real runtime, adapters and thread pool. It
    * shares the process, so its memory guard is off. `sqs`/`dynamo` replace the clients it uses
@@ -62,6 +67,12 @@ export async function provisionVersion(options: {
   readonly dynamo: DynamoDBClient;
   /** SNS (fauxqs's, on the SQS endpoint): the version's event topic and its queues' subscriptions are created on it. */
   readonly sns?: SNSClient;
+  /**
+   * S3 (fauxqs's, on the SQS endpoint): the version's payload bucket is created on it
+   * (`<app>-<version>-000000000000-<region>`, from the queue URLs as in AWS), and the publisher and
+   * in-process dispatchers keep and read large payloads there.
+   */
+  readonly s3?: S3Client;
   /** Whether the publisher writes `queued` records. @defaultValue true */
   readonly recordQueued?: boolean;
 }): Promise<ProvisionedVersion> {
@@ -78,6 +89,11 @@ export async function provisionVersion(options: {
   const events = options.sns
     ? await createVersionEvents(options.sns, options.sqs, bundle.config, version, bundle.registry, urls)
     : undefined;
+  const payloadBucket = options.s3
+    ? payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, bundle.config.app, version)
+    : undefined;
+  if (options.s3 && payloadBucket) await createPayloadBucket(options.s3, payloadBucket);
+  const payloads = options.s3 && payloadBucket ? { bucket: payloadBucket, s3: { client: options.s3 } } : undefined;
   return {
     version,
     bundle,
@@ -88,6 +104,7 @@ export async function provisionVersion(options: {
     controls,
     queues,
     ...(events ? { events } : {}),
+    ...(payloadBucket ? { payloadBucket } : {}),
     publisher: new Publisher({
       config: bundle.config,
       version,
@@ -98,6 +115,7 @@ export async function provisionVersion(options: {
       ...(options.sns
         ? { events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: new SnsEventBus({ client: options.sns }) } }
         : {}),
+      ...(payloads ? { payloads } : {}),
     }),
     dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).
@@ -109,6 +127,7 @@ export async function provisionVersion(options: {
         sqs: { client: sqs ?? options.sqs },
         ...(tracked ? { tracking: wrapJobs && tracking.jobs ? { ...tracking, jobs: wrapJobs(tracking.jobs) } : tracking } : {}),
         memory: SHARED_PROCESS,
+        ...(payloads ? { payloads } : {}),
         ...rest,
       });
     },
