@@ -139,9 +139,11 @@ describe('taskworker dev, used from other shells', () => {
       30_000,
     );
     expect(err).toMatch(/starting dispatcher \d+ in 0\.5 s/);
+    // Replaced: the configured containers are alive again. (A container the local Lambda service
+    // started for a busy moment may be alive beside them until it idles out, so at least two.)
     await eventually(
       'two dispatchers alive again',
-      () => (JSON.parse(run(project, ['status', '--json']).stdout) as { localDispatchers: { alive: number } }).localDispatchers.alive === 2,
+      () => (JSON.parse(run(project, ['status', '--json']).stdout) as { localDispatchers: { alive: number } }).localDispatchers.alive >= 2,
       30_000,
     );
     const status = JSON.parse(run(project, ['status', '--json']).stdout) as { localDispatchers: { died: number } };
