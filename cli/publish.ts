@@ -9,12 +9,22 @@ import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskDefinition } from '../lib/tasks/task';
 import { MAX_SCHEDULE_SECONDS } from '../lib/track/due';
 import { JOB_ID_PATTERN, MAX_DEPENDENCIES, MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../lib/wire/envelope';
-import { dateOption, findConfigFile, integerOption, jsonOption, quoted, UsageError, useLocalEndpointsIfRunning } from './shared';
+import {
+  dateOption,
+  findConfigFile,
+  integerOption,
+  jsonOption,
+  jsonOrFileOption,
+  quoted,
+  UsageError,
+  useLocalEndpointsIfRunning,
+} from './shared';
 
-export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]
+export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON|@FILE [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]
                    [--id ID] [--depends-on ID,ID] [--on-dependency-failure fail|ignore] [--tag T]...
                    [--version V] [--config FILE] [--json]
-  Publishes one task, now or later (--delay seconds up to a year, or --at a time). With --depends-on it
+  Publishes one task, now or later. --payload @FILE reads the payload's JSON from FILE; one over the config's
+  payloads.offloadAboveBytes (200 KB) goes to the version's S3 bucket, the message carrying a pointer (up to 10 MiB). (--delay seconds up to a year, or --at a time). With --depends-on it
   waits until those jobs have ended (and is archived if one did not succeed, unless
   --on-dependency-failure ignore). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
   in this directory, else to AWS. Without --queue, the task's own queue (read from its module).`;
@@ -56,7 +66,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
   // delay, as every publisher does): `jobs show` finds it, `jobs cancel` cancels a later one, and a job published next
   // may name it in --depends-on.
   const publisher = new Publisher({ config, version, tasks, recordQueued: true });
-  const published = await publisher.publish(task, jsonOption('--payload', values.payload, null), {
+  const published = await publisher.publish(task, jsonOrFileOption('--payload', values.payload, null), {
     ...(values.queue !== undefined ? { queue: values.queue } : {}),
     ...(values.delay !== undefined ? { delaySeconds: integerOption('--delay', values.delay, 0, 0, MAX_SCHEDULE_SECONDS) } : {}),
     ...(values.at !== undefined ? { runAt: dateOption('--at', values.at) } : {}),

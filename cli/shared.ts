@@ -122,6 +122,8 @@ export function useLocalEndpointsIfRunning(): DevState | undefined {
   process.env.AWS_ENDPOINT_URL_SQS ??= state.sqsEndpoint;
   // fauxqs serves SNS on the same endpoint (taskworker emit).
   process.env.AWS_ENDPOINT_URL_SNS ??= state.sqsEndpoint;
+  // And S3: the version's payload bucket, where a payload too large for a message goes.
+  process.env.AWS_ENDPOINT_URL_S3 ??= state.sqsEndpoint;
   process.env.AWS_ENDPOINT_URL_DYNAMODB ??= state.dynamodbEndpoint;
   process.env.AWS_REGION ??= state.region;
   process.env.AWS_ACCESS_KEY_ID ??= 'local';
@@ -142,6 +144,27 @@ export function jsonOption(name: string, text: string | undefined, fallback: unk
     return JSON.parse(text);
   } catch (error) {
     throw new UsageError(`${name} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * A JSON option that may name a file instead (`@FILE`, read against the working directory): large
+ * payloads do not fit a command line. Names the option and the file on error.
+ */
+export function jsonOrFileOption(name: string, text: string | undefined, fallback: unknown): unknown {
+  if (text === undefined || !text.startsWith('@')) return jsonOption(name, text, fallback);
+  const file = text.slice(1);
+  if (file.length === 0) throw new UsageError(`${name} @: expected a file name after @`);
+  let contents: string;
+  try {
+    contents = readFileSync(resolve(process.cwd(), file), 'utf8');
+  } catch (error) {
+    throw new UsageError(`${name} ${text}: cannot read ${quoted(file)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  try {
+    return JSON.parse(contents);
+  } catch (error) {
+    throw new UsageError(`${name} ${text}: ${quoted(file)} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
