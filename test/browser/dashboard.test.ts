@@ -345,7 +345,9 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
       const shown = await until(
         async () => {
           const list = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
-          return ids.every((id) => list.some(([job]) => job === id)) ? list : undefined;
+          // Until the list is this tab's: right after the click the rows may still be the last tab's
+          // (a tab that lists nothing would otherwise pass on the previous tab's rows).
+          return ids.every((id) => list.some(([job]) => job === id)) && list.every(([, s]) => s === state) ? list : undefined;
         },
         `the ${state} tab to list ${ids.join(', ')}`,
       );
