@@ -2,6 +2,7 @@ import { VirtualClock } from '../clock';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
 import { eventRoutes } from '../events/routes';
 import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
+import { MemoryPayloadStore } from '../fakes/memory-payloads';
 import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
 import { createInvocation } from '../invocation/invocation';
@@ -115,6 +116,8 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
   const jobs = new MemoryJobStore({ historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays });
   const stats = new MemoryStatsStore();
   const reports: BatchReport[] = [];
+  // Large payloads go to an in-memory bucket, as the deployed version's go to S3 (claim checks).
+  const payloads = { store: new MemoryPayloadStore(), bucket: `${config.app}-test-payloads` };
   const invocation = createInvocation({
     config,
     registry,
@@ -127,6 +130,7 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     workerId: 'test-system',
     observer: { onBatch: (report) => reports.push(report) },
     tracking: { version: 'test', jobs, stats },
+    payloads,
   });
   const events = new MemoryEventBus(sqs, urls, eventRoutes(config, 'test', registry));
   const publisher = new Publisher({
@@ -138,6 +142,7 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     jobs,
     clock,
     events: { topicArn: memoryTopicArn(config.app, 'test'), bus: events },
+    payloads,
   });
   const messagesLeft = async () => {
     let messages = 0;
