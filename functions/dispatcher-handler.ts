@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import * as S3 from '@aws-sdk/client-s3';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { trackingFor } from '../lib/adapters/dynamo-tracking';
@@ -53,8 +52,12 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       logger: structured(logger),
       tracking,
       ...(urls ? { urls } : {}),
-      // Bundled with the artifact like the other clients; the bucket defaults to the one the queue URLs name.
-      payloads: { sdk: S3, ...(env.TASKWORKER_PAYLOAD_BUCKET ? { bucket: env.TASKWORKER_PAYLOAD_BUCKET } : {}) },
+      // Bundled with the artifact like the other clients, and evaluated only when a claim check first
+      // comes (it would add to every cold start); the bucket defaults to the one the queue URLs name.
+      payloads: {
+        sdk: () => require('@aws-sdk/client-s3'),
+        ...(env.TASKWORKER_PAYLOAD_BUCKET ? { bucket: env.TASKWORKER_PAYLOAD_BUCKET } : {}),
+      },
       observer: combineObservers(metrics.observer, options.observer),
       ...(doorbells ? { doorbells } : {}),
       ...(options.launcher

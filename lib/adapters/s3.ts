@@ -37,13 +37,14 @@ export class S3PayloadStore implements PayloadStore {
   private sdk: typeof S3 | undefined;
   private made: S3.S3Client | undefined;
 
-  /** `sdk`: the loaded `@aws-sdk/client-s3` module, for a bundle that imports it itself. */
+  /**
+   * `sdk`: how a bundle that carries `@aws-sdk/client-s3` itself loads it, called on first use (so a
+   * dispatcher that never sees a claim check never evaluates it).
+   */
   constructor(
     private readonly option: S3ClientOption = {},
-    sdk?: typeof S3,
-  ) {
-    this.sdk = sdk;
-  }
+    private readonly sdkLoader?: () => typeof S3,
+  ) {}
 
   /** The client, made (and the SDK loaded) on first use. */
   get s3(): S3.S3Client {
@@ -82,7 +83,7 @@ export class S3PayloadStore implements PayloadStore {
   }
 
   private load(): typeof S3 {
-    this.sdk ??= loadS3();
+    this.sdk ??= this.sdkLoader ? this.sdkLoader() : loadS3();
     return this.sdk;
   }
 }

@@ -59,7 +59,7 @@ export interface DispatcherRuntimeOptions {
   /**
    * Claim-checked payloads: the version's bucket (`TASKWORKER_PAYLOAD_BUCKET`; by default
    * `<app>-<version>-<account>-<region>` from the queue URLs) and where to read it: S3 (`s3` configures
-   * its client, `sdk` is the loaded `@aws-sdk/client-s3` for a bundle that imports it) or another
+   * its client, `sdk` loads `@aws-sdk/client-s3` for a bundle that carries it) or another
    * {@link PayloadStore}.
    */
   readonly payloads?: {
