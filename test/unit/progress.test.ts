@@ -17,11 +17,16 @@ describe('ctx.progress', () => {
       timeLimitSeconds: 5,
       async run(_payload, ctx) {
         for (let i = 0; i < 200; i++) ctx.progress({ done: i + 1, of: 200 });
-        await new Promise((r) => setTimeout(r, 100));
+        // Until the progress write lands (real time, at most 4 s): the world's dispatcher loop runs
+        // on a virtual clock in this same process and can hold the event loop, so a fixed sleep
+        // sometimes ended before the write's timer had a turn (a flake, not the write missing).
+        for (let waited = 0; waited < 4000 && (await w.jobs.get('p'))?.progress === undefined; waited += 20) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
         return 'ok';
       },
     };
-    const w = world(
+    const w: ReturnType<typeof world> = world(
       [chatty],
       { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking: 'full' }] },
       { tracked: true },
