@@ -44,6 +44,8 @@ describe('taskworker schedules', () => {
           { name: 'high_priority', priority: 3 },
         ],
         schedules: [{ name: 'nightly', task: 'rebuild-index', cron: '0 3 * * 8' }],
+        // The example tasks include subscribers of orders.placed: their app declares it.
+        events: [{ name: 'orders.placed' }],
       }),
     );
     const out = await cli('schedules', '--config', config);
