@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { TaskworkerConfig } from '../config';
 import { ConfigError } from '../errors';
 import { BUCKET_NAME_PATTERN, type PayloadRef } from '../wire/payload-ref';
 
@@ -69,7 +68,11 @@ export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined): 
  * with its payload) nor than the longest a message waits in its queue. An object whose job
  * succeeded or was cancelled is deleted at once; this is for the rest.
  */
-export function payloadExpiryDays(config: Pick<TaskworkerConfig, 'tracking' | 'queues'>): number {
+export function payloadExpiryDays(config: {
+  // Structural (the config module imports this one's default threshold, so no import back).
+  readonly tracking: { readonly jobRetentionDays: number };
+  readonly queues: ReadonlyArray<{ readonly retentionSeconds: number }>;
+}): number {
   const longestQueueDays = Math.max(...config.queues.map((q) => Math.ceil(q.retentionSeconds / 86_400)));
   return Math.max(config.tracking.jobRetentionDays, ARCHIVE_RETENTION_DAYS, longestQueueDays + 1);
 }
