@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import { accountAndRegionOf } from '../layout/queue-url';
 import { EVENT_NAME_PATTERN } from '../wire/event-ref';
 
 /** An event this app emits (config `events`): `publisher.emit(name, payload)` checks its payload with `validate` before anything is sent. */
@@ -119,19 +120,10 @@ export function eventTopicName(app: string, version: string): string {
   return `${app}-${version}-events`;
 }
 
-/**
- * The topic ARN of `app`'s `version` in the account and region of a queue URL
- * (`https://sqs.<region>.amazonaws.com/<account>/<name>`, or an emulator's
- * `http://sqs.<region>.localhost:<port>/<account>/<name>`): a publisher finds its topic from the
- * queue it already resolves, with no call and no permission more.
- */
+/** The topic ARN of `app`'s `version` in the account and region of one of its queue URLs (see {@link accountAndRegionOf}). */
 export function topicArnNear(queueUrl: string, app: string, version: string): string {
-  const url = new URL(queueUrl);
-  const account = url.pathname.split('/').filter((p) => p.length > 0)[0];
-  const region = /^sqs\.([a-z0-9-]+)\./.exec(url.hostname)?.[1] ?? /^([a-z0-9-]+)\.queue\./.exec(url.hostname)?.[1];
-  if (!account || !/^\d{12}$/.test(account) || !region) {
-    throw new ConfigError('topicArn', queueUrl, 'a queue URL naming a region and account, or an explicit events.topicArn');
-  }
-  const partition = region.startsWith('cn-') ? 'aws-cn' : region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
-  return `arn:${partition}:sns:${region}:${account}:${eventTopicName(app, version)}`;
+  const at = accountAndRegionOf(queueUrl);
+  if (!at) throw new ConfigError('topicArn', queueUrl, 'a queue URL naming a region and account, or an explicit events.topicArn');
+  const partition = at.region.startsWith('cn-') ? 'aws-cn' : at.region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
+  return `arn:${partition}:sns:${at.region}:${at.account}:${eventTopicName(app, version)}`;
 }

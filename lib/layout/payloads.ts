@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors';
 import { BUCKET_NAME_PATTERN, type PayloadRef } from '../wire/payload-ref';
+import { accountAndRegionOf } from './queue-url';
 
 /** Every claim-checked payload's key starts here, in the version's bucket: the dispatcher reads nothing else. */
 export const PAYLOAD_PREFIX = 'payloads/';
@@ -32,13 +33,9 @@ export function payloadBucketName(app: string, version: string, account: string,
  * Throws {@link ConfigError} naming `payloads.bucket` for a URL that names neither (an emulator's).
  */
 export function payloadBucketNear(queueUrl: string, app: string, version: string): string {
-  const url = new URL(queueUrl);
-  const account = url.pathname.split('/').filter((p) => p.length > 0)[0];
-  const region = /^sqs\.([a-z0-9-]+)\./.exec(url.hostname)?.[1] ?? /^([a-z0-9-]+)\.queue\./.exec(url.hostname)?.[1];
-  if (!account || !/^\d{12}$/.test(account) || !region) {
-    throw new ConfigError('payloads.bucket', queueUrl, 'a queue URL naming a region and account, or an explicit payloads.bucket');
-  }
-  const name = payloadBucketName(app, version, account, region);
+  const at = accountAndRegionOf(queueUrl);
+  if (!at) throw new ConfigError('payloads.bucket', queueUrl, 'a queue URL naming a region and account, or an explicit payloads.bucket');
+  const name = payloadBucketName(app, version, at.account, at.region);
   if (!BUCKET_NAME_PATTERN.test(name)) throw new ConfigError('payloads.bucket', name, 'a valid S3 bucket name');
   return name;
 }
