@@ -234,6 +234,10 @@ function decodedRef(ref: PayloadRef): PayloadRef {
 
 /** A task envelope's `event`: the event a subscriber's job runs for. */
 function decodeEventRef(value: unknown): EventRef {
+  if (typeof value === 'string') {
+    // A careless publisher's event envelope with a task added: say which, not what a ref looks like.
+    throw new EnvelopeError('bad-event', `a body names a task or an event, not both (task and event ${preview(value)})`, 'event');
+  }
   const f = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
   const ok =
     f !== undefined &&

@@ -77,9 +77,11 @@ describe('events on the dispatcher (fakes)', () => {
     );
     await w.send('routine', created('e-4'));
     await w.send('urgent', JSON.stringify({ event: 'Orders Created!', payload: {} }));
+    await w.send('urgent', JSON.stringify({ task: 'send-receipt', event: 'orders.created', payload: {} }));
     await w.run();
     expect(w.runs).toHaveLength(0);
-    const reasons = w.sqs.peek(w.urls.archive).map((m) => readArchiveRecord(m.attributes)?.reason);
-    expect(reasons.sort()).toEqual(['malformed', 'no-subscriber']);
+    const records = w.sqs.peek(w.urls.archive).map((m) => readArchiveRecord(m.attributes));
+    expect(records.map((r) => r?.reason).sort()).toEqual(['malformed', 'malformed', 'no-subscriber']);
+    expect(records.map((r) => r?.detail)).toContainEqual(expect.stringContaining('a body names a task or an event, not both'));
   });
 });
