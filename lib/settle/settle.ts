@@ -142,8 +142,11 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   const url = deps.urls.queues[queue.name] as string;
   let retries = 0;
   const notSent = new Set<string>();
-  // Entry ids are message ids, or `<message id>_<i>` for a split event's copies.
-  const messageOf = (entryId: string) => entryId.replace(/_\d+$/, '');
+  // Entry ids are message ids, except a split event's copies: each is mapped to its event's message.
+  const splitCopies = new Map(
+    state.decisions.flatMap((d) => (d.kind === 'split' ? d.copies.map((c): [string, string] => [c.id, d.message.messageId]) : [])),
+  );
+  const messageOf = (entryId: string) => splitCopies.get(entryId) ?? entryId;
   const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
     for (let i = 0; i < entries.length; i += SEND_BATCH_ENTRIES) {
       const sent = await callWithEntryRetries(
