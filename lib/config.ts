@@ -68,7 +68,19 @@ export interface QueueConfigInput {
   readonly wakeUp?: WakeUpMode;
   /** Fleet-wide limits for all the queue's jobs together (lib/track/limits.ts). */
   readonly limits?: Limits;
+  /**
+   * The message formats this queue's dispatchers read: `taskworker` (envelope v1) and, for a
+   * migration, `celery` (Celery's protocol v2 as its SQS transport sends it, lib/wire/celery.ts).
+   * A Celery message on a queue that does not accept it is archived, naming this setting.
+   * `taskworker` is always among them: a Celery job's retried, delayed and archived copies are envelopes.
+   * @defaultValue ['taskworker']
+   */
+  readonly accept?: readonly MessageFormat[];
 }
+
+/** Message formats a queue may accept: see {@link QueueConfigInput.accept}. */
+export const MESSAGE_FORMATS = ['taskworker', 'celery'] as const;
+export type MessageFormat = (typeof MESSAGE_FORMATS)[number];
 
 /** How an idle version wakes for a queue: see {@link QueueConfigInput.wakeUp}. */
 export const WAKE_UP_MODES = ['doorbell', 'schedule'] as const;
@@ -194,6 +206,7 @@ export const QUEUE_DEFAULTS = {
   slaSeconds: 60,
   retentionSeconds: 345_600,
   tracking: 'full',
+  accept: ['taskworker'],
 } as const satisfies Omit<QueueConfig, 'name' | 'priority' | 'wakeUp'>;
 
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
@@ -320,8 +333,19 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
       q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600)),
       WAKE_UP_MODES,
     ),
+    accept: q.accept === undefined ? d.accept : resolveAccept(`${path}.accept`, q.accept),
     ...withLimits(resolveLimits(q.limits, `${path}.limits`)),
   };
+}
+
+function resolveAccept(field: string, value: unknown): readonly MessageFormat[] {
+  const expected = `a non-empty list of distinct formats from ${MESSAGE_FORMATS.join(', ')}`;
+  if (!Array.isArray(value) || value.length === 0 || new Set(value).size !== value.length) throw new ConfigError(field, value, expected);
+  for (const format of value) oneOf(field, format, MESSAGE_FORMATS);
+  // A Celery job's delayed, requeued and archived copies are envelopes: every queue reads its own.
+  if (!value.includes('taskworker'))
+    throw new ConfigError(field, value, `a list that keeps 'taskworker' (the dispatcher's own copies are envelopes)`);
+  return [...value];
 }
 
 function withLimits(limits: Limits | undefined): { limits?: Limits } {
