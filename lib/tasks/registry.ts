@@ -12,8 +12,20 @@ import type { TaskDefinition, TaskRegistry } from './task';
  */
 export function createRegistry(definitions: readonly TaskDefinition[], config: TaskworkerConfig): TaskRegistry {
   const registry = new Map<string, TaskDefinition>();
+  const celeryNames = new Map<string, string>();
   for (const def of definitions) {
     if (registry.has(def.name)) throw new TaskDefinitionError(def.name, 'name', def.name, 'a name no other task module uses');
+    if (def.celeryName !== undefined) {
+      const other = celeryNames.get(def.celeryName);
+      if (other)
+        throw new TaskDefinitionError(
+          def.name,
+          'celeryName',
+          def.celeryName,
+          `a Celery name no other task answers to (task ${other} does)`,
+        );
+      celeryNames.set(def.celeryName, def.name);
+    }
     const queue = config.queues.find((q) => q.name === def.queue);
     if (!queue) {
       throw new TaskDefinitionError(

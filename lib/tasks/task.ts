@@ -97,6 +97,18 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * in the config's `events` or received through its `subscriptions`.
    */
   readonly on?: string | readonly string[];
+  /**
+   * The Celery task name this task answers to on a queue that accepts Celery's messages
+   * (`accept: ['taskworker', 'celery']`): a Celery `send_task('tasks.add', ...)` runs this task,
+   * with the message's kwargs as the payload. Unique across the app's tasks. See README, Migrating from Celery.
+   */
+  readonly celeryName?: string;
+  /**
+   * The payload keys of a Celery message's positional args, in order (`['order', 'amount']` reads
+   * `args=[7, 9.5]` as `{ order: 7, amount: 9.5 }`, merged with its kwargs). Without it a message
+   * with positional args is archived. Needs `celeryName`.
+   */
+  readonly celeryArgs?: readonly string[];
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -114,8 +126,17 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly limits?: Limits;
   /** The events it subscribes to (empty: none). */
   readonly on: readonly string[];
+  /** The Celery task name it answers to, if any. */
+  readonly celeryName?: string;
+  /** The payload keys of a Celery message's positional args, if declared. */
+  readonly celeryArgs?: readonly string[];
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
+
+/** Celery task names a task may answer to: 1..200 printable ASCII characters (Python's dotted paths and more). */
+export const CELERY_NAME_PATTERN = /^[\x21-\x7e]{1,200}$/;
+/** The most positional args a task may map. */
+export const MAX_CELERY_ARGS = 32;
 
 /** A string marker, not a symbol or class, so definitions from another bundle's copy of the library still count. */
 const TASK_KIND = 'taskworker.task';
@@ -166,6 +187,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   if (!Array.isArray(on) || on.some((e) => typeof e !== 'string' || !EVENT_NAME_PATTERN.test(e)) || new Set(on).size !== on.length) {
     throw new TaskDefinitionError(name, 'on', o.on, 'an event name or a list of distinct event names (e.g. "orders.created")');
   }
+  const celery = celeryOptions(name, o);
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -182,10 +204,35 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     on: [...on],
     run: o.run,
     ...(limits ? { limits } : {}),
+    ...celery,
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     ...(o.onArchived ? { onArchived: o.onArchived } : {}),
   };
+}
+
+/** A task's `celeryName` and `celeryArgs`, validated. */
+function celeryOptions(name: string, o: Partial<TaskOptions>): Pick<TaskDefinition, 'celeryName' | 'celeryArgs'> {
+  const { celeryName, celeryArgs } = o;
+  if (celeryName !== undefined && (typeof celeryName !== 'string' || !CELERY_NAME_PATTERN.test(celeryName))) {
+    throw new TaskDefinitionError(name, 'celeryName', celeryName, 'a Celery task name: 1..200 printable ASCII characters, no spaces');
+  }
+  if (celeryArgs === undefined) return celeryName !== undefined ? { celeryName } : {};
+  if (celeryName === undefined) throw new TaskDefinitionError(name, 'celeryArgs', celeryArgs, 'no celeryArgs without a celeryName');
+  if (
+    !Array.isArray(celeryArgs) ||
+    celeryArgs.length > MAX_CELERY_ARGS ||
+    celeryArgs.some((key) => typeof key !== 'string' || key.length === 0 || key.length > 128) ||
+    new Set(celeryArgs).size !== celeryArgs.length
+  ) {
+    throw new TaskDefinitionError(
+      name,
+      'celeryArgs',
+      celeryArgs,
+      `a list of at most ${MAX_CELERY_ARGS} distinct payload keys (1..128 characters)`,
+    );
+  }
+  return { celeryName, celeryArgs: [...celeryArgs] };
 }
 
 /** Registered tasks by name: the only code a message can ever reach. */
