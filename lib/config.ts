@@ -148,6 +148,23 @@ export interface PayloadsConfigInput {
 
 export type PayloadsConfig = Required<PayloadsConfigInput>;
 
+/** How a job's consumer span relates to its publisher's span (lib/trace/consumer.ts). */
+export const TRACE_PARENT_MODES = ['link', 'child'] as const;
+export type TraceParentMode = (typeof TRACE_PARENT_MODES)[number];
+
+/** Traces (OpenTelemetry, when `@opentelemetry/api` is installed): see {@link TaskworkerConfigInput.tracing}. */
+export interface TracingConfigInput {
+  /**
+   * `link`: each attempt's span starts in the dispatcher's own context, linked to the span that
+   * published the job (OpenTelemetry's advice for messages: a job may run long after, and many
+   * times). `child`: it is the publisher span's child, so publish and every attempt are one trace.
+   * @defaultValue 'link'
+   */
+  readonly parent?: TraceParentMode;
+}
+
+export type TracingConfig = Required<TracingConfigInput>;
+
 /** The largest `payloads.offloadAboveBytes`: the largest body `publish` sends (SQS's 1 MiB less 8 KiB kept for the archive). */
 export const MAX_OFFLOAD_ABOVE_BYTES = 1_048_576 - 8_192;
 
@@ -173,6 +190,8 @@ export interface TaskworkerConfigInput {
   readonly subscriptions?: readonly SubscriptionInput[];
   /** Payloads too large for a message: kept in the version's S3 bucket, up to 10 MiB. */
   readonly payloads?: PayloadsConfigInput;
+  /** W3C trace context from publish to run (README: Tracing). */
+  readonly tracing?: TracingConfigInput;
 }
 
 export interface AppHooksInput extends JobHooks {
@@ -195,6 +214,7 @@ export interface TaskworkerConfig {
   readonly events: readonly EventDeclaration[];
   readonly subscriptions: readonly SubscriptionConfig[];
   readonly payloads: PayloadsConfig;
+  readonly tracing: TracingConfig;
 }
 
 export const QUEUE_DEFAULTS = {
@@ -273,7 +293,25 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   const events = resolveEvents(root.events);
   const subscriptions = resolveSubscriptions(root.subscriptions, app, events);
   const payloads = resolvePayloads(root.payloads);
-  return { app, tasksDir, queues, dispatcher, tracking, schedules, hooks: resolveHooks(root.hooks), events, subscriptions, payloads };
+  const tracing = resolveTracing(root.tracing);
+  return {
+    app,
+    tasksDir,
+    queues,
+    dispatcher,
+    tracking,
+    schedules,
+    hooks: resolveHooks(root.hooks),
+    events,
+    subscriptions,
+    payloads,
+    tracing,
+  };
+}
+
+function resolveTracing(input: unknown): TracingConfig {
+  const t = input === undefined ? {} : objectAt('tracing', input);
+  return { parent: t.parent === undefined ? 'link' : oneOf('tracing.parent', t.parent, TRACE_PARENT_MODES) };
 }
 
 function resolvePayloads(input: unknown): PayloadsConfig {
