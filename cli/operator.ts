@@ -242,13 +242,19 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
       if (sub === 'wait') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs wait ID [--timeout S]');
         const timeoutMs = integerOption('--timeout', values.timeout, 30, 1, 86_400) * 1000;
-        const result = await waitForResult(ctx.jobs, id, systemClock, {
-          timeoutMs,
-          check: (record) => {
-            const queue = ctx.config.queues.find((q) => q.name === record.queue);
-            if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+        const result = await waitForResult(
+          ctx.jobs,
+          id,
+          systemClock,
+          {
+            timeoutMs,
+            check: (record) => {
+              const queue = ctx.config.queues.find((q) => q.name === record.queue);
+              if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+            },
           },
-        });
+          ctx.readStoredResult,
+        );
         print(json, result, () => renderResult(result));
         return result.state === 'succeeded' ? 0 : 1;
       }

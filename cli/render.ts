@@ -93,6 +93,11 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
   if (job.envelopeId !== undefined)
     lines.push(`  carried   id ${job.envelopeId}: kept under its message id, it never ran as that job (${whyFiled(job, job.envelopeId)})`);
   if (job.result !== undefined) lines.push(`  result    ${job.result}`);
+  else if (job.resultRef !== undefined)
+    lines.push(
+      `  result    ${job.resultRef.bytes} bytes of JSON, kept in s3://${job.resultRef.bucket}/${job.resultRef.key} (taskworker jobs wait ${job.jobId} --json prints it)`,
+    );
+  else if (job.resultBytes !== undefined) lines.push(`  result    ${job.resultBytes} bytes of JSON, too large to keep (not stored)`);
   lines.push(...renderRelations(job, relations));
   lines.push(
     '  history',
@@ -136,7 +141,13 @@ export function renderLookup(id: string, version: string, lookup: JobLookup, rel
 export function renderResult(r: JobResult): string {
   switch (r.state) {
     case 'succeeded':
-      return `job ${r.jobId} succeeded after ${r.attempts} attempt(s)${r.result === undefined ? '' : `: ${JSON.stringify(r.result)}`}`;
+      return `job ${r.jobId} succeeded after ${r.attempts} attempt(s)${
+        r.result !== undefined
+          ? `: ${JSON.stringify(r.result)}`
+          : r.resultBytes !== undefined
+            ? ` (its result, ${r.resultBytes} bytes of JSON, was too large to keep)`
+            : ''
+      }`;
     case 'archived':
       return `job ${r.jobId} archived (${r.reason ?? 'unknown reason'}) after ${r.attempts} attempt(s)${r.error ? `: ${r.error.type}: ${r.error.message}` : ''}`;
     case 'cancelled':

@@ -144,6 +144,10 @@ const jobRecord = object<JobRecord>({
   finishedAt: optional(number),
   runAt: optional(number),
   result: optional(string),
+  resultBytes: optional(number),
+  resultRef: optional(
+    object<NonNullable<JobRecord['resultRef']>>({ bucket: string, key: string, bytes: number, sha256: optional(string) }),
+  ),
   lastError: optional(object<NonNullable<JobRecord['lastError']>>({ type: string, message: string, stack: optional(string) })),
   history: array(
     object<JobRecord['history'][number]>({ what: member(Object.keys(HISTORY) as HistoryWhat[]), when: number, attempt: optional(number) }),
@@ -302,6 +306,7 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     job: optional(jobRecord),
     archived: optional(archivedMessage),
     relations: optional(relations),
+    resultUnread: optional(string),
     filedUnderMessageIds: optional(
       array(object<FiledRejection>({ messageId: string, reason: optional(member(ARCHIVE_REASONS)), why: string, record: jobRecord })),
     ),

@@ -298,6 +298,11 @@ export interface JobView {
   readonly archived?: ArchivedMessage;
   /** What the job waits for and what waits for it, with their states (absent for a job in no flow). */
   readonly relations?: JobRelations;
+  /**
+   * Why a result the dispatcher kept in S3 (`job.resultRef`) is not in `job.result`: over the page's
+   * 1 MiB, or the read failed (what S3 said). Read, it is in `job.result` like a small one.
+   */
+  readonly resultUnread?: string;
 }
 
 export interface ArchiveCount {

@@ -22,7 +22,7 @@ import {
 } from '../lib/config';
 import { ConfigError } from '../lib/errors';
 import { eventTopicName } from '../lib/events/config';
-import { PAYLOAD_PREFIX, payloadBucketName } from '../lib/layout/payloads';
+import { PAYLOAD_PREFIX, payloadBucketName, RESULT_PREFIX } from '../lib/layout/payloads';
 import { JOBS_BY_TAG_INDEX } from '../lib/layout/tables';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
@@ -32,7 +32,7 @@ import { type DispatcherCodeProps, dispatcherCode } from './artifact';
 import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher-function';
 import { EMIT_ACTIONS, TaskworkerEvents } from './events';
 import { TaskworkerMonitoring } from './monitoring';
-import { PAYLOAD_PUT_ACTIONS, TaskworkerPayloads } from './payloads';
+import { PAYLOAD_PUT_ACTIONS, RESULT_READ_ACTIONS, TaskworkerPayloads } from './payloads';
 import { PUBLISHER_ACTIONS, TaskworkerPublisherPolicy } from './publisher-policy';
 import { TaskworkerQueues } from './queues';
 import { TaskworkerSchedules } from './recurring-schedules';
@@ -104,7 +104,8 @@ export interface GrantPublishOptions {
    */
   readonly cancel?: boolean;
   /**
-   * Also let the grantee wait for results (`Publisher.result`: `dynamodb:GetItem` on the jobs table).
+   * Also let the grantee wait for results (`Publisher.result`: `dynamodb:GetItem` on the jobs table,
+   * and `s3:GetObject` on the version's bucket under `results/`, where a result over 1 KB is kept).
    * @default false
    */
   readonly results?: boolean;
@@ -275,10 +276,15 @@ export class TaskworkerVersion extends Construct {
         iam.Grant.addToPrincipal({ grantee, actions: EMIT_ACTIONS, resourceArns: [arn('sns', eventTopicName(app, this.version))] }),
       );
     }
+    // By name, like the queues: the bucket's name is the one the publisher derives from its queue URLs.
+    const objects = (prefix: string) =>
+      `${stack.formatArn({ service: 's3', region: '', account: '', resource: payloadBucketName(app, this.version, stack.account, stack.region) })}/${prefix}*`;
     if (options.largePayloads) {
-      // By name, like the queues: the bucket's name is the one the publisher derives from its queue URLs.
-      const objects = `${stack.formatArn({ service: 's3', region: '', account: '', resource: payloadBucketName(app, this.version, stack.account, stack.region) })}/${PAYLOAD_PREFIX}*`;
-      grant = grant.combine(iam.Grant.addToPrincipal({ grantee, actions: PAYLOAD_PUT_ACTIONS, resourceArns: [objects] }));
+      grant = grant.combine(iam.Grant.addToPrincipal({ grantee, actions: PAYLOAD_PUT_ACTIONS, resourceArns: [objects(PAYLOAD_PREFIX)] }));
+    }
+    if (options.results) {
+      // A result over 1 KB is kept in the bucket: reading it back is one GetObject under results/.
+      grant = grant.combine(iam.Grant.addToPrincipal({ grantee, actions: RESULT_READ_ACTIONS, resourceArns: [objects(RESULT_PREFIX)] }));
     }
     const tableActions = [
       ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),

@@ -81,8 +81,8 @@ export class ResultTooLargeError extends TaskworkerError {
   readonly bytes: number;
   constructor(jobId: string, bytes: number, limit: number) {
     super(
-      `The result of job ${JSON.stringify(jobId)} was ${bytes} bytes of JSON, more than the ${limit} a job record keeps: ` +
-        'return a key to where the task stored it',
+      `The result of job ${JSON.stringify(jobId)} was ${bytes} bytes of JSON and was not kept (taskworker keeps up to ${limit}, ` +
+        "over 1 KB in the version's bucket): return a key to where the task stored it",
     );
     this.name = 'ResultTooLargeError';
     this.jobId = jobId;
@@ -159,6 +159,18 @@ export class PayloadMissingError extends TaskworkerError {
   constructor(bucket: string, key: string, options?: { cause?: unknown }) {
     super(`No payload object s3://${bucket}/${key}`, options);
     this.name = 'PayloadMissingError';
+    this.bucket = bucket;
+    this.key = key;
+  }
+}
+
+/** A claim check's object is there but is not what its reference says (another size or SHA-256, not JSON, too deep). */
+export class ClaimCheckError extends TaskworkerError {
+  readonly bucket: string;
+  readonly key: string;
+  constructor(bucket: string, key: string, detail: string) {
+    super(`The object s3://${bucket}/${key} ${detail}`);
+    this.name = 'ClaimCheckError';
     this.bucket = bucket;
     this.key = key;
   }

@@ -1204,7 +1204,22 @@ function JobPage({ version, id }: { version: string; id: string }) {
       {job.result !== undefined && (
         <>
           <h3>Result</h3>
+          {job.resultRef && (
+            <p class="hint" data-testid="result-kept">
+              {job.resultRef.bytes.toLocaleString()} bytes of JSON, kept in s3://{job.resultRef.bucket}/{job.resultRef.key}
+            </p>
+          )}
           <pre data-testid="result">{pretty(job.result)}</pre>
+        </>
+      )}
+      {job.result === undefined && job.resultBytes !== undefined && (
+        <>
+          <h3>Result</h3>
+          <p class="hint" data-testid="result-unread">
+            {job.resultRef
+              ? `${job.resultRef.bytes.toLocaleString()} bytes of JSON, kept in s3://${job.resultRef.bucket}/${job.resultRef.key}, not shown: ${data.resultUnread ?? 'not read'}. taskworker jobs wait ${job.jobId} --json prints it.`
+              : `${job.resultBytes.toLocaleString()} bytes of JSON: too large to keep, not stored.`}
+          </p>
         </>
       )}
       {job.lastError && (

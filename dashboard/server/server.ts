@@ -32,7 +32,7 @@ import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
-import { JOB_STATES, type JobState } from '../../lib/track/model';
+import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
 import {
@@ -102,6 +102,25 @@ type RouteInput<P extends ApiPath> = Api[P]['method'] extends 'GET'
   : { readonly [K in keyof ApiRequest<P>]?: unknown };
 
 /** A refusal as the page reads it ({@link ApiErrorBody}): the status, and one sentence. */
+/** The largest kept result the job page shows in full; a larger one is named with its size (`jobs wait ID --json` prints it). */
+export const PAGE_RESULT_BYTES = 1024 * 1024;
+
+/**
+ * The record with a result the dispatcher kept in S3 read back into `result` (up to
+ * {@link PAGE_RESULT_BYTES}; one GetObject): the page shows it as it shows a small one. One that
+ * cannot be read leaves the record as it is, with why in `resultUnread`.
+ */
+async function withStoredResult(ctx: OperatorContext, job: JobRecord): Promise<{ job: JobRecord; resultUnread?: string }> {
+  const ref = job.resultRef;
+  if (!ref || job.result !== undefined || !ctx.readStoredResult) return { job };
+  if (ref.bytes > PAGE_RESULT_BYTES) return { job, resultUnread: `${ref.bytes} bytes: more than the page shows` };
+  try {
+    return { job: { ...job, result: JSON.stringify(await ctx.readStoredResult(ref)) } };
+  } catch (error) {
+    return { job, resultUnread: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 function refuse(c: Context, error: string, status: ContentfulStatusCode): Response {
   const body: ApiErrorBody = { error };
   return c.json(body, status);
@@ -362,7 +381,12 @@ export function createUiApp(options: UiOptions): Hono {
       jobRelations(ctx.jobs, job),
     ]);
     const inFlow = relations.dependencies !== undefined || relations.dependents !== undefined;
-    return { job, ...(archived ? { archived } : {}), ...(inFlow ? { relations } : {}), ...filedUnderMessageIds };
+    return {
+      ...(await withStoredResult(ctx, job)),
+      ...(archived ? { archived } : {}),
+      ...(inFlow ? { relations } : {}),
+      ...filedUnderMessageIds,
+    };
   });
 
   route('/api/flow', async (query) => {

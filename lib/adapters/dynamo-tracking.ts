@@ -274,6 +274,7 @@ export class DynamoJobStore implements JobStore {
     if (c.error) sets.push(`${e.name('lastError')} = ${e.value(c.error)}`);
     if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
     if (c.resultBytes !== undefined) sets.push(`${e.name('resultBytes')} = ${e.value(c.resultBytes)}`);
+    if (c.resultRef !== undefined) sets.push(`${e.name('resultRef')} = ${e.value(c.resultRef)}`);
     const key = indexKey(claimed.queue, c.state);
     if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
     const known = claimed.dependents?.length ?? 0;
@@ -1190,6 +1191,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'lastError',
     'result',
     'resultBytes',
+    'resultRef',
     'envelopeId',
     'runAt',
     'announced',

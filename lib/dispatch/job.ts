@@ -14,11 +14,12 @@ import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
-import { dependencyIds, dependencyOutcomes } from '../track/flows';
+import { dependencyIds, dependencyOutcomes, type StoredDependencyOutcome } from '../track/flows';
 import type { JobStore } from '../track/model';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
+import { keepLargeResult, readDependencyResults } from './payloads';
 import type { SlotLease } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
 
@@ -29,8 +30,9 @@ async function readDependencies(
   jobs: JobStore,
   job: DecodedJob,
 ): Promise<readonly DependencyOutcome[] | undefined> {
+  let outcomes: StoredDependencyOutcome[];
   try {
-    return await dependencyOutcomes(jobs, dependencyIds(job));
+    outcomes = await dependencyOutcomes(jobs, dependencyIds(job));
   } catch (error) {
     deps.logger.error('dependency outcomes could not be read; the message will come back', { jobId: job.id, error: describe(error) });
     decideHandBack(
@@ -47,6 +49,7 @@ async function readDependencies(
     );
     return undefined;
   }
+  return outcomes.some((o) => o.resultRef) ? readDependencyResults(deps, outcomes) : outcomes;
 }
 
 /** Runs one message's task in its slot, from the checks before it starts to its decided end. */
@@ -102,7 +105,7 @@ export async function runOne(
   const watch = claimed && jobs ? cancelWatchFor(jobs, deps.logger) : undefined;
   const cancel = new AbortController();
   const unwatch = watch?.watch(job.id, () => cancel.abort());
-  const outcome = await runAttempt(deps, {
+  const ranOutcome = await runAttempt(deps, {
     run: {
       task: def.name,
       jobId: job.id,
@@ -126,6 +129,12 @@ export async function runOne(
       : {}),
     ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
   }).finally(() => unwatch?.());
+
+  // A value too large for the record is kept in S3 first: the record written next points to it.
+  const outcome =
+    ranOutcome.status === 'succeeded' && ranOutcome.largeResult !== undefined
+      ? await keepLargeResult(deps, job.id, ranOutcome)
+      : ranOutcome;
 
   // 3. Verdict: the table from the outcome to the job's next step.
   const verdict = decide(outcome, attempt, def, deps.random);

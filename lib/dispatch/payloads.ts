@@ -1,10 +1,13 @@
-import { createHash } from 'node:crypto';
+import { putClaimCheck, readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config';
-import { describe, PayloadMissingError } from '../errors';
+import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
+import { isOwnPayloadKey, resultKey } from '../layout/payloads';
+import type { TaskOutcome } from '../run/types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
+import type { DependencyOutcome } from '../tasks/task';
+import type { StoredDependencyOutcome } from '../track/flows';
 import { TERMINAL_STATES } from '../track/rules';
-import { jsonDepth, MAX_JSON_DEPTH } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import type { DispatcherDeps, Planned } from './types';
@@ -36,10 +39,14 @@ export async function resolvePayloads(
           code: 'bad-payload-ref',
           message: detail,
         });
-      let text: string;
+      let payload: unknown;
       try {
-        text = await store.get(ref.bucket, ref.key);
+        payload = await readClaimCheck(store, ref);
       } catch (error) {
+        if (error instanceof ClaimCheckError) {
+          reject(`payloadRef: ${error.message}`);
+          return undefined;
+        }
         if (!(error instanceof PayloadMissingError)) {
           deps.logger.warn('payload could not be read; the message will come back', {
             jobId: p.job.id,
@@ -64,22 +71,6 @@ export async function resolvePayloads(
         reject(`payloadRef names s3://${ref.bucket}/${ref.key}, which is not there`);
         return undefined;
       }
-      const problem = contentProblem(text, ref);
-      if (problem) {
-        reject(problem);
-        return undefined;
-      }
-      let payload: unknown;
-      try {
-        payload = JSON.parse(text);
-      } catch (error) {
-        reject(`the object s3://${ref.bucket}/${ref.key} is not JSON (${describe(error)})`);
-        return undefined;
-      }
-      if (jsonDepth(payload, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-        reject(`the object s3://${ref.bucket}/${ref.key} nests deeper than ${MAX_JSON_DEPTH} levels`);
-        return undefined;
-      }
       return { ...p, job: { ...p.job, payload } };
     }),
   );
@@ -88,9 +79,10 @@ export async function resolvePayloads(
 
 /**
  * Deletes the objects of jobs that have ended for good in this batch: succeeded or cancelled, their
- * outcome settled and recorded. An archived job's object is kept, so replaying it within the
- * retention finds its payload; the bucket's lifecycle expires it (and any a failed delete left) after
- * the job retention days. DeleteObject costs no request charge. Never throws.
+ * outcome settled and recorded, each its own object only (an event's, which its other subscribers
+ * read, or another job's that a pointer named, is left). An archived job's object is kept, so
+ * replaying it within the retention finds its payload; the bucket's lifecycle expires it (and any a
+ * failed delete left) after the job retention days. DeleteObject costs no request charge. Never throws.
  */
 export async function dropPayloads(deps: DispatcherDeps, ran: readonly Planned[], state: BatchState): Promise<void> {
   const store = deps.payloads?.store;
@@ -99,6 +91,7 @@ export async function dropPayloads(deps: DispatcherDeps, ran: readonly Planned[]
     const report = state.reports.get(p.message.messageId);
     return (
       p.job.payloadRef !== undefined &&
+      isOwnPayloadKey(p.job.id, p.job.payloadRef.key) &&
       report !== undefined &&
       (report.outcome === 'succeeded' || report.outcome === 'cancelled') &&
       !report.unsettled &&
@@ -121,15 +114,6 @@ export async function dropPayloads(deps: DispatcherDeps, ran: readonly Planned[]
   );
 }
 
-/** Whether the object's size and (when given) SHA-256 are the reference's. */
-function contentProblem(text: string, ref: PayloadRef): string | undefined {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes !== ref.bytes) return `the object s3://${ref.bucket}/${ref.key} is ${bytes} bytes; payloadRef says ${ref.bytes}`;
-  if (ref.sha256 !== undefined && createHash('sha256').update(text, 'utf8').digest('hex') !== ref.sha256)
-    return `the object s3://${ref.bucket}/${ref.key} does not have payloadRef's sha256`;
-  return undefined;
-}
-
 /** Whether the job's record says it has ended (queues tracked `full`; one read, only for a missing object). */
 async function endedAlready(deps: DispatcherDeps, queue: QueueConfig, p: Planned): Promise<boolean> {
   const jobs = deps.tracking?.jobs;
@@ -141,3 +125,62 @@ async function endedAlready(deps: DispatcherDeps, queue: QueueConfig, p: Planned
     return false;
   }
 }
+
+/**
+ * A return value too large for the job record, kept in the version's bucket before the record that
+ * points to it is written: the outcome with its `resultRef`. Without a bucket, or when the put fails
+ * after the SDK's retries, the record keeps only the size (as for a value over 10 MiB): the job has
+ * succeeded and is not run again for its result. An attempt whose fenced completion then fails to
+ * land leaves its object to the lifecycle.
+ */
+export async function keepLargeResult(deps: DispatcherDeps, jobId: string, outcome: TaskOutcome): Promise<TaskOutcome> {
+  if (outcome.status !== 'succeeded' || outcome.largeResult === undefined) return outcome;
+  const { largeResult, ...kept } = outcome;
+  const bucket = deps.payloads;
+  if (!bucket) return kept;
+  try {
+    const resultRef = await putClaimCheck(bucket.store, bucket.bucket, (sha256) => resultKey(jobId, sha256), largeResult);
+    return { ...kept, resultRef };
+  } catch (error) {
+    deps.logger.warn('result too large for the record could not be kept in S3; the record keeps its size', {
+      jobId,
+      bytes: kept.resultBytes,
+      error: describe(error),
+    });
+    return kept;
+  }
+}
+
+/**
+ * Reads the results a dependent's dependencies kept in S3 (one GetObject each, all at once, up to
+ * {@link MAX_DEPENDENCY_RESULT_BYTES} together, in the order named): each becomes that dependency's
+ * `result`. One that cannot be read, or past the budget, keeps only its size (reading it throws
+ * `ResultTooLargeError`), rather than failing the dependent.
+ */
+export async function readDependencyResults(
+  deps: DispatcherDeps,
+  outcomes: readonly StoredDependencyOutcome[],
+): Promise<DependencyOutcome[]> {
+  const store = deps.payloads?.store;
+  let budget = MAX_DEPENDENCY_RESULT_BYTES;
+  const chosen = outcomes.map((o) => {
+    if (!o.resultRef || !store || o.resultRef.bytes > budget) return false;
+    budget -= o.resultRef.bytes;
+    return true;
+  });
+  return Promise.all(
+    outcomes.map(async ({ resultRef, ...o }, i) => {
+      if (!resultRef || !store || !chosen[i]) return o;
+      try {
+        const { resultBytes: _bytes, ...rest } = o;
+        return { ...rest, result: await readClaimCheck(store, resultRef) };
+      } catch (error) {
+        deps.logger.warn("a dependency's result could not be read from S3; reading it throws", { jobId: o.jobId, error: describe(error) });
+        return o;
+      }
+    }),
+  );
+}
+
+/** The most a dependent's dependencies' kept results read from S3 add up to before it runs: 10 MiB (the task sees them all in memory). */
+export const MAX_DEPENDENCY_RESULT_BYTES = 10 * 1024 * 1024;

@@ -148,6 +148,7 @@ export class MemoryJobStore implements JobStore {
     if (c.error) next.lastError = c.error;
     if (c.result !== undefined) next.result = c.result;
     if (c.resultBytes !== undefined) next.resultBytes = c.resultBytes;
+    if (c.resultRef !== undefined) next.resultRef = c.resultRef;
     next.history = this.history(claimed, historyOf(c));
     this.put(next);
     return { landed: true, dependents: structuredClone(record.dependents ?? []) };

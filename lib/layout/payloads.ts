@@ -49,6 +49,33 @@ export function payloadKey(jobId: string, sha256: string): string {
   return `${PAYLOAD_PREFIX}${encodeURIComponent(jobId)}/${sha256}.json`;
 }
 
+/**
+ * Whether `key` is `jobId`'s own payload object, the one key the publisher derives for it: the
+ * only object a job's end deletes. A pointer to another job's object, or to an event's (which
+ * every subscriber's job reads), is read but never deleted by this job.
+ */
+export function isOwnPayloadKey(jobId: string, key: string): boolean {
+  const own = `${PAYLOAD_PREFIX}${encodeURIComponent(jobId)}/`;
+  return key.startsWith(own) && /^[0-9a-f]{64}\.json$/.test(key.slice(own.length));
+}
+
+/**
+ * An event's payload key: `payloads/events/<event id, URI-encoded>/<sha256>.json`. One object for
+ * every subscriber's job (an encoded job id has no `/`, so no job's own key is under `events/`);
+ * the bucket's lifecycle expires it.
+ */
+export function eventPayloadKey(eventId: string, sha256: string): string {
+  return `${PAYLOAD_PREFIX}events/${encodeURIComponent(eventId)}/${sha256}.json`;
+}
+
+/** Results too large for a job record are kept under this prefix of the version's bucket. */
+export const RESULT_PREFIX = 'results/';
+
+/** A result's key: `results/<job id, URI-encoded>/<sha256>.json` (an attempt that returns the same value writes the same object). */
+export function resultKey(jobId: string, sha256: string): string {
+  return `${RESULT_PREFIX}${encodeURIComponent(jobId)}/${sha256}.json`;
+}
+
 /** Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or undefined. */
 export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined): string | undefined {
   if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;

@@ -2,6 +2,7 @@ export type { RedriveResult, ReplayResult } from './answers';
 
 import type { DynamoClientOption } from '../adapters/dynamo-tracking';
 import { trackingFor } from '../adapters/dynamo-tracking';
+import { S3PayloadStore } from '../adapters/s3';
 import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
 import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
@@ -17,6 +18,7 @@ import type {
   QueueUrls,
   ReceivedMessage,
 } from '../ports';
+import { type StoredResultReader, storedResultReader } from '../publish/results';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import { type ControlStore, NO_CONTROLS } from '../track/controls';
 import { edgesOf, reopenDependents } from '../track/flows';
@@ -66,6 +68,8 @@ export interface OperatorContext {
   /** The worker registry (`taskworker workers`); without it no worker is listed. */
   readonly workers?: WorkerRegistry;
   readonly clock: Clock;
+  /** Reads a result the dispatcher kept in the version's bucket (over 1 KB); without it such a result shows its size only. */
+  readonly readStoredResult?: StoredResultReader;
   /** Age of the oldest message per queue resource name (CloudWatch), when available. */
   readonly oldestAge?: OldestAge;
   /** Jobs per queue and minute from CloudWatch (AWS); without it {@link throughput} reads the stats table's minute counters. */
@@ -106,6 +110,7 @@ export async function resolveVersionUrls(directory: QueueDirectory, config: Task
 export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
   const queues = new SqsQueueClient(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
+  let s3: S3PayloadStore | undefined;
   const { jobs, stats, controls, workers } = trackingFor(
     options.config,
     tableNames(options.config.app, options.version),
@@ -126,6 +131,11 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     controls,
     workers,
     clock: options.clock ?? systemClock,
+    // The S3 client (and @aws-sdk/client-s3) is made only when a kept result is first read.
+    readStoredResult: storedResultReader(() => {
+      s3 ??= new S3PayloadStore();
+      return s3;
+    }),
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
     ...(options.metricsThroughput ? { metricsThroughput: options.metricsThroughput } : {}),
   };

@@ -43,7 +43,7 @@ import {
 } from '../wire/envelope';
 import { encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';
 import { MAX_PAYLOAD_REF_BYTES, type PayloadRef } from '../wire/payload-ref';
-import { type JobResult, type WaitOptions, waitForResult } from './results';
+import { type JobResult, storedResultReader, type WaitOptions, waitForResult } from './results';
 
 export interface PublishOptions {
   /** Configured queue to publish to. @defaultValue the task's own queue */
@@ -245,7 +245,9 @@ export class Publisher {
    * `timeoutMs` (30 s) passes first. Polls the job's one record with backoff (100 ms doubling to
    * 2 s). Only queues tracked `full` record outcomes: for another queue it throws
    * `ResultUnavailableError` (at once when given what `publish` returned, which names the queue).
-   * Needs `dynamodb:GetItem` on the jobs table (`grantPublish(role, { results: true })`).
+   * Needs `dynamodb:GetItem` on the jobs table (`grantPublish(role, { results: true })`); a result
+   * over 1 KB, which the dispatcher kept in the version's bucket, is read from there (`s3:GetObject`
+   * on its `results/`, granted with it; `@aws-sdk/client-s3` installed).
    */
   async result(job: string | Pick<Published, 'jobId' | 'queue'>, options: WaitOptions = {}): Promise<JobResult> {
     const jobId = typeof job === 'string' ? job : job.jobId;
@@ -256,7 +258,13 @@ export class Publisher {
       if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
     };
     if (typeof job !== 'string') untracked(job.queue);
-    return waitForResult(this.jobStore(), jobId, this.clock, { ...options, check: (record) => untracked(record.queue) });
+    return waitForResult(
+      this.jobStore(),
+      jobId,
+      this.clock,
+      { ...options, check: (record) => untracked(record.queue) },
+      storedResultReader(() => this.store()),
+    );
   }
 
   /**
@@ -438,8 +446,7 @@ export class Publisher {
     if (!prepared.some((p) => p.offload)) return [...prepared];
     const bucket =
       this.payloadOptions?.bucket ?? payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.config.app, this.version);
-    this.payloadStore ??= this.payloadOptions?.store ?? new S3PayloadStore(this.payloadOptions?.s3);
-    const store = this.payloadStore;
+    const store = this.store();
     return Promise.all(
       prepared.map(async (p) => {
         if (!p.offload) return p;
@@ -455,6 +462,12 @@ export class Publisher {
         return { ...rest, entry: { ...p.entry, body }, bytes };
       }),
     );
+  }
+
+  /** The version's bucket's client (payloads put, results read), made on first use. */
+  private store(): PayloadStore {
+    this.payloadStore ??= this.payloadOptions?.store ?? new S3PayloadStore(this.payloadOptions?.s3);
+    return this.payloadStore;
   }
 
   /**

@@ -10,6 +10,7 @@ import {
 import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
 import { MAX_PROGRESS_BYTES } from '../track/model';
 import { MAX_RESULT_BYTES } from '../track/rules';
+import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './types';
 
 /**
@@ -66,15 +67,19 @@ export async function runTaskBody(
   }
 }
 
-/** A result small enough to keep on the job record, as JSON; undefined otherwise (or when there is none). */
-/** The return value as kept on the record (JSON up to {@link MAX_RESULT_BYTES}), or the size of one too large. */
-function keptResult(result: unknown): { result?: string; resultBytes?: number } {
+/**
+ * The return value as kept: JSON up to {@link MAX_RESULT_BYTES} on the record; larger, its size and
+ * (up to a claim check's {@link MAX_PAYLOAD_REF_BYTES}) its JSON, for the dispatcher to keep in S3.
+ * Nothing for a value that is not JSON (a function, a cycle).
+ */
+export function keptResult(result: unknown): { result?: string; resultBytes?: number; largeResult?: string } {
   if (result === undefined) return {};
   try {
     const json = JSON.stringify(result);
     if (json === undefined) return {};
     const bytes = Buffer.byteLength(json);
-    return bytes <= MAX_RESULT_BYTES ? { result: json } : { resultBytes: bytes };
+    if (bytes <= MAX_RESULT_BYTES) return { result: json };
+    return bytes <= MAX_PAYLOAD_REF_BYTES ? { resultBytes: bytes, largeResult: json } : { resultBytes: bytes };
   } catch {
     return {};
   }
@@ -91,7 +96,7 @@ function dependenciesFor(outcomes: readonly DependencyOutcome[] | undefined): re
     return Object.defineProperty({ ...o }, 'result', {
       enumerable: true,
       get() {
-        throw new ResultTooLargeError(o.jobId, resultBytes, MAX_RESULT_BYTES);
+        throw new ResultTooLargeError(o.jobId, resultBytes, MAX_PAYLOAD_REF_BYTES);
       },
     });
   });

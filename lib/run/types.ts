@@ -1,6 +1,7 @@
 import type { SerializedError } from '../errors';
 import type { DependencyOutcome } from '../tasks/task';
 import type { EventRef } from '../wire/event-ref';
+import type { PayloadRef } from '../wire/payload-ref';
 
 export type { SerializedError } from '../errors';
 
@@ -42,8 +43,15 @@ export type TaskOutcome =
       readonly status: 'succeeded';
       readonly durationMs: number;
       readonly result?: string;
-      /** The size of a return value too large to keep (its JSON, bytes): the record says so instead. */
+      /** The size of a return value too large to keep on the record (its JSON, bytes): the record says so instead. */
       readonly resultBytes?: number;
+      /**
+       * The JSON of a return value too large for the record but within a claim check's 10 MiB: the
+       * dispatcher keeps it in the version's bucket (its `resultRef`) before the record is written.
+       */
+      readonly largeResult?: string;
+      /** Where the dispatcher kept `largeResult` (it replaces it; never set by a task body). */
+      readonly resultRef?: PayloadRef;
     }
   | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
   | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }

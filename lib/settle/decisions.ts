@@ -175,11 +175,13 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
     case 'succeeded': {
       const result = outcome.status === 'succeeded' ? outcome.result : undefined;
       const resultBytes = outcome.status === 'succeeded' ? outcome.resultBytes : undefined;
+      const resultRef = outcome.status === 'succeeded' ? outcome.resultRef : undefined;
       const record = claimed
         ? completionWrite(deps, job, attempt, claimed, {
             state: 'succeeded',
             ...(result !== undefined ? { result } : {}),
             ...(resultBytes !== undefined ? { resultBytes } : {}),
+            ...(resultRef !== undefined ? { resultRef } : {}),
           })
         : message.receiveCount > 1
           ? unclaimedWrite(deps, queue, job, attempt, 'succeeded')

@@ -8,6 +8,7 @@ import type { JobIdentity, JobRecord, JobStore } from '../track/model';
 import { jobPayloadDigest } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-record';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
+import type { PayloadRef } from '../wire/payload-ref';
 import type { RecordWrite } from './settle';
 
 /** What a job-record write touches: the jobs table, as this worker, on the clock. */
@@ -60,6 +61,7 @@ export function completionWrite(
     error?: SerializedError;
     result?: string;
     resultBytes?: number;
+    resultRef?: PayloadRef;
     retryAt?: number;
   },
 ): RecordWrite {

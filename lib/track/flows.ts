@@ -13,6 +13,7 @@
 import type { Clock } from '../clock';
 import type { Logger, QueueClient, QueueUrls } from '../ports';
 import type { DependencyOutcome } from '../tasks/task';
+import type { PayloadRef } from '../wire/payload-ref';
 import type { DependencyCount, DependentEdge, JobRecord, JobStore } from './model';
 import { sendParked } from './sweep';
 
@@ -189,8 +190,11 @@ export async function closesCycle(jobs: JobStore, jobId: string, dependsOn: read
   return undefined;
 }
 
+/** A dependency's outcome as its record has it: a result kept in S3 is still its reference (the dispatcher reads it). */
+export type StoredDependencyOutcome = DependencyOutcome & { readonly resultRef?: PayloadRef };
+
 /** The outcomes of a job's dependencies, read from the jobs table, in the order they were named. */
-export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[]): Promise<DependencyOutcome[]> {
+export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[]): Promise<StoredDependencyOutcome[]> {
   const records = new Map((await jobs.getMany(ids)).map((r) => [r.jobId, r]));
   return ids.map((jobId) => {
     const r = records.get(jobId);
@@ -201,6 +205,7 @@ export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[])
       ...(r.result !== undefined ? { result: parseResult(r.result) } : {}),
       ...(r.reason !== undefined ? { reason: r.reason } : {}),
       ...(r.resultBytes !== undefined ? { resultBytes: r.resultBytes } : {}),
+      ...(r.resultRef !== undefined ? { resultRef: r.resultRef } : {}),
     };
   });
 }

@@ -1,5 +1,6 @@
 import type { SerializedError } from '../errors';
 import type { EventRef } from '../wire/event-ref';
+import type { PayloadRef } from '../wire/payload-ref';
 import type { TaskCost } from './cost';
 import type { MinuteCounts } from './throughput';
 
@@ -118,8 +119,13 @@ export interface JobRecord {
   readonly lastError?: SerializedError;
   /** The task's return value as JSON, when it was small enough to keep. */
   readonly result?: string;
-  /** The size of a return value too large to keep (its JSON, bytes). */
+  /** The size of a return value too large to keep on the record (its JSON, bytes). */
   readonly resultBytes?: number;
+  /**
+   * Where a return value too large for the record is kept (an object under `results/` in the
+   * version's bucket), with `resultBytes`: `publisher.result`, `jobs wait` and the dashboard read it back.
+   */
+  readonly resultRef?: PayloadRef;
   /** For a message that never ran (kept under its own message id): the id it carried. */
   readonly envelopeId?: string;
   /** Epoch ms the job may start at (jobs published to run later). */
@@ -313,6 +319,7 @@ export interface Completion {
   readonly error?: SerializedError;
   readonly result?: string;
   readonly resultBytes?: number;
+  readonly resultRef?: PayloadRef;
   readonly workerId: string;
   readonly now: number;
   /** For retries: when the next attempt becomes possible (epoch ms), for the history. */

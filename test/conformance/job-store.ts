@@ -117,6 +117,25 @@ export function jobStoreConformance(
       expect((await jobs.get(job.jobId))?.history.map((h) => h.what)).toEqual(['started', 'succeeded', 'skipped-duplicate']);
     });
 
+    it('keeps a result’s size and its reference in the bucket when the result was too large for the record', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      const resultRef = {
+        bucket: 'app-v1-000000000000-us-east-1',
+        key: `results/${job.jobId}/${'a'.repeat(64)}.json`,
+        bytes: 5000,
+        sha256: 'a'.repeat(64),
+      };
+      await jobs.complete(
+        { jobId: job.jobId, token: first.token, state: 'succeeded', resultBytes: 5000, resultRef, workerId: 'w1', now: 2500 },
+        first.record,
+      );
+      const read = await jobs.get(job.jobId);
+      expect(read).toMatchObject({ state: 'succeeded', resultBytes: 5000, resultRef });
+      expect(read?.result).toBeUndefined();
+    });
+
     it('takes over a lapsed lease with a new token; the stale completion is rejected and the newer outcome stands', async () => {
       const job = ref();
       const stale = await claim(jobs, job, 2000, 'w1', 1000);

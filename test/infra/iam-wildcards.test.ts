@@ -47,9 +47,12 @@ function keyPolicyException(statement: Statement): boolean {
 function payloadObjectsException(statement: Statement): boolean {
   const resource = JSON.stringify(statement.Resource);
   const actions = [statement.Action].flat().sort();
+  const under = (prefix: string) =>
+    resource ===
+    `{"Fn::Join":["",[{"Fn::GetAtt":["${resource.match(/TaskworkerPayloadsBucket[0-9A-F]{8}/)?.[0]}","Arn"]},"/${prefix}/*"]]}`;
   return (
-    /^\{"Fn::Join":\["",\[\{"Fn::GetAtt":\["TaskworkerPayloadsBucket[0-9A-F]{8}","Arn"\]\},"\/payloads\/\*"\]\]\}$/.test(resource) &&
-    JSON.stringify(actions) === JSON.stringify(['s3:DeleteObject', 's3:GetObject'])
+    (under('payloads') && JSON.stringify(actions) === JSON.stringify(['s3:DeleteObject', 's3:GetObject'])) ||
+    (under('results') && JSON.stringify(actions) === JSON.stringify(['s3:PutObject']))
   );
 }
 

@@ -35,16 +35,19 @@ describe('cdk-nag AwsSolutions checks', () => {
     const acks = acknowledgements(stack);
     // (CDK records the id in its own normalised form, `Annotation::<id>`.)
     const objects = expect.stringMatching(/(^|::)AwsSolutions-IAM5\[Resource::<TaskworkerPayloadsBucket[0-9A-F]{8}\.Arn>\/payloads\/\*\]$/);
+    const results = expect.stringMatching(/(^|::)AwsSolutions-IAM5\[Resource::<TaskworkerPayloadsBucket[0-9A-F]{8}\.Arn>\/results\/\*\]$/);
     expect(acks.map(({ path, id }) => ({ path, id }))).toEqual([
       { path: 'Taskworker-taskworker-v1/Taskworker/Queues/ArchiveQueue', id: expect.stringMatching(/(^|::)AwsSolutions-SQS3$/) },
       { path: 'Taskworker-taskworker-v1/Taskworker/Payloads/Bucket', id: expect.stringMatching(/(^|::)AwsSolutions-S1$/) },
-      // Exactly the payload objects' ARN on each role, not IAM5 as a whole.
+      // Exactly the payload objects' and kept results' ARNs on each role, not IAM5 as a whole.
       { path: 'Taskworker-taskworker-v1/Taskworker/Dispatcher/Role/DefaultPolicy', id: objects },
+      { path: 'Taskworker-taskworker-v1/Taskworker/Dispatcher/Role/DefaultPolicy', id: results },
       { path: 'Taskworker-taskworker-v1/Taskworker/Dispatcher/DoorbellRole/DefaultPolicy', id: objects },
+      { path: 'Taskworker-taskworker-v1/Taskworker/Dispatcher/DoorbellRole/DefaultPolicy', id: results },
     ]);
     const reasons = Object.fromEntries(acks.map((a) => [a.path.split('/').slice(-2).join('/'), a.reason]));
     expect(reasons['Queues/ArchiveQueue']).toMatch(/end of the line.*DLQ behind it would never receive anything/);
-    expect(reasons['Payloads/Bucket']).toMatch(/only claim-checked payloads.*expired after 14 days/);
+    expect(reasons['Payloads/Bucket']).toMatch(/only claim-checked payloads.*results too large for a job record.*expired after 14 days/);
     expect(reasons['Role/DefaultPolicy']).toMatch(/keys are made per job.*no narrower resource/);
     expect(reasons['DoorbellRole/DefaultPolicy']).toBe(reasons['Role/DefaultPolicy']);
   });

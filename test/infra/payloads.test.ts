@@ -38,10 +38,11 @@ describe('claim-check payloads on AWS: the version’s bucket', () => {
     template.hasOutput('PayloadBucketName', { Value: { Ref: bucketId } });
   });
 
-  it('expires what is left under payloads/ after the job retention, at least the archive’s 14 days', () => {
+  it('expires what is left under payloads/ and results/ after the job retention, at least the archive’s 14 days', () => {
     expect(bucket.Properties.LifecycleConfiguration).toEqual({
       Rules: expect.arrayContaining([
         { Id: 'expire-payloads', Prefix: 'payloads/', ExpirationInDays: 14, Status: 'Enabled' },
+        { Id: 'expire-results', Prefix: 'results/', ExpirationInDays: 14, Status: 'Enabled' },
         { Id: 'abort-incomplete-uploads', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' },
       ]),
     });
@@ -63,7 +64,7 @@ describe('claim-check payloads on AWS: the version’s bucket', () => {
     });
   });
 
-  it('lets the dispatcher and doorbell roles get and delete objects under payloads/ only, and tells the functions the bucket', () => {
+  it('lets the dispatcher and doorbell roles get and delete objects under payloads/ and put under results/ only, and tells the functions the bucket', () => {
     for (const role of ['DispatcherRole', 'DispatcherDoorbellRole']) {
       const roleId = Object.keys(template.findResources('AWS::IAM::Role')).find((id) => id.startsWith(`Taskworker${role}`)) as string;
       const s3 = statementsOf(template, roleId).filter((s) => JSON.stringify(s.Action).includes('s3:'));
@@ -72,6 +73,11 @@ describe('claim-check payloads on AWS: the version’s bucket', () => {
           Effect: 'Allow',
           Action: ['s3:GetObject', 's3:DeleteObject'],
           Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/payloads/*']] },
+        },
+        {
+          Effect: 'Allow',
+          Action: 's3:PutObject',
+          Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/results/*']] },
         },
       ]);
     }
@@ -103,5 +109,26 @@ describe('claim-check payloads on AWS: the version’s bucket', () => {
     );
     expect(put?.Resource).toEqual(objects);
     expect(s3Of(small)).toEqual([]);
+  });
+
+  it('grantPublish({ results: true }) adds s3:GetObject on results/ of the bucket by name, where a result over 1 KB is kept', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const orders = new Stack(app, 'Orders');
+    const version = new TaskworkerVersion(orders, 'TasksV5', { config: EXAMPLE_CONFIG_FILE, version: 'v5' });
+    const waiter = new iam.Role(orders, 'Waiter', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    version.grantPublish(waiter, { results: true });
+    const t = Template.fromStack(orders);
+    const s3 = statementsOf(t, orders.getLogicalId(waiter.node.defaultChild as never)).filter((s) =>
+      JSON.stringify(s.Action).includes('s3:'),
+    );
+    expect(s3).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 's3:GetObject',
+        Resource: orders.resolve(
+          `arn:${orders.partition}:s3:::${payloadBucketName('taskworker', 'v5', orders.account, orders.region)}/results/*`,
+        ),
+      },
+    ]);
   });
 });

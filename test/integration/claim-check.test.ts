@@ -17,7 +17,8 @@ import { type ProvisionedVersion, provisionVersion } from '../../lib/local/versi
 import { silentLogger } from '../../lib/ports';
 import type { JobRecord } from '../../lib/track/model';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
-import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { cli } from '../helpers/cli';
+import { buildFixtureBundle, type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFile } from '../helpers/emulators';
 import { eventually } from '../helpers/run';
 
 let h: EmulatorHarness;
@@ -97,6 +98,48 @@ describe('claim-check payloads on the emulators', () => {
     // Python's json.dumps spaces its separators unless told not to: the script writes the compact form, so the task sees the same JSON.
     expect((await record('boto3-1'))?.result).toEqual(JSON.stringify({ bytes: Buffer.byteLength(text), sha256: digest(text) }));
     await eventually('its object to be deleted', async () => (await objects()).every((k) => !k?.startsWith('payloads/boto3-1/')), 10_000);
+  }, 60_000);
+
+  it('keeps a 1 MB result in the bucket under results/, and jobs wait and publisher.result read it back', async () => {
+    const { jobId } = await v.publisher.publish('measure', { resultBytes: 1_000_000 }, { id: 'big-result-1' });
+    await eventually('the job to succeed', async () => (await record(jobId))?.state === 'succeeded', 30_000);
+
+    const kept = await record(jobId);
+    expect(kept?.result).toBeUndefined();
+    expect(kept?.resultRef).toMatchObject({
+      bucket: v.payloadBucket,
+      key: expect.stringMatching(/^results\/big-result-1\/[0-9a-f]{64}\.json$/),
+    });
+    expect(kept?.resultBytes).toBeGreaterThan(1_000_000);
+    const head = await s3.send(new HeadObjectCommand({ Bucket: v.payloadBucket, Key: kept?.resultRef?.key }));
+    expect(head.ContentLength).toBe(kept?.resultBytes);
+
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_SQS: h.emulators.sqsEndpoint,
+      AWS_ENDPOINT_URL_S3: h.emulators.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: h.emulators.dynamodbEndpoint,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_REGION: 'us-east-1',
+    });
+    try {
+      const waited = await cli('jobs', 'wait', jobId, '--json', '--version', 'cc1', '--config', FIXTURE_CONFIG);
+      expect(waited.err).toBe('');
+      expect(waited.code).toBe(0);
+      const result = JSON.parse(waited.out) as { state: string; result: { filler: string } };
+      expect(result.state).toBe('succeeded');
+      expect(result.result.filler).toBe('z'.repeat(1_000_000));
+      const shown = await cli('jobs', 'show', jobId, '--version', 'cc1', '--config', FIXTURE_CONFIG);
+      expect(shown.out).toMatch(
+        new RegExp(`result\\s+${kept?.resultBytes} bytes of JSON, kept in s3://${v.payloadBucket}/results/big-result-1/`),
+      );
+    } finally {
+      process.env = saved;
+    }
+    const awaited = await v.publisher.result(jobId);
+    expect(awaited).toMatchObject({ state: 'succeeded', resultBytes: kept?.resultBytes });
+    expect((awaited as { result: { filler: string } }).result.filler).toHaveLength(1_000_000);
   }, 60_000);
 
   it('archives a pointer to another bucket as bad-payload-ref, naming it, and never runs it', async () => {

@@ -153,7 +153,7 @@ describe('claim-check payloads: dispatching', () => {
     const messages = archived(w).map((a) => a.record?.detail ?? '');
     expect(messages.sort()).toEqual([
       expect.stringMatching(/gone.json, which is not there/),
-      expect.stringMatching(/does not have payloadRef's sha256/),
+      expect.stringMatching(/payloadRef: .*changed.json does not have its reference's sha256/),
     ]);
   });
 
@@ -176,5 +176,99 @@ describe('claim-check payloads: dispatching', () => {
     expect(w.reports.flatMap((r) => r.jobs).map((j) => j.outcome)).toEqual(['deferred', 'succeeded']);
     expect(await w.jobs.get('big-4')).toMatchObject({ state: 'succeeded', attempt: 1 });
     expect(archived(w)).toHaveLength(0);
+  });
+});
+
+describe('claim-check payloads: whose object a job deletes', () => {
+  it('deletes only the job’s own object: a pointer to another job’s is read, run and left', async () => {
+    const { w, publisher, store } = setup();
+    const payload = rows(300);
+    await publisher.publish('import-rows', payload, { id: 'owner', queue: 'urgent', delaySeconds: 3600 });
+    const [owned] = [...(store as MemoryPayloadStore).objects.keys()];
+    const key = (owned ?? '').slice(BUCKET.length + 1);
+    const text = JSON.stringify(payload);
+    const ref = { bucket: BUCKET, key, bytes: Buffer.byteLength(text) };
+
+    // A hostile or careless publisher points another job at it: that job runs with the payload, and its success deletes nothing.
+    await w.send('urgent', JSON.stringify({ task: 'import-rows', id: 'borrower', payloadRef: ref }));
+    await w.run();
+
+    expect(await w.jobs.get('borrower')).toMatchObject({ state: 'succeeded' });
+    expect((store as MemoryPayloadStore).objects.has(`${BUCKET}/${key}`)).toBe(true);
+  });
+});
+
+describe('claim-check results: a return value over 1 KB', () => {
+  const reporter: TaskOptions = {
+    name: 'build-report',
+    queue: 'urgent',
+    timeLimitSeconds: 5,
+    run: (p) => ({ lines: Array.from({ length: (p as { kb: number }).kb }, (_, i) => `${i}:${'r'.repeat(1000)}`) }),
+  };
+  const report = (kb: number) => ({ lines: Array.from({ length: kb }, (_, i) => `${i}:${'r'.repeat(1000)}`) });
+
+  it('is kept in the bucket under results/ before the record that points to it, and read back by publisher.result', async () => {
+    const { w, publisher, store } = setup([reporter]);
+
+    await publisher.publish('build-report', { kb: 300 }, { id: 'report-1', queue: 'urgent' });
+    await w.run();
+
+    const text = JSON.stringify(report(300));
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    const record = await w.jobs.get('report-1');
+    expect(record).toMatchObject({
+      state: 'succeeded',
+      resultBytes: Buffer.byteLength(text),
+      resultRef: { bucket: BUCKET, key: `results/report-1/${sha256}.json`, bytes: Buffer.byteLength(text), sha256 },
+    });
+    expect(record?.result).toBeUndefined();
+    expect((store as MemoryPayloadStore).objects.get(`${BUCKET}/results/report-1/${sha256}.json`)).toBe(text);
+    await expect(publisher.result('report-1')).resolves.toMatchObject({ state: 'succeeded', result: report(300) });
+  });
+
+  it('keeps a result of 1 KB or less on the record and puts nothing', async () => {
+    const { w, publisher, store } = setup([{ ...reporter, run: () => 'x'.repeat(1000) }]);
+
+    await publisher.publish('build-report', {}, { id: 'small', queue: 'urgent' });
+    await w.run();
+
+    expect(await w.jobs.get('small')).toMatchObject({ state: 'succeeded', result: JSON.stringify('x'.repeat(1000)) });
+    expect((store as MemoryPayloadStore).calls.put).toBe(0);
+  });
+
+  it('when the put fails, ends the job succeeded all the same (the body does not run again) and records the size only', async () => {
+    const inner = new MemoryPayloadStore();
+    const refusing: PayloadStore = {
+      put: async () => {
+        throw Object.assign(new Error('Access Denied'), { name: 'AccessDenied' });
+      },
+      get: (b, k) => inner.get(b, k),
+      delete: (b, k) => inner.delete(b, k),
+    };
+    const { w, publisher } = setup([reporter], refusing);
+
+    await publisher.publish('build-report', { kb: 5 }, { id: 'report-2', queue: 'urgent' });
+    await w.run({ forMs: 60_000 });
+
+    expect(w.runs).toHaveLength(1);
+    const record = await w.jobs.get('report-2');
+    expect(record).toMatchObject({ state: 'succeeded', attempt: 1, resultBytes: JSON.stringify(report(5)).length });
+    expect(record?.resultRef).toBeUndefined();
+    await expect(publisher.result('report-2')).resolves.toEqual(
+      expect.objectContaining({ state: 'succeeded', result: undefined, resultBytes: JSON.stringify(report(5)).length }),
+    );
+  });
+
+  it('refuses to read a record’s reference outside results/ (a record written by hand), naming it', async () => {
+    const { w, publisher, store } = setup([reporter]);
+    await publisher.publish('build-report', { kb: 2 }, { id: 'report-3', queue: 'urgent' });
+    await w.run();
+    const record = await w.jobs.get('report-3');
+    await store.put(BUCKET, 'payloads/elsewhere.json', '{}', '');
+    w.jobs.put({ ...(record as NonNullable<typeof record>), resultRef: { bucket: BUCKET, key: 'payloads/elsewhere.json', bytes: 2 } });
+
+    await expect(publisher.result('report-3')).rejects.toThrow(
+      /payloads\/elsewhere.json is not a result: results are kept under results\//,
+    );
   });
 });

@@ -75,8 +75,38 @@ describe('dependencies', () => {
     expect(runs.find((r) => r.jobId === 'lenient')?.dependencies).toEqual([{ jobId: 'broken', state: 'archived', reason: 'exhausted' }]);
   });
 
-  it('gives a dependent reading a result too large to keep a clear error naming the dependency and the size', async () => {
+  it('gives a dependent the result of a dependency over 1 KB, which the dispatcher kept in the bucket', async () => {
     const big = defineTask({ name: 'big', queue: 'work', timeLimitSeconds: 5, run: () => ({ blob: 'x'.repeat(2000) }) });
+    const seen: unknown[] = [];
+    const reader = defineTask({
+      name: 'reader',
+      queue: 'work',
+      timeLimitSeconds: 5,
+      maxRetries: 0,
+      run(_payload: unknown, ctx) {
+        seen.push(ctx.dependencies[0]);
+        return (ctx.dependencies[0]?.result as { blob: string } | undefined)?.blob.length;
+      },
+    });
+    const system = createTestSystem({ tasks: [big, reader] });
+    await system.publisher.chain([
+      { task: big, payload: {}, options: { id: 'producer' } },
+      { task: reader, payload: {}, options: { id: 'consumer' } },
+    ]);
+    await system.drain();
+    expect(seen).toEqual([{ jobId: 'producer', state: 'succeeded', result: { blob: 'x'.repeat(2000) } }]);
+    const producer = await system.job('producer');
+    expect(producer).toMatchObject({
+      state: 'succeeded',
+      resultBytes: 2011,
+      resultRef: { key: expect.stringMatching(/^results\/producer\//), bytes: 2011 },
+    });
+    expect(await system.job('consumer')).toMatchObject({ state: 'succeeded', result: '2000' });
+    expect(await system.publisher.result('producer')).toMatchObject({ state: 'succeeded', result: { blob: 'x'.repeat(2000) } });
+  });
+
+  it('gives a dependent reading a result too large to keep (over 10 MiB) a clear error naming the dependency and the size', async () => {
+    const big = defineTask({ name: 'big', queue: 'work', timeLimitSeconds: 5, run: () => ({ blob: 'x'.repeat(10 * 1024 * 1024) }) });
     const seen: unknown[] = [];
     const reader = defineTask({
       name: 'reader',
@@ -94,11 +124,14 @@ describe('dependencies', () => {
       { task: reader, payload: {}, options: { id: 'consumer' } },
     ]);
     await system.drain();
-    expect(seen).toEqual([2011]);
-    expect(await system.job('producer')).toMatchObject({ state: 'succeeded', resultBytes: 2011 });
+    const bytes = 10 * 1024 * 1024 + 11;
+    expect(seen).toEqual([bytes]);
+    const producer = await system.job('producer');
+    expect(producer).toMatchObject({ state: 'succeeded', resultBytes: bytes });
+    expect(producer?.resultRef).toBeUndefined();
     const consumer = await system.job('consumer');
     expect(consumer).toMatchObject({ state: 'archived', lastError: { type: 'ResultTooLargeError' } });
-    expect(consumer?.lastError?.message).toContain('"producer" was 2011 bytes');
+    expect(consumer?.lastError?.message).toContain(`"producer" was ${bytes} bytes`);
   });
 
   it('refuses at publish a dependency that is unknown, the job itself, or would close a cycle', async () => {
