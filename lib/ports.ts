@@ -22,6 +22,8 @@ export interface ReceivedMessage {
   readonly sentTimestamp: number;
   /** String message attributes, if any were sent. */
   readonly attributes: Readonly<Record<string, string>>;
+  /** Lambda's X-Ray header (the `AWSTraceHeader` system attribute), when the sender was traced by X-Ray. */
+  readonly awsTraceHeader?: string;
 }
 
 export interface ReceiveRequest {
@@ -72,7 +74,8 @@ export interface QueueDepth {
 
 /** Where a publisher emits events: a topic that fans each one out to the subscribed queues (SNS). */
 export interface EventBus {
-  publish(topicArn: string, body: string): Promise<{ readonly messageId: string }>;
+  /** `attributes`: string message attributes, which raw delivery passes on to the queues. */
+  publish(topicArn: string, body: string, attributes?: Readonly<Record<string, string>>): Promise<{ readonly messageId: string }>;
 }
 
 /**

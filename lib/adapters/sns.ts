@@ -25,8 +25,14 @@ export class SnsEventBus implements EventBus {
     this.sns = snsClientFrom(option);
   }
 
-  async publish(topicArn: string, body: string): Promise<{ messageId: string }> {
-    const out = await this.sns.send(new PublishCommand({ TopicArn: topicArn, Message: body }));
+  async publish(topicArn: string, body: string, attributes?: Readonly<Record<string, string>>): Promise<{ messageId: string }> {
+    const MessageAttributes =
+      attributes && Object.keys(attributes).length > 0
+        ? Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]))
+        : undefined;
+    const out = await this.sns.send(
+      new PublishCommand({ TopicArn: topicArn, Message: body, ...(MessageAttributes ? { MessageAttributes } : {}) }),
+    );
     return { messageId: out.MessageId ?? '' };
   }
 }

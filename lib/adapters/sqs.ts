@@ -66,7 +66,7 @@ export class SqsQueueClient implements QueueClient, QueueDirectory, QueueLister,
         MaxNumberOfMessages: request.maxMessages,
         WaitTimeSeconds: request.waitSeconds,
         VisibilityTimeout: request.visibilityTimeoutSeconds,
-        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp', 'AWSTraceHeader'],
         MessageAttributeNames: ['All'],
       }),
       signal ? { abortSignal: signal } : {},
@@ -83,6 +83,7 @@ export class SqsQueueClient implements QueueClient, QueueDirectory, QueueLister,
         receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
         sentTimestamp: Number(m.Attributes?.SentTimestamp ?? Date.now()),
         attributes,
+        ...(m.Attributes?.AWSTraceHeader ? { awsTraceHeader: m.Attributes.AWSTraceHeader } : {}),
       };
     });
   }

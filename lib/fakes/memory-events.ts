@@ -8,7 +8,8 @@ import type { EventBus, QueueClient, QueueUrls } from '../ports';
  * MessageBody filter policy does (a body that is not a JSON object with an `event` reaches none).
  */
 export class MemoryEventBus implements EventBus {
-  readonly published: Array<{ readonly topicArn: string; readonly body: string }> = [];
+  readonly published: Array<{ readonly topicArn: string; readonly body: string; readonly attributes?: Readonly<Record<string, string>> }> =
+    [];
   private sequence = 0;
 
   constructor(
@@ -19,14 +20,14 @@ export class MemoryEventBus implements EventBus {
     private readonly topicArnOf: (app: string, version: string) => string = memoryTopicArn,
   ) {}
 
-  async publish(topicArn: string, body: string): Promise<{ messageId: string }> {
-    this.published.push({ topicArn, body });
+  async publish(topicArn: string, body: string, attributes?: Readonly<Record<string, string>>): Promise<{ messageId: string }> {
+    this.published.push({ topicArn, body, ...(attributes ? { attributes } : {}) });
     const event = eventOf(body);
     for (const route of this.routes) {
       const arn = route.topic.topicArn ?? this.topicArnOf(route.topic.app, route.topic.version);
       const url = this.urls.queues[route.queue];
       if (arn !== topicArn || event === undefined || !route.events.includes(event) || !url) continue;
-      await this.queues.sendBatch(url, [{ id: '0', body }]);
+      await this.queues.sendBatch(url, [{ id: '0', body, ...(attributes && Object.keys(attributes).length > 0 ? { attributes } : {}) }]);
     }
     this.sequence += 1;
     return { messageId: `memory-sns-${this.sequence}` };

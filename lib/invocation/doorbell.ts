@@ -21,7 +21,7 @@ export interface SqsEventRecord {
   readonly messageId: string;
   readonly receiptHandle: string;
   readonly body: string;
-  readonly attributes: { readonly ApproximateReceiveCount?: string; readonly SentTimestamp?: string };
+  readonly attributes: { readonly ApproximateReceiveCount?: string; readonly SentTimestamp?: string; readonly AWSTraceHeader?: string };
   readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string; readonly dataType?: string }>>;
   readonly eventSource: 'aws:sqs';
   readonly eventSourceARN: string;
@@ -50,6 +50,7 @@ export function receivedFromRecord(record: SqsEventRecord): ReceivedMessage {
     receiveCount: Number(record.attributes?.ApproximateReceiveCount ?? 1),
     sentTimestamp: Number(record.attributes?.SentTimestamp ?? Date.now()),
     attributes,
+    ...(typeof record.attributes?.AWSTraceHeader === 'string' ? { awsTraceHeader: record.attributes.AWSTraceHeader } : {}),
   };
 }
 
