@@ -17,6 +17,7 @@ import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHE
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
+import { readCelery } from './celery';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
 import { dropPayloads, resolvePayloads } from './payloads';
@@ -129,6 +130,13 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     decoded = decodeMessage(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
   } catch (error) {
     const envelopeError = error instanceof EnvelopeError ? error : undefined;
+    // A body that is not JSON may be Celery's (lib/dispatch/celery.ts), read on a queue that accepts it.
+    const celery = envelopeError?.code === 'not-json' ? readCelery(deps.registry, queue, message, deps.clock.now()) : undefined;
+    if (celery?.kind === 'job') return celery.planned;
+    if (celery) {
+      decideArchive(deps, queue, state, message, celery.named, celery.reason, celery.error);
+      return undefined;
+    }
     decideArchive(deps, queue, state, message, undefined, 'malformed', {
       type: 'EnvelopeError',
       message: envelopeError?.message ?? describe(error),
