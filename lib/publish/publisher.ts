@@ -4,7 +4,15 @@ import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
-import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, tableNames, validateVersion } from '../config';
+import {
+  type QueueConfig,
+  queueResourceName,
+  resolveConfig,
+  type TaskworkerConfig,
+  type TaskworkerConfigInput,
+  tableNames,
+  validateVersion,
+} from '../config';
 import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
   DependencyError,
@@ -26,6 +34,7 @@ import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, typ
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
 import { TASK_NAME_PATTERN } from '../tasks/task';
+import { givenTraceAttributes, type PublishSpan, startPublishSpan, type TraceOptions } from '../trace/producer';
 import { publishTiming } from '../track/due';
 import { closesCycle, edgesOf, propagate } from '../track/flows';
 import type { CancelResult, JobRecord, JobRef, JobStore } from '../track/model';
@@ -74,6 +83,15 @@ export interface PublishOptions {
   readonly onDependencyFailure?: DependencyFailurePolicy;
   /** Labels to find the job by (`taskworker jobs list --tag T`): at most 10, each 1..64 printable ASCII characters. */
   readonly tags?: readonly string[];
+  /**
+   * The W3C trace context the job carries (its `traceparent` message attribute), instead of the
+   * active OpenTelemetry context's: `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; anything
+   * else is a {@link PublishOptionError} naming it. Without it the publish span's context is sent
+   * (where `@opentelemetry/api` is installed and a span is active or a provider registered).
+   */
+  readonly traceparent?: string;
+  /** Vendor trace state sent beside `traceparent` (its `tracestate` attribute; at most 512 characters). */
+  readonly tracestate?: string;
   /** @internal A fan-in's callback (see {@link Publisher.chord}): the members it awaits. */
   readonly awaits?: number;
   /** @internal A fan-in's member (see {@link Publisher.chord}). */
@@ -88,6 +106,9 @@ export interface EmitOptions {
   readonly id?: string;
   /** Any JSON, handed to every subscriber as `ctx.appData`. */
   readonly appData?: unknown;
+  /** The W3C trace context the event carries to every subscriber, instead of the active context's (see {@link PublishOptions.traceparent}). */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 export interface Emitted {
@@ -360,10 +381,19 @@ export class Publisher {
       throw new InvalidEventPayloadError(name, `not JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     if (bodyBytes(body) > MAX_EVENT_BYTES) throw new MessageTooLargeError(name, bodyBytes(body), MAX_EVENT_BYTES, 'event');
+    givenTraceAttributes(options);
     const topicArn = await this.topicArn();
     this.eventBus ??= this.eventOptions?.bus ?? new SnsEventBus(this.eventOptions?.sns);
-    const { messageId } = await this.eventBus.publish(topicArn, body);
-    return { eventId, messageId, topicArn };
+    // Its trace context rides as an SNS message attribute, which raw delivery passes on to each queue.
+    const span = startPublishSpan('aws_sns');
+    try {
+      const { messageId } = await this.eventBus.publish(topicArn, body, span.attributesFor(name, options));
+      span.end({ destination: topicArn.slice(topicArn.lastIndexOf(':') + 1), count: 1 });
+      return { eventId, messageId, topicArn };
+    } catch (error) {
+      span.end({ error });
+      throw error;
+    }
   }
 
   /** The version's event topic: given, or beside the version's queues (their URL names the account and region). */
@@ -397,8 +427,24 @@ export class Publisher {
    * reported in a {@link PublishBatchError} with the ones that were sent — never dropped silently.
    */
   async publishBatch(items: readonly PublishItem[]): Promise<Published[]> {
+    // One PRODUCER span per call; each message carries its context (lib/trace/producer.ts).
+    const span = startPublishSpan('aws_sqs');
+    try {
+      const published = await this.sendItems(items, span);
+      const queues = new Set(published.map((p) => p.queue));
+      const [only] = queues;
+      const destination = queues.size === 1 ? queueResourceName(this.config.app, this.version, only as string) : undefined;
+      span.end({ count: published.length, ...(destination ? { destination } : {}) });
+      return published;
+    } catch (error) {
+      span.end({ error });
+      throw error;
+    }
+  }
+
+  private async sendItems(items: readonly PublishItem[], span: PublishSpan): Promise<Published[]> {
     const now = this.clock.now();
-    const checked = items.map((item, index) => this.prepare(item, index, now));
+    const checked = items.map((item, index) => this.prepare(item, index, now, span));
     await this.checkDependencies(checked);
     const urls = await this.queueUrls();
     const prepared = await this.offload(checked, urls);
@@ -544,6 +590,7 @@ export class Publisher {
         await jobs.wait({
           ...job,
           body: p.entry.body,
+          ...(p.entry.attributes ? { attributes: p.entry.attributes } : {}),
           dependsOn: p.dependsOn,
           ...(p.awaits ? { awaits: p.awaits } : {}),
           onDependencyFailure: envelope.onDependencyFailure ?? 'fail',
@@ -611,7 +658,7 @@ export class Publisher {
     }
   }
 
-  private prepare(item: PublishItem, index: number, now: number): Prepared {
+  private prepare(item: PublishItem, index: number, now: number, span: PublishSpan): Prepared {
     const options = item.options ?? {};
     const name = typeof item.task === 'string' ? item.task : item.task.name;
     if (!TASK_NAME_PATTERN.test(name)) throw new UnknownTaskError(name, `task names match ${TASK_NAME_PATTERN}`);
@@ -682,7 +729,13 @@ export class Publisher {
       const { payload: _payload, ...rest } = envelope;
       offload = { text, envelope: rest };
     } else if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
-    const entry: SendEntry = { id: String(index), body, ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}) };
+    const attributes = span.attributesFor(name, options satisfies TraceOptions);
+    const entry: SendEntry = {
+      id: String(index),
+      body,
+      ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}),
+      ...(attributes ? { attributes } : {}),
+    };
     return {
       index,
       task: name,
