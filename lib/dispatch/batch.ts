@@ -13,6 +13,7 @@ import type { BatchReport, JobReport } from '../settle/report';
 import { type HookJob, runHooks } from '../settle/run-hooks';
 import { BatchState, recordStats, type SettleOptions, settle } from '../settle/settle';
 import type { TaskDefinition } from '../tasks/task';
+import { batchSpans } from '../trace/consumer';
 import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHEDULE_SECONDS } from '../track/due';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
@@ -44,6 +45,8 @@ export async function processBatch(
   const receivedAt = deps.clock.now();
   const hold = new SettleHold(deps, deps.urls.queues[queue.name] as string, queue.visibilityTimeoutSeconds);
   const state = new BatchState(hold, receivedAt + queue.visibilityTimeoutSeconds * 1000);
+  // A CONSUMER span per attempt, open until its hooks have run (none without @opentelemetry/api).
+  const spans = batchSpans(deps, queue);
   try {
     const planned: Planned[] = [];
     for (const message of batch) {
@@ -66,7 +69,9 @@ export async function processBatch(
       announce(deps, queue, batch, runnable);
       await Promise.all(
         runnable.map((p) =>
-          slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) => runOne(deps, queue, p, receivedAt, options, state, lease)),
+          slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) =>
+            spans.run(p, () => runOne(deps, queue, p, receivedAt, options, state, lease)),
+          ),
         ),
       );
     } finally {
@@ -83,9 +88,12 @@ export async function processBatch(
     );
     const report: BatchReport = {
       queue: queue.name,
-      jobs: await runHooks(deps, queue.name, settled, hookJobs, options.deadline - deps.config.dispatcher.settleMarginMs / 2),
+      jobs: await spans.hooks(settled, (reports) =>
+        runHooks(deps, queue.name, reports, hookJobs, options.deadline - deps.config.dispatcher.settleMarginMs / 2),
+      ),
       settleRetries,
     };
+    spans.end(report.jobs);
     await recordStats(deps, report);
     // A batch held back whole by limits is an empty look for the selector: the queue rests a while
     // and the others are served, rather than its limited head being received again and again.
@@ -95,6 +103,7 @@ export async function processBatch(
   } catch (error) {
     // The settle releases the hold; a batch that failed before it holds nothing past its end.
     void state.release();
+    spans.end([], error);
     throw error;
   }
 }
