@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
+import { activeTraceparent } from '../trace/otel';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 import { type CancelRequest, type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
 
@@ -175,7 +176,9 @@ export class ThreadPoolExecutor implements TaskExecutor {
       worker.on('message', onMessage);
       worker.once('error', onError);
       worker.once('exit', onExit);
-      const request: RunRequest = { type: 'run', runId, run };
+      // The attempt's span (the active context here) goes with the run: threads do not share contexts.
+      const trace = activeTraceparent();
+      const request: RunRequest = { type: 'run', runId, run, ...(trace ? { trace } : {}) };
       worker.postMessage(request);
       if (hooks.cancel?.aborted) onCancel();
       else hooks.cancel?.addEventListener('abort', onCancel, { once: true });

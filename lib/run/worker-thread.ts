@@ -1,5 +1,6 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { definitionsFromModules, type TaskModuleEntry } from '../tasks/modules';
+import { withRemoteParent } from '../trace/otel';
 import { deadlineSignal, runTaskBody } from './task-body';
 import { serializeError, type TaskOutcome, type TaskRun } from './types';
 
@@ -10,6 +11,11 @@ export interface RunRequest {
   readonly type: 'run';
   readonly runId: number;
   readonly run: TaskRun;
+  /**
+   * The attempt's span on the dispatcher thread (W3C trace context): the body runs with it as its
+   * remote parent, so spans it starts (with a tracer provider registered in the thread) are its children.
+   */
+  readonly trace?: { readonly traceparent: string; readonly tracestate?: string };
 }
 
 export interface RunDone {
@@ -96,7 +102,7 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
       const deadline = Date.now() + run.timeLimitMs;
       const { signal, cancel, stop } = deadlineSignal(run, deadline);
       current = { runId: request.runId, stop };
-      outcome = await runTaskBody(def, run, deadline, signal, hooks);
+      outcome = await withRemoteParent(request.trace, () => runTaskBody(def, run, deadline, signal, hooks));
       current = undefined;
       cancel();
     }

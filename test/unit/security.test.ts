@@ -85,6 +85,8 @@ const CODE_LOADING_SITES: Record<string, string> = {
     'the S3 client, by its fixed package name, bundled into the artifact and evaluated when the first claim-checked payload comes',
   'lib/adapters/s3.ts: return require(S3_MODULE) as typeof S3;':
     'the S3 client, by its fixed package name (a constant, kept out of a literal so bundlers leave it), for claim-checked payloads (an optional peer dependency)',
+  "lib/trace/otel.ts: return require('@opentelemetry/api') as OtelApi;":
+    'the OpenTelemetry API, by its fixed package name (a literal, so a bundler carries it where it is installed), for traces (an optional peer dependency); an ES module build, which has no require, resolves the same name from the working directory',
   'lib/tasks/bundle.ts: exports = require(path) as Partial<TaskBundleExports>;':
     'the tasks bundle: TASKWORKER_TASKS_BUNDLE (set by the stack) or tasks.cjs beside the handler',
   'lib/run/thread-pool-executor.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
