@@ -30,7 +30,7 @@ export type CeleryReading =
  * parked job and an archived message are that envelope (as planEvent does for an event).
  */
 export function readCelery(registry: TaskRegistry, queue: QueueConfig, message: ReceivedMessage, now: number): CeleryReading | undefined {
-  const meta = { messageId: message.messageId, sentTimestamp: message.sentTimestamp, now };
+  const meta = { messageId: message.messageId, sentTimestamp: message.sentTimestamp, now, receiveCount: message.receiveCount };
   if (!queue.accept.includes('celery')) {
     if (!looksLikeCelery(message.body)) return undefined;
     const named = celeryNames(message.body);

@@ -87,6 +87,13 @@ export class CeleryRejection extends TaskworkerError {
 export interface CeleryMeta extends MessageMeta {
   /** The dispatcher's clock: an `expires` before it is past. */
   readonly now: number;
+  /**
+   * SQS's receive count. `expires` is checked at the first receive only: a later one is a retry's
+   * (its visibility lapsed) or a released message's, whose job may already be recorded, and a job
+   * that has started ends by its own attempts, never by a rejection beside its record.
+   * @defaultValue 1
+   */
+  readonly receiveCount?: number;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -203,7 +210,7 @@ export function decodeCelery(body: string, meta: CeleryMeta, lookup: CeleryLooku
     }
     // A job due after it expires could never run in time either.
     const due = Math.max(meta.now, runAt ?? meta.now);
-    if (at <= due) {
+    if (at <= due && (meta.receiveCount ?? 1) <= 1) {
       const when = new Date(at).toISOString();
       throw new CeleryRejection(
         'expired',

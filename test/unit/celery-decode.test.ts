@@ -202,6 +202,12 @@ describe('a Celery message refused, naming the value', () => {
     expect(before.message).toContain('before its eta');
   });
 
+  it('checks expires at the first receive only: a retry’s receive runs its job to its own end', () => {
+    const body = sqsBody(kombu({ headers: { expires: new Date(meta.now - 1).toISOString() } }));
+    expect(decodeCelery(body, { ...meta, receiveCount: 2 }, lookup).id).toBe(ID);
+    expect(() => decodeCelery(body, { ...meta, receiveCount: 1 }, lookup)).toThrow(CeleryRejection);
+  });
+
   it('keeps the id and task name a refused message carried, where they read as such', () => {
     expect(refusal(sqsBody(kombu({ top: { 'content-type': 'application/x-python-serialize' } })))).toMatchObject({
       id: ID,

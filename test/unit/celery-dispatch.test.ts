@@ -111,6 +111,16 @@ describe('Celery messages on a queue that accepts them', () => {
     });
   });
 
+  it('checks expires when the message first arrives: a retry after it still ends the job by its attempts', async () => {
+    failing = 'once';
+    const s = system();
+    await s.send('default', celery('c-7', { expires: s.clock.now() + 10_000 }));
+    const drained = await s.drain();
+    // The retry came back a minute later (the next scheduled dispatcher), past the expiry.
+    expect(drained).toMatchObject({ succeeded: 1, retried: 1, archived: {} });
+    expect(await s.job('c-7')).toMatchObject({ state: 'succeeded', attempt: 2 });
+  });
+
   it('parks an eta beyond SQS’s 15 minutes as its envelope, and runs it when due', async () => {
     const s = system();
     const eta = s.clock.now() + 3_600_000;
