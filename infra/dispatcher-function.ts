@@ -15,7 +15,7 @@ import { JOBS_DUE_INDEX } from '../lib/layout/tables';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
 import { ignoreCfnLintChecks, REDUNDANT_ROLE_DEPENDENCY } from './cfn-lint';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
-import { PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS, type TaskworkerPayloads } from './payloads';
+import { grantSubscribedEventPayloads, PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS, type TaskworkerPayloads } from './payloads';
 
 /** What the dispatcher does on its work queues: receive, settle (delete, change visibility), probe depth. */
 export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'];
@@ -118,6 +118,7 @@ export class TaskworkerDispatcher extends Construct {
       created.addToPrincipalPolicy(new iam.PolicyStatement({ actions: STATS_TABLE_ACTIONS, resources: [props.statsTable.tableArn] }));
       props.payloads?.grantObjects(created, PAYLOAD_READ_ACTIONS);
       props.payloads?.grantObjects(created, RESULT_PUT_ACTIONS, RESULT_PREFIX);
+      if (props.payloads) grantSubscribedEventPayloads(created, config.subscriptions);
       return created;
     };
     const role = workerRole('Role', 'dispatcher');

@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config';
-import { PAYLOAD_PREFIX, payloadBucketName, payloadExpiryDays, RESULT_PREFIX } from '../lib/layout/payloads';
+import { EVENT_PAYLOAD_PREFIX, PAYLOAD_PREFIX, payloadBucketName, payloadExpiryDays, RESULT_PREFIX } from '../lib/layout/payloads';
 
 /** What the dispatcher does with a claim-checked payload: read it before the task runs, delete it when the job has ended. */
 export const PAYLOAD_READ_ACTIONS = ['s3:GetObject', 's3:DeleteObject'];
@@ -78,6 +78,33 @@ export class TaskworkerPayloads extends Construct {
       reason: PAYLOAD_OBJECTS_REASON,
     });
   }
+}
+
+/**
+ * Grants `role` `s3:GetObject` on the events' payloads (`payloads/events/*`) in the bucket of each
+ * app this one subscribes to, by name (`<app>-<version>-<account>-<region>`, in the account and
+ * region of the subscription's `topicArn`, else this stack's): a large event's claim check points
+ * there. A bucket in another account also needs that account's bucket policy to allow this role.
+ */
+export function grantSubscribedEventPayloads(role: iam.Role, subscriptions: TaskworkerConfig['subscriptions']): void {
+  const stack = Stack.of(role);
+  for (const sub of subscriptions) {
+    const arn = sub.topicArn?.split(':');
+    const bucket = payloadBucketName(sub.app, sub.version, arn?.[4] ?? stack.account, arn?.[3] ?? stack.region);
+    const objects = `arn:${stack.partition}:s3:::${bucket}/${EVENT_PAYLOAD_PREFIX}*`;
+    role.addToPrincipalPolicy(payloadObjectsStatement(['s3:GetObject'], objects));
+    Validations.of(role.node.findChild('DefaultPolicy')).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${nagResource(stack.resolve(objects))}]`,
+      reason: `A large event of ${sub.app} ${sub.version} is kept under ${EVENT_PAYLOAD_PREFIX} of its bucket, one object per event: no narrower resource names them; get only.`,
+    });
+  }
+}
+
+/** A resolved ARN as cdk-nag prints it in a finding's id: a joined one's references as `<AWS::Partition>`. */
+function nagResource(resolved: string | { 'Fn::Join': [string, unknown[]] }): string {
+  if (typeof resolved === 'string') return resolved;
+  const [separator, parts] = resolved['Fn::Join'];
+  return parts.map((part) => (typeof part === 'string' ? part : `<${(part as { Ref: string }).Ref}>`)).join(separator);
 }
 
 /** Why a role's grant on `<bucket>/payloads/*` is as narrow as an object grant gets (acknowledged for cdk-nag's AwsSolutions-IAM5). */

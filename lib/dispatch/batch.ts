@@ -163,19 +163,30 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     });
     return undefined;
   }
-  if (job.payloadRef) {
-    // Checked before anything reads it: a dispatcher reads only its own version's bucket and prefix.
-    const problem = foreignRefProblem(job.payloadRef, deps.payloads?.bucket);
-    if (problem) {
-      decideArchive(deps, queue, state, message, job, 'bad-payload-ref', {
-        type: 'PayloadRefError',
-        code: 'bad-payload-ref',
-        message: problem,
-      });
-      return undefined;
-    }
-  }
+  if (refusedRef(deps, queue, state, message, job)) return undefined;
   return { message, job, def };
+}
+
+/**
+ * Whether a claim check points outside the version's own bucket and prefix, checked before
+ * anything reads it: then the message is archived (`bad-payload-ref`, naming where it points).
+ */
+function refusedRef(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  state: BatchState,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  ref = job?.payloadRef,
+): boolean {
+  const problem = ref ? foreignRefProblem(ref, deps.payloads?.bucket, deps.payloads?.eventBuckets) : undefined;
+  if (!problem) return false;
+  decideArchive(deps, queue, state, message, job, 'bad-payload-ref', {
+    type: 'PayloadRefError',
+    code: 'bad-payload-ref',
+    message: problem,
+  });
+  return true;
 }
 
 /**
@@ -202,6 +213,8 @@ function planEvent(
     });
     return undefined;
   }
+  // Once for the event, before a split copies its pointer to every subscriber.
+  if (refusedRef(deps, queue, state, message, undefined, event.payloadRef)) return undefined;
   if (subscribers.length === 1) {
     return { message: { ...message, body: subscriberEnvelope(event, only.name) }, job: subscriberJob(event, only.name), def: only };
   }

@@ -74,7 +74,12 @@ export interface DispatcherDeps {
    * cancelled. A reference to any other bucket, or outside `payloads/`, is archived
    * (`bad-payload-ref`); without it, every reference is.
    */
-  readonly payloads?: { readonly store: PayloadStore; readonly bucket: string };
+  readonly payloads?: {
+    readonly store: PayloadStore;
+    readonly bucket: string;
+    /** The buckets of apps whose events this one subscribes to: their events' payloads (`payloads/events/`) are read there. */
+    readonly eventBuckets?: readonly string[];
+  };
 }
 
 export interface Tracking {

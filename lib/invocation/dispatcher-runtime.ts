@@ -6,7 +6,7 @@ import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config';
 import type { DispatcherObserver, Tracking } from '../dispatch/types';
 import { ConfigError } from '../errors';
-import { payloadBucketNear } from '../layout/payloads';
+import { payloadBucketNear, subscribedEventBuckets } from '../layout/payloads';
 import {
   type DispatcherLauncher,
   type DoorbellSwitch,
@@ -163,16 +163,19 @@ export class DispatcherRuntime {
   }
 
   /** The payload bucket and store; none (every claim check archived, said once) where no bucket can be named. */
-  private payloadsOn(urls: QueueUrls): { payloads?: { store: PayloadStore; bucket: string } } {
+  private payloadsOn(urls: QueueUrls): { payloads?: { store: PayloadStore; bucket: string; eventBuckets: string[] } } {
     const given = this.options.payloads ?? {};
+    const { config } = this.options.bundle;
+    const queueUrl = Object.values(urls.queues)[0] ?? urls.archive;
     let bucket = given.bucket;
     try {
-      bucket ??= payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.options.bundle.config.app, this.options.version);
+      bucket ??= payloadBucketNear(queueUrl, config.app, this.options.version);
     } catch (error) {
       this.logger.warn('no payload bucket: claim-checked payloads will be archived (bad-payload-ref)', { error: String(error) });
       return {};
     }
-    return { payloads: { bucket, store: given.store ?? new S3PayloadStore(given.s3, given.sdk) } };
+    const eventBuckets = subscribedEventBuckets(config.subscriptions, queueUrl);
+    return { payloads: { bucket, store: given.store ?? new S3PayloadStore(given.s3, given.sdk), eventBuckets } };
   }
 
   private async lookUpUrls(): Promise<QueueUrls> {

@@ -65,7 +65,28 @@ export function isOwnPayloadKey(jobId: string, key: string): boolean {
  * the bucket's lifecycle expires it.
  */
 export function eventPayloadKey(eventId: string, sha256: string): string {
-  return `${PAYLOAD_PREFIX}events/${encodeURIComponent(eventId)}/${sha256}.json`;
+  return `${EVENT_PAYLOAD_PREFIX}${encodeURIComponent(eventId)}/${sha256}.json`;
+}
+
+/** Where events' payloads are kept, under the payloads: the only keys a subscriber of another app reads in that app's bucket. */
+export const EVENT_PAYLOAD_PREFIX = `${PAYLOAD_PREFIX}events/`;
+
+/**
+ * The buckets of the apps whose events this one subscribes to (config `subscriptions`): an event's
+ * claim check points into its emitter's bucket. Each is in the account and region of the
+ * subscription's `topicArn`, or else of this version's own queues (`queueUrl`); none for a
+ * subscription whose account cannot be named (an emulator's URL without one).
+ */
+export function subscribedEventBuckets(
+  subscriptions: ReadonlyArray<{ readonly app: string; readonly version: string; readonly topicArn?: string }>,
+  queueUrl: string,
+): string[] {
+  const own = accountAndRegionOf(queueUrl);
+  return subscriptions.flatMap((sub) => {
+    const arn = sub.topicArn?.split(':');
+    const at = arn ? { region: arn[3] as string, account: arn[4] as string } : own;
+    return at ? [payloadBucketName(sub.app, sub.version, at.account, at.region)] : [];
+  });
 }
 
 /** Results too large for a job record are kept under this prefix of the version's bucket. */
@@ -76,8 +97,16 @@ export function resultKey(jobId: string, sha256: string): string {
   return `${RESULT_PREFIX}${encodeURIComponent(jobId)}/${sha256}.json`;
 }
 
-/** Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or undefined. */
-export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined): string | undefined {
+/**
+ * Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or
+ * undefined. In a subscribed app's bucket (`eventBuckets`) it reads events' payloads only.
+ */
+export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined, eventBuckets: readonly string[] = []): string | undefined {
+  if (eventBuckets.includes(ref.bucket)) {
+    return ref.key.startsWith(EVENT_PAYLOAD_PREFIX)
+      ? undefined
+      : `payloadRef names key ${JSON.stringify(ref.key)} in the bucket of an app this one subscribes to; this version reads only keys under ${EVENT_PAYLOAD_PREFIX} there`;
+  }
   if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;
   if (ref.bucket !== bucket)
     return `payloadRef names bucket ${JSON.stringify(ref.bucket)}; this version reads only ${JSON.stringify(bucket)}`;

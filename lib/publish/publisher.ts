@@ -3,6 +3,7 @@ import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-trac
 import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { putClaimCheck } from '../claim-check';
 import { type Clock, systemClock } from '../clock';
 import {
   type QueueConfig,
@@ -28,7 +29,7 @@ import {
   UnknownTaskError,
 } from '../errors';
 import { topicArnNear } from '../events/config';
-import { payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
+import { eventPayloadKey, payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
@@ -50,7 +51,7 @@ import {
   memberId,
   tagListProblem,
 } from '../wire/envelope';
-import { encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';
+import { type EventEnvelopeV1, encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';
 import { MAX_PAYLOAD_REF_BYTES, type PayloadRef } from '../wire/payload-ref';
 import { type JobResult, storedResultReader, type WaitOptions, waitForResult } from './results';
 
@@ -380,8 +381,9 @@ export class Publisher {
     } catch (error) {
       throw new InvalidEventPayloadError(name, `not JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
-    if (bodyBytes(body) > MAX_EVENT_BYTES) throw new MessageTooLargeError(name, bodyBytes(body), MAX_EVENT_BYTES, 'event');
     givenTraceAttributes(options);
+    if (bodyBytes(body) > Math.min(this.config.payloads.offloadAboveBytes, MAX_EVENT_BYTES))
+      body = await this.offloadEvent(name, eventId, payload, body);
     const topicArn = await this.topicArn();
     this.eventBus ??= this.eventOptions?.bus ?? new SnsEventBus(this.eventOptions?.sns);
     // Its trace context rides as an SNS message attribute, which raw delivery passes on to each queue.
@@ -394,6 +396,24 @@ export class Publisher {
       span.end({ error });
       throw error;
     }
+  }
+
+  /**
+   * An event too large for SNS (or over `payloads.offloadAboveBytes`): its payload is put in the
+   * version's bucket under `payloads/events/` (one object every subscriber's job reads; the lifecycle
+   * expires it) and the event carries the pointer. Up to 10 MiB; larger is refused, nothing sent.
+   */
+  private async offloadEvent(name: string, eventId: string, payload: unknown, body: string): Promise<string> {
+    const text = JSON.stringify(payload ?? null);
+    const bytes = bodyBytes(text);
+    if (bytes > MAX_PAYLOAD_REF_BYTES) throw new MessageTooLargeError(name, bytes, MAX_PAYLOAD_REF_BYTES, 'event');
+    const bucket = this.bucketNear(await this.queueUrls());
+    const payloadRef = await putClaimCheck(this.store(), bucket, (sha256) => eventPayloadKey(eventId, sha256), text);
+    const { payload: _payload, ...envelope } = JSON.parse(body) as EventEnvelopeV1;
+    const pointed = encodeEventEnvelope({ ...envelope, payloadRef });
+    // What stays in the event (appData, ...) must fit SNS too.
+    if (bodyBytes(pointed) > MAX_EVENT_BYTES) throw new MessageTooLargeError(name, bodyBytes(pointed), MAX_EVENT_BYTES, 'event');
+    return pointed;
   }
 
   /** The version's event topic: given, or beside the version's queues (their URL names the account and region). */
@@ -490,8 +510,7 @@ export class Publisher {
    */
   private async offload(prepared: readonly Prepared[], urls: QueueUrls): Promise<Prepared[]> {
     if (!prepared.some((p) => p.offload)) return [...prepared];
-    const bucket =
-      this.payloadOptions?.bucket ?? payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.config.app, this.version);
+    const bucket = this.bucketNear(urls);
     const store = this.store();
     return Promise.all(
       prepared.map(async (p) => {
@@ -508,6 +527,11 @@ export class Publisher {
         return { ...rest, entry: { ...p.entry, body }, bytes };
       }),
     );
+  }
+
+  /** The version's bucket: given, or named from its queue URLs (which name the account and region). */
+  private bucketNear(urls: QueueUrls): string {
+    return this.payloadOptions?.bucket ?? payloadBucketNear(Object.values(urls.queues)[0] ?? urls.archive, this.config.app, this.version);
   }
 
   /** The version's bucket's client (payloads put, results read), made on first use. */

@@ -204,13 +204,7 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   if (runAt !== undefined && !isEpochMs(runAt)) {
     throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
   }
-  const payloadRef = own('payloadRef');
-  if (payloadRef !== undefined) {
-    const problem = payloadRefProblem(payloadRef);
-    if (problem) throw new EnvelopeError('bad-payload-ref', `payloadRef ${problem}`, 'payloadRef');
-    if (own('payload') !== undefined)
-      throw new EnvelopeError('bad-payload-ref', 'payloadRef and payload are both given; a claim check replaces the payload', 'payloadRef');
-  }
+  const payloadRef = decodePayloadRefField(own);
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
   const event = own('event');
@@ -218,7 +212,7 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     task,
     id: jobId,
     payload: own('payload') ?? null,
-    ...(payloadRef !== undefined ? { payloadRef: decodedRef(payloadRef as PayloadRef) } : {}),
+    ...(payloadRef !== undefined ? { payloadRef } : {}),
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
@@ -227,8 +221,19 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   };
 }
 
-/** A checked `payloadRef`, with only its own fields (a raw message's extras left behind). */
-function decodedRef(ref: PayloadRef): PayloadRef {
+/**
+ * A body's `payloadRef` (a task's or an event's), checked and with only its own fields (a raw
+ * message's extras left behind); undefined when there is none. Throws {@link EnvelopeError}
+ * (`bad-payload-ref`) for a bad one, or one given beside a `payload`.
+ */
+export function decodePayloadRefField(own: (key: string) => unknown): PayloadRef | undefined {
+  const value = own('payloadRef');
+  if (value === undefined) return undefined;
+  const problem = payloadRefProblem(value);
+  if (problem) throw new EnvelopeError('bad-payload-ref', `payloadRef ${problem}`, 'payloadRef');
+  if (own('payload') !== undefined)
+    throw new EnvelopeError('bad-payload-ref', 'payloadRef and payload are both given; a claim check replaces the payload', 'payloadRef');
+  const ref = value as PayloadRef;
   return { bucket: ref.bucket, key: ref.key, bytes: ref.bytes, ...(ref.sha256 !== undefined ? { sha256: ref.sha256 } : {}) };
 }
 

@@ -3,6 +3,7 @@ import { EnvelopeError } from '../errors';
 import {
   type DecodedJob,
   decodeJobFields,
+  decodePayloadRefField,
   EVENT_NAME_PATTERN,
   type EventRef,
   encodeEnvelope,
@@ -12,6 +13,7 @@ import {
   parseBody,
   preview,
 } from './envelope';
+import type { PayloadRef } from './payload-ref';
 
 export { EVENT_NAME_PATTERN, type EventRef } from './envelope';
 
@@ -44,6 +46,12 @@ export interface EventEnvelopeV1 {
   readonly emittedAt?: number;
   /** Any JSON, passed through to each subscriber as `ctx.appData`. */
   readonly appData?: unknown;
+  /**
+   * A claim check in place of `payload` (never both), for a payload too large for SNS: the object is
+   * under `payloads/` of the subscribing version's bucket, and every subscriber's job reads it (none
+   * deletes it; the bucket's lifecycle does). `publisher.emit` writes `payloads/events/<id>/<sha256>.json`.
+   */
+  readonly payloadRef?: PayloadRef;
   /** Envelope version. @defaultValue 1 */
   readonly v?: 1;
 }
@@ -51,6 +59,7 @@ export interface EventEnvelopeV1 {
 /** An event envelope decoded and validated, with defaults filled in from SQS. */
 export interface DecodedEvent extends EventRef {
   readonly payload: unknown;
+  readonly payloadRef?: PayloadRef;
   readonly appData: unknown;
 }
 
@@ -58,7 +67,9 @@ const APP_NAME_PATTERN = /^[a-z][a-z0-9-]{0,29}$/;
 
 /** Serializes an event envelope; `v` is always written. */
 export function encodeEventEnvelope(envelope: EventEnvelopeV1): string {
-  const body: Record<string, unknown> = { v: 1, event: envelope.event, payload: envelope.payload ?? null };
+  const body: Record<string, unknown> = { v: 1, event: envelope.event };
+  if (envelope.payloadRef !== undefined) body.payloadRef = envelope.payloadRef;
+  else body.payload = envelope.payload ?? null;
   if (envelope.id !== undefined) body.id = envelope.id;
   if (envelope.source !== undefined) body.source = envelope.source;
   if (envelope.emittedAt !== undefined) body.emittedAt = envelope.emittedAt;
@@ -103,12 +114,14 @@ function decodeEventFields(own: (key: string) => unknown, meta: MessageMeta): De
   ) {
     throw new EnvelopeError('bad-event', `emittedAt is ${preview(emittedAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'emittedAt');
   }
+  const payloadRef = decodePayloadRefField(own);
   return {
     name,
     id: (id as string | undefined) ?? meta.messageId,
     ...(source !== undefined ? { source: source as string } : {}),
     emittedAt: (emittedAt as number | undefined) ?? meta.sentTimestamp,
     payload: own('payload') ?? null,
+    ...(payloadRef !== undefined ? { payloadRef } : {}),
     appData: own('appData') ?? null,
   };
 }
@@ -131,6 +144,7 @@ export function subscriberJob(event: DecodedEvent, task: string): DecodedJob {
     task,
     id: subscriberJobId(event.id, task),
     payload: event.payload,
+    ...(event.payloadRef !== undefined ? { payloadRef: event.payloadRef } : {}),
     appData: event.appData,
     publishedAt: event.emittedAt,
     event: eventRef(event),
@@ -143,7 +157,7 @@ export function subscriberEnvelope(event: DecodedEvent, task: string): string {
   return encodeEnvelope({
     task,
     id: job.id,
-    payload: job.payload,
+    ...(event.payloadRef !== undefined ? { payloadRef: event.payloadRef } : { payload: job.payload }),
     ...(event.appData !== null ? { appData: event.appData } : {}),
     publishedAt: job.publishedAt,
     event: eventRef(event),

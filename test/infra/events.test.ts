@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { TaskworkerVersion } from '../../infra/version';
 import billingConfig from '../fixtures/events/billing/taskworker.config';
 import { EXAMPLE_CONFIG_FILE, synthStack } from '../helpers/infra';
@@ -106,6 +107,27 @@ describe('events on AWS: a second app subscribing to the first', () => {
       FilterPolicyScope: 'MessageBody',
       FilterPolicy: { event: ['orders.created'] },
     });
+  });
+
+  it('lets its dispatcher read the emitting app’s large events under payloads/events/ of that app’s bucket, and nothing else there; cdk-nag clean', () => {
+    const { app, template, stack } = synthStack({ version: 'v1', config: billingConfig, configFile: BILLING_CONFIG });
+    const roleId = Object.keys(template.findResources('AWS::IAM::Role')).find((id) => id.startsWith('TaskworkerDispatcherRole')) as string;
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as Array<{
+      Properties: { Roles: Array<{ Ref: string }>; PolicyDocument: { Statement: Array<{ Action: unknown; Resource: unknown }> } };
+    }>;
+    const reads = policies
+      .filter((p) => p.Properties.Roles.some((r) => r.Ref === roleId))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st) => JSON.stringify(st.Resource).includes('twshop-ev1'));
+    expect(reads).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 's3:GetObject',
+        Resource: stack.resolve(`arn:${stack.partition}:s3:::twshop-ev1-${stack.account}-${stack.region}/payloads/events/*`),
+      },
+    ]);
+    const report = new AwsSolutionsChecks(app).validateScope(stack);
+    expect(report.violations).toEqual([]);
   });
 
   it('fails the synth naming a subscriber of an event its app cannot receive', () => {

@@ -3,11 +3,13 @@
  * provisioned as the stack does (the shop's topic, each subscribing queue's filtered raw
  * subscription); one emit runs the shop's two subscribers on one queue and the billing app's
  * subscriber once each, while a third shop subscriber that always fails ends archived alone; the
- * same event id emitted again runs nothing; a payload its validator refuses is not sent. The truth
+ * same event id emitted again runs nothing; an event over SNS's 256 KiB goes through the emitter's
+ * bucket to subscribers of both apps; a payload its validator refuses is not sent. The truth
  * is read from each app's jobs table and archive.
  */
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { ListSubscriptionsCommand, SNSClient } from '@aws-sdk/client-sns';
 import { InvalidEventPayloadError, UnknownEventError } from '../../lib/errors';
 import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
@@ -23,6 +25,7 @@ const ENDED = ['succeeded', 'archived', 'cancelled'];
 
 let h: EmulatorHarness;
 let sns: SNSClient;
+let s3: S3Client;
 let dynamo: DynamoDBClient;
 let shop: ProvisionedVersion;
 let billing: ProvisionedVersion;
@@ -32,14 +35,15 @@ beforeAll(async () => {
   h = await startHarness();
   const local = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
   sns = new SNSClient({ ...local, endpoint: h.emulators.sqsEndpoint });
+  s3 = new S3Client({ ...local, endpoint: h.emulators.sqsEndpoint });
   dynamo = new DynamoDBClient({ ...local, endpoint: h.emulators.dynamodbEndpoint });
   const [shopBundle, billingBundle] = await Promise.all([
     buildFixtureBundle(join(FIXTURES, 'shop', 'taskworker.config.ts')),
     buildFixtureBundle(join(FIXTURES, 'billing', 'taskworker.config.ts')),
   ]);
   // The subscriber's app first: its subscription finds (creates) the emitter's topic by name.
-  billing = await provisionVersion({ bundle: billingBundle, version: 'ev1', sqs: h.sqs, dynamo, sns });
-  shop = await provisionVersion({ bundle: shopBundle, version: 'ev1', sqs: h.sqs, dynamo, sns });
+  billing = await provisionVersion({ bundle: billingBundle, version: 'ev1', sqs: h.sqs, dynamo, sns, s3 });
+  shop = await provisionVersion({ bundle: shopBundle, version: 'ev1', sqs: h.sqs, dynamo, sns, s3 });
   for (const app of [shop, billing]) {
     const runtime = app.dispatcher({ tracked: true, logger: silentLogger, workerId: `${app.bundle.config.app}-d1` });
     const stop = new AbortController();
@@ -52,6 +56,7 @@ afterAll(async () => {
   await Promise.allSettled(running.map((r) => r.done));
   await Promise.all(running.map((r) => r.runtime.close()));
   sns?.destroy();
+  s3?.destroy();
   dynamo?.destroy();
   await stopHarness(h);
 });
@@ -119,13 +124,35 @@ describe('events on the emulators: two apps, SNS fan-out', () => {
     expect(await record(shop, 'ord-2-created/send-receipt')).toMatchObject({ state: 'succeeded', attempt: 1 });
   }, 60_000);
 
-  it('refuses before sending: a payload its validator refuses, an undeclared event, an event over 256 KiB', async () => {
+  it('an event over 256 KiB goes through the emitter’s bucket: each subscriber, in both apps, runs once with the whole payload; the object stays for them all', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `${i}:${'l'.repeat(1_000)}`);
+    await shop.publisher.emit('orders.created', { orderId: 'o-big', lines }, { id: 'ord-big-created' });
+    const ids = ['ord-big-created/send-receipt', 'ord-big-created/post-ledger'];
+    await eventually(
+      'the subscribers to end',
+      async () =>
+        (await ended(billing, 'ord-big-created/invoice')) && (await ended(shop, ids[0] as string)) && (await ended(shop, ids[1] as string)),
+      40_000,
+    );
+    expect(JSON.parse((await record(shop, ids[0] as string))?.result ?? 'null')).toMatchObject({ receiptFor: 'o-big', lines: 300 });
+    expect(await record(shop, ids[1] as string)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    // The billing app reads the shop's bucket (its subscription names the shop), under payloads/events/ only.
+    expect(JSON.parse((await record(billing, 'ord-big-created/invoice'))?.result ?? 'null')).toEqual({
+      invoiced: 'o-big',
+      from: 'twshop',
+      lines: 300,
+    });
+    const kept = await s3.send(new ListObjectsV2Command({ Bucket: shop.payloadBucket, Prefix: 'payloads/events/ord-big-created/' }));
+    expect(kept.Contents).toHaveLength(1);
+  }, 60_000);
+
+  it('refuses before sending: a payload its validator refuses, an undeclared event, an event over 10 MiB', async () => {
     await expect(shop.publisher.emit('orders.created', { orderId: 42 }, { id: 'bad-1' })).rejects.toThrow(
       'Invalid payload for event "orders.created": orderId must be a string',
     );
     await expect(shop.publisher.emit('orders.created', { orderId: 42 })).rejects.toBeInstanceOf(InvalidEventPayloadError);
     await expect(shop.publisher.emit('orders.shipped', {})).rejects.toBeInstanceOf(UnknownEventError);
-    await expect(shop.publisher.emit('orders.refunded', { blob: 'x'.repeat(300_000) })).rejects.toThrow(/limit is 262144 bytes/);
+    await expect(shop.publisher.emit('orders.refunded', { blob: 'x'.repeat(10_500_000) })).rejects.toThrow(/limit is 10485760 bytes/);
     // Nothing reached any subscriber: no job for the refused id, and the queues are empty.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(await record(shop, 'bad-1/send-receipt')).toBeUndefined();

@@ -1,3 +1,4 @@
+import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { utcDay } from '../../lib/track/stats';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
@@ -83,5 +84,36 @@ describe('events on the dispatcher (fakes)', () => {
     const records = w.sqs.peek(w.urls.archive).map((m) => readArchiveRecord(m.attributes));
     expect(records.map((r) => r?.reason).sort()).toEqual(['malformed', 'malformed', 'no-subscriber']);
     expect(records.map((r) => r?.detail)).toContainEqual(expect.stringContaining('a body names a task or an event, not both'));
+  });
+
+  describe('events whose payload is a claim check', () => {
+    const OWN = 'test-v1-000000000000-us-east-1';
+    const EMITTER = 'shop-v3-000000000000-us-east-1';
+    const pointed = (id: string, payloadRef: unknown) =>
+      JSON.stringify({ v: 1, event: 'orders.created', id, source: 'shop', emittedAt: 1_700_000_000_000, payloadRef });
+
+    it('reads a subscribed app’s bucket under payloads/events/ only; a pointer anywhere else is archived once, before any split', async () => {
+      const store = new MemoryPayloadStore();
+      const text = JSON.stringify({ order: 'big' });
+      await store.put(EMITTER, 'payloads/events/e-9/x.json', text, '');
+      await store.put(EMITTER, 'payloads/secret/x.json', text, '');
+      const w = world([receipt, ledger], config, { tracked: true, payloads: { store, bucket: OWN, eventBuckets: [EMITTER] } });
+      const bytes = Buffer.byteLength(text);
+      await w.send('urgent', pointed('e-9', { bucket: EMITTER, key: 'payloads/events/e-9/x.json', bytes }));
+      await w.send('urgent', pointed('e-10', { bucket: EMITTER, key: 'payloads/secret/x.json', bytes }));
+      await w.send('urgent', pointed('e-11', { bucket: 'someone-elses-bucket', key: 'payloads/events/e-11/x.json', bytes }));
+      await w.run({ forMs: 60_000 });
+
+      expect(w.runs.map((r) => [r.task, r.payload]).sort()).toEqual([
+        ['post-ledger', { order: 'big' }],
+        ['send-receipt', { order: 'big' }],
+      ]);
+      const archived = w.sqs.peek(w.urls.archive).map((m) => readArchiveRecord(m.attributes));
+      expect(archived.map((r) => [r?.reason, r?.detail]).sort()).toEqual([
+        ['bad-payload-ref', expect.stringMatching(/bucket "someone-elses-bucket"; this version reads only "test-v1-/)],
+        ['bad-payload-ref', expect.stringMatching(/key "payloads\/secret\/x.json" in the bucket of an app this one subscribes to/)],
+      ]);
+      expect(store.calls.delete).toBe(0);
+    });
   });
 });

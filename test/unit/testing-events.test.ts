@@ -1,3 +1,4 @@
+import type { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { defineTask } from '../../lib/tasks/task';
 import { createTestSystem } from '../../lib/testing';
 
@@ -47,5 +48,45 @@ describe('createTestSystem: events', () => {
     expect(await system.job('refunded-o-2/confirm')).toBeUndefined();
     expect(await system.job('refunded-o-2/points')).toMatchObject({ state: 'succeeded' });
     await expect(system.emit('orders.lost', {})).rejects.toThrow(/Unknown event "orders.lost"/);
+  });
+
+  it('an event over SNS’s 256 KiB goes through the bucket: every subscriber runs with the whole payload, and no job deletes the shared object', async () => {
+    const seen: Array<[string, number]> = [];
+    const measure = (name: string, queue: string) =>
+      defineTask({
+        name,
+        queue,
+        timeLimitSeconds: 5,
+        on: 'orders.placed',
+        run: (order: { id: string; lines: string[] }) => {
+          seen.push([name, order.lines.length]);
+          return order.id;
+        },
+      });
+    // Two subscribers on one queue (the event is split into a job each) and one on another.
+    const system = createTestSystem({ tasks: [measure('pack', 'fast'), measure('invoice', 'fast'), measure('audit', 'slow')] });
+    const lines = Array.from({ length: 400 }, (_, i) => `${i}:${'l'.repeat(1000)}`);
+    await system.emit('orders.placed', { id: 'o-big', lines }, { id: 'placed-big' });
+    expect(await system.drain()).toMatchObject({ succeeded: 3, archived: {} });
+    expect(seen.sort()).toEqual([
+      ['audit', 400],
+      ['invoice', 400],
+      ['pack', 400],
+    ]);
+    for (const task of ['pack', 'invoice', 'audit']) expect(await system.job(`placed-big/${task}`)).toMatchObject({ state: 'succeeded' });
+    const store = (system.publisher as unknown as { payloadStore: MemoryPayloadStore }).payloadStore;
+    expect([...store.objects.keys()]).toEqual([
+      expect.stringMatching(/^test-test-payloads\/payloads\/events\/placed-big\/[0-9a-f]{64}\.json$/),
+    ]);
+    expect(store.calls.delete).toBe(0);
+  });
+
+  it('an event over 10 MiB is refused at emit, naming its size, and nothing is put or sent', async () => {
+    const system = createTestSystem({ tasks: [confirm, points] });
+    const huge = { id: 'o-huge', blob: 'h'.repeat(10 * 1024 * 1024) };
+    await expect(system.emit('orders.placed', huge)).rejects.toThrow(
+      /Message for event "orders.placed" is 10485\d+ bytes; the limit is 10485760 bytes/,
+    );
+    expect(await system.drain()).toMatchObject({ succeeded: 0 });
   });
 });
