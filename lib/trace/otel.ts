@@ -53,7 +53,8 @@ export function remoteSpanContext(api: OtelApi, parent: TraceParent, tracestate?
     spanId: parent.spanId,
     traceFlags: parent.traceFlags & 0xff,
     isRemote: true,
-    ...(tracestate ? { traceState: api.createTraceState(tracestate) } : {}),
+    // createTraceState came with API 1.1; an older API carries no trace state.
+    ...(tracestate && typeof api.createTraceState === 'function' ? { traceState: api.createTraceState(tracestate) } : {}),
   };
 }
 
