@@ -8,7 +8,7 @@ import {
   SWEEP_ACTIONS,
   WORK_QUEUE_ACTIONS,
 } from '../../infra/dispatcher-function';
-import { PAYLOAD_READ_ACTIONS } from '../../infra/payloads';
+import { PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS } from '../../infra/payloads';
 import { queueUrlsFromEnv } from '../../lib/invocation/dispatcher-runtime';
 import { doorbellQueues } from '../../lib/wake-up';
 import { synthStack } from '../helpers/infra';
@@ -216,18 +216,19 @@ describe('TaskworkerDispatcher', () => {
       expect(lambdaActions.filter((a) => a === 'lambda:InvokeFunction')).toEqual([]);
     });
 
-    it('reads and deletes the payload objects of its own bucket, under payloads/ only', () => {
+    it('reads and deletes the payload objects of its own bucket under payloads/, and puts results under results/, nothing else of S3', () => {
       const s3 = statements.filter((st) => JSON.stringify(st.Action).includes('s3:'));
-      expect(s3).toHaveLength(1);
-      expect([s3[0]?.Action].flat()).toEqual(PAYLOAD_READ_ACTIONS);
       const bucketId = Object.keys(template.findResources('AWS::S3::Bucket'))[0] as string;
-      expect([s3[0]?.Resource].flat().map(evaluate)).toEqual([`<${bucketId}.Arn>/payloads/*`]);
+      expect(s3.map((st) => [[st.Action].flat(), [st.Resource].flat().map(evaluate)])).toEqual([
+        [PAYLOAD_READ_ACTIONS, [`<${bucketId}.Arn>/payloads/*`]],
+        [RESULT_PUT_ACTIONS, [`<${bucketId}.Arn>/results/*`]],
+      ]);
     });
 
     it('has no wildcard action, no wildcard resource but the payload objects, and no AWS managed policy', () => {
       for (const s of statements) {
         for (const action of [s.Action].flat()) expect(action).not.toContain('*');
-        // Object keys are made per job: the payload prefix is the one object grant (tested above).
+        // Object keys are made per job: the payload and result prefixes are the object grants (tested above).
         if (JSON.stringify(s.Action).includes('s3:')) continue;
         expect(JSON.stringify(s.Resource)).not.toMatch(/"\*"|\/\*"/);
       }
