@@ -44,6 +44,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'scheduled',
     'flows',
     'events',
+    'payloads',
     'limits',
     'reality',
     'load',
@@ -366,6 +367,31 @@ interface EventsDoc extends Recorded {
   readonly snsPerMillionPublishes: number;
 }
 
+interface PayloadsSize {
+  readonly label: string;
+  readonly payloadBytes: number;
+  readonly claimChecked: boolean;
+  readonly publishMs: { readonly p50: number; readonly p99: number };
+  readonly publishToStartMs: { readonly p50: number; readonly p99: number };
+  readonly perJob: {
+    readonly sqsRequests: number;
+    readonly writeUnits: number;
+    readonly readUnits: number;
+    readonly s3Puts: number;
+    readonly s3Gets: number;
+    readonly s3Deletes: number;
+  };
+  readonly dollarsPerMillionJobs: number;
+  readonly s3DollarsPerMillionJobs: number;
+}
+
+interface PayloadsDoc extends Recorded {
+  readonly jobsPerSize: number;
+  readonly results: readonly PayloadsSize[];
+  readonly objectsLeftAfterwards: number;
+  readonly s3Prices: { readonly putPerThousand: number; readonly getPerThousand: number; readonly storagePerGbMonth: number };
+}
+
 /** The result files, read once per rendering. */
 export interface Results {
   readonly selectors: SelectorsDoc;
@@ -374,6 +400,7 @@ export interface Results {
   readonly scheduled: ScheduledDoc;
   readonly flows: FlowsDoc;
   readonly events: EventsDoc;
+  readonly payloads: PayloadsDoc;
   readonly limits: LimitsDoc;
   readonly reality: RealityDoc;
   readonly load: LoadDoc;
@@ -386,6 +413,7 @@ export const RESULT_FILES: { readonly [K in keyof Results]: string } = {
   scheduled: 'bench/results/scheduled.json',
   flows: 'bench/results/flows.json',
   events: 'bench/results/events.json',
+  payloads: 'bench/results/payloads.json',
   limits: 'bench/results/limits.json',
   reality: 'bench/results/reality.json',
   load: 'bench/results/load.json',
@@ -1079,6 +1107,43 @@ function eventsTable(r: Results): string {
   ].join('\n');
 }
 
+function payloadsTable(r: Results): string {
+  const p = r.payloads;
+  const [base] = p.results;
+  return [
+    source('payloads', r, `${grouped(p.jobsPerSize)} jobs of each size, one at a time, one dispatcher`),
+    '',
+    table(
+      [
+        'payload',
+        'publish call p50 (ms)',
+        'publish → start p50 (ms)',
+        'p99 (ms)',
+        'SQS requests',
+        'WCU',
+        'S3 put / get / delete',
+        '$ per million jobs',
+        'of which S3',
+      ],
+      p.results.map((x) => [
+        x.label,
+        num(x.publishMs.p50),
+        num(x.publishToStartMs.p50),
+        num(x.publishToStartMs.p99),
+        num(x.perJob.sqsRequests),
+        num(x.perJob.writeUnits),
+        `${num(x.perJob.s3Puts)} / ${num(x.perJob.s3Gets)} / ${num(x.perJob.s3Deletes)}`,
+        `$${num(x.dollarsPerMillionJobs)}${base && x !== base ? ` (×${ratio(x.dollarsPerMillionJobs, base.dollarsPerMillionJobs)})` : ''}`,
+        `$${num(x.s3DollarsPerMillionJobs)}`,
+      ]),
+    ),
+    '',
+    `Objects left under payloads/ once every job had succeeded: ${p.objectsLeftAfterwards}. S3 at list prices: PUT $${p.s3Prices.putPerThousand} ` +
+      `and GET $${p.s3Prices.getPerThousand} per 1,000, storage $${p.s3Prices.storagePerGbMonth} per GB-month for the seconds an object lived; ` +
+      'DeleteObject and transfer within the region cost nothing.',
+  ].join('\n');
+}
+
 function limitsTable(r: Results): string {
   return [
     source('limits', r, 'per task'),
@@ -1251,6 +1316,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   scheduled: scheduledTable,
   flows: flowsTable,
   events: eventsTable,
+  payloads: payloadsTable,
   limits: limitsTable,
   reality: realityTable,
   load: loadTable,
