@@ -103,9 +103,10 @@ describe('pause and resume a queue', () => {
     const dispatching = s.runtime.invoke(Date.now() + 120_000, stop.signal);
     let cold = 20;
     try {
-      // 30 s of the other queue's work: its backlog, then two more cold jobs every 2 s.
+      // 12 s of the other queue's work (six of the controls' 2 s refreshes): its backlog, then two
+      // more cold jobs every 2 s.
       const pausedAt = Date.now();
-      while (Date.now() - pausedAt < 30_000) {
+      while (Date.now() - pausedAt < 12_000) {
         await new Promise((resolve) => setTimeout(resolve, 2_000));
         await s.publisher.publishBatch(Array.from({ length: 2 }, () => ({ task: 'on-cold', payload: { ms: 150 } })));
         cold += 2;
