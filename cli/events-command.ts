@@ -5,11 +5,13 @@ import { Publisher } from '../lib/publish/publisher';
 import { subscriberJobId } from '../lib/wire/event';
 import { operatorTarget, viewTarget } from './operator';
 import { loadTaskDefinitions } from './publish';
-import { jsonOption, UsageError } from './shared';
+import { jsonOption, jsonOrFileOption, UsageError } from './shared';
 
-export const EMIT_USAGE = `taskworker emit EVENT --payload JSON [--id ID] [--app-data JSON] [--version V] [--config FILE] [--json]
+export const EMIT_USAGE = `taskworker emit EVENT --payload JSON|@FILE [--id ID] [--app-data JSON] [--version V] [--config FILE] [--json]
   Emits one of the app's declared events: checked by its validate, published once to the version's
   SNS topic, which runs every subscribed task (here and in other apps) once, as job <id>/<task>.
+  --payload @FILE reads the payload's JSON from FILE; one over SNS's 256 KiB goes through the
+  version's bucket (up to 10 MiB).
   Prints the event id and the job id of each subscriber in this app. Talks to a running
   \`taskworker dev\` in this directory (or AWS_ENDPOINT_URL_SQS/SNS), else to AWS.`;
 
@@ -34,7 +36,7 @@ export async function emitCommand(argv: string[]): Promise<number> {
   });
   const [event, ...extra] = positionals;
   if (!event || extra.length > 0) throw new UsageError(`expected exactly one EVENT\n${EMIT_USAGE}`);
-  const payload = jsonOption('--payload', values.payload, null);
+  const payload = jsonOrFileOption('--payload', values.payload, null);
   const appData = jsonOption('--app-data', values['app-data'], undefined);
   const { version, configFile, config } = await operatorTarget(values);
   const publisher = new Publisher({ config, version });

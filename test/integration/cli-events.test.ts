@@ -4,6 +4,9 @@
  * event; `events` lists them with today's counts; a payload the declared validator refuses and an
  * undeclared event are one line each, and nothing is sent.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { EventsView } from '../../lib/operate/events';
 import { cli } from '../helpers/cli';
@@ -66,6 +69,22 @@ describe('events from the CLI, against taskworker dev', () => {
       },
     ]);
   }, 90_000);
+
+  it('emit --payload @FILE: an event over SNS’s 256 KiB goes through the bucket, and each subscriber runs once with it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'tw-emit-')), 'order.json');
+    writeFileSync(file, JSON.stringify({ order: 'o-big', email: 'b@example.com', cents: 100, note: 'n'.repeat(300_000) }));
+    const emitted = await run('emit', 'orders.placed', '--payload', `@${file}`, '--id', 'placed-big', '--json');
+    expect({ code: emitted.code, err: emitted.err }).toEqual({ code: 0, err: '' });
+    const ids = (JSON.parse(emitted.out) as { subscribers: Array<{ jobId: string }> }).subscribers.map((s) => s.jobId);
+    expect(ids).toHaveLength(2);
+    await eventually(
+      'both subscribers to succeed',
+      async () => (await Promise.all(ids.map(state))).every((s) => s === 'succeeded'),
+      30_000,
+    );
+    const missing = await run('emit', 'orders.placed', '--payload', '@no-such-file.json');
+    expect(missing.err.trim()).toMatch(/^taskworker: --payload @no-such-file.json: cannot read "no-such-file.json" \(ENOENT\)$/);
+  }, 60_000);
 
   it('refuses in one line, sending nothing: a payload the validator refuses, an undeclared event, bad JSON', async () => {
     const bad = await run('emit', 'orders.placed', '--payload', '{"order":1}', '--id', 'bad-7');
