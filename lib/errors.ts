@@ -152,12 +152,12 @@ export class MessageTooLargeError extends TaskworkerError {
   }
 }
 
-/** A claim check's object is not in its bucket (never put, or deleted when its job ended). */
+/** A claim check's object (a payload or a kept result) is not in its bucket (never put, or deleted when its job ended, or expired). */
 export class PayloadMissingError extends TaskworkerError {
   readonly bucket: string;
   readonly key: string;
   constructor(bucket: string, key: string, options?: { cause?: unknown }) {
-    super(`No payload object s3://${bucket}/${key}`, options);
+    super(`No object s3://${bucket}/${key} (never put, or deleted or expired since)`, options);
     this.name = 'PayloadMissingError';
     this.bucket = bucket;
     this.key = key;

@@ -8,10 +8,12 @@ import { TOKEN_HEADER } from '../../dashboard/api-types';
 import { createUiApp, type UiOptions } from '../../dashboard/server/server';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
+import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
+import { storedResultReader } from '../../lib/publish/results';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
@@ -67,6 +69,8 @@ export function operatorQueues(w: World): QueueClient & DeadLetterMover {
 }
 
 export function dashboard(options: Partial<UiOptions> = {}) {
+  // The version's bucket, in memory: large payloads and results over 1 KB go there.
+  const payloads = { store: new MemoryPayloadStore(), bucket: 'test-v1-000000000000-us-east-1' };
   const w = world(
     TASKS,
     {
@@ -77,7 +81,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
       events: [{ name: 'orders.placed', description: 'A customer placed an order' }],
       subscriptions: [{ app: 'billing', version: 'v2', events: ['invoices.paid'] }],
     },
-    { tracked: true, deadLetters: true },
+    { tracked: true, deadLetters: true, payloads },
   );
   const ctx: OperatorContext = {
     config: w.config,
@@ -89,6 +93,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
     controls: new MemoryControlStore(),
     workers: new MemoryWorkerRegistry(),
     clock: w.clock,
+    readStoredResult: storedResultReader(() => payloads.store),
   };
   const logged: string[] = [];
   const app = createUiApp({
@@ -121,8 +126,9 @@ export function dashboard(options: Partial<UiOptions> = {}) {
     urls: w.urls,
     jobs: w.jobs,
     clock: w.clock,
+    payloads,
   });
-  return { w, ctx, app, get, post, logged, publisher };
+  return { w, ctx, app, get, post, logged, publisher, payloads };
 }
 
 /** A job held by a dispatcher right now (running, its lease live), with no message anywhere. */

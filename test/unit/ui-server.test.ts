@@ -113,6 +113,26 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect((await d.get('/api/job?id=nope')).status).toBe(404);
   });
 
+  it('a job page reads a result kept in the bucket back into job.result, up to 1 MiB; a larger one is named with its size and why', async () => {
+    const d = dashboard();
+    await d.publisher.publish('ok', { text: 'r'.repeat(5_000) }, { id: 'kept' });
+    await d.publisher.publish('ok', { text: 'R'.repeat(1_100_000) }, { id: 'huge' });
+    await d.w.run();
+    const kept = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=kept'));
+    expect(kept.job?.resultRef?.key).toMatch(/^results\/kept\//);
+    expect(JSON.parse(kept.job?.result ?? 'null')).toEqual({ echo: { text: 'r'.repeat(5_000) } });
+    expect(kept.resultUnread).toBeUndefined();
+    const huge = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=huge'));
+    expect(huge.job?.result).toBeUndefined();
+    expect(huge.job?.resultRef?.bytes).toBeGreaterThan(1_100_000);
+    expect(huge.resultUnread).toBe(`${huge.job?.resultRef?.bytes} bytes: more than the page shows`);
+    // A kept result gone from the bucket (expired, deleted by hand): the page says what S3 said.
+    d.payloads.store.objects.clear();
+    const gone = await json<ApiResponse<'/api/job'>>(await d.get('/api/job?id=kept'));
+    expect(gone.job?.result).toBeUndefined();
+    expect(gone.resultUnread).toMatch(/^No object s3:\/\/test-v1-000000000000-us-east-1\/results\/kept\//);
+  });
+
   it('finds a job whose id holds URL syntax (/ ? & # %), as the page encodes it', async () => {
     const d = dashboard();
     const id = 'orders/42?retry=1&x=#a%2Fb';
