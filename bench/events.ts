@@ -18,9 +18,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
@@ -29,7 +27,7 @@ import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { JobRecord } from '../lib/track/model';
 import { subscriberJobId } from '../lib/wire/event';
-import { meter, newMeter, total, type Usage, usage, usageMinus, usagePer } from './meter';
+import { meteredClients, newMeter, total, type Usage, usage, usageMinus, usagePer } from './meter';
 import { PRICES, printTable, quantile, round, runBenchmark } from './prices';
 import { printResults } from './results';
 
@@ -80,15 +78,10 @@ async function main() {
     }),
   );
   const bundle = loadTaskBundle((await buildTasksBundle({ configFile, outFile: join(workDir, 'tasks.cjs') })).tasksFile);
-  const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
-  const local = { region: 'us-east-1', credentials };
-  const sqsMeter = newMeter();
-  const dynamoMeter = newMeter();
+  const clients = meteredClients(emulators);
+  const { local, sqsMeter, dynamoMeter, sqs, dynamo, unmetered } = clients;
   const snsMeter = newMeter();
-  const sqs = meter(new SQSClient({ ...local, endpoint: emulators.sqsEndpoint }), sqsMeter);
-  const dynamo = meter(new DynamoDBClient({ ...local, endpoint: emulators.dynamodbEndpoint }), dynamoMeter);
-  const sns = meter(new SNSClient({ ...local, endpoint: emulators.sqsEndpoint }) as unknown as SQSClient, snsMeter) as unknown as SNSClient;
-  const unmetered = new DynamoDBClient({ ...local, endpoint: emulators.dynamodbEndpoint });
+  const sns = clients.metered(new SNSClient({ ...local, endpoint: emulators.sqsEndpoint }), snsMeter);
   try {
     const provisioned = await provisionVersion({ bundle, version: 'e1', sqs, dynamo, sns, recordQueued: false });
     const runtime = provisioned.dispatcher({ dynamo, logger: silentLogger });
@@ -193,10 +186,7 @@ async function main() {
         `a million events: $${onePerQueue.dollarsPerMillionEvents} (2 subscribers on 2 queues), $${splitOnOneQueue.dollarsPerMillionEvents} (3 on one queue)\n`,
     );
   } finally {
-    sqs.destroy();
-    dynamo.destroy();
-    sns.destroy();
-    unmetered.destroy();
+    clients.destroy();
     await emulators.stop();
   }
 }

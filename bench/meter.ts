@@ -1,5 +1,5 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 
 /** Requests per operation and capacity units, counted by SDK middleware as AWS bills them. */
 export interface Meter {
@@ -150,4 +150,35 @@ function jobIdOf(message: { Body?: string; MessageId?: string }): string {
   } catch {
     return message.MessageId ?? '';
   }
+}
+
+/**
+ * The SQS and DynamoDB clients a benchmark gives the system under test, each on its own meter,
+ * against the emulators, and an unmetered DynamoDB client for the benchmark's own reads (what it
+ * observes is not what the system pays). `metered` puts another client (SNS, S3) on a meter of its own.
+ */
+export function meteredClients(endpoints: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string }) {
+  const local = { region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } };
+  const sqsMeter = newMeter();
+  const dynamoMeter = newMeter();
+  const made: Array<{ destroy(): void }> = [];
+  const keep = <C extends { destroy(): void }>(client: C): C => {
+    made.push(client);
+    return client;
+  };
+  return {
+    local,
+    sqsMeter,
+    dynamoMeter,
+    sqs: keep(meter(new SQSClient({ ...local, endpoint: endpoints.sqsEndpoint }), sqsMeter)),
+    dynamo: keep(meter(new DynamoDBClient({ ...local, endpoint: endpoints.dynamodbEndpoint }), dynamoMeter)),
+    unmetered: keep(new DynamoDBClient({ ...local, endpoint: endpoints.dynamodbEndpoint })),
+    /** `client` on `m`: every request counted (SNS and S3 clients share the SDK's middleware stack). */
+    metered<C extends { destroy(): void }>(client: C, m: Meter): C {
+      return keep(meter(client as unknown as SQSClient, m) as unknown as C);
+    },
+    destroy: () => {
+      for (const client of made) client.destroy();
+    },
+  };
 }

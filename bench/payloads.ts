@@ -17,9 +17,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
@@ -27,7 +25,7 @@ import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { JobRecord } from '../lib/track/model';
-import { meter, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
+import { meteredClients, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
 import { PRICES, printTable, quantile, round, runBenchmark } from './prices';
 import { printResults } from './results';
 
@@ -88,14 +86,10 @@ export default { name: 'digest', queue: 'a', timeLimitSeconds: 10, run(p) { retu
     }),
   );
   const bundle = loadTaskBundle((await buildTasksBundle({ configFile, outFile: join(workDir, 'tasks.cjs') })).tasksFile);
-  const local = { region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } };
-  const sqsMeter = newMeter();
-  const dynamoMeter = newMeter();
+  const clients = meteredClients(emulators);
+  const { local, sqsMeter, dynamoMeter, sqs, dynamo, unmetered } = clients;
   const s3Meter = newMeter();
-  const sqs = meter(new SQSClient({ ...local, endpoint: emulators.sqsEndpoint }), sqsMeter);
-  const dynamo = meter(new DynamoDBClient({ ...local, endpoint: emulators.dynamodbEndpoint }), dynamoMeter);
-  const s3 = meter(new S3Client({ ...local, endpoint: emulators.sqsEndpoint }) as unknown as SQSClient, s3Meter) as unknown as S3Client;
-  const unmetered = new DynamoDBClient({ ...local, endpoint: emulators.dynamodbEndpoint });
+  const s3 = clients.metered(new S3Client({ ...local, endpoint: emulators.sqsEndpoint }), s3Meter);
   const unmeteredS3 = new S3Client({ ...local, endpoint: emulators.sqsEndpoint });
   try {
     const provisioned = await provisionVersion({ bundle, version: 'p1', sqs, dynamo, s3, recordQueued: false });
@@ -193,10 +187,7 @@ export default { name: 'digest', queue: 'a', timeLimitSeconds: 10, run(p) { retu
     );
     process.stdout.write(`\nobjects left in payloads/ afterwards: ${left}\n`);
   } finally {
-    sqs.destroy();
-    dynamo.destroy();
-    s3.destroy();
-    unmetered.destroy();
+    clients.destroy();
     unmeteredS3.destroy();
     await emulators.stop();
   }

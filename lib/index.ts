@@ -24,7 +24,7 @@ export { type Published, Publisher, type PublisherOptions, type PublishItem, typ
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
-export { defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
+export { type DependencyOutcome, defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
 export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './track/model';
 export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './wire/archive-record';
 export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES, type PayloadRef } from './wire/envelope';

@@ -6,6 +6,7 @@ import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
 import { createInvocation } from '../../lib/invocation/invocation';
+import type { OperatorContext } from '../../lib/operate/operator';
 import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
@@ -103,5 +104,18 @@ export function world(
       await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);
     },
     run: ({ forMs = 30_000, signal } = {}) => invocation.run({ deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
+  };
+}
+
+/** What an operator command works on, over the world's fakes (its queues, tables and clock): for replays and the like. */
+export function operatorContextOf(w: World): OperatorContext {
+  return {
+    config: w.config,
+    version: 'v1',
+    queues: w.sqs as unknown as OperatorContext['queues'],
+    urls: { ...w.urls, deadLetter: {} },
+    jobs: w.jobs,
+    stats: w.stats,
+    clock: w.clock,
   };
 }

@@ -2,9 +2,9 @@
  * A failed dependency replayed from the archive brings back the dependents its failure archived: on
  * the world's fakes (the real invocation, in-memory SQS and jobs table), with the operator's replay.
  */
-import { type OperatorContext, replayArchived } from '../../lib/operate/operator';
+import { replayArchived } from '../../lib/operate/operator';
 import { Publisher } from '../../lib/publish/publisher';
-import { world } from '../helpers/world';
+import { operatorContextOf, world } from '../helpers/world';
 
 describe('replaying a failed dependency', () => {
   it('puts the dependents its failure archived back to waiting, transitively, and they run once it succeeds', async () => {
@@ -54,15 +54,7 @@ describe('replaying a failed dependency', () => {
       expect(await w.jobs.get(id)).toMatchObject({ state: 'archived', reason: 'dependency-failed' });
 
     gateFails = false;
-    const ctx = {
-      config: w.config,
-      version: 'v1',
-      queues: w.sqs as unknown as OperatorContext['queues'],
-      urls: { ...w.urls, deadLetters: {} },
-      jobs: w.jobs,
-      stats: w.stats,
-      clock: w.clock,
-    } as unknown as OperatorContext;
+    const ctx = operatorContextOf(w);
     expect(await replayArchived(ctx, { reason: 'exhausted', task: 'gate' } as never, 10)).toMatchObject({ replayed: 1 });
     // Back to waiting before the gate runs again; `both` stays archived: its other dependency failed too.
     expect((await w.jobs.get('after'))?.state).toBe('waiting');

@@ -6,10 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
-import { type OperatorContext, replayArchived } from '../../lib/operate/operator';
+import { replayArchived } from '../../lib/operate/operator';
 import { Publisher } from '../../lib/publish/publisher';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { world } from '../helpers/world';
+import { operatorContextOf, world } from '../helpers/world';
 
 const BUCKET = 'test-v1-000000000000-us-east-1';
 const rows = (kb: number) => ({ rows: Array.from({ length: kb }, (_, i) => `${i}:${'x'.repeat(1000)}`) });
@@ -91,15 +91,7 @@ describe('large payloads in flows, parked jobs and replays', () => {
     expect([...store.objects.keys()]).toEqual([`${BUCKET}/${key}`]);
 
     failing = false;
-    const ctx = {
-      config: w.config,
-      version: 'v1',
-      queues: w.sqs,
-      urls: { ...w.urls, deadLetters: {} },
-      jobs: w.jobs,
-      stats: w.stats,
-      clock: w.clock,
-    } as unknown as OperatorContext;
+    const ctx = operatorContextOf(w);
     expect(await replayArchived(ctx, { task: 'import' } as never, 10)).toMatchObject({ replayed: 1 });
     await w.run();
 
