@@ -14,7 +14,6 @@
 import type * as Api from '@opentelemetry/api';
 import type { QueueConfig, TaskworkerConfig, TraceParentMode } from '../config';
 import type { Logger } from '../ports';
-import type { JobReport } from '../settle/report';
 import { otel, remoteSpanContext, TRACER_NAME } from './otel';
 import { producerContextOf } from './traceparent';
 
@@ -29,14 +28,29 @@ export interface TracedJob {
   readonly def: { readonly name: string };
 }
 
+/**
+ * What an attempt's span says of its settled job: the fields of the batch's job reports it reads
+ * (structural, so tracing sits below the settle that writes them).
+ */
+export interface SpanReport {
+  readonly messageId: string;
+  readonly attempt: number;
+  readonly outcome: string;
+  readonly timedOut?: boolean;
+  readonly reason?: string;
+  readonly unsettled?: boolean;
+  readonly hook?: string;
+  readonly error?: { readonly type: string; readonly message: string };
+}
+
 /** The spans of one batch's attempts, by message id. */
 export interface BatchSpans {
   /** Runs one job's attempt (`runOne`) inside its span, started now. */
   run<T>(job: TracedJob, fn: () => Promise<T>): Promise<T>;
   /** Runs the settled batch's hooks, each job's inside its span (`run` is called once per report, or once for all without spans). */
-  hooks(reports: readonly JobReport[], run: (reports: JobReport[]) => Promise<JobReport[]>): Promise<JobReport[]>;
+  hooks<R extends SpanReport>(reports: readonly R[], run: (reports: R[]) => Promise<R[]>): Promise<R[]>;
   /** Ends every span, with its job's settled report (outcome, attempt), or as lost with `error`. */
-  end(reports: readonly JobReport[], error?: unknown): void;
+  end(reports: readonly SpanReport[], error?: unknown): void;
 }
 
 const UNTRACED: BatchSpans = {
@@ -130,7 +144,7 @@ function startAttemptSpan(
   );
 }
 
-function endAttemptSpan(api: NonNullable<ReturnType<typeof otel>>, span: Api.Span, report: JobReport | undefined, error: unknown): void {
+function endAttemptSpan(api: NonNullable<ReturnType<typeof otel>>, span: Api.Span, report: SpanReport | undefined, error: unknown): void {
   if (!report) {
     span.setAttribute('taskworker.outcome', 'lost');
     span.setStatus({
