@@ -3,6 +3,7 @@ import type { Clock } from '../../lib/clock';
 import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { provisionVersion } from '../../lib/local/version';
 import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
+import type { Random } from '../../lib/random';
 import type { BatchReport, JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import type { JobStore } from '../../lib/track/model';
@@ -20,6 +21,8 @@ export interface SystemOptions {
   readonly workerId?: string;
   /** The dispatcher's clock (tests that move time). */
   readonly clock?: Clock;
+  /** The dispatcher's source of randomness (a backoff's jitter, the selector's draws). */
+  readonly random?: Random;
 }
 
 /** Fresh queues (and tables) on the emulators, a publisher, and a way to start dispatchers on them. */
@@ -43,6 +46,7 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
       logger: more.logger ?? options.logger ?? silentLogger,
       workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
       ...((more.clock ?? options.clock) ? { clock: (more.clock ?? options.clock) as Clock } : {}),
+      ...((more.random ?? options.random) ? { random: (more.random ?? options.random) as Random } : {}),
       observer: { onBatch: (r) => reports.push(r) },
     });
     runtimes.push(runtime);

@@ -12,7 +12,9 @@ import { eventually, readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';
 
 const fresh = systemPerTest();
-const tracked = () => fresh({ tracked: true });
+// Every retry waits the whole of its backoff (flaky's 1 s, never a jitter of 0 s): the job stays
+// `retrying` long enough for retryingJob to see it and stop its dispatcher before the retry runs.
+const tracked = () => fresh({ tracked: true, random: () => 0.99 });
 
 /** Sends a body as any SDK would, to the version's urgent queue; returns its SQS message id. */
 async function sendRaw(s: System, body: unknown): Promise<string> {
