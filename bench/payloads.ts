@@ -6,7 +6,7 @@
  *   npm run bench:payloads -- [--jobs N] [--json]
  *
  * One app, one queue tracked `full`, one real dispatcher. For each size (1 KB in the message, the
- * baseline; 300 KB, 1 MB and 5 MB through the bucket), N jobs published one at a time, each
+ * baseline; 300 KB, 1 MB, 5 MB and 10 MB through the bucket), N jobs published one at a time, each
  * waited for before the next (so a job's latency is its own, not a backlog's): the publish call's
  * time, the time from the call to the task's start (the jobs table's `firstStartedAt`), and the
  * requests per job — SQS, DynamoDB write and read units, and S3 PutObject, GetObject and
@@ -43,6 +43,7 @@ const SIZES: ReadonlyArray<{ readonly label: string; readonly bytes: number }> =
   { label: '300 KB', bytes: 300_000 },
   { label: '1 MB', bytes: 1_000_000 },
   { label: '5 MB', bytes: 5_000_000 },
+  { label: '10 MB (the most a claim check takes is 10 MiB)', bytes: 10_000_000 },
 ];
 
 interface SizeResult {

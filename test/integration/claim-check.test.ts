@@ -1,8 +1,8 @@
 /**
  * Claim-check payloads on the emulators (fauxqs's SQS and S3, dynalite) with the real dispatcher
  * runtime: a 5 MB payload published from TypeScript is put in the version's bucket and runs (the task
- * sees it), and its object is gone once the job has succeeded; a 300 KB payload put to S3 by a
- * boto3 script, which then sends the pointer with SQS, runs too; a pointer to another bucket is
+ * sees it), and its object is gone once the job has succeeded; a 5 MB payload put to S3 by a
+ * boto3 script, which then sends the pointer with SQS, runs too and its object goes as well; a pointer to another bucket is
  * archived as bad-payload-ref, naming it, and never runs.
  */
 import { execFile } from 'node:child_process';
@@ -75,10 +75,10 @@ describe('claim-check payloads on the emulators', () => {
     process.stdout.write(`claim check: 5 MB publish to succeeded in ${elapsed} ms\n`);
   }, 60_000);
 
-  it('runs a 300 KB payload that a boto3 script put in S3 and pointed to with SQS', async () => {
+  it('runs a 5 MB payload that a boto3 script put in S3 and pointed to with SQS, and deletes its object once the job has succeeded', async () => {
     const script = tempFile('publish_large.py');
     writeFileSync(script, BOTO3_SCRIPT);
-    const payload = { rows: Array.from({ length: 300 }, (_, i) => `${i}:${'y'.repeat(1_000)}`) };
+    const payload = { rows: Array.from({ length: 5_000 }, (_, i) => `${i}:${'y'.repeat(1_000)}`) };
     const payloadFile = tempFile('payload.json');
     writeFileSync(payloadFile, JSON.stringify(payload));
     // Asynchronously: the emulators answer from this process.
