@@ -64,12 +64,14 @@ describe('cancel a running job, and its progress, against taskworker dev', () =>
       expect(record).toMatchObject({ state: 'cancelled', attempt: 1, cancelRequestedAt: expect.any(Number) });
       expect(record.history.map((h) => h.what).slice(-2)).toEqual(['cancel-requested', 'cancelled']);
 
-      // Its effect store: the heartbeat-guarded effect was refused once the cancel was asked, and
-      // nothing was applied after that.
+      // Its effect store: from the cancel on, the heartbeat-guarded effect was refused, and nothing
+      // was applied after that. A task that stops on its signal may see the signal first (the cancel
+      // watch and the next lease write race): then it ends there, its last line `aborted`; one that
+      // ignores its signal must have been refused, or its effects would go on until its thread dies.
       const lines = effects().map((e) => e.what);
       const refused = lines.indexOf('refused');
-      expect(refused).toBeGreaterThan(0);
-      expect(lines.slice(refused + 1).filter((w) => w === 'effect')).toEqual([]);
+      if (ignoreSignal) expect(refused).toBeGreaterThan(0);
+      if (refused >= 0) expect(lines.slice(refused + 1).filter((w) => w === 'effect')).toEqual([]);
       if (!ignoreSignal) expect(lines.at(-1)).toBe('aborted');
 
       // The rest of its batch carried on.
