@@ -14,17 +14,15 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/** Puts `text` (JSON) at the key `keyFor(sha256)` gives in `bucket`; its reference once the put has landed. */
-export async function putClaimCheck(
-  store: PayloadStore,
-  bucket: string,
-  keyFor: (sha256: string) => string,
-  text: string,
-): Promise<PayloadRef> {
+/** The reference `text` (JSON) gets at the key `keyFor(sha256)` gives in `bucket`: its size and SHA-256, nothing put yet. */
+export function claimCheckRef(bucket: string, keyFor: (sha256: string) => string, text: string): PayloadRef & { sha256: string } {
   const sha256 = sha256Hex(text);
-  const ref: PayloadRef = { bucket, key: keyFor(sha256), bytes: Buffer.byteLength(text, 'utf8'), sha256 };
-  await store.put(bucket, ref.key, text, sha256);
-  return ref;
+  return { bucket, key: keyFor(sha256), bytes: Buffer.byteLength(text, 'utf8'), sha256 };
+}
+
+/** Puts `text` where `ref` says (see {@link claimCheckRef}). */
+export function putClaimCheck(store: PayloadStore, ref: PayloadRef & { sha256: string }, text: string): Promise<void> {
+  return store.put(ref.bucket, ref.key, text, ref.sha256);
 }
 
 /** Why the object's text is not the one `ref` names (another size or SHA-256), or undefined. */

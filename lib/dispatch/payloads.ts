@@ -1,4 +1,4 @@
-import { putClaimCheck, readClaimCheck } from '../claim-check';
+import { claimCheckRef, putClaimCheck, readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config';
 import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
 import { isOwnPayloadKey, resultKey } from '../layout/payloads';
@@ -139,7 +139,8 @@ export async function keepLargeResult(deps: DispatcherDeps, jobId: string, outco
   const bucket = deps.payloads;
   if (!bucket) return kept;
   try {
-    const resultRef = await putClaimCheck(bucket.store, bucket.bucket, (sha256) => resultKey(jobId, sha256), largeResult);
+    const resultRef = claimCheckRef(bucket.bucket, (sha256) => resultKey(jobId, sha256), largeResult);
+    await putClaimCheck(bucket.store, resultRef, largeResult);
     return { ...kept, resultRef };
   } catch (error) {
     deps.logger.warn('result too large for the record could not be kept in S3; the record keeps its size', {

@@ -1,9 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
 import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
-import { putClaimCheck } from '../claim-check';
+import { claimCheckRef, putClaimCheck } from '../claim-check';
 import { type Clock, systemClock } from '../clock';
 import {
   type QueueConfig,
@@ -368,22 +368,22 @@ export class Publisher {
         throw new InvalidEventPayloadError(name, error instanceof Error ? error.message : String(error), { cause: error });
       }
     }
+    const envelope: EventEnvelopeV1 & { id: string } = {
+      event: name,
+      id: eventId,
+      source: this.config.app,
+      emittedAt: this.clock.now(),
+      payload,
+      ...(options.appData !== undefined ? { appData: options.appData } : {}),
+    };
     let body: string;
     try {
-      body = encodeEventEnvelope({
-        event: name,
-        id: eventId,
-        source: this.config.app,
-        emittedAt: this.clock.now(),
-        payload,
-        ...(options.appData !== undefined ? { appData: options.appData } : {}),
-      });
+      body = encodeEventEnvelope(envelope);
     } catch (error) {
       throw new InvalidEventPayloadError(name, `not JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     givenTraceAttributes(options);
-    if (bodyBytes(body) > Math.min(this.config.payloads.offloadAboveBytes, MAX_EVENT_BYTES))
-      body = await this.offloadEvent(name, eventId, payload, body);
+    if (bodyBytes(body) > Math.min(this.config.payloads.offloadAboveBytes, MAX_EVENT_BYTES)) body = await this.offloadEvent(envelope);
     const topicArn = await this.topicArn();
     this.eventBus ??= this.eventOptions?.bus ?? new SnsEventBus(this.eventOptions?.sns);
     // Its trace context rides as an SNS message attribute, which raw delivery passes on to each queue.
@@ -403,16 +403,16 @@ export class Publisher {
    * version's bucket under `payloads/events/` (one object every subscriber's job reads; the lifecycle
    * expires it) and the event carries the pointer. Up to 10 MiB; larger is refused, nothing sent.
    */
-  private async offloadEvent(name: string, eventId: string, payload: unknown, body: string): Promise<string> {
+  private async offloadEvent(envelope: EventEnvelopeV1 & { id: string }): Promise<string> {
+    const { payload, ...rest } = envelope;
     const text = JSON.stringify(payload ?? null);
     const bytes = bodyBytes(text);
-    if (bytes > MAX_PAYLOAD_REF_BYTES) throw new MessageTooLargeError(name, bytes, MAX_PAYLOAD_REF_BYTES, 'event');
-    const bucket = this.bucketNear(await this.queueUrls());
-    const payloadRef = await putClaimCheck(this.store(), bucket, (sha256) => eventPayloadKey(eventId, sha256), text);
-    const { payload: _payload, ...envelope } = JSON.parse(body) as EventEnvelopeV1;
-    const pointed = encodeEventEnvelope({ ...envelope, payloadRef });
-    // What stays in the event (appData, ...) must fit SNS too.
-    if (bodyBytes(pointed) > MAX_EVENT_BYTES) throw new MessageTooLargeError(name, bodyBytes(pointed), MAX_EVENT_BYTES, 'event');
+    if (bytes > MAX_PAYLOAD_REF_BYTES) throw new MessageTooLargeError(envelope.event, bytes, MAX_PAYLOAD_REF_BYTES, 'event');
+    const payloadRef = claimCheckRef(this.bucketNear(await this.queueUrls()), (sha256) => eventPayloadKey(envelope.id, sha256), text);
+    const pointed = encodeEventEnvelope({ ...rest, payloadRef });
+    // What stays in the event (appData, ...) must fit SNS too: checked before the put, so a refused event leaves no object.
+    if (bodyBytes(pointed) > MAX_EVENT_BYTES) throw new MessageTooLargeError(envelope.event, bodyBytes(pointed), MAX_EVENT_BYTES, 'event');
+    await putClaimCheck(this.store(), payloadRef, text);
     return pointed;
   }
 
@@ -516,13 +516,12 @@ export class Publisher {
       prepared.map(async (p) => {
         if (!p.offload) return p;
         const { text, envelope } = p.offload;
-        const sha256 = createHash('sha256').update(text, 'utf8').digest('hex');
-        const payloadRef: PayloadRef = { bucket, key: payloadKey(p.jobId, sha256), bytes: bodyBytes(text), sha256 };
+        const payloadRef = claimCheckRef(bucket, (sha256) => payloadKey(p.jobId, sha256), text);
         const body = encodeEnvelope({ ...envelope, payloadRef });
         const bytes = bodyBytes(body);
         // What stays in the message (appData, tags, ...) must fit it too.
         if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(p.task, bytes, MAX_BODY_BYTES);
-        await store.put(bucket, payloadRef.key, text, sha256);
+        await putClaimCheck(store, payloadRef, text);
         const { offload: _offload, ...rest } = p;
         return { ...rest, entry: { ...p.entry, body }, bytes };
       }),

@@ -81,6 +81,15 @@ describe('createTestSystem: events', () => {
     expect(store.calls.delete).toBe(0);
   });
 
+  it('an event whose appData alone is over 256 KiB is refused at emit, and its large payload is not put', async () => {
+    const system = createTestSystem({ tasks: [confirm, points] });
+    const emitting = system.emit('orders.placed', { id: 'o-x', lines: 'l'.repeat(300_000) }, { appData: { note: 'a'.repeat(270_000) } });
+    await expect(emitting).rejects.toThrow(/Message for event "orders.placed" is 2\d{5} bytes; the limit is 262144 bytes/);
+    const store = (system.publisher as unknown as { payloadStore?: MemoryPayloadStore }).payloadStore;
+    expect(store?.calls.put ?? 0).toBe(0);
+    expect(await system.drain()).toMatchObject({ succeeded: 0 });
+  });
+
   it('an event over 10 MiB is refused at emit, naming its size, and nothing is put or sent', async () => {
     const system = createTestSystem({ tasks: [confirm, points] });
     const huge = { id: 'o-huge', blob: 'h'.repeat(10 * 1024 * 1024) };
