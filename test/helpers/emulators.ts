@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { buildTasksBundle } from '../../lib/tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../../lib/tasks/bundle';
@@ -46,4 +47,23 @@ export function nextVersion(): string {
 
 export function tempFile(name: string): string {
   return join(mkdtempSync(join(tmpdir(), 'tw-test-')), name);
+}
+
+/** A dispatcher left running for a whole file (ten minutes of invocation), and how to stop it. */
+export interface RunningDispatcher {
+  /** Aborts its invocation, waits for it to end, and closes its thread pool. */
+  stop(): Promise<void>;
+}
+
+/** Starts one long invocation of `runtime`, as a deployed dispatcher would run through a test file. */
+export function keepDispatching(runtime: DispatcherRuntime): RunningDispatcher {
+  const abort = new AbortController();
+  const done = runtime.invoke(Date.now() + 600_000, abort.signal);
+  return {
+    async stop() {
+      abort.abort();
+      await done.catch(() => undefined);
+      await runtime.close();
+    },
+  };
 }

@@ -13,13 +13,20 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
 import type { BatchReport } from '../../lib/settle/report';
 import type { JobRecord } from '../../lib/track/model';
 import { type ArchiveRecord, readArchiveRecord } from '../../lib/wire/archive-record';
-import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import {
+  buildFixtureBundle,
+  type EmulatorHarness,
+  keepDispatching,
+  type RunningDispatcher,
+  startHarness,
+  stopHarness,
+  tempFile,
+} from '../helpers/emulators';
 import { eventually } from '../helpers/run';
 
 const CELERY = '/usr/lib/python3/dist-packages/celery';
@@ -35,7 +42,7 @@ const describeWithCelery = installed ? describe : describe.skip;
 let h: EmulatorHarness;
 let dynamo: DynamoDBClient;
 let v: ProvisionedVersion;
-let running: { runtime: DispatcherRuntime; stop: AbortController; done: Promise<unknown> } | undefined;
+let running: RunningDispatcher | undefined;
 const reports: BatchReport[] = [];
 const journal = tempFile('celery-journal.jsonl');
 
@@ -110,20 +117,13 @@ describeWithCelery('Celery’s send_task through kombu’s SQS transport to a ta
     dynamo = new DynamoDBClient({ ...local, endpoint: h.emulators.dynamodbEndpoint });
     const bundle = await buildFixtureBundle(join(FIXTURE, 'taskworker.config.ts'));
     v = await provisionVersion({ bundle, version: 'cel1', sqs: h.sqs, dynamo });
-    const runtime = v.dispatcher({
-      tracked: true,
-      logger: silentLogger,
-      workerId: 'celery-d1',
-      observer: { onBatch: (r) => reports.push(r) },
-    });
-    const stop = new AbortController();
-    running = { runtime, stop, done: runtime.invoke(Date.now() + 600_000, stop.signal) };
+    running = keepDispatching(
+      v.dispatcher({ tracked: true, logger: silentLogger, workerId: 'celery-d1', observer: { onBatch: (r) => reports.push(r) } }),
+    );
   }, 120_000);
 
   afterAll(async () => {
-    running?.stop.abort();
-    await running?.done.catch(() => undefined);
-    await running?.runtime.close();
+    await running?.stop();
     dynamo?.destroy();
     await stopHarness(h);
   });

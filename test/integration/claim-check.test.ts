@@ -12,20 +12,28 @@ import { promisify } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
 import type { JobRecord } from '../../lib/track/model';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { cli } from '../helpers/cli';
-import { buildFixtureBundle, type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import {
+  buildFixtureBundle,
+  type EmulatorHarness,
+  FIXTURE_CONFIG,
+  keepDispatching,
+  type RunningDispatcher,
+  startHarness,
+  stopHarness,
+  tempFile,
+} from '../helpers/emulators';
 import { eventually } from '../helpers/run';
 
 let h: EmulatorHarness;
 let s3: S3Client;
 let dynamo: DynamoDBClient;
 let v: ProvisionedVersion;
-let running: { runtime: DispatcherRuntime; stop: AbortController; done: Promise<unknown> };
+let running: RunningDispatcher | undefined;
 
 beforeAll(async () => {
   h = await startHarness();
@@ -33,15 +41,11 @@ beforeAll(async () => {
   s3 = new S3Client({ ...local, endpoint: h.emulators.sqsEndpoint });
   dynamo = new DynamoDBClient({ ...local, endpoint: h.emulators.dynamodbEndpoint });
   v = await provisionVersion({ bundle: await buildFixtureBundle(), version: 'cc1', sqs: h.sqs, dynamo, s3 });
-  const runtime = v.dispatcher({ tracked: true, logger: silentLogger, workerId: 'cc-d1' });
-  const stop = new AbortController();
-  running = { runtime, stop, done: runtime.invoke(Date.now() + 600_000, stop.signal) };
+  running = keepDispatching(v.dispatcher({ tracked: true, logger: silentLogger, workerId: 'cc-d1' }));
 }, 120_000);
 
 afterAll(async () => {
-  running?.stop.abort();
-  await running?.done.catch(() => undefined);
-  await running?.runtime.close();
+  await running?.stop();
   s3?.destroy();
   dynamo?.destroy();
   await stopHarness(h);

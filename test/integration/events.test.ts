@@ -12,12 +12,18 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { ListSubscriptionsCommand, SNSClient } from '@aws-sdk/client-sns';
 import { InvalidEventPayloadError, UnknownEventError } from '../../lib/errors';
-import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
 import type { JobRecord } from '../../lib/track/model';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
-import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness } from '../helpers/emulators';
+import {
+  buildFixtureBundle,
+  type EmulatorHarness,
+  keepDispatching,
+  type RunningDispatcher,
+  startHarness,
+  stopHarness,
+} from '../helpers/emulators';
 import { eventually } from '../helpers/run';
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'events');
@@ -29,7 +35,7 @@ let s3: S3Client;
 let dynamo: DynamoDBClient;
 let shop: ProvisionedVersion;
 let billing: ProvisionedVersion;
-const running: Array<{ runtime: DispatcherRuntime; stop: AbortController; done: Promise<unknown> }> = [];
+const running: RunningDispatcher[] = [];
 
 beforeAll(async () => {
   h = await startHarness();
@@ -45,16 +51,12 @@ beforeAll(async () => {
   billing = await provisionVersion({ bundle: billingBundle, version: 'ev1', sqs: h.sqs, dynamo, sns, s3 });
   shop = await provisionVersion({ bundle: shopBundle, version: 'ev1', sqs: h.sqs, dynamo, sns, s3 });
   for (const app of [shop, billing]) {
-    const runtime = app.dispatcher({ tracked: true, logger: silentLogger, workerId: `${app.bundle.config.app}-d1` });
-    const stop = new AbortController();
-    running.push({ runtime, stop, done: runtime.invoke(Date.now() + 600_000, stop.signal) });
+    running.push(keepDispatching(app.dispatcher({ tracked: true, logger: silentLogger, workerId: `${app.bundle.config.app}-d1` })));
   }
 }, 120_000);
 
 afterAll(async () => {
-  for (const r of running) r.stop.abort();
-  await Promise.allSettled(running.map((r) => r.done));
-  await Promise.all(running.map((r) => r.runtime.close()));
+  await Promise.all(running.map((r) => r.stop()));
   sns?.destroy();
   s3?.destroy();
   dynamo?.destroy();
