@@ -21,7 +21,10 @@ export interface HookContext {
 }
 
 export interface JobHooks<R = unknown> {
-  /** The job succeeded. `result` is its return value when it was kept (JSON up to 1 KB), else undefined. */
+  /**
+   * The job succeeded. `result` is its return value as its JSON gives it back (up to 10 MiB, the most
+   * a result is kept), else undefined (no value, not JSON, or larger).
+   */
   onSuccess?(result: R | undefined, ctx: HookContext): void | Promise<void>;
   /** An attempt failed and the job will run again. */
   onRetry?(error: SerializedError, ctx: HookContext): void | Promise<void>;

@@ -131,10 +131,10 @@ export async function runOne(
   }).finally(() => unwatch?.());
 
   // A value too large for the record is kept in S3 first: the record written next points to it.
-  const outcome =
-    ranOutcome.status === 'succeeded' && ranOutcome.largeResult !== undefined
-      ? await keepLargeResult(deps, job.id, ranOutcome)
-      : ranOutcome;
+  // An onSuccess hook still gets the value itself (it is in memory here), not a read back from S3.
+  const largeResult = ranOutcome.status === 'succeeded' ? ranOutcome.largeResult : undefined;
+  if (largeResult !== undefined && (def.onSuccess || config.hooks.onSuccess)) state.results.set(message.messageId, largeResult);
+  const outcome = largeResult !== undefined ? await keepLargeResult(deps, job.id, ranOutcome) : ranOutcome;
 
   // 3. Verdict: the table from the outcome to the job's next step.
   const verdict = decide(outcome, attempt, def, deps.random);

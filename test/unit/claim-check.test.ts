@@ -227,6 +227,26 @@ describe('claim-check results: a return value over 1 KB', () => {
     await expect(publisher.result('report-1')).resolves.toMatchObject({ state: 'succeeded', result: report(300) });
   });
 
+  it("gives an onSuccess hook the whole value (task's and app's), not undefined, and the record its reference", async () => {
+    const heard: unknown[] = [];
+    const store = new MemoryPayloadStore();
+    const w = world(
+      [{ ...reporter, onSuccess: (result) => void heard.push(['task', result]) }],
+      { hooks: { onSuccess: (result) => void heard.push(['app', result]) } },
+      { tracked: true, payloads: { store, bucket: BUCKET } },
+    );
+    const publisher = new Publisher({ config: w.config, version: 'v1', queues: w.queues, urls: w.urls, jobs: w.jobs });
+
+    await publisher.publish('build-report', { kb: 20 }, { id: 'heard-1', queue: 'urgent' });
+    await w.run();
+
+    expect(heard).toEqual([
+      ['task', report(20)],
+      ['app', report(20)],
+    ]);
+    expect((await w.jobs.get('heard-1'))?.resultRef?.key).toMatch(/^results\/heard-1\//);
+  });
+
   it('keeps a result of 1 KB or less on the record and puts nothing', async () => {
     const { w, publisher, store } = setup([{ ...reporter, run: () => 'x'.repeat(1000) }]);
 
