@@ -16,4 +16,7 @@ module.exports = {
     '^taskworker/runtime$': '<rootDir>/lib/runtime.ts',
   },
   testTimeout: 60000,
+  // One temporary directory per run, removed at its end (TASKWORKER_KEEP_TEST_TMPDIR=1 keeps it).
+  globalSetup: '<rootDir>/test/tmpdir-setup.js',
+  globalTeardown: '<rootDir>/test/tmpdir-teardown.js',
 };
