@@ -1,4 +1,5 @@
 import { Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -45,6 +46,7 @@ export class TaskworkerEvents extends Construct {
             enforceSSL: true,
           })
         : undefined;
+    if (this.topic) shareTopic(this.topic, config.subscriberAccounts);
     this.routes = eventRoutes(config, version, props.registry);
     const topics = new Map<string, sns.ITopic>();
     const topicOf = (route: EventRoute): sns.ITopic => {
@@ -69,5 +71,28 @@ export class TaskworkerEvents extends Construct {
         }),
       );
     }
+  }
+}
+
+/**
+ * Lets each account of `subscriberAccounts` subscribe its own SQS queues to the topic (what a
+ * subscribing app's stack does there), and nothing else: no publish, no other protocol, no queue of
+ * a third account. A subscription its queue's owner makes needs no confirmation.
+ */
+function shareTopic(topic: sns.Topic, accounts: readonly string[]): void {
+  const partition = Stack.of(topic).partition;
+  for (const account of accounts) {
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: `SubscribeFrom${account}`,
+        principals: [new iam.AccountPrincipal(account)],
+        actions: ['sns:Subscribe'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'sns:Protocol': 'sqs' },
+          ArnLike: { 'sns:Endpoint': `arn:${partition}:sqs:*:${account}:*` },
+        },
+      }),
+    );
   }
 }

@@ -61,6 +61,18 @@ export class TaskworkerPayloads extends Construct {
       id: 'AwsSolutions-S1',
       reason: `The bucket holds only claim-checked payloads (each written once by a publisher, read and deleted by the version's dispatcher) and results too large for a job record (written by the dispatcher, read by the version's result readers), and expired after ${expiryDays} days; every request is by one of the version's own roles (CloudTrail records them when S3 data events are on). A per-version log bucket would cost more than the objects it watches.`,
     });
+    // Subscribing apps in other accounts read large events' payloads; their own grant (see
+    // grantSubscribedEventPayloads) is half of it, this bucket's policy the other half.
+    if (config.subscriberAccounts.length > 0) {
+      this.bucket.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: 'SubscribersReadEventPayloads',
+          principals: config.subscriberAccounts.map((account) => new iam.AccountPrincipal(account)),
+          actions: ['s3:GetObject'],
+          resources: [this.bucket.arnForObjects(`${EVENT_PAYLOAD_PREFIX}*`)],
+        }),
+      );
+    }
     this.objectsArn = this.bucket.arnForObjects(`${PAYLOAD_PREFIX}*`);
     this.resultsArn = this.bucket.arnForObjects(`${RESULT_PREFIX}*`);
     this.logicalId = stack.resolve(stack.getLogicalId(this.bucket.node.defaultChild as CfnElement)) as string;
@@ -84,7 +96,8 @@ export class TaskworkerPayloads extends Construct {
  * Grants `role` `s3:GetObject` on the events' payloads (`payloads/events/*`) in the bucket of each
  * app this one subscribes to, by name (`<app>-<version>-<account>-<region>`, in the account and
  * region of the subscription's `topicArn`, else this stack's): a large event's claim check points
- * there. A bucket in another account also needs that account's bucket policy to allow this role.
+ * there. A bucket in another account also needs its policy to allow this account: the emitting app
+ * lists it in `subscriberAccounts`.
  */
 export function grantSubscribedEventPayloads(role: iam.Role, subscriptions: TaskworkerConfig['subscriptions']): void {
   const stack = Stack.of(role);

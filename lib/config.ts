@@ -3,6 +3,7 @@ import {
   type EventDeclaration,
   type EventDeclarationInput,
   resolveEvents,
+  resolveSubscriberAccounts,
   resolveSubscriptions,
   type SubscriptionConfig,
   type SubscriptionInput,
@@ -188,6 +189,12 @@ export interface TaskworkerConfigInput {
   readonly events?: readonly EventDeclarationInput[];
   /** Other apps' events this app's tasks subscribe to (`on`), by app and version. */
   readonly subscriptions?: readonly SubscriptionInput[];
+  /**
+   * Other AWS accounts whose apps may subscribe to this app's events (12-digit ids): the topic's
+   * policy lets each subscribe its SQS queues, and the payload bucket lets it read large events'
+   * payloads (`payloads/events/`). Apps in this stack's own account need nothing here.
+   */
+  readonly subscriberAccounts?: readonly string[];
   /** Payloads too large for a message: kept in the version's S3 bucket, up to 10 MiB. */
   readonly payloads?: PayloadsConfigInput;
   /** W3C trace context from publish to run (README: Tracing). */
@@ -213,6 +220,7 @@ export interface TaskworkerConfig {
   readonly hooks: AppHooks;
   readonly events: readonly EventDeclaration[];
   readonly subscriptions: readonly SubscriptionConfig[];
+  readonly subscriberAccounts: readonly string[];
   readonly payloads: PayloadsConfig;
   readonly tracing: TracingConfig;
 }
@@ -292,6 +300,7 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   );
   const events = resolveEvents(root.events);
   const subscriptions = resolveSubscriptions(root.subscriptions, app, events);
+  const subscriberAccounts = resolveSubscriberAccounts(root.subscriberAccounts, events);
   const payloads = resolvePayloads(root.payloads);
   const tracing = resolveTracing(root.tracing);
   return {
@@ -304,6 +313,7 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     hooks: resolveHooks(root.hooks),
     events,
     subscriptions,
+    subscriberAccounts,
     payloads,
     tracing,
   };

@@ -32,7 +32,7 @@ export interface SubscriptionInput {
   readonly events: readonly string[];
   /**
    * The topic's ARN, when it is not `<app>-<version>-events` in this stack's account and region
-   * (another account: its topic policy must let this account subscribe).
+   * (another account: the emitting app lists this account in its `subscriberAccounts`).
    */
   readonly topicArn?: string;
 }
@@ -113,6 +113,28 @@ function eventName(field: string, value: unknown): string {
     throw new ConfigError(field, value, 'an event name: lowercase words joined by dots, e.g. "orders.created" (≤ 100 chars)');
   }
   return value;
+}
+
+const ACCOUNT_PATTERN = /^\d{12}$/;
+
+/**
+ * The accounts whose apps may subscribe to this app's events (config `subscriberAccounts`),
+ * validated: 12-digit account ids, each once, and only for an app that declares events (there is no
+ * topic otherwise).
+ */
+export function resolveSubscriberAccounts(input: unknown, own: readonly EventDeclaration[]): string[] {
+  if (input === undefined) return [];
+  if (!Array.isArray(input)) throw new ConfigError('subscriberAccounts', input, 'an array of 12-digit AWS account ids');
+  if (input.length > 0 && own.length === 0)
+    throw new ConfigError('subscriberAccounts', input, 'an app that declares events (config events): without events there is no topic to share');
+  const seen = new Set<string>();
+  return input.map((raw: unknown, i: number) => {
+    const field = `subscriberAccounts[${i}]`;
+    if (typeof raw !== 'string' || !ACCOUNT_PATTERN.test(raw)) throw new ConfigError(field, raw, 'a 12-digit AWS account id, as a string');
+    if (seen.has(raw)) throw new ConfigError(field, raw, 'an account not already listed');
+    seen.add(raw);
+    return raw;
+  });
 }
 
 /** The SNS topic of an app's version that its events are published to. */

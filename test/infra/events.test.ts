@@ -5,6 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { TaskworkerVersion } from '../../infra/version';
 import billingConfig from '../fixtures/events/billing/taskworker.config';
+import exampleConfig from '../../taskworker.config';
 import { EXAMPLE_CONFIG_FILE, synthStack } from '../helpers/infra';
 
 const BILLING_CONFIG = join(__dirname, '..', 'fixtures', 'events', 'billing', 'taskworker.config.ts');
@@ -139,6 +140,68 @@ describe('events on AWS: a second app subscribing to the first', () => {
       }),
     ).toThrow(
       /Invalid task invoice: on = "orders.created": expected an event the app declares in events or receives through subscriptions \(orders.refunded\)/,
+    );
+  });
+});
+
+describe('events on AWS: subscribing apps in other accounts (subscriberAccounts)', () => {
+  const ACCOUNTS = ['111122223333', '444455556666'];
+  const { app, template, stack } = synthStack({ version: 'v7', config: { ...exampleConfig, subscriberAccounts: ACCOUNTS } });
+  const topicId = Object.keys(
+    template.findResources('AWS::SNS::Topic', { Properties: { TopicName: 'taskworker-v7-events' } }),
+  )[0] as string;
+
+  it('lets each account subscribe only its own SQS queues to the topic, and nothing else', () => {
+    const policy = Object.values(template.findResources('AWS::SNS::TopicPolicy')).find(
+      (p) => JSON.stringify((p as { Properties: { Topics: unknown } }).Properties.Topics) === JSON.stringify([{ Ref: topicId }]),
+    ) as { Properties: { PolicyDocument: { Statement: Array<Record<string, unknown>> } } };
+    const shared = policy.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow');
+    expect(shared).toEqual(
+      ACCOUNTS.map((account) => ({
+        Sid: `SubscribeFrom${account}`,
+        Effect: 'Allow',
+        Principal: { AWS: stack.resolve(new iam.AccountPrincipal(account).arn) },
+        Action: 'sns:Subscribe',
+        Resource: { Ref: topicId },
+        Condition: {
+          StringEquals: { 'sns:Protocol': 'sqs' },
+          ArnLike: { 'sns:Endpoint': stack.resolve(`arn:${stack.partition}:sqs:*:${account}:*`) },
+        },
+      })),
+    );
+  });
+
+  it('lets those accounts read large events’ payloads (payloads/events/ of the bucket) and no other object; cdk-nag clean', () => {
+    const [bucketPolicy] = Object.values(template.findResources('AWS::S3::BucketPolicy')) as Array<{
+      Properties: { PolicyDocument: { Statement: Array<Record<string, unknown>> } };
+    }>;
+    const allows = bucketPolicy?.Properties.PolicyDocument.Statement.filter((s) => s.Effect === 'Allow');
+    expect(allows).toHaveLength(1);
+    expect(allows?.[0]).toMatchObject({
+      Sid: 'SubscribersReadEventPayloads',
+      Action: 's3:GetObject',
+      Principal: { AWS: ACCOUNTS.map((a) => stack.resolve(new iam.AccountPrincipal(a).arn)) },
+    });
+    expect(JSON.stringify(allows?.[0]?.Resource)).toMatch(/\/payloads\/events\/\*"\]\]\}$/);
+    expect(new AwsSolutionsChecks(app).validateScope(stack).violations).toEqual([]);
+  });
+
+  it('adds no policy for an app that lists no account', () => {
+    const plain = synthStack({ version: 'v7' }).template;
+    const statements = Object.values(plain.findResources('AWS::SNS::TopicPolicy')).flatMap(
+      (p) => (p as { Properties: { PolicyDocument: { Statement: Array<{ Effect: string }> } } }).Properties.PolicyDocument.Statement,
+    );
+    expect(statements.filter((s) => s.Effect === 'Allow')).toEqual([]);
+  });
+
+  it('refuses a bad account id, a repeated one, and accounts for an app that emits no event, naming the field', () => {
+    const synth = (subscriberAccounts: unknown, config: object = exampleConfig) =>
+      synthStack({ version: 'v7', config: { ...(config as typeof exampleConfig), subscriberAccounts: subscriberAccounts as string[] } });
+    expect(() => synth(['12345'])).toThrow(/subscriberAccounts\[0\] = "12345": expected a 12-digit AWS account id/);
+    expect(() => synth([111122223333])).toThrow(/subscriberAccounts\[0\] = 111122223333: expected a 12-digit AWS account id, as a string/);
+    expect(() => synth(['111122223333', '111122223333'])).toThrow(/subscriberAccounts\[1\] = "111122223333": expected an account not already listed/);
+    expect(() => synth(['111122223333'], { ...exampleConfig, events: [] })).toThrow(
+      /subscriberAccounts = \["111122223333"\]: expected an app that declares events/,
     );
   });
 });
