@@ -126,7 +126,11 @@ export function resolveSubscriberAccounts(input: unknown, own: readonly EventDec
   if (input === undefined) return [];
   if (!Array.isArray(input)) throw new ConfigError('subscriberAccounts', input, 'an array of 12-digit AWS account ids');
   if (input.length > 0 && own.length === 0)
-    throw new ConfigError('subscriberAccounts', input, 'an app that declares events (config events): without events there is no topic to share');
+    throw new ConfigError(
+      'subscriberAccounts',
+      input,
+      'an app that declares events (config events): without events there is no topic to share',
+    );
   const seen = new Set<string>();
   return input.map((raw: unknown, i: number) => {
     const field = `subscriberAccounts[${i}]`;

@@ -4,8 +4,8 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { TaskworkerVersion } from '../../infra/version';
-import billingConfig from '../fixtures/events/billing/taskworker.config';
 import exampleConfig from '../../taskworker.config';
+import billingConfig from '../fixtures/events/billing/taskworker.config';
 import { EXAMPLE_CONFIG_FILE, synthStack } from '../helpers/infra';
 
 const BILLING_CONFIG = join(__dirname, '..', 'fixtures', 'events', 'billing', 'taskworker.config.ts');
@@ -199,7 +199,9 @@ describe('events on AWS: subscribing apps in other accounts (subscriberAccounts)
       synthStack({ version: 'v7', config: { ...(config as typeof exampleConfig), subscriberAccounts: subscriberAccounts as string[] } });
     expect(() => synth(['12345'])).toThrow(/subscriberAccounts\[0\] = "12345": expected a 12-digit AWS account id/);
     expect(() => synth([111122223333])).toThrow(/subscriberAccounts\[0\] = 111122223333: expected a 12-digit AWS account id, as a string/);
-    expect(() => synth(['111122223333', '111122223333'])).toThrow(/subscriberAccounts\[1\] = "111122223333": expected an account not already listed/);
+    expect(() => synth(['111122223333', '111122223333'])).toThrow(
+      /subscriberAccounts\[1\] = "111122223333": expected an account not already listed/,
+    );
     expect(() => synth(['111122223333'], { ...exampleConfig, events: [] })).toThrow(
       /subscriberAccounts = \["111122223333"\]: expected an app that declares events/,
     );
