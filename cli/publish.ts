@@ -21,12 +21,14 @@ import {
 } from './shared';
 
 export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON|@FILE [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]
+                   [--expires-in S | --expires-at ISO-8601]
                    [--id ID] [--depends-on ID,ID] [--on-dependency-failure fail|ignore] [--tag T]...
                    [--version V] [--config FILE] [--json]
   Publishes one task, now or later. --payload @FILE reads the payload's JSON from FILE; one over the config's
   payloads.offloadAboveBytes (200 KB) goes to the version's S3 bucket, the message carrying a pointer (up to 10 MiB). (--delay seconds up to a year, or --at a time). With --depends-on it
   waits until those jobs have ended (and is archived if one did not succeed, unless
-  --on-dependency-failure ignore). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
+  --on-dependency-failure ignore). --expires-in S (seconds from now) or --expires-at: no attempt starts after it
+  (the job is archived expired instead). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
   in this directory, else to AWS. Without --queue, the task's own queue (read from its module).`;
 
 export async function publishCommand(argv: string[]): Promise<void> {
@@ -38,6 +40,8 @@ export async function publishCommand(argv: string[]): Promise<void> {
       queue: { type: 'string' },
       delay: { type: 'string' },
       at: { type: 'string' },
+      'expires-in': { type: 'string' },
+      'expires-at': { type: 'string' },
       'app-data': { type: 'string' },
       id: { type: 'string' },
       'depends-on': { type: 'string', multiple: true },
@@ -52,6 +56,14 @@ export async function publishCommand(argv: string[]): Promise<void> {
   const [task, ...extra] = positionals;
   if (!task || extra.length > 0) throw new UsageError(`expected exactly one TASK\n${PUBLISH_USAGE}`);
   if (values.delay !== undefined && values.at !== undefined) throw new UsageError('--delay and --at: give one of them');
+  if (values['expires-in'] !== undefined && values['expires-at'] !== undefined)
+    throw new UsageError('--expires-in and --expires-at: give one of them');
+  const expiresAt =
+    values['expires-in'] !== undefined
+      ? new Date(Date.now() + integerOption('--expires-in', values['expires-in'], 0, 1, MAX_SCHEDULE_SECONDS) * 1000)
+      : values['expires-at'] !== undefined
+        ? dateOption('--expires-at', values['expires-at'])
+        : undefined;
   const flow = flowOptions(values);
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
@@ -70,6 +82,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
     ...(values.queue !== undefined ? { queue: values.queue } : {}),
     ...(values.delay !== undefined ? { delaySeconds: integerOption('--delay', values.delay, 0, 0, MAX_SCHEDULE_SECONDS) } : {}),
     ...(values.at !== undefined ? { runAt: dateOption('--at', values.at) } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...(values['app-data'] !== undefined ? { appData: jsonOption('--app-data', values['app-data'], undefined) } : {}),
     ...(values.id !== undefined ? { id: values.id } : {}),
     ...flow,
@@ -79,6 +92,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
     process.stdout.write(
       `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, message ${published.messageId}` +
         `${published.runAt !== undefined ? `, due ${new Date(published.runAt).toISOString()}` : ''}` +
+        `${expiresAt !== undefined ? `, expires ${expiresAt.toISOString()}` : ''}` +
         `${flow.dependsOn ? `, waiting for ${flow.dependsOn.length} job(s)` : ''}${flow.tags ? `, tagged ${flow.tags.join(', ')}` : ''}\n`,
     );
 }

@@ -65,6 +65,7 @@ export type MalformedCode =
   | 'bad-id'
   | 'bad-published-at'
   | 'bad-run-at'
+  | 'bad-expires-at'
   | 'too-deep'
   | 'too-large'
   | 'bad-depends-on'
@@ -261,6 +262,20 @@ export class LeaseLostError extends TaskworkerError {
     this.name = 'LeaseLostError';
     this.jobId = jobId;
     this.fencingToken = fencingToken;
+  }
+}
+
+/** A job's `expiresAt` passed before an attempt could start: it is archived `expired`, never run. */
+export class JobExpiredError extends TaskworkerError {
+  readonly jobId: string;
+  readonly expiresAt: number;
+  constructor(jobId: string, expiresAt: number, now: number) {
+    super(
+      `Job ${jobId} expired at ${new Date(expiresAt).toISOString()}, ${Math.round((now - expiresAt) / 1000)} s before an attempt could start`,
+    );
+    this.name = 'JobExpiredError';
+    this.jobId = jobId;
+    this.expiresAt = expiresAt;
   }
 }
 

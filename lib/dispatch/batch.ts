@@ -140,7 +140,7 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
   } catch (error) {
     const envelopeError = error instanceof EnvelopeError ? error : undefined;
     // A body that is not JSON may be Celery's (lib/dispatch/celery.ts), read on a queue that accepts it.
-    const celery = envelopeError?.code === 'not-json' ? readCelery(deps.registry, queue, message, deps.clock.now()) : undefined;
+    const celery = envelopeError?.code === 'not-json' ? readCelery(deps.registry, queue, message) : undefined;
     if (celery?.kind === 'job') return celery.planned;
     if (celery) {
       decideArchive(deps, queue, state, message, celery.named, celery.reason, celery.error);

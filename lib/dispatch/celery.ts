@@ -29,8 +29,8 @@ export type CeleryReading =
  * A job's message comes back with its body replaced by the job's envelope, so a retry's copy, a
  * parked job and an archived message are that envelope (as planEvent does for an event).
  */
-export function readCelery(registry: TaskRegistry, queue: QueueConfig, message: ReceivedMessage, now: number): CeleryReading | undefined {
-  const meta = { messageId: message.messageId, sentTimestamp: message.sentTimestamp, now, receiveCount: message.receiveCount };
+export function readCelery(registry: TaskRegistry, queue: QueueConfig, message: ReceivedMessage): CeleryReading | undefined {
+  const meta = { messageId: message.messageId, sentTimestamp: message.sentTimestamp };
   if (!queue.accept.includes('celery')) {
     if (!looksLikeCelery(message.body)) return undefined;
     const named = celeryNames(message.body);

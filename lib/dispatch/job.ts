@@ -5,7 +5,7 @@
  */
 import type { QueueConfig } from '../config';
 import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
-import { describe, JobCancelledError } from '../errors';
+import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { runAttempt } from '../run/attempt';
 import { serializeError, type TaskOutcome } from '../run/types';
 import type { MessageAt } from '../settle/decisions';
@@ -94,6 +94,15 @@ export async function runOne(
   // cancel stops it. A job whose cancel was asked before this claim (its lease lapsed, or it ended
   // `retrying` first) does not run again.
   const jobs = deps.tracking?.jobs;
+  if (job.expiresAt !== undefined && start > job.expiresAt) {
+    // Past its expiry no attempt starts: the first, a retry, or a parked or waiting job come due.
+    // Ended through its own claim (fenced, its identity checked) like any attempt's end.
+    const error = serializeError(new JobExpiredError(job.id, job.expiresAt, start));
+    const outcome: TaskOutcome = { status: 'failed', kind: 'error', durationMs: 0, error };
+    const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error };
+    decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, { kind: 'archive', reason: 'expired' });
+    return;
+  }
   if (claimed?.cancelRequestedAt !== undefined) {
     const outcome: TaskOutcome = { status: 'cancelled', durationMs: 0, error: serializeError(new JobCancelledError(job.id)) };
     const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error: outcome.error };

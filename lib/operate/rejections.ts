@@ -31,8 +31,6 @@ export function whyFiled(record: JobRecord, carried: string): string {
       return `id ${carried} belongs to another job (another task or payload): this message was not that job and never touched it`;
     case 'malformed':
       return `malformed: ${record.lastError?.message ?? 'not a valid envelope'}`;
-    case 'expired':
-      return `expired before it could run: ${record.lastError?.message ?? 'past its expiry'}`;
     default:
       return `archived under its message id (${record.reason ?? 'no reason recorded'})`;
   }

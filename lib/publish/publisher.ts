@@ -68,6 +68,13 @@ export interface PublishOptions {
   readonly delaySeconds?: number;
   /** When the job may start, instead of `delaySeconds`: up to a year ahead; a past time runs now. */
   readonly runAt?: Date;
+  /**
+   * After this the job must not start: an attempt that would start later (the first, a retry, a
+   * delayed or waiting job come due) is not run, and the job is archived `expired` (`onArchived`
+   * hears of it; `taskworker archive replay` runs it anyway, without its expiry). Must leave time
+   * after the job may start. Celery's `expires`. @defaultValue never
+   */
+  readonly expiresAt?: Date;
   /** Any JSON, handed to the task as `ctx.appData`. */
   readonly appData?: unknown;
   /** Job id (1..128 printable ASCII). @defaultValue a random UUID */
@@ -726,6 +733,7 @@ export class Publisher {
       appData: options.appData,
       publishedAt: now,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : {}),
+      ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),
       ...(dependsOn.length > 0 ? { dependsOn } : {}),
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
       ...(options.memberOf !== undefined ? { memberOf: options.memberOf } : {}),

@@ -25,6 +25,8 @@ export const SWEEP_LEASE_MS = 60_000;
 export interface PublishTiming {
   readonly delaySeconds?: number;
   readonly runAt?: number;
+  /** After this (epoch ms) the job must not start: it is archived `expired`. */
+  readonly expiresAt?: number;
 }
 
 /**
@@ -32,7 +34,28 @@ export interface PublishTiming {
  * the dispatcher parks the job. A `runAt` date is carried as it is (the job's record shows it), with
  * SQS's delay covering it when it is 15 minutes away or nearer.
  */
-export function publishTiming(now: number, options: { readonly delaySeconds?: number; readonly runAt?: Date }): PublishTiming {
+export function publishTiming(
+  now: number,
+  options: { readonly delaySeconds?: number; readonly runAt?: Date; readonly expiresAt?: Date },
+): PublishTiming {
+  const timing = startTiming(now, options);
+  if (options.expiresAt === undefined) return timing;
+  const { expiresAt } = options;
+  const at = expiresAt instanceof Date ? expiresAt.getTime() : Number.NaN;
+  if (!Number.isFinite(at)) throw new PublishOptionError('expiresAt', expiresAt, 'a valid Date');
+  // The earliest the job may start: it must be able to start before it expires.
+  const due = Math.max(now, timing.runAt ?? now + (timing.delaySeconds ?? 0) * 1000);
+  if (at <= due) {
+    const what = due > now ? `its start, ${new Date(due).toISOString()}` : 'now';
+    throw new PublishOptionError('expiresAt', expiresAt, `a time after ${what} (the job could never start)`);
+  }
+  if (at - due > MAX_SCHEDULE_SECONDS * 1000) {
+    throw new PublishOptionError('expiresAt', expiresAt, `a time at most ${MAX_SCHEDULE_SECONDS / 86_400} days after the job may start`);
+  }
+  return { ...timing, expiresAt: at };
+}
+
+function startTiming(now: number, options: { readonly delaySeconds?: number; readonly runAt?: Date }): PublishTiming {
   const { delaySeconds, runAt } = options;
   if (delaySeconds !== undefined && runAt !== undefined) {
     throw new PublishOptionError('runAt', runAt, 'either delaySeconds or runAt, not both');

@@ -15,8 +15,8 @@
  * A message becomes the job of the task whose `celeryName` is `headers.task`, with `headers.id` as
  * its id and the kwargs (and the positional args, through the task's `celeryArgs`) as its payload;
  * `eta` (or a `countdown` header) is its `runAt`. Anything taskworker cannot run as Celery would
- * (another serializer such as pickle, protocol v1, canvas callbacks, args without a mapping, an
- * expired message) is refused with a {@link CeleryRejection} naming the value. Nothing here runs,
+ * (another serializer such as pickle, protocol v1, canvas callbacks, args without a mapping) is
+ * refused with a {@link CeleryRejection} naming the value; `expires` is the job's `expiresAt`. Nothing here runs,
  * imports or resolves anything a message names.
  */
 import { TaskworkerError } from '../errors';
@@ -60,16 +60,15 @@ export type CeleryCode =
   | 'celery-args'
   | 'celery-canvas'
   | 'celery-eta'
-  | 'celery-expires'
-  | 'celery-expired';
+  | 'celery-expires';
 
 /**
- * A Celery message taskworker will not run: archived with `reason` (`malformed`, `unknown-task` or
- * `expired`) and `code`. `id` and `task` are what the message named, when they could be read (the
+ * A Celery message taskworker will not run: archived with `reason` (`malformed` or `unknown-task`)
+ * and `code`. `id` and `task` are what the message named, when they could be read (the
  * rejection's record is filed under that id).
  */
 export class CeleryRejection extends TaskworkerError {
-  readonly reason: Extract<ArchiveReason, 'malformed' | 'unknown-task' | 'expired'>;
+  readonly reason: Extract<ArchiveReason, 'malformed' | 'unknown-task'>;
   readonly code: CeleryCode;
   readonly id: string | undefined;
   readonly task: string | undefined;
@@ -84,17 +83,7 @@ export class CeleryRejection extends TaskworkerError {
 }
 
 /** What {@link decodeCelery} needs to know about the message besides its body. */
-export interface CeleryMeta extends MessageMeta {
-  /** The dispatcher's clock: an `expires` before it is past. */
-  readonly now: number;
-  /**
-   * SQS's receive count. `expires` is checked at the first receive only: a later one is a retry's
-   * (its visibility lapsed) or a released message's, whose job may already be recorded, and a job
-   * that has started ends by its own attempts, never by a rejection beside its record.
-   * @defaultValue 1
-   */
-  readonly receiveCount?: number;
-}
+export type CeleryMeta = MessageMeta;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** How the Celery names a message carries are shown in details and records: bounded, printable. */
@@ -202,22 +191,14 @@ export function decodeCelery(body: string, meta: CeleryMeta, lookup: CeleryLooku
   const payload = payloadOf(args, kwargs, task, def, onDef);
   checkEmbed(embed, onDef);
   const runAt = runAtOf(headers, meta, onDef);
+  // Past its expiry no attempt starts, the first included (Celery's worker revokes it): the job's
+  // own end, through its claim (lib/dispatch/job.ts), archived `expired` under its Celery id.
   const expires = headers.expires;
+  let expiresAt: number | undefined;
   if (expires !== undefined && expires !== null) {
-    const at = isoTime(expires);
-    if (at === undefined) {
+    expiresAt = isoTime(expires);
+    if (expiresAt === undefined) {
       throw new CeleryRejection('malformed', 'celery-expires', `headers.expires is ${preview(expires)}; expected an ISO 8601 time`, onDef);
-    }
-    // A job due after it expires could never run in time either.
-    const due = Math.max(meta.now, runAt ?? meta.now);
-    if (at <= due && (meta.receiveCount ?? 1) <= 1) {
-      const when = new Date(at).toISOString();
-      throw new CeleryRejection(
-        'expired',
-        'celery-expired',
-        due > meta.now ? `expires ${when}, before its eta ${new Date(due).toISOString()}` : `expired ${when}, before it was received`,
-        onDef,
-      );
     }
   }
   const retries = headers.retries;
@@ -233,6 +214,7 @@ export function decodeCelery(body: string, meta: CeleryMeta, lookup: CeleryLooku
     appData: { celery },
     publishedAt: meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
     tags: [CELERY_TAG],
   };
 }
@@ -249,6 +231,7 @@ export function celeryJobEnvelope(job: DecodedJob): string {
     appData: job.appData,
     publishedAt: job.publishedAt,
     ...(job.runAt !== undefined ? { runAt: job.runAt } : {}),
+    ...(job.expiresAt !== undefined ? { expiresAt: job.expiresAt } : {}),
     ...(job.tags ? { tags: job.tags } : {}),
   });
 }

@@ -33,6 +33,12 @@ export interface EnvelopeV1 {
    */
   readonly runAt?: number;
   /**
+   * Epoch milliseconds after which the job must not start: an attempt that would start then (the
+   * first, a retry, a parked or waiting job come due) is not run, and the job is archived `expired`.
+   * Celery's `expires`. @defaultValue never
+   */
+  readonly expiresAt?: number;
+  /**
    * Jobs (ids, at most {@link MAX_DEPENDENCIES}) that must end before this one may run: the
    * dispatcher keeps it `waiting` in the jobs table and sends it to its queue once the last of them
    * has succeeded (or ended, with `onDependencyFailure: 'ignore'`). Tracking `full` only.
@@ -70,6 +76,8 @@ export interface DecodedJob {
   readonly publishedAt: number;
   /** Epoch ms the job may start at; absent: now. */
   readonly runAt?: number;
+  /** Epoch ms after which it must not start; absent: never. */
+  readonly expiresAt?: number;
   readonly dependsOn?: readonly string[];
   readonly awaits?: number;
   readonly memberOf?: { readonly id: string; readonly size: number; readonly index: number };
@@ -122,6 +130,7 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.appData !== undefined) body.appData = envelope.appData;
   if (envelope.publishedAt !== undefined) body.publishedAt = envelope.publishedAt;
   if (envelope.runAt !== undefined) body.runAt = envelope.runAt;
+  if (envelope.expiresAt !== undefined) body.expiresAt = envelope.expiresAt;
   if (envelope.dependsOn !== undefined && envelope.dependsOn.length > 0) body.dependsOn = envelope.dependsOn;
   if (envelope.awaits !== undefined) body.awaits = envelope.awaits;
   if (envelope.memberOf !== undefined) body.memberOf = envelope.memberOf;
@@ -204,6 +213,14 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   if (runAt !== undefined && !isEpochMs(runAt)) {
     throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
   }
+  const expiresAt = own('expiresAt');
+  if (expiresAt !== undefined && !isEpochMs(expiresAt)) {
+    throw new EnvelopeError(
+      'bad-expires-at',
+      `expiresAt is ${preview(expiresAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`,
+      'expiresAt',
+    );
+  }
   const payloadRef = decodePayloadRefField(own);
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
@@ -216,6 +233,7 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     appData: own('appData') ?? null,
     publishedAt: publishedAt ?? meta.sentTimestamp,
     ...(runAt !== undefined ? { runAt } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...relations,
     ...(event !== undefined ? { event: decodeEventRef(event) } : {}),
   };
@@ -391,6 +409,17 @@ export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishe
 export function dueNowEnvelope(body: string): string {
   const fields = JSON.parse(body) as Record<string, unknown>;
   return JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'runAt')));
+}
+
+/**
+ * An expired job's body for a replay: its `expiresAt` left out (an operator who replays it wants it
+ * run; with its expiry it would only be archived again), every other field kept as it was.
+ */
+export function unexpiredEnvelope(body: string): string {
+  const fields = JSON.parse(body) as Record<string, unknown>;
+  return Object.hasOwn(fields, 'expiresAt')
+    ? JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'expiresAt')))
+    : body;
 }
 
 function isEpochMs(value: unknown): value is number {

@@ -68,6 +68,23 @@ describe('dispatcher on fauxqs with worker threads', () => {
     expect(await s.depth('urgent')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
+  it('archives a job whose expiresAt passed before it could start, in the archive and the jobs table, and runs the rest', async () => {
+    current = await system(h, bundle, { tracked: true });
+    const s = current;
+    const journal = tempFile('journal.jsonl');
+    const { jobId: expired } = await s.publisher.publish('record', { journal, n: 1 }, { expiresAt: new Date(Date.now() + 2_000) });
+    const { jobId: fresh } = await s.publisher.publish('record', { journal, n: 2 }, { expiresAt: new Date(Date.now() + 600_000) });
+    // No dispatcher runs until the first has expired.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await runUntil(s.runtime, 'both jobs to end', () => s.jobs().length === 2, 30_000);
+    expect(readJournal(journal).map((e) => e.jobId)).toEqual([fresh]);
+    const [archived] = await s.archive();
+    expect(archived?.record).toMatchObject({ reason: 'expired', jobId: expired, errorType: 'JobExpiredError', task: 'record' });
+    expect(await s.tracking?.jobs.get(expired)).toMatchObject({ state: 'archived', reason: 'expired', attempt: 1 });
+    expect(await s.tracking?.jobs.get(fresh)).toMatchObject({ state: 'succeeded' });
+    expect(await s.depth('urgent')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
   it('archives an unrecoverable error class of the task at once', async () => {
     const s = await fresh();
     await s.publisher.publish('doomed', { fatal: true });

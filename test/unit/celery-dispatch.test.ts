@@ -111,14 +111,15 @@ describe('Celery messages on a queue that accepts them', () => {
     });
   });
 
-  it('checks expires when the message first arrives: a retry after it still ends the job by its attempts', async () => {
+  it('honours expires at every attempt, as Celery’s worker does: a retry that would start past it is archived expired, not run', async () => {
     failing = 'once';
     const s = system();
     await s.send('default', celery('c-7', { expires: s.clock.now() + 10_000 }));
     const drained = await s.drain();
     // The retry came back a minute later (the next scheduled dispatcher), past the expiry.
-    expect(drained).toMatchObject({ succeeded: 1, retried: 1, archived: {} });
-    expect(await s.job('c-7')).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(drained).toMatchObject({ succeeded: 0, retried: 1, archived: { expired: 1 } });
+    expect(runs.map((r) => r.jobId)).toEqual(['c-7']);
+    expect(await s.job('c-7')).toMatchObject({ state: 'archived', reason: 'expired', attempt: 2 });
   });
 
   it('parks an eta beyond SQS’s 15 minutes as its envelope, and runs it when due', async () => {
@@ -147,11 +148,14 @@ describe('Celery messages on a queue that accepts them', () => {
     expect(record('c-pickle')?.record).toMatchObject({ reason: 'malformed', code: 'celery-content-type' });
     expect(record('c-pickle')?.record?.detail).toContain('application/x-python-serialize');
     expect(record('c-unknown')?.record).toMatchObject({ reason: 'unknown-task', code: 'celery-task' });
-    expect(record('c-expired')?.record).toMatchObject({ reason: 'expired', code: 'celery-expired', task: 'add' });
+    // Past its expiry, the job's own end: archived under its Celery id, its record says why.
+    const expired = archived.find((a) => a.record?.jobId === 'c-expired')?.record;
+    expect(expired).toMatchObject({ reason: 'expired', errorType: 'JobExpiredError', task: 'add' });
+    expect(await s.job('c-expired')).toMatchObject({ state: 'archived', reason: 'expired' });
     // The archive keeps what Celery sent, byte for byte.
     expect(record('c-pickle')?.body).toBe(celery('c-pickle', { contentType: 'application/x-python-serialize' }));
     // Never under the Celery id: the ids stay free for the job a corrected message would be.
-    for (const id of ['c-pickle', 'c-unknown', 'c-expired']) expect(await s.job(id)).toBeUndefined();
+    for (const id of ['c-pickle', 'c-unknown']) expect(await s.job(id)).toBeUndefined();
   });
 });
 
