@@ -1,4 +1,4 @@
-import { EnvelopeError } from '../errors';
+import { EnvelopeError, type MalformedCode } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { TASK_NAME_PATTERN } from '../tasks/task';
 import { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
@@ -201,26 +201,9 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   if (id !== undefined && (typeof id !== 'string' || !JOB_ID_PATTERN.test(id))) {
     throw new EnvelopeError('bad-id', `id is ${preview(id)}; expected 1..128 printable ASCII characters`, 'id');
   }
-  const publishedAt = own('publishedAt');
-  if (publishedAt !== undefined && !isEpochMs(publishedAt)) {
-    throw new EnvelopeError(
-      'bad-published-at',
-      `publishedAt is ${preview(publishedAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`,
-      'publishedAt',
-    );
-  }
-  const runAt = own('runAt');
-  if (runAt !== undefined && !isEpochMs(runAt)) {
-    throw new EnvelopeError('bad-run-at', `runAt is ${preview(runAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, 'runAt');
-  }
-  const expiresAt = own('expiresAt');
-  if (expiresAt !== undefined && !isEpochMs(expiresAt)) {
-    throw new EnvelopeError(
-      'bad-expires-at',
-      `expiresAt is ${preview(expiresAt)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`,
-      'expiresAt',
-    );
-  }
+  const publishedAt = epochMsField(own, 'publishedAt', 'bad-published-at');
+  const runAt = epochMsField(own, 'runAt', 'bad-run-at');
+  const expiresAt = epochMsField(own, 'expiresAt', 'bad-expires-at');
   const payloadRef = decodePayloadRefField(own);
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
@@ -420,6 +403,15 @@ export function unexpiredEnvelope(body: string): string {
   return Object.hasOwn(fields, 'expiresAt')
     ? JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'expiresAt')))
     : body;
+}
+
+/** A time field of the body, in epoch milliseconds, checked; undefined when absent. */
+function epochMsField(own: (key: string) => unknown, name: string, code: MalformedCode): number | undefined {
+  const value = own(name);
+  if (value === undefined) return undefined;
+  if (!isEpochMs(value))
+    throw new EnvelopeError(code, `${name} is ${preview(value)}; expected epoch milliseconds 0..${MAX_EPOCH_MS}`, name);
+  return value;
 }
 
 function isEpochMs(value: unknown): value is number {

@@ -9,6 +9,7 @@ import { createInvocation } from '../../lib/invocation/invocation';
 import type { OperatorContext } from '../../lib/operate/operator';
 import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
+import { Publisher, type PublisherOptions } from '../../lib/publish/publisher';
 import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';
 import { createSelector } from '../../lib/select';
@@ -108,6 +109,14 @@ export function world(
 }
 
 /** What an operator command works on, over the world's fakes (its queues, tables and clock): for replays and the like. */
+/** A publisher over the world's queues, jobs table and clock, version v1; `options` adds to or overrides it. */
+export function publisherOf(
+  w: World,
+  options: Partial<Pick<Extract<PublisherOptions, { readonly sqs?: never }>, 'tasks' | 'recordQueued' | 'payloads'>> = {},
+): Publisher {
+  return new Publisher({ config: w.config, version: 'v1', queues: w.sqs, urls: w.urls, jobs: w.jobs, clock: w.clock, ...options });
+}
+
 export function operatorContextOf(w: World): OperatorContext {
   return {
     config: w.config,

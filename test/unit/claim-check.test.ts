@@ -7,7 +7,7 @@ import { storedResultReader } from '../../lib/publish/results';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { appConfig } from '../helpers/factories';
-import { type World, world } from '../helpers/world';
+import { publisherOf, type World, world } from '../helpers/world';
 
 const BUCKET = 'test-v1-000000000000-us-east-1';
 const importer: TaskOptions = {
@@ -235,7 +235,7 @@ describe('claim-check results: a return value over 1 KB', () => {
       { hooks: { onSuccess: (result) => void heard.push(['app', result]) } },
       { tracked: true, payloads: { store, bucket: BUCKET } },
     );
-    const publisher = new Publisher({ config: w.config, version: 'v1', queues: w.queues, urls: w.urls, jobs: w.jobs });
+    const publisher = publisherOf(w);
 
     await publisher.publish('build-report', { kb: 20 }, { id: 'heard-1', queue: 'urgent' });
     await w.run();

@@ -3,8 +3,7 @@
  * the world's fakes (the real invocation, in-memory SQS and jobs table), with the operator's replay.
  */
 import { replayArchived } from '../../lib/operate/operator';
-import { Publisher } from '../../lib/publish/publisher';
-import { operatorContextOf, world } from '../helpers/world';
+import { operatorContextOf, publisherOf, world } from '../helpers/world';
 
 describe('replaying a failed dependency', () => {
   it('puts the dependents its failure archived back to waiting, transitively, and they run once it succeeds', async () => {
@@ -35,15 +34,7 @@ describe('replaying a failed dependency', () => {
       {},
       { tracked: true },
     );
-    const publisher = new Publisher({
-      config: w.config,
-      version: 'v1',
-      queues: w.sqs,
-      urls: w.urls,
-      jobs: w.jobs,
-      clock: w.clock,
-      recordQueued: false,
-    });
+    const publisher = publisherOf(w, { recordQueued: false });
     await publisher.publish('gate', {}, { id: 'gate', queue: 'urgent' });
     await publisher.publish('other', {}, { id: 'other', queue: 'urgent' });
     await publisher.publish('after', {}, { id: 'after', queue: 'urgent', dependsOn: ['gate'] });

@@ -6,11 +6,10 @@
  */
 import { PublishOptionError } from '../../lib/errors';
 import { replayArchived } from '../../lib/operate/operator';
-import { Publisher } from '../../lib/publish/publisher';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
-import { operatorContextOf, type World, world } from '../helpers/world';
+import { operatorContextOf, publisherOf, type World, world } from '../helpers/world';
 
 const ran: Array<[string, number]> = [];
 let failFirst = false;
@@ -34,15 +33,7 @@ function setup(heard: string[] = []) {
     { hooks: { onArchived: (_e, reason, ctx) => void heard.push(`${ctx.jobId}:${reason}`) } },
     { tracked: true, deadLetters: true },
   );
-  const publisher = new Publisher({
-    config: w.config,
-    version: 'v1',
-    queues: w.sqs,
-    urls: w.urls,
-    jobs: w.jobs,
-    clock: w.clock,
-    tasks: [report, first].map((t) => defineTask(t)),
-  });
+  const publisher = publisherOf(w, { tasks: [report, first].map((t) => defineTask(t)) });
   return { w, publisher, in: (ms: number) => new Date(w.clock.now() + ms) };
 }
 

@@ -7,9 +7,8 @@
 import { createHash } from 'node:crypto';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { replayArchived } from '../../lib/operate/operator';
-import { Publisher } from '../../lib/publish/publisher';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { operatorContextOf, world } from '../helpers/world';
+import { operatorContextOf, publisherOf, world } from '../helpers/world';
 
 const BUCKET = 'test-v1-000000000000-us-east-1';
 const rows = (kb: number) => ({ rows: Array.from({ length: kb }, (_, i) => `${i}:${'x'.repeat(1000)}`) });
@@ -17,16 +16,7 @@ const rows = (kb: number) => ({ rows: Array.from({ length: kb }, (_, i) => `${i}
 function setup(tasks: TaskOptions[]) {
   const store = new MemoryPayloadStore();
   const w = world(tasks, {}, { tracked: true, payloads: { store, bucket: BUCKET } });
-  const publisher = new Publisher({
-    config: w.config,
-    version: 'v1',
-    queues: w.sqs,
-    urls: w.urls,
-    jobs: w.jobs,
-    clock: w.clock,
-    recordQueued: false,
-    payloads: { bucket: BUCKET, store },
-  });
+  const publisher = publisherOf(w, { recordQueued: false, payloads: { bucket: BUCKET, store } });
   return { w, publisher, store };
 }
 
