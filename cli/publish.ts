@@ -58,12 +58,10 @@ export async function publishCommand(argv: string[]): Promise<void> {
   if (values.delay !== undefined && values.at !== undefined) throw new UsageError('--delay and --at: give one of them');
   if (values['expires-in'] !== undefined && values['expires-at'] !== undefined)
     throw new UsageError('--expires-in and --expires-at: give one of them');
-  const expiresAt =
-    values['expires-in'] !== undefined
-      ? new Date(Date.now() + integerOption('--expires-in', values['expires-in'], 0, 1, MAX_SCHEDULE_SECONDS) * 1000)
-      : values['expires-at'] !== undefined
-        ? dateOption('--expires-at', values['expires-at'])
-        : undefined;
+  // Checked now, counted from the publish (loading the config and tasks takes a moment).
+  const expiresInSeconds =
+    values['expires-in'] !== undefined ? integerOption('--expires-in', values['expires-in'], 0, 1, MAX_SCHEDULE_SECONDS) : undefined;
+  const expiresAtOption = values['expires-at'] !== undefined ? dateOption('--expires-at', values['expires-at']) : undefined;
   const flow = flowOptions(values);
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
@@ -78,6 +76,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
   // delay, as every publisher does): `jobs show` finds it, `jobs cancel` cancels a later one, and a job published next
   // may name it in --depends-on.
   const publisher = new Publisher({ config, version, tasks, recordQueued: true });
+  const expiresAt = expiresInSeconds !== undefined ? new Date(Date.now() + expiresInSeconds * 1000) : expiresAtOption;
   const published = await publisher.publish(task, jsonOrFileOption('--payload', values.payload, null), {
     ...(values.queue !== undefined ? { queue: values.queue } : {}),
     ...(values.delay !== undefined ? { delaySeconds: integerOption('--delay', values.delay, 0, 0, MAX_SCHEDULE_SECONDS) } : {}),
