@@ -86,7 +86,10 @@ export async function publishCommand(argv: string[]): Promise<void> {
     ...(values.id !== undefined ? { id: values.id } : {}),
     ...flow,
   });
-  if (values.json) process.stdout.write(`${JSON.stringify({ task, version, ...published })}\n`);
+  if (values.json)
+    process.stdout.write(
+      `${JSON.stringify({ task, version, ...published, ...(expiresAt !== undefined ? { expiresAt: expiresAt.getTime() } : {}) })}\n`,
+    );
   else
     process.stdout.write(
       `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, message ${published.messageId}` +

@@ -57,6 +57,31 @@ describe('taskworker CLI', () => {
     expect(result.out).toMatch(/published from-another-service to routine/);
   });
 
+  it('publish: --expires-in gives the job an expiry counted from the publish (--json prints it)', async () => {
+    const before = Date.now();
+    const result = await cli(
+      'publish',
+      'from-another-service',
+      '--payload',
+      '{}',
+      '--queue',
+      'routine',
+      '--delay',
+      '60',
+      '--expires-in',
+      '600',
+      '--version',
+      stack.version,
+      '--config',
+      FIXTURE_CONFIG,
+      '--json',
+    );
+    expect(result.code).toBe(0);
+    const { expiresAt } = JSON.parse(result.out) as { expiresAt: number };
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 600_000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 600_000);
+  });
+
   it.each([
     [['publish'], /expected exactly one TASK/],
     [['publish', 'record', '--payload', '{not json', '--version', 'dev', '--config', FIXTURE_CONFIG], /--payload is not valid JSON/],
@@ -67,6 +92,18 @@ describe('taskworker CLI', () => {
     [
       ['publish', 'record', '--delay', '5', '--at', '2027-01-01T00:00:00Z', '--version', 'dev', '--config', FIXTURE_CONFIG],
       /--delay and --at: give one of them/,
+    ],
+    [
+      ['publish', 'record', '--expires-in', '60', '--expires-at', '2027-01-01T00:00:00Z', '--version', 'dev', '--config', FIXTURE_CONFIG],
+      /--expires-in and --expires-at: give one of them/,
+    ],
+    [
+      ['publish', 'record', '--expires-in', '0', '--version', 'dev', '--config', FIXTURE_CONFIG],
+      /--expires-in 0: expected an integer 1..31622400/,
+    ],
+    [
+      ['publish', 'record', '--expires-at', 'tomorrow', '--version', 'dev', '--config', FIXTURE_CONFIG],
+      /--expires-at tomorrow: expected an ISO-8601 time with a zone/,
     ],
     [['publish', 'nope', '--version', 'dev', '--config', FIXTURE_CONFIG], /task nope is not defined/],
     [['publish', 'record', '--config', 'missing.config.ts', '--version', 'dev'], /no such file/],
