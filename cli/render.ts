@@ -83,6 +83,7 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
     `  state     ${job.state}${job.reason ? ` (${job.reason})` : ''}   attempts ${job.attempt}`,
     `  published ${iso(job.publishedAt)}`,
     ...(job.runAt !== undefined ? [`  due       ${iso(job.runAt)}${relative(job.runAt, start)}`] : []),
+    ...(job.startBy !== undefined ? [`  expires   ${iso(job.startBy)}${relative(job.startBy, start)}: no attempt starts after it`] : []),
     `  started   ${iso(job.firstStartedAt)}${relative(job.firstStartedAt, start)}${job.lastStartedAt !== job.firstStartedAt ? `   last ${iso(job.lastStartedAt)}${relative(job.lastStartedAt, start)}` : ''}`,
     `  finished  ${iso(job.finishedAt)}${relative(job.finishedAt, start)}`,
   ];

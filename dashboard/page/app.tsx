@@ -1004,6 +1004,12 @@ function JobPage({ version, id }: { version: string; id: string }) {
             <dd>{time(job.runAt)}</dd>
           </>
         )}
+        {job.startBy !== undefined && (
+          <>
+            <dt>expires</dt>
+            <dd title="no attempt starts after it">{time(job.startBy)}</dd>
+          </>
+        )}
         <dt>first started</dt>
         <dd>{time(job.firstStartedAt)}</dd>
         <dt>finished</dt>

@@ -206,6 +206,7 @@ export class DynamoJobStore implements JobStore {
       ...(r.memberOf ? [`${e.name('memberOf')} = ${e.value(r.memberOf)}`] : []),
       ...(r.tags && r.tags.length > 0 ? [`${e.name('tags')} = ${e.value(r.tags)}`] : []),
       ...(r.event ? [`${e.name('event')} = ${e.value(r.event)}`] : []),
+      ...(r.startBy !== undefined ? [`${e.name('startBy')} = ${e.value(r.startBy)}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
       `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
     ];
@@ -1050,6 +1051,7 @@ function refFields(r: JobRef): Record<string, unknown> {
     version: r.version,
     publishedAt: r.publishedAt,
     tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
+    startBy: r.startBy,
   };
 }
 
@@ -1202,6 +1204,7 @@ function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'onDependencyFailure',
     'tags',
     'event',
+    'startBy',
     'cancelRequestedAt',
     'progress',
     'progressAt',

@@ -527,6 +527,7 @@ function pickRef(r: JobRef): JobRef {
     version: r.version,
     publishedAt: r.publishedAt,
     ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
+    ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
   };
 }
 

@@ -642,6 +642,7 @@ export class Publisher {
       version: this.version,
       publishedAt: now,
       ...(p.tags.length > 0 ? { tags: p.tags } : {}),
+      ...(p.expiresAt !== undefined ? { startBy: p.expiresAt } : {}),
     };
   }
 
@@ -779,6 +780,7 @@ export class Publisher {
       tags: options.tags ?? [],
       ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
       ...(offload ? { offload } : {}),
+      ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),
       delayed: (timing.runAt ?? now) > now || timing.delaySeconds !== undefined,
       ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
     };
@@ -798,6 +800,8 @@ interface Prepared {
   readonly tags: readonly string[];
   readonly awaits?: number;
   readonly runAt?: number;
+  /** The envelope's `expiresAt`, for its record's `startBy`. */
+  readonly expiresAt?: number;
   /** Published to run later (SQS's delay, or parked by the dispatcher): recorded `scheduled`, not `queued`. */
   readonly delayed: boolean;
   /** Over the threshold: the payload's JSON to put in S3, and the envelope to send with its pointer. */

@@ -46,6 +46,7 @@ export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job
     publishedAt: job.publishedAt,
     ...(job.tags ? { tags: job.tags } : {}),
     ...(job.event ? { event: job.event } : {}),
+    ...(job.expiresAt !== undefined ? { startBy: job.expiresAt } : {}),
   };
 }
 

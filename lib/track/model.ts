@@ -144,6 +144,11 @@ export interface JobRecord {
   /** The event this job runs for, when it is a subscriber's (`on`). */
   readonly event?: EventRef;
   /**
+   * Its envelope's `expiresAt` (epoch ms): no attempt starts after it. Named apart from the item's
+   * `expiresAt`, which is DynamoDB's time to live for the record itself.
+   */
+  readonly startBy?: number;
+  /**
    * When an operator asked the running job to stop (epoch ms). From then on its attempt's heartbeat
    * and lease extension are refused, its dispatcher aborts it, and it ends `cancelled`; a later claim
    * (its lease lapsed, or it ended `retrying` first) ends it `cancelled` without running it.
@@ -267,6 +272,8 @@ export interface JobRef extends JobIdentity {
   readonly tags?: readonly string[];
   /** The event it is a subscriber's run of, kept on the record by its claim. */
   readonly event?: EventRef;
+  /** Its envelope's `expiresAt`, kept on the record where it is written (the record's `startBy`). */
+  readonly startBy?: number;
 }
 
 export interface ClaimRequest extends JobRef {

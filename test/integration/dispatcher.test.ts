@@ -80,7 +80,10 @@ describe('dispatcher on fauxqs with worker threads', () => {
     expect(readJournal(journal).map((e) => e.jobId)).toEqual([fresh]);
     const [archived] = await s.archive();
     expect(archived?.record).toMatchObject({ reason: 'expired', jobId: expired, errorType: 'JobExpiredError', task: 'record' });
-    expect(await s.tracking?.jobs.get(expired)).toMatchObject({ state: 'archived', reason: 'expired', attempt: 1 });
+    const record = await s.tracking?.jobs.get(expired);
+    expect(record).toMatchObject({ state: 'archived', reason: 'expired', attempt: 1 });
+    // The expiry is on the record (startBy), apart from the item's own TTL (expiresAt, in seconds).
+    expect(record?.startBy).toBe(JSON.parse(archived?.body as string).expiresAt);
     expect(await s.tracking?.jobs.get(fresh)).toMatchObject({ state: 'succeeded' });
     expect(await s.depth('urgent')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });

@@ -4,9 +4,11 @@
  * record says so, its dependents fail, `onArchived` hears of it). A replay runs it anyway. Read
  * from the jobs table and the archive, on the fakes and a virtual clock.
  */
+import { renderJob } from '../../cli/render';
 import { PublishOptionError } from '../../lib/errors';
 import { replayArchived } from '../../lib/operate/operator';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import type { JobRecord } from '../../lib/track/model';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { operatorContextOf, publisherOf, type World, world } from '../helpers/world';
@@ -49,6 +51,8 @@ describe('expiresAt: a job that must not start after a time', () => {
   it('runs a job whose attempt starts before its expiry', async () => {
     const { w, publisher, in: inMs } = setup();
     await publisher.publish('send-report', {}, { id: 'r-1', expiresAt: inMs(60_000) });
+    // The record names the expiry from the publish on (`startBy`; `expiresAt` is the record's own TTL).
+    expect(await w.jobs.get('r-1')).toMatchObject({ state: 'queued', startBy: w.clock.now() + 60_000 });
     await w.run();
     expect(ran).toEqual([['r-1', 1]]);
     expect(await w.jobs.get('r-1')).toMatchObject({ state: 'succeeded' });
@@ -57,13 +61,16 @@ describe('expiresAt: a job that must not start after a time', () => {
   it('archives one that waited past it: the body never runs, the record says expired, onArchived hears of it', async () => {
     const heard: string[] = [];
     const { w, publisher, in: inMs } = setup(heard);
-    await publisher.publish('send-report', {}, { id: 'r-2', expiresAt: inMs(5_000) });
+    const expiresAt = inMs(5_000);
+    await publisher.publish('send-report', {}, { id: 'r-2', expiresAt });
     w.clock.advance(10_000);
     await w.run();
     expect(ran).toEqual([]);
     const record = await w.jobs.get('r-2');
-    expect(record).toMatchObject({ state: 'archived', reason: 'expired' });
+    expect(record).toMatchObject({ state: 'archived', reason: 'expired', startBy: expiresAt.getTime() });
     expect(record?.lastError).toMatchObject({ type: 'JobExpiredError' });
+    // `taskworker jobs show` names it.
+    expect(renderJob(record as JobRecord)).toContain(`  expires   ${expiresAt.toISOString()} (+5.0 s): no attempt starts after it`);
     expect(record?.lastError?.message).toMatch(/^Job r-2 expired at .+Z, 5 s before an attempt could start$/);
     const [archived] = archive(w);
     expect(archived?.record).toMatchObject({ reason: 'expired', jobId: 'r-2', task: 'send-report', errorType: 'JobExpiredError' });
@@ -83,16 +90,17 @@ describe('expiresAt: a job that must not start after a time', () => {
   it('runs a job delayed past 15 minutes when due before its expiry, and archives one whose expiry passed while it was parked', async () => {
     const { w, publisher, in: inMs } = setup();
     await publisher.publish('send-report', {}, { id: 'in-time', delaySeconds: 3600, expiresAt: inMs(3_700_000) });
+    const lateExpiry = w.clock.now() + 1_800_000;
     const late = encodeEnvelope({
       task: 'send-report',
       id: 'too-late',
       payload: {},
       runAt: w.clock.now() + 3_600_000,
-      expiresAt: w.clock.now() + 1_800_000,
+      expiresAt: lateExpiry,
     });
     await w.send('urgent', late);
     await w.run({ forMs: 60_000 });
-    expect(await w.jobs.get('too-late')).toMatchObject({ state: 'scheduled' });
+    expect(await w.jobs.get('too-late')).toMatchObject({ state: 'scheduled', startBy: lateExpiry });
     w.clock.advance(3_600_000);
     await w.run({ forMs: 120_000 });
     expect(ran).toEqual([['in-time', 1]]);
