@@ -38,48 +38,34 @@ describe('taskworker CLI', () => {
     expect(readJournal(journal)[0]).toMatchObject({ n: 7, jobId: printed.jobId, appData: { via: 'cli' } });
   });
 
-  it('publish: --delay and --queue are honoured', async () => {
-    const result = await cli(
-      'publish',
-      'from-another-service',
-      '--payload',
-      '{}',
-      '--queue',
-      'routine',
-      '--delay',
-      '60',
-      '--version',
-      stack.version,
-      '--config',
-      FIXTURE_CONFIG,
-    );
-    expect(result.code).toBe(0);
-    expect(result.out).toMatch(/published from-another-service to routine/);
-  });
+  it('publish: --delay, --queue and --expires-in are honoured (the expiry counted from the publish)', async () => {
+    const publish = (...extra: string[]) =>
+      cli(
+        'publish',
+        'from-another-service',
+        '--payload',
+        '{}',
+        '--queue',
+        'routine',
+        '--delay',
+        '60',
+        ...extra,
+        '--version',
+        stack.version,
+        '--config',
+        FIXTURE_CONFIG,
+      );
+    const text = await publish();
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/published from-another-service to routine/);
 
-  it('publish: --expires-in gives the job an expiry counted from the publish (--json prints it)', async () => {
     const before = Date.now();
-    const result = await cli(
-      'publish',
-      'from-another-service',
-      '--payload',
-      '{}',
-      '--queue',
-      'routine',
-      '--delay',
-      '60',
-      '--expires-in',
-      '600',
-      '--version',
-      stack.version,
-      '--config',
-      FIXTURE_CONFIG,
-      '--json',
-    );
+    const result = await publish('--expires-in', '600', '--json');
     expect(result.code).toBe(0);
-    const { expiresAt } = JSON.parse(result.out) as { expiresAt: number };
+    const { expiresAt, runAt } = JSON.parse(result.out) as { expiresAt: number; runAt: number };
     expect(expiresAt).toBeGreaterThanOrEqual(before + 600_000);
     expect(expiresAt).toBeLessThanOrEqual(Date.now() + 600_000);
+    expect(runAt).toBeLessThan(expiresAt);
   });
 
   it.each([
