@@ -12,7 +12,7 @@ import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
-import { decide } from '../settle/verdict';
+import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
 import { dependencyIds, dependencyOutcomes, type StoredDependencyOutcome } from '../track/flows';
 import type { JobStore } from '../track/model';
@@ -50,6 +50,26 @@ async function readDependencies(
     return undefined;
   }
   return outcomes.some((o) => o.resultRef) ? readDependencyResults(deps, outcomes) : outcomes;
+}
+
+/**
+ * The end of an attempt that must not run: past the job's expiry (the first attempt, a retry, or a
+ * parked or waiting job come due), archived `expired`; or cancelled before this claim (its lease
+ * lapsed, or it ended `retrying` first). Undefined: it runs.
+ */
+function endBeforeRunning(
+  job: DecodedJob,
+  claimed: { readonly cancelRequestedAt?: number } | undefined,
+  now: number,
+): { outcome: Exclude<TaskOutcome, { status: 'succeeded' }>; verdict?: Verdict } | undefined {
+  if (job.expiresAt !== undefined && now > job.expiresAt) {
+    const error = serializeError(new JobExpiredError(job.id, job.expiresAt, now));
+    return { outcome: { status: 'failed', kind: 'error', durationMs: 0, error }, verdict: { kind: 'archive', reason: 'expired' } };
+  }
+  if (claimed?.cancelRequestedAt !== undefined) {
+    return { outcome: { status: 'cancelled', durationMs: 0, error: serializeError(new JobCancelledError(job.id)) } };
+  }
+  return undefined;
 }
 
 /** Runs one message's task in its slot, from the checks before it starts to its decided end. */
@@ -90,25 +110,20 @@ export async function runOne(
   if (!claim) return;
   const { attempt, claimed } = claim;
 
-  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may; an operator's
-  // cancel stops it. A job whose cancel was asked before this claim (its lease lapsed, or it ended
-  // `retrying` first) does not run again.
-  const jobs = deps.tracking?.jobs;
-  if (job.expiresAt !== undefined && start > job.expiresAt) {
-    // Past its expiry no attempt starts: the first, a retry, or a parked or waiting job come due.
-    // Ended through its own claim (fenced, its identity checked) like any attempt's end.
-    const error = serializeError(new JobExpiredError(job.id, job.expiresAt, start));
-    const outcome: TaskOutcome = { status: 'failed', kind: 'error', durationMs: 0, error };
-    const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error };
-    decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, { kind: 'archive', reason: 'expired' });
-    return;
-  }
-  if (claimed?.cancelRequestedAt !== undefined) {
-    const outcome: TaskOutcome = { status: 'cancelled', durationMs: 0, error: serializeError(new JobCancelledError(job.id)) };
+  // Some claimed attempts end before the body runs, through the claim like any attempt's end
+  // (fenced, the job's identity checked).
+  const unrun = endBeforeRunning(job, claimed, start);
+  if (unrun) {
+    const { outcome } = unrun;
     const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error: outcome.error };
-    decideAttemptEnd(deps, at, { attempt, claimed, outcome, ran }, decide(outcome, attempt, def, deps.random));
+    const verdict = unrun.verdict ?? decide(outcome, attempt, def, deps.random);
+    decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
     return;
   }
+
+  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may; an operator's
+  // cancel stops it.
+  const jobs = deps.tracking?.jobs;
   const dependencies = claimed && jobs && hasDependencies(job) ? await readDependencies(deps, at, jobs, job) : [];
   if (dependencies === undefined) return;
   const watch = claimed && jobs ? cancelWatchFor(jobs, deps.logger) : undefined;

@@ -5,7 +5,7 @@
  */
 import { silentLogger } from '../ports';
 import { sendParked } from '../track/sweep';
-import { dueNowEnvelope } from '../wire/envelope';
+import { envelopeWithout } from '../wire/envelope';
 import type { RetryResult, RunNowResult } from './answers';
 import { type OperatorContext, replayArchived } from './operator';
 
@@ -48,7 +48,7 @@ export async function runJobNow(ctx: OperatorContext, jobId: string): Promise<Ru
   if (record.announced) return { outcome: 'announced', record };
   const parked = await ctx.jobs.parkedJob(jobId);
   const now = ctx.clock.now();
-  const due = parked && { ...parked, runAt: now, body: dueNowEnvelope(parked.body) };
+  const due = parked && { ...parked, runAt: now, body: envelopeWithout(parked.body, 'runAt') };
   if (!parked || !due || !(await ctx.jobs.bringForward(parked, due.body, now))) {
     // Not parked as read: a sweep holds it (its due time is near), or it moved on.
     const current = (await ctx.jobs.get(jobId)) ?? record;

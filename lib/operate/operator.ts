@@ -28,7 +28,7 @@ import { bucketQuantile, utcDay } from '../track/stats';
 import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
 import type { WorkerRegistry } from '../track/workers';
 import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
-import { type DecodedJob, decodeEnvelope, pinEnvelope, unexpiredEnvelope } from '../wire/envelope';
+import { type DecodedJob, decodeEnvelope, envelopeWithout, pinEnvelope } from '../wire/envelope';
 import type { RedriveResult, ReplayResult } from './answers';
 import { controlView, type QueueControlView } from './controls';
 import { runningJobs } from './running';
@@ -375,7 +375,7 @@ export async function replayArchived(
 /** A job's body as it is replayed: its id pinned (a job published without one was known by its first message's id), an expired one's expiry left out. */
 function replayBody(body: string, job: DecodedJob, reason: ArchiveReason): string {
   const pinned = pinEnvelope(body, job);
-  return reason === 'expired' ? unexpiredEnvelope(pinned) : pinned;
+  return reason === 'expired' ? envelopeWithout(pinned, 'expiresAt') : pinned;
 }
 
 /**

@@ -16,8 +16,8 @@
  * its id and the kwargs (and the positional args, through the task's `celeryArgs`) as its payload;
  * `eta` (or a `countdown` header) is its `runAt`. Anything taskworker cannot run as Celery would
  * (another serializer such as pickle, protocol v1, canvas callbacks, args without a mapping) is
- * refused with a {@link CeleryRejection} naming the value; `expires` is the job's `expiresAt`. Nothing here runs,
- * imports or resolves anything a message names.
+ * refused with a {@link CeleryRejection} naming the value; `expires` is the job's `expiresAt`.
+ * Nothing here runs, imports or resolves anything a message names.
  */
 import { TaskworkerError } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
@@ -82,9 +82,6 @@ export class CeleryRejection extends TaskworkerError {
   }
 }
 
-/** What {@link decodeCelery} needs to know about the message besides its body. */
-export type CeleryMeta = MessageMeta;
-
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** How the Celery names a message carries are shown in details and records: bounded, printable. */
 const SHOWN_TASK = /^[\x21-\x7e]{1,200}$/;
@@ -134,7 +131,7 @@ export function celeryNames(body: string): { id?: string; task?: string } {
  * Decodes a Celery message into the job it asks for. Throws {@link CeleryRejection} for anything
  * taskworker will not run, naming the bad value.
  */
-export function decodeCelery(body: string, meta: CeleryMeta, lookup: CeleryLookup): DecodedJob {
+export function decodeCelery(body: string, meta: MessageMeta, lookup: CeleryLookup): DecodedJob {
   const kombu = kombuMessage(body);
   const headers = objectOf(kombu.headers);
   const inner = kombu.body;
@@ -358,7 +355,7 @@ function checkEmbed(embed: unknown, named: { id: string; task: string }): void {
 }
 
 /** `eta` (an ISO time), else `countdown` (seconds after it was sent), as epoch ms. */
-function runAtOf(headers: Record<string, unknown>, meta: CeleryMeta, named: { id: string; task: string }): number | undefined {
+function runAtOf(headers: Record<string, unknown>, meta: MessageMeta, named: { id: string; task: string }): number | undefined {
   const { eta, countdown } = headers;
   if (eta !== undefined && eta !== null) {
     const at = isoTime(eta);

@@ -386,23 +386,16 @@ export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishe
 }
 
 /**
- * A parked job's body made due now, for an operator's run-now: its `runAt` left out (a dispatcher
- * whose clock is a little behind would otherwise hold it again), every other field kept as it was.
+ * A body with one time field left out, every other field kept as it was: `runAt` for an operator's
+ * run-now of a parked job (a dispatcher whose clock is a little behind would otherwise hold it
+ * again), `expiresAt` for the replay of an expired job (the operator wants it run; with its expiry
+ * it would only be archived again).
  */
-export function dueNowEnvelope(body: string): string {
+export function envelopeWithout(body: string, field: 'runAt' | 'expiresAt'): string {
   const fields = JSON.parse(body) as Record<string, unknown>;
-  return JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'runAt')));
-}
-
-/**
- * An expired job's body for a replay: its `expiresAt` left out (an operator who replays it wants it
- * run; with its expiry it would only be archived again), every other field kept as it was.
- */
-export function unexpiredEnvelope(body: string): string {
-  const fields = JSON.parse(body) as Record<string, unknown>;
-  return Object.hasOwn(fields, 'expiresAt')
-    ? JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([name]) => name !== 'expiresAt')))
-    : body;
+  if (!Object.hasOwn(fields, field)) return body;
+  delete fields[field];
+  return JSON.stringify(fields);
 }
 
 /** A time field of the body, in epoch milliseconds, checked; undefined when absent. */
