@@ -118,6 +118,11 @@ export const ARCHIVE_RESERVE_BYTES = 8_192;
 export const MAX_BODY_BYTES = SQS_MESSAGE_LIMIT_BYTES - ARCHIVE_RESERVE_BYTES;
 
 const KNOWN_VERSION = 1;
+/**
+ * The earliest `expiresAt` a body may carry (2001-09-09 in epoch ms): anything smaller is a time in
+ * seconds (10 digits until 2286) mistaken for milliseconds, never a deadline anyone meant.
+ */
+export const MIN_EXPIRES_AT_MS = 1_000_000_000_000;
 /** The latest instant a JavaScript `Date` holds (year 275760). */
 export const MAX_EPOCH_MS = 8_640_000_000_000_000;
 
@@ -204,6 +209,14 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   const publishedAt = epochMsField(own, 'publishedAt', 'bad-published-at');
   const runAt = epochMsField(own, 'runAt', 'bad-run-at');
   const expiresAt = epochMsField(own, 'expiresAt', 'bad-expires-at');
+  if (expiresAt !== undefined && expiresAt < MIN_EXPIRES_AT_MS) {
+    // Seconds given for milliseconds (Python's time.time(), Unix time) would expire the job unrun.
+    throw new EnvelopeError(
+      'bad-expires-at',
+      `expiresAt is ${expiresAt} (${new Date(expiresAt).toISOString()}); expected epoch milliseconds — it looks like seconds`,
+      'expiresAt',
+    );
+  }
   const payloadRef = decodePayloadRefField(own);
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);

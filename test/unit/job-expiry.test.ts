@@ -134,7 +134,10 @@ describe('expiresAt: a job that must not start after a time', () => {
   it('never expires another job: a raw message naming its id with an expiry past is archived id-conflict, and that job runs', async () => {
     const { w, publisher } = setup();
     await publisher.publish('send-report', { to: 'a' }, { id: 'victim', delaySeconds: 60 });
-    await w.send('urgent', encodeEnvelope({ task: 'send-report', id: 'victim', payload: { to: 'mallory' }, expiresAt: 1 }));
+    await w.send(
+      'urgent',
+      encodeEnvelope({ task: 'send-report', id: 'victim', payload: { to: 'mallory' }, expiresAt: w.clock.now() - 60_000 }),
+    );
     await w.run({ forMs: 120_000 });
     expect(archivedReasons(w).map((j) => j.reason)).toEqual(['id-conflict']);
     expect(await w.jobs.get('victim')).toMatchObject({ state: 'succeeded' });
@@ -150,6 +153,20 @@ describe('expiresAt: a job that must not start after a time', () => {
     expect(archived?.record?.detail).toBe(
       'Malformed envelope (bad-expires-at): expiresAt is "2026-01-01"; expected epoch milliseconds 0..8640000000000000',
     );
+  });
+
+  it('archives an expiresAt given in seconds as malformed, saying so, rather than expiring the job unrun', async () => {
+    const { w } = setup();
+    const inAnHourSeconds = Math.floor(w.clock.now() / 1000) + 3600;
+    await w.send('urgent', JSON.stringify({ task: 'send-report', id: 'py-1', payload: {}, expiresAt: inAnHourSeconds }));
+    await w.run();
+    expect(ran).toEqual([]);
+    const [archived] = archive(w);
+    expect(archived?.record).toMatchObject({ reason: 'malformed', code: 'bad-expires-at' });
+    expect(archived?.record?.detail).toContain(`expiresAt is ${inAnHourSeconds} (1970-01-21`);
+    expect(archived?.record?.detail).toContain('expected epoch milliseconds — it looks like seconds');
+    // Filed under its own message id: the id it carried is left free.
+    expect(await w.jobs.get('py-1')).toBeUndefined();
   });
 
   it('runs an expired job that an operator replays: the replay leaves its expiry out', async () => {
