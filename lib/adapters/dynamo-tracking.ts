@@ -247,6 +247,19 @@ export class DynamoJobStore implements JobStore {
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<Completed> {
+    try {
+      return await this.completeFenced(c, claimed);
+    } catch (error) {
+      // Failed after the SDK's retries, yet a try whose answer was lost (a timeout after DynamoDB
+      // applied it) may have landed: the record says. Taken as unwritten, the message would come
+      // back to a finished job, a duplicate, and its outcome would never be counted.
+      const now = await this.get(c.jobId).catch(() => undefined);
+      if (now && isOwnCompletion(now, c)) return { landed: true, dependents: now.dependents ?? [] };
+      throw error;
+    }
+  }
+
+  private async completeFenced(c: Completion, claimed: JobRecord): Promise<Completed> {
     let seen = claimed;
     for (let tries = 1; ; tries++) {
       const outcome = await this.completeOnce(c, seen);
