@@ -16,11 +16,6 @@ module.exports = {
     '^taskworker/runtime$': '<rootDir>/lib/runtime.ts',
   },
   testTimeout: 60000,
-  // Each test file leaves its modules in the process that ran it: in one process (jest's choice on
-  // two cores) the heap grew past a gigabyte over a run and late CPU-bound suites ran up to 7× slower
-  // in garbage collection. A worker past this after a file is replaced (which also makes jest use a
-  // worker rather than its own process).
-  workerIdleMemoryLimit: '512MB',
   // One temporary directory per run, removed at its end (TASKWORKER_KEEP_TEST_TMPDIR=1 keeps it).
   globalSetup: '<rootDir>/test/tmpdir-setup.js',
   globalTeardown: '<rootDir>/test/tmpdir-teardown.js',

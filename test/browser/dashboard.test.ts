@@ -166,8 +166,9 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     await shoot('task-cost');
   });
 
-  it('opens a job by id: its state, result and history from the jobs table', async () => {
-    await stack.publisher.publish('greet', { name: 'Ada' }, { id: 'hello-ui' });
+  it('opens a job by id: its state, result, expiry and history from the jobs table', async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000);
+    await stack.publisher.publish('greet', { name: 'Ada' }, { id: 'hello-ui', expiresAt });
     await until(async () => (await jobState('hello-ui')) === 'succeeded', 'hello-ui to succeed');
     await page.goto(`${ui.url}#/jobs?state=succeeded`);
     await page.fill('input[name="job-id"]', 'hello-ui');
@@ -177,6 +178,8 @@ describe('taskworker ui in Chromium, against a running local stack', () => {
     expect(await page.locator('h2 .badge').textContent()).toBe('succeeded');
     expect(JSON.parse((await page.locator('[data-testid="result"]').textContent()) ?? '')).toEqual({ hello: 'Ada' });
     expect(await page.locator('ol.timeline li').count()).toBe((await ctx.jobs.get('hello-ui'))?.history.length);
+    const expiry = page.locator('dt', { hasText: 'expires' }).locator('xpath=following-sibling::dd[1]');
+    expect(await expiry.textContent()).toBe(expiresAt.toISOString().replace('T', ' ').replace('Z', ' UTC'));
     await shoot('job');
   });
 
