@@ -67,65 +67,55 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     expect(await store.get('done-1')).toMatchObject({ state: 'succeeded', attempt: 1 });
   });
 
-  it('takes a completion as its own when its first try landed and every retry failed: the record is read back', async () => {
+  /**
+   * A job claimed by w1, then its completion sent through a client whose every `UpdateItem` try
+   * times out; `reachesDynamo(n)` says whether try n reaches DynamoDB before its answer is lost.
+   */
+  async function completeThroughTimeouts(jobId: string, maxAttempts: number, reachesDynamo: (tryNumber: number) => boolean) {
     const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
     const now = Date.now();
-    const claim = await store.claim({ ...ref('done-2'), workerId: 'w1', now, leaseUntil: now + 5000 });
+    const claim = await store.claim({ ...ref(jobId), workerId: 'w1', now, leaseUntil: now + 5000 });
     if (claim.outcome !== 'claimed') throw new Error('expected a claim');
     const failing = new DynamoDBClient({
       region: 'us-east-1',
       endpoint: emulators.dynamodbEndpoint,
       credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
-      maxAttempts: 3,
+      maxAttempts,
     });
     let tries = 0;
-    // The first try reaches DynamoDB and its answer is lost; the retries time out before reaching it.
     failing.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName !== 'UpdateItemCommand') return next(args);
         tries += 1;
-        if (tries === 1) await next(args);
+        if (reachesDynamo(tries)) await next(args);
         throw Object.assign(new Error('socket timed out'), { name: 'TimeoutError' });
       },
-      { step: 'deserialize', name: 'loseEveryAnswer', priority: 'low' },
+      { step: 'deserialize', name: 'timeOutEveryTry', priority: 'low' },
     );
-    const lossyStore = new DynamoJobStore(tables.jobs, settings, { client: failing });
-    const completed = await lossyStore.complete(
-      { jobId: 'done-2', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 },
-      claim.record,
-    );
-    failing.destroy();
+    try {
+      const completion = { jobId, token: 1, state: 'succeeded' as const, workerId: 'w1', now: now + 10 };
+      const completed = await new DynamoJobStore(tables.jobs, settings, { client: failing })
+        .complete(completion, claim.record)
+        .catch((error: Error) => error);
+      return { completed, tries, record: await store.get(jobId) };
+    } finally {
+      failing.destroy();
+    }
+  }
+
+  it('takes a completion as its own when its first try landed and every retry failed: the record is read back', async () => {
+    const { completed, tries, record } = await completeThroughTimeouts('done-2', 3, (n) => n === 1);
     expect(tries).toBe(3);
-    expect(completed.landed).toBe(true);
-    expect(await store.get('done-2')).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(completed).toMatchObject({ landed: true });
+    expect(record).toMatchObject({ state: 'succeeded', attempt: 1 });
   });
 
   it('still throws a completion that failed every try and never landed', async () => {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
-    const now = Date.now();
-    const claim = await store.claim({ ...ref('done-3'), workerId: 'w1', now, leaseUntil: now + 5000 });
-    if (claim.outcome !== 'claimed') throw new Error('expected a claim');
-    const failing = new DynamoDBClient({
-      region: 'us-east-1',
-      endpoint: emulators.dynamodbEndpoint,
-      credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
-      maxAttempts: 2,
-    });
-    failing.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') throw Object.assign(new Error('socket timed out'), { name: 'TimeoutError' });
-        return next(args);
-      },
-      { step: 'deserialize', name: 'reachNothing', priority: 'low' },
-    );
-    await expect(
-      new DynamoJobStore(tables.jobs, settings, { client: failing }).complete(
-        { jobId: 'done-3', token: 1, state: 'succeeded', workerId: 'w1', now: now + 10 },
-        claim.record,
-      ),
-    ).rejects.toThrow('socket timed out');
-    failing.destroy();
-    expect(await store.get('done-3')).toMatchObject({ state: 'running', attempt: 1 });
+    const { completed, tries, record } = await completeThroughTimeouts('done-3', 2, () => false);
+    expect(tries).toBe(2);
+    expect(completed).toBeInstanceOf(Error);
+    expect((completed as Error).message).toBe('socket timed out');
+    expect(record).toMatchObject({ state: 'running', attempt: 1 });
   });
 
   it('still rejects a completion a newer attempt overtook, and a claim on a job another worker holds', async () => {
