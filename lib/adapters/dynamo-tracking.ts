@@ -63,6 +63,7 @@ import {
   type PriorState,
   permits,
   sameJob,
+  TERMINAL_STATES,
   TRANSITIONS,
 } from '../track/rules';
 import type { MinuteCounts } from '../track/throughput';
@@ -665,19 +666,32 @@ export class DynamoJobStore implements JobStore {
     return { outcome: sameJob(record, r) ? 'exists' : 'conflict', record };
   }
 
-  async addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult> {
+  async addDependent(dependencyId: string, edge: DependentEdge, _now: number): Promise<AddDependentResult> {
+    // The edge goes on any record, ended or not, and the state comes back from the same write: a
+    // dependency that ends after it finds the edge in its own completion's answer and counts it; one
+    // that ended before is counted by the caller. No read after a failed condition (DynamoDB returns
+    // no item for an absent one, and a read could see a record created since). `updatedAt` is left
+    // as it is: an ended job's record keeps the time it ended.
     const e = new Expression();
-    const outcome = await this.write(
-      dependencyId,
-      e,
-      {
-        update: `ADD ${e.name('dependents')} ${e.stringSet([encodeEdge(edge)])} SET ${e.name('updatedAt')} = ${e.value(now)}`,
-        condition: transitionCondition(e, 'addDependent'),
-      },
-      { returnNew: false },
-    );
-    if (outcome.landed) return { outcome: 'added' };
-    return outcome.record ? { outcome: 'ended', record: outcome.record } : { outcome: 'unknown' };
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: dependencyId } },
+          UpdateExpression: `ADD ${e.name('dependents')} ${e.stringSet([encodeEdge(edge)])}`,
+          ConditionExpression: transitionCondition(e, 'addDependent'),
+          ReturnValues: 'ALL_NEW',
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+      const record = toRecord(out.Attributes ?? {});
+      return TERMINAL_STATES.includes(record.state) ? { outcome: 'ended', record } : { outcome: 'added' };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return { outcome: 'unknown' };
+    }
   }
 
   async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount> {

@@ -31,7 +31,7 @@ import type {
   WaitResult,
 } from '../track/model';
 import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/model';
-import { appendHistory, historyOf, type JobStoreSettings, permits } from '../track/rules';
+import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
 import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
 
@@ -377,15 +377,15 @@ export class MemoryJobStore implements JobStore {
     return { outcome: 'waiting' };
   }
 
-  async addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult> {
+  async addDependent(dependencyId: string, edge: DependentEdge, _now: number): Promise<AddDependentResult> {
     const record = this.jobs.get(dependencyId);
-    if (!record) return { outcome: 'unknown' };
-    if (permits('addDependent', record) !== 'ok') return { outcome: 'ended', record: structuredClone(record) };
+    if (!record || permits('addDependent', record) !== 'ok') return { outcome: 'unknown' };
     const dependents = record.dependents ?? [];
-    if (!dependents.some((d) => d.id === edge.id && d.index === edge.index)) {
-      this.put({ ...record, dependents: [...dependents, { ...edge }], updatedAt: Math.max(record.updatedAt, now) });
-    }
-    return { outcome: 'added' };
+    const next = dependents.some((d) => d.id === edge.id && d.index === edge.index)
+      ? record
+      : { ...record, dependents: [...dependents, { ...edge }] };
+    if (next !== record) this.put(next);
+    return TERMINAL_STATES.includes(next.state) ? { outcome: 'ended', record: structuredClone(next) } : { outcome: 'added' };
   }
 
   async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean): Promise<DependencyCount> {

@@ -90,8 +90,11 @@ export const TRANSITIONS = {
    * the archive (`queued`, never released; a released one's copy runs).
    */
   wait: { from: ['absent', 'queued'], sameJob: true },
-  /** A job that has not ended takes a dependent (an ended one is counted at once by the dependent). */
-  addDependent: { from: ['queued', 'running', 'retrying', 'scheduled', 'waiting'], sameJob: false },
+  /**
+   * Any recorded job takes a dependent: one that has not ended counts it when it ends; one that has
+   * is counted at once by the dependent (the edge kept all the same, for `jobs show` and a replay).
+   */
+  addDependent: { from: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'succeeded', 'archived', 'cancelled'], sameJob: false },
   /** Its last dependency counted: it becomes a parked job due now, sent by the sweep's path. */
   release: { from: ['waiting'], sameJob: false },
   /** A dependency failed (policy `fail`), is unknown, or closes a cycle. */
