@@ -44,6 +44,18 @@ function asksForHelp(args: readonly string[]): boolean {
 const isParseArgsError = (error: unknown): error is Error & { code: string } =>
   typeof error === 'object' && error !== null && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS') && 'message' in error;
 
+/**
+ * The package a "Cannot find module" error names (`@scope/name` or `name`), undefined for a file
+ * path or another error. (bin/taskworker.js says the same when the command itself cannot load.)
+ */
+export function missingPackage(error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  const named = /Cannot find (?:module|package) '([^']+)'/.exec(String(message))?.[1];
+  if (!named || /^(\.|\/|node:)/.test(named)) return undefined;
+  return named.startsWith('@') ? named.split('/').slice(0, 2).join('/') : named.split('/')[0];
+}
+
 /** Runs one CLI command; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   // Local tooling on Node 20 should not print the SDK's Node-support notice on every run.
@@ -121,6 +133,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof TaskworkerError) {
       process.stderr.write(`taskworker: ${error.name}: ${error.message}\n`);
       return 2;
+    }
+    const absent = missingPackage(error);
+    if (absent) {
+      process.stderr.write(`taskworker ${command}: ${absent} is not installed, and this command needs it: npm install --save-dev ${absent}\n`);
+      return 1;
     }
     // Anything else is still one line; the stack only on request.
     const debug = process.env.TASKWORKER_DEBUG === '1';

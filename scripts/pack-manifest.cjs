@@ -52,8 +52,13 @@ const CONSUMER_FIELDS = [
 
 const TOOLKIT = 'taskworker-toolkit';
 
-/** The toolkit's own dependencies, at the versions this repository builds and tests with (its devDependencies). */
-const TOOLKIT_DEPENDENCIES = ['esbuild', 'cron-parser'];
+/**
+ * The toolkit's own dependencies, at the versions this repository builds and tests with (its devDependencies):
+ * esbuild bundles the tasks, cron-parser checks schedules, and the S3 client is loaded by every command that
+ * makes a version's parts (`dev` creates its payload bucket) or reads a payload (`jobs show`, `ui`), so for the
+ * toolkit it is not optional (for taskworker, a publisher that never sends a large payload, it stays a peer).
+ */
+const TOOLKIT_DEPENDENCIES = ['esbuild', 'cron-parser', '@aws-sdk/client-s3'];
 
 /** Optional peers only the toolkit loads (`taskworker dev`'s emulators, the dashboard's CloudWatch reads). */
 const TOOLKIT_PEERS = ['fauxqs', 'dynalite', '@aws-sdk/client-cloudwatch'];

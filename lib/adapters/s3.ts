@@ -19,12 +19,18 @@ const S3_MODULE = ['@aws-sdk', 'client-s3'].join('/');
 
 /**
  * `@aws-sdk/client-s3`, an optional peer: only a publisher that sends payloads over its threshold
- * loads it, when it first needs it (the dispatcher's artifact brings its own, bundled).
+ * loads it, when it first needs it (the dispatcher's artifact brings its own, bundled). Loaded with
+ * `import()`, which both builds of the package have (the ES build has no `require` of its own), and
+ * Node resolves from the package that asks, as `require` would.
  */
-function loadS3(): typeof S3 {
+async function loadS3(): Promise<typeof S3> {
   try {
-    return require(S3_MODULE) as typeof S3;
-  } catch {
+    const loaded = (await import(S3_MODULE)) as typeof S3 & { default?: typeof S3 };
+    // A CommonJS module imported from an ES one: its exports, named or on `default`.
+    return loaded.S3Client ? loaded : (loaded.default ?? loaded);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new MissingDependencyError(
       '@aws-sdk/client-s3',
       'Payloads over payloads.offloadAboveBytes are kept in S3 and need @aws-sdk/client-s3: npm install @aws-sdk/client-s3',
@@ -34,7 +40,7 @@ function loadS3(): typeof S3 {
 
 /** {@link PayloadStore} on Amazon S3: one PutObject, GetObject or DeleteObject per call; the client is made on first use. */
 export class S3PayloadStore implements PayloadStore {
-  private sdk: typeof S3 | undefined;
+  private sdk: Promise<typeof S3> | undefined;
   private made: S3.S3Client | undefined;
 
   /**
@@ -47,16 +53,16 @@ export class S3PayloadStore implements PayloadStore {
   ) {}
 
   /** The client, made (and the SDK loaded) on first use. */
-  get s3(): S3.S3Client {
+  private client(sdk: typeof S3): S3.S3Client {
     if (this.option.client) return this.option.client;
-    this.made ??= new (this.load().S3Client)(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS));
+    this.made ??= new sdk.S3Client(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS));
     return this.made;
   }
 
   async put(bucket: string, key: string, body: string, sha256: string): Promise<void> {
-    const { PutObjectCommand } = this.load();
-    await this.s3.send(
-      new PutObjectCommand({
+    const sdk = await this.load();
+    await this.client(sdk).send(
+      new sdk.PutObjectCommand({
         Bucket: bucket,
         Key: key,
         Body: body,
@@ -67,9 +73,9 @@ export class S3PayloadStore implements PayloadStore {
   }
 
   async get(bucket: string, key: string): Promise<string> {
-    const { GetObjectCommand } = this.load();
+    const sdk = await this.load();
     try {
-      const out = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const out = await this.client(sdk).send(new sdk.GetObjectCommand({ Bucket: bucket, Key: key }));
       return (await out.Body?.transformToString('utf8')) ?? '';
     } catch (error) {
       if ((error as { name?: unknown }).name === 'NoSuchKey') throw new PayloadMissingError(bucket, key, { cause: error });
@@ -78,12 +84,16 @@ export class S3PayloadStore implements PayloadStore {
   }
 
   async delete(bucket: string, key: string): Promise<void> {
-    const { DeleteObjectCommand } = this.load();
-    await this.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    const sdk = await this.load();
+    await this.client(sdk).send(new sdk.DeleteObjectCommand({ Bucket: bucket, Key: key }));
   }
 
-  private load(): typeof S3 {
-    this.sdk ??= this.sdkLoader ? this.sdkLoader() : loadS3();
+  private load(): Promise<typeof S3> {
+    // A failed load is not kept: the next call tries again (and says again what is missing).
+    this.sdk ??= (this.sdkLoader ? Promise.resolve(this.sdkLoader()) : loadS3()).catch((error: unknown) => {
+      this.sdk = undefined;
+      throw error;
+    });
     return this.sdk;
   }
 }

@@ -5,13 +5,16 @@
  * load packages. Everything asserted comes from what those projects' own processes print and produce.
  */
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { eventually } from '../helpers/run';
+import { haveTools, TOOLS } from '../helpers/tools';
 
 const ROOT = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -33,10 +36,16 @@ let consumer: string;
 /** The size of a publish-only install's node_modules must stay within this (MiB of file contents). */
 const PUBLISH_ONLY_BUDGET_MB = 20;
 
-/** The environment of a user's shell: without this repository's AWS settings or npm's. */
+/**
+ * The suite's own npm cache, empty when it starts: every package comes from the registry as on a new
+ * team's machine (a package that only an earlier install had left in a shared cache hides nothing).
+ */
+const NPM_CACHE = mkdtempSync(join(tmpdir(), 'tw-adopt-npm-cache-'));
+
+/** The environment of a user's shell: without this repository's AWS settings or npm's, with the suite's own npm cache. */
 function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('npm_')));
-  return { ...clean, ...env };
+  return { ...clean, npm_config_cache: NPM_CACHE, ...env };
 }
 
 /** Runs a command in a project to completion. */
@@ -146,20 +155,35 @@ console.log(JSON.stringify({ ...published, refused }));
 `,
 };
 
-/**
- * README's commands that add taskworker to a project with a CDK app of its own (the sh block after
- * "Or add it to a project you have"), each as its words, with its comment taken off.
- */
-function readmeInstallCommands(): string[][] {
+/** The commands of README's first sh block after `heading`, each as its words, with its comment taken off. */
+function readmeCommands(heading: string): string[][] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('Or add it to a project you have'));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+  const at = readme.indexOf(heading);
+  if (at < 0) throw new Error(`README has no ${JSON.stringify(heading)}`);
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at))?.[1] ?? '';
   return block
     .split('\n')
     .map((line) => line.replace(/#.*/, '').trim())
     .filter((line) => line.length > 0)
     .map((line) => line.split(/\s+/));
 }
+
+/**
+ * Whether the Python publishers README shows can run here. Without boto3 the same plain messages go
+ * from the AWS SDK for JavaScript, said in one line; under .ci/run (TASKWORKER_REQUIRE_TOOLS=1) that
+ * is a failure, not a substitution.
+ */
+let saidNoBoto3 = false;
+function withBoto3(): boolean {
+  if (haveTools('boto3')) return true;
+  if (process.env.TASKWORKER_REQUIRE_TOOLS === '1') throw new Error(TOOLS.boto3.install);
+  if (!saidNoBoto3) process.stdout.write(`adoption: the Python publishers sent with @aws-sdk instead, ${TOOLS.boto3.install}\n`);
+  saidNoBoto3 = true;
+  return false;
+}
+
+/** README's commands that add taskworker to a project with a CDK app of its own (after "Or add it to a project you have"). */
+const readmeInstallCommands = () => readmeCommands('Or add it to a project you have');
 
 beforeAll(() => {
   // As `npm publish` packs: prepack builds both packages and trims the manifest, postpack restores it;
@@ -303,6 +327,53 @@ describe('a publish-only service', () => {
         else expect(sh(consumer, 'node', ['-e', `console.log(require('./${out}').default.name)`]).trim()).toBe('resize-image');
       }
     });
+    it('puts large payloads and events in S3 alike from the ES build and from CommonJS', async () => {
+      const bucket = 'orders-v1-large';
+      const s3 = new S3Client({
+        region: 'us-east-1',
+        endpoint: emulators.sqsEndpoint,
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const sns = new SNSClient({
+        region: 'us-east-1',
+        endpoint: emulators.sqsEndpoint,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
+      const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: 'orders-v1-events' }));
+      sns.destroy();
+      // 300 KB each, over the 200 KB a message keeps: the payload goes to the bucket, the message carries a pointer.
+      const script = (load: string) => `${load}
+const config = { app: 'orders', queues: [{ name: 'media', priority: 10 }], events: [{ name: 'orders.exported' }] };
+const s3 = { clientConfig: { endpoint: process.env.AWS_ENDPOINT_URL_SQS, forcePathStyle: true } };
+const publisher = new Publisher({ config, version: 'v1', payloads: { bucket: '${bucket}', s3 }, events: { topicArn: '${TopicArn}' } });
+const big = { rows: 'x'.repeat(300_000) };
+Promise.all([publisher.publish('resize-image', big, { queue: 'media' }), publisher.emit('orders.exported', big)]).then(
+  ([published, emitted]) => console.log(JSON.stringify({ jobId: published.jobId, eventId: emitted.eventId })),
+);
+`;
+      write(consumer, {
+        'large.mjs': script("import { Publisher } from 'taskworker';"),
+        'large.cjs': script("const { Publisher } = require('taskworker');"),
+      });
+      for (const file of ['large.mjs', 'large.cjs']) {
+        const { jobId, eventId } = JSON.parse(
+          await run(consumer, 'node', [file], { ...env, AWS_ENDPOINT_URL_SNS: emulators.sqsEndpoint }),
+        ) as {
+          jobId: string;
+          eventId: string;
+        };
+        const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
+        const keys = (listed.Contents ?? []).map((o) => o.Key ?? '');
+        expect({ file, job: keys.some((k) => k.startsWith(`payloads/${jobId}/`)), event: keys.some((k) => k.includes(eventId)) }).toEqual({
+          file,
+          job: true,
+          event: true,
+        });
+      }
+      s3.destroy();
+    });
   });
 
   it('is required from CommonJS, every entry point, with one copy of the error classes across them', () => {
@@ -443,10 +514,11 @@ export default defineTask({
     // README's commands as written there, the packages' names standing for their tarballs.
     const commands = readmeInstallCommands();
     expect(commands.length).toBeGreaterThan(0);
-    const local: Record<string, string> = { taskworker: tarballs.taskworker, 'taskworker-toolkit': tarballs.toolkit };
+    // The tarballs where README's commands have them (`./taskworker-<version>.tgz`): in the project, as copied there.
+    for (const tarball of Object.values(tarballs)) cpSync(tarball, join(app, basename(tarball)));
     for (const [command, ...args] of commands) {
       expect(command).toBe('npm');
-      sh(app, command as string, [...args.map((arg) => local[arg] ?? arg), '--no-audit', '--no-fund']);
+      sh(app, command as string, [...args, '--no-audit', '--no-fund']);
     }
     const after = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
     const added = (field: string) => Object.keys(after[field] ?? {}).filter((name) => !(name in (before[field] ?? {})));
@@ -455,6 +527,8 @@ export default defineTask({
       devDependencies: ['taskworker-toolkit'],
     });
 
+    // The command loads with what those installs brought, and nothing else (it crashed on the S3 client once).
+    expect(sh(app, 'npx', ['taskworker', '--help'])).toMatch(/^usage:/);
     sh(app, 'npx', ['cdk', 'synth', '--quiet', '--no-notices']);
     const template = JSON.parse(readFileSync(join(app, 'cdk.out', 'BillingStack.template.json'), 'utf8')) as {
       Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
@@ -574,8 +648,7 @@ console.log(JSON.stringify(steps.map((s) => s.jobId)));
     const queueName = `orders-${state.version}-media`;
     const dependent = { task: 'resize-image', id: 'py-second', payload: { image: 'py-2.png', width: 4 }, dependsOn: ['py-first'] };
     const dependency = { task: 'resize-image', id: 'py-first', payload: { image: 'py-1.png', width: 2 } };
-    const boto3 = spawnSync('python3', ['-c', 'import boto3'], { encoding: 'utf8' }).status === 0;
-    if (boto3) {
+    if (withBoto3()) {
       sh(
         consumer,
         'python3',
@@ -595,8 +668,7 @@ console.log(JSON.stringify(steps.map((s) => s.jobId)));
         env,
       );
     } else {
-      // No boto3 on this machine: the same two plain messages from the AWS CLI's equivalent in JavaScript.
-      process.stderr.write('adoption: python3 has no boto3 here; sending the plain messages with @aws-sdk/client-sqs\n');
+      // No boto3 on this machine (said in one line): the same two plain messages from the AWS SDK for JavaScript.
       writeFileSync(
         join(consumer, 'src', 'raw.ts'),
         `import { GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -627,7 +699,7 @@ for (const body of process.argv.slice(3)) await sqs.send(new SendMessageCommand(
     // The event envelope, as README documents it for any SDK: no attributes, the filter reads the body.
     const event = { event: 'orders.shipped', id: 'shipped-o-9', source: 'shop', payload: { order: 'o-9' } };
     const topicArn = 'arn:aws:sns:us-east-1:000000000000:shop-v1-events';
-    if (spawnSync('python3', ['-c', 'import boto3'], { encoding: 'utf8' }).status === 0) {
+    if (withBoto3()) {
       sh(
         consumer,
         'python3',
@@ -645,7 +717,6 @@ for (const body of process.argv.slice(3)) await sqs.send(new SendMessageCommand(
         env,
       );
     } else {
-      process.stderr.write('adoption: python3 has no boto3 here; publishing the event with @aws-sdk/client-sns\n');
       writeFileSync(
         join(consumer, 'src', 'emit.ts'),
         `import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
@@ -694,22 +765,34 @@ await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ Top
   });
 });
 
-describe('taskworker init', () => {
-  it('scaffolds a project that installs and passes its own tests', () => {
-    const parent = mkdtempSync(join(tmpdir(), 'tw-adopt-init-'));
-    sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop']);
-    const shop = join(parent, 'shop');
-    expect(readdirSync(shop).sort()).toEqual(
+describe('README’s first commands, to the letter, from an empty directory', () => {
+  it('init from the tarballs, then the scaffold installs, passes its own tests and runs the command', () => {
+    // README's block under "Use it in your project": the init line, `cd my-tasks && npm install`,
+    // `npm test`; the ones that need an AWS account or run for ever (deploy, `npm start`) are left out.
+    const commands = readmeCommands('## Use it in your project');
+    const init = commands.find((words) => words.includes('init')) as string[];
+    expect(init.slice(0, 1)).toEqual(['npx']);
+    const scratch = mkdtempSync(join(tmpdir(), 'tw-adopt-readme-'));
+    // The tarballs where README's line has them (`./taskworker-<version>.tgz`): beside it, as `npm pack` leaves them.
+    for (const tarball of Object.values(tarballs)) cpSync(tarball, join(scratch, basename(tarball)));
+    sh(scratch, init[0] as string, init.slice(1));
+    const name = init.at(-1) as string;
+    const made = join(scratch, name);
+    expect(readdirSync(made).sort()).toEqual(
       ['.gitignore', 'README.md', 'cdk.json', 'infra', 'package.json', 'tasks', 'taskworker.config.ts', 'tsconfig.json', 'vendor'].sort(),
     );
-    sh(shop, 'npm', ['install', '--no-audit', '--no-fund']);
+    const after = commands.slice(commands.indexOf(init) + 1);
+    expect(after[0]).toEqual(['cd', name, '&&', 'npm', 'install']);
+    sh(made, 'npm', ['install', '--no-audit', '--no-fund']);
+    expect(after[1]).toEqual(['npm', 'test']);
     // Node 20's runner reports TAP when not on a terminal, Node 24's the spec reporter.
-    const report = sh(shop, 'npm', ['test']);
+    const report = sh(made, 'npm', ['test']);
     expect(report).toMatch(/^(?:# |ℹ )pass 3$/m);
     expect(report).toMatch(/^(?:# |ℹ )fail 0$/m);
-    expect(() => sh(shop, 'npx', ['tsc'])).not.toThrow();
+    expect(() => sh(made, 'npx', ['tsc'])).not.toThrow();
+    expect(sh(made, 'npx', ['taskworker', '--help'])).toMatch(/^usage:/);
     // A second init refuses, and writes nothing.
-    expect(() => sh(parent, join(consumer, 'node_modules', '.bin', 'taskworker'), ['init', 'shop'])).toThrow(/already has/);
+    expect(() => sh(scratch, init[0] as string, init.slice(1))).toThrow(/already has/);
   });
 });
 
@@ -734,7 +817,7 @@ describe('the packed packages', () => {
     expect(toolkit.bin).toBeUndefined();
     // The repository's own manifest is back whole after the pack: npm ci still builds and installs Node 24.
     const home = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(home.scripts.prepare).toContain('node24.cjs');
+    expect(home.scripts.prepare).toContain('node-runtime.cjs 24');
     expect(existsSync(join(ROOT, '.package.json.unpacked'))).toBe(false);
   });
 

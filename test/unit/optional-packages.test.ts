@@ -79,3 +79,15 @@ describe('optional packages', () => {
     );
   });
 });
+
+describe('the command, when a package it loads is not installed', () => {
+  it('names the package (not a path, not a built-in) so it can say in one line how to install it', async () => {
+    const { missingPackage } = await import('../../cli/taskworker');
+    expect(missingPackage(notInstalled('@aws-sdk/client-s3'))).toBe('@aws-sdk/client-s3');
+    expect(missingPackage(notInstalled('@aws-sdk/client-s3/dist-cjs/index.js'))).toBe('@aws-sdk/client-s3');
+    expect(missingPackage(notInstalled('fauxqs/dist/app.js', 'ERR_MODULE_NOT_FOUND'))).toBe('fauxqs');
+    expect(missingPackage(notInstalled('./tasks/send-email'))).toBeUndefined();
+    expect(missingPackage(notInstalled('/abs/path/tasks.cjs'))).toBeUndefined();
+    expect(missingPackage(new Error('Cannot find module thing'))).toBeUndefined();
+  });
+});
