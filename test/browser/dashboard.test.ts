@@ -4,7 +4,7 @@
  * the fixture app in test/fixtures/dashboard). What the page shows is checked against the tables
  * and queues. TASKWORKER_SCREENSHOTS=docs/screenshots writes the README's screenshots.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -14,9 +14,9 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { countJobStates } from '../../lib/operate/job-counts';
 import { type OperatorContext, throughput } from '../../lib/operate/operator';
 import { mean, utcDay } from '../../lib/track/stats';
+import { CHROMIUM, describeWithTools } from '../helpers/tools';
 
 const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const XSS = '<img src=x onerror=alert(1)>';
 
 let stack: LocalStack;
@@ -72,7 +72,6 @@ beforeAll(async () => {
   ctx = await common.contextFor(stack.version);
   ui = await serveUi({ ...common, readOnly: false });
   readOnlyUi = await serveUi({ ...common, readOnly: true });
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -100,7 +99,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 60_000);
 
-describe('taskworker ui in Chromium, against a running local stack', () => {
+describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium, against a running local stack', () => {
   it('the overview lists every queue and its counts follow the work as it runs', async () => {
     await page.goto(ui.url);
     await page.locator('tr[data-queue="fast"]').waitFor();

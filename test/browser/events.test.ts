@@ -6,7 +6,7 @@
  * a subscriber's job page names its event as the jobs table keeps it.
  * TASKWORKER_SCREENSHOTS=DIR writes the two pages' screenshots there.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -15,8 +15,8 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { taskStatsKey, utcDay } from '../../lib/track/stats';
 import { EXAMPLE_CONFIG_FILE } from '../helpers/infra';
 import { eventually } from '../helpers/run';
+import { CHROMIUM, describeWithTools } from '../helpers/tools';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SUBSCRIBERS = [
   { task: 'award-loyalty-points', queue: 'low_priority' },
   { task: 'send-order-confirmation', queue: 'high_priority' },
@@ -46,7 +46,6 @@ beforeAll(async () => {
     onOutput: () => {},
   });
   ui = await serveUi({ ...(await localStackUi(stack)), assetsDir, port: 0, readOnly: false, log: () => {} });
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -59,65 +58,70 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 60_000);
 
-describe('the dashboard shows events (issue 24), in Chromium against taskworker dev with the example app', () => {
-  it('one emit: the events page lists both subscribers with today’s counts; a subscriber’s job page names its event', async () => {
-    const emitted = await stack.publisher.emit('orders.placed', { order: 'o-1', email: 'a@example.com', cents: 4250 }, { id: 'ui-1' });
-    expect(emitted.eventId).toBe('ui-1');
-    const jobIds = SUBSCRIBERS.map((s) => `ui-1/${s.task}`);
-    await eventually(
-      'both subscribers’ jobs to succeed',
-      async () => (await Promise.all(jobIds.map((id) => stack.jobs.get(id)))).every((job) => job?.state === 'succeeded'),
-      60_000,
-    );
-    // The counts the page must show: each subscriber's task day, once the dispatchers flushed it (within 5 s).
-    const today = utcDay(Date.now());
-    const counted = async (task: string) => (await stack.stats.get(taskStatsKey(task), today))?.counters.succeeded ?? 0;
-    await eventually(
-      'the stats table to count both',
-      async () => (await Promise.all(SUBSCRIBERS.map((s) => counted(s.task)))).every((n) => n === 1),
-      30_000,
-    );
+describeWithTools('events page (Chromium)', 'chromium')(
+  'the dashboard shows events (issue 24), in Chromium against taskworker dev with the example app',
+  () => {
+    it('one emit: the events page lists both subscribers with today’s counts; a subscriber’s job page names its event', async () => {
+      const emitted = await stack.publisher.emit('orders.placed', { order: 'o-1', email: 'a@example.com', cents: 4250 }, { id: 'ui-1' });
+      expect(emitted.eventId).toBe('ui-1');
+      const jobIds = SUBSCRIBERS.map((s) => `ui-1/${s.task}`);
+      await eventually(
+        'both subscribers’ jobs to succeed',
+        async () => (await Promise.all(jobIds.map((id) => stack.jobs.get(id)))).every((job) => job?.state === 'succeeded'),
+        60_000,
+      );
+      // The counts the page must show: each subscriber's task day, once the dispatchers flushed it (within 5 s).
+      const today = utcDay(Date.now());
+      const counted = async (task: string) => (await stack.stats.get(taskStatsKey(task), today))?.counters.succeeded ?? 0;
+      await eventually(
+        'the stats table to count both',
+        async () => (await Promise.all(SUBSCRIBERS.map((s) => counted(s.task)))).every((n) => n === 1),
+        30_000,
+      );
 
-    await page.goto(ui.url);
-    await page.click('header nav a:has-text("Events")');
-    const event = page.locator('[data-testid="emitted-event"][data-name="orders.placed"]');
-    await event.waitFor();
-    expect(await event.locator('h3').textContent()).toBe('orders.placed emitted here');
-    expect(await event.textContent()).toContain('A customer placed an order');
-    const rows = event.locator('tr[data-subscriber]');
-    // The page refreshes every 10 s: wait for it to show what the stats table says.
-    await eventually(
-      'the page to show one success for each subscriber',
-      async () => (await rows.locator('[data-field="succeeded"]').allTextContents()).join() === '1,1',
-      30_000,
-    );
-    const shown = await rows.evaluateAll((trs) =>
-      trs.map((tr) => {
-        const cells = (tr as unknown as { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> }).querySelectorAll('td');
-        return Array.from(cells, (c) => c.textContent);
-      }),
-    );
-    expect(shown).toEqual(SUBSCRIBERS.map((s) => [s.task, s.queue, '1', '0', '0']));
-    await shoot('events');
+      await page.goto(ui.url);
+      await page.click('header nav a:has-text("Events")');
+      const event = page.locator('[data-testid="emitted-event"][data-name="orders.placed"]');
+      await event.waitFor();
+      expect(await event.locator('h3').textContent()).toBe('orders.placed emitted here');
+      expect(await event.textContent()).toContain('A customer placed an order');
+      const rows = event.locator('tr[data-subscriber]');
+      // The page refreshes every 10 s: wait for it to show what the stats table says.
+      await eventually(
+        'the page to show one success for each subscriber',
+        async () => (await rows.locator('[data-field="succeeded"]').allTextContents()).join() === '1,1',
+        30_000,
+      );
+      const shown = await rows.evaluateAll((trs) =>
+        trs.map((tr) => {
+          const cells = (tr as unknown as { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> }).querySelectorAll(
+            'td',
+          );
+          return Array.from(cells, (c) => c.textContent);
+        }),
+      );
+      expect(shown).toEqual(SUBSCRIBERS.map((s) => [s.task, s.queue, '1', '0', '0']));
+      await shoot('events');
 
-    // Each subscriber links to its task page.
-    await rows.locator('a', { hasText: 'send-order-confirmation' }).click();
-    await eventually('the task page', async () => (await page.locator('main h2').textContent()) === 'Task send-order-confirmation');
+      // Each subscriber links to its task page.
+      await rows.locator('a', { hasText: 'send-order-confirmation' }).click();
+      await eventually('the task page', async () => (await page.locator('main h2').textContent()) === 'Task send-order-confirmation');
 
-    // A subscriber's job page names the event it ran for, as the jobs table keeps it.
-    const job = await stack.jobs.get('ui-1/send-order-confirmation');
-    const ref = job?.event;
-    expect(ref).toMatchObject({ id: 'ui-1', name: 'orders.placed', source: 'taskworker' });
-    await page.goto(`${ui.url}#/job/${encodeURIComponent('ui-1/send-order-confirmation')}`);
-    const shownEvent = page.locator('[data-testid="event"]');
-    await shownEvent.waitFor();
-    expect(await page.locator('[data-testid="job-id"]').textContent()).toBe('ui-1/send-order-confirmation');
-    const at = new Date(ref?.emittedAt ?? 0).toISOString().replace('T', ' ').replace('Z', ' UTC');
-    expect(await shownEvent.textContent()).toBe(`orders.placed ui-1 from taskworker, emitted ${at}`);
-    await shoot('event-job');
-    // Its name leads back to the events page.
-    await shownEvent.locator('a[data-field="event-name"]').click();
-    await page.locator('[data-testid="emitted-event"]').first().waitFor();
-    expect(pageErrors).toEqual([]);
-  }, 120_000);
-});
+      // A subscriber's job page names the event it ran for, as the jobs table keeps it.
+      const job = await stack.jobs.get('ui-1/send-order-confirmation');
+      const ref = job?.event;
+      expect(ref).toMatchObject({ id: 'ui-1', name: 'orders.placed', source: 'taskworker' });
+      await page.goto(`${ui.url}#/job/${encodeURIComponent('ui-1/send-order-confirmation')}`);
+      const shownEvent = page.locator('[data-testid="event"]');
+      await shownEvent.waitFor();
+      expect(await page.locator('[data-testid="job-id"]').textContent()).toBe('ui-1/send-order-confirmation');
+      const at = new Date(ref?.emittedAt ?? 0).toISOString().replace('T', ' ').replace('Z', ' UTC');
+      expect(await shownEvent.textContent()).toBe(`orders.placed ui-1 from taskworker, emitted ${at}`);
+      await shoot('event-job');
+      // Its name leads back to the events page.
+      await shownEvent.locator('a[data-field="event-name"]').click();
+      await page.locator('[data-testid="emitted-event"]').first().waitFor();
+      expect(pageErrors).toEqual([]);
+    }, 120_000);
+  },
+);

@@ -7,8 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { synthStack } from '../helpers/infra';
-
-const installed = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' });
+import { describeWithTools } from '../helpers/tools';
 
 function lint(template: unknown, outdir: string) {
   const file = join(outdir, 'template.json');
@@ -16,12 +15,7 @@ function lint(template: unknown, outdir: string) {
   return spawnSync('cfn-lint', ['--format', 'parseable', file], { encoding: 'utf8', timeout: 120_000 });
 }
 
-describe('cfn-lint on the synthesized templates', () => {
-  it('is installed (it is not an npm package: pip install cfn-lint)', () => {
-    if (installed.status !== 0) throw new Error('cfn-lint is not on PATH, so the templates are not linted: pip install cfn-lint');
-    expect(installed.stdout).toMatch(/^cfn-lint \d+\./);
-  });
-
+describeWithTools('cfn-lint', 'cfn-lint')('cfn-lint on the synthesized templates', () => {
   it.each([
     ['the example app (doorbell queues, schedules, the dashboard)', {}],
     [
@@ -29,7 +23,6 @@ describe('cfn-lint on the synthesized templates', () => {
       { config: { app: 'quiet', queues: [{ name: 'bulk', priority: 1, wakeUp: 'schedule' as const }] } },
     ],
   ])('exits 0 on %s', (_name, options) => {
-    if (installed.status !== 0) return; // the test above fails, in one line
     const synth = synthStack(options);
     const result = lint(synth.template.toJSON(), synth.outdir);
     expect(result.stdout.trim()).toBe('');

@@ -28,16 +28,10 @@ import {
   tempFile,
 } from '../helpers/emulators';
 import { eventually } from '../helpers/run';
+import { describeWithTools } from '../helpers/tools';
 
-const CELERY = '/usr/lib/python3/dist-packages/celery';
 const FIXTURE = join(__dirname, '..', 'fixtures', 'celery');
-const installed = existsSync(CELERY);
-if (!installed) {
-  process.stdout.write(
-    `celery-interop: skipped, python3-celery is not installed (${CELERY}); apt-get install python3-celery python3-kombu python3-pycurl\n`,
-  );
-}
-const describeWithCelery = installed ? describe : describe.skip;
+const describeWithCelery = describeWithTools('celery-interop', 'celery');
 
 let h: EmulatorHarness;
 let dynamo: DynamoDBClient;

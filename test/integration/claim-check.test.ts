@@ -28,6 +28,7 @@ import {
   tempFile,
 } from '../helpers/emulators';
 import { eventually } from '../helpers/run';
+import { describeWithTools } from '../helpers/tools';
 
 let h: EmulatorHarness;
 let s3: S3Client;
@@ -79,30 +80,32 @@ describe('claim-check payloads on the emulators', () => {
     process.stdout.write(`claim check: 5 MB publish to succeeded in ${elapsed} ms\n`);
   }, 60_000);
 
-  it('runs a 5 MB payload that a boto3 script put in S3 and pointed to with SQS, and deletes its object once the job has succeeded', async () => {
-    const script = tempFile('publish_large.py');
-    writeFileSync(script, BOTO3_SCRIPT);
-    const payload = { rows: Array.from({ length: 5_000 }, (_, i) => `${i}:${'y'.repeat(1_000)}`) };
-    const payloadFile = tempFile('payload.json');
-    writeFileSync(payloadFile, JSON.stringify(payload));
-    // Asynchronously: the emulators answer from this process.
-    await promisify(execFile)('python3', [script, v.urls.queues.urgent as string, v.payloadBucket as string, 'boto3-1', payloadFile], {
-      env: {
-        ...process.env,
-        AWS_ENDPOINT_URL: h.emulators.sqsEndpoint,
-        AWS_ACCESS_KEY_ID: 'test',
-        AWS_SECRET_ACCESS_KEY: 'test',
-        AWS_DEFAULT_REGION: 'us-east-1',
-      },
-      timeout: 30_000,
-    });
+  describeWithTools('claim-check', 'boto3')('from a Python publisher (boto3)', () => {
+    it('runs a 5 MB payload that a boto3 script put in S3 and pointed to with SQS, and deletes its object once the job has succeeded', async () => {
+      const script = tempFile('publish_large.py');
+      writeFileSync(script, BOTO3_SCRIPT);
+      const payload = { rows: Array.from({ length: 5_000 }, (_, i) => `${i}:${'y'.repeat(1_000)}`) };
+      const payloadFile = tempFile('payload.json');
+      writeFileSync(payloadFile, JSON.stringify(payload));
+      // Asynchronously: the emulators answer from this process.
+      await promisify(execFile)('python3', [script, v.urls.queues.urgent as string, v.payloadBucket as string, 'boto3-1', payloadFile], {
+        env: {
+          ...process.env,
+          AWS_ENDPOINT_URL: h.emulators.sqsEndpoint,
+          AWS_ACCESS_KEY_ID: 'test',
+          AWS_SECRET_ACCESS_KEY: 'test',
+          AWS_DEFAULT_REGION: 'us-east-1',
+        },
+        timeout: 30_000,
+      });
 
-    await eventually('the boto3 job to succeed', async () => (await record('boto3-1'))?.state === 'succeeded', 30_000);
-    const text = JSON.stringify(payload);
-    // Python's json.dumps spaces its separators unless told not to: the script writes the compact form, so the task sees the same JSON.
-    expect((await record('boto3-1'))?.result).toEqual(JSON.stringify({ bytes: Buffer.byteLength(text), sha256: digest(text) }));
-    await eventually('its object to be deleted', async () => (await objects()).every((k) => !k?.startsWith('payloads/boto3-1/')), 10_000);
-  }, 60_000);
+      await eventually('the boto3 job to succeed', async () => (await record('boto3-1'))?.state === 'succeeded', 30_000);
+      const text = JSON.stringify(payload);
+      // Python's json.dumps spaces its separators unless told not to: the script writes the compact form, so the task sees the same JSON.
+      expect((await record('boto3-1'))?.result).toEqual(JSON.stringify({ bytes: Buffer.byteLength(text), sha256: digest(text) }));
+      await eventually('its object to be deleted', async () => (await objects()).every((k) => !k?.startsWith('payloads/boto3-1/')), 10_000);
+    }, 60_000);
+  });
 
   it('keeps a 1 MB result in the bucket under results/, and jobs wait and publisher.result read it back', async () => {
     const { jobId } = await v.publisher.publish('measure', { resultBytes: 1_000_000 }, { id: 'big-result-1' });
