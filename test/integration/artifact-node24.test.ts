@@ -13,8 +13,8 @@ import { type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFi
 import { dispatcherAssetDir, synthStack } from '../helpers/infra';
 import { readJournal } from '../helpers/run';
 
-const { node24 } = require('../../scripts/node24.cjs') as { node24: (o: { install: boolean }) => string | undefined };
-const NODE24 = node24({ install: true });
+const { nodeBinary } = require('../../scripts/node-runtime.cjs') as { nodeBinary: (major: number, o: { install: boolean }) => string | undefined };
+const NODE24 = nodeBinary(24, { install: true });
 
 /**
  * What Lambda does with the deployed asset, on Lambda's Node major: load index.js from the asset
