@@ -4,7 +4,7 @@
  * and the end the verdict calls for (lib/settle/decisions.ts), which the batch's settle carries out.
  */
 import type { QueueConfig } from '../config';
-import { fitsInvocation, leaseMs, stillVisibleToUs, taskNeedMs } from '../deadlines';
+import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { runAttempt } from '../run/attempt';
 import { serializeError, type TaskOutcome } from '../run/types';
@@ -84,13 +84,28 @@ export async function runOne(
 ): Promise<void> {
   const { message, job, def } = planned;
   const { clock, config } = deps;
-  const start = clock.now();
   const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
-  lease.endsBy(start + needMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
 
   const at = { queue, mode: trackingOf(deps, queue), state, message, job };
   const released = { ...base, outcome: 'released' as const, attempt: message.receiveCount };
+
+  // A worker ready to start the body at once (a pool thread loaded, not one still loading the tasks
+  // bundle after its predecessor was stopped): the claim's lease and the time limit start with the body.
+  if (deps.executor.ready) {
+    const startBy = Math.min(
+      options.deadline - config.dispatcher.settleMarginMs - needMs,
+      receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
+    );
+    if (!(await deps.executor.ready(startBy))) {
+      const ours = stillVisibleToUs(receivedAt, clock.now(), queue.visibilityTimeoutSeconds);
+      decideHandBack(deps, at, ours ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, released);
+      deps.logger.warn('no task thread was ready in time; released unstarted', { queue: queue.name, messageId: message.messageId });
+      return;
+    }
+  }
+  const start = clock.now();
+  lease.endsBy(start + needMs);
 
   // Before it starts: it must end before the invocation settles, and its message must still be ours.
   if (options.signal?.aborted || !fitsInvocation(start, needMs, options.deadline, config.dispatcher.settleMarginMs)) {

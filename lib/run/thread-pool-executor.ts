@@ -1,9 +1,9 @@
-import { Worker } from 'node:worker_threads';
-import { JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { describe, JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
 import { activeTraceparent } from '../trace/otel';
 import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
-import { type CancelRequest, type HeartbeatAnswer, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
+import { type CancelRequest, type HeartbeatAnswer, REPORT_PORT, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
 
 export interface ThreadPoolOptions {
   /** Path of the built tasks bundle (`tasks.cjs`); each thread loads it once. */
@@ -15,16 +15,35 @@ export interface ThreadPoolOptions {
   readonly logger?: Logger;
 }
 
+/** A pool thread: its worker, the port it reports on, and whether it has loaded the tasks bundle. */
+interface Thread {
+  readonly worker: Worker;
+  /** What the thread reports (ready, started, done, heartbeats, progress), read synchronously at a deadline. */
+  readonly reports: MessagePort;
+  /** True once the thread has loaded the bundle and listens for runs; false if it died first. */
+  readonly loaded: Promise<boolean>;
+  /** Why it could not load, when it could not. */
+  loadError?: string;
+}
+
 /**
- * Runs each task in a worker thread, one task per thread at a time. A task that outlives its
- * limit plus the grace has its thread terminated, which stops even a CPU-bound loop; the other
- * threads, and so the rest of the batch, carry on. Threads are reused across batches and
- * invocations; a terminated or crashed thread is replaced on demand.
+ * Runs each task in a worker thread, one task per thread at a time. A run is handed only to a
+ * thread that has loaded the tasks bundle (threads are started ahead, and a terminated one is
+ * replaced at once), and its time limit counts from the moment the body starts in its thread, as
+ * the thread reports it: loading a bundle or a busy dispatcher thread never eats into it. A task
+ * that outlives its limit plus the grace has its thread terminated, which stops even a CPU-bound
+ * loop; the other threads, and so the rest of the batch, carry on. A body that ended in time is a
+ * success even when the dispatcher's own thread was too busy to hear of it before the deadline: at
+ * the deadline the thread's reports are read first.
  */
 export class ThreadPoolExecutor implements TaskExecutor {
-  private readonly idle: Worker[] = [];
-  private readonly waiting: Array<(worker: Worker) => void> = [];
+  /** Loaded threads with no run. */
+  private readonly idle: Thread[] = [];
+  private readonly waiting: Array<(thread: Thread | undefined) => void> = [];
+  /** {@link ready} calls waiting for a thread to become free (each told once, whether it is still free or not). */
+  private readonly readyWaiters = new Set<() => void>();
   private readonly logger: Logger;
+  /** Threads started and not ended (loading, idle or running). */
   private live = 0;
   private nextRunId = 1;
   private closed = false;
@@ -36,90 +55,173 @@ export class ThreadPoolExecutor implements TaskExecutor {
 
   /** Starts threads ahead of the first batch (during Lambda init, which is not billed the same way). */
   warm(count = this.options.size): void {
-    while (this.live < Math.min(count, this.options.size)) {
-      this.live += 1;
-      this.park(this.spawn());
-    }
+    while (!this.closed && this.live < Math.min(count, this.options.size)) this.start();
+  }
+
+  /**
+   * Waits until a loaded thread is free, or `deadline` (epoch ms) passes: true when a run handed over
+   * now would start at once. The dispatcher asks before it claims a job, so the claim's lease and
+   * the task's time limit both start with the body.
+   */
+  async ready(deadline: number): Promise<boolean> {
+    if (this.idle.length > 0) return true;
+    if (this.closed) return false;
+    this.warm();
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(
+        () => {
+          this.readyWaiters.delete(notify);
+          resolve(this.idle.length > 0);
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      const notify = () => {
+        clearTimeout(timer);
+        resolve(this.idle.length > 0);
+      };
+      this.readyWaiters.add(notify);
+    });
   }
 
   async run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
     if (this.closed) throw new WorkerCrashedError('the thread pool is closed');
-    return this.execute(await this.acquire(), run, hooks);
+    const thread = await this.acquire();
+    if (!thread) {
+      return {
+        status: 'failed',
+        kind: 'crashed',
+        durationMs: 0,
+        error: serializeError(new WorkerCrashedError(`no thread could load the tasks bundle to run ${run.task}`)),
+      };
+    }
+    return this.execute(thread, run, hooks);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const resolve of this.waiting.splice(0)) resolve(undefined);
+    for (const notify of this.readyWaiters) notify();
+    this.readyWaiters.clear();
     const threads = this.idle.splice(0);
     this.live -= threads.length;
-    await Promise.all(threads.map((worker) => worker.terminate()));
+    await Promise.all(threads.map((thread) => this.end(thread)));
   }
 
-  private spawn(): Worker {
+  /** Starts a thread; it joins the idle ones once it has loaded the bundle. */
+  private start(): void {
+    this.live += 1;
+    const { port1: reports, port2 } = new MessageChannel();
     const worker = new Worker(this.options.bundlePath, {
-      workerData: { [WORKER_FLAG]: true },
+      workerData: { [WORKER_FLAG]: true, [REPORT_PORT]: port2 },
+      transferList: [port2],
       // Task errors' stacks point at the task's own source files (the bundle's source map), in
       // logs, job records and the archive, however the dispatcher process was started.
       execArgv: [...process.execArgv.filter((a) => a !== '--enable-source-maps'), '--enable-source-maps'],
     });
     worker.unref();
+    reports.unref();
+    let loaded: (ok: boolean) => void = () => {};
+    const thread: Thread = { worker, reports, loaded: new Promise<boolean>((resolve) => (loaded = resolve)) };
+    const onReady = (message: ThreadMessage) => {
+      if (message.type !== 'ready') return;
+      reports.off('message', onReady);
+      loaded(true);
+    };
+    reports.on('message', onReady);
     // Always listening, so an error raised by a task's stray callback after it returned never
     // reaches Node as an unhandled 'error' event (which would take the dispatcher down).
-    worker.on('error', (error) => this.logger.warn('task thread raised an error', { error: error.message }));
-    worker.on('exit', () => {
-      const index = this.idle.indexOf(worker);
+    worker.on('error', (error) => {
+      thread.loadError ??= error.message;
+      this.logger.warn('task thread raised an error', { error: error.message });
+    });
+    worker.once('exit', () => {
+      loaded(false);
+      reports.close();
+      const index = this.idle.indexOf(thread);
       if (index >= 0) {
         this.idle.splice(index, 1);
         this.live -= 1;
       }
     });
-    return worker;
+    void thread.loaded.then((ok) => {
+      if (ok) {
+        this.park(thread);
+        return;
+      }
+      // It died loading the bundle (a task module that throws at load, say): the runs waiting are
+      // told, rather than starting thread after thread that dies the same way.
+      this.live -= 1;
+      this.logger.error('a task thread could not load the tasks bundle', { error: thread.loadError ?? 'it exited' });
+      const next = this.waiting.shift();
+      next?.(undefined);
+    });
   }
 
-  private acquire(): Promise<Worker> {
-    const worker = this.idle.pop();
-    if (worker) return Promise.resolve(worker);
-    if (this.live < this.options.size) {
-      this.live += 1;
-      return Promise.resolve(this.spawn());
-    }
+  /** A loaded, free thread: one idle now, or the next one to become free or load. Undefined when none can. */
+  private acquire(): Promise<Thread | undefined> {
+    const thread = this.idle.pop();
+    if (thread) return Promise.resolve(thread);
+    if (this.live < this.options.size) this.start();
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
-  private park(worker: Worker): void {
-    const next = this.waiting.shift();
-    if (next) next(worker);
-    else this.idle.push(worker);
-  }
-
-  private discard(worker: Worker): void {
-    this.live -= 1;
-    void worker.terminate();
-    if (this.waiting.length > 0 && !this.closed) {
-      this.live += 1;
-      this.park(this.spawn());
+  private park(thread: Thread): void {
+    if (this.closed) {
+      this.live -= 1;
+      void this.end(thread);
+      return;
     }
+    const next = this.waiting.shift();
+    if (next) {
+      next(thread);
+      return;
+    }
+    this.idle.push(thread);
+    const told = [...this.readyWaiters];
+    this.readyWaiters.clear();
+    for (const notify of told) notify();
   }
 
-  private execute(worker: Worker, run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
+  /** Ends a thread that ran out of time (or crashed) and starts its replacement at once, to load before it is needed. */
+  private discard(thread: Thread): void {
+    this.live -= 1;
+    void this.end(thread);
+    if (!this.closed) this.start();
+  }
+
+  private async end(thread: Thread): Promise<void> {
+    thread.reports.close();
+    await thread.worker.terminate();
+  }
+
+  private execute(thread: Thread, run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
+    const { worker, reports } = thread;
     const runId = this.nextRunId++;
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
+    const limitMs = run.timeLimitMs + this.options.killGraceMs;
+    /** When the body started in its thread (epoch ms), as the thread reports it. */
+    let startedAt: number | undefined;
+    const elapsed = () => (startedAt === undefined ? 0 : Math.max(0, Date.now() - startedAt));
     worker.ref();
+    reports.ref();
     return new Promise<TaskOutcome>((resolve) => {
       let settled = false;
       let cancelTimer: NodeJS.Timeout | undefined;
+      let killTimer: NodeJS.Timeout | undefined;
+      let startGuard: NodeJS.Timeout | undefined;
       const finish = (outcome: TaskOutcome, reusable: boolean) => {
         if (settled) return;
         settled = true;
         clearTimeout(killTimer);
+        clearTimeout(startGuard);
         clearTimeout(cancelTimer);
         hooks.cancel?.removeEventListener('abort', onCancel);
-        worker.off('message', onMessage);
+        reports.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
         worker.unref();
-        if (reusable && !this.closed) this.park(worker);
-        else this.discard(worker);
+        reports.unref();
+        if (reusable && !this.closed) this.park(thread);
+        else this.discard(thread);
         resolve(outcome);
       };
       const crashed = (error: Error): TaskOutcome => ({
@@ -129,14 +231,21 @@ export class ThreadPoolExecutor implements TaskExecutor {
         error: serializeError(error),
       });
       const onMessage = (message: ThreadMessage) => {
-        if (message.runId !== runId) return;
-        if (message.type === 'done') finish(message.outcome, true);
+        if (!('runId' in message) || message.runId !== runId) return;
+        if (message.type === 'started') armKill(message.at);
+        else if (message.type === 'done') finish(message.outcome, true);
         else if (message.type === 'progress') hooks.progress?.(message.json);
         else if (message.type === 'heartbeat') {
           void hooks.heartbeat().then(
             (ok) => answer(message.beat, ok),
             () => answer(message.beat, false),
           );
+        }
+      };
+      /** What the thread reported and this thread has not read yet (it was busy): read now, in order. */
+      const readReports = () => {
+        for (let report = receiveMessageOnPort(reports); report !== undefined && !settled; report = receiveMessageOnPort(reports)) {
+          onMessage(report.message as ThreadMessage);
         }
       };
       const answer = (beat: number, ok: boolean) => {
@@ -148,17 +257,36 @@ export class ThreadPoolExecutor implements TaskExecutor {
       };
       const onExit = (code: number) =>
         finish(crashed(new WorkerCrashedError(`thread running ${run.task} exited with code ${code}`)), false);
-      const killTimer = setTimeout(() => {
-        this.logger.warn('task exceeded its time limit; terminating its thread', {
-          task: run.task,
-          jobId: run.jobId,
-          timeLimitMs: run.timeLimitMs,
-        });
-        finish(
-          { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
-          false,
+      /** The kill timer, from the body's start as the thread saw it. */
+      const armKill = (at: number) => {
+        clearTimeout(startGuard);
+        startedAt = at;
+        killTimer = setTimeout(
+          () => {
+            // A body that ended in time may have reported so while this thread was busy.
+            readReports();
+            if (settled) return;
+            this.logger.warn('task exceeded its time limit; terminating its thread', {
+              task: run.task,
+              jobId: run.jobId,
+              timeLimitMs: run.timeLimitMs,
+            });
+            finish(
+              { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
+              false,
+            );
+          },
+          Math.max(0, at + limitMs - Date.now()),
         );
-      }, run.timeLimitMs + this.options.killGraceMs);
+      };
+      // A loaded, idle thread starts the body as soon as it reads the request. One that does not say
+      // so within the task's whole limit is stuck (a previous task's stray callback hogging it): it
+      // is replaced, and the attempt ends as crashed, never as a time limit the body never had.
+      startGuard = setTimeout(() => {
+        readReports();
+        if (settled || startedAt !== undefined) return;
+        finish(crashed(new WorkerCrashedError(`thread for ${run.task} did not start the body within ${limitMs} ms`)), false);
+      }, limitMs);
       // An operator's cancel: the task's signal aborts now; a task that ignores it loses its thread
       // after the kill grace, as at its time limit.
       const onCancel = () => {
@@ -166,6 +294,8 @@ export class ThreadPoolExecutor implements TaskExecutor {
         const stop: CancelRequest = { type: 'cancel', runId };
         worker.postMessage(stop);
         cancelTimer = setTimeout(() => {
+          readReports();
+          if (settled) return;
           this.logger.warn('cancelled task did not stop within the kill grace; terminating its thread', {
             task: run.task,
             jobId: run.jobId,
@@ -173,13 +303,18 @@ export class ThreadPoolExecutor implements TaskExecutor {
           finish({ status: 'cancelled', durationMs: elapsed(), error: serializeError(new JobCancelledError(run.jobId)) }, false);
         }, this.options.killGraceMs);
       };
-      worker.on('message', onMessage);
+      reports.on('message', onMessage);
       worker.once('error', onError);
       worker.once('exit', onExit);
       // The attempt's span (the active context here) goes with the run: threads do not share contexts.
       const trace = activeTraceparent();
       const request: RunRequest = { type: 'run', runId, run, ...(trace ? { trace } : {}) };
-      worker.postMessage(request);
+      try {
+        worker.postMessage(request);
+      } catch (error) {
+        finish(crashed(new WorkerCrashedError(`could not hand ${run.task} to its thread: ${describe(error)}`)), false);
+        return;
+      }
       if (hooks.cancel?.aborted) onCancel();
       else hooks.cancel?.addEventListener('abort', onCancel, { once: true });
     });

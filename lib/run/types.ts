@@ -13,7 +13,7 @@ export interface TaskRun {
   readonly attempt: number;
   readonly payload: unknown;
   readonly appData: unknown;
-  /** The task's time limit; its clock starts when a worker takes the run. */
+  /** The task's time limit; its clock starts when the body starts. */
   readonly timeLimitMs: number;
   /** The claim's token (tracking `full`), else the attempt: handlers guard their own writes with it. */
   readonly fencingToken: number;
@@ -61,6 +61,11 @@ export type TaskOutcome =
 /** Runs tasks under their time limits. Implementations: worker threads (production), inline (tests). */
 export interface TaskExecutor {
   run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome>;
+  /**
+   * Waits until a run handed over now would start its body at once (a thread free and loaded), or
+   * `deadline` (epoch ms) passes: false then. None: every run starts at once (inline, simulated).
+   */
+  ready?(deadline: number): Promise<boolean>;
   /** Stops all workers; runs still in progress end as crashed. */
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { definitionsFromModules, type TaskModuleEntry } from '../tasks/modules';
 import { withRemoteParent } from '../trace/otel';
 import { deadlineSignal, runTaskBody } from './task-body';
@@ -6,6 +6,11 @@ import { serializeError, type TaskOutcome, type TaskRun } from './types';
 
 /** Marks a worker thread started by the pool, so a bundle loaded anywhere else stays inert. */
 export const WORKER_FLAG = 'taskworkerThread';
+/**
+ * The port a pool thread reports on (its own channel, not the worker's: the pool reads it
+ * synchronously at a run's deadline, so a body that ended in time is never taken for one that did not).
+ */
+export const REPORT_PORT = 'taskworkerReports';
 
 export interface RunRequest {
   readonly type: 'run';
@@ -51,7 +56,19 @@ export interface CancelRequest {
   readonly runId: number;
 }
 
-export type ThreadMessage = RunDone | HeartbeatRequest | ProgressReport;
+/** Thread → pool: the thread has loaded the tasks bundle and takes runs. */
+export interface ThreadReady {
+  readonly type: 'ready';
+}
+
+/** Thread → pool: the body of run `runId` starts now (epoch ms): its time limit counts from here. */
+export interface RunStarted {
+  readonly type: 'started';
+  readonly runId: number;
+  readonly at: number;
+}
+
+export type ThreadMessage = ThreadReady | RunStarted | RunDone | HeartbeatRequest | ProgressReport;
 
 /**
  * The body of a pool thread. Every tasks bundle calls this at load; it only acts inside a
@@ -59,7 +76,10 @@ export type ThreadMessage = RunDone | HeartbeatRequest | ProgressReport;
  */
 export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
   const port = parentPort;
-  if (isMainThread || !port || !(workerData as Record<string, unknown> | undefined)?.[WORKER_FLAG]) return;
+  const data = workerData as Record<string, unknown> | undefined;
+  if (isMainThread || !port || !data?.[WORKER_FLAG]) return;
+  const reports = (data[REPORT_PORT] as MessagePort | undefined) ?? port;
+  const report = (message: ThreadMessage) => reports.postMessage(message);
   const registry = new Map(definitionsFromModules(modules).map((def) => [def.name, def]));
   const beats = new Map<number, (ok: boolean) => void>();
   let nextBeat = 1;
@@ -81,12 +101,10 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
         new Promise<boolean>((resolve) => {
           const beat = nextBeat++;
           beats.set(beat, resolve);
-          const ask: HeartbeatRequest = { type: 'heartbeat', runId: request.runId, beat };
-          port.postMessage(ask);
+          report({ type: 'heartbeat', runId: request.runId, beat });
         }),
       progress: (json: string) => {
-        const report: ProgressReport = { type: 'progress', runId: request.runId, json };
-        port.postMessage(report);
+        report({ type: 'progress', runId: request.runId, json });
       },
     };
     const def = registry.get(run.task);
@@ -99,14 +117,16 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
         error: serializeError(new RangeError(`task ${run.task} is not in this bundle`)),
       };
     } else {
-      const deadline = Date.now() + run.timeLimitMs;
+      const startedAt = Date.now();
+      report({ type: 'started', runId: request.runId, at: startedAt });
+      const deadline = startedAt + run.timeLimitMs;
       const { signal, cancel, stop } = deadlineSignal(run, deadline);
       current = { runId: request.runId, stop };
       outcome = await withRemoteParent(request.trace, () => runTaskBody(def, run, deadline, signal, hooks));
       current = undefined;
       cancel();
     }
-    const done: RunDone = { type: 'done', runId: request.runId, outcome };
-    port.postMessage(done);
+    report({ type: 'done', runId: request.runId, outcome });
   });
+  report({ type: 'ready' });
 }

@@ -1,0 +1,140 @@
+/**
+ * A time limit measures the body, not its thread's start. Found by an outside harness: the pool
+ * started a task's kill timer when it posted the task, so a fresh thread still loading the tasks
+ * bundle (after its predecessor was terminated, or on a cold, starved container) spent the limit
+ * before the body began: attempts ended `TimeLimitExceededError` with no body start, and under load
+ * bodies that had finished were retried and ran again. Here every thread takes 2.5 s to load a
+ * bundle whose bodies have 1 s limits, and the dispatcher's own thread is blocked past a deadline.
+ */
+
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
+import { silentLogger } from '../../lib/ports';
+import { ThreadPoolExecutor } from '../../lib/run/thread-pool-executor';
+import type { TaskRun } from '../../lib/run/types';
+import type { TaskBundle } from '../../lib/tasks/bundle';
+import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness, tempFile } from '../helpers/emulators';
+import { eventually, readJournal } from '../helpers/run';
+
+/** Its tasks bundle blocks each thread that loads it for 2.5 s (test/fixtures/slow-start/tasks/_slow-load.ts). */
+const CONFIG = join(__dirname, '..', 'fixtures', 'slow-start', 'taskworker.config.ts');
+
+let bundle: TaskBundle;
+beforeAll(async () => {
+  bundle = await buildFixtureBundle(CONFIG);
+}, 60_000);
+
+const hooks = { heartbeat: async () => true };
+const runOf = (task: string, n: number, payload: unknown): TaskRun => ({
+  task,
+  jobId: `job-${n}`,
+  queue: 'work',
+  attempt: 1,
+  payload,
+  appData: null,
+  timeLimitMs: 1000,
+  fencingToken: 1,
+});
+
+/** How often each body started, by `n`. */
+const startsOf = (journal: string) => {
+  const starts = new Map<number, number>();
+  for (const entry of readJournal(journal)) starts.set(entry.n as number, (starts.get(entry.n as number) ?? 0) + 1);
+  return starts;
+};
+
+/** Blocks this thread (the dispatcher's) for `ms`, as a starved event loop would. */
+const blockThisThread = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+describe('the thread pool', () => {
+  it('counts a time limit from the body’s start: threads loading a slow bundle, more runs than threads, a thread replaced after a kill', async () => {
+    const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size: 2, killGraceMs: 200 });
+    const journal = tempFile('pool.jsonl');
+    try {
+      // Cold: no thread is loaded when the six runs come; each thread loads for 2.5 s, the limits are 1 s.
+      const brief = (n: number) => pool.run(runOf('brief', n, { journal, n, ms: 200 }), hooks);
+      const first = await Promise.all([0, 1, 2, 3, 4, 5].map(brief));
+      expect(first.map((o) => o.status)).toEqual(Array(6).fill('succeeded'));
+      // A CPU-bound body is stopped at its limit (its thread terminated), and only it.
+      const hogged = await pool.run(runOf('hog', 9, {}), hooks);
+      expect(hogged).toMatchObject({ status: 'timed-out', error: { type: 'TimeLimitExceededError' } });
+      expect(hogged.durationMs).toBeGreaterThanOrEqual(1000);
+      // Its replacement loads the bundle again; the runs after it still get their whole limit.
+      const after = await Promise.all([6, 7, 8].map(brief));
+      expect(after.map((o) => o.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      // Every body started once: none was timed out before it began, none ran again.
+      expect([...startsOf(journal).entries()].sort(([a], [b]) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8].map((n) => [n, 1]));
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  it('takes a body that ended inside its limit as a success, though the dispatcher’s thread was blocked past the deadline', async () => {
+    const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size: 1, killGraceMs: 200 });
+    const journal = tempFile('blocked.jsonl');
+    try {
+      pool.warm();
+      expect(await pool.ready(Date.now() + 30_000)).toBe(true);
+      const running = pool.run(runOf('brief', 1, { journal, n: 1, ms: 100 }), hooks);
+      // Let the run be handed to its thread, then block this one well past the limit and the grace.
+      await new Promise((resolve) => setImmediate(resolve));
+      blockThisThread(2500);
+      expect(await running).toMatchObject({ status: 'succeeded', result: JSON.stringify({ n: 1 }) });
+      expect(startsOf(journal).get(1)).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});
+
+describe('a dispatcher whose threads load slowly', () => {
+  let h: EmulatorHarness;
+  let dynamo: DynamoDBClient;
+  let v: ProvisionedVersion;
+  beforeAll(async () => {
+    h = await startHarness();
+    dynamo = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: h.emulators.dynamodbEndpoint,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    v = await provisionVersion({ bundle, version: 'slow', sqs: h.sqs, dynamo });
+  });
+  afterAll(async () => {
+    dynamo.destroy();
+    await stopHarness(h);
+  });
+
+  it('claims a job only once a thread is ready for it: every job succeeds at attempt 1, each body started once, the hog alone timed out', async () => {
+    const journal = tempFile('dispatched.jsonl');
+    const briefs = Array.from({ length: 8 }, (_, n) => ({
+      task: 'brief',
+      payload: { journal, n, ms: 200 },
+      options: { id: `brief-${n}` },
+    }));
+    // The hog comes first: its thread is terminated at its limit and replaced while the rest run.
+    await v.publisher.publishBatch([{ task: 'hog', payload: {}, options: { id: 'hog' } }, ...briefs.slice(0, 4)]);
+    await v.publisher.publishBatch(briefs.slice(4));
+    const runtime = v.dispatcher({ logger: silentLogger });
+    const stop = new AbortController();
+    const invocation = runtime.invoke(Date.now() + 120_000, stop.signal);
+    try {
+      await eventually(
+        'every job to end',
+        async () => {
+          const records = await Promise.all(['hog', ...briefs.map((b) => b.options.id)].map((id) => v.jobs.get(id)));
+          return records.every((r) => r?.state === 'succeeded' || r?.state === 'archived');
+        },
+        60_000,
+      );
+    } finally {
+      stop.abort();
+      await invocation;
+      await runtime.close();
+    }
+    for (const b of briefs) expect(await v.jobs.get(b.options.id)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(await v.jobs.get('hog')).toMatchObject({ state: 'archived', reason: 'timed-out', attempt: 1 });
+    expect([...startsOf(journal).values()]).toEqual(Array(8).fill(1));
+  }, 120_000);
+});
