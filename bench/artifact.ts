@@ -19,7 +19,9 @@ import { gzipSync } from 'node:zlib';
 import { buildArtifact, PACKAGE_ROOT } from '../lib/tasks/build';
 import { printResults } from './results';
 
-const { nodeBinary } = require('../scripts/node-runtime.cjs') as { nodeBinary: (major: number, o: { install: boolean }) => string | undefined };
+const { nodeBinary } = require('../scripts/node-runtime.cjs') as {
+  nodeBinary: (major: number, o: { install: boolean }) => string | undefined;
+};
 
 interface FileFigures {
   readonly bytes: number;

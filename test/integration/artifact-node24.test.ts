@@ -13,7 +13,9 @@ import { type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFi
 import { dispatcherAssetDir, synthStack } from '../helpers/infra';
 import { readJournal } from '../helpers/run';
 
-const { nodeBinary } = require('../../scripts/node-runtime.cjs') as { nodeBinary: (major: number, o: { install: boolean }) => string | undefined };
+const { nodeBinary } = require('../../scripts/node-runtime.cjs') as {
+  nodeBinary: (major: number, o: { install: boolean }) => string | undefined;
+};
 const NODE24 = nodeBinary(24, { install: true });
 
 /**
