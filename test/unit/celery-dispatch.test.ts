@@ -54,6 +54,24 @@ function celery(
   );
 }
 
+/**
+ * What Celery 5.2 sends with task_protocol = 1: empty headers, the task and id in the body (JSON,
+ * or a pickle nothing here can read), and the id again as kombu's correlation_id.
+ */
+function celeryProtocolOne(id: string, serializer: 'json' | 'pickle'): string {
+  const v1 = { task: 'tasks.add', id, args: [1, 2], kwargs: {}, retries: 0, eta: null, expires: null, utc: true };
+  const json = serializer === 'json';
+  return b64(
+    JSON.stringify({
+      body: json ? b64(JSON.stringify(v1)) : b64('\x80\x04\x95pickled'),
+      'content-encoding': json ? 'utf-8' : 'binary',
+      'content-type': json ? 'application/json' : 'application/x-python-serialize',
+      headers: {},
+      properties: { correlation_id: id, delivery_info: { exchange: '', routing_key: 'default' }, body_encoding: 'base64' },
+    }),
+  );
+}
+
 const accepting = { app: 'mig', queues: [{ name: 'default', priority: 50, accept: ['taskworker', 'celery'] as const }] };
 
 function system(config: object = accepting) {
@@ -156,6 +174,26 @@ describe('Celery messages on a queue that accepts them', () => {
     expect(record('c-pickle')?.body).toBe(celery('c-pickle', { contentType: 'application/x-python-serialize' }));
     // Never under the Celery id: the ids stay free for the job a corrected message would be.
     for (const id of ['c-pickle', 'c-unknown']) expect(await s.job(id)).toBeUndefined();
+  });
+});
+
+describe('a refused Celery message is filed under its Celery id, whatever the protocol', () => {
+  it('files a protocol 1 message (JSON or pickle) under the id its correlation_id and body carry, and never runs it', async () => {
+    const s = system();
+    await s.send('default', celeryProtocolOne('c-v1-json', 'json'));
+    await s.send('default', celeryProtocolOne('c-v1-pickle', 'pickle'));
+    const drained = await s.drain();
+    expect(runs).toHaveLength(0);
+    expect(drained.archived).toEqual({ malformed: 2 });
+    const archived = s.archived();
+    expect(archived.map((a) => [a.record?.code, a.record?.envelopeId, a.record?.task]).sort()).toEqual([
+      ['celery-protocol', 'c-v1-json', 'tasks.add'],
+      ['celery-protocol', 'c-v1-pickle', ''],
+    ]);
+    // The record is the message's own, never the Celery id's (that id stays free for a corrected message).
+    for (const id of ['c-v1-json', 'c-v1-pickle']) expect(await s.job(id)).toBeUndefined();
+    for (const a of archived)
+      expect(await s.job(a.record?.jobId as string)).toMatchObject({ state: 'archived', envelopeId: a.record?.envelopeId });
   });
 });
 
