@@ -5,11 +5,13 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { ArchivedMessage } from '../../lib/operate/operator';
 import type { FiledRejection } from '../../lib/operate/rejections';
 import type { JobRecord } from '../../lib/track/model';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
+import { celeryMessage } from '../helpers/factories';
 import { eventually, readJournal } from '../helpers/run';
 
 describe('jobs findable from their publish, against taskworker dev', () => {
@@ -89,6 +91,39 @@ describe('jobs findable from their publish, against taskworker dev', () => {
     expect(text).toContain('no job py-batch-u0 of its own');
     expect(text).toContain(messageId);
     expect(text).toContain('task "py-batch-task" is not registered');
+  }, 60_000);
+
+  it('a refused Celery message: archive list prints its whole reason, --json carries it, and jobs show <celery id> finds it', async () => {
+    const sent = await stack.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: stack.urls.queues.urgent as string,
+        MessageBody: celeryMessage('celery-refused-1', { contentType: 'application/x-python-serialize' }),
+      }),
+    );
+    const messageId = sent.MessageId as string;
+    await eventually(
+      'the Celery message to be archived under its own id',
+      async () => (await stack.jobs.get(messageId))?.state === 'archived',
+    );
+
+    // The fixture's queues do not accept Celery: the reason's decisive words are its last ones.
+    const listed = JSON.parse((await run('archive', 'list', '--reason', 'malformed', '--json')).out) as ArchivedMessage[];
+    const archived = listed.find((m) => m.messageId === messageId || m.record?.jobId === messageId);
+    const detail = archived?.record?.detail as string;
+    expect(detail).toMatch(
+      /^Celery message refused \(celery-not-accepted\): .*add 'celery' to the queue's accept in the config to run it$/,
+    );
+    expect(detail.length).toBeGreaterThan(120);
+    const text = (await run('archive', 'list', '--reason', 'malformed')).out;
+    const row = text.split('\n').findIndex((line) => line.includes(messageId));
+    expect(text.split('\n')[row]).toMatch(/malformed\s+urgent\s+tasks\.add/);
+    expect(text.split('\n')[row + 1]).toBe(`    ${detail}`);
+
+    const shown = await run('jobs', 'show', 'celery-refused-1');
+    expect(shown.code).toBe(0);
+    expect(shown.out).toContain('no job celery-refused-1 of its own');
+    expect(shown.out).toContain(messageId);
+    expect(shown.out).toContain("add 'celery' to the queue's accept");
   }, 60_000);
 
   it("a stranger's message carrying a real job's id: both shown apart, the job's record untouched", async () => {
