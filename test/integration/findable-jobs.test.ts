@@ -5,8 +5,8 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { JobShowAnswer } from '../../lib/operate/answers';
 import type { ArchivedMessage } from '../../lib/operate/operator';
-import type { FiledRejection } from '../../lib/operate/rejections';
 import type { JobRecord } from '../../lib/track/model';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
@@ -39,7 +39,7 @@ describe('jobs findable from their publish, against taskworker dev', () => {
 
     const shown = await run('jobs', 'show', 'later-1', '--json');
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.out)).toMatchObject({ jobId: 'later-1', state: 'scheduled', runAt, task: 'record' });
+    expect(JSON.parse(shown.out)).toMatchObject({ job: { jobId: 'later-1', state: 'scheduled', runAt, task: 'record' } });
     expect((await run('jobs', 'show', 'later-1')).out).toMatch(new RegExp(`due\\s+${new Date(runAt).toISOString()}`));
     const listed = JSON.parse((await run('jobs', 'list', '--state', 'scheduled', '--json')).out) as { jobs?: JobRecord[] } | JobRecord[];
     const jobs = Array.isArray(listed) ? listed : (listed.jobs ?? []);
@@ -77,8 +77,8 @@ describe('jobs findable from their publish, against taskworker dev', () => {
 
     const shown = await run('jobs', 'show', 'py-batch-u0', '--json');
     expect(shown.code).toBe(0);
-    const view = JSON.parse(shown.out) as { job?: JobRecord; filedUnderMessageIds: FiledRejection[] };
-    expect(view.job).toBeUndefined();
+    const view = JSON.parse(shown.out) as JobShowAnswer;
+    expect(view.job).toBeNull();
     expect(view.filedUnderMessageIds).toEqual([
       expect.objectContaining({
         messageId,
@@ -141,10 +141,7 @@ describe('jobs findable from their publish, against taskworker dev', () => {
     await eventually('the stranger to be archived as id-conflict', async () => (await stack.jobs.get(messageId))?.reason === 'id-conflict');
     expect(await stack.jobs.get('real-1')).toEqual(before);
 
-    const view = JSON.parse((await run('jobs', 'show', 'real-1', '--json')).out) as {
-      job: JobRecord;
-      filedUnderMessageIds: FiledRejection[];
-    };
+    const view = JSON.parse((await run('jobs', 'show', 'real-1', '--json')).out) as JobShowAnswer;
     expect(view.job).toMatchObject({ jobId: 'real-1', state: 'succeeded' });
     expect(view.filedUnderMessageIds).toEqual([
       expect.objectContaining({ messageId, reason: 'id-conflict', why: expect.stringContaining('id real-1 belongs to another job') }),
