@@ -7,6 +7,7 @@ import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { FiledRejection } from '../../lib/operate/rejections';
+import { workerWeights } from '../../lib/operate/workers';
 import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../lib/track/cost';
 import { bucketQuantile, mean, variance } from '../../lib/track/stats';
 import type {
@@ -1559,11 +1560,7 @@ function WorkersPage({ version }: { version: string }) {
                 <td>{new Date(w.startedAt).toLocaleTimeString()}</td>
                 <td class="num">{w.deadline > view.now ? seconds(w.deadline - view.now) : 'passed'}</td>
                 <td class="num">{seconds(view.now - w.heardAt)} ago</td>
-                <td>
-                  {Object.entries(w.weights ?? {})
-                    .map(([q, share]) => `${q} ${Math.round(share * 100)}%`)
-                    .join(', ')}
-                </td>
+                <td data-field="weights">{workerWeights(w, view.now) ?? ''}</td>
                 <td>
                   {w.jobs.length === 0 && w.moreJobs === 0 ? (w.status === 'live' ? 'none' : 'held none') : ''}
                   <ul class="plain">

@@ -148,7 +148,10 @@ export interface WorkerView {
   readonly startedAt: number;
   readonly deadline: number;
   readonly heardAt: number;
+  /** Its selector's shares at its last selection in this invocation (absent before one, and for a doorbell invocation, which selects nothing). */
   readonly weights?: Readonly<Record<string, number>>;
+  /** When that selection was (epoch ms). */
+  readonly weightsAt?: number;
   /**
    * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
    * every job of its last beat, with what became of it.
