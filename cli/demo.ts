@@ -4,10 +4,12 @@ import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from '../das
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import type { TaskworkerConfig } from '../lib/config';
 import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
+import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import type { PublishItem } from '../lib/publish/publisher';
-import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport } from '../lib/settle/report';
+import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport, statsBehind } from '../lib/settle/report';
 import { quantile } from '../lib/track/histogram';
+import type { QueueDayStats } from '../lib/track/model';
 import { utcDay } from '../lib/track/stats';
 import { subscriberJobId } from '../lib/wire/event';
 import { renderJob, renderStats } from './render';
@@ -164,7 +166,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
       `\n${summaryTable(summary, queueNames, expected)}\n\n${wakeUpNote(stack.bundle.config, firstWaits, asDeployed)}\n\n${archiveList(archivedJobs)}\n`,
     );
     process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
-    await showRecords(stack, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
+    await showRecords(stack, summary, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
     if (emits.length > 0)
       await showEvents(
         stack,
@@ -202,16 +204,41 @@ async function showEvents(stack: LocalStack, eventIds: readonly string[], tasks:
 }
 
 /** What `taskworker jobs show` and `taskworker stats` say about the run, from the DynamoDB tables. */
-async function showRecords(stack: LocalStack, jobIds: ReadonlyArray<string | undefined>): Promise<void> {
+async function showRecords(stack: LocalStack, summary: DispatcherSummary, jobIds: ReadonlyArray<string | undefined>): Promise<void> {
   const out: string[] = ['', '── job records (taskworker jobs show ID) ──'];
   for (const id of jobIds) {
     const job = id ? await stack.jobs.get(id) : undefined;
     if (job) out.push(renderJob(job), '');
   }
-  const day = utcDay(Date.now());
-  const stats = (await Promise.all(stack.bundle.config.queues.map((q) => stack.stats.get(q.name, day)))).filter((d) => d !== undefined);
+  const { stats, behind } = await statsOfRun(stack, summary);
   out.push('── stats (taskworker stats) ──', renderStats(stats));
+  if (behind.length > 0) {
+    out.push(
+      `(the stats table trails the summary above — ${behind.join('; ')}: each dispatcher writes its stats every ${STATS_FLUSH_MS / 1000} s, and these were not written yet)`,
+    );
+  }
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/**
+ * Today's stats of each queue, read once they count what the summary above counts: the last
+ * batches' stats reach the table up to STATS_FLUSH_MS after them (each dispatcher coalesces its
+ * writes), and read at once they trailed it (stats `retried 3`, no archived, beside the summary's
+ * `4 retries, 4 archived`). Past that (a dispatcher lost what it held), what still trails is named.
+ */
+async function statsOfRun(stack: LocalStack, summary: DispatcherSummary): Promise<{ stats: QueueDayStats[]; behind: string[] }> {
+  const until = Date.now() + STATS_FLUSH_MS + 3_000;
+  for (;;) {
+    const day = utcDay(Date.now());
+    const queues = stack.bundle.config.queues.map((q) => q.name);
+    const days = await Promise.all(queues.map((q) => stack.stats.get(q, day)));
+    const behind = queues.flatMap((q, i) => {
+      const trailing = statsBehind(summary.queues[q], days[i]);
+      return trailing.length > 0 ? [`${q}: ${trailing.join(', ')}`] : [];
+    });
+    if (behind.length === 0 || Date.now() >= until) return { stats: days.filter((d) => d !== undefined), behind };
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 function summaryTable(summary: DispatcherSummary, queues: readonly string[], expected: Record<string, number>): string {

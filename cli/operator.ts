@@ -14,7 +14,7 @@ import {
   throughput,
   versionStatus,
 } from '../lib/operate/operator';
-import { lookUpJob } from '../lib/operate/rejections';
+import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/track/model';
@@ -176,20 +176,16 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
       if (sub === 'show') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs show ID');
         const lookup = await lookUpJob(ctx.jobs, id);
-        const { job, filed } = lookup;
-        if (!job && filed.length === 0) {
-          process.stderr.write(
-            `taskworker: no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)\n`,
-          );
-          return 1;
-        }
-        const relations = job ? await jobRelations(ctx.jobs, job) : undefined;
-        const inFlow = relations?.dependencies !== undefined || relations?.dependents !== undefined;
-        const own = job && (inFlow ? { ...job, relations } : job);
-        // Messages that carried the id but never ran as it are shown apart: `job` is the id's own record.
-        const shown = filed.length === 0 ? own : { ...(own ? { job: own } : {}), filedUnderMessageIds: filed };
-        print(json, shown, () => renderLookup(id, ctx.version, lookup, relations));
-        return 0;
+        const found = lookup.job !== undefined || lookup.filed.length > 0;
+        const relations = lookup.job ? await jobRelations(ctx.jobs, lookup.job) : undefined;
+        // Scripts read one shape whatever was found, nothing included (JobShowAnswer).
+        if (json || found)
+          print(json, jobShowAnswer(id, ctx.version, lookup, relations), () => renderLookup(id, ctx.version, lookup, relations));
+        if (found) return 0;
+        process.stderr.write(
+          `taskworker: no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)\n`,
+        );
+        return 1;
       }
       if (sub === 'flow') {
         if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs flow ID');

@@ -275,10 +275,15 @@ export function renderStats(days: readonly QueueDayStats[]): string {
     .join('\n\n');
 }
 
+/**
+ * `archive list`: a row per message, its detail whole on the lines under it. The detail is what
+ * says why (its decisive words often come last: "… (pickle)", "add 'celery' to the queue's
+ * accept"), so it is never cut to fit a column.
+ */
 export function renderArchive(messages: readonly ArchivedMessage[]): string {
   if (messages.length === 0) return 'the archive holds no matching message';
-  return table(
-    ['archived', 'reason', 'queue', 'task', 'job', 'attempts', 'detail'],
+  const [header, rule, ...rows] = table(
+    ['archived', 'reason', 'queue', 'task', 'job', 'attempts'],
     messages.map((m) => [
       iso(m.record?.archivedAt),
       m.record?.reason ?? '?',
@@ -286,9 +291,10 @@ export function renderArchive(messages: readonly ArchivedMessage[]): string {
       m.record?.task ?? '',
       m.record?.jobId ?? m.messageId,
       m.record?.attempts ?? '',
-      (m.record?.detail ?? '').slice(0, 60),
     ]),
-  );
+  ).split('\n');
+  const detail = (m: ArchivedMessage) => (m.record?.detail ? m.record.detail.split('\n').map((line) => `    ${line}`) : []);
+  return [header, rule, ...rows.flatMap((row, i) => [row, ...detail(messages[i] as ArchivedMessage)])].join('\n');
 }
 
 /** A one-line progress bar, redrawn in place on a terminal. */

@@ -4,7 +4,8 @@ import { UsageError } from './shared';
 
 export const WORKERS_USAGE = `taskworker workers [--version V] [--json]
   The dispatcher invocations working now (Lambda: function and request id; taskworker dev: the
-  container), since when, their deadline, their selector's weights, the jobs each holds (checked
+  container), since when, their deadline, their selector's weights at its last selection (a
+  doorbell invocation selects none: it runs its trigger's batch), the jobs each holds (checked
   against the jobs table) and when each was last heard from; one not heard from for 45 s is shown
   VANISHED with the jobs it held and what became of them. Takes --config FILE.`;
 

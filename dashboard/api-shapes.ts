@@ -385,6 +385,7 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
         deadline: number,
         heardAt: number,
         weights: optional(record(number)),
+        weightsAt: optional(number),
         jobs: array(
           object<WorkerView['jobs'][number]>({
             jobId: string,

@@ -23,7 +23,7 @@ import type {
 } from '../api-types';
 import { get, post, readOnlyPage } from './api';
 import { HistogramChart, mergeDurations, OutcomeChart, ThroughputChart, TrendChart } from './charts';
-import { errorText, exactDuration, jobRunMs, jobWaitMs } from './format';
+import { errorText, exactDuration, jobRunMs, jobWaitMs, utcTime, workerCells } from './format';
 
 const REFRESH_MS = 3000;
 
@@ -106,8 +106,6 @@ function duration(ms: number | undefined): string {
 
 /** A quantile read off qless's buckets is the bucket's upper bound; none measured (null on the wire) is –. */
 const atMost = (ms: number | null) => (ms !== null && Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
-
-const time = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'));
 
 function ageClass(ageSeconds: number | undefined, slaSeconds: number): string {
   if (ageSeconds === undefined) return 'unknown';
@@ -355,7 +353,7 @@ function Overview({ meta, version }: { meta: Meta; version: string }) {
                   <a href={href('queue', q.queue)}>{q.queue}</a>
                   {q.pausedAt !== undefined && (
                     <span class="badge" data-field="paused" title={`paused since ${new Date(q.pausedAt).toISOString()}`}>
-                      paused since {new Date(q.pausedAt).toLocaleTimeString()}
+                      paused since {utcTime(q.pausedAt)}
                     </span>
                   )}
                 </td>
@@ -600,7 +598,7 @@ function QueueSettings({ version, name }: { version: string; name: string }) {
         {q.overridden.includes('priority') && <Overridden configured={String(q.configuredPriority)} />} · SLA{' '}
         <span data-field="sla-value">{duration(q.slaSeconds * 1000)}</span>
         {q.overridden.includes('slaSeconds') && <Overridden configured={duration(q.configuredSlaSeconds * 1000)} />}
-        {q.pausedAt !== undefined && ` · paused since ${time(q.pausedAt)}`}{' '}
+        {q.pausedAt !== undefined && ` · paused since ${utcTime(q.pausedAt)}`}{' '}
         <ActionButton label="Priority/SLA…" onClick={() => setEditing(!editing)} />
       </p>
       {editing && !readOnlyPage && (
@@ -889,8 +887,8 @@ function JobsPageView({ meta, version, params }: { meta: Meta; version: string; 
                   <td>{j.state}</td>
                   <td class="num">{j.attempt}</td>
                   <td>{j.reason ?? ''}</td>
-                  <td>{time(j.updatedAt)}</td>
-                  <td>{j.runAt !== undefined ? time(j.runAt) : ''}</td>
+                  <td>{utcTime(j.updatedAt)}</td>
+                  <td>{j.runAt !== undefined ? utcTime(j.runAt) : ''}</td>
                   <td class="num" data-field="waited">
                     {jobWaitMs(j) === undefined ? '' : exactDuration(jobWaitMs(j))}
                   </td>
@@ -984,7 +982,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
                   from <span data-field="event-source">{job.event.source}</span>
                 </>
               )}
-              , emitted <span data-field="event-emitted">{time(job.event.emittedAt)}</span>
+              , emitted <span data-field="event-emitted">{utcTime(job.event.emittedAt)}</span>
             </dd>
           </>
         )}
@@ -997,23 +995,23 @@ function JobPage({ version, id }: { version: string; id: string }) {
           </>
         )}
         <dt>published</dt>
-        <dd>{time(job.publishedAt)}</dd>
+        <dd>{utcTime(job.publishedAt)}</dd>
         {job.runAt !== undefined && (
           <>
             <dt>due</dt>
-            <dd>{time(job.runAt)}</dd>
+            <dd>{utcTime(job.runAt)}</dd>
           </>
         )}
         {job.startBy !== undefined && (
           <>
             <dt>expires</dt>
-            <dd title="no attempt starts after it">{time(job.startBy)}</dd>
+            <dd title="no attempt starts after it">{utcTime(job.startBy)}</dd>
           </>
         )}
         <dt>first started</dt>
-        <dd>{time(job.firstStartedAt)}</dd>
+        <dd>{utcTime(job.firstStartedAt)}</dd>
         <dt>finished</dt>
-        <dd>{time(job.finishedAt)}</dd>
+        <dd>{utcTime(job.finishedAt)}</dd>
         {jobWaitMs(job) !== undefined && (
           <>
             <dt>waited</dt>
@@ -1031,14 +1029,14 @@ function JobPage({ version, id }: { version: string; id: string }) {
         {job.cancelRequestedAt !== undefined && (
           <>
             <dt>cancel asked</dt>
-            <dd data-testid="cancel-requested">{time(job.cancelRequestedAt)}</dd>
+            <dd data-testid="cancel-requested">{utcTime(job.cancelRequestedAt)}</dd>
           </>
         )}
         {job.progress !== undefined && (
           <>
             <dt>progress</dt>
             <dd>
-              <code data-testid="progress">{job.progress}</code> · at {time(job.progressAt)}
+              <code data-testid="progress">{job.progress}</code> · at {utcTime(job.progressAt)}
             </dd>
           </>
         )}
@@ -1124,7 +1122,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
       {job.state === 'scheduled' &&
         (job.announced ? (
           <p class="note" data-testid="not-runnable-now">
-            Delayed in SQS until {time(job.runAt)} (published with a delay of 15 minutes or less): SQS cannot bring a delayed message
+            Delayed in SQS until {utcTime(job.runAt)} (published with a delay of 15 minutes or less): SQS cannot bring a delayed message
             forward, so it runs then; it can be cancelled.
           </p>
         ) : (
@@ -1132,7 +1130,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
             label="Run now"
             onClick={() =>
               confirm.ask({
-                question: `Run job ${job.jobId} now instead of at ${time(job.runAt)}? It is sent to ${job.queue} at once.`,
+                question: `Run job ${job.jobId} now instead of at ${utcTime(job.runAt)}? It is sent to ${job.queue} at once.`,
                 action: async () => {
                   const r = await post('/api/job/run-now', { version, id: job.jobId });
                   reload();
@@ -1240,7 +1238,7 @@ function JobPage({ version, id }: { version: string; id: string }) {
       <ol class="timeline">
         {job.history.map((h, i) => (
           <li key={i}>
-            <time>{time(h.when)}</time> <strong>{h.what}</strong>
+            <time>{utcTime(h.when)}</time> <strong>{h.what}</strong>
             {h.attempt !== undefined ? ` · attempt ${h.attempt}` : ''}
             {h.worker ? ` · ${h.worker}` : ''}
             {h.detail ? ` · ${h.detail}` : ''}
@@ -1263,7 +1261,7 @@ function FiledRejections({ id, filed, own }: { id: string; filed: readonly Filed
       <ul>
         {filed.map((f) => (
           <li key={f.messageId}>
-            <a href={href('job', f.messageId)}>{f.messageId}</a> · archived {time(f.record.finishedAt ?? f.record.updatedAt)} ·{' '}
+            <a href={href('job', f.messageId)}>{f.messageId}</a> · archived {utcTime(f.record.finishedAt ?? f.record.updatedAt)} ·{' '}
             <span data-testid="filed-why">{f.why}</span>
           </li>
         ))}
@@ -1439,7 +1437,7 @@ function ArchivePage({ meta, version, params }: { meta: Meta; version: string; p
                 <td>{m.record?.jobId ? <a href={href('job', m.record.jobId)}>{m.record.jobId}</a> : ''}</td>
                 <td>{m.record?.queue ?? ''}</td>
                 <td class="num">{m.record?.attempts ?? ''}</td>
-                <td>{time(m.record?.archivedAt)}</td>
+                <td>{utcTime(m.record?.archivedAt)}</td>
                 <td class="detail">
                   {m.record?.errorType ? `${m.record.errorType}: ` : ''}
                   {m.record?.detail ?? ''}
@@ -1521,8 +1519,6 @@ function PublishPage({ meta, version }: { meta: Meta; version: string }) {
 
 // ---------------------------------------------------------------- workers
 
-const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
-
 /** Who is working, on what: live dispatcher invocations and vanished ones, with their jobs (links to the job pages). */
 function WorkersPage({ version }: { version: string }) {
   const { data: view, error } = useData(() => get('/api/workers', { version }), [version], REFRESH_MS);
@@ -1550,33 +1546,32 @@ function WorkersPage({ version }: { version: string }) {
             </tr>
           </thead>
           <tbody>
-            {view.workers.map((w: WorkersView['workers'][number]) => (
-              <tr key={w.id} data-worker={w.workerId} data-status={w.status} class={w.status === 'vanished' ? 'vanished' : ''}>
-                <td>
-                  {w.workerId} <span class="badge">{w.status === 'vanished' ? 'vanished' : w.role}</span>
-                </td>
-                <td>{[w.place.function, w.place.requestId, w.place.container].filter(Boolean).join(' · ')}</td>
-                <td>{new Date(w.startedAt).toLocaleTimeString()}</td>
-                <td class="num">{w.deadline > view.now ? seconds(w.deadline - view.now) : 'passed'}</td>
-                <td class="num">{seconds(view.now - w.heardAt)} ago</td>
-                <td>
-                  {Object.entries(w.weights ?? {})
-                    .map(([q, share]) => `${q} ${Math.round(share * 100)}%`)
-                    .join(', ')}
-                </td>
-                <td>
-                  {w.jobs.length === 0 && w.moreJobs === 0 ? (w.status === 'live' ? 'none' : 'held none') : ''}
-                  <ul class="plain">
-                    {w.jobs.map((j) => (
-                      <li key={j.jobId} data-job={j.jobId}>
-                        <a href={href('job', j.jobId)}>{j.jobId}</a> {j.task ?? ''}: <span data-fate>{j.fate}</span>
-                      </li>
-                    ))}
-                    {w.moreJobs > 0 && <li>and {w.moreJobs} more</li>}
-                  </ul>
-                </td>
-              </tr>
-            ))}
+            {view.workers.map((w: WorkersView['workers'][number]) => {
+              const cells = workerCells(w, view.now);
+              return (
+                <tr key={w.id} data-worker={w.workerId} data-status={w.status} class={w.status === 'vanished' ? 'vanished' : ''}>
+                  <td>
+                    {w.workerId} <span class="badge">{w.status === 'vanished' ? 'vanished' : w.role}</span>
+                  </td>
+                  <td>{[w.place.function, w.place.requestId, w.place.container].filter(Boolean).join(' · ')}</td>
+                  <td data-field="since">{cells.since}</td>
+                  <td class="num">{cells.deadlineIn}</td>
+                  <td class="num">{cells.lastHeard}</td>
+                  <td data-field="weights">{cells.weights}</td>
+                  <td>
+                    {w.jobs.length === 0 && w.moreJobs === 0 ? (w.status === 'live' ? 'none' : 'held none') : ''}
+                    <ul class="plain">
+                      {w.jobs.map((j) => (
+                        <li key={j.jobId} data-job={j.jobId}>
+                          <a href={href('job', j.jobId)}>{j.jobId}</a> {j.task ?? ''}: <span data-fate>{j.fate}</span>
+                        </li>
+                      ))}
+                      {w.moreJobs > 0 && <li>and {w.moreJobs} more</li>}
+                    </ul>
+                  </td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}

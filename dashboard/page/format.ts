@@ -2,7 +2,30 @@
  * How the page writes durations and errors: pure, so the route tests' Jest can check it without a
  * browser (test/unit/ui-format.test.ts). No DOM, no Node.
  */
-import type { JobRecord } from '../api-types';
+import { workerWeights } from '../../lib/operate/workers';
+import type { JobRecord, WorkerView } from '../api-types';
+
+/**
+ * An instant as every page prints it: UTC to the millisecond, `2026-11-27 07:12:07.065 UTC`, the
+ * instant the CLI prints in ISO 8601 and the logs carry; never the browser's local time, which
+ * would not match them. – when there is none.
+ */
+export function utcTime(ms: number | undefined): string {
+  return ms === undefined ? '–' : new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC');
+}
+
+/** Whole seconds, never negative: `12 s`. */
+const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
+
+/** The texts of a worker's row on the workers page, at `now` (the view's time). */
+export function workerCells(w: WorkerView, now: number): { since: string; deadlineIn: string; lastHeard: string; weights: string } {
+  return {
+    since: utcTime(w.startedAt),
+    deadlineIn: w.deadline > now ? seconds(w.deadline - now) : 'passed',
+    lastHeard: `${seconds(now - w.heardAt)} ago`,
+    weights: workerWeights(w, now) ?? '',
+  };
+}
 
 /** A duration to the millisecond, as measured (not a histogram bucket): `840 ms`, `12.345 s`, `2 min 3.456 s`, `1 h 0 min 5.000 s`. */
 export function exactDuration(ms: number | undefined): string {

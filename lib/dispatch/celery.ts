@@ -58,14 +58,20 @@ export function readCelery(registry: TaskRegistry, queue: QueueConfig, message: 
   }
 }
 
+/**
+ * A refusal, with what the message named for its record: the names the decoder had read when it
+ * refused, else whatever the body carries (a protocol 1 message names its id outside the headers
+ * the decoder reads), so a refused message is filed under its Celery id whenever it has one.
+ */
 function refused(error: CeleryRejection, message: ReceivedMessage): CeleryReading {
+  const names = error.id !== undefined ? { id: error.id, task: error.task } : celeryNames(message.body);
   return {
     kind: 'refused',
     reason: error.reason,
     error: { type: error.name, message: error.message, code: error.code },
     named:
-      error.id !== undefined
-        ? { task: error.task ?? '', id: error.id, payload: null, appData: null, publishedAt: message.sentTimestamp }
+      names.id !== undefined
+        ? { task: names.task ?? '', id: names.id, payload: null, appData: null, publishedAt: message.sentTimestamp }
         : undefined,
   };
 }

@@ -9,6 +9,7 @@ import type { Clock } from '../clock';
 import type { BatchStart, DispatcherObserver } from '../dispatch/types';
 import { describe } from '../errors';
 import type { Logger } from '../ports';
+import type { SelectorWeights } from '../select/types';
 import type { BatchReport } from '../settle/report';
 import { BEAT_INTERVAL_MS, fitItem, type WorkerItem, type WorkerPlace, type WorkerRegistry } from '../track/workers';
 
@@ -22,8 +23,8 @@ export interface PresenceOptions {
   readonly place: WorkerPlace;
   readonly startedAt: number;
   readonly deadline: number;
-  /** The selector's current weights, when it tells them. */
-  readonly weights?: () => Readonly<Record<string, number>> | undefined;
+  /** The selector's weights at its last selection, when it tells them. */
+  readonly weights?: () => SelectorWeights | undefined;
 }
 
 export class WorkerPresence {
@@ -79,7 +80,10 @@ export class WorkerPresence {
   /** What the item says now. */
   item(): WorkerItem {
     const now = this.o.clock.now();
-    const weights = this.o.weights?.();
+    // Only weights this invocation drew: a doorbell invocation selects nothing (it runs its
+    // trigger's batch), and a warm container's selector still holds its last invocation's.
+    const drawn = this.o.weights?.();
+    const weights = drawn && drawn.at >= this.o.startedAt ? drawn : undefined;
     return fitItem({
       id: this.id,
       workerId: this.o.workerId,
@@ -89,7 +93,7 @@ export class WorkerPresence {
       deadline: this.o.deadline,
       heardAt: now,
       jobs: [...new Set(this.holding.values())],
-      ...(weights && Object.keys(weights).length > 0 ? { weights: roundWeights(weights) } : {}),
+      ...(weights && Object.keys(weights.shares).length > 0 ? { weights: roundWeights(weights.shares), weightsAt: weights.at } : {}),
     });
   }
 

@@ -6,6 +6,58 @@
 import type { ArchiveReason, JobRecord, JobState } from '../track/model';
 import type { JobFate, WorkerPlace } from '../track/workers';
 
+/** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */
+export interface FiledRejection {
+  /** The SQS message id the record is kept under (`jobs show` it for its full record). */
+  readonly messageId: string;
+  readonly reason: JobRecord['reason'];
+  /** Why the message never ran as the job it named, in words. */
+  readonly why: string;
+  readonly record: JobRecord;
+}
+
+/**
+ * A job's record as `taskworker jobs show --json` prints it: the jobs table's record, with its
+ * result as the value the task returned rather than the JSON text the table keeps.
+ */
+export type ShownJob = Omit<JobRecord, 'result'> & {
+  /**
+   * The task's return value, parsed. Absent when it returned nothing, when the dispatcher kept it
+   * in S3 (over 1 KB: `resultRef` names the object and its size in bytes; `jobs wait ID --json`
+   * reads it), or when it was too large to keep (`resultBytes` says its size).
+   */
+  readonly result?: unknown;
+};
+
+/**
+ * What `taskworker jobs show ID --json` prints: one shape whether ID names a job, only messages
+ * that carried ID and were refused, both, or nothing (then the command also exits 1 and says so on
+ * stderr).
+ *
+ * @example
+ * ```ts
+ * const answer = JSON.parse(stdout) as JobShowAnswer;
+ * if (answer.job?.state === 'succeeded') console.log(answer.job.result);
+ * for (const refused of answer.filedUnderMessageIds) console.log(refused.messageId, refused.why);
+ * ```
+ */
+export interface JobShowAnswer {
+  /** The id asked for. */
+  readonly id: string;
+  /** The release version looked in. */
+  readonly version: string;
+  /** ID's own job; null when it has none (unknown id, expired by its retention, never run as a job, or its queue is not tracked). */
+  readonly job: ShownJob | null;
+  /** What the job waits for and what waits for it, with their states; absent when there is no job or it is in no flow. */
+  readonly relations?: JobRelations;
+  /**
+   * Messages that carried ID and never ran as that job (unknown task, id conflict, malformed, a
+   * refused Celery message), each kept under its own SQS message id, with why: listed apart from
+   * `job`, never merged into it. Empty when there are none.
+   */
+  readonly filedUnderMessageIds: readonly FiledRejection[];
+}
+
 /** A related job's state; `unknown` when it has no record (not published yet, or expired). */
 export type RelatedState = JobState | 'unknown';
 
@@ -96,7 +148,10 @@ export interface WorkerView {
   readonly startedAt: number;
   readonly deadline: number;
   readonly heardAt: number;
+  /** Its selector's shares at its last selection in this invocation (absent before one, and for a doorbell invocation, which selects nothing). */
   readonly weights?: Readonly<Record<string, number>>;
+  /** When that selection was (epoch ms). */
+  readonly weightsAt?: number;
   /**
    * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
    * every job of its last beat, with what became of it.

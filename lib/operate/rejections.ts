@@ -5,16 +5,9 @@
  * and the dashboard's job page, list those records beside (never merged into) the job named ID.
  */
 import type { JobRecord, JobStore } from '../track/model';
+import type { FiledRejection, JobRelations, JobShowAnswer, ShownJob } from './answers';
 
-/** A record filed under a message id because of its envelope, and why it is filed there. */
-export interface FiledRejection {
-  /** The SQS message id the record is kept under (`jobs show` it for its full record). */
-  readonly messageId: string;
-  readonly reason: JobRecord['reason'];
-  /** Why the message never ran as the job it named, in words. */
-  readonly why: string;
-  readonly record: JobRecord;
-}
+export type { FiledRejection, JobShowAnswer, ShownJob } from './answers';
 
 /** What `jobs show ID` finds: the job named ID (if any) and, apart, the messages that carried ID and never ran. */
 export interface JobLookup {
@@ -41,4 +34,22 @@ export async function lookUpJob(jobs: JobStore, id: string): Promise<JobLookup> 
   const [job, rejected] = await Promise.all([jobs.get(id), jobs.rejectionsFor(id)]);
   const filed = rejected.map((record) => ({ messageId: record.jobId, reason: record.reason, why: whyFiled(record, id), record }));
   return { ...(job ? { job } : {}), filed };
+}
+
+/** A record as `jobs show --json` prints it: its result the value the task returned (the table keeps its JSON text). */
+export function shownJob(record: JobRecord): ShownJob {
+  const { result, ...rest } = record;
+  return result === undefined ? rest : { ...rest, result: JSON.parse(result) as unknown };
+}
+
+/** `jobs show ID --json`'s one answer (see {@link JobShowAnswer}) from what the lookup found and the job's relations. */
+export function jobShowAnswer(id: string, version: string, lookup: JobLookup, relations?: JobRelations): JobShowAnswer {
+  const inFlow = relations?.dependencies !== undefined || relations?.dependents !== undefined;
+  return {
+    id,
+    version,
+    job: lookup.job ? shownJob(lookup.job) : null,
+    ...(lookup.job && inFlow ? { relations } : {}),
+    filedUnderMessageIds: lookup.filed,
+  };
 }

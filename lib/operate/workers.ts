@@ -43,10 +43,24 @@ function view(w: WorkerItem, now: number, record: (id: string) => Parameters<typ
     startedAt: w.startedAt,
     deadline: w.deadline,
     heardAt: w.heardAt,
-    ...(w.weights ? { weights: w.weights } : {}),
+    ...(w.weights ? { weights: w.weights, ...(w.weightsAt !== undefined ? { weightsAt: w.weightsAt } : {}) } : {}),
     jobs: status === 'live' ? fates.filter((f) => f.heldByWorker) : fates,
     moreJobs: Math.max(0, (w.held ?? w.jobs.length) - w.jobs.length),
   };
+}
+
+/**
+ * What a worker's selector weighed, in one line (the text view and the dashboard say the same): the
+ * shares of its last selection and how long ago it was; for a doorbell invocation, that it selects
+ * no queue; undefined for one that has not selected yet (or whose selector tells no weights).
+ */
+export function workerWeights(w: Pick<WorkerView, 'role' | 'weights' | 'weightsAt'>, now: number): string | undefined {
+  if (w.weights) {
+    const when = w.weightsAt === undefined ? '' : ` (${ago(now - w.weightsAt)} ago)`;
+    const shares = Object.entries(w.weights).map(([q, s]) => `${q} ${Math.round(s * 100)}%`);
+    return `weights at its last selection${when}: ${shares.join(', ')}`;
+  }
+  return w.role === 'doorbell' ? "weights: none, it selects no queue (a doorbell runs the batch its queue's trigger gave it)" : undefined;
 }
 
 /** Seconds ago or ahead, for the text view. */
@@ -69,12 +83,8 @@ export function renderWorkers(view: WorkersView): string {
     lines.push(
       `  since ${new Date(w.startedAt).toISOString()}, deadline ${new Date(w.deadline).toISOString()}, last heard ${ago(view.now - w.heardAt)} ago`,
     );
-    if (w.weights)
-      lines.push(
-        `  weights: ${Object.entries(w.weights)
-          .map(([q, s]) => `${q} ${Math.round(s * 100)}%`)
-          .join(', ')}`,
-      );
+    const weighs = workerWeights(w, view.now);
+    if (weighs) lines.push(`  ${weighs}`);
     if (w.jobs.length === 0 && w.moreJobs === 0) lines.push(w.status === 'live' ? '  holds no job' : '  held no job');
     for (const j of w.jobs) lines.push(`  ${j.jobId}${j.task ? ` ${j.task}` : ''}: ${j.fate}`);
     if (w.moreJobs > 0) lines.push(`  … and ${w.moreJobs} more job(s) (not carried by its beat)`);

@@ -1,5 +1,5 @@
 import type { QueueConfig } from '../config';
-import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv } from './types';
+import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv, SelectorWeights } from './types';
 
 /**
  * Tuning of the SLA-aware selector. The defaults are what `npm run bench:selectors` measured
@@ -140,8 +140,8 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
   /** Messages the dispatcher reported receiving lately (`observe`), and when it last did. */
   const handed = { at: Number.NEGATIVE_INFINITY, count: 0 };
   const handedSince = (now: number) => (now - handed.at <= o.handedWindowMs ? handed.count : 0);
-  /** The queues the last selection weighed (the workers view reads their weights). */
-  let lastCandidates: readonly QueueConfig[] = env.queues;
+  /** How the last selection weighed its candidates (the workers view reads them). */
+  let lastWeights: SelectorWeights | undefined;
 
   /** Pause before the next look at a queue that gave less than it was asked for. */
   const pauseFor = (queue: QueueConfig, emptyLooks: number) => {
@@ -181,7 +181,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       // The candidates carry the priority and SLA in force (an operator's override): the receives
       // the dispatcher reports are weighed by those too.
       for (const q of candidates) byName.set(q.name, q);
-      lastCandidates = candidates;
+      lastWeights = { at: now, shares: shares(candidates, (q) => logWeight(q, now)) };
       const top = candidates.reduce((best, q) => (q.priority > best.priority ? q : best));
       const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now || stateOf(q.name).expected);
       const overdue = (q: QueueConfig) => {
@@ -213,14 +213,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       const waitSeconds = Math.max(top.longPollSeconds, Math.min(MAX_WAIT_SECONDS, Math.floor(nextLook / 1000)));
       return { queue: top, messages: [], waitSeconds, receives: othersDue ? 1 : top.iterations };
     },
-    weights() {
-      const now = env.clock.now();
-      const logs = lastCandidates.map((q) => logWeight(q, now));
-      const heaviest = Math.max(...logs);
-      const raw = logs.map((l) => Math.exp(l - heaviest));
-      const total = raw.reduce((a, w) => a + w, 0);
-      return Object.fromEntries(lastCandidates.map((q, i) => [q.name, (raw[i] as number) / total]));
-    },
+    weights: () => lastWeights,
     expect(queues: readonly string[]) {
       for (const name of queues) if (byName.has(name)) stateOf(name).expected = true;
     },
@@ -234,6 +227,15 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       stateOf(queue.name).asked = Number.POSITIVE_INFINITY;
     },
   };
+}
+
+/** Each queue's share of the summed weights, from weights given as logarithms (scaled to the heaviest, so none overflows). */
+function shares(queues: readonly QueueConfig[], logWeight: (q: QueueConfig) => number): Record<string, number> {
+  const logs = queues.map(logWeight);
+  const heaviest = Math.max(...logs);
+  const raw = logs.map((l) => Math.exp(l - heaviest));
+  const total = raw.reduce((a, w) => a + w, 0);
+  return Object.fromEntries(queues.map((q, i) => [q.name, (raw[i] as number) / total]));
 }
 
 /**

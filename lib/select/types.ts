@@ -53,8 +53,20 @@ export interface QueueSelector<M> {
   observe?(observation: ReceiveObservation): void;
   /** The named queues hold messages now (a depth reading): selectors that keep pauses look at them first. */
   expect?(queues: readonly string[]): void;
-  /** Read only: each queue's share of the next draw as the selector weighs them now (shares sum to 1), for the workers view. */
-  weights?(): Readonly<Record<string, number>>;
+  /**
+   * Read only, for the workers view: the weights of the selector's last selection, undefined
+   * before its first. Never a projection to now: between selections (a dispatcher waiting for room,
+   * a doorbell invocation that only runs its trigger's batch) nothing is weighed, so nothing changes.
+   */
+  weights?(): SelectorWeights | undefined;
+}
+
+/** How a selector weighed the queues it chose among at one selection. */
+export interface SelectorWeights {
+  /** When it selected (epoch ms, on its clock). */
+  readonly at: number;
+  /** Each candidate queue's share of the weight (shares sum to 1), by queue name. */
+  readonly shares: Readonly<Record<string, number>>;
 }
 
 export interface SelectorEnv<M> {

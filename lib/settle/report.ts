@@ -184,6 +184,28 @@ export function archivedTotal(q: QueueSummary): number {
   return Object.values(q.archived).reduce((a, n) => a + (n ?? 0), 0);
 }
 
+/**
+ * What a queue's day in the stats table has not yet counted of what a summary of the same batches
+ * counts, one `<what> <in the stats> of <in the summary>` each (`retried 2 of 4`); empty once it has
+ * caught up. Both count a report alike ({@link addBatch}, {@link statsOfBatch}): succeeded and
+ * archived once per job, retried once per failed attempt that was retried. But each dispatcher
+ * writes its stats coalesced, up to `STATS_FLUSH_MS` (lib/invocation/stats-buffer.ts) after a batch
+ * (or at its invocation's end), so stats read right after the last batch trail the summary.
+ */
+export function statsBehind(summary: QueueSummary | undefined, day: QueueDayStats | undefined): string[] {
+  if (!summary) return [];
+  const counted: Array<[string, number, number]> = [
+    ['succeeded', day?.counters.succeeded ?? 0, summary.succeeded],
+    ['retried', day?.counters.retried ?? 0, summary.retried],
+    ...(Object.entries(summary.archived) as Array<[ArchiveReason, number]>).map(([reason, n]): [string, number, number] => [
+      `archived ${reason}`,
+      day?.archived[reason] ?? 0,
+      n,
+    ]),
+  ];
+  return counted.filter(([, stats, ran]) => stats < ran).map(([what, stats, ran]) => `${what} ${stats} of ${ran}`);
+}
+
 /** What one settled batch adds to its queue's day: the single ADD the dispatcher writes. */
 export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
   const counters: Partial<Record<StatCounter, number>> = {};

@@ -43,8 +43,14 @@ export interface WorkerItem {
   readonly jobs: readonly string[];
   /** How many jobs its slots held, `jobs` counting only those that fit. */
   readonly held: number;
-  /** Its selector's weights per queue at `heardAt` (shares summing to 1), when the selector tells. */
+  /**
+   * How its selector weighed the queues at its last selection in this invocation (shares summing
+   * to 1), when the selector tells; absent before it has selected, and in a doorbell invocation,
+   * which selects nothing (it runs the batch its queue's trigger gave it).
+   */
   readonly weights?: Readonly<Record<string, number>>;
+  /** When that selection was (epoch ms). */
+  readonly weightsAt?: number;
   /** When it ended cleanly (epoch ms). */
   readonly endedAt?: number;
 }

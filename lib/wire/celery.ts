@@ -117,14 +117,31 @@ export function looksLikeCelery(body: string): boolean {
 
 /**
  * The Celery task name and id a body carries, as far as they can be read (for the record of a
- * message refused before it was decoded): undefined fields where they cannot.
+ * message refused, filed under that id): undefined fields where they cannot. Protocol 2 names both
+ * in its headers. Protocol 1 sends empty headers and names them in its body, which only a JSON
+ * body shows; but Celery sets kombu's `properties.correlation_id` to the task id in either protocol
+ * and with any serializer, so a protocol 1 or pickled message is still found by its Celery id.
  */
 export function celeryNames(body: string): { id?: string; task?: string } {
   try {
-    return named(objectOf(objectOf(JSON.parse(Buffer.from(body, 'base64').toString('utf8')))?.headers));
+    const kombu = objectOf(JSON.parse(Buffer.from(body, 'base64').toString('utf8')));
+    const properties = objectOf(kombu?.properties);
+    return {
+      ...named(protocolOneBody(kombu)),
+      ...named({ id: properties?.correlation_id }),
+      ...named(objectOf(kombu?.headers)),
+    };
   } catch {
     return {};
   }
+}
+
+/** A protocol 1 message's body (`{"task", "id", "args", …}`) when it is JSON; undefined for anything else. */
+function protocolOneBody(kombu: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const inner = kombu?.body;
+  if (kombu?.['content-type'] !== 'application/json' || typeof inner !== 'string' || !BASE64.test(inner)) return undefined;
+  const parsed: unknown = JSON.parse(Buffer.from(inner, 'base64').toString('utf8'));
+  return jsonDepth(parsed, MAX_JSON_DEPTH) > MAX_JSON_DEPTH ? undefined : objectOf(parsed);
 }
 
 /**

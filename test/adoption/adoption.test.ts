@@ -574,11 +574,10 @@ describe('taskworker dev with the team’s own tasks', () => {
       jobId: string;
     };
     await eventually('the job to succeed', () => /media: 1 received: 1 succeeded/.test(out), 60_000);
-    const job = JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', published.jobId, '--json'])) as {
-      state: string;
-      result: string;
+    const { job } = JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', published.jobId, '--json'])) as {
+      job: { state: string; result: unknown } | null;
     };
-    expect(job).toMatchObject({ state: 'succeeded', result: '{"resized":"a.png","width":64,"attempt":1}' });
+    expect(job).toMatchObject({ state: 'succeeded', result: { resized: 'a.png', width: 64, attempt: 1 } });
     // The team waits for a result, and its task's hook ran after the outcome was recorded.
     expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'wait', published.jobId, '--timeout', '30']).trim()).toBe(
       `job ${published.jobId} succeeded after 1 attempt(s): {"resized":"a.png","width":64,"attempt":1}`,
@@ -680,11 +679,11 @@ for (const body of process.argv.slice(3)) await sqs.send(new SendMessageCommand(
       sh(consumer, 'npx', ['tsx', 'src/raw.ts', queueName, JSON.stringify(dependent), JSON.stringify(dependency)], env);
     }
     const show = (id: string) =>
-      JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', id, '--json'])) as {
-        state: string;
-        firstStartedAt?: number;
-        finishedAt?: number;
-      };
+      (
+        JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', id, '--json'])) as {
+          job: { state: string; firstStartedAt?: number; finishedAt?: number };
+        }
+      ).job;
     const pairs: Array<[string, string]> = [chain as [string, string], ['py-first', 'py-second']];
     for (const [first, second] of pairs) {
       await eventually(`${second} to succeed`, () => show(second).state === 'succeeded', 90_000);
@@ -726,14 +725,14 @@ await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ Top
       sh(consumer, 'npx', ['tsx', 'src/emit.ts', state.sqsEndpoint, topicArn, JSON.stringify(event)], env);
     }
     const show = () =>
-      JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', 'shipped-o-9/notify-shipped', '--json'])) as {
-        state: string;
-        result?: string;
-        event?: { id: string; name: string; source?: string };
-      };
+      (
+        JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', 'shipped-o-9/notify-shipped', '--json'])) as {
+          job: { state: string; result?: unknown; event?: { id: string; name: string; source?: string } };
+        }
+      ).job;
     await eventually('the subscriber to succeed', () => show().state === 'succeeded', 90_000);
     expect(show()).toMatchObject({
-      result: JSON.stringify({ notified: 'o-9', event: 'shipped-o-9', from: 'shop' }),
+      result: { notified: 'o-9', event: 'shipped-o-9', from: 'shop' },
       event: { id: 'shipped-o-9', name: 'orders.shipped', source: 'shop' },
     });
   }, 120_000);
@@ -755,7 +754,8 @@ await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ Top
     await eventually(
       'the job to be parked',
       () =>
-        (JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', later.jobId, '--json'])) as { state: string }).state === 'scheduled',
+        (JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', later.jobId, '--json'])) as { job: { state: string } }).job.state ===
+        'scheduled',
       60_000,
     );
     expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'list', '--state', 'scheduled'])).toContain(new Date(later.runAt).toISOString());

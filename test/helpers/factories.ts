@@ -54,3 +54,50 @@ export function succeedsOnAttempt(succeedOn: number, overrides: Partial<TaskOpti
     ...overrides,
   };
 }
+
+const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+
+/** What Celery 5.2's SQS transport sends for send_task(task, args, kwargs, task_id, eta, expires, serializer). */
+export function celeryMessage(
+  id: string,
+  o: { task?: string; args?: unknown[]; kwargs?: object; eta?: number; expires?: number; contentType?: string } = {},
+): string {
+  const inner = [o.args ?? [], o.kwargs ?? { x: 1, y: 2 }, { callbacks: null, errbacks: null, chain: null, chord: null }];
+  return b64(
+    JSON.stringify({
+      body: b64(JSON.stringify(inner)),
+      'content-encoding': 'utf-8',
+      'content-type': o.contentType ?? 'application/json',
+      headers: {
+        lang: 'py',
+        task: o.task ?? 'tasks.add',
+        id,
+        eta: o.eta !== undefined ? new Date(o.eta).toISOString() : null,
+        expires: o.expires !== undefined ? new Date(o.expires).toISOString() : null,
+        retries: 0,
+        root_id: id,
+        parent_id: null,
+        group: null,
+      },
+      properties: { correlation_id: id, delivery_info: { exchange: '', routing_key: 'default' }, body_encoding: 'base64' },
+    }),
+  );
+}
+
+/**
+ * What Celery 5.2 sends with task_protocol = 1: empty headers, the task and id in the body (JSON,
+ * or a pickle nothing here can read), and the id again as kombu's correlation_id.
+ */
+export function celeryProtocolOne(id: string, serializer: 'json' | 'pickle'): string {
+  const v1 = { task: 'tasks.add', id, args: [1, 2], kwargs: {}, retries: 0, eta: null, expires: null, utc: true };
+  const json = serializer === 'json';
+  return b64(
+    JSON.stringify({
+      body: json ? b64(JSON.stringify(v1)) : b64('\x80\x04\x95pickled'),
+      'content-encoding': json ? 'utf-8' : 'binary',
+      'content-type': json ? 'application/json' : 'application/x-python-serialize',
+      headers: {},
+      properties: { correlation_id: id, delivery_info: { exchange: '', routing_key: 'default' }, body_encoding: 'base64' },
+    }),
+  );
+}

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { JobShowAnswer, ShownJob } from '../../lib/operate/answers';
 import type { JobRecord } from '../../lib/track/model';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
@@ -18,7 +19,7 @@ describe('cancel a running job, and its progress, against taskworker dev', () =>
   let stack: LocalStack;
   const saved = { ...process.env };
   const run = (...argv: string[]) => cli(...argv, '--version', stack.version, '--config', CONFIG);
-  const show = async (id: string) => JSON.parse((await run('jobs', 'show', id, '--json')).out) as JobRecord;
+  const show = async (id: string) => (JSON.parse((await run('jobs', 'show', id, '--json')).out) as JobShowAnswer).job as ShownJob;
 
   beforeAll(async () => {
     stack = await startLocalStack({ configFile: CONFIG, version: 'cancel' });

@@ -18,6 +18,7 @@ import { silentLogger } from '../../lib/ports';
 import type { BatchReport } from '../../lib/settle/report';
 import type { JobRecord } from '../../lib/track/model';
 import { type ArchiveRecord, readArchiveRecord } from '../../lib/wire/archive-record';
+import { cli } from '../helpers/cli';
 import {
   buildFixtureBundle,
   type EmulatorHarness,
@@ -70,6 +71,23 @@ async function sendWithCelery(sends: Send[]): Promise<Record<string, string>> {
 }
 
 const record = (id: string) => v.jobs.get(id) as Promise<JobRecord | undefined>;
+
+/** `taskworker jobs show ID` against the emulators, as an operator runs it. */
+async function showJob(id: string) {
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_SQS: h.emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: h.emulators.dynamodbEndpoint,
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+  });
+  try {
+    return await cli('jobs', 'show', id, '--version', v.version, '--config', join(FIXTURE, 'taskworker.config.ts'));
+  } finally {
+    process.env = saved;
+  }
+}
 const runsOf = (id: string) =>
   existsSync(journal)
     ? readFileSync(journal, 'utf8')
@@ -195,5 +213,22 @@ describeWithCelery('Celery’s send_task through kombu’s SQS transport to a ta
     expect(plain?.detail).toContain("add 'celery' to the queue's accept");
     expect(runsOf('celery-v1-1')).toHaveLength(0);
     expect(runsOf('celery-plain-1')).toHaveLength(0);
+  }, 90_000);
+
+  it('files a refused protocol 1 message under its Celery id, JSON or pickle: jobs show <celery id> finds it and says why', async () => {
+    await sendWithCelery([
+      { task: 'tasks.add', id: 'celery-v1-json', queue: 'orders', args: [1, 2, journal], protocol: 1 },
+      { task: 'tasks.add', id: 'celery-v1-pickle', queue: 'orders', args: [1, 2, journal], protocol: 1, serializer: 'pickle' },
+    ]);
+    for (const id of ['celery-v1-json', 'celery-v1-pickle']) {
+      expect((await archivedAs(id)).record).toMatchObject({ reason: 'malformed', code: 'celery-protocol', queue: 'orders' });
+      await eventually(`${id}'s record filed under it`, async () => (await v.jobs.rejectionsFor(id)).length > 0, 10_000);
+      const shown = await showJob(id);
+      expect({ code: shown.code, err: shown.err }).toEqual({ code: 0, err: '' });
+      expect(shown.out).toContain(`no job ${id} of its own in version cel1`);
+      expect(shown.out).toMatch(/malformed: Celery message refused \(celery-protocol\): .*protocol v1/);
+      expect(await record(id)).toBeUndefined();
+      expect(runsOf(id)).toHaveLength(0);
+    }
   }, 90_000);
 });

@@ -5,9 +5,8 @@
  * what happened reads the jobs table.
  */
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { FlowCancelResult, FlowView, JobRelations } from '../../lib/operate/answers';
+import type { FlowCancelResult, FlowView, JobShowAnswer } from '../../lib/operate/answers';
 import type { TaggedPage } from '../../lib/operate/flows';
-import type { JobRecord } from '../../lib/track/model';
 import { payloadDigest } from '../../lib/track/rules';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
@@ -61,9 +60,9 @@ describe('flows from the CLI, against taskworker dev', () => {
     expect(second?.firstStartedAt).toBeGreaterThanOrEqual(first?.finishedAt as number);
     expect(readJournal(journal).map((e) => e.n)).toEqual(['first', 'second']);
 
-    const shown = JSON.parse((await run('jobs', 'show', 'second', '--json')).out) as JobRecord & { relations: JobRelations };
-    expect(shown).toMatchObject({ state: 'succeeded', dependsOn: ['first'], tags: ['nightly', 'second-step'] });
-    expect(shown.relations.dependencies).toMatchObject({
+    const shown = JSON.parse((await run('jobs', 'show', 'second', '--json')).out) as JobShowAnswer;
+    expect(shown.job).toMatchObject({ state: 'succeeded', dependsOn: ['first'], tags: ['nightly', 'second-step'] });
+    expect(shown.relations?.dependencies).toMatchObject({
       total: 1,
       complete: true,
       jobs: [{ jobId: 'first', state: 'succeeded', task: 'record' }],
@@ -97,7 +96,7 @@ describe('flows from the CLI, against taskworker dev', () => {
     expect(text.out).toMatch(/third\s+record\s+urgent\s+waiting/);
     expect(text.out).toMatch(/older: taskworker jobs list --tag nightly --cursor \S+/);
     expect((await run('jobs', 'list', '--tag', 'never-used')).out.trim()).toBe('no jobs tagged never-used');
-    expect(JSON.parse((await run('jobs', 'show', 'later', '--json')).out)).toMatchObject({ state: 'scheduled' });
+    expect(JSON.parse((await run('jobs', 'show', 'later', '--json')).out)).toMatchObject({ job: { state: 'scheduled' } });
     expect(JSON.parse((await run('jobs', 'show', 'second', '--json')).out)).toHaveProperty('relations');
     await publish('alone');
     expect(JSON.parse((await run('jobs', 'show', 'alone', '--json')).out)).not.toHaveProperty('relations');

@@ -116,5 +116,14 @@ describe('npm start (taskworker demo)', () => {
       "low_priority: the schedule (wakeUp 'schedule', SLA 300 s): a job waits for the next scheduled dispatcher, up to 60 s",
     );
     expect(result.out).toMatch(/first job's wait in this run: high_priority [\d.]+ m?s · default [\d.]+ m?s · low_priority [\d.]+ m?s/);
+    // The stats section counts what the summary table counts (read before the dispatchers had
+    // written their last stats, it trailed it: `retried 3` and no archived beside `4 · 4`).
+    const [, succeeded, retried, archived] = /\nlow_priority\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)/.exec(result.out) ?? [];
+    const stats = /\nlow_priority — \d{4}-\d{2}-\d{2}\n {2}(.*)\n/.exec(result.out)?.[1] ?? '';
+    expect(stats).toMatch(new RegExp(`\\bsucceeded ${succeeded}\\b`));
+    expect(stats).toMatch(new RegExp(`\\bretried ${retried}\\b`));
+    const archivedInStats = [...stats.matchAll(/(?:archived: |· )(?:timed-out|malformed|exhausted|unknown-task) (\d+)/g)];
+    expect(archivedInStats.reduce((sum, m) => sum + Number(m[1]), 0)).toBe(Number(archived));
+    expect(result.out).not.toContain('the stats table trails the summary above');
   }, 150_000);
 });

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { JobShowAnswer } from '../../lib/operate/answers';
 import { eventually } from '../helpers/run';
 
 const ROOT = join(__dirname, '..', '..');
@@ -119,7 +120,8 @@ describe('taskworker dev, used from other shells', () => {
       expect.stringMatching(/attempt 2: DownstreamError: .* → archived \(exhausted\)$/),
     ]);
     const shown = run(project, ['jobs', 'show', jobId, '--json']);
-    const job = JSON.parse(shown.stdout) as { state: string; lastError: { stack: string } };
+    const { job } = JSON.parse(shown.stdout) as JobShowAnswer;
+    if (!job?.lastError?.stack) throw new Error(`no error stack on the job: ${shown.stdout}`);
     expect(job.state).toBe('archived');
     expect(job.lastError.stack).toContain(`${join(project, 'tasks', 'flaky.ts')}:12:`);
     expect(job.lastError.stack).not.toContain('tasks.cjs');
@@ -156,7 +158,7 @@ describe('taskworker dev, used from other shells', () => {
     const published = run(project, ['publish', 'flaky', '--payload', '{"item":7}', '--json']);
     const { jobId } = JSON.parse(published.stdout) as { jobId: string };
     await eventually('the new code to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
-    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"in stock"' });
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ job: { result: 'in stock' } });
   });
 
   it('--watch: two atomic saves (a temporary file renamed over the task) are two rebuilds, the temporary file never named', async () => {
@@ -175,7 +177,7 @@ describe('taskworker dev, used from other shells', () => {
       () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'),
       30_000,
     );
-    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ job: { result: 'saved twice' } });
     expect(out).toMatch(/change in tasks\/flaky\.ts: rebuilding/);
     expect(out + err).not.toContain('sedAlFQ3');
   });
@@ -201,7 +203,10 @@ describe('taskworker dev, used from other shells', () => {
     const id = listed[0]?.record.jobId as string;
     const shown = run(project, ['jobs', 'show', id, '--json']);
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ jobId: id, state: 'archived', reason: 'malformed' });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      job: { jobId: id, state: 'archived', reason: 'malformed' },
+      filedUnderMessageIds: [],
+    });
   });
 
   it('stops on Ctrl-C, leaving no state file and no build directory behind', async () => {

@@ -5,11 +5,13 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { FiledRejection } from '../../lib/operate/rejections';
+import type { JobShowAnswer } from '../../lib/operate/answers';
+import type { ArchivedMessage } from '../../lib/operate/operator';
 import type { JobRecord } from '../../lib/track/model';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
+import { celeryMessage } from '../helpers/factories';
 import { eventually, readJournal } from '../helpers/run';
 
 describe('jobs findable from their publish, against taskworker dev', () => {
@@ -37,7 +39,7 @@ describe('jobs findable from their publish, against taskworker dev', () => {
 
     const shown = await run('jobs', 'show', 'later-1', '--json');
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.out)).toMatchObject({ jobId: 'later-1', state: 'scheduled', runAt, task: 'record' });
+    expect(JSON.parse(shown.out)).toMatchObject({ job: { jobId: 'later-1', state: 'scheduled', runAt, task: 'record' } });
     expect((await run('jobs', 'show', 'later-1')).out).toMatch(new RegExp(`due\\s+${new Date(runAt).toISOString()}`));
     const listed = JSON.parse((await run('jobs', 'list', '--state', 'scheduled', '--json')).out) as { jobs?: JobRecord[] } | JobRecord[];
     const jobs = Array.isArray(listed) ? listed : (listed.jobs ?? []);
@@ -75,8 +77,8 @@ describe('jobs findable from their publish, against taskworker dev', () => {
 
     const shown = await run('jobs', 'show', 'py-batch-u0', '--json');
     expect(shown.code).toBe(0);
-    const view = JSON.parse(shown.out) as { job?: JobRecord; filedUnderMessageIds: FiledRejection[] };
-    expect(view.job).toBeUndefined();
+    const view = JSON.parse(shown.out) as JobShowAnswer;
+    expect(view.job).toBeNull();
     expect(view.filedUnderMessageIds).toEqual([
       expect.objectContaining({
         messageId,
@@ -89,6 +91,39 @@ describe('jobs findable from their publish, against taskworker dev', () => {
     expect(text).toContain('no job py-batch-u0 of its own');
     expect(text).toContain(messageId);
     expect(text).toContain('task "py-batch-task" is not registered');
+  }, 60_000);
+
+  it('a refused Celery message: archive list prints its whole reason, --json carries it, and jobs show <celery id> finds it', async () => {
+    const sent = await stack.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: stack.urls.queues.urgent as string,
+        MessageBody: celeryMessage('celery-refused-1', { contentType: 'application/x-python-serialize' }),
+      }),
+    );
+    const messageId = sent.MessageId as string;
+    await eventually(
+      'the Celery message to be archived under its own id',
+      async () => (await stack.jobs.get(messageId))?.state === 'archived',
+    );
+
+    // The fixture's queues do not accept Celery: the reason's decisive words are its last ones.
+    const listed = JSON.parse((await run('archive', 'list', '--reason', 'malformed', '--json')).out) as ArchivedMessage[];
+    const archived = listed.find((m) => m.messageId === messageId || m.record?.jobId === messageId);
+    const detail = archived?.record?.detail as string;
+    expect(detail).toMatch(
+      /^Celery message refused \(celery-not-accepted\): .*add 'celery' to the queue's accept in the config to run it$/,
+    );
+    expect(detail.length).toBeGreaterThan(120);
+    const text = (await run('archive', 'list', '--reason', 'malformed')).out;
+    const row = text.split('\n').findIndex((line) => line.includes(messageId));
+    expect(text.split('\n')[row]).toMatch(/malformed\s+urgent\s+tasks\.add/);
+    expect(text.split('\n')[row + 1]).toBe(`    ${detail}`);
+
+    const shown = await run('jobs', 'show', 'celery-refused-1');
+    expect(shown.code).toBe(0);
+    expect(shown.out).toContain('no job celery-refused-1 of its own');
+    expect(shown.out).toContain(messageId);
+    expect(shown.out).toContain("add 'celery' to the queue's accept");
   }, 60_000);
 
   it("a stranger's message carrying a real job's id: both shown apart, the job's record untouched", async () => {
@@ -106,10 +141,7 @@ describe('jobs findable from their publish, against taskworker dev', () => {
     await eventually('the stranger to be archived as id-conflict', async () => (await stack.jobs.get(messageId))?.reason === 'id-conflict');
     expect(await stack.jobs.get('real-1')).toEqual(before);
 
-    const view = JSON.parse((await run('jobs', 'show', 'real-1', '--json')).out) as {
-      job: JobRecord;
-      filedUnderMessageIds: FiledRejection[];
-    };
+    const view = JSON.parse((await run('jobs', 'show', 'real-1', '--json')).out) as JobShowAnswer;
     expect(view.job).toMatchObject({ jobId: 'real-1', state: 'succeeded' });
     expect(view.filedUnderMessageIds).toEqual([
       expect.objectContaining({ messageId, reason: 'id-conflict', why: expect.stringContaining('id real-1 belongs to another job') }),

@@ -3,6 +3,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { STATS_FLUSH_MS } from '../../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { JobShowAnswer } from '../../lib/operate/answers';
 import type { VersionStatus } from '../../lib/operate/operator';
 import type { JobRecord, QueueDayStats } from '../../lib/track/model';
 import { utcDay } from '../../lib/track/stats';
@@ -68,7 +69,7 @@ describe('operator CLI against taskworker dev', () => {
 
   it('jobs show: state, attempts, error and history', async () => {
     const json = await run('jobs', 'show', ids.doomed as string, '--json');
-    const job = JSON.parse(json.out) as JobRecord;
+    const { job } = JSON.parse(json.out) as JobShowAnswer;
     expect(job).toMatchObject({
       state: 'archived',
       reason: 'exhausted',
@@ -85,6 +86,19 @@ describe('operator CLI against taskworker dev', () => {
     const result = await run('jobs', 'show', 'no-such-job');
     expect(result.code).toBe(1);
     expect(result.err).toMatch(/no job no-such-job in version/);
+  });
+
+  it('jobs show --json: one shape for a job, for nothing found, and the result as the value the task returned', async () => {
+    const found = await run('jobs', 'show', ids.record as string, '--json');
+    expect(found.code).toBe(0);
+    const answer = JSON.parse(found.out) as JobShowAnswer;
+    expect(Object.keys(answer).sort()).toEqual(['filedUnderMessageIds', 'id', 'job', 'version']);
+    expect(answer).toMatchObject({ id: ids.record, version: stack.version, filedUnderMessageIds: [] });
+    expect(answer.job).toMatchObject({ jobId: ids.record, state: 'succeeded', result: { n: 1 } });
+
+    const missing = await run('jobs', 'show', 'no-such-job', '--json');
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.out)).toEqual({ id: 'no-such-job', version: stack.version, job: null, filedUnderMessageIds: [] });
   });
 
   it('jobs list: by state, queue and task', async () => {

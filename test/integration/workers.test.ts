@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { JobShowAnswer } from '../../lib/operate/answers';
 import type { WorkersView } from '../../lib/operate/workers';
-import type { JobRecord } from '../../lib/track/model';
 import { cli } from '../helpers/cli';
 import { eventually } from '../helpers/run';
 
@@ -88,7 +88,8 @@ describe('taskworker workers against taskworker dev', () => {
       ]),
     );
     expect(view.vanished).toBe(1);
-    const job = JSON.parse((await run('jobs', 'show', held, '--json')).out) as JobRecord;
+    const { job } = JSON.parse((await run('jobs', 'show', held, '--json')).out) as JobShowAnswer;
+    if (!job) throw new Error(`no job ${held}`);
     expect(job.history.map((h) => [h.what, h.worker])).toEqual(
       expect.arrayContaining([
         ['started', victim.workerId],

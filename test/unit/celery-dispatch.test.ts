@@ -7,6 +7,7 @@
  */
 import { defineTask } from 'taskworker';
 import { createTestSystem } from 'taskworker/testing';
+import { celeryMessage as celery, celeryProtocolOne } from '../helpers/factories';
 
 const runs: Array<{ payload: unknown; jobId: string; attempt: number; appData: unknown }> = [];
 let failing: 'never' | 'once' | 'always' = 'never';
@@ -24,35 +25,6 @@ const add = defineTask({
     return payload.x + payload.y;
   },
 });
-
-const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
-
-/** What Celery 5.2's SQS transport sends for send_task(task, args, kwargs, task_id, eta, expires, serializer). */
-function celery(
-  id: string,
-  o: { task?: string; args?: unknown[]; kwargs?: object; eta?: number; expires?: number; contentType?: string } = {},
-): string {
-  const inner = [o.args ?? [], o.kwargs ?? { x: 1, y: 2 }, { callbacks: null, errbacks: null, chain: null, chord: null }];
-  return b64(
-    JSON.stringify({
-      body: b64(JSON.stringify(inner)),
-      'content-encoding': 'utf-8',
-      'content-type': o.contentType ?? 'application/json',
-      headers: {
-        lang: 'py',
-        task: o.task ?? 'tasks.add',
-        id,
-        eta: o.eta !== undefined ? new Date(o.eta).toISOString() : null,
-        expires: o.expires !== undefined ? new Date(o.expires).toISOString() : null,
-        retries: 0,
-        root_id: id,
-        parent_id: null,
-        group: null,
-      },
-      properties: { correlation_id: id, delivery_info: { exchange: '', routing_key: 'default' }, body_encoding: 'base64' },
-    }),
-  );
-}
 
 const accepting = { app: 'mig', queues: [{ name: 'default', priority: 50, accept: ['taskworker', 'celery'] as const }] };
 
@@ -156,6 +128,26 @@ describe('Celery messages on a queue that accepts them', () => {
     expect(record('c-pickle')?.body).toBe(celery('c-pickle', { contentType: 'application/x-python-serialize' }));
     // Never under the Celery id: the ids stay free for the job a corrected message would be.
     for (const id of ['c-pickle', 'c-unknown']) expect(await s.job(id)).toBeUndefined();
+  });
+});
+
+describe('a refused Celery message is filed under its Celery id, whatever the protocol', () => {
+  it('files a protocol 1 message (JSON or pickle) under the id its correlation_id and body carry, and never runs it', async () => {
+    const s = system();
+    await s.send('default', celeryProtocolOne('c-v1-json', 'json'));
+    await s.send('default', celeryProtocolOne('c-v1-pickle', 'pickle'));
+    const drained = await s.drain();
+    expect(runs).toHaveLength(0);
+    expect(drained.archived).toEqual({ malformed: 2 });
+    const archived = s.archived();
+    expect(archived.map((a) => [a.record?.code, a.record?.envelopeId, a.record?.task]).sort()).toEqual([
+      ['celery-protocol', 'c-v1-json', 'tasks.add'],
+      ['celery-protocol', 'c-v1-pickle', ''],
+    ]);
+    // The record is the message's own, never the Celery id's (that id stays free for a corrected message).
+    for (const id of ['c-v1-json', 'c-v1-pickle']) expect(await s.job(id)).toBeUndefined();
+    for (const a of archived)
+      expect(await s.job(a.record?.jobId as string)).toMatchObject({ state: 'archived', envelopeId: a.record?.envelopeId });
   });
 });
 

@@ -1,6 +1,6 @@
 /** Issue 25: ids a publisher gave stay findable when their message is archived under its own message id. */
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
-import { lookUpJob, whyFiled } from '../../lib/operate/rejections';
+import { jobShowAnswer, lookUpJob, whyFiled } from '../../lib/operate/rejections';
 import type { JobRecord, Rejection } from '../../lib/track/model';
 import { readableEnvelopeId } from '../../lib/wire/envelope';
 
@@ -64,5 +64,56 @@ describe('lookUpJob: the job named ID, and apart from it the messages that carri
     const record = { task: 'x', version: 'v2', reason: 'unknown-task', lastError: { type: 'E', message: 'bad' } } as JobRecord;
     expect(whyFiled(record, 'id')).toBe('task "x" is not registered in version v2');
     expect(whyFiled({ ...record, reason: 'malformed' }, 'id')).toBe('malformed: bad');
+  });
+});
+
+describe('jobShowAnswer: what jobs show --json prints, one shape whatever is found', () => {
+  const job = (over: Partial<JobRecord>): JobRecord => ({
+    jobId: 'order-7',
+    task: 'charge',
+    payloadDigest: 'a',
+    queue: 'urgent',
+    version: 'v1',
+    state: 'succeeded',
+    attempt: 1,
+    updatedAt: 5,
+    history: [],
+    ...over,
+  });
+
+  it('a job: its record with the result as the value the task returned, and no rejection', () => {
+    const answer = jobShowAnswer('order-7', 'v1', { job: job({ result: '{"charged":1999,"ok":true}' }), filed: [] });
+    expect(answer).toEqual({
+      id: 'order-7',
+      version: 'v1',
+      job: expect.objectContaining({ jobId: 'order-7', state: 'succeeded', result: { charged: 1999, ok: true } }),
+      filedUnderMessageIds: [],
+    });
+    // A result kept in S3 stays a reference with its size; null and strings come back as themselves.
+    const ref = { bucket: 'b', key: 'results/x', bytes: 2048, sha256: 'h' };
+    expect(jobShowAnswer('order-7', 'v1', { job: job({ resultRef: ref, resultBytes: 2048 }), filed: [] }).job).toMatchObject({
+      resultRef: ref,
+      resultBytes: 2048,
+    });
+    expect(jobShowAnswer('order-7', 'v1', { job: job({ resultRef: ref }), filed: [] }).job).not.toHaveProperty('result');
+    expect(jobShowAnswer('order-7', 'v1', { job: job({ result: 'null' }), filed: [] }).job?.result).toBeNull();
+    expect(jobShowAnswer('order-7', 'v1', { job: job({ result: '"done"' }), filed: [] }).job?.result).toBe('done');
+  });
+
+  it('only refused messages: job null beside them; nothing: job null and none; relations only for a job in a flow', async () => {
+    const jobs = new MemoryJobStore({ historyLimit: 5, retentionDays: 7 });
+    await jobs.recordRejected(rejection('m-1', 'unknown-task'));
+    const refused = jobShowAnswer('py-batch-u0', 'v1', await lookUpJob(jobs, 'py-batch-u0'));
+    expect(refused).toMatchObject({ id: 'py-batch-u0', version: 'v1', job: null });
+    expect(refused.filedUnderMessageIds.map((f) => f.messageId)).toEqual(['m-1']);
+    expect(jobShowAnswer('nobody', 'v1', await lookUpJob(jobs, 'nobody'))).toEqual({
+      id: 'nobody',
+      version: 'v1',
+      job: null,
+      filedUnderMessageIds: [],
+    });
+    const relations = { dependents: { total: 1, read: 1, counts: { queued: 1 }, jobs: [{ jobId: 'next', state: 'queued' as const }] } };
+    expect(jobShowAnswer('order-7', 'v1', { job: job({}), filed: [] }, relations).relations).toEqual(relations);
+    expect(jobShowAnswer('order-7', 'v1', { job: job({}), filed: [] }, {})).not.toHaveProperty('relations');
   });
 });

@@ -264,6 +264,26 @@ describe('SLA-aware selector', () => {
     expect(source).not.toMatch(/@aws-sdk/);
   });
 
+  it('tells the weights of its last selection, and when it was: none before its first, unchanged while it does not select', async () => {
+    const w = world();
+    const selector = slaAware(w.env);
+    expect(selector.weights?.()).toBeUndefined();
+    const at = w.clock.now();
+    await selectAndReport(selector, w);
+    const drawn = selector.weights?.();
+    expect(drawn?.at).toBe(at);
+    // Priority × iterations while every queue is fresh: 100×10, 40×5, 5×5.
+    expect(drawn?.shares).toEqual({
+      high_priority: expect.closeTo(1000 / 1225, 3),
+      default: expect.closeTo(200 / 1225, 3),
+      low_priority: expect.closeTo(25 / 1225, 3),
+    });
+    // A dispatcher busy for 30 s selects nothing; its weights are still that selection's (they once
+    // grew with each queue's estimated age and showed the 10 s SLA queue at 99 %).
+    w.clock.advance(30_000);
+    expect(selector.weights?.()).toEqual(drawn);
+  });
+
   it('weights a single-queue config without trouble', async () => {
     const only = queueConfig({ name: 'only', priority: 1 });
     const w = world();

@@ -1,5 +1,5 @@
-import type { JobRecord } from '../../dashboard/api-types';
-import { errorText, exactDuration, jobRunMs, jobWaitMs } from '../../dashboard/page/format';
+import type { JobRecord, WorkerView } from '../../dashboard/api-types';
+import { errorText, exactDuration, jobRunMs, jobWaitMs, utcTime, workerCells } from '../../dashboard/page/format';
 
 const job = (fields: Partial<JobRecord>): JobRecord => ({
   jobId: 'j',
@@ -50,5 +50,47 @@ describe("the dashboard page's durations and errors (dashboard/page/format.ts)",
     expect(errorText({ type: 'UnknownTaskError', message: 'task "x" is not registered' })).toBe(
       'UnknownTaskError: task "x" is not registered',
     );
+  });
+});
+
+describe("the workers page's row (dashboard/page/format.ts workerCells): UTC, as every other page", () => {
+  const started = Date.UTC(2026, 10, 27, 7, 12, 7, 65);
+  const worker: WorkerView = {
+    id: `box-1@${started}`,
+    workerId: 'box-1',
+    role: 'plain',
+    place: { container: 'local/7' },
+    status: 'live',
+    startedAt: started,
+    deadline: started + 300_000,
+    heardAt: started + 40_000,
+    weights: { urgent: 0.714, default: 0.286 },
+    weightsAt: started + 38_000,
+    jobs: [],
+    moreJobs: 0,
+  };
+  const zone = process.env.TZ;
+  afterEach(() => {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  });
+
+  it.each(['America/New_York', 'Asia/Kolkata', 'UTC'])('prints its start in UTC whatever the browser’s zone (%s)', (tz) => {
+    process.env.TZ = tz;
+    expect(workerCells(worker, started + 45_000)).toEqual({
+      since: '2026-11-27 07:12:07.065 UTC',
+      deadlineIn: '255 s',
+      lastHeard: '5 s ago',
+      weights: 'weights at its last selection (7 s ago): urgent 71%, default 29%',
+    });
+    expect(utcTime(started)).toBe(utcTime(Date.parse('2026-11-27T07:12:07.065Z')));
+  });
+
+  it('says when its deadline passed, and that a doorbell selects no queue', () => {
+    const { weights: _weights, weightsAt: _at, ...unweighed } = worker;
+    expect(workerCells({ ...unweighed, role: 'doorbell' }, started + 400_000)).toMatchObject({
+      deadlineIn: 'passed',
+      weights: "weights: none, it selects no queue (a doorbell runs the batch its queue's trigger gave it)",
+    });
   });
 });

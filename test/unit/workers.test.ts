@@ -7,11 +7,16 @@
 import { VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
+import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
+import { createInvocation } from '../../lib/invocation/invocation';
 import { WorkerPresence } from '../../lib/invocation/presence';
 import { listWorkers, renderWorkers } from '../../lib/operate/workers';
 import { silentLogger } from '../../lib/ports';
+import { seededRandom } from '../../lib/random';
+import { InlineExecutor } from '../../lib/run/inline-executor';
+import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
 import type { JobRecord } from '../../lib/track/model';
 import { BEAT_INTERVAL_MS, fitItem, jobFate, VANISHED_AFTER_MS, type WorkerItem, workerStatus } from '../../lib/track/workers';
@@ -127,7 +132,7 @@ describe('an invocation in the worker registry', () => {
       place: {},
       startedAt: clock.now(),
       deadline: clock.now() + 60_000,
-      weights: () => ({ urgent: 2 / 3, routine: 1 / 3 }),
+      weights: () => ({ at: 1_000_000, shares: { urgent: 2 / 3, routine: 1 / 3 } }),
     });
     const observer = presence.observer();
     observer.onBatchStart?.({
@@ -144,6 +149,84 @@ describe('an invocation in the worker registry', () => {
     await presence.end();
     expect(workers.writes).toBe(3);
     const [item] = await workers.list();
-    expect(item).toMatchObject({ id: 'w@1000000', endedAt: 1_015_000, weights: { urgent: 0.667, routine: 0.333 } });
+    expect(item).toMatchObject({ id: 'w@1000000', endedAt: 1_015_000, weights: { urgent: 0.667, routine: 0.333 }, weightsAt: 1_000_000 });
+  });
+});
+
+/**
+ * The weights an invocation's item shows (issue 31): `urgent` (priority 100, SLA 10 s) and `default`
+ * (priority 40, SLA 60 s), a `default` job that runs 30 s of virtual time. The weights used to be the
+ * selector's age estimates projected to each beat: while nothing was selected they grew fastest for
+ * the shortest SLA, and a dispatcher running a default job showed `urgent 99%, default 1%`.
+ */
+describe("the selector's weights in the worker registry", () => {
+  const config = resolveConfig({
+    app: 't',
+    queues: [
+      { name: 'urgent', priority: 100, slaSeconds: 10, visibilityTimeoutSeconds: 60 },
+      { name: 'default', priority: 40, slaSeconds: 60, visibilityTimeoutSeconds: 60 },
+    ],
+    dispatcher: { concurrency: 1, timeoutSeconds: 120, settleMarginMs: 500, killGraceMs: 100 },
+  });
+
+  function setup() {
+    const clock = new VirtualClock();
+    const sqs = new MemoryQueueService(clock);
+    const urls = {
+      queues: Object.fromEntries(config.queues.map((q) => [q.name, sqs.createQueue(q.name, { visibilityTimeoutSeconds: 60 })])),
+      archive: sqs.createQueue('archive'),
+    };
+    // Runs 30 s of virtual time: two beats' worth while the invocation holds it.
+    const report = defineTask({ name: 'report', queue: 'default', timeLimitSeconds: 40, run: () => void clock.advance(30_000) });
+    const registry = createRegistry([report], config);
+    const workers = new MemoryWorkerRegistry();
+    const jobs = new MemoryJobStore({ historyLimit: 50, retentionDays: 7 });
+    const invocation = createInvocation({
+      config,
+      registry,
+      queues: sqs,
+      urls,
+      executor: new InlineExecutor(registry, config.dispatcher.killGraceMs),
+      clock,
+      random: seededRandom(1),
+      logger: silentLogger,
+      workerId: 'box-1',
+      tracking: { version: 'v1', jobs, workers },
+    });
+    const sendReport = () =>
+      sqs.sendBatch(urls.queues.default as string, [{ id: '0', body: JSON.stringify({ task: 'report', id: 'r-1' }) }]);
+    return { clock, sqs, urls, workers, jobs, invocation, sendReport };
+  }
+
+  it('a doorbell invocation running a default job shows no weights: it selects no queue, and says so', async () => {
+    const s = setup();
+    await s.sendReport();
+    const received = await s.sqs.receive(s.urls.queues.default as string, {
+      maxMessages: 10,
+      waitSeconds: 0,
+      visibilityTimeoutSeconds: 60,
+    });
+    const records = received.map((m) => ({
+      messageId: m.messageId,
+      receiptHandle: m.receiptHandle,
+      body: m.body,
+      attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: String(m.sentTimestamp) },
+      eventSource: 'aws:sqs' as const,
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:default',
+    }));
+    await s.invocation.ring(records, s.clock.now() + 60_000);
+
+    const [item] = await s.workers.list();
+    expect(item).toMatchObject({ role: 'doorbell', heardAt: expect.any(Number) });
+    expect(s.workers.writes).toBe(3); // its first batch, the beat 30 s later, its end
+    expect(item?.weights).toBeUndefined();
+    expect(item?.weightsAt).toBeUndefined();
+    // What `taskworker workers` printed while it ran (its item as its last beat left it, before its end).
+    const { endedAt: _ended, ...beating } = item as WorkerItem;
+    const live = new MemoryWorkerRegistry();
+    await live.beat({ ...beating, jobs: ['r-1'] });
+    const text = renderWorkers(await listWorkers({ workers: live, jobs: s.jobs, clock: s.clock }));
+    expect(text).toContain("weights: none, it selects no queue (a doorbell runs the batch its queue's trigger gave it)");
+    expect(text).not.toMatch(/urgent \d+%/);
   });
 });
