@@ -136,7 +136,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     const absent = missingPackage(error);
     if (absent) {
-      process.stderr.write(`taskworker ${command}: ${absent} is not installed, and this command needs it: npm install --save-dev ${absent}\n`);
+      process.stderr.write(
+        `taskworker ${command}: ${absent} is not installed, and this command needs it: npm install --save-dev ${absent}\n`,
+      );
       return 1;
     }
     // Anything else is still one line; the stack only on request.

@@ -364,6 +364,25 @@ export class MoveTaskUnavailableError extends TaskworkerError {
   }
 }
 
+/**
+ * A change to the config that a running `taskworker dev` cannot apply live (another app name: every
+ * queue, table and topic is named after it). The running build keeps running; a restart applies it.
+ */
+export class RestartRequiredError extends TaskworkerError {
+  readonly field: string;
+  readonly was: unknown;
+  readonly now: unknown;
+  constructor(field: string, was: unknown, now: unknown) {
+    super(
+      `The config's ${field} changed from ${describeValue(was)} to ${describeValue(now)}: this change needs a restart of taskworker dev (the running build keeps running)`,
+    );
+    this.name = 'RestartRequiredError';
+    this.field = field;
+    this.was = was;
+    this.now = now;
+  }
+}
+
 /** Short, safe rendering of a bad value for error messages. */
 /** `result()` / `jobs wait`: the job did not end within the time given. */
 export class ResultTimeoutError extends TaskworkerError {

@@ -10,7 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SnsEventBus } from '../adapters/sns';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config';
-import { ConfigError } from '../errors';
+import { RestartRequiredError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
@@ -24,7 +24,7 @@ import { ContainerPool } from './containers';
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
 import type { RunnerMessage } from './runner';
-import { provisionVersion } from './version';
+import { type ProvisionedVersion, provisionVersion } from './version';
 import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
@@ -118,12 +118,26 @@ export interface DispatcherExit {
   readonly replacement?: { readonly dispatcher: number; readonly afterMs: number };
 }
 
+/** What a {@link LocalStack.reload} created on the emulators for the new config (names as the config has them). */
+export interface ProvisionChanges {
+  readonly queues: readonly string[];
+  readonly topics: readonly string[];
+  readonly subscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
+  readonly unsubscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
+}
+
+export interface Reloaded {
+  readonly bundle: TaskBundle;
+  readonly provisioned: ProvisionChanges;
+}
+
 export interface LocalStack {
   /** The tasks bundle the dispatchers run (the latest one after a {@link LocalStack.reload}). */
   readonly bundle: TaskBundle;
   readonly version: string;
   readonly region: string;
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  /** The version's queues (those of the latest config after a {@link LocalStack.reload}). */
   readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
   readonly sqs: SQSClient;
   readonly dynamo: DynamoDBClient;
@@ -154,12 +168,15 @@ export interface LocalStack {
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
   stopDispatchers(): Promise<void>;
   /**
-   * Builds the config and tasks again and restarts the dispatchers on the new build, as many as
-   * ran: running tasks finish, unstarted ones are released. A build that fails (a syntax error, a
-   * task that does not fit the config) throws and leaves the running dispatchers as they were. The
-   * app name and the queue names are fixed for the stack's life: changing them needs a new stack.
+   * Builds the config and tasks again, provisions what the new config needs (queues added or
+   * changed, the event topic, subscriptions added, moved or taken out: provisioning is idempotent)
+   * and restarts the dispatchers on the new build, as many as ran: running tasks finish, unstarted
+   * ones are released. The stack's urls, publisher and dispatchers' environment follow. A build
+   * that fails (a syntax error, a task that does not fit the config) throws and leaves the running
+   * dispatchers as they were; so does another app name ({@link RestartRequiredError}: every
+   * resource is named after it, a new stack is needed).
    */
-  reload(): Promise<TaskBundle>;
+  reload(): Promise<Reloaded>;
   /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
   stop(): Promise<void>;
 }
@@ -227,16 +244,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
   const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
-  const { urls, tables, jobs, stats, queues, controls, events } = await provisionVersion({
-    bundle: build.bundle,
-    version,
-    sqs,
-    dynamo,
-    sns,
-    s3,
-  });
+  const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
+  let current = await provision(build.bundle);
+  const { tables } = current;
   // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
-  const controlsCache = new ControlsCache(controls, () => Date.now());
+  const controlsCache = new ControlsCache(current.controls, () => Date.now());
   const env: Record<string, string> = {
     AWS_REGION: region,
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
@@ -250,7 +262,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dispatcherEnv = (bundle: TaskBundle): Record<string, string> => ({
     ...env,
     TASKWORKER_VERSION: version,
-    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),
+    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: current.urls.queues, archive: current.urls.archive }),
     TASKWORKER_JOBS_TABLE: tables.jobs,
     TASKWORKER_STATS_TABLE: tables.stats,
     TASKWORKER_LOCAL_TIMEOUT_SECONDS: String(options.invocationSeconds ?? bundle.config.dispatcher.timeoutSeconds),
@@ -267,10 +279,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       config: bundle.config,
       version,
       tasks: bundle.tasks,
-      queues,
-      urls,
-      jobs,
-      events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: eventBus },
+      queues: current.queues,
+      urls: current.urls,
+      jobs: current.jobs,
+      events: { ...(current.events?.topicArn ? { topicArn: current.events.topicArn } : {}), bus: eventBus },
       payloads: { s3: { client: s3 } },
     });
   let publisher = publisherFor(build.bundle);
@@ -398,7 +410,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       schedules = startLocalSchedules({
         config: build.bundle.config,
         registry: build.bundle.registry,
-        urls,
+        urls: current.urls,
         sqs,
         clock: systemClock,
         ...(options.onScheduleTick ? { onFire: options.onScheduleTick } : {}),
@@ -409,7 +421,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     for (const queue of doorbellQueues(build.bundle.config)) startDispatcher({ fn: doorbellFunction(queue.name) });
     wakeUp = startLocalWakeUp({
       config: build.bundle.config,
-      urls,
+      urls: current.urls,
       sqs,
       region,
       functions: containers,
@@ -438,32 +450,36 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopping = false;
   };
   let stopped: Promise<void> | undefined;
-  const reload = async (): Promise<TaskBundle> => {
+  const unchanged: ProvisionChanges = { queues: [], topics: [], subscribed: [], unsubscribed: [] };
+  const reload = async (): Promise<Reloaded> => {
     const next = await buildInto(options);
     if (stopped) {
       // The stack stopped while this build ran: nothing to restart, nothing to keep.
       await rm(next.dir, { recursive: true, force: true });
-      return build.bundle;
+      return { bundle: build.bundle, provisioned: unchanged };
     }
     const was = build.bundle.config;
     const now = next.bundle.config;
-    const names = (c: typeof was) => c.queues.map((q) => q.name).join(',');
-    if (now.app !== was.app || names(now) !== names(was)) {
+    let provisioned: ProvisionedVersion;
+    try {
+      // Every queue, table, topic and bucket is named after the app: another one is another stack.
+      if (now.app !== was.app) throw new RestartRequiredError('app', was.app, now.app);
+      // Before the dispatchers stop: the running ones go on meanwhile, on queues that stay.
+      provisioned = await provision(next.bundle);
+    } catch (error) {
       await rm(next.dir, { recursive: true, force: true });
-      throw new ConfigError(
-        now.app !== was.app ? 'app' : 'queues',
-        now.app !== was.app ? now.app : names(now),
-        `the value this taskworker dev started with (${now.app !== was.app ? was.app : names(was)}): restart it to change the app or its queues`,
-      );
+      throw error;
     }
+    const changes = provisionChanges(current, provisioned);
     const running = onDemand ? (options.dispatchers ?? 1) : Math.max(1, alive());
     await stopDispatchers();
     const old = build;
     build = next;
+    current = provisioned;
     publisher = publisherFor(next.bundle);
     await rm(old.dir, { recursive: true, force: true });
     startAll(running);
-    return next.bundle;
+    return { bundle: next.bundle, provisioned: changes };
   };
   const stop = () => {
     stopped ??= (async () => {
@@ -482,12 +498,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     version,
     region,
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
-    urls,
+    get urls() {
+      return current.urls;
+    },
     sqs,
     dynamo,
     tables,
-    jobs,
-    stats,
+    get jobs() {
+      return current.jobs;
+    },
+    get stats() {
+      return current.stats;
+    },
     get publisher() {
       return publisher;
     },
@@ -502,6 +524,25 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopDispatchers,
     reload,
     stop,
+  };
+}
+
+/** What a second provisioning made or removed that the first had not: queues, topics, subscriptions. */
+function provisionChanges(before: ProvisionedVersion, after: ProvisionedVersion): ProvisionChanges {
+  const topicName = (arn: string) => arn.slice(arn.lastIndexOf(':') + 1);
+  const topics = (p: ProvisionedVersion) => [
+    ...(p.events?.topicArn ? [p.events.topicArn] : []),
+    ...(p.events?.subscriptions.map((s) => s.topicArn) ?? []),
+  ];
+  const hadTopics = new Set(topics(before));
+  const hadSubscriptions = new Set(before.events?.subscriptions.map((s) => s.subscriptionArn));
+  return {
+    queues: Object.keys(after.urls.queues).filter((q) => before.urls.queues[q] === undefined),
+    topics: [...new Set(topics(after).filter((arn) => !hadTopics.has(arn)))].map(topicName),
+    subscribed: (after.events?.subscriptions ?? [])
+      .filter((s) => !hadSubscriptions.has(s.subscriptionArn))
+      .map((s) => ({ queue: s.queue, topic: topicName(s.topicArn) })),
+    unsubscribed: (after.events?.unsubscribed ?? []).map((u) => ({ queue: u.queue, topic: topicName(u.topicArn) })),
   };
 }
 
