@@ -383,6 +383,18 @@ export class RestartRequiredError extends TaskworkerError {
   }
 }
 
+/** Another `taskworker dev` keeps its emulators' state in this directory and is running. */
+export class DevStateInUseError extends TaskworkerError {
+  readonly dir: string;
+  readonly pid: number;
+  constructor(dir: string, pid: number) {
+    super(`A taskworker dev (pid ${pid}) is running with its state in ${dir}: stop it first, or run this one on its emulators with --join`);
+    this.name = 'DevStateInUseError';
+    this.dir = dir;
+    this.pid = pid;
+  }
+}
+
 /** Short, safe rendering of a bad value for error messages. */
 /** `result()` / `jobs wait`: the job did not end within the time given. */
 export class ResultTimeoutError extends TaskworkerError {

@@ -10,7 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SnsEventBus } from '../adapters/sns';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config';
-import { RestartRequiredError } from '../errors';
+import { describe, RestartRequiredError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
@@ -21,9 +21,12 @@ import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
 import { ContainerPool } from './containers';
+import { LOCAL_CREDENTIALS as LOCAL } from './dev-file';
+import { claimDevState, type DevStateDir, type DevStateFound } from './dev-state';
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
 import type { RunnerMessage } from './runner';
+import { type Restored, readSnapshot, restoreSnapshot, saveSnapshot } from './snapshot';
 import { type ProvisionedVersion, provisionVersion } from './version';
 import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
@@ -46,6 +49,17 @@ export interface LocalStackOptions {
    * subscribers as on AWS.
    */
   readonly join?: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string };
+  /**
+   * Keep the emulators' state in this directory between runs (`taskworker dev` gives
+   * `.taskworker/emulators`): DynamoDB keeps its tables there as it writes them, and a clean
+   * {@link LocalStack.stop} writes the queues' messages and the buckets' objects there, put back at
+   * the next start (lib/local/dev-state.ts says what a start does after a dev that was killed).
+   * Ignored with `join`: the dev that owns the emulators keeps their state. @defaultValue in
+   * memory, gone at the stop
+   */
+  readonly stateDir?: string;
+  /** With `stateDir`: start empty, dropping what was kept there. @defaultValue false */
+  readonly reset?: boolean;
   /** @defaultValue 'us-east-1' */
   readonly region?: string;
   /** Dispatcher log level. @defaultValue 'WARN' */
@@ -118,6 +132,14 @@ export interface DispatcherExit {
   readonly replacement?: { readonly dispatcher: number; readonly afterMs: number };
 }
 
+/** With {@link LocalStackOptions.stateDir}: how the start found it, and what it put back. */
+export interface StateAtStart {
+  readonly dir: string;
+  readonly found: DevStateFound;
+  /** The messages and objects of the last clean stop, put back. */
+  readonly restored?: Restored;
+}
+
 /** What a {@link LocalStack.reload} created on the emulators for the new config (names as the config has them). */
 export interface ProvisionChanges {
   readonly queues: readonly string[];
@@ -137,6 +159,8 @@ export interface LocalStack {
   readonly version: string;
   readonly region: string;
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  /** With a `stateDir`: what was kept from the last run and put back. */
+  readonly state?: StateAtStart;
   /** The version's queues (those of the latest config after a {@link LocalStack.reload}). */
   readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
   readonly sqs: SQSClient;
@@ -177,7 +201,10 @@ export interface LocalStack {
    * resource is named after it, a new stack is needed).
    */
   reload(): Promise<Reloaded>;
-  /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
+  /**
+   * Stops dispatchers gracefully (running tasks finish), then, with a `stateDir`, writes the queues'
+   * messages and the buckets' objects there, then stops the emulators.
+   */
   stop(): Promise<void>;
 }
 
@@ -186,8 +213,8 @@ export interface DispatcherProcessOptions {
   readonly fn?: string;
 }
 
-/** Credentials the emulators accept; never valid anywhere else. */
-const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
+/** The emulators' credentials, as the environment gives them. */
+const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: LOCAL.accessKeyId, AWS_SECRET_ACCESS_KEY: LOCAL.secretAccessKey };
 
 /** A build of the dispatcher artifact in a directory of its own, loaded and checked. */
 interface Build {
@@ -225,15 +252,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const region = options.region ?? 'us-east-1';
   let build = await buildInto(options);
   let emulators: Emulators;
+  let state: DevStateDir | undefined;
   try {
+    state =
+      options.stateDir !== undefined && !options.join ? claimDevState(options.stateDir, { reset: options.reset === true }) : undefined;
     emulators = options.join
       ? { ...options.join, stop: async () => {} }
       : await startEmulators({
           ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
           ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
+          ...(state ? { dynamodbPath: state.dynamodbPath } : {}),
         });
   } catch (error) {
     // Nothing may be left behind by a start that failed: not the build, not half the emulators.
+    state?.release();
     await rm(build.dir, { recursive: true, force: true });
     throw error;
   }
@@ -245,7 +277,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
   const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
   const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
-  let current = await provision(build.bundle);
+  let current: ProvisionedVersion;
+  let stateAtStart: StateAtStart | undefined;
+  try {
+    current = await provision(build.bundle);
+    stateAtStart = state ? { dir: state.dir, found: state.found, ...(await restoreKept(state, sqs, s3)) } : undefined;
+  } catch (error) {
+    for (const client of [sqs, dynamo, sns, s3]) client.destroy();
+    await emulators.stop();
+    state?.release();
+    await rm(build.dir, { recursive: true, force: true });
+    throw error;
+  }
   const { tables } = current;
   // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
   const controlsCache = new ControlsCache(current.controls, () => Date.now());
@@ -484,10 +527,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const stop = () => {
     stopped ??= (async () => {
       await stopAll();
-      sqs.destroy();
-      dynamo.destroy();
+      // fauxqs keeps its queues and buckets in memory only: written out while it still runs.
+      const saved = state
+        ? await saveSnapshot(state.snapshotDir, emulators.sqsEndpoint, s3).then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+        : undefined;
+      for (const client of [sqs, dynamo, sns, s3]) client.destroy();
       await emulators.stop();
       await rm(build.dir, { recursive: true, force: true });
+      if (saved !== undefined) {
+        // Left claimed: the next start finds the tables without their messages and starts empty, saying why.
+        throw new Error(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, { cause: saved });
+      }
+      state?.release();
     })();
     return stopped;
   };
@@ -498,6 +552,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     version,
     region,
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
+    ...(stateAtStart ? { state: stateAtStart } : {}),
     get urls() {
       return current.urls;
     },
@@ -525,6 +580,16 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     reload,
     stop,
   };
+}
+
+/** Puts back what the last clean stop kept in the state directory, and clears it from there. */
+async function restoreKept(state: DevStateDir, sqs: SQSClient, s3: S3Client): Promise<{ restored?: Restored }> {
+  const snapshot = await readSnapshot(state.snapshotDir);
+  if (!snapshot) return {};
+  const restored = await restoreSnapshot(state.snapshotDir, snapshot, sqs, s3);
+  // Put back: from now on the queues hold it, and the next clean stop writes it again.
+  await rm(state.snapshotDir, { recursive: true, force: true });
+  return { restored };
 }
 
 /** What a second provisioning made or removed that the first had not: queues, topics, subscriptions. */
