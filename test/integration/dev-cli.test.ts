@@ -1,10 +1,11 @@
 /**
  * `taskworker dev` as a user runs it: the real CLI in its own process, in a project directory
  * of the user's (its own config and tasks), driven by other CLI processes started where a user
- * would start them — a subdirectory, another directory with dev's export line. What is asserted comes from what those processes print and from
+ * would start them — a subdirectory, another directory with dev's export line, a `tsx` script
+ * using the library's Publisher. What is asserted comes from what those processes print and from
  * the jobs table (`jobs show`), before and after dev is restarted in the same directory.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -212,6 +213,49 @@ describe('taskworker dev, used from other shells', () => {
     expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
     expect(out).toMatch(/change in tasks\/flaky\.ts: rebuilding/);
     expect(out + err).not.toContain('sedAlFQ3');
+  });
+
+  it("the library's Publisher in a tsx script: with no region one MissingRegionError saying how; Publisher.forLocalDev publishes to this dev", async () => {
+    writeFileSync(
+      join(project, 'publish.ts'),
+      [
+        `import { Publisher } from ${JSON.stringify(join(ROOT, 'lib', 'index.ts'))};`,
+        "import config from './taskworker.config';",
+        'async function main(mode: string) {',
+        "  const publisher = mode === 'local' ? Publisher.forLocalDev({ config }) : new Publisher({ config, version: 'dev' });",
+        "  const { jobId } = await publisher.publish('flaky', { item: 11 }, { queue: 'default' });",
+        '  console.log(jobId);',
+        '}',
+        'main(process.argv[2] as string).catch((error: Error) => {',
+        "  console.error(error.name + ': ' + error.message);",
+        '  process.exitCode = 1;',
+        '});',
+      ].join('\n'),
+    );
+    // A fresh process as a user starts one: no AWS_ variable, no ~/.aws to find a region in; the
+    // SDK's Node version warning off, so what is printed is the script's alone.
+    const script = (mode: string) =>
+      spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), ['publish.ts', mode], {
+        cwd: project,
+        env: { ...withoutAws(), HOME: mkdtempSync(join(tmpdir(), 'tw-home-')), NODE_OPTIONS: '--no-warnings' },
+        encoding: 'utf8',
+      });
+    const plain = script('plain');
+    expect(plain.status).toBe(1);
+    expect(plain.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^MissingRegionError: No AWS region for SQS: .*Publisher\.forLocalDev\(\{ config \}\)$/),
+    ]);
+    expect(plain.stderr).not.toContain('Region is missing');
+
+    const local = script('local');
+    expect(local.stderr).toBe('');
+    const jobId = local.stdout.trim();
+    await eventually(
+      'the job to run on this dev',
+      () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'),
+      30_000,
+    );
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
   });
 
   it('archive list shows, for a malformed message, the id jobs show accepts', async () => {
