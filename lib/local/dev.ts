@@ -10,7 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SnsEventBus } from '../adapters/sns';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config';
-import { describe, RestartRequiredError } from '../errors';
+import { describe, RestartRequiredError, TaskworkerError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
@@ -26,8 +26,8 @@ import { claimDevState, type DevStateDir, type DevStateFound } from './dev-state
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
 import type { RunnerMessage } from './runner';
-import { type Restored, readSnapshot, restoreSnapshot, saveSnapshot } from './snapshot';
-import { type ProvisionedVersion, provisionVersion } from './version';
+import { type Restored, restoreAndRemove, saveSnapshot } from './snapshot';
+import { type ProvisionChanges, type ProvisionedVersion, provisionChanges, provisionVersion } from './version';
 import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
@@ -140,13 +140,7 @@ export interface StateAtStart {
   readonly restored?: Restored;
 }
 
-/** What a {@link LocalStack.reload} created on the emulators for the new config (names as the config has them). */
-export interface ProvisionChanges {
-  readonly queues: readonly string[];
-  readonly topics: readonly string[];
-  readonly subscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
-  readonly unsubscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
-}
+export type { ProvisionChanges } from './version';
 
 export interface Reloaded {
   readonly bundle: TaskBundle;
@@ -281,7 +275,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let stateAtStart: StateAtStart | undefined;
   try {
     current = await provision(build.bundle);
-    stateAtStart = state ? { dir: state.dir, found: state.found, ...(await restoreKept(state, sqs, s3)) } : undefined;
+    const restored = state ? await restoreAndRemove(state.snapshotDir, sqs, s3) : undefined;
+    stateAtStart = state ? { dir: state.dir, found: state.found, ...(restored ? { restored } : {}) } : undefined;
   } catch (error) {
     for (const client of [sqs, dynamo, sns, s3]) client.destroy();
     await emulators.stop();
@@ -539,7 +534,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       await rm(build.dir, { recursive: true, force: true });
       if (saved !== undefined) {
         // Left claimed: the next start finds the tables without their messages and starts empty, saying why.
-        throw new Error(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, { cause: saved });
+        throw new TaskworkerError(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, {
+          cause: saved,
+        });
       }
       state?.release();
     })();
@@ -579,35 +576,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopDispatchers,
     reload,
     stop,
-  };
-}
-
-/** Puts back what the last clean stop kept in the state directory, and clears it from there. */
-async function restoreKept(state: DevStateDir, sqs: SQSClient, s3: S3Client): Promise<{ restored?: Restored }> {
-  const snapshot = await readSnapshot(state.snapshotDir);
-  if (!snapshot) return {};
-  const restored = await restoreSnapshot(state.snapshotDir, snapshot, sqs, s3);
-  // Put back: from now on the queues hold it, and the next clean stop writes it again.
-  await rm(state.snapshotDir, { recursive: true, force: true });
-  return { restored };
-}
-
-/** What a second provisioning made or removed that the first had not: queues, topics, subscriptions. */
-function provisionChanges(before: ProvisionedVersion, after: ProvisionedVersion): ProvisionChanges {
-  const topicName = (arn: string) => arn.slice(arn.lastIndexOf(':') + 1);
-  const topics = (p: ProvisionedVersion) => [
-    ...(p.events?.topicArn ? [p.events.topicArn] : []),
-    ...(p.events?.subscriptions.map((s) => s.topicArn) ?? []),
-  ];
-  const hadTopics = new Set(topics(before));
-  const hadSubscriptions = new Set(before.events?.subscriptions.map((s) => s.subscriptionArn));
-  return {
-    queues: Object.keys(after.urls.queues).filter((q) => before.urls.queues[q] === undefined),
-    topics: [...new Set(topics(after).filter((arn) => !hadTopics.has(arn)))].map(topicName),
-    subscribed: (after.events?.subscriptions ?? [])
-      .filter((s) => !hadSubscriptions.has(s.subscriptionArn))
-      .map((s) => ({ queue: s.queue, topic: topicName(s.topicArn) })),
-    unsubscribed: (after.events?.unsubscribed ?? []).map((u) => ({ queue: u.queue, topic: topicName(u.topicArn) })),
   };
 }
 

@@ -241,6 +241,15 @@ export async function restoreSnapshot(dir: string, snapshot: Snapshot, sqs: SQSC
   return { queues: snapshot.queues.filter((q) => q.messages.length > 0).length, messages, objects };
 }
 
+/** Puts back the snapshot kept in `dir`, if one is there, and removes it: from now on the queues hold it, and the next clean stop writes it again. */
+export async function restoreAndRemove(dir: string, sqs: SQSClient, s3: S3Client): Promise<Restored | undefined> {
+  const snapshot = await readSnapshot(dir);
+  if (!snapshot) return undefined;
+  const restored = await restoreSnapshot(dir, snapshot, sqs, s3);
+  await rm(dir, { recursive: true, force: true });
+  return restored;
+}
+
 async function queueUrl(sqs: SQSClient, queue: KeptQueue): Promise<string> {
   try {
     return (await sqs.send(new GetQueueUrlCommand({ QueueName: queue.name }))).QueueUrl as string;
