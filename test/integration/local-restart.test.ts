@@ -52,6 +52,8 @@ describe('taskworker dev: a restart keeps the jobs', () => {
     const queued = await first.publisher.publish('record', { journal, n: 2 });
     const delayed = await first.publisher.publish('record', { journal, n: 3 }, { delaySeconds: 4 });
     const large = await first.publisher.publish('record', { journal, n: 4, pad: 'x'.repeat(250_000) });
+    // Due long after the test: it must come back still delayed, not run at the start.
+    const later = await first.publisher.publish('record', { journal, n: 6 }, { delaySeconds: 900 });
     const raw = await first.sqs.send(
       new SendMessageCommand({
         QueueUrl: first.urls.queues.urgent,
@@ -63,8 +65,8 @@ describe('taskworker dev: a restart keeps the jobs', () => {
 
     const second = await start(stateDir);
     expect(second.state?.found).toEqual({ kind: 'kept' });
-    // Four on urgent, the retrying one on bulk; the large payload's object.
-    expect(second.state?.restored).toMatchObject({ messages: 5, objects: 1 });
+    // Five on urgent, the retrying one on bulk; the large payload's object.
+    expect(second.state?.restored).toMatchObject({ messages: 6, objects: 1 });
     expect(existsSync(join(stateDir, 'snapshot'))).toBe(false);
     expect(await second.jobs.get(finished.jobId)).toMatchObject({ state: 'succeeded', attempt: 1 });
 
@@ -92,7 +94,9 @@ describe('taskworker dev: a restart keeps the jobs', () => {
     // The retry went on from its first attempt's receive: attempt 2 succeeded, no attempt counted twice.
     expect(entries.filter((e) => e.tag === 'untracked').map((e) => e.attempt)).toEqual([1, 2]);
     const queues = new SqsQueueClient({ client: second.sqs });
-    await eventually('the queues to be empty', async () => (await queues.depth(second.urls.queues.urgent as string)).visible === 0);
+    expect(await queues.depth(second.urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 1 });
+    expect(await second.jobs.get(later.jobId)).toMatchObject({ state: 'scheduled' });
+    expect(entries.some((e) => e.n === 6)).toBe(false);
   }, 180_000);
 
   it('reset starts empty', async () => {
