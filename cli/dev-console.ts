@@ -4,7 +4,7 @@
  * the local stack reports, so they are tested without processes.
  */
 import { isAbsolute, relative } from 'node:path';
-import type { DispatcherExit } from '../lib/local/dev';
+import type { DispatcherExit, StateAtStart } from '../lib/local/dev';
 import type { BatchReport, JobReport } from '../lib/settle/report';
 
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
@@ -113,5 +113,35 @@ function parseLogLine(line: string): Record<string, unknown> | undefined {
     return typeof parsed === 'object' && parsed !== null && 'level' in parsed ? (parsed as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The one line on what a start kept from the last run. A dev that was killed is told apart (it goes
+ * to stderr): it started empty, and why.
+ *
+ * @example
+ * stateLine({ dir: '/p/.taskworker/emulators', found: { kind: 'new' } }, '/p');
+ * // { line: 'state: kept in .taskworker/emulators between runs (Ctrl-C stops cleanly and keeps it; --reset starts empty)' }
+ */
+export function stateLine(state: StateAtStart, cwd = process.cwd()): { line: string; warning?: true } {
+  const dir = relative(cwd, state.dir) || state.dir;
+  switch (state.found.kind) {
+    case 'new':
+      return { line: `state: kept in ${dir} between runs (Ctrl-C stops cleanly and keeps it; --reset starts empty)` };
+    case 'reset':
+      return { line: `state: started empty (--reset); kept in ${dir} between runs from now on` };
+    case 'kept': {
+      const r = state.restored;
+      const put = r ? `, ${r.messages} message(s) in ${r.queues} queue(s), ${r.objects} stored object(s)` : '';
+      return { line: `state: kept from the last run in ${dir}: the jobs tables${put} (--reset starts empty)` };
+    }
+    case 'unclean': {
+      const who = state.found.pid !== undefined ? ` (pid ${state.found.pid})` : '';
+      return {
+        line: `the last taskworker dev here${who} did not stop cleanly (killed?): its queues' messages died with it, so this one starts empty rather than with jobs that would never run (Ctrl-C stops cleanly and keeps them)`,
+        warning: true,
+      };
+    }
   }
 }

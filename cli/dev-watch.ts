@@ -1,6 +1,7 @@
 import { basename, extname, relative } from 'node:path';
 import { watch } from 'chokidar';
-import type { LocalStack } from '../lib/local/dev';
+import { RestartRequiredError } from '../lib/errors';
+import type { LocalStack, ProvisionChanges, Reloaded } from '../lib/local/dev';
 
 /** Time for an editor's burst of writes (save, format, rename) to settle before a rebuild. */
 const SETTLE_MS = 300;
@@ -24,9 +25,36 @@ export function isWatchedSource(file: string): boolean {
 }
 
 /**
- * `--watch`: rebuilds when a source file under the tasks directory or the config changes, and
- * restarts the dispatchers on the new build (running tasks finish, the rest are released). A
- * build that fails is reported in one line and the previous build keeps running.
+ * The line a reload prints: the tasks it runs now, and what it created or removed on the emulators
+ * for the new config (nothing said when it changed none).
+ *
+ * @example
+ * reloadLine({ bundle, provisioned: { queues: ['mail'], topics: [], subscribed: [], unsubscribed: [] } }, 2);
+ * // 'reloaded: 2 task(s): pack, receipt; created queue mail; 2 function container(s) restarted'
+ */
+export function reloadLine(reloaded: Reloaded, containers: number): string {
+  const { bundle, provisioned } = reloaded;
+  const changed = provisionedParts(provisioned);
+  return `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${
+    changed.length > 0 ? `${changed.join(', ')}; ` : ''
+  }${containers} function container(s) restarted`;
+}
+
+function provisionedParts(p: ProvisionChanges): string[] {
+  const arrow = (s: { queue: string; topic: string }) => `${s.queue} ← ${s.topic}`;
+  return [
+    ...(p.queues.length > 0 ? [`created queue ${p.queues.join(', ')}`] : []),
+    ...(p.topics.length > 0 ? [`created topic ${p.topics.join(', ')}`] : []),
+    ...(p.subscribed.length > 0 ? [`subscribed ${p.subscribed.map(arrow).join(', ')}`] : []),
+    ...(p.unsubscribed.length > 0 ? [`unsubscribed ${p.unsubscribed.map(arrow).join(', ')}`] : []),
+  ];
+}
+
+/**
+ * `--watch`: rebuilds when a source file under the tasks directory or the config changes, provisions
+ * what the new config needs and restarts the dispatchers on the new build (running tasks finish, the
+ * rest are released). A build that fails, or a change that needs a restart (another app name), is
+ * reported in one line and the previous build keeps running.
  *
  * chokidar rather than `fs.watch`: an editor's atomic save (write a temporary file, rename it over
  * the task) replaces the watched inode, after which a raw recursive `fs.watch` on Linux hears
@@ -48,11 +76,13 @@ export async function watchSources(
     running = running.then(async () => {
       out(`change in ${files.join(', ')}: rebuilding; running tasks finish first...`);
       try {
-        const bundle = await stack.reload();
-        out(
-          `reloaded: ${bundle.tasks.length} task(s): ${bundle.tasks.map((t) => t.name).join(', ')}; ${stack.alive()} function container(s) restarted`,
-        );
+        const reloaded = await stack.reload();
+        out(reloadLine(reloaded, stack.alive()));
       } catch (error) {
+        if (error instanceof RestartRequiredError) {
+          err(`not reloaded: ${error.message}`);
+          return;
+        }
         err(
           `rebuild failed, the previous build keeps running: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
         );

@@ -3,12 +3,12 @@ import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
-import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS } from './dev-console';
+import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS, stateLine } from './dev-console';
 import { watchSources } from './dev-watch';
 import { announceLocalStack, clearDevState, findConfigFile, integerOption, readDevState, UsageError } from './shared';
 
 export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--version V] [--dispatchers N] [--watch]
-               [--always-on] [--sqs-port P] [--dynamodb-port P] [--join DIR] [--log-level LEVEL]
+               [--always-on] [--reset] [--sqs-port P] [--dynamodb-port P] [--join DIR] [--log-level LEVEL]
                [--log-format pretty|json] [--log-file FILE] [--quiet]
   Starts the SQS and DynamoDB emulators in this process, creates the version's queues, and runs
   the same handler Lambda runs, invoked as in AWS: by a schedule every minute (N dispatcher
@@ -19,7 +19,10 @@ export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--versio
   dies is replaced.
   Prints each batch, each failed attempt and the dispatchers' log lines at --log-level (ERROR)
   and above; every log line from INFO up goes as JSON to --log-file (.taskworker/dev.log).
-  --watch rebuilds and restarts the dispatchers when a task or the config changes. --join DIR runs
+  --watch rebuilds, provisions what a config change needs (queues, topic, subscriptions) and
+  restarts the dispatchers when a task or the config changes. Jobs outlive a restart: the tables,
+  queued messages and stored payloads are kept in .taskworker/emulators (written at a clean stop;
+  after a dev that was killed it starts empty, saying so); --reset starts empty. --join DIR runs
   this app on the emulators of the taskworker dev running in DIR (another app: its events reach
   this app's subscribers, as on AWS); stopping this one leaves them running. Ctrl-C stops it.`;
 
@@ -39,6 +42,7 @@ export async function devCommand(argv: string[]): Promise<void> {
       'log-file': { type: 'string', default: '.taskworker/dev.log' },
       watch: { type: 'boolean', default: false },
       'always-on': { type: 'boolean', default: false },
+      reset: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
     },
     strict: true,
@@ -48,6 +52,8 @@ export async function devCommand(argv: string[]): Promise<void> {
   const dynamodbPort =
     values['dynamodb-port'] === undefined ? undefined : integerOption('--dynamodb-port', values['dynamodb-port'], 0, 0, 65535);
   const join = values.join === undefined ? undefined : joinedEmulators(values.join, sqsPort ?? dynamodbPort);
+  if (join && values.reset)
+    throw new UsageError('--reset empties the state this dev keeps; with --join the joined dev keeps it: reset that one');
   const level = (values['log-level'] ?? 'ERROR').toUpperCase() as ConsoleLevel;
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level ${values['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
   const format = values['log-format'];
@@ -71,7 +77,7 @@ export async function devCommand(argv: string[]): Promise<void> {
     invocations: values['always-on'] ? 'back-to-back' : 'on-demand',
     ...(sqsPort !== undefined ? { sqsPort } : {}),
     ...(dynamodbPort !== undefined ? { dynamodbPort } : {}),
-    ...(join ? { join } : {}),
+    ...(join ? { join } : { stateDir: resolve(STATE_DIR), reset: values.reset === true }),
     // The file keeps INFO and up whatever the console shows.
     logLevel: LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf('INFO') ? level : 'INFO',
     onOutput: (line, index) => {
@@ -107,6 +113,7 @@ export async function devCommand(argv: string[]): Promise<void> {
   });
   ready = stack;
   announce();
+  if (stack.state && stateLine(stack.state).warning) err(stateLine(stack.state).line);
   const { config } = stack.bundle;
   const watcher = values.watch
     ? await watchSources(stack, { tasksDir: resolve(dirname(configFile), config.tasksDir), configFile }, out, err)
@@ -130,6 +137,7 @@ export async function devCommand(argv: string[]): Promise<void> {
               .join(', ')} — \`taskworker schedules\` lists their next times`,
           ]
         : []),
+      ...(stack.state && !stateLine(stack.state).warning ? [`  ${stateLine(stack.state).line}`] : []),
       `  SQS       ${stack.endpoints.sqs}`,
       `  DynamoDB  ${stack.endpoints.dynamodb}`,
       '  queues:',
@@ -150,15 +158,22 @@ export async function devCommand(argv: string[]): Promise<void> {
       if (stopping) process.exit(130);
       stopping = true;
       out('stopping: running tasks finish, unstarted ones are released...');
-      void Promise.all([watcher?.close(), stack.stop()]).then(() => {
-        clearDevState();
-        log.end(done);
-      });
+      void Promise.all([watcher?.close(), stack.stop()])
+        .catch((error: unknown) => err(error instanceof Error ? error.message : String(error)))
+        .then(() => {
+          clearDevState();
+          log.end(done);
+        });
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // A closed terminal: still a clean stop, so the jobs are kept.
+    process.on('SIGHUP', stop);
   });
 }
+
+/** Where a dev keeps its emulators' state between runs, beside its dev.json. */
+const STATE_DIR = '.taskworker/emulators';
 
 /** `--join DIR`: the emulators of the taskworker dev running in DIR (or above it). */
 function joinedEmulators(dir: string, port: number | undefined): { sqsEndpoint: string; dynamodbEndpoint: string } {

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { TaskworkerError } from '../lib/errors';
 import type { LocalStack } from '../lib/local/dev';
+import { type DevState, devStateByEndpoint, readDevState, writeDevState } from '../lib/local/dev-file';
 
 /** A command-line mistake: printed without a stack, exit code 2. */
 export class UsageError extends TaskworkerError {
@@ -28,24 +28,7 @@ export function findConfigFile(explicit: string | undefined): string {
   throw new UsageError(`no config file: pass --config FILE or create one of ${CONFIG_CANDIDATES.join(', ')} here`);
 }
 
-/** What a running `taskworker dev` leaves for other commands in the same directory. */
-export interface DevState {
-  readonly pid: number;
-  readonly version: string;
-  readonly region: string;
-  readonly configFile: string;
-  readonly sqsEndpoint: string;
-  readonly dynamodbEndpoint: string;
-  /** Dispatcher processes running when the state was last written. */
-  readonly dispatchersAlive?: number;
-  /** Dispatcher processes that ended while dev ran (and were replaced). */
-  readonly dispatchersDied?: number;
-}
-
-const STATE_DIR = '.taskworker';
-const STATE_FILE = 'dev.json';
-/** Every running dev also registers here, so a command elsewhere can find it by its endpoint. */
-const REGISTRY_DIR = join(tmpdir(), 'taskworker-dev');
+export { clearDevState, type DevState, devStateByEndpoint, readDevState } from '../lib/local/dev-file';
 
 /** Records a running local stack for the other commands in this directory (and below it). */
 export function announceLocalStack(stack: LocalStack, configFile: string): void {
@@ -59,54 +42,6 @@ export function announceLocalStack(stack: LocalStack, configFile: string): void 
     dispatchersAlive: stack.alive(),
     dispatchersDied: stack.deaths(),
   });
-}
-
-export function writeDevState(state: DevState): void {
-  const text = `${JSON.stringify(state, null, 2)}\n`;
-  mkdirSync(STATE_DIR, { recursive: true });
-  writeFileSync(join(STATE_DIR, STATE_FILE), text);
-  mkdirSync(REGISTRY_DIR, { recursive: true });
-  writeFileSync(join(REGISTRY_DIR, `${state.pid}.json`), text);
-}
-
-export function clearDevState(): void {
-  rmSync(join(STATE_DIR, STATE_FILE), { force: true });
-  rmSync(join(REGISTRY_DIR, `${process.pid}.json`), { force: true });
-}
-
-function aliveState(file: string): DevState | undefined {
-  try {
-    const state = JSON.parse(readFileSync(file, 'utf8')) as DevState;
-    process.kill(state.pid, 0);
-    return state;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The running `taskworker dev` of this directory or the nearest one above it. */
-export function readDevState(from = process.cwd()): DevState | undefined {
-  for (let dir = resolve(from); ; dir = dirname(dir)) {
-    const state = aliveState(join(dir, STATE_DIR, STATE_FILE));
-    if (state) return state;
-    if (dirname(dir) === dir) return undefined;
-  }
-}
-
-/** The running `taskworker dev` whose SQS endpoint is `endpoint`, wherever it was started. */
-export function devStateByEndpoint(endpoint: string): DevState | undefined {
-  const wanted = endpoint.replace(/\/+$/, '');
-  let files: string[];
-  try {
-    files = readdirSync(REGISTRY_DIR).filter((f) => f.endsWith('.json'));
-  } catch {
-    return undefined;
-  }
-  for (const file of files) {
-    const state = aliveState(join(REGISTRY_DIR, file));
-    if (state?.sqsEndpoint.replace(/\/+$/, '') === wanted) return state;
-  }
-  return undefined;
 }
 
 /**

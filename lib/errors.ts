@@ -364,6 +364,69 @@ export class MoveTaskUnavailableError extends TaskworkerError {
   }
 }
 
+/**
+ * A change to the config that a running `taskworker dev` cannot apply live (another app name: every
+ * queue, table and topic is named after it). The running build keeps running; a restart applies it.
+ */
+export class RestartRequiredError extends TaskworkerError {
+  readonly field: string;
+  readonly was: unknown;
+  readonly now: unknown;
+  constructor(field: string, was: unknown, now: unknown) {
+    super(
+      `The config's ${field} changed from ${describeValue(was)} to ${describeValue(now)}: this change needs a restart of taskworker dev (the running build keeps running)`,
+    );
+    this.name = 'RestartRequiredError';
+    this.field = field;
+    this.was = was;
+    this.now = now;
+  }
+}
+
+/**
+ * An AWS client taskworker built found no region (none given, no `AWS_REGION`, no profile with one):
+ * raised at its first call instead of the SDK's "Region is missing", saying how to give one or how
+ * to reach a running `taskworker dev`.
+ */
+export class MissingRegionError extends TaskworkerError {
+  /** The AWS service the client was for (SQS, DynamoDB, SNS, S3). */
+  readonly service: string;
+  constructor(service: string, options?: { cause?: unknown }) {
+    super(
+      `No AWS region for ${service}: set AWS_REGION (or a profile's region), or pass clientConfig.region. ` +
+        'To reach a running `taskworker dev`, export the line it prints, or build the publisher with Publisher.forLocalDev({ config })',
+      options,
+    );
+    this.name = 'MissingRegionError';
+    this.service = service;
+  }
+}
+
+/** `Publisher.forLocalDev()`: no `taskworker dev` is running in the directory given or above it. */
+export class LocalDevNotFoundError extends TaskworkerError {
+  /** Where it was looked for (and in every directory above). */
+  readonly dir: string;
+  constructor(dir: string) {
+    super(
+      `No taskworker dev is running in ${dir} or above it (none left a live .taskworker/dev.json): start one there with \`npx taskworker dev\``,
+    );
+    this.name = 'LocalDevNotFoundError';
+    this.dir = dir;
+  }
+}
+
+/** Another `taskworker dev` keeps its emulators' state in this directory and is running. */
+export class DevStateInUseError extends TaskworkerError {
+  readonly dir: string;
+  readonly pid: number;
+  constructor(dir: string, pid: number) {
+    super(`A taskworker dev (pid ${pid}) is running with its state in ${dir}: stop it first, or run this one on its emulators with --join`);
+    this.name = 'DevStateInUseError';
+    this.dir = dir;
+    this.pid = pid;
+  }
+}
+
 /** Short, safe rendering of a bad value for error messages. */
 /** `result()` / `jobs wait`: the job did not end within the time given. */
 export class ResultTimeoutError extends TaskworkerError {

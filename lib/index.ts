@@ -20,7 +20,14 @@ export {
 } from './config';
 export * from './errors';
 export type { PayloadStore } from './ports';
-export { type Published, Publisher, type PublisherOptions, type PublishItem, type PublishOptions } from './publish/publisher';
+export {
+  type LocalDevPublisherOptions,
+  type Published,
+  Publisher,
+  type PublisherOptions,
+  type PublishItem,
+  type PublishOptions,
+} from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';

@@ -72,6 +72,7 @@ import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
 import { DynamoWorkerRegistry } from './dynamo-workers';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
+import { withRegionCheck } from './region';
 
 /**
  * Pass a ready client or a client config, never both. Endpoints follow the SDK
@@ -83,7 +84,10 @@ export type DynamoClientOption =
   | { readonly client?: never; readonly clientConfig?: DynamoDBClientConfig; readonly timeouts?: HttpTimeouts };
 
 export function dynamoClientFrom(option: DynamoClientOption = {}): DynamoDBClient {
-  return option.client ?? new DynamoDBClient(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS));
+  return (
+    option.client ??
+    withRegionCheck(new DynamoDBClient(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS)), 'DynamoDB')
+  );
 }
 
 const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>

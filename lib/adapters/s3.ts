@@ -2,6 +2,7 @@ import type * as S3 from '@aws-sdk/client-s3';
 import { MissingDependencyError, PayloadMissingError } from '../errors';
 import type { PayloadStore } from '../ports';
 import { type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
+import { withRegionCheck } from './region';
 
 /** A 10 MiB object moves in well under this; the limit only stops a stalled connection. */
 export const S3_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 60_000 };
@@ -55,7 +56,7 @@ export class S3PayloadStore implements PayloadStore {
   /** The client, made (and the SDK loaded) on first use. */
   private client(sdk: typeof S3): S3.S3Client {
     if (this.option.client) return this.option.client;
-    this.made ??= new sdk.S3Client(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS));
+    this.made ??= withRegionCheck(new sdk.S3Client(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS)), 'S3');
     return this.made;
   }
 

@@ -1,9 +1,11 @@
 import {
   CreateTopicCommand,
   ListSubscriptionsByTopicCommand,
+  ListSubscriptionsCommand,
   SetSubscriptionAttributesCommand,
   type SNSClient,
   SubscribeCommand,
+  UnsubscribeCommand,
 } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { TaskworkerConfig } from '../config';
@@ -17,6 +19,8 @@ export interface VersionEvents {
   /** The version's own topic, when its config declares events. */
   readonly topicArn?: string;
   readonly subscriptions: ReadonlyArray<EventRoute & { readonly topicArn: string; readonly subscriptionArn: string }>;
+  /** Subscriptions of the version's queues that no route has any more (a subscriber taken out or moved): removed. */
+  readonly unsubscribed: ReadonlyArray<{ readonly queue: string; readonly topicArn: string }>;
 }
 
 /**
@@ -25,7 +29,8 @@ export interface VersionEvents {
  * subscription per topic its events come through (raw delivery, a filter on the body's `event`).
  * A subscribed app's topic is created too when it is not there yet (creating a topic is
  * idempotent; its own app's `dev` finds it). Idempotent: a subscription whose events changed gets
- * the new filter. For `taskworker dev`, the tests and the benchmarks, on fauxqs's SNS.
+ * the new filter, and one of the version's queues that no route needs any more is removed, as a
+ * deploy would. For `taskworker dev`, the tests and the benchmarks, on fauxqs's SNS.
  */
 export async function createVersionEvents(
   sns: SNSClient,
@@ -37,16 +42,41 @@ export async function createVersionEvents(
 ): Promise<VersionEvents> {
   const topic = async (name: string) => (await sns.send(new CreateTopicCommand({ Name: name }))).TopicArn as string;
   const topicArn = config.events.length > 0 ? await topic(eventTopicName(config.app, version)) : undefined;
+  const queueArns = new Map<string, string>();
+  for (const [queue, url] of Object.entries(urls.queues)) {
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+    if (arn) queueArns.set(arn, queue);
+  }
   const subscriptions: Array<VersionEvents['subscriptions'][number]> = [];
+  const kept = new Set<string>();
   for (const route of eventRoutes(config, version, registry)) {
     const arn = route.topic.topicArn ?? (await topic(eventTopicName(route.topic.app, route.topic.version)));
-    const queueArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: urls.queues[route.queue], AttributeNames: ['QueueArn'] })))
-      .Attributes?.QueueArn as string;
+    const queueArn = [...queueArns].find(([, queue]) => queue === route.queue)?.[0] as string;
     const policy = JSON.stringify(filterPolicy(route));
     const subscriptionArn = await subscribe(sns, arn, queueArn, policy);
     subscriptions.push({ ...route, topicArn: arn, subscriptionArn });
+    kept.add(subscriptionArn);
   }
-  return { ...(topicArn ? { topicArn } : {}), subscriptions };
+  const unsubscribed: Array<VersionEvents['unsubscribed'][number]> = [];
+  for (const existing of await allSubscriptions(sns)) {
+    const queue = existing.Protocol === 'sqs' ? queueArns.get(existing.Endpoint ?? '') : undefined;
+    if (queue === undefined || !existing.SubscriptionArn || kept.has(existing.SubscriptionArn)) continue;
+    await sns.send(new UnsubscribeCommand({ SubscriptionArn: existing.SubscriptionArn }));
+    unsubscribed.push({ queue, topicArn: existing.TopicArn as string });
+  }
+  return { ...(topicArn ? { topicArn } : {}), subscriptions, unsubscribed };
+}
+
+/** Every subscription on the endpoint, page by page. */
+async function allSubscriptions(sns: SNSClient) {
+  const all = [];
+  let NextToken: string | undefined;
+  do {
+    const page = await sns.send(new ListSubscriptionsCommand(NextToken ? { NextToken } : {}));
+    all.push(...(page.Subscriptions ?? []));
+    NextToken = page.NextToken;
+  } while (NextToken);
+  return all;
 }
 
 async function subscribe(sns: SNSClient, topicArn: string, queueArn: string, policy: string): Promise<string> {

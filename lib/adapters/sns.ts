@@ -1,6 +1,7 @@
 import { PublishCommand, SNSClient, type SNSClientConfig } from '@aws-sdk/client-sns';
 import type { EventBus } from '../ports';
 import { type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
+import { withRegionCheck } from './region';
 
 /** SNS publishes answer in milliseconds; the limit only stops a stalled connection. */
 export const SNS_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 10_000 };
@@ -14,7 +15,7 @@ export type SnsClientOption =
   | { readonly client?: never; readonly clientConfig?: SNSClientConfig };
 
 export function snsClientFrom(option: SnsClientOption = {}): SNSClient {
-  return option.client ?? new SNSClient(withHttpTimeouts(option.clientConfig ?? {}, SNS_TIMEOUTS));
+  return option.client ?? withRegionCheck(new SNSClient(withHttpTimeouts(option.clientConfig ?? {}, SNS_TIMEOUTS)), 'SNS');
 }
 
 /** {@link EventBus} on Amazon SNS: one `Publish` per event; SNS fans it out to the subscribed queues. */

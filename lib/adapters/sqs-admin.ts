@@ -1,11 +1,20 @@
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  QueueNameExists,
+  SetQueueAttributesCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { TaskworkerConfig } from '../config';
 import { queueLayout } from '../layout/queues';
 import type { QueueUrls } from '../ports';
 
 /**
  * Creates a version's queues (main queues with redrive, DLQs, archive) from the shared layout,
- * as the CDK stack does in AWS. Idempotent. Used by `taskworker dev` on the emulator.
+ * as the CDK stack does in AWS. Idempotent: a queue already there whose settings the config has
+ * changed (visibility, retention, redrive) gets the new ones, as a deploy updates it. Used by
+ * `taskworker dev` on the emulator.
  */
 export async function createVersionQueues(
   sqs: SQSClient,
@@ -27,8 +36,7 @@ export async function createVersionQueues(
         maxReceiveCount: spec.redrive.maxReceiveCount,
       });
     }
-    const created = await sqs.send(new CreateQueueCommand({ QueueName: spec.resourceName, Attributes: attributes }));
-    const url = created.QueueUrl as string;
+    const url = await createOrUpdateQueue(sqs, spec.resourceName, attributes);
     const arn = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
     arns.set(spec.resourceName, arn.Attributes?.QueueArn as string);
     if (spec.role === 'main') queues[spec.queue as string] = url;
@@ -36,4 +44,20 @@ export async function createVersionQueues(
     else archive = url;
   }
   return { queues, archive, deadLetter };
+}
+
+/** CreateQueue, or, for a queue already there with other settings, SetQueueAttributes on it. */
+async function createOrUpdateQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+  try {
+    return (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl as string;
+  } catch (error) {
+    // fauxqs answers with the query protocol's code (AWS.SimpleQueueService.QueueNameExists), which
+    // the SDK does not map to its class.
+    const code = (error as { name?: unknown }).name;
+    const exists = error instanceof QueueNameExists || (typeof code === 'string' && /(^|\.)QueueNameExists$/.test(code));
+    if (!exists) throw error;
+    const url = (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl as string;
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
+    return url;
+  }
 }

@@ -32,6 +32,7 @@ import type {
   VisibilityEntry,
 } from '../ports';
 import { type HttpTimeouts, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
+import { withRegionCheck } from './region';
 
 /**
  * Pass a ready client or a client config, never both. Endpoints follow the SDK
@@ -48,7 +49,7 @@ export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
   // With an endpoint override (an emulator), send every call there: the SDK would otherwise
   // prefer the queue URL's host, which an emulator's URLs may not resolve to.
   const overridden = config.endpoint !== undefined || Boolean(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL);
-  return new SQSClient({ ...(overridden ? { useQueueUrlAsEndpoint: false } : {}), ...config });
+  return withRegionCheck(new SQSClient({ ...(overridden ? { useQueueUrlAsEndpoint: false } : {}), ...config }), 'SQS');
 }
 
 /** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */

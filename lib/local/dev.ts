@@ -10,7 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SnsEventBus } from '../adapters/sns';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config';
-import { ConfigError } from '../errors';
+import { describe, RestartRequiredError, TaskworkerError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
@@ -21,10 +21,13 @@ import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
 import { ContainerPool } from './containers';
+import { LOCAL_CREDENTIALS as LOCAL } from './dev-file';
+import { claimDevState, type DevStateDir, type DevStateFound } from './dev-state';
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
 import type { RunnerMessage } from './runner';
-import { provisionVersion } from './version';
+import { type Restored, restoreAndRemove, saveSnapshot } from './snapshot';
+import { type ProvisionChanges, type ProvisionedVersion, provisionChanges, provisionVersion } from './version';
 import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
@@ -46,6 +49,17 @@ export interface LocalStackOptions {
    * subscribers as on AWS.
    */
   readonly join?: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string };
+  /**
+   * Keep the emulators' state in this directory between runs (`taskworker dev` gives
+   * `.taskworker/emulators`): DynamoDB keeps its tables there as it writes them, and a clean
+   * {@link LocalStack.stop} writes the queues' messages and the buckets' objects there, put back at
+   * the next start (lib/local/dev-state.ts says what a start does after a dev that was killed).
+   * Ignored with `join`: the dev that owns the emulators keeps their state. @defaultValue in
+   * memory, gone at the stop
+   */
+  readonly stateDir?: string;
+  /** With `stateDir`: start empty, dropping what was kept there. @defaultValue false */
+  readonly reset?: boolean;
   /** @defaultValue 'us-east-1' */
   readonly region?: string;
   /** Dispatcher log level. @defaultValue 'WARN' */
@@ -118,12 +132,30 @@ export interface DispatcherExit {
   readonly replacement?: { readonly dispatcher: number; readonly afterMs: number };
 }
 
+/** With {@link LocalStackOptions.stateDir}: how the start found it, and what it put back. */
+export interface StateAtStart {
+  readonly dir: string;
+  readonly found: DevStateFound;
+  /** The messages and objects of the last clean stop, put back. */
+  readonly restored?: Restored;
+}
+
+export type { ProvisionChanges } from './version';
+
+export interface Reloaded {
+  readonly bundle: TaskBundle;
+  readonly provisioned: ProvisionChanges;
+}
+
 export interface LocalStack {
   /** The tasks bundle the dispatchers run (the latest one after a {@link LocalStack.reload}). */
   readonly bundle: TaskBundle;
   readonly version: string;
   readonly region: string;
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  /** With a `stateDir`: what was kept from the last run and put back. */
+  readonly state?: StateAtStart;
+  /** The version's queues (those of the latest config after a {@link LocalStack.reload}). */
   readonly urls: QueueUrls & { readonly deadLetter: Readonly<Record<string, string>> };
   readonly sqs: SQSClient;
   readonly dynamo: DynamoDBClient;
@@ -154,13 +186,19 @@ export interface LocalStack {
   /** Stops the dispatcher processes gracefully (running tasks finish, batches settle); the emulators keep running. */
   stopDispatchers(): Promise<void>;
   /**
-   * Builds the config and tasks again and restarts the dispatchers on the new build, as many as
-   * ran: running tasks finish, unstarted ones are released. A build that fails (a syntax error, a
-   * task that does not fit the config) throws and leaves the running dispatchers as they were. The
-   * app name and the queue names are fixed for the stack's life: changing them needs a new stack.
+   * Builds the config and tasks again, provisions what the new config needs (queues added or
+   * changed, the event topic, subscriptions added, moved or taken out: provisioning is idempotent)
+   * and restarts the dispatchers on the new build, as many as ran: running tasks finish, unstarted
+   * ones are released. The stack's urls, publisher and dispatchers' environment follow. A build
+   * that fails (a syntax error, a task that does not fit the config) throws and leaves the running
+   * dispatchers as they were; so does another app name ({@link RestartRequiredError}: every
+   * resource is named after it, a new stack is needed).
    */
-  reload(): Promise<TaskBundle>;
-  /** Stops dispatchers gracefully (running tasks finish), then the emulators. */
+  reload(): Promise<Reloaded>;
+  /**
+   * Stops dispatchers gracefully (running tasks finish), then, with a `stateDir`, writes the queues'
+   * messages and the buckets' objects there, then stops the emulators.
+   */
   stop(): Promise<void>;
 }
 
@@ -169,8 +207,8 @@ export interface DispatcherProcessOptions {
   readonly fn?: string;
 }
 
-/** Credentials the emulators accept; never valid anywhere else. */
-const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local' };
+/** The emulators' credentials, as the environment gives them. */
+const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: LOCAL.accessKeyId, AWS_SECRET_ACCESS_KEY: LOCAL.secretAccessKey };
 
 /** A build of the dispatcher artifact in a directory of its own, loaded and checked. */
 interface Build {
@@ -208,15 +246,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const region = options.region ?? 'us-east-1';
   let build = await buildInto(options);
   let emulators: Emulators;
+  let state: DevStateDir | undefined;
   try {
+    state =
+      options.stateDir !== undefined && !options.join ? claimDevState(options.stateDir, { reset: options.reset === true }) : undefined;
     emulators = options.join
       ? { ...options.join, stop: async () => {} }
       : await startEmulators({
           ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
           ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
+          ...(state ? { dynamodbPath: state.dynamodbPath } : {}),
         });
   } catch (error) {
     // Nothing may be left behind by a start that failed: not the build, not half the emulators.
+    state?.release();
     await rm(build.dir, { recursive: true, force: true });
     throw error;
   }
@@ -227,16 +270,23 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
   // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
   const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
-  const { urls, tables, jobs, stats, queues, controls, events } = await provisionVersion({
-    bundle: build.bundle,
-    version,
-    sqs,
-    dynamo,
-    sns,
-    s3,
-  });
+  const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
+  let current: ProvisionedVersion;
+  let stateAtStart: StateAtStart | undefined;
+  try {
+    current = await provision(build.bundle);
+    const restored = state ? await restoreAndRemove(state.snapshotDir, sqs, s3) : undefined;
+    stateAtStart = state ? { dir: state.dir, found: state.found, ...(restored ? { restored } : {}) } : undefined;
+  } catch (error) {
+    for (const client of [sqs, dynamo, sns, s3]) client.destroy();
+    await emulators.stop();
+    state?.release();
+    await rm(build.dir, { recursive: true, force: true });
+    throw error;
+  }
+  const { tables } = current;
   // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
-  const controlsCache = new ControlsCache(controls, () => Date.now());
+  const controlsCache = new ControlsCache(current.controls, () => Date.now());
   const env: Record<string, string> = {
     AWS_REGION: region,
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
@@ -250,7 +300,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dispatcherEnv = (bundle: TaskBundle): Record<string, string> => ({
     ...env,
     TASKWORKER_VERSION: version,
-    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: urls.queues, archive: urls.archive }),
+    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: current.urls.queues, archive: current.urls.archive }),
     TASKWORKER_JOBS_TABLE: tables.jobs,
     TASKWORKER_STATS_TABLE: tables.stats,
     TASKWORKER_LOCAL_TIMEOUT_SECONDS: String(options.invocationSeconds ?? bundle.config.dispatcher.timeoutSeconds),
@@ -267,10 +317,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       config: bundle.config,
       version,
       tasks: bundle.tasks,
-      queues,
-      urls,
-      jobs,
-      events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: eventBus },
+      queues: current.queues,
+      urls: current.urls,
+      jobs: current.jobs,
+      events: { ...(current.events?.topicArn ? { topicArn: current.events.topicArn } : {}), bus: eventBus },
       payloads: { s3: { client: s3 } },
     });
   let publisher = publisherFor(build.bundle);
@@ -398,7 +448,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       schedules = startLocalSchedules({
         config: build.bundle.config,
         registry: build.bundle.registry,
-        urls,
+        urls: current.urls,
         sqs,
         clock: systemClock,
         ...(options.onScheduleTick ? { onFire: options.onScheduleTick } : {}),
@@ -409,7 +459,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     for (const queue of doorbellQueues(build.bundle.config)) startDispatcher({ fn: doorbellFunction(queue.name) });
     wakeUp = startLocalWakeUp({
       config: build.bundle.config,
-      urls,
+      urls: current.urls,
       sqs,
       region,
       functions: containers,
@@ -438,40 +488,57 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopping = false;
   };
   let stopped: Promise<void> | undefined;
-  const reload = async (): Promise<TaskBundle> => {
+  const unchanged: ProvisionChanges = { queues: [], topics: [], subscribed: [], unsubscribed: [] };
+  const reload = async (): Promise<Reloaded> => {
     const next = await buildInto(options);
     if (stopped) {
       // The stack stopped while this build ran: nothing to restart, nothing to keep.
       await rm(next.dir, { recursive: true, force: true });
-      return build.bundle;
+      return { bundle: build.bundle, provisioned: unchanged };
     }
     const was = build.bundle.config;
     const now = next.bundle.config;
-    const names = (c: typeof was) => c.queues.map((q) => q.name).join(',');
-    if (now.app !== was.app || names(now) !== names(was)) {
+    let provisioned: ProvisionedVersion;
+    try {
+      // Every queue, table, topic and bucket is named after the app: another one is another stack.
+      if (now.app !== was.app) throw new RestartRequiredError('app', was.app, now.app);
+      // Before the dispatchers stop: the running ones go on meanwhile, on queues that stay.
+      provisioned = await provision(next.bundle);
+    } catch (error) {
       await rm(next.dir, { recursive: true, force: true });
-      throw new ConfigError(
-        now.app !== was.app ? 'app' : 'queues',
-        now.app !== was.app ? now.app : names(now),
-        `the value this taskworker dev started with (${now.app !== was.app ? was.app : names(was)}): restart it to change the app or its queues`,
-      );
+      throw error;
     }
+    const changes = provisionChanges(current, provisioned);
     const running = onDemand ? (options.dispatchers ?? 1) : Math.max(1, alive());
     await stopDispatchers();
     const old = build;
     build = next;
+    current = provisioned;
     publisher = publisherFor(next.bundle);
     await rm(old.dir, { recursive: true, force: true });
     startAll(running);
-    return next.bundle;
+    return { bundle: next.bundle, provisioned: changes };
   };
   const stop = () => {
     stopped ??= (async () => {
       await stopAll();
-      sqs.destroy();
-      dynamo.destroy();
+      // fauxqs keeps its queues and buckets in memory only: written out while it still runs.
+      const saved = state
+        ? await saveSnapshot(state.snapshotDir, emulators.sqsEndpoint, s3).then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+        : undefined;
+      for (const client of [sqs, dynamo, sns, s3]) client.destroy();
       await emulators.stop();
       await rm(build.dir, { recursive: true, force: true });
+      if (saved !== undefined) {
+        // Left claimed: the next start finds the tables without their messages and starts empty, saying why.
+        throw new TaskworkerError(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, {
+          cause: saved,
+        });
+      }
+      state?.release();
     })();
     return stopped;
   };
@@ -482,12 +549,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     version,
     region,
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
-    urls,
+    ...(stateAtStart ? { state: stateAtStart } : {}),
+    get urls() {
+      return current.urls;
+    },
     sqs,
     dynamo,
     tables,
-    jobs,
-    stats,
+    get jobs() {
+      return current.jobs;
+    },
+    get stats() {
+      return current.stats;
+    },
     get publisher() {
       return publisher;
     },

@@ -10,6 +10,11 @@ export interface EmulatorOptions {
   readonly dynamodbPort?: number;
   /** @defaultValue '127.0.0.1' */
   readonly host?: string;
+  /**
+   * A directory where DynamoDB keeps its tables (LevelDB, through dynalite's `path`), so they outlive
+   * this process. @defaultValue in memory
+   */
+  readonly dynamodbPath?: string;
 }
 
 export interface Emulators {
@@ -36,7 +41,12 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   let sqsEndpoint = '';
   countLapsedAsVisible(sqs, () => sqsEndpoint);
   sqsEndpoint = await sqs.listen({ port: options.sqsPort ?? 0, host });
-  const dynamo = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const dynamo = dynalite({
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+    ...(options.dynamodbPath !== undefined ? { path: options.dynamodbPath } : {}),
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       dynamo.once('error', reject);

@@ -133,3 +133,30 @@ export async function provisionVersion(options: {
     },
   };
 }
+
+/** What a second provisioning of a version (a dev's reload) created or removed for its new config, named as the config names them. */
+export interface ProvisionChanges {
+  readonly queues: readonly string[];
+  readonly topics: readonly string[];
+  readonly subscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
+  readonly unsubscribed: ReadonlyArray<{ readonly queue: string; readonly topic: string }>;
+}
+
+/** What a second provisioning made or removed that the first had not: queues, topics, subscriptions. */
+export function provisionChanges(before: ProvisionedVersion, after: ProvisionedVersion): ProvisionChanges {
+  const topicName = (arn: string) => arn.slice(arn.lastIndexOf(':') + 1);
+  const topics = (p: ProvisionedVersion) => [
+    ...(p.events?.topicArn ? [p.events.topicArn] : []),
+    ...(p.events?.subscriptions.map((s) => s.topicArn) ?? []),
+  ];
+  const hadTopics = new Set(topics(before));
+  const hadSubscriptions = new Set(before.events?.subscriptions.map((s) => s.subscriptionArn));
+  return {
+    queues: Object.keys(after.urls.queues).filter((q) => before.urls.queues[q] === undefined),
+    topics: [...new Set(topics(after).filter((arn) => !hadTopics.has(arn)))].map(topicName),
+    subscribed: (after.events?.subscriptions ?? [])
+      .filter((s) => !hadSubscriptions.has(s.subscriptionArn))
+      .map((s) => ({ queue: s.queue, topic: topicName(s.topicArn) })),
+    unsubscribed: (after.events?.unsubscribed ?? []).map((u) => ({ queue: u.queue, topic: topicName(u.topicArn) })),
+  };
+}

@@ -19,6 +19,7 @@ import {
   DependencyError,
   type FailedPublish,
   InvalidEventPayloadError,
+  LocalDevNotFoundError,
   MessageTooLargeError,
   PublishBatchError,
   PublishOptionError,
@@ -31,6 +32,7 @@ import {
 import { topicArnNear } from '../events/config';
 import { eventPayloadKey, payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { LOCAL_CREDENTIALS, readDevState } from '../local/dev-file';
 import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
@@ -182,6 +184,20 @@ export type PublisherOptions = {
   | { readonly sqs?: SqsClientOption; readonly queues?: never; readonly urls?: never }
 );
 
+/** What {@link Publisher.forLocalDev} takes: the rest comes from the running `taskworker dev`. */
+export interface LocalDevPublisherOptions {
+  /** The app config (the one the dev runs). */
+  readonly config: TaskworkerConfigInput | TaskworkerConfig;
+  /** @defaultValue the version the dev runs (`dev` unless it was started with `--version`) */
+  readonly version?: string;
+  readonly tasks?: readonly TaskDefinition[];
+  /** Where to look for the dev: this directory and those above it. @defaultValue the working directory */
+  readonly from?: string;
+  /** Give jobs `queued` records, as the dev's own publisher does. @defaultValue true */
+  readonly recordQueued?: boolean;
+  readonly clock?: Clock;
+}
+
 /** Jobs a publisher remembers having sent, to be named as dependencies before a dispatcher records them. */
 const RECENT_JOBS = 10_000;
 
@@ -215,6 +231,35 @@ export class Publisher {
   private eventBus: EventBus | undefined;
   private readonly payloadOptions: PublisherOptions['payloads'];
   private payloadStore: PayloadStore | undefined;
+
+  /**
+   * A publisher for the `taskworker dev` running in the working directory (or `from`) or a directory
+   * above it, found as the CLI finds it (the `.taskworker/dev.json` it keeps while it runs): its
+   * emulators' endpoints and region, the local credentials, and its version. Throws
+   * {@link LocalDevNotFoundError} when no dev runs there. Asked for by name only: `new Publisher()`
+   * never looks for a dev, so a service that publishes to AWS cannot be turned to a laptop's
+   * emulators by a file in its working directory.
+   * @example
+   * const publisher = Publisher.forLocalDev({ config });
+   * await publisher.publish('send-email', { to: 'a@example.com' }, { queue: 'default' });
+   */
+  static forLocalDev(options: LocalDevPublisherOptions): Publisher {
+    const dev = readDevState(options.from);
+    if (!dev) throw new LocalDevNotFoundError(options.from ?? process.cwd());
+    const at = (endpoint: string) => ({ region: dev.region, endpoint, credentials: LOCAL_CREDENTIALS });
+    return new Publisher({
+      config: options.config,
+      version: options.version ?? dev.version,
+      ...(options.tasks ? { tasks: options.tasks } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+      recordQueued: options.recordQueued ?? true,
+      sqs: { clientConfig: at(dev.sqsEndpoint) },
+      dynamo: { clientConfig: at(dev.dynamodbEndpoint) },
+      // fauxqs serves SNS and S3 on its SQS endpoint.
+      events: { sns: { clientConfig: at(dev.sqsEndpoint) } },
+      payloads: { s3: { clientConfig: { ...at(dev.sqsEndpoint), forcePathStyle: true } } },
+    });
+  }
 
   constructor(options: PublisherOptions) {
     // A resolved config is a valid input too, so this accepts either.

@@ -11,6 +11,7 @@ import {
   MAX_EPOCH_MS,
   type MessageMeta,
   parseBody,
+  pinEnvelope,
   preview,
 } from './envelope';
 import type { PayloadRef } from './payload-ref';
@@ -89,6 +90,30 @@ export function decodeMessage(body: string, meta: MessageMeta): DecodedMessage {
   const own = parseBody(body);
   if (own('task') === undefined && own('event') !== undefined) return { kind: 'event', event: decodeEventFields(own, meta) };
   return { kind: 'job', job: decodeJobFields(own, meta) };
+}
+
+/**
+ * The body for a copy of a message (a copy gets a new MessageId and SentTimestamp): a job's id and
+ * publish time, or an event's id and emit time, written in where the publisher left them to SQS's
+ * defaults, so the copy stays the same job (or event) with the same wait. A body that is neither
+ * (not JSON, Celery's, malformed) is returned as it is: whoever reads the copy files it under the
+ * copy's own id, as it would have the original.
+ *
+ * @example
+ * pinnedCopy('{"task":"send-email","payload":{}}', { messageId: 'm-1', sentTimestamp: 1_700_000_000_000 });
+ * // '{"task":"send-email","payload":{},"id":"m-1","publishedAt":1700000000000}'
+ */
+export function pinnedCopy(body: string, meta: MessageMeta): string {
+  let decoded: DecodedMessage;
+  try {
+    decoded = decodeMessage(body, meta);
+  } catch {
+    return body;
+  }
+  if (decoded.kind === 'job') return pinEnvelope(body, decoded.job);
+  const fields = JSON.parse(body) as Record<string, unknown>;
+  if (Object.hasOwn(fields, 'id') && Object.hasOwn(fields, 'emittedAt')) return body;
+  return JSON.stringify({ ...fields, id: decoded.event.id, emittedAt: decoded.event.emittedAt });
 }
 
 /** Validates the fields of a parsed body that names an `event`. Throws {@link EnvelopeError} (`bad-event`) naming the field. */

@@ -1,10 +1,11 @@
 /**
  * `taskworker dev` as a user runs it: the real CLI in its own process, in a project directory
  * of the user's (its own config and tasks), driven by other CLI processes started where a user
- * would start them — a subdirectory, another directory with dev's export line. What is asserted
- * comes from what those processes print and from the jobs table (`jobs show`).
+ * would start them — a subdirectory, another directory with dev's export line, a `tsx` script
+ * using the library's Publisher. What is asserted comes from what those processes print and from
+ * the jobs table (`jobs show`), before and after dev is restarted in the same directory.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,12 +21,25 @@ let dev: ChildProcess;
 let out = '';
 let err = '';
 let exportedEnv: Record<string, string> = {};
+/** A job archived by the first dev, looked for again after the restarts. */
+let archivedJobId = '';
+/** Devs started after the first (restarts), stopped at the end if still running. */
+const restarted: ChildProcess[] = [];
+
+/** The environment a user's shell has, less every AWS_ variable (no region, no endpoint). */
+function withoutAws(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))) as NodeJS.ProcessEnv;
+}
 
 /** Runs one CLI command to completion in `cwd`; the environment is the user's plus `env`. */
 function run(cwd: string, args: string[], env: Record<string, string> = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))) as NodeJS.ProcessEnv;
   try {
-    const stdout = execFileSync(process.execPath, [CLI, ...args], { cwd, env: { ...clean, ...env }, encoding: 'utf8', stdio: 'pipe' });
+    const stdout = execFileSync(process.execPath, [CLI, ...args], {
+      cwd,
+      env: { ...withoutAws(), ...env },
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
     return { code: 0, stdout, stderr: '' };
   } catch (error) {
     const e = error as { status: number; stdout: string; stderr: string };
@@ -80,11 +94,31 @@ beforeAll(async () => {
   exportedEnv = Object.fromEntries(line.split(' ').map((pair) => pair.split('=') as [string, string]));
 }, 90_000);
 
+/** Starts `taskworker dev` in the project again; resolves once it is up, with what it prints. */
+async function startDev(args: string[] = []): Promise<{ proc: ChildProcess; out: () => string; err: () => string }> {
+  let printed = '';
+  let warned = '';
+  const proc = spawn(process.execPath, [CLI, 'dev', ...args], { cwd: project, env: withoutAws(), stdio: ['ignore', 'pipe', 'pipe'] });
+  restarted.push(proc);
+  proc.stdout?.on('data', (chunk) => {
+    printed += String(chunk);
+  });
+  proc.stderr?.on('data', (chunk) => {
+    warned += String(chunk);
+  });
+  await eventually('dev to start again', () => printed.includes('Ctrl-C to stop.'), 60_000);
+  return { proc, out: () => printed, err: () => warned };
+}
+
+async function stopDev(proc: ChildProcess, signal: NodeJS.Signals = 'SIGINT'): Promise<number | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  proc.kill(signal);
+  return exited;
+}
+
 afterAll(async () => {
-  if (dev.exitCode === null) {
-    dev.kill('SIGINT');
-    await new Promise((resolve) => dev.once('exit', resolve));
-  }
+  for (const proc of [dev, ...restarted]) await stopDev(proc);
 });
 
 describe('taskworker dev, used from other shells', () => {
@@ -111,6 +145,7 @@ describe('taskworker dev, used from other shells', () => {
     const published = run(join(project, 'src'), ['publish', 'flaky', '--payload', '{"item":42}', '--json']);
     expect(published.code).toBe(0);
     const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    archivedJobId = jobId;
     await eventually('two failed attempts', () => err.includes(`flaky ${jobId} attempt 2`), 30_000);
     const lines = err.split('\n').filter((l) => l.includes(jobId));
     expect(lines).toEqual([
@@ -182,6 +217,49 @@ describe('taskworker dev, used from other shells', () => {
     expect(out + err).not.toContain('sedAlFQ3');
   });
 
+  it("the library's Publisher in a tsx script: with no region one MissingRegionError saying how; Publisher.forLocalDev publishes to this dev", async () => {
+    writeFileSync(
+      join(project, 'publish.ts'),
+      [
+        `import { Publisher } from ${JSON.stringify(join(ROOT, 'lib', 'index.ts'))};`,
+        "import config from './taskworker.config';",
+        'async function main(mode: string) {',
+        "  const publisher = mode === 'local' ? Publisher.forLocalDev({ config }) : new Publisher({ config, version: 'dev' });",
+        "  const { jobId } = await publisher.publish('flaky', { item: 11 }, { queue: 'default' });",
+        '  console.log(jobId);',
+        '}',
+        'main(process.argv[2] as string).catch((error: Error) => {',
+        "  console.error(error.name + ': ' + error.message);",
+        '  process.exitCode = 1;',
+        '});',
+      ].join('\n'),
+    );
+    // A fresh process as a user starts one: no AWS_ variable, no ~/.aws to find a region in; the
+    // SDK's Node version warning off, so what is printed is the script's alone.
+    const script = (mode: string) =>
+      spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), ['publish.ts', mode], {
+        cwd: project,
+        env: { ...withoutAws(), HOME: mkdtempSync(join(tmpdir(), 'tw-home-')), NODE_OPTIONS: '--no-warnings' },
+        encoding: 'utf8',
+      });
+    const plain = script('plain');
+    expect(plain.status).toBe(1);
+    expect(plain.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^MissingRegionError: No AWS region for SQS: .*Publisher\.forLocalDev\(\{ config \}\)$/),
+    ]);
+    expect(plain.stderr).not.toContain('Region is missing');
+
+    const local = script('local');
+    expect(local.stderr).toBe('');
+    const jobId = local.stdout.trim();
+    await eventually(
+      'the job to run on this dev',
+      () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'),
+      30_000,
+    );
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
+  });
+
   it('archive list shows, for a malformed message, the id jobs show accepts', async () => {
     const sqs = new SQSClient({
       region: 'us-east-1',
@@ -220,5 +298,47 @@ describe('taskworker dev, used from other shells', () => {
     const after = run(project, ['status']);
     expect(after.code).toBe(2);
     expect(after.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('taskworker dev, started again in the same directory', () => {
+  let second: Awaited<ReturnType<typeof startDev>>;
+
+  it('carries on with what the clean stop kept, and says so in one line', async () => {
+    second = await startDev();
+    expect(second.out()).toMatch(
+      /^ {2}state: kept from the last run in \.taskworker\/emulators: the jobs tables, \d+ message\(s\) in \d+ queue\(s\), \d+ stored object\(s\) \(--reset starts empty\)$/m,
+    );
+    expect(JSON.parse(run(project, ['jobs', 'show', archivedJobId, '--json']).stdout)).toMatchObject({
+      jobId: archivedJobId,
+      state: 'archived',
+    });
+  });
+
+  it('after a dev that was killed: one line says so, and it starts empty', async () => {
+    await stopDev(second.proc, 'SIGKILL');
+    const third = await startDev();
+    const said = third
+      .err()
+      .split('\n')
+      .filter((l) => l.includes('did not stop cleanly'));
+    expect(said).toEqual([
+      expect.stringMatching(/^the last taskworker dev here \(pid \d+\) did not stop cleanly \(killed\?\): .* starts empty/),
+    ]);
+    expect(run(project, ['jobs', 'show', archivedJobId, '--json']).code).not.toBe(0);
+    await stopDev(third.proc);
+  });
+
+  it('--reset starts empty after a clean stop too', async () => {
+    const fourth = await startDev();
+    expect(fourth.out()).toMatch(/^ {2}state: kept from the last run in \.taskworker\/emulators: /m);
+    const { jobId } = JSON.parse(run(project, ['publish', 'flaky', '--payload', '{"item":12}', '--json']).stdout) as { jobId: string };
+    await eventually('the job to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
+    expect(await stopDev(fourth.proc)).toBe(0);
+
+    const fifth = await startDev(['--reset']);
+    expect(fifth.out()).toMatch(/^ {2}state: started empty \(--reset\); kept in \.taskworker\/emulators between runs from now on$/m);
+    expect(run(project, ['jobs', 'show', jobId, '--json']).code).not.toBe(0);
+    expect(await stopDev(fifth.proc)).toBe(0);
   });
 });

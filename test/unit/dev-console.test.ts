@@ -1,4 +1,4 @@
-import { consoleLine, exitLine, failureLines, userFrame } from '../../cli/dev-console';
+import { consoleLine, exitLine, failureLines, stateLine, userFrame } from '../../cli/dev-console';
 
 describe('what taskworker dev prints', () => {
   it('a failed attempt: task, job, attempt, error and the first frame in the user code', () => {
@@ -81,5 +81,31 @@ describe('what taskworker dev prints', () => {
     expect(consoleLine(json, 0, 'WARN')).toBe('[dispatcher 0] WARN archiving message  queue=default reason=malformed');
     expect(consoleLine(json, 0, 'ERROR')).toBeUndefined();
     expect(consoleLine('hello from a task', 1, 'ERROR')).toBe('[dispatcher 1] hello from a task');
+  });
+});
+
+describe('the line on what a start kept from the last run', () => {
+  const dir = '/p/.taskworker/emulators';
+  it.each([
+    [
+      { kind: 'new' } as const,
+      undefined,
+      'state: kept in .taskworker/emulators between runs (Ctrl-C stops cleanly and keeps it; --reset starts empty)',
+    ],
+    [{ kind: 'reset' } as const, undefined, 'state: started empty (--reset); kept in .taskworker/emulators between runs from now on'],
+    [
+      { kind: 'kept' } as const,
+      { queues: 2, messages: 5, objects: 1 },
+      'state: kept from the last run in .taskworker/emulators: the jobs tables, 5 message(s) in 2 queue(s), 1 stored object(s) (--reset starts empty)',
+    ],
+  ])('%j', (found, restored, line) => {
+    expect(stateLine({ dir, found, ...(restored ? { restored } : {}) }, '/p')).toEqual({ line });
+  });
+
+  it('a dev that was killed is a warning: it started empty, and why', () => {
+    expect(stateLine({ dir, found: { kind: 'unclean', pid: 4242 } }, '/p')).toEqual({
+      line: "the last taskworker dev here (pid 4242) did not stop cleanly (killed?): its queues' messages died with it, so this one starts empty rather than with jobs that would never run (Ctrl-C stops cleanly and keeps them)",
+      warning: true,
+    });
   });
 });
