@@ -257,7 +257,7 @@ describe('taskworker dev, used from other shells', () => {
       () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'),
       30_000,
     );
-    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ result: '"saved twice"' });
+    expect(JSON.parse(run(project, ['jobs', 'show', jobId, '--json']).stdout)).toMatchObject({ job: { result: 'saved twice' } });
   });
 
   it('archive list shows, for a malformed message, the id jobs show accepts', async () => {
@@ -310,8 +310,7 @@ describe('taskworker dev, started again in the same directory', () => {
       /^ {2}state: kept from the last run in \.taskworker\/emulators: the jobs tables, \d+ message\(s\) in \d+ queue\(s\), \d+ stored object\(s\) \(--reset starts empty\)$/m,
     );
     expect(JSON.parse(run(project, ['jobs', 'show', archivedJobId, '--json']).stdout)).toMatchObject({
-      jobId: archivedJobId,
-      state: 'archived',
+      job: { jobId: archivedJobId, state: 'archived' },
     });
   });
 
