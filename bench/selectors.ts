@@ -186,18 +186,15 @@ const IDLE_POINTS: ReadonlyArray<{ readonly label: string; readonly options: Sla
 ];
 
 /**
- * The design against the corrected SQS model: the default's two changes (counting the messages a
- * dispatcher was just handed as taking slots; a gentler growth of weight with age) each alone and
- * together, and the growth curve, on the workloads where the targets were missed before.
+ * The growth of a queue's weight with its age over its SLA, on the workloads where the targets are
+ * tightest: how much priority gives way to age.
  */
 const DESIGN_WORKLOADS = ['steady-0.7', 'busy-hour'] as const;
 const DESIGN_POINTS: ReadonlyArray<{ readonly label: string; readonly options: SlaAwareOptions }> = [
-  { label: 'before: growth 3, room as reported', options: { growth: 3, handedWindowMs: -1 } },
-  { label: 'growth 3, just-received messages counted', options: { growth: 3 } },
-  { label: 'growth 1.5, room as reported', options: { handedWindowMs: -1 } },
-  { label: 'growth 1 (counted)', options: { growth: 1 } },
-  { label: 'growth 1.5 (counted): default', options: {} },
-  { label: 'growth 2 (counted)', options: { growth: 2 } },
+  { label: 'growth 1', options: { growth: 1 } },
+  { label: 'growth 1.5: default', options: {} },
+  { label: 'growth 2', options: { growth: 2 } },
+  { label: 'growth 3', options: { growth: 3 } },
 ];
 
 /**

@@ -12,7 +12,7 @@ import { canScaleOut, SCHEDULE_SOURCE } from '../lib/invocation/scaling';
 import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
 import { RESULT_PREFIX } from '../lib/layout/payloads';
 import { JOBS_DUE_INDEX } from '../lib/layout/tables';
-import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
+import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
 import { ignoreCfnLintChecks, REDUNDANT_ROLE_DEPENDENCY } from './cfn-lint';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 import { grantSubscribedEventPayloads, PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS, type TaskworkerPayloads } from './payloads';
@@ -198,7 +198,7 @@ export class TaskworkerDispatcher extends Construct {
       const mapping = new lambda.EventSourceMapping(this, `Trigger-${queue.name}`, {
         target: doorbell,
         eventSourceArn: (props.queues[queue.name] as sqs.IQueue).queueArn,
-        batchSize: queue.batchSize,
+        batchSize: doorbellBatchSize(config, queue),
         maxConcurrency: DOORBELL_MAX_CONCURRENCY,
         reportBatchItemFailures: true,
       });

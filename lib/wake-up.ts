@@ -15,6 +15,14 @@ export function doorbellQueues(config: TaskworkerConfig): readonly QueueConfig[]
 }
 
 /**
+ * The batch a doorbell's trigger hands one invocation: the queue's batch size, at most the
+ * dispatcher's task slots, so no message of it waits in the invocation for a slot.
+ */
+export function doorbellBatchSize(config: TaskworkerConfig, queue: QueueConfig): number {
+  return Math.max(1, Math.min(queue.batchSize, config.dispatcher.concurrency));
+}
+
+/**
  * A doorbell function's timeout for `queue`: Lambda refuses an SQS trigger on a queue whose
  * visibility timeout is shorter than the function's timeout, so each doorbell queue has a function
  * of its own, timed out at the queue's visibility timeout (at most the dispatcher's timeout).

@@ -19,7 +19,7 @@ import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/select
 import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
-import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
+import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
 import { quantile, round } from '../prices';
 import { Simulation } from './engine';
 import { type LatencyModel, SimSqs, type SqsModel } from './sqs';
@@ -282,7 +282,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
   /** The fleet count scale-out decisions read (lib/invocation/scaling.ts), in memory, shared by every container. */
   const limits = new MemoryLimitStore();
   const controls = new MemoryControlStore();
-  let doorbellsOn = true;
+  /** The queues whose doorbells the fleet turned off. */
+  let doorbellsOff = new Set<string>();
   /** A dispatcher's long-lived state (a warm Lambda container): its invocation, with its selector and random source. */
   const container = (index: number, more: { launcher?: DispatcherLauncher; maxConcurrency?: number } = {}): Invocation => {
     const random = seededRandom(seed * 100 + index);
@@ -302,8 +303,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
       tracking: { version: 'sim', limits, controls },
       // As the DoorbellSwitch does in AWS: the doorbells step aside while the scheduled fleet works a backlog.
       doorbells: {
-        set: async (on: boolean) => {
-          doorbellsOn = on;
+        set: async (on: boolean, off: readonly string[] = []) => {
+          doorbellsOff = new Set(on ? off : config.queues.map((q) => q.name));
         },
       },
       ...more,
@@ -390,12 +391,16 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
         void (async () => {
           let ringing = 0;
           while (!stop.signal.aborted && sim.now() < end) {
-            if (ringing >= DOORBELL_MAX_CONCURRENCY || !doorbellsOn) {
+            if (ringing >= DOORBELL_MAX_CONCURRENCY || doorbellsOff.has(queue.name)) {
               await sim.sleep(100);
               continue;
             }
             const url = urls.queues[queue.name] as string;
-            const request = { maxMessages: queue.batchSize, waitSeconds: 20, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds };
+            const request = {
+              maxMessages: doorbellBatchSize(config, queue),
+              waitSeconds: 20,
+              visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
+            };
             const batch = await sqs.receive(url, request, stop.signal).catch(() => []);
             if (batch.length === 0) continue;
             ringing += 1;

@@ -22,7 +22,7 @@ import { readCelery } from './celery';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
 import { dropPayloads, resolvePayloads } from './payloads';
-import type { TaskSlots } from './slots';
+import type { SlotReservation, TaskSlots } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
 import { holdForDependencies } from './wait';
 
@@ -41,6 +41,8 @@ export async function processBatch(
   options: RunOptions,
   slots: TaskSlots,
   settling: SettleOptions = {},
+  /** Slots set aside for this batch as it was received; what its runnable messages do not take goes back. */
+  reservation?: SlotReservation,
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const hold = new SettleHold(deps, deps.urls.queues[queue.name] as string, queue.visibilityTimeoutSeconds);
@@ -59,7 +61,6 @@ export async function processBatch(
     const admitted = await admit(deps, queue, due, state, options);
     let runnable: Planned[] = [];
     // Slots are taken in message order (the limiter is first come, first served).
-    const killGraceMs = deps.config.dispatcher.killGraceMs;
     try {
       // Claim checks are read only for the jobs about to run (not for the parked, the waiting or the held back).
       // No await without a claim check: an await moves the batch's timing (the simulation's and the fakes' clocks see it).
@@ -67,14 +68,15 @@ export async function processBatch(
         ? await resolvePayloads(deps, queue, admitted.runnable, state)
         : admitted.runnable;
       announce(deps, queue, batch, runnable);
-      await Promise.all(
-        runnable.map((p) =>
-          slots.run(taskNeedMs(p.def.timeLimitSeconds, killGraceMs), (lease) =>
-            spans.run(p, () => runOne(deps, queue, p, receivedAt, options, state, lease)),
-          ),
-        ),
+      const running = runnable.map((p) =>
+        slots.run((lease) => spans.run(p, () => runOne(deps, queue, p, receivedAt, options, state, lease)), reservation),
       );
+      // Each runnable message took its set-aside slot as it was mapped: the rest (parked, waiting,
+      // held back, archived) go back now, not when the batch's slowest task ends.
+      reservation?.release();
+      await Promise.all(running);
     } finally {
+      reservation?.release();
       await admitted.release();
     }
     const settleRetries = await settle(deps, queue, state, settling);

@@ -105,7 +105,7 @@ export async function runOne(
     }
   }
   const start = clock.now();
-  lease.endsBy(start + needMs);
+  lease.expectsEnd(start + (deps.runTimes?.expected(def.name) ?? needMs));
 
   // Before it starts: it must end before the invocation settles, and its message must still be ours.
   if (options.signal?.aborted || !fitsInvocation(start, needMs, options.deadline, config.dispatcher.settleMarginMs)) {
@@ -168,6 +168,8 @@ export async function runOne(
       : {}),
     ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
   }).finally(() => unwatch?.());
+
+  deps.runTimes?.observe(def.name, ranOutcome.durationMs);
 
   // A value too large for the record is kept in S3 first: the record written next points to it.
   // An onSuccess hook still gets the value itself (it is in memory here), not a read back from S3.

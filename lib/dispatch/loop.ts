@@ -1,5 +1,5 @@
 import type { QueueConfig } from '../config';
-import { startWithinMs, taskNeedMs } from '../deadlines';
+import { taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Probes } from '../select/types';
@@ -17,6 +17,19 @@ const IDLE_PAUSE_MS = 200;
 const LIGHT_USE = 0.1;
 /** Below this much usable time the loop ends: there is no room for a receive and a settle. */
 const MIN_USABLE_MS = 1000;
+/**
+ * A receive takes, beyond the free slots, the messages that will start within this long: those of
+ * the slots whose tasks are expected to end by then (going by what each task has taken to run
+ * here). Short tasks are received many to a request, and no message waits in the dispatcher much
+ * longer than this while work of a higher queue may be waiting in SQS.
+ */
+export const PREFETCH_HORIZON_MS = 500;
+/**
+ * A doorbell invocation whose given batch still runs after this long takes more from its queue into
+ * its free slots: its trigger runs at most two invocations at once, and a quick job must not wait
+ * behind two slow ones for one of them to end.
+ */
+export const DOORBELL_FILL_AFTER_MS = 500;
 
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
@@ -67,9 +80,16 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   // The stop signal outlives invocations (a warm container's): the listener must go with this one.
   const onAbort = () => wake();
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  /** Given batches (the doorbell's) not yet settled: while any runs, a doorbell fills its free slots from its queue. */
+  let givenInFlight = 0;
   const start = (queue: QueueConfig, batch: readonly ReceivedMessage[], settled?: (report: BatchReport) => void) => {
+    // The slots for its messages are set aside now, before the batch's own checks await: the next
+    // receive counts them taken.
+    const reservation = slots.reserve(batch.length);
     // A given batch is the trigger's: it deletes what the invocation does not report as kept.
-    const done: Promise<void> = processBatch(deps, queue, batch, options, slots, { triggerDeletes: settled !== undefined })
+    const given = settled !== undefined;
+    if (given) givenInFlight += 1;
+    const done: Promise<void> = processBatch(deps, queue, batch, options, slots, { triggerDeletes: given }, reservation)
       .then(
         (report) => {
           addBatch(summary, report);
@@ -87,29 +107,35 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
       )
       .then(() => {
         inFlight.delete(done);
+        if (given) givenInFlight -= 1;
+        if (given && givenInFlight === 0) givenDone.abort();
         lastWorkAt = clock.now();
         wake();
       });
     inFlight.add(done);
   };
   /**
-   * Room to receive a full batch from each of `queues` now: a slot free, nobody waiting for one,
-   * and the messages that would wait for a slot would all start before their visibility lapses
-   * (going by the hard ends of the tasks holding the slots).
+   * Room to receive now: a slot free (not held, not set aside for a batch just received) and nobody
+   * waiting for one. A receive takes what would start within the prefetch horizon (see
+   * {@link receiveSize}): a message received never waits long in the dispatcher behind running
+   * tasks while a higher queue's work waits in SQS.
    */
-  const roomFor = (queues: readonly QueueConfig[]) => {
-    if (!slots.hasRoom || inFlight.size >= maxBatches) return false;
-    const now = clock.now();
-    return queues.every((q) => slots.freeBy(Math.min(q.batchSize, slots.size), now) <= now + startWithinMs(q.visibilityTimeoutSeconds));
+  const roomFor = () => slots.hasRoom && inFlight.size < maxBatches;
+  const waitForRoom = async () => {
+    while (!stopped() && !roomFor()) await nextChange();
   };
-  const waitForRoom = async (queues: readonly QueueConfig[]) => {
-    while (!stopped() && !roomFor(queues)) {
-      const woken = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-      await Promise.race([slots.released(), woken]);
-    }
+  /** Resolves at the next slot released, batch settled or stop. */
+  const nextChange = async () => {
+    // Each wait makes a fresh promise (racing the long-lived ones would add a reaction to them on every pass).
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    await Promise.race([slots.released(), woken]);
   };
+  /** How many messages received now would start within the prefetch horizon (at least the free slots). */
+  const startable = () => (deps.runTimes ? slots.startableWithin(PREFETCH_HORIZON_MS, clock.now()) : slots.free);
+  /** How many to receive from `queue` now: what its batch holds, at most what would start within the horizon. */
+  const receiveSize = (queue: QueueConfig) => Math.max(1, Math.min(queue.batchSize, startable()));
 
   const startedAt = clock.now();
   /** (time, busy slot-ms) at each pass, for the slots' use over the last idle allowance. */
@@ -136,11 +162,19 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return (inFlight.size === 0 && now - lastWorkAt >= exit.afterMs) || light;
   };
 
-  // Batches someone else received (the doorbell's trigger) are this invocation's whole work,
-  // whatever the time left: the batch itself releases what cannot finish in time.
+  // Batches someone else received (the doorbell's trigger) are run whatever the time left: the
+  // batch itself releases what cannot finish in time. While they run, the invocation takes more
+  // from their queue into its free slots (a quick job is not left waiting behind the trigger's slow
+  // ones while the trigger is at its concurrency), and it ends when they are settled.
   const given = options.given ?? [];
+  const givenQueues = [...new Set(given.map((b) => b.queue))];
   for (const batch of given) start(batch.queue, batch.messages, batch.settled);
   if (options.waitingIn && options.waitingIn.length > 0) selector.expect?.(options.waitingIn);
+  const working = () => given.length === 0 || givenInFlight > 0;
+  /** A doorbell's own receives stop (a long poll is cut short) when its given batches are settled. */
+  const givenDone = new AbortController();
+  const ownReceiveSignal =
+    given.length > 0 ? (options.signal ? AbortSignal.any([options.signal, givenDone.signal]) : givenDone.signal) : options.signal;
 
   /**
    * A long poll never outlasts the invocation's idle allowance: an invocation that may end when
@@ -154,16 +188,28 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     return Math.max(0, Math.ceil((Math.max(exit.notBefore, lastWorkAt + exit.afterMs) - clock.now()) / 1000));
   };
 
-  while (given.length === 0 && !stopped() && usableMs() >= MIN_USABLE_MS) {
-    await waitForRoom(fitting());
-    if (stopped() || usableMs() < MIN_USABLE_MS) break;
+  const candidatesNow = () => (given.length > 0 ? fitting().filter((q) => givenQueues.includes(q)) : fitting());
+  /** A doorbell takes from its queue only once its given work has run a while: a quick batch just ends. */
+  const fillFrom = clock.now() + DOORBELL_FILL_AFTER_MS;
+  while (working() && !stopped() && usableMs() >= MIN_USABLE_MS) {
+    if (given.length > 0 && clock.now() < fillFrom) {
+      await clock.sleep(fillFrom - clock.now(), ownReceiveSignal);
+      continue;
+    }
+    await waitForRoom();
+    if (!working() || stopped() || usableMs() < MIN_USABLE_MS) break;
     if (idle()) {
       logger.info('little or no work for a while; ending the invocation early (scaling in)', { idleMs: clock.now() - lastWorkAt });
       summary.endedIdle = true;
       break;
     }
-    const fit = fitting();
+    const fit = candidatesNow();
     if (fit.length === 0) {
+      if (given.length > 0) {
+        // Nothing of its queue fits the time left: the doorbell runs what it was given, and ends.
+        await nextChange();
+        continue;
+      }
       logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
       break;
     }
@@ -180,7 +226,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     }
     let selection: Awaited<ReturnType<typeof selector.select>>;
     try {
-      selection = await selector.select(candidates, { freeSlots: slots.free, slots: slots.size });
+      selection = await selector.select(candidates, { freeSlots: startable(), slots: slots.size });
     } catch (error) {
       summary.errors += 1;
       logger.error('queue selection failed', { error: describe(error) });
@@ -200,8 +246,8 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     for (let i = 0; i < receives && (!stopped() || (i === 0 && batch.length > 0)); i++) {
       if (i > 0) {
         if (!fits()) break;
-        await waitForRoom([queue]);
-        if (stopped() || !fits()) break;
+        await waitForRoom();
+        if (!working() || stopped() || !fits()) break;
       }
       if (i > 0 || batch.length === 0) {
         const waitSeconds = Math.min(
@@ -214,11 +260,11 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
         try {
           batch = await deps.queues.receive(
             deps.urls.queues[queue.name] as string,
-            { maxMessages: queue.batchSize, waitSeconds, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds },
-            options.signal,
+            { maxMessages: receiveSize(queue), waitSeconds, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds },
+            ownReceiveSignal,
           );
         } catch (error) {
-          if (stopped()) break;
+          if (stopped() || !working()) break;
           summary.errors += 1;
           logger.error('receive failed', { queue: queue.name, error: describe(error) });
           await clock.sleep(Math.min(ERROR_PAUSE_MS, Math.max(0, usableMs())), options.signal);
@@ -240,6 +286,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     if (!receivedAny && !longPolled) await clock.sleep(Math.min(IDLE_PAUSE_MS, Math.max(0, usableMs())), options.signal);
   }
   while (inFlight.size > 0) await Promise.all(inFlight);
+  givenDone.abort();
   options.signal?.removeEventListener('abort', onAbort);
   return summary;
 }

@@ -1,27 +1,43 @@
 /** One held slot: tell it when the work holding it must be over, release it when it is. */
 export interface SlotLease {
-  /** The latest time (epoch ms) the holder keeps the slot: a task's start + time limit + kill grace. */
-  endsBy(epochMs: number): void;
+  /**
+   * When the holder will likely give the slot back (epoch ms): its start + the run time its task
+   * has taken lately. Until told, a holder is expected to keep its slot as long as it may.
+   */
+  expectsEnd(epochMs: number): void;
+  release(): void;
+}
+
+/**
+ * Free slots set aside for the messages of a batch just received, before the batch's own checks
+ * (dependencies, schedules, limits) decide which of them run: each that runs takes one, the rest go
+ * back. Meanwhile nobody else counts them free, so the loop never receives for slots already spoken for.
+ */
+export interface SlotReservation {
+  /** One of the set-aside slots, at once; undefined when none is left (then wait with {@link TaskSlots.acquire}). */
+  take(): SlotLease | undefined;
+  /** Gives back what was not taken. */
   release(): void;
 }
 
 /**
  * The dispatcher's task slots (`dispatcher.concurrency`), shared by every batch in flight. Waiters
  * are served in arrival order, so messages start in the order they were received, across batches.
- * It also knows when its slots will be free at the latest (each holder declares its hard end), so
- * the loop can tell whether messages received now would start before their visibility lapses.
+ * The loop receives no more messages than will start within a moment ({@link startableWithin}),
+ * and sets their slots aside as it receives them ({@link reserve}): a received message never waits
+ * long in the dispatcher behind running tasks while a higher queue's work waits in SQS.
  *
  * @example
  * ```ts
  * const slots = new TaskSlots(10);
- * await slots.run(5000, async () => { await work(); });
+ * await slots.run(async () => { await work(); });
  * ```
  */
 export class TaskSlots {
-  private readonly holders = new Set<{ end: number; readonly start: number }>();
+  private readonly holders = new Set<{ expectedEnd: number; readonly start: number }>();
   /** Slot-milliseconds held by leases already released. */
   private releasedBusyMs = 0;
-  private readonly waiters: Array<{ readonly holdMs: number; readonly resolve: (lease: SlotLease) => void }> = [];
+  private readonly waiters: Array<(lease: SlotLease) => void> = [];
   private readonly watchers: Array<() => void> = [];
 
   /** @param now the clock holders' hold times are counted on (epoch ms). */
@@ -32,9 +48,12 @@ export class TaskSlots {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`slot count ${size} must be an integer ≥ 1`);
   }
 
-  /** Slots nobody holds. */
+  /** Slots set aside by reservations and not yet taken. */
+  private reservedCount = 0;
+
+  /** Slots nobody holds and nobody set aside. */
   get free(): number {
-    return this.size - this.holders.size;
+    return this.size - this.holders.size - this.reservedCount;
   }
 
   /** Callers waiting for a slot. */
@@ -47,18 +66,28 @@ export class TaskSlots {
     return this.free > 0 && this.waiters.length === 0;
   }
 
-  /**
-   * Waits for a slot. `holdMs` is how long the holder may keep it at most, counted from when it is
-   * granted (a task's time limit + kill grace); refine it with {@link SlotLease.endsBy}.
-   */
-  acquire(holdMs = Number.POSITIVE_INFINITY): Promise<SlotLease> {
-    if (this.hasRoom) return Promise.resolve(this.lease(holdMs));
-    return new Promise((resolve) => this.waiters.push({ holdMs, resolve }));
+  /** Waits for a slot. */
+  acquire(): Promise<SlotLease> {
+    if (this.hasRoom) return Promise.resolve(this.lease());
+    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Runs `fn` holding a slot (see {@link acquire}); the slot is released however `fn` ends. */
-  async run<T>(holdMs: number, fn: (lease: SlotLease) => Promise<T>): Promise<T> {
-    const lease = await this.acquire(holdMs);
+  /**
+   * How many messages received now would start within `horizonMs`: the free slots, and the held
+   * ones whose holders are expected to end by then (less the callers already waiting for them).
+   */
+  startableWithin(horizonMs: number, now: number): number {
+    let ending = 0;
+    for (const holder of this.holders) if (holder.expectedEnd <= now + horizonMs) ending += 1;
+    return Math.max(0, this.free + ending - this.waiters.length);
+  }
+
+  /**
+   * Runs `fn` holding a slot (one of `reservation`'s when it has one left, else see {@link acquire});
+   * the slot is released however `fn` ends.
+   */
+  async run<T>(fn: (lease: SlotLease) => Promise<T>, reservation?: SlotReservation): Promise<T> {
+    const lease = reservation?.take() ?? (await this.acquire());
     try {
       return await fn(lease);
     } finally {
@@ -66,17 +95,24 @@ export class TaskSlots {
     }
   }
 
-  /**
-   * The time by which `count` more callers would all hold a slot at the latest, if they asked now:
-   * `now` when that many are free, else the hard end of the holder that would free the last one
-   * (holders that declared no end count as ending never). Waiting callers are served first.
-   */
-  freeBy(count: number, now: number): number {
-    const needed = count + this.waiters.length - this.free;
-    if (needed <= 0) return now;
-    if (needed > this.holders.size) return Number.POSITIVE_INFINITY;
-    const ends = [...this.holders].map((h) => h.end).sort((a, b) => a - b);
-    return Math.max(now, ends[needed - 1] as number);
+  /** Sets aside up to `count` free slots (as many as are free) for a batch about to be received or checked. */
+  reserve(count: number): SlotReservation {
+    let left = Math.max(0, Math.min(count, this.free));
+    this.reservedCount += left;
+    return {
+      take: () => {
+        if (left === 0) return undefined;
+        left -= 1;
+        this.reservedCount -= 1;
+        return this.lease();
+      },
+      release: () => {
+        if (left === 0) return;
+        this.reservedCount -= left;
+        left = 0;
+        this.changed();
+      },
+    };
   }
 
   /** Slot-milliseconds held since the slots were made, up to `now`: how busy they have been. */
@@ -86,29 +122,33 @@ export class TaskSlots {
     return busy;
   }
 
-  /** Resolves at the next release of a slot. */
+  /** Resolves at the next release of a slot (or of a reservation's unused ones). */
   released(): Promise<void> {
     return new Promise((resolve) => this.watchers.push(resolve));
   }
 
-  private lease(holdMs: number): SlotLease {
+  private lease(): SlotLease {
     const start = this.now();
-    const holder = { end: start + holdMs, start };
+    const holder = { expectedEnd: Number.POSITIVE_INFINITY, start };
     this.holders.add(holder);
     let done = false;
     return {
-      endsBy: (epochMs) => {
-        holder.end = epochMs;
+      expectsEnd: (epochMs) => {
+        holder.expectedEnd = epochMs;
       },
       release: () => {
         if (done) return;
         done = true;
         this.holders.delete(holder);
         this.releasedBusyMs += Math.max(0, this.now() - holder.start);
-        const next = this.waiters.shift();
-        if (next) next.resolve(this.lease(next.holdMs));
-        for (const watcher of this.watchers.splice(0)) watcher();
+        this.changed();
       },
     };
+  }
+
+  /** A slot came free: the first waiter takes it, and the watchers hear of it. */
+  private changed(): void {
+    if (this.free > 0) this.waiters.shift()?.(this.lease());
+    for (const watcher of this.watchers.splice(0)) watcher();
   }
 }

@@ -15,6 +15,7 @@ import type { LimitStore } from '../track/limits';
 import type { JobStore, StatsStore } from '../track/model';
 import type { WorkerRegistry } from '../track/workers';
 import type { DecodedJob } from '../wire/envelope';
+import type { RunTimes } from './run-times';
 
 /** Receives every settled batch: metrics, local progress displays, tests. */
 export interface DispatcherObserver {
@@ -42,6 +43,12 @@ export interface DispatcherDeps {
   readonly queues: QueueClient;
   readonly urls: QueueUrls;
   readonly executor: TaskExecutor;
+  /**
+   * What tasks have taken to run in this container (lib/dispatch/run-times.ts): how many messages a
+   * receive may take beyond the free slots, because slots will come free within a moment. None: a
+   * receive takes the free slots only.
+   */
+  readonly runTimes?: RunTimes;
   readonly selector: QueueSelector<ReceivedMessage>;
   readonly clock: Clock;
   readonly random: Random;

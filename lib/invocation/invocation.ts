@@ -8,6 +8,7 @@
  */
 
 import { queueProbes, runDispatcher } from '../dispatch/loop';
+import { RunTimes } from '../dispatch/run-times';
 import type { DispatcherDeps, RunOptions, Tracking } from '../dispatch/types';
 import { describe } from '../errors';
 import type { DispatcherLauncher, DoorbellSwitch, ReceivedMessage } from '../ports';
@@ -22,7 +23,7 @@ import type { WorkerPlace } from '../track/workers';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
 import { WorkerPresence } from './presence';
 import {
-  doorbellsStayOn,
+  doorbellsStepAside,
   fleetCount,
   type InvocationRole,
   idleExit,
@@ -125,6 +126,8 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     : undefined;
   const deps: DispatcherDeps = {
     ...ports,
+    // What this container's tasks take to run: kept across its invocations, as its threads are.
+    runTimes: ports.runTimes ?? new RunTimes(),
     selector,
     ...(controls ? { controls } : {}),
     ...(ports.tracking ? { tracking: { ...ports.tracking, ...(stats ? { stats } : {}) } } : {}),
@@ -137,14 +140,16 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
     if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
   };
-  /** Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
-  const switchDoorbells = async (on: boolean) => {
+  /** Turns every doorbell on but those named. Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
+  const switchDoorbells = async (off: readonly string[]) => {
     if (!ports.doorbells) return;
     try {
       // A paused queue's doorbell stays off, whatever the fleet's state says.
-      await ports.doorbells.set(on, pausedQueues(controls?.last ?? NO_CONTROLS));
+      await ports.doorbells.set(true, [...off, ...pausedQueues(controls?.last ?? NO_CONTROLS)]);
     } catch (error) {
-      logger.warn(`could not turn the doorbells ${on ? 'on' : 'off'}`, { error: describe(error) });
+      logger.warn(off.length > 0 ? `could not turn the doorbells of ${off.join(', ')} off` : 'could not turn the doorbells on', {
+        error: describe(error),
+      });
     }
   };
   /** Joining or leaving the fleet count is best effort: the count only sizes the next scale-out. */
@@ -185,9 +190,10 @@ export function createInvocation(ports: InvocationPorts): Invocation {
         ...(ports.launcher ? { launcher: ports.launcher } : {}),
         ...(fleet ? { fleet: { count: fleet, now: startedAt } } : {}),
       });
-      // While the fleet works a backlog it selects by priority; the doorbells wait until it is done.
-      // A trickle is taken in passing: the doorbells stay on.
-      if (decision) await switchDoorbells(doorbellsStayOn(decision));
+      // While the fleet works a backlog it selects by priority; the doorbells of the queues at or
+      // below it wait until it is done, those of queues above it keep watch. A trickle is taken in
+      // passing: the doorbells stay on.
+      if (decision) await switchDoorbells(doorbellsStepAside(decision, effectiveQueues(config.queues, current)));
       if (decision?.waiting === 0) return emptySummary();
     }
     const exit = idleExit(role, startedAt, decision);
@@ -232,7 +238,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
       await presence?.end();
     }
     // The fleet ran out of work: the doorbells take over waiting for it.
-    if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells(true);
+    if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells([]);
     const tripped = guard?.tripped;
     if (!tripped) return summary;
     const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };

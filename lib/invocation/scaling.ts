@@ -6,7 +6,7 @@
  * and scaled-out ones at the next decision at the latest, so the fleet shrinks as the backlog
  * drains. Lambda's reserved concurrency (the configured `maxConcurrency`) bounds it regardless.
  */
-import type { TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config';
 import { describe } from '../errors';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
 import type { LimitStore } from '../track/limits';
@@ -182,11 +182,17 @@ export interface ScaleOutDeps {
 }
 
 /**
- * Whether the doorbells keep watch while a scheduled invocation works: nothing waits, or only a
- * trickle it takes in passing. A backlog is the selector's: the triggers step aside until it is done.
+ * The doorbells that step aside while a scheduled invocation works: none when nothing waits or only
+ * a trickle it takes in passing. A backlog is the selector's, which takes it by priority: the
+ * triggers of the queues holding it, and of the queues at or below them, wait until the fleet is
+ * done. A queue that outranks every backlog keeps its trigger: its work is rare and urgent, and a
+ * doorbell starts it at once instead of it waiting for a slot in a fleet busy with lower work.
  */
-export function doorbellsStayOn(decision: ScaleDecision): boolean {
-  return decision.waiting === 0 || decision.trickle;
+export function doorbellsStepAside(decision: ScaleDecision, queues: readonly Pick<QueueConfig, 'name' | 'priority'>[]): string[] {
+  if (decision.waiting === 0 || decision.trickle) return [];
+  const waiting = queues.filter((q) => decision.waitingIn.includes(q.name));
+  const highest = Math.max(...waiting.map((q) => q.priority), Number.NEGATIVE_INFINITY);
+  return queues.filter((q) => q.priority <= highest).map((q) => q.name);
 }
 
 /**

@@ -408,7 +408,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
           });
           return;
         case 'doorbells':
-          wakeUp?.setDoorbells(message.on);
+          wakeUp?.setDoorbells(message.on, message.off ?? []);
           return;
         case 'launch':
           for (let i = 0; i < message.count; i++)

@@ -25,8 +25,8 @@ export type RunnerMessage =
   | { readonly type: 'ready' }
   /** On demand: an invocation ended; `result` is what the handler returned. */
   | { readonly type: 'invoked'; readonly id: number; readonly result?: unknown; readonly error?: string }
-  /** On demand: the scheduled fleet turns the doorbells' triggers off (working a backlog) or on. */
-  | { readonly type: 'doorbells'; readonly on: boolean }
+  /** On demand: the scheduled fleet turns the doorbells' triggers on or off, those named in `off` off either way (working a backlog). */
+  | { readonly type: 'doorbells'; readonly on: boolean; readonly off?: readonly string[] }
   /** On demand: a scheduled invocation asks for more invocations of the dispatcher function. */
   | { readonly type: 'launch'; readonly count: number; readonly event: object }
   | { readonly type: 'started'; readonly start: BatchStart }
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
             },
           },
           doorbells: {
-            set: async (on: boolean) => send({ type: 'doorbells', on }),
+            set: async (on: boolean, off: readonly string[] = []) => send({ type: 'doorbells', on, off }),
           },
         }
       : {}),

@@ -13,7 +13,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { TaskworkerConfig } from '../config';
 import { SCHEDULE_PERIOD_MS, SCHEDULE_SOURCE } from '../invocation/scaling';
 import type { QueueUrls } from '../ports';
-import { DOORBELL_MAX_CONCURRENCY, doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';
+import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';
 
 /** The dispatcher function's name among the local functions; a doorbell's is {@link doorbellFunction}. */
 export const DISPATCHER_FUNCTION = 'dispatcher';
@@ -53,8 +53,8 @@ export interface LocalWakeUpOptions {
 }
 
 export interface LocalWakeUp {
-  /** Turns the doorbell triggers on or off, as UpdateEventSourceMapping does. */
-  setDoorbells(on: boolean): void;
+  /** Turns the doorbell triggers on or off (those of the queues in `off` off either way), as UpdateEventSourceMapping does. */
+  setDoorbells(on: boolean, off?: readonly string[]): void;
   /**
    * Stops the schedule and the pollers; resolves once no poll is in flight (a poll is short) and the
    * invocations the triggers started have ended and their batches are deleted.
@@ -71,13 +71,16 @@ const LOCAL_POLL_SECONDS = 2;
 export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
   const { config, functions } = options;
   let stopped = false;
-  let doorbellsOn = true;
+  /** The queues whose triggers are off now. */
+  let off = new Set<string>();
   const waitingForOn = new Set<() => void>();
   const turnedOn = () => {
     for (const resolve of waitingForOn) resolve();
     waitingForOn.clear();
   };
-  const whenOn = () => (doorbellsOn || stopped ? Promise.resolve() : new Promise<void>((resolve) => waitingForOn.add(resolve)));
+  const whenOn = async (queue: string) => {
+    while (off.has(queue) && !stopped) await new Promise<void>((resolve) => waitingForOn.add(resolve));
+  };
   const tick = () => {
     if (stopped) return;
     // At the function's reserved concurrency the tick is throttled: the running ones are at work already, as in AWS.
@@ -104,7 +107,7 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
       if (deletes.length > 0) await options.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: deletes }));
     };
     while (!stopped) {
-      await whenOn();
+      await whenOn(queue.name);
       // At its concurrency the mapping stops polling until an invocation ends, as in AWS.
       while (running.size >= concurrency && !stopped) await Promise.race(running);
       if (stopped) break;
@@ -116,7 +119,7 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
         const received = await options.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: url,
-            MaxNumberOfMessages: queue.batchSize,
+            MaxNumberOfMessages: doorbellBatchSize(config, queue),
             WaitTimeSeconds: LOCAL_POLL_SECONDS,
             VisibilityTimeout: queue.visibilityTimeoutSeconds,
             MessageSystemAttributeNames: ['All'],
@@ -145,9 +148,9 @@ export function startLocalWakeUp(options: LocalWakeUpOptions): LocalWakeUp {
     await Promise.all(running);
   });
   return {
-    setDoorbells(on) {
-      doorbellsOn = on;
-      if (on) turnedOn();
+    setDoorbells(on, offQueues = []) {
+      off = new Set(on ? offQueues : doorbellQueues(config).map((q) => q.name));
+      turnedOn();
     },
     async stop() {
       stopped = true;

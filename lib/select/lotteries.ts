@@ -24,14 +24,13 @@ function taken<M>(queue: QueueConfig, probe: Probe<M>): Selection<M> {
  * batch; with `probe: 'attributes'` it is GetQueueAttributes (Kale's code; one extra request).
  */
 export function reducedLottery<M>(env: SelectorEnv<M>, probe: 'receive' | 'attributes'): QueueSelector<M> {
-  const check = probe === 'receive' ? env.probes.receive : env.probes.attributes;
   return {
     name: probe === 'receive' ? 'reduced-lottery' : 'reduced-lottery-gqa',
-    async select(candidates) {
+    async select(candidates, room) {
       const pool = [...candidates];
       while (pool.length > 0) {
         const queue = lotteryDraw(pool, env);
-        const found = await check(queue);
+        const found = probe === 'receive' ? await env.probes.receive(queue, room?.freeSlots) : await env.probes.attributes(queue);
         if (!found.empty) return taken(queue, found);
         pool.splice(pool.indexOf(queue), 1);
       }
@@ -49,10 +48,10 @@ export function lottery<M>(env: SelectorEnv<M>): QueueSelector<M> {
 export function strictPriority<M>(env: SelectorEnv<M>): QueueSelector<M> {
   return {
     name: 'strict',
-    async select(candidates) {
+    async select(candidates, room) {
       const ordered = [...candidates].sort((a, b) => b.priority - a.priority);
       for (const queue of ordered) {
-        const found = await env.probes.receive(queue);
+        const found = await env.probes.receive(queue, room?.freeSlots);
         if (!found.empty) return taken(queue, found);
       }
       return longPoll(ordered[0] as QueueConfig);

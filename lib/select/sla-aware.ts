@@ -27,22 +27,6 @@ export interface SlaAwareOptions {
   readonly jitter?: number;
   /** A queue overdue for a look by more than this many of its pauses is looked at before the draw. @defaultValue 3 */
   readonly overdueAfter?: number;
-  /**
-   * A look at a lower-priority queue takes the free task slots plus a share of a batch that grows
-   * with the queue's age / SLA, reaching a full batch at this; so long tasks do not sit waiting for
-   * slots while a queue is fresh, and a backlog is taken in full batches.
-   * @defaultValue 0.1
-   */
-  readonly fullBatchAt?: number;
-  /**
-   * Messages the dispatcher received within this many ms before a selection count as holding slots,
-   * though the room it reports may not show them yet: a batch's tasks take their slots after the
-   * batch's own checks (schedule holds, fleet-wide limits), which may await. Without it, the look
-   * right after a batch asks for the slots that batch is about to fill, and what it takes waits in
-   * the dispatcher behind long tasks. 0 counts only messages received at the same instant.
-   * @defaultValue 20
-   */
-  readonly handedWindowMs?: number;
 }
 
 export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
@@ -53,8 +37,6 @@ export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
   lookBoundsMs: [100, 30_000],
   jitter: 0.25,
   overdueAfter: 3,
-  fullBatchAt: 0.1,
-  handedWindowMs: 20,
 };
 
 /** The longest long poll SQS allows. */
@@ -98,11 +80,9 @@ interface QueueState {
  *   top queue never waits behind a run of batches from a lower one. The top (highest-priority)
  *   queue is long-polled instead of probed: one request however long work takes to arrive; it
  *   gets its `iterations` while no other queue is due.
- * - **Room.** A look at a lower queue asks for the dispatcher's free slots plus a share of a batch
- *   that grows with the queue's urgency: its long tasks do not wait in the dispatcher for slots
- *   while short urgent work queues up, yet a backlog is still taken in full batches. Messages the
- *   dispatcher received in the last moments ({@link SlaAwareOptions.handedWindowMs}) count as
- *   taking slots, whether or not its reported room shows them yet.
+ * - **Room.** A look asks for no more than the dispatcher's free slots (as every receive of the
+ *   loop does): what it takes starts at once, never waiting in the dispatcher behind long tasks
+ *   while a higher queue's work waits in SQS.
  * - **Told of work.** Queues a depth reading found messages in ({@link QueueSelector.expect}: the
  *   scheduled invocation's) are looked at first, whatever their pause: the schedule woke the fleet
  *   for that work, and the invocation would otherwise draw the top queue and could end idle first.
@@ -137,9 +117,6 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     return state;
   };
   const byName = new Map(env.queues.map((q) => [q.name, q]));
-  /** Messages the dispatcher reported receiving lately (`observe`), and when it last did. */
-  const handed = { at: Number.NEGATIVE_INFINITY, count: 0 };
-  const handedSince = (now: number) => (now - handed.at <= o.handedWindowMs ? handed.count : 0);
   /** How the last selection weighed its candidates (the workers view reads them). */
   let lastWeights: SelectorWeights | undefined;
 
@@ -198,9 +175,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
           return { queue, messages: [], waitSeconds: queue.longPollSeconds, receives: othersDue ? 1 : queue.iterations };
         }
         const state = stateOf(queue.name);
-        const share = Math.ceil(queue.batchSize * Math.min(1, urgency(queue, now) / o.fullBatchAt));
-        const free = room ? Math.max(0, room.freeSlots - handedSince(now)) : 0;
-        state.asked = room ? Math.max(1, Math.min(queue.batchSize, free + share)) : queue.batchSize;
+        state.asked = room ? Math.max(1, Math.min(queue.batchSize, room.freeSlots)) : queue.batchSize;
         const found: Probe<M> = await env.probes.receive(queue, state.asked);
         // The batch's age reaches the selector through `observe`, which the dispatcher calls with it.
         record(queue, found.messages.length, 0);
@@ -220,9 +195,6 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     observe(observation: ReceiveObservation) {
       const queue = byName.get(observation.queue);
       if (!queue) return;
-      const now = env.clock.now();
-      handed.count = handedSince(now) + observation.received;
-      handed.at = now;
       record(queue, observation.received, observation.oldestAgeMs);
       stateOf(queue.name).asked = Number.POSITIVE_INFINITY;
     },

@@ -163,11 +163,12 @@ describeWithCelery('Celery’s send_task through kombu’s SQS transport to a ta
     const soon = 'celery-eta-soon';
     const later = 'celery-eta-later';
     const etas = await sendWithCelery([
-      { task: 'tasks.add', id: soon, queue: 'orders', kwargs: { x: 1, y: 1, journal }, countdown: 3 },
+      // Long enough that the dispatcher surely receives it before its eta, however slow the machine.
+      { task: 'tasks.add', id: soon, queue: 'orders', kwargs: { x: 1, y: 1, journal }, countdown: 10 },
       { task: 'tasks.add', id: later, queue: 'orders', kwargs: { x: 1, y: 2, journal }, eta_in_seconds: 3_600 },
     ]);
 
-    await eventually('the countdown job to succeed', async () => (await record(soon))?.state === 'succeeded', 30_000);
+    await eventually('the countdown job to succeed', async () => (await record(soon))?.state === 'succeeded', 45_000);
     // Its first delivery was held (sent back delayed to its eta), not run: one run, after the eta.
     expect(outcomes(soon).some((j) => j.jobId === soon && j.outcome === 'scheduled')).toBe(true);
     expect(runsOf(soon)).toHaveLength(1);

@@ -3,10 +3,11 @@
  * no credentials, a port already taken, a task module that throws while loading. And a failed
  * start leaves no temporary build directory behind.
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 
@@ -27,10 +28,35 @@ function noAws(extra: Record<string, string> = {}): void {
   });
 }
 
-const builds = () =>
-  readdirSync(tmpdir())
-    .filter((f) => f.startsWith('taskworker-dev-'))
-    .sort();
+/**
+ * The temporary directories a command makes while `act` runs (every one it asks for, synchronously
+ * or not), and which of them are left afterwards: counting the shared temporary directory instead
+ * would count another suite's dev running beside this one.
+ */
+async function tempDirsLeftBy<T>(act: () => Promise<T>): Promise<{ result: T; made: number; left: string[] }> {
+  const made: string[] = [];
+  const fs = require('node:fs') as typeof import('node:fs');
+  const fsPromises = require('node:fs/promises') as typeof import('node:fs/promises');
+  const [realSync, realAsync] = [fs.mkdtempSync, fsPromises.mkdtemp];
+  const sync = jest.spyOn(fs, 'mkdtempSync').mockImplementation((prefix: string) => {
+    const dir = realSync(prefix);
+    made.push(dir);
+    return dir;
+  });
+  const promised = jest.spyOn(fsPromises, 'mkdtemp').mockImplementation(async (prefix: string) => {
+    const dir = await realAsync(prefix);
+    made.push(dir);
+    return dir;
+  });
+  try {
+    const result = await act();
+    return { result, made: made.length, left: made.filter((dir) => existsSync(dir)) };
+  } finally {
+    sync.mockRestore();
+    promised.mockRestore();
+  }
+}
+
 const oneLine = (text: string) => text.trim().split('\n').length === 1 && !/\n\s+at /.test(text);
 
 describe('CLI errors are one readable line', () => {
@@ -87,17 +113,16 @@ describe('CLI errors are one readable line', () => {
     const busy: Server = createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const port = (busy.address() as { port: number }).port;
-    const before = builds();
     try {
-      const result = await cli('dev', '--config', FIXTURE_CONFIG, '--sqs-port', String(port));
+      const { result, made, left } = await tempDirsLeftBy(() => cli('dev', '--config', FIXTURE_CONFIG, '--sqs-port', String(port)));
       expect(result.code).toBe(1);
       expect(result.err).toBe(
         `taskworker: port ${port} is already in use: choose another with --sqs-port / --dynamodb-port, or leave them out for free ports\n`,
       );
+      expect({ left, made: made > 0 }).toEqual({ left: [], made: true });
     } finally {
       busy.close();
     }
-    expect(builds()).toEqual(before);
   }, 60_000);
 
   it('a task module that throws while loading is named, with the line that threw', async () => {
@@ -108,30 +133,24 @@ describe('CLI errors are one readable line', () => {
       join(tasks, 'charge.ts'),
       "import { limit } from './lib/settings';\nconst max = limit();\nexport default { name: 'charge', queue: 'urgent', timeLimitSeconds: 1, run: () => max };\n",
     );
-    const before = builds();
-    const result = await cli('dev', '--config', FIXTURE_CONFIG, '--tasks', tasks);
+    const { result, made, left } = await tempDirsLeftBy(() => cli('dev', '--config', FIXTURE_CONFIG, '--tasks', tasks));
     expect(result.code).toBe(2);
     expect(result.err).toMatch(
       /^taskworker: ModuleLoadError: task module .*charge\.ts threw while loading: Error: SHOP_LIMIT is not set \(.*settings\.ts:2:\d+\)$/m,
     );
     expect(result.err).not.toContain('tasks.cjs');
     expect(oneLine(result.err)).toBe(true);
-    expect(builds()).toEqual(before);
+    expect({ left, made: made > 0 }).toEqual({ left: [], made: true });
   }, 60_000);
 
   it('a config that does not compile is one line, and leaves no temporary directory', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tw-bad-config-'));
     const config = join(dir, 'taskworker.config.ts');
     writeFileSync(config, 'export default { app: "shop", queues: [ };\n');
-    const configs = () =>
-      readdirSync(tmpdir())
-        .filter((f) => f.startsWith('taskworker-config-'))
-        .sort();
-    const before = configs();
-    const result = await cli('status', '--version', 'v1', '--config', config);
+    const { result, made, left } = await tempDirsLeftBy(() => cli('status', '--version', 'v1', '--config', config));
     expect(result.code).toBe(2);
     expect(result.err).toMatch(/^taskworker: BundleError: esbuild failed: /);
-    expect(configs()).toEqual(before);
+    expect({ left, made: made > 0 }).toEqual({ left: [], made: true });
   });
 
   it('a config module that throws while loading is named', async () => {
@@ -162,15 +181,10 @@ describe('CLI errors are one readable line', () => {
         schedules: [{ name: 'nightly', task: 'record', payload: {}, cron: '0 24 * * *' }],
       }),
     );
-    const builds = () =>
-      readdirSync(tmpdir())
-        .filter((f) => f.startsWith('taskworker-dev-'))
-        .sort();
-    const before = builds();
-    const result = await cli('dev', '--config', config);
+    const { result, made, left } = await tempDirsLeftBy(() => cli('dev', '--config', config));
     expect(result.code).not.toBe(0);
     expect(result.err).toMatch(/^taskworker: ConfigError: Invalid config schedules\[0\]\.cron = "0 24 \* \* \*": expected a valid crontab/);
     expect(oneLine(result.err)).toBe(true);
-    expect(builds()).toEqual(before);
+    expect({ left, made: made > 0 }).toEqual({ left: [], made: true });
   }, 60_000);
 });

@@ -27,8 +27,15 @@ let archivedJobId = '';
 const restarted: ChildProcess[] = [];
 
 /** The environment a user's shell has, less every AWS_ variable (no region, no endpoint). */
+/**
+ * The temporary directory of every command this file starts (its devs' builds, their registry):
+ * its own, so what another suite running beside it creates or removes is never counted here.
+ */
+const CHILD_TMPDIR = mkdtempSync(join(tmpdir(), 'tw-dev-cli-tmp-'));
+
 function withoutAws(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))) as NodeJS.ProcessEnv;
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))) as NodeJS.ProcessEnv;
+  return { ...env, TMPDIR: CHILD_TMPDIR };
 }
 
 /** Runs one CLI command to completion in `cwd`; the environment is the user's plus `env`. */
@@ -82,7 +89,11 @@ beforeAll(async () => {
     'crash',
     "export default { name: 'crash', queue: 'default', timeLimitSeconds: 2, run() { process.kill(process.pid, 'SIGKILL'); } };\n",
   );
-  dev = spawn(process.execPath, [CLI, 'dev', '--watch', '--dispatchers', '2'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+  dev = spawn(process.execPath, [CLI, 'dev', '--watch', '--dispatchers', '2'], {
+    cwd: project,
+    env: { ...process.env, TMPDIR: CHILD_TMPDIR },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   dev.stdout?.on('data', (chunk) => {
     out += String(chunk);
   });
@@ -288,7 +299,7 @@ describe('taskworker dev, used from other shells', () => {
   });
 
   it('stops on Ctrl-C, leaving no state file and no build directory behind', async () => {
-    const builds = () => readdirSync(tmpdir()).filter((f) => f.startsWith('taskworker-dev-')).length;
+    const builds = () => readdirSync(CHILD_TMPDIR).filter((f) => f.startsWith('taskworker-dev-')).length;
     const before = builds();
     dev.kill('SIGINT');
     const code = await new Promise((resolve) => dev.once('exit', resolve));

@@ -1,27 +1,47 @@
 /**
  * A finished task keeps its message until its batch is settled. Found by an outside crash harness:
  * tasks that ended early in a batch whose slowest task outlasted the queue's visibility lost their
- * message to another dispatcher, which ran the bodies again with no process killed. Here the
- * `urgent` queue's visibility is 5 s and a dispatcher has 4 slots: a batch of 10 tasks of 1.8 s
- * runs 4, 4, then 2, and settles at ~5.4 s, after the first four messages would have lapsed.
+ * message to another dispatcher, which ran the bodies again with no process killed. A dispatcher's
+ * own receives take no more than will start at once, but a doorbell runs whatever batch its SQS
+ * trigger hands it: here the `urgent` queue's visibility is 5 s, a dispatcher has 4 slots, and a
+ * trigger hands it 10 tasks of 1.8 s, run 4, 4, then 2 and settled at ~5.4 s, after the first four
+ * messages would have lapsed.
  */
-import type { QueueClient } from '../../lib/ports';
+import type { QueueClient, ReceivedMessage } from '../../lib/ports';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
 import { systemPerTest } from '../helpers/system';
 
 const fresh = systemPerTest();
 const TASKS = 10;
+/** The dispatcher's task slots (the fixture config's concurrency). */
+const SLOTS = 4;
 
-async function publishBatch(s: Awaited<ReturnType<typeof fresh>>, journal: string): Promise<string[]> {
+async function publishBatch(s: Awaited<ReturnType<typeof fresh>>, journal: string, count = TASKS): Promise<string[]> {
   const ids: string[] = [];
-  for (let n = 0; n < TASKS; n++) ids.push((await s.publisher.publish('lull', { journal, ms: 1800, n })).jobId);
+  for (let n = 0; n < count; n++) ids.push((await s.publisher.publish('lull', { journal, ms: 1800, n })).jobId);
   return ids;
 }
 
+/** Lambda's SQS event records for messages as a trigger received them from `url`. */
+function triggerRecords(url: string, messages: readonly ReceivedMessage[]) {
+  const queue = url.slice(url.lastIndexOf('/') + 1);
+  return messages.map((m) => ({
+    messageId: m.messageId,
+    receiptHandle: m.receiptHandle,
+    body: m.body,
+    attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: String(m.sentTimestamp) },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs' as const,
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
+    awsRegion: 'us-east-1',
+  }));
+}
+
 /** How often each task body started, by `n`, from the tasks' own journal. */
-function startsByTask(journal: string): number[] {
-  const starts = Array.from({ length: TASKS }, () => 0);
+function startsByTask(journal: string, count = TASKS): number[] {
+  const starts = Array.from({ length: count }, () => 0);
   for (const entry of readJournal(journal)) starts[entry.n as number] = (starts[entry.n as number] ?? 0) + 1;
   return starts;
 }
@@ -45,17 +65,29 @@ function freezesAfterFirstBatch(inner: QueueClient): QueueClient {
 }
 
 describe('a finished task keeps its message until its batch is settled', () => {
-  it('no body runs twice when a batch outlasts the visibility with another dispatcher polling', async () => {
+  it('no body runs twice when a trigger’s batch outlasts the visibility with another dispatcher polling', async () => {
     const s = await fresh({ tracked: true });
     const journal = tempFile('hold.jsonl');
     const ids = await publishBatch(s, journal);
-    const first = s.runtime;
+    // The trigger's receive: all ten at once, with the queue's 5 s visibility.
+    const url = s.urls.queues.urgent as string;
+    const received: ReceivedMessage[] = [];
+    while (received.length < TASKS)
+      received.push(...(await s.sqs.receive(url, { maxMessages: 10, waitSeconds: 1, visibilityTimeoutSeconds: 5 })));
     const stop = new AbortController();
-    const running = first.invoke(Date.now() + 60_000, stop.signal);
+    const ringing = s.runtime.ring(triggerRecords(url, received), Date.now() + 30_000);
     // The second dispatcher starts once the first holds the whole batch, and polls all along.
-    await eventually('the first dispatcher to start the batch', () => readJournal(journal).length > 0);
+    await eventually('the doorbell to start the batch', () => readJournal(journal).length > 0);
     const second = s.dispatcher().invoke(Date.now() + 60_000, stop.signal);
     try {
+      const rang = await ringing;
+      // The trigger deletes what the invocation does not report as kept.
+      const kept = new Set(rang.batchItemFailures.map((f) => f.itemIdentifier));
+      expect(kept.size).toBe(0);
+      await s.sqs.deleteBatch(
+        url,
+        received.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle })),
+      );
       await eventually('every job to succeed', async () => {
         const records = await Promise.all(ids.map((id) => s.tracking?.jobs.get(id)));
         return records.every((r) => r?.state === 'succeeded');
@@ -63,12 +95,12 @@ describe('a finished task keeps its message until its batch is settled', () => {
       await eventually('the queue to drain', () => s.drained('urgent'));
     } finally {
       stop.abort();
-      await Promise.all([running, second]);
+      await second;
     }
     // A second start as a retry (a body past its time limit) is told apart from a re-run of attempt 1.
     expect(readJournal(journal).filter((entry) => entry.attempt !== 1)).toEqual([]);
     expect(startsByTask(journal)).toEqual(Array.from({ length: TASKS }, () => 1));
-    // Nothing came back to be stopped as a duplicate: the messages never left the first dispatcher.
+    // Nothing came back to be stopped as a duplicate: the messages never left the doorbell.
     expect(s.jobs().filter((j) => j.outcome === 'duplicate' || j.outcome === 'stale')).toEqual([]);
     for (const id of ids) expect((await s.tracking?.jobs.get(id))?.attempt).toBe(1);
   }, 60_000);
@@ -76,11 +108,12 @@ describe('a finished task keeps its message until its batch is settled', () => {
   it('a task that ended is recorded at once: a dispatcher frozen before its settle costs no second run', async () => {
     const s = await fresh({ tracked: true });
     const journal = tempFile('frozen.jsonl');
-    const ids = await publishBatch(s, journal);
+    // As many as its first receive takes (its free slots).
+    const ids = await publishBatch(s, journal, SLOTS);
     const stop = new AbortController();
     // Frozen after its receive: it can neither extend nor settle, as a process stopped mid-batch.
     void s.dispatcher({ wrapQueues: freezesAfterFirstBatch, workerId: 'frozen' }).invoke(Date.now() + 60_000, stop.signal);
-    await eventually('the frozen dispatcher to run its tasks', () => readJournal(journal).length === TASKS, 20_000);
+    await eventually('the frozen dispatcher to run its tasks', () => readJournal(journal).length === SLOTS, 20_000);
     const rescuer = s.runtime.invoke(Date.now() + 60_000, stop.signal);
     try {
       await eventually('the queue to drain', () => s.drained('urgent'), 30_000);
@@ -90,9 +123,9 @@ describe('a finished task keeps its message until its batch is settled', () => {
     }
     // Every body ran once; the messages that came back found their jobs finished.
     expect(readJournal(journal).filter((entry) => entry.attempt !== 1)).toEqual([]);
-    expect(startsByTask(journal)).toEqual(Array.from({ length: TASKS }, () => 1));
+    expect(startsByTask(journal, SLOTS)).toEqual(Array.from({ length: SLOTS }, () => 1));
     const records = await Promise.all(ids.map((id) => s.tracking?.jobs.get(id)));
     expect(records.map((r) => [r?.state, r?.attempt])).toEqual(ids.map(() => ['succeeded', 1]));
-    expect(s.jobs().filter((j) => j.outcome === 'duplicate')).toHaveLength(TASKS);
+    expect(s.jobs().filter((j) => j.outcome === 'duplicate')).toHaveLength(SLOTS);
   }, 60_000);
 });

@@ -213,17 +213,18 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
     expect(sum((x) => Object.values(x.run.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
     expect(sum((x) => x.run.sum)).toBeGreaterThanOrEqual(1000);
     // Each registered task's day carries its attributed cost (lib/track/cost.ts): requests and write
-    // units the dispatcher's clients counted, and billed time, most of it to the task that ran longest.
+    // units the dispatcher's clients counted, and billed time.
     const costs = await Promise.all(
       ['record', 'flaky', 'doomed', 'spin'].map(
         async (task) => (await s.tracking?.stats?.get(taskStatsKey(task), utcDay(Date.now())))?.cost,
       ),
     );
+    // (How the billed time is shared by run time is lib/track/cost.ts's unit test: measured run
+    // times compared here would depend on how busy the machine is.)
     for (const cost of costs) {
       expect(cost?.sqsRequests).toBeGreaterThan(0);
       expect(cost?.writeUnits).toBeGreaterThan(0);
+      expect(cost?.lambdaMbMs).toBeGreaterThan(0);
     }
-    const [record, , , spin] = costs;
-    expect(spin?.lambdaMbMs ?? 0).toBeGreaterThan(record?.lambdaMbMs ?? 0);
   });
 });

@@ -112,9 +112,9 @@ describe('dispatcher loop (fakes)', () => {
     expect(w.runs).toHaveLength(1);
   });
 
-  it('releases, unstarted, tasks whose limit does not fit the time left', async () => {
-    // A batch received with 25.1 s usable: the first task needs 20.1 s and fits; it takes 15 s,
-    // so the next two no longer fit and go back to the queue at once.
+  it('receives no more than its free slots, and nothing a task could not finish in the time left', async () => {
+    // One slot and 25.1 s usable: the first task needs 20.1 s and fits; it takes 15 s, so the next
+    // two no longer fit: they are never received (a receive would take them only to hand them back).
     const slow = world(
       [
         {
@@ -129,9 +129,9 @@ describe('dispatcher loop (fakes)', () => {
     );
     for (let i = 0; i < 3; i++) await slow.send('urgent', envelope('ok', { i }));
     await slow.run({ forMs: 25_600 });
-    expect(jobs(slow).map((j) => j.outcome)).toEqual(['succeeded', 'released', 'released']);
-    const depth = await slow.sqs.depth(slow.urls.queues.urgent as string);
-    expect(depth.visible).toBe(2);
+    expect(jobs(slow).map((j) => j.outcome)).toEqual(['succeeded']);
+    const left = slow.sqs.peek(slow.urls.queues.urgent as string);
+    expect(left.map((m) => m.receiveCount)).toEqual([0, 0]);
   });
 
   it('does not receive from a queue whose tasks cannot fit the time left', async () => {
@@ -162,13 +162,14 @@ describe('dispatcher loop (fakes)', () => {
     expect(peak).toBe(w.config.dispatcher.concurrency);
   });
 
-  it('stops at the signal: the running task finishes, unstarted ones are released', async () => {
+  it('stops at the signal: the running task finishes, and nothing more is received', async () => {
     const stop = new AbortController();
     const w = world([{ ...ok, run: () => stop.abort() }], {
       dispatcher: { concurrency: 1, settleMarginMs: 500, killGraceMs: 100, timeoutSeconds: 60 },
     });
     for (let i = 0; i < 3; i++) await w.send('urgent', envelope('ok', { i }));
     await w.run({ signal: stop.signal });
-    expect(jobs(w).map((j) => j.outcome)).toEqual(['succeeded', 'released', 'released']);
+    expect(jobs(w).map((j) => j.outcome)).toEqual(['succeeded']);
+    expect(w.sqs.peek(w.urls.queues.urgent as string).map((m) => m.receiveCount)).toEqual([0, 0]);
   });
 });

@@ -32,7 +32,21 @@ function sqsEvent(queue: string, messages: readonly ReceivedMessage[]) {
 function setup(clock: Clock = systemClock) {
   const config = appConfig({ queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, longPollSeconds: 0 }] });
   const ran: string[] = [];
+  /** The `slow` task runs until this opens. */
+  let open = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   const tasks = [
+    defineTask({
+      name: 'slow',
+      queue: 'urgent',
+      timeLimitSeconds: 5,
+      run: async () => {
+        await gate;
+        ran.push('slow');
+      },
+    }),
     defineTask({ name: 'ok', queue: 'urgent', timeLimitSeconds: 5, run: (p: { n: string }) => void ran.push(p.n) }),
     defineTask({
       name: 'flaky',
@@ -46,12 +60,16 @@ function setup(clock: Clock = systemClock) {
       },
     }),
   ];
-  const switched: boolean[] = [];
-  const { runtime, sqs, urls, reports } = inlineRuntime(config, tasks, { clock, doorbells: { set: async (on) => void switched.push(on) } });
+  /** The doorbells each switch left off (all of them: `*`). */
+  const switched: Array<readonly string[]> = [];
+  const { runtime, sqs, urls, reports } = inlineRuntime(config, tasks, {
+    clock,
+    doorbells: { set: async (on, off = []) => void switched.push(on ? off : ['*']) },
+  });
   const send = (id: string, body: string) => sqs.sendBatch(urls.queues.urgent, [{ id, body }]);
   /** What the trigger's poller does: receive a batch with the queue's visibility timeout. */
   const triggerReceives = () => sqs.receive(urls.queues.urgent, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 });
-  return { runtime, sqs, urls, ran, reports, send, triggerReceives, switched };
+  return { runtime, sqs, urls, ran, reports, send, triggerReceives, switched, open };
 }
 
 describe('the doorbell: an SQS trigger’s batch through the dispatcher', () => {
@@ -102,6 +120,23 @@ describe('the doorbell: an SQS trigger’s batch through the dispatcher', () => 
     expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 3, inFlight: 1, delayed: 0 });
   });
 
+  it('fills its free slots from its queue while its given job runs long: a quick job is not left behind the slow one', async () => {
+    const s = setup();
+    await s.send('s', encodeEnvelope({ task: 'slow', payload: {} }));
+    const received = await s.triggerReceives();
+    // Quick jobs arrive while the trigger is at its concurrency with slow ones (this one among them).
+    for (const n of ['q1', 'q2']) await s.send(n, encodeEnvelope({ task: 'ok', payload: { n } }));
+    const ringing = s.runtime.ring(sqsRecordsOf(sqsEvent('urgent', received)) ?? [], Date.now() + 25_000);
+    while (s.ran.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(s.ran).toEqual(['q1', 'q2']);
+    s.open();
+    const summary = await ringing;
+    expect(s.ran).toEqual(['q1', 'q2', 'slow']);
+    // It deleted what it received itself; the trigger deletes its own batch.
+    expect(summary.batchItemFailures).toEqual([]);
+    expect(await s.sqs.depth(s.urls.queues.urgent)).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
+  });
+
   it('leaves records of a queue that is not this version’s in their queue, untouched', async () => {
     const s = setup();
     const summary = await s.runtime.ring(
@@ -131,7 +166,7 @@ describe('the scheduled invocation in an idle version', () => {
     expect(summary).toMatchObject({ selections: 0, receives: 0 });
     expect(s.sqs.requests).toMatchObject({ depth: 1, receive: 0 });
     // Nothing to do: the doorbells keep watch.
-    expect(s.switched).toEqual([true]);
+    expect(s.switched).toEqual([[]]);
   });
 
   it('turns the doorbells off while it works, and on again when it ends for lack of work', async () => {
@@ -141,9 +176,9 @@ describe('the scheduled invocation in an idle version', () => {
     for (const id of ids) await s.send(id, encodeEnvelope({ task: 'ok', payload: { n: id } }));
     await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
     expect([...s.ran].sort()).toEqual([...ids].sort());
-    // A backlog (more than one dispatcher's 10 slots): the doorbells step aside while the fleet
-    // works it by priority, and come back once the fleet has been idle for its allowance (2 s).
-    expect(s.switched).toEqual([false, true]);
+    // A backlog (more than one dispatcher's 10 slots): its queue's doorbell steps aside while the
+    // fleet works it by priority, and comes back once the fleet has been idle for its allowance (2 s).
+    expect(s.switched).toEqual([['urgent'], []]);
   });
 
   it('takes a trickle in passing, leaving the doorbells on', async () => {
@@ -153,7 +188,7 @@ describe('the scheduled invocation in an idle version', () => {
     const summary = await s.runtime.invoke(clock.now() + 7_000, undefined, 'scheduled');
     expect(s.ran).toEqual(['a']);
     expect(summary.endedIdle).toBe(true);
-    expect(s.switched).toEqual([true, true]);
+    expect(s.switched).toEqual([[], []]);
   });
 });
 

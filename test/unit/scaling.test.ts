@@ -3,6 +3,7 @@ import { runDispatcher } from '../../lib/dispatch/loop';
 import { ConfigError } from '../../lib/errors';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import {
+  doorbellsStepAside,
   type FleetCount,
   fleetCount,
   IDLE_EXIT_MS,
@@ -46,6 +47,26 @@ describe('planScaleOut (pure policy)', () => {
     ];
     expect(planScaleOut(backlogs, policy).waitingIn).toEqual(['default', 'low']);
     expect(planScaleOut(backlog(0, 4), policy).waitingIn).toEqual([]);
+  });
+
+  it('turns off the doorbells of the queues a backlog holds and of those below it; those that outrank it keep watch', () => {
+    const queues = [
+      { name: 'high', priority: 100 },
+      { name: 'default', priority: 40 },
+      { name: 'low', priority: 5 },
+    ];
+    const slotted = { ...policy, slots: 10 };
+    const plan = (visible: Record<string, number>) =>
+      planScaleOut(
+        queues.map((q) => ({ queue: q.name, visible: visible[q.name] ?? 0, inFlight: 0 })),
+        slotted,
+      );
+    expect(doorbellsStepAside(plan({ low: 60 }), queues)).toEqual(['low']);
+    expect(doorbellsStepAside(plan({ default: 30, low: 60 }), queues)).toEqual(['default', 'low']);
+    expect(doorbellsStepAside(plan({ high: 500 }), queues)).toEqual(['high', 'default', 'low']);
+    // A trickle, or nothing waiting: every doorbell keeps watch.
+    expect(doorbellsStepAside(plan({ low: 3 }), queues)).toEqual([]);
+    expect(doorbellsStepAside(plan({}), queues)).toEqual([]);
   });
 
   it('calls work that fits one dispatcher’s slots a trickle, which ends after one long poll without work', () => {

@@ -31,26 +31,58 @@ describe('TaskSlots', () => {
 
   it('releases the slot however the work ends', async () => {
     const slots = new TaskSlots(1);
-    await expect(slots.run(1000, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(slots.run(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(slots.free).toBe(1);
   });
 
-  it('knows when slots will be free at the latest, from the holders’ hard ends', async () => {
-    let now = 1000;
-    const slots = new TaskSlots(3, () => now);
-    const long = await slots.acquire(60_000);
-    const short = await slots.acquire(5_000);
-    expect(slots.freeBy(1, now)).toBe(now); // one is free
-    expect(slots.freeBy(2, now)).toBe(6_000); // the short holder ends first
-    expect(slots.freeBy(3, now)).toBe(61_000);
-    expect(slots.freeBy(4, now)).toBe(Number.POSITIVE_INFINITY);
-    short.endsBy(2_000);
-    expect(slots.freeBy(2, now)).toBe(2_000);
-    now = 3_000;
-    expect(slots.freeBy(2, now)).toBe(3_000); // an overdue holder frees its slot "now" at the latest
-    long.release();
-    short.release();
-    expect(slots.freeBy(3, now)).toBe(now);
+  it('sets slots aside for a batch just received: counted taken until its messages take them or give them back', async () => {
+    const slots = new TaskSlots(4, () => 0);
+    const held = await slots.acquire();
+    const reservation = slots.reserve(10); // a batch of 10 for 3 free slots: only 3 are set aside
+    expect(slots.free).toBe(0);
+    expect(slots.hasRoom).toBe(false);
+    const taken = [reservation.take(), reservation.take()];
+    expect(taken.every((lease) => lease !== undefined)).toBe(true);
+    expect(slots.free).toBe(0);
+    // The third message was parked, say: its slot goes back, and a waiter hears of it.
+    const waiter = slots.acquire();
+    reservation.release();
+    reservation.release(); // a second release gives back nothing more
+    const granted = await waiter;
+    expect(slots.free).toBe(0);
+    expect(reservation.take()).toBeUndefined();
+    for (const lease of [held, granted, ...taken]) lease?.release();
+    expect(slots.free).toBe(4);
+  });
+
+  it('runs work in a set-aside slot without waiting, and in a slot of its own once the reservation is spent', async () => {
+    const slots = new TaskSlots(2, () => 0);
+    const reservation = slots.reserve(1);
+    const ran: string[] = [];
+    await Promise.all([
+      slots.run(async () => void ran.push('reserved'), reservation),
+      slots.run(async () => void ran.push('acquired'), reservation),
+    ]);
+    expect(ran).toEqual(['reserved', 'acquired']);
+    reservation.release();
+    expect(slots.free).toBe(2);
+  });
+
+  it('counts as startable soon the free slots and the held ones expected to end within the horizon, less who waits', async () => {
+    const now = 1_000;
+    const slots = new TaskSlots(4, () => now);
+    const short = await slots.acquire();
+    const long = await slots.acquire();
+    const unknown = await slots.acquire();
+    short.expectsEnd(now + 200);
+    long.expectsEnd(now + 5_000);
+    // One free, one ending in 200 ms; the long one and the one with no estimate yet keep theirs.
+    expect(slots.startableWithin(500, now)).toBe(2);
+    expect(slots.startableWithin(10_000, now)).toBe(3);
+    const waiting = slots.acquire();
+    await Promise.resolve();
+    expect(slots.startableWithin(500, now)).toBe(1);
+    for (const lease of [short, long, unknown, await waiting]) lease.release();
   });
 
   it('tells watchers about each release', async () => {
