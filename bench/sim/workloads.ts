@@ -139,6 +139,13 @@ export const WORKLOADS: readonly Workload[] = [
   },
 ];
 
+/**
+ * The one cell of the selector benchmark, one seed of it, that `npm test` runs again
+ * (test/unit/bench-tables.test.ts): its figures in bench/results/selectors.json (`check`) must be
+ * what the simulation gives now, so a change that moves the benchmark fails with the change.
+ */
+export const SELECTOR_CHECK_CELL = { workload: 'steady-0.7', seeds: [1] } as const;
+
 /** Mean run time of a task, weighted by arrival share: what one task slot-second buys. */
 export function meanTaskSeconds(queues: readonly SimQueueSpec[]): number {
   return queues.reduce((a, q) => a + q.share * q.meanSeconds, 0);

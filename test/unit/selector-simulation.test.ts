@@ -6,6 +6,10 @@ import { seededRandom } from '../../lib/random';
 
 const short: Workload = { name: 'short', description: '3 minutes at 0.9', minutes: 3, warmupMinutes: 1, profile: [[0, 0.9]] };
 
+// Hang guards, not speed figures: the simulations are CPU-bound, and a machine busy with other
+// suites (or anything else) slows them many times over.
+jest.setTimeout(600_000);
+
 describe('selector simulation (bench/sim)', () => {
   it('fires timers in time order, ties in the order they were set, and lets continuations run before time moves', async () => {
     const sim = new Simulation(0);
