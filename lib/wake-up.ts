@@ -16,10 +16,13 @@ export function doorbellQueues(config: TaskworkerConfig): readonly QueueConfig[]
 
 /**
  * The batch a doorbell's trigger hands one invocation: the queue's batch size, at most the
- * dispatcher's task slots, so no message of it waits in the invocation for a slot.
+ * dispatcher's task slots less one. No message of it waits in the invocation for a slot, and each
+ * invocation keeps a slot free to take a quick job from its queue itself: the trigger runs at most
+ * {@link DOORBELL_MAX_CONCURRENCY} invocations at once, and slow jobs filling them whole would leave
+ * a quick one waiting until one ends.
  */
 export function doorbellBatchSize(config: TaskworkerConfig, queue: QueueConfig): number {
-  return Math.max(1, Math.min(queue.batchSize, config.dispatcher.concurrency));
+  return Math.max(1, Math.min(queue.batchSize, config.dispatcher.concurrency - 1));
 }
 
 /**

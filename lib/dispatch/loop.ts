@@ -30,6 +30,8 @@ export const PREFETCH_HORIZON_MS = 500;
  * behind two slow ones for one of them to end.
  */
 export const DOORBELL_FILL_AFTER_MS = 500;
+/** How long a doorbell's own receives long-poll: it ends at most this long after its given batches. */
+const DOORBELL_POLL_SECONDS = 1;
 
 /** The receive-or-attributes probes selectors use, bound to a queue client. */
 export function queueProbes(queues: QueueClient, urls: QueueUrls): Probes<ReceivedMessage> {
@@ -123,6 +125,10 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const roomFor = () => slots.hasRoom && inFlight.size < maxBatches;
   const waitForRoom = async () => {
     while (!stopped() && !roomFor()) await nextChange();
+    // And a worker ready to start what is received: a cold container's threads (or one replacing a
+    // thread stopped at its limit) are still loading the tasks bundle, and a message received now
+    // would wait in the dispatcher for them, invisible to every other.
+    if (!stopped() && deps.executor.ready) await deps.executor.ready(options.deadline - margin);
   };
   /** Resolves at the next slot released, batch settled or stop. */
   const nextChange = async () => {
@@ -171,10 +177,9 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   for (const batch of given) start(batch.queue, batch.messages, batch.settled);
   if (options.waitingIn && options.waitingIn.length > 0) selector.expect?.(options.waitingIn);
   const working = () => given.length === 0 || givenInFlight > 0;
-  /** A doorbell's own receives stop (a long poll is cut short) when its given batches are settled. */
+  /** Wakes a doorbell waiting to fill (or for room) when its given batches are settled. */
   const givenDone = new AbortController();
-  const ownReceiveSignal =
-    given.length > 0 ? (options.signal ? AbortSignal.any([options.signal, givenDone.signal]) : givenDone.signal) : options.signal;
+  const givenSignal = options.signal ? AbortSignal.any([options.signal, givenDone.signal]) : givenDone.signal;
 
   /**
    * A long poll never outlasts the invocation's idle allowance: an invocation that may end when
@@ -193,7 +198,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
   const fillFrom = clock.now() + DOORBELL_FILL_AFTER_MS;
   while (working() && !stopped() && usableMs() >= MIN_USABLE_MS) {
     if (given.length > 0 && clock.now() < fillFrom) {
-      await clock.sleep(fillFrom - clock.now(), ownReceiveSignal);
+      await clock.sleep(fillFrom - clock.now(), givenSignal);
       continue;
     }
     await waitForRoom();
@@ -254,6 +259,9 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
           i === 0 ? selection.waitSeconds : queue.longPollSeconds,
           Math.floor(usableMs() / 1000),
           idleAllowanceSeconds(),
+          // A doorbell's own polls are short: it ends soon after its given batches, and a receive
+          // cut short by an abort could leave messages SQS had already handed it invisible.
+          given.length > 0 ? DOORBELL_POLL_SECONDS : Number.POSITIVE_INFINITY,
         );
         if (waitSeconds < 0) break;
         longPolled ||= waitSeconds > 0;
@@ -261,7 +269,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
           batch = await deps.queues.receive(
             deps.urls.queues[queue.name] as string,
             { maxMessages: receiveSize(queue), waitSeconds, visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds },
-            ownReceiveSignal,
+            options.signal,
           );
         } catch (error) {
           if (stopped() || !working()) break;
