@@ -1,5 +1,5 @@
 /**
- * The benchmark figures in BENCHMARKS.md and README.md are what bench/results/*.json give
+ * The benchmark figures in BENCHMARKS.md and docs/performance.md are what bench/results/*.json give
  * (bench/tables.ts writes them: `npm run bench:tables`), and the deterministic simulation still
  * gives what bench/results/selectors.json holds: one seed of one cell of it is run again here, so a
  * change to the model or the dispatcher that moves a figure fails with the change that moved it.
@@ -55,7 +55,9 @@ describe('bench/results/selectors.json against the simulation as it is now', () 
     expect(stored).toMatchObject({ ...SELECTOR_CHECK_CELL, selector: doc.default });
     const workload = WORKLOADS.find((w) => w.name === SELECTOR_CHECK_CELL.workload);
     if (!workload || !stored) throw new Error('no check cell');
-    const now = selectorOut(await runSimulation({ workload, selector: DISPATCHER_DEFAULTS.selector, seeds: [...SELECTOR_CHECK_CELL.seeds] }));
+    const now = selectorOut(
+      await runSimulation({ workload, selector: DISPATCHER_DEFAULTS.selector, seeds: [...SELECTOR_CHECK_CELL.seeds] }),
+    );
     // A difference here means the model or the dispatcher moved the benchmark's figures: run
     // `npm run -s bench:selectors -- --json > bench/results/selectors.json` and `npm run bench:tables`.
     expect(now).toEqual(stored.figures);
