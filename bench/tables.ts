@@ -1,5 +1,5 @@
 /**
- * BENCHMARKS.md's tables and README's performance figures, written from the JSON the benchmarks
+ * BENCHMARKS.md's tables and docs/performance.md's figures, written from the JSON the benchmarks
  * wrote (`bench/results/*.json`). In the Markdown, a block
  *
  *   <!-- bench:selectors:steady-0.7 -->
@@ -12,11 +12,11 @@
  * `npm run bench:tables -- --check` (and test/unit/bench-tables.test.ts) fails when they differ.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { PRICES, round } from './prices';
 import type { SelectorOut } from './sim/figures';
 
-/** The Markdown files that hold generated blocks, and the blocks each must hold. */
+/** The Markdown files that hold generated blocks, and the blocks each must hold (paths from the repository's root). */
 export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
   'BENCHMARKS.md': [
     'selectors:steady-0.7',
@@ -49,7 +49,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'reality',
     'load',
   ],
-  'README.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
+  'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1235,7 +1235,7 @@ function loadTable(r: Results): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// README's headlines.
+// The headlines of docs/performance.md (README's until the docs moved there: hence the names).
 
 function readmeAutoscaling(r: Results): string {
   const surge = r.selectors.autoscaling.filter((a) => a.backlogDrainedMinutesAfterSurge !== null);
@@ -1344,6 +1344,12 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
 const OPEN = /^<!-- bench:(\S+) -->$/;
 const CLOSE = '<!-- /bench -->';
 
+/** A block's links to the results (written from the repository's root) as the document at `file` reaches them. */
+function linkedFrom(file: string, block: string): string {
+  const up = posix.relative(posix.dirname(file), '.');
+  return up === '' ? block : block.replaceAll('](bench/results/', `](${up}/bench/results/`);
+}
+
 /** A document's text with every block's content replaced by what its JSON gives. Throws on a malformed or unknown block. */
 export function renderDocument(file: string, text: string, results: Results): { text: string; blocks: string[] } {
   const lines = text.split('\n');
@@ -1363,7 +1369,7 @@ export function renderDocument(file: string, text: string, results: Results): { 
     const end = lines.indexOf(CLOSE, i + 1);
     const next = lines.findIndex((l, j) => j > i && OPEN.test(l));
     if (end < 0 || (next >= 0 && next < end)) throw new Error(`${file}:${i + 1}: bench:${name} has no ${CLOSE}`);
-    out.push(line, '', render(results), '', CLOSE);
+    out.push(line, '', linkedFrom(file, render(results)), '', CLOSE);
     blocks.push(name);
     i = end;
   }
@@ -1411,22 +1417,49 @@ export function compareDocument(file: string, text: string, results: Results): D
   return differences;
 }
 
-/** Every document's differences from its JSON, first first. */
+/**
+ * Every document's differences from its JSON, first first. A document whose blocks cannot be
+ * rendered (a JSON of an older shape) is one difference saying why; the others are still compared.
+ */
 export function checkTables(root: string, results = readResults(root)): Difference[] {
-  return Object.keys(DOCUMENTS).flatMap((file) => compareDocument(file, readFileSync(join(root, file), 'utf8'), results));
+  return Object.keys(DOCUMENTS).flatMap((file) => {
+    try {
+      return compareDocument(file, readFileSync(join(root, file), 'utf8'), results);
+    } catch (error) {
+      return [
+        {
+          file,
+          block: '?',
+          line: 0,
+          message: `${file}: its blocks cannot be written: ${error instanceof Error ? error.message : String(error)}`,
+        },
+      ];
+    }
+  });
 }
 
-/** Rewrites every document's blocks from the JSON; returns the files that changed. */
+/**
+ * Rewrites every document's blocks from the JSON; returns the files that changed. A document whose
+ * blocks cannot be rendered is left as it is, the others are written, then it throws naming it.
+ */
 export function writeTables(root: string, results = readResults(root)): string[] {
   const changed: string[] = [];
+  const failed: string[] = [];
   for (const file of Object.keys(DOCUMENTS)) {
     const path = join(root, file);
     const text = readFileSync(path, 'utf8');
-    const { text: next } = renderDocument(file, text, results);
+    let next: string;
+    try {
+      next = renderDocument(file, text, results).text;
+    } catch (error) {
+      failed.push(`${file}: its blocks cannot be written: ${error instanceof Error ? error.message : String(error)}`);
+      continue;
+    }
     if (next !== text) {
       writeFileSync(path, next);
       changed.push(file);
     }
   }
+  if (failed.length > 0) throw new Error(`${changed.length > 0 ? `rewrote ${changed.join(', ')}; ` : ''}${failed.join('; ')}`);
   return changed;
 }

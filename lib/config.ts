@@ -91,7 +91,7 @@ export type QueueConfig = Required<Omit<QueueConfigInput, 'limits'>> & { readonl
 
 /** Settings of the dispatcher Lambda (and of each local dispatcher). */
 export interface DispatcherConfigInput {
-  /** Queue selection algorithm (`sla-aware`: see lib/selectors/sla.ts and BENCHMARKS.md). @defaultValue 'sla-aware' */
+  /** Queue selection algorithm (`sla-aware`: see lib/select/sla-aware.ts and BENCHMARKS.md). @defaultValue 'sla-aware' */
   readonly selector?: SelectorName;
   /** Tasks of one batch run in parallel up to this many worker threads, 1..64. @defaultValue 10 */
   readonly concurrency?: number;
@@ -197,7 +197,7 @@ export interface TaskworkerConfigInput {
   readonly subscriberAccounts?: readonly string[];
   /** Payloads too large for a message: kept in the version's S3 bucket, up to 10 MiB. */
   readonly payloads?: PayloadsConfigInput;
-  /** W3C trace context from publish to run (README: Tracing). */
+  /** W3C trace context from publish to run (docs/tracing.md). */
   readonly tracing?: TracingConfigInput;
 }
 

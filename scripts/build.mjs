@@ -187,7 +187,7 @@ npm i -D taskworker-toolkit
 
 Nothing here is imported by name: \`taskworker/cdk\` and the \`taskworker\` command (both in
 taskworker) load it. It brings esbuild, which bundles your tasks into the dispatcher's code at
-synth and in \`taskworker dev\`. The documentation is taskworker's README.
+synth and in \`taskworker dev\`. The documentation is taskworker's README and its docs/.
 `,
 );
 cpSync(`${root}dist/cjs`, `${TOOLKIT_DIR}/dist/cjs`, { recursive: true });

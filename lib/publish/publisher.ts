@@ -398,8 +398,9 @@ export class Publisher {
    * version's SNS topic, which delivers it to every queue subscribed to it (this app's and other
    * apps'); there each subscribed task runs once as job `<event id>/<task>`, with the payload and
    * `ctx.event`. An undeclared name ({@link UnknownEventError}), a payload `validate` refuses or
-   * that is not JSON ({@link InvalidEventPayloadError}), a bad id, or an event over SNS's 256 KiB
-   * ({@link MessageTooLargeError}) is refused before anything is sent.
+   * that is not JSON ({@link InvalidEventPayloadError}), a bad id, or a payload over 10 MiB
+   * ({@link MessageTooLargeError}) is refused before anything is sent. A payload over SNS's 256 KiB
+   * (or `payloads.offloadAboveBytes`) goes through the version's bucket, the event carrying a pointer.
    * @example
    * await publisher.emit('orders.created', { orderId: 'o-1', total: 42 }, { id: 'order-o-1-created' });
    */

@@ -100,7 +100,7 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   /**
    * The Celery task name this task answers to on a queue that accepts Celery's messages
    * (`accept: ['taskworker', 'celery']`): a Celery `send_task('tasks.add', ...)` runs this task,
-   * with the message's kwargs as the payload. Unique across the app's tasks. See README, Migrating from Celery.
+   * with the message's kwargs as the payload. Unique across the app's tasks. See docs/celery.md.
    */
   readonly celeryName?: string;
   /**

@@ -2,7 +2,7 @@
  * The dashboard in a real browser: Chromium (Debian's `chromium`, driven by playwright-core)
  * against `taskworker ui`'s server over a running local stack (emulators, dispatcher processes,
  * the fixture app in test/fixtures/dashboard). What the page shows is checked against the tables
- * and queues. TASKWORKER_SCREENSHOTS=docs/screenshots writes the README's screenshots.
+ * and queues. TASKWORKER_SCREENSHOTS=docs/screenshots writes docs/dashboard.md's screenshots.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

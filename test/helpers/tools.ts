@@ -1,10 +1,10 @@
 /**
  * Tools some suites need beyond `npm ci`, none of them npm packages: Chromium (the dashboard in a
- * browser), Debian's Celery (interop with the real Celery), boto3 (Python publishers as README shows
- * them) and cfn-lint (AWS's linter on the synthesized templates). Where one is missing, the tests that
+ * browser), Debian's Celery (interop with the real Celery), boto3 (Python publishers as docs/publishing.md
+ * shows them) and cfn-lint (AWS's linter on the synthesized templates). Where one is missing, the tests that
  * need it are skipped and the suite says so in one line, naming the install; under `.ci/run`
  * (`TASKWORKER_REQUIRE_TOOLS=1`) a missing tool fails instead, so CI never passes by skipping.
- * README's "Optional tools" lists the same four.
+ * README's "Optional tools" lists the same four, with these install hints.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

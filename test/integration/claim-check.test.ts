@@ -182,7 +182,7 @@ describe('claim-check payloads on the emulators', () => {
   }, 60_000);
 });
 
-/** What README's boto3 example does: put the payload's JSON under payloads/, then send the pointer. */
+/** What docs/large-payloads.md's boto3 example does: put the payload's JSON under payloads/, then send the pointer. */
 const BOTO3_SCRIPT = `
 import hashlib, json, sys
 import boto3

@@ -1,5 +1,5 @@
 /**
- * The benchmark figures in BENCHMARKS.md and README.md are what bench/results/*.json give
+ * The benchmark figures in BENCHMARKS.md and docs/performance.md are what bench/results/*.json give
  * (bench/tables.ts writes them: `npm run bench:tables`), and the deterministic simulation still
  * gives what bench/results/selectors.json holds: one seed of one cell of it is run again here, so a
  * change to the model or the dispatcher that moves a figure fails with the change that moved it.
