@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type SelectorOut, selectorOut } from '../../bench/sim/figures';
+import { selectorOut } from '../../bench/sim/figures';
 import { runSimulation } from '../../bench/sim/run';
 import { SELECTOR_CHECK_CELL, WORKLOADS } from '../../bench/sim/workloads';
 import { compareDocument, DOCUMENTS, readResults, renderDocument } from '../../bench/tables';
