@@ -96,10 +96,7 @@ export async function claimJob(
   const attempt = claim.token;
   if (attempt > def.maxRetries + 1) {
     // Earlier attempts were started but never finished: their worker was lost (a crash, a kill).
-    const error = {
-      type: 'WorkerLostError',
-      message: `${attempt - 1} attempts started without finishing; maxRetries is ${def.maxRetries}`,
-    };
+    const error = workerLostError(claim.record, attempt, def.maxRetries);
     decideArchive(
       deps,
       queue,
@@ -114,6 +111,46 @@ export async function claimJob(
     return undefined;
   }
   return { attempt, claimed: claim.record };
+}
+
+/** Ends an attempt is recorded with (each history entry carries the attempt it ended). */
+const ATTEMPT_ENDS: ReadonlySet<string> = new Set(['retrying', 'succeeded', 'archived', 'cancelled']);
+
+/**
+ * Why a job out of attempts is archived though no attempt of it failed that many times, from its
+ * record's history: which of the attempts before `attempt` started and never ended (their worker was
+ * lost: a crash, a kill), which ended with a failure and were retried, and when and where the last
+ * one started. The history keeps one start per claim; a trimmed history (over `historyLimit`) loses
+ * the oldest, so the attempts before the first start it kept are counted apart.
+ */
+export function workerLostError(
+  claimed: Pick<JobRecord, 'history'>,
+  attempt: number,
+  maxRetries: number,
+): { readonly type: 'WorkerLostError'; readonly message: string } {
+  const earlier = attempt - 1;
+  const starts = claimed.history.filter((h) => h.what === 'started' || h.what === 'took-over');
+  // The last start is this claim's: the k-th of the `starts.length` kept is attempt attempt - starts.length + k.
+  const firstKept = Math.max(1, attempt - starts.length + 1);
+  const ended = new Set(claimed.history.filter((h) => ATTEMPT_ENDS.has(h.what)).map((h) => h.attempt));
+  const lost: number[] = [];
+  const failed: number[] = [];
+  for (let a = firstKept; a < attempt; a++) (ended.has(a) ? failed : lost).push(a);
+  const head = `${earlier} attempts started (maxRetries ${maxRetries} allows ${maxRetries + 1})`;
+  if (lost.length + failed.length === 0)
+    return { type: 'WorkerLostError', message: `${head}; the history kept does not show how they ended` };
+  const list = (ns: readonly number[]) => (ns.length === 1 ? `attempt ${ns[0]}` : `attempts ${ns.join(', ')}`);
+  const parts = [
+    ...(lost.length > 0 ? [`${lost.length} never ended, ${lost.length === 1 ? 'its worker' : 'their workers'} lost (${list(lost)})`] : []),
+    ...(failed.length > 0 ? [`${failed.length} failed and ${failed.length === 1 ? 'was' : 'were'} retried (${list(failed)})`] : []),
+    ...(firstKept > 1 ? [`${firstKept - 1} older than the history kept`] : []),
+  ];
+  const lastStart = starts[starts.length - 2];
+  const last =
+    lost.at(-1) === earlier && lastStart
+      ? `; the last, attempt ${earlier}, started ${new Date(lastStart.when).toISOString()}${lastStart.worker ? ` on ${lastStart.worker}` : ''}`
+      : '';
+  return { type: 'WorkerLostError', message: `${head}: ${parts.join('; ')}${last}` };
 }
 
 /**
