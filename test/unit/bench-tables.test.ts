@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type SelectorOut, selectorOut } from '../../bench/sim/figures';
+import { selectorOut } from '../../bench/sim/figures';
 import { runSimulation } from '../../bench/sim/run';
 import { SELECTOR_CHECK_CELL, WORKLOADS } from '../../bench/sim/workloads';
 import { compareDocument, DOCUMENTS, readResults, renderDocument } from '../../bench/tables';
@@ -55,7 +55,9 @@ describe('bench/results/selectors.json against the simulation as it is now', () 
     expect(stored).toMatchObject({ ...SELECTOR_CHECK_CELL, selector: doc.default });
     const workload = WORKLOADS.find((w) => w.name === SELECTOR_CHECK_CELL.workload);
     if (!workload || !stored) throw new Error('no check cell');
-    const now = selectorOut(await runSimulation({ workload, selector: DISPATCHER_DEFAULTS.selector, seeds: [...SELECTOR_CHECK_CELL.seeds] }));
+    const now = selectorOut(
+      await runSimulation({ workload, selector: DISPATCHER_DEFAULTS.selector, seeds: [...SELECTOR_CHECK_CELL.seeds] }),
+    );
     // A difference here means the model or the dispatcher moved the benchmark's figures: run
     // `npm run -s bench:selectors -- --json > bench/results/selectors.json` and `npm run bench:tables`.
     expect(now).toEqual(stored.figures);
