@@ -885,8 +885,11 @@ function printPartial(saturation: readonly Figures[], breakdown: readonly Figure
     '(a partial run: not the benchmark’s figures)',
   ];
   for (const f of [full, trigger]) {
-    if (f?.cpuMsPerTask)
-      lines.push(`${f.consumer}: CPU ms/task consumer ${f.cpuMsPerTask.consumer}, emulators ${f.cpuMsPerTask.emulators}`);
+    const cpu = f?.cpuMsPerTask;
+    if (cpu)
+      lines.push(
+        `${f?.consumer}: CPU ms/task consumer ${cpu.consumer} (main thread ${cpu.consumerMainThread}), emulators ${cpu.emulators}`,
+      );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
