@@ -17,11 +17,12 @@ export const MODEL_SQS_MS = 10;
 export const MODEL_DYNAMO_WRITE_MS = [5, 10] as const;
 
 export const MODEL_FORMULA =
-  'per receive loop, with RT = sqsRoundTripsOnCycle × SQS ms + dynamoRoundTripsOnCycle × DynamoDB write ms and M = main-thread ms per batch: ' +
+  "per receive loop (a dispatcher; one of the trigger's concurrent invocations, five while the mapping starts), with RT = sqsRoundTripsOnCycle × SQS ms + dynamoRoundTripsOnCycle × DynamoDB write ms and M = main-thread ms per batch: " +
   'a sequential loop (the trigger: receive, handler, delete) does batchSize / (RT + M) tasks/s; a pipelined one (taskworker: it receives ' +
   "again while its batch's writes are in flight) min(batchSize / RT, batchSize / M, slots / (writes held in a slot × DynamoDB write ms)). " +
   "Round trips on the cycle: a batch's receive, plus the share of its writes and its delete that ended before its loop received again (measured); " +
-  `SQS ms = ${MODEL_SQS_MS} (assumed); M = event-loop active time of this process per batch on the emulators (the emulators' CPU excluded)`;
+  `SQS ms = ${MODEL_SQS_MS} (assumed); M = event-loop active time of this process per batch on the emulators (the emulators' CPU excluded). ` +
+  "The mapping does its loops' sum (each invocation has a CPU of its own on AWS); a dispatcher is one loop";
 
 export interface CriticalPath {
   readonly batches: number;
@@ -63,19 +64,70 @@ function wave(spans: readonly (Span | undefined)[]): Wave | undefined {
   return { start: Math.min(...present.map((s) => s.start)), end: Math.max(...present.map((s) => s.end)) };
 }
 
+/** The receives that found messages, in the order they were sent. */
+const receivesIn = (spans: readonly Span[]) =>
+  spans.filter((s) => s.op === 'ReceiveMessage' && (s.jobs?.length ?? 0) > 0).sort((a, b) => a.start - b.start);
+
+/** Each deleted receipt handle's delete (DeleteMessageBatch or DeleteMessage). */
+function deletes(spans: readonly Span[]): Map<string, Span> {
+  const deleteOf = new Map<string, Span>();
+  for (const s of spans) if (s.op === 'DeleteMessageBatch' || s.op === 'DeleteMessage') for (const h of s.handles ?? []) deleteOf.set(h, s);
+  return deleteOf;
+}
+
+/** Messages a consumer held (received, not yet deleted), mean over the run and most at once. */
+export interface InFlight {
+  readonly mean: number;
+  readonly peak: number;
+}
+
 /**
- * One receive loop's spans (taskworker's dispatcher; one trigger poller). `keyOf` turns a job id
- * into the key its record is written under.
+ * From a consumer's SQS spans: how many messages it held at once, each from its receive's start to
+ * its delete's end (the concurrency it ran at, whatever it calls its instances, pollers or slots).
+ */
+export function messagesInFlight(sqs: readonly Span[], seconds: number): InFlight {
+  const deleteOf = deletes(sqs);
+  const events: Array<[number, number]> = [];
+  let held = 0;
+  for (const r of receivesIn(sqs)) {
+    for (const h of r.handles ?? []) {
+      const deleted = deleteOf.get(h);
+      if (!deleted) continue;
+      events.push([r.start, 1], [deleted.end, -1]);
+      held += deleted.end - r.start;
+    }
+  }
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let peak = 0;
+  for (const [, d] of events) {
+    now += d;
+    peak = Math.max(peak, now);
+  }
+  return { mean: round(held / (seconds * 1000), 2), peak };
+}
+
+/**
+ * The spans of a consumer's receive loops (taskworker's dispatcher: one; the trigger: one per
+ * concurrent invocation, `loops` giving each one's SQS spans). `keyOf` turns a job id into the key
+ * its record is written under.
  */
 export function criticalPath(options: {
   readonly sqs: readonly Span[];
+  /** Each receive loop's SQS spans, when there are several (a batch's cycle ends at its own loop's next receive). */
+  readonly loops?: ReadonlyArray<readonly Span[]>;
   readonly dynamo: readonly Span[];
   readonly keyOf: (jobId: string) => string;
   readonly seconds: number;
 }): CriticalPath {
-  const receives = options.sqs.filter((s) => s.op === 'ReceiveMessage' && (s.jobs?.length ?? 0) > 0).sort((a, b) => a.start - b.start);
-  const deleteOf = new Map<string, Span>();
-  for (const s of options.sqs) if (s.op === 'DeleteMessageBatch') for (const h of s.handles ?? []) deleteOf.set(h, s);
+  const loops = (options.loops ?? [options.sqs]).map(receivesIn);
+  const receives = loops.flat().sort((a, b) => a.start - b.start);
+  /** The same loop's next receive after each receive. */
+  const nextOf = new Map<Span, Span>();
+  for (const loop of loops) {
+    for (let i = 0; i + 1 < loop.length; i++) nextOf.set(loop[i] as Span, loop[i + 1] as Span);
+  }
+  const deleteOf = deletes(options.sqs);
   const jobKeys = new Set(receives.flatMap((r) => (r.jobs ?? []).map(options.keyOf)));
   const byKey = new Map<string, Span[]>();
   let other = 0;
@@ -108,12 +160,12 @@ export function criticalPath(options: {
     receiveToDeleted: [],
   };
   const within = { firstWrites: [] as number[], secondWrites: [] as number[], delete: [] as number[] };
-  receives.forEach((r, i) => {
+  for (const r of receives) {
     const keys = (r.jobs ?? []).map(options.keyOf);
     const firsts = wave(keys.map((k) => byKey.get(k)?.[0]));
     const seconds = wave(keys.map((k) => byKey.get(k)?.[1]));
     const deleted = deleteOf.get(r.handles?.[0] ?? '');
-    if (!firsts || !seconds || !deleted) return;
+    if (!firsts || !seconds || !deleted) continue;
     phases.receive.push(r.end - r.start);
     phases.receiveToFirstWrites.push(firsts.start - r.end);
     phases.firstWrites.push(firsts.end - firsts.start);
@@ -122,13 +174,13 @@ export function criticalPath(options: {
     phases.secondWritesToDelete.push(deleted.start - seconds.end);
     phases.delete.push(deleted.end - deleted.start);
     phases.receiveToDeleted.push(deleted.end - r.start);
-    const next = receives[i + 1];
-    if (!next) return;
+    const next = nextOf.get(r);
+    if (!next) continue;
     phases.cycle.push(next.start - r.start);
     within.firstWrites.push(firsts.end <= next.start ? 1 : 0);
     within.secondWrites.push(seconds.end <= next.start ? 1 : 0);
     within.delete.push(deleted.end <= next.start ? 1 : 0);
-  });
+  }
   const share = (values: number[]) => round(mean(values), 3);
   const endedWithinCycle = {
     firstWrites: share(within.firstWrites),
@@ -153,10 +205,10 @@ export function criticalPath(options: {
 }
 
 /**
- * Throughput of one receive loop on AWS (one dispatcher; one trigger poller, i.e. one concurrent
- * invocation), by {@link MODEL_FORMULA}. `pipelined`: the loop receives again while its batch's
- * writes are in flight (taskworker), so its CPU overlaps its round trips; a sequential loop (the
- * trigger's invocation: receive, handler, delete) adds them.
+ * Throughput on AWS of `loops` receive loops (one dispatcher: 1; the trigger's mapping: its
+ * concurrent invocations), by {@link MODEL_FORMULA}. `pipelined`: the loop receives again while its
+ * batch's writes are in flight (taskworker), so its CPU overlaps its round trips; a sequential loop
+ * (the trigger's invocation: receive, handler, delete) adds them.
  */
 export function awsModel(
   path: CriticalPath,
@@ -164,16 +216,19 @@ export function awsModel(
     readonly batchSize: number;
     readonly mainThreadMsPerBatch: number;
     readonly pipelined: boolean;
+    /** Loops running side by side, each on a CPU of its own (default 1). */
+    readonly loops?: number;
     /** Task slots (pipelined), and how many of a job's writes it holds one for (the claim). */
     readonly slots?: { readonly size: number; readonly writesHeld: number };
   },
 ) {
   const model = (w: number) => {
     const roundTripsMs = path.roundTripsOnCycle.sqs * MODEL_SQS_MS + path.roundTripsOnCycle.dynamo * w;
-    if (!options.pipelined) return (options.batchSize * 1000) / (roundTripsMs + options.mainThreadMsPerBatch);
+    const loops = options.loops ?? 1;
+    if (!options.pipelined) return (loops * options.batchSize * 1000) / (roundTripsMs + options.mainThreadMsPerBatch);
     const bounds = [(options.batchSize * 1000) / roundTripsMs, (options.batchSize * 1000) / options.mainThreadMsPerBatch];
     if (options.slots && options.slots.writesHeld > 0) bounds.push((options.slots.size * 1000) / (options.slots.writesHeld * w));
-    return Math.min(...bounds);
+    return loops * Math.min(...bounds);
   };
   return Object.fromEntries(MODEL_DYNAMO_WRITE_MS.map((w) => [`dynamoWrite${w}ms`, round(model(w), 1)])) as Record<
     `dynamoWrite${(typeof MODEL_DYNAMO_WRITE_MS)[number]}ms`,

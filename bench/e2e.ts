@@ -1,10 +1,19 @@
 /**
  * End-to-end benchmark on the emulators (fauxqs, dynalite, in this process): no-op tasks through
  * the real dispatcher (DispatcherRuntime: worker threads, SQS and DynamoDB adapters) per tracking
- * mode, against a raw receive/delete loop and bbc's sqs-consumer on the same queue and tasks;
- * I/O-bound tasks at batch concurrency 1, 4 and 10; cost per million tasks and idle cost per hour.
+ * mode, against its peers run as their maintainers run them, on the same queue and tasks: a raw
+ * receive/delete loop and bbc's sqs-consumer, each with as many loops/instances as the dispatcher
+ * holds batches (`--instances`), and, for `full`, Lambda's SQS trigger with Powertools idempotency
+ * polling as an event-source mapping does (five concurrent invocations, then up to 300 more a
+ * minute); I/O-bound tasks at batch concurrency 1, 4 and 10; cost per million tasks and idle cost
+ * per hour.
  *
- *   npm run bench:e2e -- [--json] [--tasks 10000] [--io-tasks 300]
+ *   npm run bench:e2e -- [--json] [--tasks 10000] [--io-tasks 300] [--rounds 5] [--peer-rounds 5]
+ *                        [--instances 2] [--trigger-pollers 5] [--trigger-added-per-minute 300]
+ *                        [--sections full,trigger,failures,off,handle-message,io]
+ *
+ * `--sections` runs a part (a short check, or one consumer under `node --cpu-prof`): the JSON and
+ * the tables need every section, so a partial run prints its rows only.
  *
  * Every SQS and DynamoDB request the consumer makes is counted by SDK middleware, per HTTP attempt
  * (as AWS bills them); DynamoDB units are summed from the ConsumedCapacity dynalite returns.
@@ -31,9 +40,24 @@ import { loadTaskBundle } from '../lib/tasks/bundle';
 import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
 import { taskStatsKey, utcDay } from '../lib/track/stats';
 import { decodeEnvelope } from '../lib/wire/envelope';
-import { awsModel, type CriticalPath, criticalPath, MODEL_DYNAMO_WRITE_MS, MODEL_FORMULA, MODEL_SQS_MS } from './critical-path';
+import {
+  awsModel,
+  type CriticalPath,
+  criticalPath,
+  type InFlight,
+  MODEL_DYNAMO_WRITE_MS,
+  MODEL_FORMULA,
+  MODEL_SQS_MS,
+  messagesInFlight,
+} from './critical-path';
 import { askCapacity, type Meter, meter, newMeter, type Span, timeline, total } from './meter';
-import { createIdempotencyTable, runPowertoolsTrigger, TRIGGER_BATCH_SIZE } from './peers/powertools-trigger';
+import {
+  createIdempotencyTable,
+  runPowertoolsTrigger,
+  TRIGGER_BATCH_SIZE,
+  TRIGGER_SCALING,
+  type TriggerScaling,
+} from './peers/powertools-trigger';
 import { PRICES, round, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { printResults } from './results';
 import { runSimulation } from './sim/run';
@@ -44,22 +68,42 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     tasks: { type: 'string', default: '10000' },
     'io-tasks': { type: 'string', default: '300' },
-    'peer-rounds': { type: 'string', default: '3' },
-    'peer-pollers': { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '5' },
+    'peer-rounds': { type: 'string', default: '5' },
+    instances: { type: 'string', default: '2' },
+    'trigger-pollers': { type: 'string', default: String(TRIGGER_SCALING.initial) },
+    'trigger-added-per-minute': { type: 'string', default: String(TRIGGER_SCALING.addedPerMinute) },
+    sections: { type: 'string', default: 'full,trigger,failures,off,handle-message,io' },
   },
 });
 const TASKS = Number(values.tasks);
 const IO_TASKS = Number(values['io-tasks']);
 /** Rounds of `full` against the Powertools trigger, alternating; medians reported. */
 const PEER_ROUNDS = Number(values['peer-rounds']);
+/** Rounds of tracking `off` against the raw loop and sqs-consumer, alternating; medians reported. */
+const ROUNDS = Number(values.rounds);
 /**
- * The trigger's concurrent invocations (pollers, one batch each). One: up to 10 records in flight,
- * as taskworker's 10 slots run up to 10 tasks; both consume from one receive loop.
+ * The raw loop's concurrent loops and sqs-consumer's instances (each one batch of 10 at a time):
+ * the batches the dispatcher holds at once with its 10 slots (it receives the next batch while one
+ * settles: the messages it holds are measured in every run, `concurrency.messagesInFlight`).
+ * sqs-consumer's maintainers answer concurrency requests with "run several instances"
+ * (bbc/sqs-consumer#229).
  */
-const PEER_POLLERS = Number(values['peer-pollers']);
+const INSTANCES = Number(values.instances);
+/** The trigger's mapping: five concurrent invocations, then up to 300 more a minute while messages are available. */
+const SCALING: TriggerScaling = {
+  ...TRIGGER_SCALING,
+  initial: Number(values['trigger-pollers']),
+  addedPerMinute: Number(values['trigger-added-per-minute']),
+};
+const SECTIONS = new Set(values.sections.split(','));
+const ALL_SECTIONS = ['full', 'trigger', 'failures', 'off', 'handle-message', 'io'] as const;
+for (const section of SECTIONS) {
+  if (!(ALL_SECTIONS as readonly string[]).includes(section))
+    throw new Error(`--sections: no section '${section}' (${ALL_SECTIONS.join(', ')})`);
+}
 const POWERTOOLS_VERSION = '2.35.0';
 const IO_TASK_MS = 50;
-const ROUNDS = 5;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 /** The example app's dispatcher memory. */
 const DISPATCHER_GB = 1;
@@ -164,6 +208,15 @@ interface Figures {
    * (event-loop active time: what one thread can do at most), and the emulators' process.
    */
   readonly cpuMsPerTask?: { readonly consumer: number; readonly consumerMainThread: number; readonly emulators: number };
+  /**
+   * The concurrency it ran at: its loops, instances or pollers (the trigger's at the start and the
+   * most it reached), and the messages it held at once (received, not yet deleted).
+   */
+  readonly concurrency?: {
+    readonly loops?: number;
+    readonly pollers?: { readonly initial: number; readonly peak: number };
+    readonly messagesInFlight: InFlight;
+  };
   /** Where the time goes (traced runs). */
   readonly criticalPath?: CriticalPath;
   /** The task's attributed cost against the metered whole (runs that keep stats). */
@@ -219,10 +272,10 @@ interface Trace {
   loop: EventLoopUtilization;
 }
 
-/** The clients' spans from now; call {@link startClock} when the measured run begins. */
-function traceClients(sqs: SQSClient, dynamo: DynamoDBClient): Trace {
+/** The clients' spans from now (an SQS client's, when there is one); call {@link startClock} when the measured run begins. */
+function traceClients(sqs: SQSClient | undefined, dynamo: DynamoDBClient): Trace {
   const trace: Trace = { sqs: [], dynamo: [], ownCpuMs: 0, emulatorCpuMs: 0, loop: performance.eventLoopUtilization() };
-  timeline(sqs, trace.sqs);
+  if (sqs) timeline(sqs, trace.sqs);
   timeline(dynamo, trace.dynamo);
   return trace;
 }
@@ -233,14 +286,21 @@ async function startClock(env: Env, trace: Trace): Promise<void> {
   trace.loop = performance.eventLoopUtilization();
 }
 
-async function endTrace(env: Env, trace: Trace, count: number, seconds: number, keyOf: (jobId: string) => string) {
+async function endTrace(
+  env: Env,
+  trace: Trace,
+  count: number,
+  seconds: number,
+  keyOf: (jobId: string) => string,
+  loops?: ReadonlyArray<readonly Span[]>,
+) {
   return {
     cpuMsPerTask: {
       consumer: round((ownCpuMs() - trace.ownCpuMs) / count, 4),
       consumerMainThread: round(performance.eventLoopUtilization(trace.loop).active / count, 4),
       emulators: round(((await env.emulatorCpuMs()) - trace.emulatorCpuMs) / count, 4),
     },
-    criticalPath: criticalPath({ sqs: trace.sqs, dynamo: trace.dynamo, keyOf, seconds }),
+    criticalPath: criticalPath({ sqs: trace.sqs, ...(loops ? { loops } : {}), dynamo: trace.dynamo, keyOf, seconds }),
   };
 }
 
@@ -268,6 +328,9 @@ async function taskworker(
   const sqs = sqsClient(env, sqsMeter);
   const dynamo = dynamoClient(env, dynamoMeter);
   const trace = traced ? traceClients(sqs, dynamo) : undefined;
+  // Untraced, only what the messages held needs: no job ids read from the bodies.
+  const sqsSpans = trace ? trace.sqs : [];
+  if (!trace) timeline(sqs, sqsSpans, { jobIds: false });
   let succeeded = 0;
   const runtime = provisioned.dispatcher({
     sqs,
@@ -305,6 +368,7 @@ async function taskworker(
     dynamoRequests: dynamoMeter.requests,
     dynamoWriteUnitsPerTask: round(dynamoMeter.writeUnits / count, 4),
     dynamoReadUnitsPerTask: round(dynamoMeter.readUnits / count, 4),
+    concurrency: { loops: 1, messagesInFlight: messagesInFlight(sqsSpans, seconds) },
     ...traced_,
   };
 }
@@ -313,38 +377,51 @@ async function taskworker(
  * The peer that pays the same price (bench/peers/powertools-trigger.ts): the same no-op task and
  * count on a fresh queue, the idempotency table on the same dynalite, its DynamoDB client metered
  * by the same middleware (and asked for the units of every request, which Powertools does not ask).
+ * Each poller has an SQS client of its own (on the same meter), so each loop's spans are its own.
  */
-async function powertoolsPeer(env: Env, count: number, pollers: number): Promise<Figures> {
+async function powertoolsPeer(env: Env, count: number, scaling: TriggerScaling): Promise<Figures> {
   const { bundle, urls } = await prepare(env, { mode: 'off', concurrency: 10, task: 'noop', count });
   const tableName = `bench-idempotency-${env.run}`;
   await createIdempotencyTable(env.admin, tableName);
   const sqsMeter = newMeter();
   const dynamoMeter = newMeter();
-  const sqs = sqsClient(env, sqsMeter);
   const dynamo = askCapacity(dynamoClient(env, dynamoMeter));
-  const trace = traceClients(sqs, dynamo);
+  const trace = traceClients(undefined, dynamo);
+  const pollerClients: SQSClient[] = [];
+  const loops: Span[][] = [];
+  const pollerSqs = (poller: number) => {
+    let client = pollerClients[poller];
+    if (!client) {
+      const spans: Span[] = [];
+      client = timeline(sqsClient(env, sqsMeter), spans);
+      pollerClients[poller] = client;
+      loops[poller] = spans;
+    }
+    return client;
+  };
   await startClock(env, trace);
   const noop = bundle.registry.get('noop');
   const keyPrefix = 'bench-powertools-trigger';
   const run = await runPowertoolsTrigger({
-    sqs,
+    sqs: pollerSqs,
     dynamo,
     queueUrl: urls.queues.work as string,
     tableName,
     count,
-    pollers,
+    scaling,
     keyPrefix,
     run: async (job) => {
       await noop?.run(job.payload, undefined as never);
     },
   });
+  trace.sqs.push(...loops.flat());
   // Powertools' key: the prefix and the MD5 of the JSON of what eventKeyJmesPath selects (the id).
   const keyOf = (id: string) => `${keyPrefix}#${createHash('md5').update(JSON.stringify(id)).digest('base64')}`;
-  const traced = await endTrace(env, trace, count, run.seconds, keyOf);
-  sqs.destroy();
+  const traced = await endTrace(env, trace, count, run.seconds, keyOf, loops);
+  for (const client of pollerClients) client.destroy();
   dynamo.destroy();
   return {
-    consumer: `Lambda SQS trigger + Powertools idempotency ${POWERTOOLS_VERSION} (${pollers} poller${pollers === 1 ? '' : 's'})`,
+    consumer: `Lambda SQS trigger + Powertools idempotency ${POWERTOOLS_VERSION} (${triggerLabel(scaling)})`,
     tasks: count,
     seconds: round(run.seconds),
     tasksPerSecond: round(count / run.seconds, 1),
@@ -353,8 +430,15 @@ async function powertoolsPeer(env: Env, count: number, pollers: number): Promise
     dynamoRequests: dynamoMeter.requests,
     dynamoWriteUnitsPerTask: round(dynamoMeter.writeUnits / count, 4),
     dynamoReadUnitsPerTask: round(dynamoMeter.readUnits / count, 4),
+    concurrency: { pollers: run.pollers, messagesInFlight: messagesInFlight(trace.sqs, run.seconds) },
     ...traced,
   };
+}
+
+/** How the trigger's pollers were set up, for its row's name. */
+function triggerLabel(scaling: TriggerScaling): string {
+  const start = `${scaling.initial} poller${scaling.initial === 1 ? '' : 's'}`;
+  return scaling.addedPerMinute > 0 ? `${start}, +${scaling.addedPerMinute}/min` : start;
 }
 
 const VARIANT_LABEL: Record<Variant, string> = {
@@ -368,88 +452,114 @@ function median(runs: Figures[]): Figures {
   return [...runs].sort((a, b) => a.tasksPerSecond - b.tasksPerSecond)[Math.floor(runs.length / 2)] as Figures;
 }
 
-/** The floor: receive 10 (long poll), decode, run the no-op, delete the batch; one loop. */
-async function rawLoop(env: Env, count: number): Promise<Figures> {
+/** `n` of something, its noun in the plural when n is not 1. */
+const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+/** The floor: `loops` loops side by side, each receiving 10 (long poll), decoding, running the no-ops, deleting the batch. */
+async function rawLoop(env: Env, count: number, loops: number): Promise<Figures> {
   const { bundle, urls } = await prepare(env, { mode: 'off', concurrency: 10, task: 'noop', count });
   const m = newMeter();
-  const sqs = sqsClient(env, m);
+  const spans: Span[] = [];
+  const sqs = timeline(sqsClient(env, m), spans, { jobIds: false });
   const noop = bundle.registry.get('noop');
   const url = urls.queues.work as string;
   let done = 0;
-  const started = performance.now();
-  while (done < count) {
-    const out = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        MessageSystemAttributeNames: ['SentTimestamp'],
-      }),
-    );
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) continue;
-    for (const message of messages) {
-      const job = decodeEnvelope(message.Body ?? '', { messageId: message.MessageId ?? '', sentTimestamp: Date.now() });
-      await noop?.run(job.payload, undefined as never);
+  const loop = async () => {
+    while (done < count) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ['SentTimestamp'],
+        }),
+      );
+      const messages = out.Messages ?? [];
+      if (messages.length === 0) continue;
+      for (const message of messages) {
+        const job = decodeEnvelope(message.Body ?? '', { messageId: message.MessageId ?? '', sentTimestamp: Date.now() });
+        await noop?.run(job.payload, undefined as never);
+      }
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: url,
+          Entries: messages.map((msg, i) => ({ Id: String(i), ReceiptHandle: msg.ReceiptHandle })),
+        }),
+      );
+      done += messages.length;
     }
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: url,
-        Entries: messages.map((msg, i) => ({ Id: String(i), ReceiptHandle: msg.ReceiptHandle })),
-      }),
-    );
-    done += messages.length;
-  }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: loops }, loop));
   const seconds = (performance.now() - started) / 1000;
   sqs.destroy();
-  return rawFigures('raw receive/delete loop', count, seconds, m);
+  return {
+    ...rawFigures(`raw receive/delete loop (${counted(loops, 'loop')})`, count, seconds, m),
+    concurrency: { loops, messagesInFlight: messagesInFlight(spans, seconds) },
+  };
 }
 
-/** bbc/sqs-consumer on the same queue and tasks: handleMessageBatch (one DeleteMessageBatch per batch) or handleMessage (one DeleteMessage each). */
-async function sqsConsumer(env: Env, count: number, batch: boolean): Promise<Figures> {
+/**
+ * bbc/sqs-consumer on the same queue and tasks, `instances` consumers side by side (as its
+ * maintainers answer concurrency requests: bbc/sqs-consumer#229): handleMessageBatch (one
+ * DeleteMessageBatch per batch) or handleMessage (one DeleteMessage each).
+ */
+async function sqsConsumer(env: Env, count: number, batch: boolean, instances: number): Promise<Figures> {
   const { bundle, urls } = await prepare(env, { mode: 'off', concurrency: 10, task: 'noop', count });
   const m = newMeter();
-  const sqs = sqsClient(env, m);
+  const spans: Span[] = [];
+  const sqs = timeline(sqsClient(env, m), spans, { jobIds: false });
   const noop = bundle.registry.get('noop');
   let done = 0;
   const run = async (body: string | undefined, id: string | undefined) => {
     const job = decodeEnvelope(body ?? '', { messageId: id ?? '', sentTimestamp: Date.now() });
     await noop?.run(job.payload, undefined as never);
   };
-  const consumer = Consumer.create({
-    queueUrl: urls.queues.work as string,
-    sqs,
-    useQueueUrlAsEndpoint: false,
-    batchSize: 10,
-    waitTimeSeconds: 1,
-    ...(batch
-      ? {
-          handleMessageBatch: async (messages) => {
-            for (const message of messages) await run(message.Body, message.MessageId);
-            return messages;
-          },
-        }
-      : {
-          handleMessage: async (message) => {
-            await run(message.Body, message.MessageId);
-            return message;
-          },
-        }),
+  const consumers = Array.from({ length: instances }, () => {
+    const consumer = Consumer.create({
+      queueUrl: urls.queues.work as string,
+      sqs,
+      useQueueUrlAsEndpoint: false,
+      batchSize: 10,
+      waitTimeSeconds: 1,
+      ...(batch
+        ? {
+            handleMessageBatch: async (messages) => {
+              for (const message of messages) await run(message.Body, message.MessageId);
+              return messages;
+            },
+          }
+        : {
+            handleMessage: async (message) => {
+              await run(message.Body, message.MessageId);
+              return message;
+            },
+          }),
+    });
+    // Counted once deleted (sqs-consumer emits message_processed after the delete), as the others are.
+    consumer.on('message_processed', () => {
+      done += 1;
+    });
+    // Stopping aborts its in-flight poll; that is not a failure of the run.
+    consumer.on('error', () => {});
+    return consumer;
   });
-  // Counted once deleted (sqs-consumer emits message_processed after the delete), as the others are.
-  consumer.on('message_processed', () => {
-    done += 1;
-  });
-  // Stopping aborts its in-flight poll; that is not a failure of the run.
-  consumer.on('error', () => {});
   const started = performance.now();
-  consumer.start();
+  for (const consumer of consumers) consumer.start();
   while (done < count) await new Promise((resolve) => setTimeout(resolve, 5));
   const seconds = (performance.now() - started) / 1000;
-  consumer.stop({ abort: true });
+  for (const consumer of consumers) consumer.stop({ abort: true });
   await new Promise((resolve) => setTimeout(resolve, 100));
   sqs.destroy();
-  return rawFigures(`sqs-consumer 14.2.8 (${batch ? 'handleMessageBatch' : 'handleMessage'})`, count, seconds, m);
+  return {
+    ...rawFigures(
+      `sqs-consumer 14.2.8 (${batch ? 'handleMessageBatch' : 'handleMessage'}, ${counted(instances, 'instance')})`,
+      count,
+      seconds,
+      m,
+    ),
+    concurrency: { loops: instances, messagesInFlight: messagesInFlight(spans, seconds) },
+  };
 }
 
 function rawFigures(consumer: string, count: number, seconds: number, m: Meter): Figures {
@@ -561,39 +671,49 @@ async function main() {
   const concurrency: Figures[] = [];
   const fullRuns: Figures[] = [];
   const peerRuns: Figures[] = [];
+  const runs = (part: (typeof ALL_SECTIONS)[number]) => SECTIONS.has(part);
   try {
     // Warm-up, not reported: the emulators' and the SDK's first requests are slow.
-    await rawLoop(env, 300);
+    await rawLoop(env, 300, 1);
     await taskworker(env, 'off', 'noop', 300);
     // `full` against the peer that pays the same price: alternating rounds, medians reported.
-    for (let round = 0; round < PEER_ROUNDS; round++) {
-      fullRuns.push(await taskworker(env, 'full', 'noop', TASKS, 10, 'product', true));
-      progress(`  taskworker full: ${fullRuns.at(-1)?.tasksPerSecond} tasks/s`);
-      peerRuns.push(await powertoolsPeer(env, TASKS, PEER_POLLERS));
-      progress(`  ${peerRuns.at(-1)?.consumer}: ${peerRuns.at(-1)?.tasksPerSecond} tasks/s`);
+    for (let round = 0; round < PEER_ROUNDS && (runs('full') || runs('trigger')); round++) {
+      if (runs('full')) {
+        fullRuns.push(await taskworker(env, 'full', 'noop', TASKS, 10, 'product', true));
+        progress(`  taskworker full: ${fullRuns.at(-1)?.tasksPerSecond} tasks/s`);
+      }
+      if (runs('trigger')) {
+        peerRuns.push(await powertoolsPeer(env, TASKS, SCALING));
+        const peer = peerRuns.at(-1);
+        progress(`  ${peer?.consumer}: ${peer?.tasksPerSecond} tasks/s (pollers up to ${peer?.concurrency?.pollers?.peak})`);
+      }
     }
-    for (const runs of [fullRuns, peerRuns]) saturation.push({ ...median(runs), rounds: runs.map((r) => r.tasksPerSecond) });
-    saturation.push(await taskworker(env, 'failures', 'noop', TASKS));
-    progress(`  taskworker failures: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
+    for (const r of [fullRuns, peerRuns]) if (r.length > 0) saturation.push({ ...median(r), rounds: r.map((f) => f.tasksPerSecond) });
+    if (runs('failures')) {
+      saturation.push(await taskworker(env, 'failures', 'noop', TASKS));
+      progress(`  taskworker failures: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
+    }
     // The comparison the goals are about: ROUNDS rounds, alternating, medians reported.
     const rounds: Record<string, Figures[]> = {};
     const record = (f: Figures) => {
       rounds[f.consumer] = [...(rounds[f.consumer] ?? []), f];
-      progress(`  ${f.consumer}: ${f.tasksPerSecond} tasks/s`);
+      progress(`  ${f.consumer}: ${f.tasksPerSecond} tasks/s (messages in flight ${f.concurrency?.messagesInFlight.mean} mean)`);
     };
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < ROUNDS && runs('off'); round++) {
       record(await taskworker(env, 'off', 'noop', TASKS));
-      record(await rawLoop(env, TASKS));
-      record(await sqsConsumer(env, TASKS, true));
+      record(await rawLoop(env, TASKS, INSTANCES));
+      record(await sqsConsumer(env, TASKS, true, INSTANCES));
       for (const variant of ['inline', 'no-stats'] as const) record(await taskworker(env, 'off', 'noop', TASKS, 10, variant));
     }
-    for (const runs of Object.values(rounds)) {
-      const figure = { ...median(runs), rounds: runs.map((r) => r.tasksPerSecond) };
+    for (const r of Object.values(rounds)) {
+      const figure = { ...median(r), rounds: r.map((f) => f.tasksPerSecond) };
       (figure.consumer.includes('no stats write') ? breakdown : saturation).push(figure);
     }
-    saturation.push(await sqsConsumer(env, TASKS, false));
-    progress(`  ${saturation.at(-1)?.consumer}: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
-    for (const c of [1, 4, 10]) {
+    if (runs('handle-message')) {
+      saturation.push(await sqsConsumer(env, TASKS, false, INSTANCES));
+      progress(`  ${saturation.at(-1)?.consumer}: ${saturation.at(-1)?.tasksPerSecond} tasks/s`);
+    }
+    for (const c of runs('io') ? [1, 4, 10] : []) {
       concurrency.push(await taskworker(env, 'off', 'io', IO_TASKS, c));
       progress(`  io concurrency ${c}: ${concurrency.at(-1)?.tasksPerSecond} tasks/s`);
     }
@@ -603,6 +723,11 @@ async function main() {
     child.disconnect();
     rmSync(workDir, { recursive: true, force: true });
   }
+  if (ALL_SECTIONS.some((part) => !runs(part))) {
+    if (values.json) throw new Error('--json needs every section (leave out --sections)');
+    printPartial(saturation, breakdown, concurrency);
+    return;
+  }
   const find = (prefix: string) => saturation.find((f) => f.consumer.startsWith(prefix)) as Figures;
   const off = find('taskworker (tracking off)');
   const inline = find('taskworker (tracking off, isolation inline)');
@@ -610,34 +735,43 @@ async function main() {
   const consumerBatch = find('sqs-consumer 14.2.8 (handleMessageBatch');
   const full = find('taskworker (tracking full)');
   const peer = find('Lambda SQS trigger + Powertools idempotency');
-  const modelOf = (f: Figures) => {
+  /**
+   * The AWS model: a dispatcher is one pipelined loop; the mapping is `SCALING.initial` sequential
+   * loops as it starts (each invocation on a CPU of its own), and grows from there by up to
+   * `addedPerMinute` a minute, as taskworker's fleet adds dispatchers (lib/invocation/scaling.ts).
+   */
+  const modelOf = (f: Figures, loops: number) => {
     const path = f.criticalPath as CriticalPath;
     const mainThreadMsPerBatch = round(((f.cpuMsPerTask?.consumerMainThread ?? 0) * f.tasks) / path.batches, 2);
     const pipelined = f === full;
-    return {
-      mainThreadMsPerBatch,
-      pipelined,
-      // The claim is written holding the job's slot; the completion after it is released.
-      tasksPerSecond: awsModel(path, {
+    const model = (n: number) =>
+      awsModel(path, {
         batchSize: TRIGGER_BATCH_SIZE,
         mainThreadMsPerBatch,
         pipelined,
+        loops: n,
+        // The claim is written holding the job's slot; the completion after it is released.
         ...(pipelined ? { slots: { size: 10, writesHeld: 1 } } : {}),
-      }),
-    };
+      });
+    return { mainThreadMsPerBatch, pipelined, loops, tasksPerSecond: model(loops), perLoop: model(1) };
   };
-  const fullModel = modelOf(full);
-  const peerModel = modelOf(peer);
+  const fullModel = modelOf(full, 1);
+  const peerModel = modelOf(peer, SCALING.initial);
+  type ModelKey = keyof typeof fullModel.tasksPerSecond;
+  const modelRatio = (a: Record<ModelKey, number>, b: Record<ModelKey, number>) =>
+    Object.fromEntries(Object.entries(a).map(([k, v]) => [k, round(v / b[k as ModelKey])])) as Record<ModelKey, number>;
   const fullVsPeer = {
     tasksPerSecond: round(full.tasksPerSecond / peer.tasksPerSecond),
     dynamoWriteUnitsPerTask: round((full.dynamoWriteUnitsPerTask ?? 0) / (peer.dynamoWriteUnitsPerTask ?? 1), 4),
     sqsRequestsPerTask: round(full.sqsRequestsPerTask / peer.sqsRequestsPerTask, 4),
-    awsModel: Object.fromEntries(
-      Object.entries(fullModel.tasksPerSecond).map(([k, v]) => [
-        k,
-        round(v / peerModel.tasksPerSecond[k as keyof typeof peerModel.tasksPerSecond]),
-      ]),
-    ),
+    /** One dispatcher against the mapping's first five invocations. */
+    awsModel: modelRatio(fullModel.tasksPerSecond, peerModel.tasksPerSecond),
+    /** One dispatcher against one of the trigger's invocations: the work a Lambda-second buys. */
+    awsModelPerInvocation: modelRatio(fullModel.perLoop, peerModel.perLoop),
+    /** Dispatchers that do what the mapping's first five invocations do. */
+    dispatchersForFivePollers: Object.fromEntries(
+      Object.entries(peerModel.tasksPerSecond).map(([k, v]) => [k, Math.ceil(v / fullModel.tasksPerSecond[k as ModelKey])]),
+    ) as Record<ModelKey, number>,
   };
   const cost = saturation
     .filter((f) => f.consumer.startsWith('taskworker'))
@@ -658,6 +792,13 @@ async function main() {
     node: process.version,
     tasks: TASKS,
     saturation,
+    instances: {
+      count: INSTANCES,
+      why:
+        `${counted(INSTANCES, 'raw loop')} and ${counted(INSTANCES, 'sqs-consumer instance')} (each one batch of 10 at a time; ` +
+        'sqs-consumer\'s maintainers answer concurrency requests with "run several instances", bbc/sqs-consumer#229) against one ' +
+        'dispatcher with 10 slots, which receives the next batch while one settles: each row gives the messages it held at once',
+    },
     ratios: {
       taskworkerOffVsRaw: round(off.tasksPerSecond / raw.tasksPerSecond),
       taskworkerOffVsSqsConsumer: round(off.tasksPerSecond / consumerBatch.tasksPerSecond),
@@ -667,11 +808,12 @@ async function main() {
     breakdown,
     peer: {
       package: `@aws-lambda-powertools/idempotency@${POWERTOOLS_VERSION}`,
-      pollers: PEER_POLLERS,
+      scaling: SCALING,
       rounds: PEER_ROUNDS,
       concurrency:
-        `${PEER_POLLERS} poller(s), one batch of ${TRIGGER_BATCH_SIZE} at a time each, every record of a batch at once: ` +
-        `up to ${PEER_POLLERS * TRIGGER_BATCH_SIZE} records in flight, as taskworker's 10 slots run up to 10 tasks`,
+        `the mapping's pollers as AWS documents them: ${SCALING.initial} concurrent invocations once messages are available, ` +
+        `up to ${SCALING.addedPerMinute} more a minute while they still are (to ${SCALING.maximum}), one batch of ${TRIGGER_BATCH_SIZE} ` +
+        `at a time each, every record of a batch at once; taskworker: one dispatcher, 10 slots`,
       full: full.consumer,
       trigger: peer.consumer,
       fullVsPeer,
@@ -716,6 +858,42 @@ async function main() {
   printTables(document);
 }
 
+/** The saturation rows as text: throughput, requests and units per task, messages held at once. */
+function saturationLines(rows: readonly Figures[]): string[] {
+  const pad = (s: string | number, n: number) => String(s).padStart(n);
+  const width = Math.max(46, ...rows.map((f) => f.consumer.length + 2));
+  return [
+    `${'consumer'.padEnd(width)}${pad('tasks/s', 9)}${pad('SQS req/task', 14)}${pad('DDB WCU/task', 14)}${pad('DDB RCU/task', 14)}${pad('held mean/peak', 16)}`,
+    ...rows.map((f) => {
+      const held = f.concurrency ? `${f.concurrency.messagesInFlight.mean}/${f.concurrency.messagesInFlight.peak}` : '-';
+      return `${f.consumer.padEnd(width)}${pad(f.tasksPerSecond, 9)}${pad(f.sqsRequestsPerTask, 14)}${pad(f.dynamoWriteUnitsPerTask ?? '-', 14)}${pad(f.dynamoReadUnitsPerTask ?? '-', 14)}${pad(held, 16)}`;
+    }),
+  ];
+}
+
+/** What a run of some sections measured: its rows, and the ratios the rows it has allow. */
+function printPartial(saturation: readonly Figures[], breakdown: readonly Figures[], io: readonly Figures[]): void {
+  const find = (prefix: string) => saturation.find((f) => f.consumer.startsWith(prefix));
+  const ratio = (a: Figures | undefined, b: Figures | undefined) => (a && b ? round(a.tasksPerSecond / b.tasksPerSecond) : '-');
+  const full = find('taskworker (tracking full)');
+  const trigger = find('Lambda SQS trigger');
+  const off = find('taskworker (tracking off)');
+  const lines = [
+    ...saturationLines([...saturation, ...breakdown, ...io]),
+    '',
+    `full / trigger ${ratio(full, trigger)}; off / raw ${ratio(off, find('raw'))}; off / sqs-consumer ${ratio(off, find('sqs-consumer 14.2.8 (handleMessageBatch'))}`,
+    '(a partial run: not the benchmark’s figures)',
+  ];
+  for (const f of [full, trigger]) {
+    const cpu = f?.cpuMsPerTask;
+    if (cpu)
+      lines.push(
+        `${f?.consumer}: CPU ms/task consumer ${cpu.consumer} (main thread ${cpu.consumerMainThread}), emulators ${cpu.emulators}`,
+      );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 function printTables(doc: {
   saturation: Figures[];
   breakdown: Figures[];
@@ -728,6 +906,7 @@ function printTables(doc: {
       trigger: { mainThreadMsPerBatch: number; tasksPerSecond: Record<string, number> };
     };
   };
+  instances: { why: string };
   ratios: Record<string, number>;
   goals: Record<string, boolean | Record<string, boolean>>;
   ioConcurrency: { taskMs: number; runs: Figures[] };
@@ -749,12 +928,7 @@ function printTables(doc: {
   const lines: string[] = [];
   const pad = (s: string | number, n: number) => String(s).padStart(n);
   lines.push(`End-to-end on fauxqs + dynalite (${doc.node}); ${doc.saturation[0]?.tasks} no-op tasks each, queued before the run`);
-  lines.push(`${'consumer'.padEnd(46)}${pad('tasks/s', 9)}${pad('SQS req/task', 14)}${pad('DDB WCU/task', 14)}${pad('DDB RCU/task', 14)}`);
-  for (const f of doc.saturation) {
-    lines.push(
-      `${f.consumer.padEnd(46)}${pad(f.tasksPerSecond, 9)}${pad(f.sqsRequestsPerTask, 14)}${pad(f.dynamoWriteUnitsPerTask ?? '-', 14)}${pad(f.dynamoReadUnitsPerTask ?? '-', 14)}`,
-    );
-  }
+  lines.push(...saturationLines(doc.saturation), `(${doc.instances.why})`);
   lines.push(
     '',
     '`full` against the Lambda SQS trigger + Powertools idempotency, where the time goes (mean ms per batch on the emulators)',

@@ -109,12 +109,15 @@ export interface Span {
   readonly key?: string;
   /** ReceiveMessage: the job ids of the messages received (the envelope's `id`, else the message id). */
   readonly jobs?: readonly string[];
-  /** ReceiveMessage: the receipt handles received; DeleteMessageBatch: those deleted. */
+  /** ReceiveMessage: the receipt handles received; DeleteMessageBatch and DeleteMessage: those deleted. */
   readonly handles?: readonly string[];
 }
 
-/** Records every request's span (from the first middleware to the answer, SDK retries included). */
-export function timeline<C extends SQSClient | DynamoDBClient>(sdkClient: C, spans: Span[]): C {
+/**
+ * Records every request's span (from the first middleware to the answer, SDK retries included).
+ * `jobIds: false` leaves out the received messages' job ids (parsing every body costs the consumer's CPU).
+ */
+export function timeline<C extends SQSClient | DynamoDBClient>(sdkClient: C, spans: Span[], { jobIds = true } = {}): C {
   const client = sdkClient as unknown as MeteredClient;
   client.middlewareStack.add(
     (next: (args: { input: Record<string, unknown> }) => Promise<{ output?: Record<string, unknown> }>, context: { commandName: string }) =>
@@ -126,14 +129,18 @@ export function timeline<C extends SQSClient | DynamoDBClient>(sdkClient: C, spa
         const item = input.Item as Record<string, Record<string, string>> | undefined;
         const first = Object.values(key ?? item ?? {})[0];
         const messages = out.output?.Messages as Array<{ Body?: string; MessageId?: string; ReceiptHandle?: string }> | undefined;
-        const entries = input.Entries as Array<{ ReceiptHandle?: string }> | undefined;
+        const entries =
+          (input.Entries as Array<{ ReceiptHandle?: string }> | undefined) ??
+          (typeof input.ReceiptHandle === 'string' ? [{ ReceiptHandle: input.ReceiptHandle }] : undefined);
         spans.push({
           op: context.commandName.replace(/Command$/, ''),
           start,
           end: performance.now(),
           ...(typeof input.TableName === 'string' ? { table: input.TableName } : {}),
           ...(first ? { key: first.S ?? first.N ?? '' } : {}),
-          ...(messages ? { jobs: messages.map(jobIdOf), handles: messages.map((m) => m.ReceiptHandle ?? '') } : {}),
+          ...(messages
+            ? { jobs: jobIds ? messages.map(jobIdOf) : messages.map(() => ''), handles: messages.map((m) => m.ReceiptHandle ?? '') }
+            : {}),
           ...(entries ? { handles: entries.map((e) => e.ReceiptHandle ?? '') } : {}),
         });
         return out;

@@ -151,6 +151,12 @@ interface E2eFigures {
   readonly dynamoWriteUnitsPerTask?: number;
   readonly rounds?: readonly number[];
   readonly cpuMsPerTask?: { readonly consumer: number; readonly consumerMainThread: number; readonly emulators: number };
+  /** Absent in results written before the peers ran at the dispatcher's concurrency. */
+  readonly concurrency?: {
+    readonly loops?: number;
+    readonly pollers?: { readonly initial: number; readonly peak: number };
+    readonly messagesInFlight: { readonly mean: number; readonly peak: number };
+  };
   readonly criticalPath?: {
     readonly dynamoWritesPerJob: { readonly first: number; readonly second: number; readonly other: number };
     readonly dynamoWritesPerBatch: number;
@@ -176,7 +182,11 @@ interface E2eCostAttribution {
 interface E2eModel {
   readonly mainThreadMsPerBatch: number;
   readonly pipelined: boolean;
+  /** Receive loops modelled (the trigger: its mapping's first invocations); absent before the peers scaled: 1. */
+  readonly loops?: number;
   readonly tasksPerSecond: Readonly<Record<string, number>>;
+  /** One loop's (one invocation's). */
+  readonly perLoop?: Readonly<Record<string, number>>;
 }
 
 interface E2eDoc extends Recorded {
@@ -187,6 +197,8 @@ interface E2eDoc extends Recorded {
   /** Absent in results written before the peer was measured. */
   readonly peer?: {
     readonly package: string;
+    /** How the trigger's pollers grew (absent in results written when it ran one poller). */
+    readonly scaling?: { readonly initial: number; readonly addedPerMinute: number; readonly maximum: number };
     readonly concurrency: string;
     readonly full: string;
     readonly trigger: string;
@@ -195,6 +207,8 @@ interface E2eDoc extends Recorded {
       readonly dynamoWriteUnitsPerTask: number;
       readonly sqsRequestsPerTask: number;
       readonly awsModel: Readonly<Record<string, number>>;
+      readonly awsModelPerInvocation?: Readonly<Record<string, number>>;
+      readonly dispatchersForFivePollers?: Readonly<Record<string, number>>;
     };
     readonly goals: { readonly throughputAtLeast1x: boolean; readonly writeUnitsPerTaskAtMost1x: boolean };
     readonly awsModel: {
@@ -205,6 +219,8 @@ interface E2eDoc extends Recorded {
       readonly trigger: E2eModel;
     };
   };
+  /** The raw loops and sqs-consumer instances, and why that many (absent when they ran one each). */
+  readonly instances?: { readonly count: number; readonly why: string };
   readonly ratios: {
     readonly taskworkerOffVsRaw: number;
     readonly taskworkerOffVsSqsConsumer: number;
@@ -749,20 +765,32 @@ function e2eSaturation(r: Results): string {
   const doc = r.e2e;
   const g = doc.goals;
   const t = doc.ratios;
+  const rows = [...doc.saturation, ...doc.breakdown];
+  // Results written before the peers ran at the dispatcher's concurrency have no messages held.
+  const held = rows.some((f) => f.concurrency);
   return [
     source('e2e', r),
     '',
     table(
-      ['consumer', 'tasks/s (median)', 'rounds', 'SQS requests per task', 'DynamoDB WCU per task'],
-      [...doc.saturation, ...doc.breakdown].map((f) => [
+      [
+        'consumer',
+        'tasks/s (median)',
+        'rounds',
+        'SQS requests per task',
+        'DynamoDB WCU per task',
+        ...(held ? ['messages held at once: mean / peak'] : []),
+      ],
+      rows.map((f) => [
         f.consumer,
         num(f.tasksPerSecond),
         f.rounds ? f.rounds.join(', ') : '1 run',
         num(f.sqsRequestsPerTask),
         f.dynamoWriteUnitsPerTask === undefined ? '—' : num(f.dynamoWriteUnitsPerTask),
+        ...(held ? [f.concurrency ? `${f.concurrency.messagesInFlight.mean} / ${f.concurrency.messagesInFlight.peak}` : '—'] : []),
       ]),
     ),
     '',
+    ...(doc.instances ? [`Peers' concurrency: ${doc.instances.why}.`, ''] : []),
     `Tracking off, tasks in threads: ×${t.taskworkerOffVsRaw} the raw loop (goal ≥ 0.8×: ${met(g.atLeast0_8xRawWithTrackingOff.threads)}), ` +
       `×${t.taskworkerOffVsSqsConsumer} sqs-consumer (goal ≥ 1×: ${met(g.atLeast1xSqsConsumer.threads)}); inline: ×${t.inlineOffVsRaw} ` +
       `(${met(g.atLeast0_8xRawWithTrackingOff.inline)}) and ×${t.inlineOffVsSqsConsumer} (${met(g.atLeast1xSqsConsumer.inline)}). ` +
@@ -778,6 +806,8 @@ function e2ePeer(r: Results): string {
   const models = [peer.awsModel.full, peer.awsModel.trigger];
   const ms = peer.awsModel.dynamoWriteMs;
   const v = peer.fullVsPeer;
+  /** Results written since the trigger's pollers start at five and scale as the mapping's do. */
+  const scaled = peer.scaling !== undefined;
   const phases: ReadonlyArray<readonly [string, string]> = [
     ['receive', 'receive'],
     ['receiveToFirstWrites', '→ first writes'],
@@ -798,7 +828,9 @@ function e2ePeer(r: Results): string {
         'SQS requests per task',
         'DynamoDB WCU per task',
         'CPU ms per task: consumer (main thread) / emulators',
+        ...(scaled ? ['concurrent invocations: first / most'] : []),
         ...ms.map((w) => `AWS model, ${w} ms writes: tasks/s`),
+        ...(scaled ? ms.map((w) => `AWS model, ${w} ms writes: tasks/s per invocation`) : []),
       ],
       rows.map((f, i) => [
         f.consumer,
@@ -807,13 +839,20 @@ function e2ePeer(r: Results): string {
         num(f.sqsRequestsPerTask),
         f.dynamoWriteUnitsPerTask === undefined ? '—' : num(f.dynamoWriteUnitsPerTask),
         f.cpuMsPerTask ? `${f.cpuMsPerTask.consumer} (${f.cpuMsPerTask.consumerMainThread}) / ${f.cpuMsPerTask.emulators}` : '—',
+        ...(scaled ? [f.concurrency?.pollers ? `${f.concurrency.pollers.initial} / ${f.concurrency.pollers.peak}` : '1 dispatcher'] : []),
         ...ms.map((w) => num(models[i]?.tasksPerSecond[`dynamoWrite${w}ms`] ?? 0)),
+        ...(scaled ? ms.map((w) => num(models[i]?.perLoop?.[`dynamoWrite${w}ms`] ?? 0)) : []),
       ]),
     ),
     '',
     `\`full\` against the trigger: throughput ×${v.tasksPerSecond} on the emulators (goal ≥ 1×: ${met(peer.goals.throughputAtLeast1x)}), ` +
       `write units per task ×${v.dynamoWriteUnitsPerTask} (goal ≤ 1×: ${met(peer.goals.writeUnitsPerTaskAtMost1x)}), SQS requests per task ×${v.sqsRequestsPerTask}; ` +
-      `AWS model ${ms.map((w) => `×${v.awsModel[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')}.`,
+      (scaled && peer.scaling && v.awsModelPerInvocation && v.dispatchersForFivePollers
+        ? `AWS model, one dispatcher against the mapping's first ${peer.scaling.initial} invocations: ` +
+          `${ms.map((w) => `×${v.awsModel[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')} ` +
+          `(dispatchers doing what those ${peer.scaling.initial} do: ${ms.map((w) => `${v.dispatchersForFivePollers?.[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')}); ` +
+          `against one invocation (what a Lambda-second buys): ${ms.map((w) => `×${v.awsModelPerInvocation?.[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')}.`
+        : `AWS model ${ms.map((w) => `×${v.awsModel[`dynamoWrite${w}ms`]} at ${w} ms`).join(', ')}, against one poller (not the mapping's five).`),
     '',
     'Where the time goes (mean ms per batch on the emulators; first writes: the claim / the in-progress record, second: the completion):',
     '',
@@ -1263,20 +1302,29 @@ function readmeE2e(r: Results): string {
     `- **End to end** (\`npm run bench:e2e -- --json\`, on the emulators): **${requests.join(' / ')} SQS requests per task** at ` +
       `saturation in every tracking mode; DynamoDB ${full?.dynamoWriteUnitsPerTask} WCU per task with \`full\` tracking, ` +
       `${off?.dynamoWriteUnitsPerTask} with it off. No-op throughput with tracking off: ${times(doc.ratios.taskworkerOffVsSqsConsumer)} ` +
-      `sqs-consumer and ${times(doc.ratios.taskworkerOffVsRaw)} a bare receive/delete loop with tasks in killable threads (the default); ` +
+      `sqs-consumer and ${times(doc.ratios.taskworkerOffVsRaw)} a bare receive/delete loop` +
+      `${doc.instances ? ` (${doc.instances.count} instances and ${doc.instances.count} loops)` : ' (one instance, one loop)'} with tasks in killable threads (the default); ` +
       `${times(doc.ratios.inlineOffVsSqsConsumer)} and ${times(doc.ratios.inlineOffVsRaw)} with \`dispatcher.isolation: 'inline'\`.`,
-    ...(doc.peer
-      ? [
-          `- **Against the peer that pays the same price** (Lambda's SQS trigger with Powertools idempotency, the real package, measured in ` +
-            `the same run): \`full\` ×${doc.peer.fullVsPeer.tasksPerSecond} its throughput on the emulators and ×${doc.peer.fullVsPeer.dynamoWriteUnitsPerTask} ` +
-            `its write units per task; per receive loop with ${doc.peer.awsModel.dynamoWriteMs.map((w) => `${w}`).join(' or ')} ms DynamoDB writes (AWS model) ` +
-            `${doc.peer.awsModel.dynamoWriteMs.map((w) => `×${doc.peer?.fullVsPeer.awsModel[`dynamoWrite${w}ms`]}`).join(' and ')}.`,
-        ]
-      : []),
+    ...(doc.peer ? [readmePeer(doc.peer)] : []),
     `- **Cost per million tasks** from counted requests at list prices: $${cost('taskworker (tracking full)')} with \`full\` tracking ` +
       `(a Lambda SQS trigger with Powertools idempotency, modelled: $${cost('Lambda SQS trigger')}), $${cost('taskworker (tracking failures)')} ` +
       `with \`failures\`, $${cost('taskworker (tracking off)')} with \`off\`.`,
   ].join('\n');
+}
+
+/** README's line on `full` against the Lambda trigger with Powertools idempotency. */
+function readmePeer(peer: NonNullable<E2eDoc['peer']>): string {
+  const ms = peer.awsModel.dynamoWriteMs;
+  const v = peer.fullVsPeer;
+  const at = (figures: Readonly<Record<string, number>> | undefined) => ms.map((w) => `×${figures?.[`dynamoWrite${w}ms`]}`).join(' and ');
+  const head =
+    `- **Against the peer that pays the same price** (Lambda's SQS trigger with Powertools idempotency, the real package, measured in ` +
+    `the same run${peer.scaling ? `, its pollers starting at ${peer.scaling.initial} and growing as the mapping's do` : ', one poller'}): ` +
+    `\`full\` ×${v.tasksPerSecond} its throughput on the emulators and ×${v.dynamoWriteUnitsPerTask} its write units per task; `;
+  return peer.scaling && v.awsModelPerInvocation
+    ? `${head}with ${ms.join(' or ')} ms DynamoDB writes (AWS model) one dispatcher does ${at(v.awsModel)} what the mapping's first ` +
+        `${peer.scaling.initial} invocations do, and ${at(v.awsModelPerInvocation)} what one invocation does.`
+    : `${head}with ${ms.join(' or ')} ms DynamoDB writes (AWS model) ${at(v.awsModel)} one poller, where the mapping starts with five.`;
 }
 
 function readmeIdle(r: Results): string {

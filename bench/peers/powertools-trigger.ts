@@ -3,9 +3,13 @@
  * Powertools idempotency (`@aws-lambda-powertools/idempotency`, the real package, DynamoDB
  * persistence), emulated as closely as a process can:
  *
- * - the event-source mapping's pollers: `pollers` loops, each long-polling the queue for batches of
- *   10 and handing each batch to one "invocation" of the handler, one batch at a time per poller
- *   (one poller = one concurrent invocation = up to 10 records in flight);
+ * - the event-source mapping's pollers as AWS documents them for a standard queue
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html): once messages are
+ *   available it processes five batches at a time in five concurrent invocations, and while messages
+ *   are still available it adds up to 300 more a minute (one every 200 ms here), up to its ceiling
+ *   ({@link TRIGGER_SCALING}); each poller long-polls the queue for batches of 10 and hands each
+ *   batch to one "invocation" of the handler, one batch at a time (one poller = one concurrent
+ *   invocation = up to 10 records in flight);
  * - the handler: every record of the batch at once (Promise.all), each wrapped in `makeIdempotent`
  *   with a `DynamoDBPersistenceLayer` (the documented SQS pattern), keyed on the job id in the
  *   envelope (`eventKeyJmesPath: 'id'`); a record that throws is reported in `batchItemFailures`
@@ -14,7 +18,8 @@
  *   DeleteMessageBatch.
  *
  * Not emulated: the Lambda Invoke between poller and function (no request the user is billed for,
- * but real latency on AWS), cold starts, and the mapping's scaling of its pollers.
+ * but real latency on AWS), cold starts, and that every invocation has a CPU of its own on AWS (here
+ * all of them share this process's event loop, as taskworker's slots share its dispatcher's).
  */
 
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -26,6 +31,19 @@ import { type DecodedJob, decodeEnvelope } from '../../lib/wire/envelope';
 
 /** The batch size of the trigger, as taskworker's queues are configured in the benchmark. */
 export const TRIGGER_BATCH_SIZE = 10;
+
+/** How the mapping's concurrent invocations grow while messages are available (AWS's documented rules). */
+export interface TriggerScaling {
+  /** Concurrent batches (invocations) once messages are available. */
+  readonly initial: number;
+  /** Invocations added a minute while messages are still available; 0 keeps `initial`. */
+  readonly addedPerMinute: number;
+  /** The mapping's ceiling (its MaximumConcurrency, when one is set). */
+  readonly maximum: number;
+}
+
+/** AWS's documented rules for a standard queue: five, then up to 300 more a minute, to 1,250 (design.md, "Facts"). */
+export const TRIGGER_SCALING: TriggerScaling = { initial: 5, addedPerMinute: 300, maximum: 1250 };
 
 /** The idempotency table as Powertools documents it: partition key `id` (string), on-demand. */
 export async function createIdempotencyTable(admin: DynamoDBClient, tableName: string): Promise<void> {
@@ -47,23 +65,26 @@ export async function createIdempotencyTable(admin: DynamoDBClient, tableName: s
 export interface TriggerRun {
   readonly seconds: number;
   readonly batches: number;
+  /** Concurrent invocations at the start and the most the mapping reached. */
+  readonly pollers: { readonly initial: number; readonly peak: number };
   /** Records whose idempotent call threw (reported as batch item failures, left on the queue). */
   readonly failures: number;
 }
 
 /** Consumes `count` messages of `queueUrl` as the trigger would, until all have been deleted. */
 export async function runPowertoolsTrigger(options: {
-  readonly sqs: SQSClient;
+  /** Poller `i`'s SQS client (one each, or the same for all). */
+  readonly sqs: (poller: number) => SQSClient;
   readonly dynamo: DynamoDBClient;
   readonly queueUrl: string;
   readonly tableName: string;
   readonly count: number;
-  readonly pollers: number;
+  readonly scaling: TriggerScaling;
   /** Powertools' `keyPrefix`: the idempotency key is `<keyPrefix>#<MD5 of the JSON of the job id>`. */
   readonly keyPrefix: string;
   readonly run: (job: DecodedJob) => Promise<void> | void;
 }): Promise<TriggerRun> {
-  const { sqs, queueUrl, count } = options;
+  const { queueUrl, count } = options;
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName: options.tableName, awsSdkV3Client: options.dynamo });
   const config = new IdempotencyConfig({ eventKeyJmesPath: 'id' });
   // What the handler does first: the in-progress record expires with the invocation.
@@ -96,12 +117,16 @@ export async function runPowertoolsTrigger(options: {
   let failures = 0;
   const started = performance.now();
   let finished = 0;
-  const poller = async () => {
+  /** Whether the last receive found messages: the mapping grows only while they are still available. */
+  let available = false;
+  const poller = async (index: number) => {
+    const sqs = options.sqs(index);
     while (deleted < count) {
       const out = await sqs.send(
         new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: TRIGGER_BATCH_SIZE, WaitTimeSeconds: 1 }),
       );
       const messages = out.Messages ?? [];
+      available = messages.length > 0;
       if (messages.length === 0) continue;
       const result = await handler(messages);
       const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
@@ -120,6 +145,25 @@ export async function runPowertoolsTrigger(options: {
       if (deleted >= count && finished === 0) finished = performance.now();
     }
   };
-  await Promise.all(Array.from({ length: options.pollers }, poller));
-  return { seconds: ((finished || performance.now()) - started) / 1000, batches, failures };
+  const { scaling } = options;
+  const running = Array.from({ length: Math.min(scaling.initial, scaling.maximum) }, (_, i) => poller(i));
+  // One more poller every 60 s / addedPerMinute while messages are still available, up to the ceiling.
+  const scaler =
+    scaling.addedPerMinute > 0
+      ? setInterval(() => {
+          if (available && deleted < count && running.length < scaling.maximum) running.push(poller(running.length));
+        }, 60_000 / scaling.addedPerMinute)
+      : undefined;
+  try {
+    // Pollers added while these ran are awaited too.
+    for (let awaited = 0; awaited < running.length; awaited++) await running[awaited];
+  } finally {
+    clearInterval(scaler);
+  }
+  return {
+    seconds: ((finished || performance.now()) - started) / 1000,
+    batches,
+    pollers: { initial: Math.min(scaling.initial, scaling.maximum), peak: running.length },
+    failures,
+  };
 }

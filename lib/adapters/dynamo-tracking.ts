@@ -68,6 +68,14 @@ import {
 } from '../track/rules';
 import type { MinuteCounts } from '../track/throughput';
 import { DynamoControlStore } from './dynamo-controls';
+import {
+  type CompletionSlot,
+  claimExpression,
+  claimedRecord,
+  claimValues,
+  completionExpression,
+  PARKED_ONLY,
+} from './dynamo-job-expressions';
 import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
 import { DynamoWorkerRegistry } from './dynamo-workers';
@@ -186,41 +194,13 @@ export class DynamoJobStore implements JobStore {
    * service returned none with the failure) would have passed it: it changed in between.
    */
   private async tryClaim(r: ClaimRequest, what: 'started' | 'took-over'): Promise<ClaimResult | { outcome: 'changed'; record: JobRecord }> {
-    const e = new Expression();
-    const attempt = e.name('attempt');
-    const history = e.name('history');
     const entry: HistoryEntry = { what, when: r.now, worker: r.workerId };
-    const condition =
-      what === 'started'
-        ? transitionCondition(e, 'claim', r, r.now)
-        : `${transitionCondition(e, 'takeOver', r)} AND ${e.name('leaseUntil')} < ${e.value(r.now)}`;
-    const sets = [
-      `${e.name('state')} = ${e.value('running')}`,
-      `${attempt} = if_not_exists(${attempt}, ${e.value(0)}) + ${e.value(1)}`,
-      `${e.name('task')} = ${e.value(r.task)}`,
-      `${e.name('payloadDigest')} = ${e.value(r.payloadDigest)}`,
-      `${e.name('queue')} = ${e.value(r.queue)}`,
-      `${e.name('version')} = ${e.value(r.version)}`,
-      `${e.name('publishedAt')} = if_not_exists(${e.name('publishedAt')}, ${e.value(r.publishedAt)})`,
-      `${e.name('firstStartedAt')} = if_not_exists(${e.name('firstStartedAt')}, ${e.value(r.now)})`,
-      `${e.name('lastStartedAt')} = ${e.value(r.now)}`,
-      `${e.name('updatedAt')} = ${e.value(r.now)}`,
-      `${e.name('leaseOwner')} = ${e.value(r.workerId)}`,
-      `${e.name('leaseUntil')} = ${e.value(r.leaseUntil)}`,
-      ...(r.claimId ? [`${e.name('leaseClaim')} = ${e.value(r.claimId)}`] : []),
-      ...(r.memberOf ? [`${e.name('memberOf')} = ${e.value(r.memberOf)}`] : []),
-      ...(r.tags && r.tags.length > 0 ? [`${e.name('tags')} = ${e.value(r.tags)}`] : []),
-      ...(r.event ? [`${e.name('event')} = ${e.value(r.event)}`] : []),
-      ...(r.startBy !== undefined ? [`${e.name('startBy')} = ${e.value(r.startBy)}`] : []),
-      `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
-      `${e.name('expiresAt')} = ${e.value(expiresAt(r.now, this.settings.retentionDays))}`,
-    ];
-    const outcome = await this.write(r.jobId, e, {
-      update: `SET ${sets.join(', ')} REMOVE ${[...PARKED_ONLY.map((n) => e.name(n)), e.name('announced'), e.name('queueState'), ...(r.claimId ? [] : [e.name('leaseClaim')])].join(', ')}`,
-      condition,
-    });
+    const built = claimExpression(what, r);
+    const values = claimValues(r, entry, r.now + DUE_SLACK_MS, expiresAt(r.now, this.settings.retentionDays));
+    // The record as it was comes back (nothing, for a new job): the claim's own writes are known here.
+    const outcome = await this.write(r.jobId, { params: () => built.template.params(values) }, built, { returns: 'old' });
     if (outcome.landed) {
-      const record = outcome.record as JobRecord;
+      const record = await this.trimHistory(claimedRecord(outcome.old, r, entry));
       return { outcome: 'claimed', token: record.attempt, record: withClaimAttempt(record) };
     }
     const old = outcome.record;
@@ -246,7 +226,7 @@ export class DynamoJobStore implements JobStore {
           `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)} ` +
           `AND attribute_not_exists(${e.name('cancelRequestedAt')})`,
       },
-      { returnNew: false },
+      { returns: 'none' },
     );
     return outcome.landed;
   }
@@ -280,34 +260,23 @@ export class DynamoJobStore implements JobStore {
 
   /** One fenced completion, on condition the record's dependents are still those of `claimed`. */
   private async completeOnce(c: Completion, claimed: JobRecord) {
-    const e = new Expression();
-    const sets = [
-      `${e.name('state')} = ${e.value(c.state)}`,
-      `${e.name('updatedAt')} = ${e.value(c.now)}`,
-      `${e.name('history')} = ${e.value(appendHistory(claimed.history, historyOf(c), this.settings.historyLimit))}`,
-      `${e.name('expiresAt')} = ${e.value(expiresAt(c.now, this.settings.retentionDays))}`,
-    ];
-    const removes = [e.name('leaseOwner'), e.name('leaseUntil'), e.name('leaseClaim')];
-    if (c.state !== 'retrying') sets.push(`${e.name('finishedAt')} = ${e.value(c.now)}`);
-    if (c.reason) sets.push(`${e.name('reason')} = ${e.value(c.reason)}`);
-    if (c.error) sets.push(`${e.name('lastError')} = ${e.value(c.error)}`);
-    if (c.result !== undefined) sets.push(`${e.name('result')} = ${e.value(c.result)}`);
-    if (c.resultBytes !== undefined) sets.push(`${e.name('resultBytes')} = ${e.value(c.resultBytes)}`);
-    if (c.resultRef !== undefined) sets.push(`${e.name('resultRef')} = ${e.value(c.resultRef)}`);
-    const key = indexKey(claimed.queue, c.state);
-    if (key) sets.push(`${e.name('queueState')} = ${e.value(key)}`);
-    const known = claimed.dependents?.length ?? 0;
-    const dependents = known > 0 ? `size(${e.name('dependents')}) = ${e.value(known)}` : `attribute_not_exists(${e.name('dependents')})`;
+    const built = completionExpression(c, claimed);
+    const values: Record<CompletionSlot, unknown> = {
+      token: c.token,
+      state: c.state,
+      now: c.now,
+      history: appendHistory(claimed.history, historyOf(c), this.settings.historyLimit),
+      expiresAt: expiresAt(c.now, this.settings.retentionDays),
+      reason: c.reason,
+      error: c.error,
+      result: c.result,
+      resultBytes: c.resultBytes,
+      resultRef: c.resultRef,
+      queueState: indexKey(claimed.queue, c.state),
+      dependents: claimed.dependents?.length ?? 0,
+    };
     // The record written is known here (its history trimmed before the write): nothing to read back.
-    return this.write(
-      c.jobId,
-      e,
-      {
-        update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-        condition: `${transitionCondition(e, 'complete')} AND ${e.name('attempt')} = ${e.value(c.token)} AND ${dependents}`,
-      },
-      { returnNew: false },
-    );
+    return this.write(c.jobId, { params: () => built.template.params(values) }, built, { returns: 'none' });
   }
 
   async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
@@ -662,7 +631,7 @@ export class DynamoJobStore implements JobStore {
         })}, ${e.name('history')} = list_append(if_not_exists(${e.name('history')}, ${e.value([])}), ${e.value([{ what: 'waiting', when: r.now, worker: r.workerId }])})`,
         condition: transitionCondition(e, 'wait', r),
       },
-      { returnNew: false },
+      { returns: 'none' },
     );
     if (outcome.landed) return { outcome: 'waiting' };
     const record = outcome.record;
@@ -930,15 +899,16 @@ export class DynamoJobStore implements JobStore {
   }
 
   /**
-   * One conditional UpdateItem. Landed: the item as written (its history trimmed to the limit).
+   * One conditional UpdateItem. Landed: the item as written (its history trimmed to the limit), or
+   * with `returns: 'old'` the item as it was before (none for a new one), or with `'none'` nothing.
    * Refused: the item as the condition found it, if there is one (`atCheck`), else as read after.
    */
   private async write(
     jobId: string,
-    e: Expression,
+    e: Pick<Expression, 'params'>,
     expr: { update: string; condition: string },
-    { returnNew = true }: { readonly returnNew?: boolean } = {},
-  ): Promise<{ landed: boolean; record: JobRecord | undefined; atCheck?: boolean }> {
+    { returns = 'new' }: { readonly returns?: 'new' | 'old' | 'none' } = {},
+  ): Promise<{ landed: boolean; record: JobRecord | undefined; old?: JobRecord | undefined; atCheck?: boolean }> {
     try {
       const out = await this.dynamo.send(
         new UpdateItemCommand({
@@ -946,14 +916,15 @@ export class DynamoJobStore implements JobStore {
           Key: { jobId: { S: jobId } },
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
-          ReturnValues: returnNew ? 'ALL_NEW' : 'NONE',
+          ReturnValues: returns === 'new' ? 'ALL_NEW' : returns === 'old' ? 'ALL_OLD' : 'NONE',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ReturnConsumedCapacity: 'TOTAL',
           ...e.params(),
         }),
       );
       this.meter(out, 'write');
-      if (!returnNew) return { landed: true, record: undefined };
+      if (returns === 'none') return { landed: true, record: undefined };
+      if (returns === 'old') return { landed: true, record: undefined, old: out.Attributes ? toRecord(out.Attributes) : undefined };
       const record = toRecord(out.Attributes ?? {});
       return { landed: true, record: await this.trimHistory(record) };
     } catch (error) {
@@ -1090,7 +1061,7 @@ function refFields(r: JobRef): Record<string, unknown> {
  * The condition under which `write` may land: the states its row of `TRANSITIONS` allows it to
  * start from (no item at all, where `absent` is one), and the job's identity where the row asks.
  */
-function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdentity, now?: number): string {
+function transitionCondition(e: Expression, write: Exclude<JobWrite, 'claim' | 'takeOver' | 'complete'>, identity?: JobIdentity): string {
   const rule = TRANSITIONS[write];
   const states = (rule.from as readonly PriorState[]).filter((s) => s !== 'absent');
   const existing = [
@@ -1102,17 +1073,14 @@ function transitionCondition(e: Expression, write: JobWrite, identity?: JobIdent
     .filter((c) => c !== undefined)
     .join(' AND ');
   const absent = (rule.from as readonly PriorState[]).includes('absent') ? `attribute_not_exists(${e.name('jobId')})` : undefined;
-  // A parked job is claimed only once due (its swept copy may beat the sweep's own mark).
+  // (The claim, every job's hot path, has its own expression: lib/adapters/dynamo-job-expressions.ts.)
   const due =
-    write === 'claim'
-      ? // A comparison, not attribute_exists(): the claim is every job's hot path, and dynalite evaluates the function form far slower (bench:e2e −24 %).
-        ` AND (${e.name('state')} <> ${e.value('scheduled')} OR ${e.name('runAt')} <= ${e.value((now ?? 0) + DUE_SLACK_MS)} OR ${e.name('announced')} = ${e.value(true)})`
-      : write === 'park'
-        ? // Over the publisher's announced record, never over a parked one.
-          ` AND (${e.name('state')} <> ${e.value('scheduled')} OR attribute_exists(${e.name('announced')}))`
-        : write === 'sweep' || write === 'bringForward'
-          ? ` AND attribute_not_exists(${e.name('announced')})`
-          : '';
+    write === 'park'
+      ? // Over the publisher's announced record, never over a parked one.
+        ` AND (${e.name('state')} <> ${e.value('scheduled')} OR attribute_exists(${e.name('announced')}))`
+      : write === 'sweep' || write === 'bringForward'
+        ? ` AND attribute_not_exists(${e.name('announced')})`
+        : '';
   // A job replayed from the archive waits again; a released one's copy does not.
   const extra =
     write === 'wait'
@@ -1165,9 +1133,6 @@ function countFrom(root: Record<string, unknown>): DependencyCount {
   const complete = Array.isArray(root.shards) && typeof root.size === 'number' && root.shards.length >= root.size;
   return { complete, ...(typeof root.firstFailure === 'string' ? { firstFailure: root.firstFailure } : {}) };
 }
-
-/** What only a parked job's item carries: gone once it is handed over, claimed or cancelled. */
-const PARKED_ONLY = ['dueShard', 'body', 'attributes', 'sweepLease'] as const;
 
 /** The attempt is only known once written; patch it into the history entry the claim appended. */
 function withClaimAttempt(record: JobRecord): JobRecord {

@@ -41,36 +41,73 @@ export function fromItem(item: Record<string, AttributeValue>): Record<string, u
 }
 
 /**
- * Builds expression placeholders: `name('state')` → `#state`, `value(x)` → `:v3`. Every name goes
- * through a placeholder, so DynamoDB's reserved words never bite.
+ * The `n`-th placeholder's letters: a…z, ba…bz, … (DynamoDB allows letters, digits and `_` after
+ * the `#` or `:`); short, since the emulator parses every character of every expression.
+ */
+function letters(n: number): string {
+  let out = '';
+  let rest = n;
+  do {
+    out = String.fromCharCode(97 + (rest % 26)) + out;
+    rest = Math.floor(rest / 26);
+  } while (rest > 0);
+  return out;
+}
+
+/**
+ * Builds expression placeholders: `name('state')` → `#a`, `value(x)` → `:a`. Every name goes
+ * through a placeholder, so DynamoDB's reserved words never bite; an attribute named twice, and a
+ * string, number or boolean given twice, share one placeholder. `slot('now')` reserves a value
+ * filled in at each use of a {@link Template} built from the expression.
  */
 export class Expression {
   readonly names: Record<string, string> = {};
   readonly values: Record<string, AttributeValue> = {};
+  private readonly byName = new Map<string, string>();
+  private readonly byValue = new Map<string, string>();
+  private readonly slots = new Map<string, string>();
   private counter = 0;
 
   name(attribute: string): string {
-    const placeholder = `#${attribute.replace(/[^A-Za-z0-9_]/g, '_')}`;
-    this.names[placeholder] = attribute;
+    let placeholder = this.byName.get(attribute);
+    if (placeholder === undefined) {
+      placeholder = `#${letters(this.byName.size)}`;
+      this.byName.set(attribute, placeholder);
+      this.names[placeholder] = attribute;
+    }
     return placeholder;
   }
 
   value(v: unknown): string {
-    const placeholder = `:v${this.counter++}`;
+    const key = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? `${typeof v} ${v}` : undefined;
+    const known = key === undefined ? undefined : this.byValue.get(key);
+    if (known !== undefined) return known;
+    const placeholder = this.next();
     this.values[placeholder] = toAttribute(v);
+    if (key !== undefined) this.byValue.set(key, placeholder);
+    return placeholder;
+  }
+
+  /** A value given at each use of the expression's {@link Template}: the same slot name, the same placeholder. */
+  slot(name: string): string {
+    let placeholder = this.slots.get(name);
+    if (placeholder === undefined) {
+      placeholder = this.next();
+      this.slots.set(name, placeholder);
+    }
     return placeholder;
   }
 
   /** A string set (for `ADD` and `contains`); DynamoDB has no empty sets, so at least one member. */
   stringSet(members: readonly string[]): string {
-    const placeholder = `:v${this.counter++}`;
+    const placeholder = this.next();
     this.values[placeholder] = { SS: [...members] };
     return placeholder;
   }
 
   /** A number set, as {@link stringSet}. */
   numberSet(members: readonly number[]): string {
-    const placeholder = `:v${this.counter++}`;
+    const placeholder = this.next();
     this.values[placeholder] = { NS: members.map(String) };
     return placeholder;
   }
@@ -80,5 +117,36 @@ export class Expression {
     return Object.keys(this.values).length > 0
       ? { ExpressionAttributeNames: this.names, ExpressionAttributeValues: this.values }
       : { ExpressionAttributeNames: this.names };
+  }
+
+  /** The expression's names, constant values and slots, to be used many times with other slot values. */
+  template<S extends string>(): Template<S> {
+    return new Template<S>(this.names, this.values, [...this.slots] as Array<[S, string]>);
+  }
+
+  private next(): string {
+    return `:${letters(this.counter++)}`;
+  }
+}
+
+/**
+ * An expression built once (its text kept by its maker) and used for many requests: its names and
+ * constant values are shared; each use gives the values of its slots.
+ */
+export class Template<S extends string> {
+  constructor(
+    private readonly names: Readonly<Record<string, string>>,
+    private readonly constants: Readonly<Record<string, AttributeValue>>,
+    private readonly slots: ReadonlyArray<readonly [S, string]>,
+  ) {}
+
+  /** The request fields with `values` in the slots (every slot needs one). */
+  params(values: Readonly<Record<S, unknown>>): {
+    ExpressionAttributeNames: Record<string, string>;
+    ExpressionAttributeValues: Record<string, AttributeValue>;
+  } {
+    const filled: Record<string, AttributeValue> = { ...this.constants };
+    for (const [slot, placeholder] of this.slots) filled[placeholder] = toAttribute(values[slot]);
+    return { ExpressionAttributeNames: this.names as Record<string, string>, ExpressionAttributeValues: filled };
   }
 }

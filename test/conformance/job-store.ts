@@ -1,7 +1,7 @@
 import { UnrecoverableError } from '../../lib/errors';
 import { dueShardOf } from '../../lib/track/due';
 import type { LimitStore } from '../../lib/track/limits';
-import type { JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/track/model';
+import type { ClaimResult, JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/track/model';
 import type { JobStoreSettings } from '../../lib/track/rules';
 import { emptyDuration } from '../../lib/track/stats';
 
@@ -212,6 +212,41 @@ export function jobStoreConformance(
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'retrying', lastError: error });
       const second = await claim(jobs, job, 4000);
       expect(second.outcome === 'claimed' && second.token).toBe(2);
+    });
+
+    it('answers a claim with the record as written: new (with every optional field), queued, retrying, announced, taken over', async () => {
+      // Entries are compared without their attempt: a store may know it only once the claim is written.
+      const bare = (r: JobRecord | undefined) => r && { ...r, history: r.history.map(({ attempt: _attempt, ...entry }) => entry) };
+      const sameAsRead = async (claimed: Promise<ClaimResult>) => {
+        const result = await claimed;
+        if (result.outcome !== 'claimed') throw new Error(`not claimed: ${result.outcome}`);
+        expect(bare(result.record)).toEqual(bare(await jobs.get(result.record.jobId)));
+        return result;
+      };
+      const extras = {
+        claimId: 'claim-1',
+        memberOf: { id: `fan-${++unique}`, size: 3, index: 1 },
+        event: { id: 'evt-1', name: 'orders.created', emittedAt: 900 },
+        tags: ['tag-a'],
+        startBy: 50_000,
+      };
+      const fresh = ref({ tags: extras.tags, startBy: extras.startBy });
+      await sameAsRead(jobs.claim({ ...fresh, ...extras, workerId: 'w1', now: 2000, leaseUntil: 12_000 }));
+      const queued = ref({ publishedAt: 700 });
+      await jobs.recordQueued(queued, 800);
+      await sameAsRead(jobs.claim({ ...queued, publishedAt: 1000, workerId: 'w1', now: 2000, leaseUntil: 12_000, claimId: 'claim-2' }));
+      const retried = ref();
+      const first = await sameAsRead(claim(jobs, retried, 2000));
+      await jobs.complete({ jobId: retried.jobId, token: 1, state: 'retrying', error, workerId: 'w1', now: 2100 }, first.record);
+      await sameAsRead(claim(jobs, retried, 3000, 'w2'));
+      const announced = ref();
+      await jobs.recordScheduled({ ...announced, runAt: 5000 }, 1500);
+      await sameAsRead(claim(jobs, announced, 5000));
+      const lapsed = ref();
+      await sameAsRead(jobs.claim({ ...lapsed, workerId: 'w1', now: 2000, leaseUntil: 2001, claimId: 'claim-3' }));
+      const taken = await sameAsRead(jobs.claim({ ...lapsed, workerId: 'w2', now: 3000, leaseUntil: 13_000 }));
+      expect(taken.record).toMatchObject({ attempt: 2, leaseOwner: 'w2', firstStartedAt: 2000 });
+      expect(taken.record.leaseClaim).toBeUndefined();
     });
 
     it('keeps only the newest history entries', async () => {
