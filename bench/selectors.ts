@@ -20,7 +20,7 @@ import type { SlaAwareOptions } from '../lib/select';
 import { printResults } from './results';
 import { type QueueOut, type SelectorOut, selectorOut } from './sim/figures';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';
-import { KALE_QUEUES, SCALING_WORKLOADS, SELECTOR_CHECK_CELL, WORKLOADS, type Workload } from './sim/workloads';
+import { KALE_QUEUES, SCALING_WORKLOADS, SELECTOR_CHECK_CELL, WORKLOADS, type Workload, workloadFor } from './sim/workloads';
 
 /** One simulation cell: a workload and selector, all seeds. */
 interface Job {
@@ -29,10 +29,12 @@ interface Job {
   readonly seeds: readonly number[];
   readonly slaAware?: SlaAwareOptions;
   readonly fleet?: FleetSpec;
+  /** Run only the workload's first minutes (the check cell). */
+  readonly minutes?: number;
 }
 
 async function runJob(job: Job): Promise<RunFigures> {
-  const workload = [...WORKLOADS, ...SCALING_WORKLOADS].find((w) => w.name === job.workload);
+  const workload = workloadFor(job.workload, job.minutes);
   if (!workload) throw new Error(`no workload ${job.workload}`);
   return runSimulation({
     workload,

@@ -115,6 +115,8 @@ interface SelectorsDoc extends Recorded {
     readonly workload: string;
     readonly selector: string;
     readonly seeds: readonly number[];
+    /** The workload's first minutes only. */
+    readonly minutes?: number;
     readonly figures: SelectorOut;
   };
   readonly designTradeoff: ReadonlyArray<{
