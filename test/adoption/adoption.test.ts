@@ -185,7 +185,15 @@ function withBoto3(): boolean {
 /** README's commands that add taskworker to a project with a CDK app of its own (after "Or add it to a project you have"). */
 const readmeInstallCommands = () => readmeCommands('Or add it to a project you have');
 
-beforeAll(() => {
+/**
+ * Installs that only later tests read, started beside the consumer's install in the suite's
+ * `beforeAll` (each is minutes of network and disk, not CPU) and awaited by the tests that need them.
+ */
+let publishOnly: Promise<string>;
+let cdkApp: Promise<{ app: string; before: Record<string, Record<string, string>> }>;
+let readmeInit: Promise<{ scratch: string; init: string[]; made: string; written: string[]; commands: string[][] }>;
+
+beforeAll(async () => {
   // As `npm publish` packs: prepack builds both packages and trims the manifest, postpack restores it;
   // the toolkit is packed from its build.
   const packs = mkdtempSync(join(tmpdir(), 'tw-adopt-pack-'));
@@ -209,7 +217,7 @@ beforeAll(() => {
     }),
     ...SERVICE_SOURCES,
   });
-  sh(consumer, 'npm', [
+  const consumerInstalled = run(consumer, 'npm', [
     'install',
     '--no-audit',
     '--no-fund',
@@ -225,14 +233,26 @@ beforeAll(() => {
     pinned('tsx'),
     'ts-node@10.9.2',
   ]);
+  publishOnly = installPublishOnly();
+  cdkApp = installCdkApp();
+  readmeInit = initFromReadme();
+  // A failed side install fails the test that awaits it, not this hook.
+  for (const side of [publishOnly, cdkApp, readmeInit]) side.catch(() => undefined);
+  await consumerInstalled;
 }, 600_000);
+
+/** A service that only publishes: taskworker alone, production dependencies only. */
+async function installPublishOnly(): Promise<string> {
+  const dir = project('publish-only', { 'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', private: true }) });
+  await run(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarballs.taskworker]);
+  return dir;
+}
 
 describe('a publish-only service', () => {
   // One install, read by both tests (neither writes to it): an install is most of their time.
   let dir: string;
-  beforeAll(() => {
-    dir = project('publish-only', { 'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', private: true }) });
-    sh(dir, 'npm', ['install', '--no-audit', '--no-fund', '--omit=dev', tarballs.taskworker]);
+  beforeAll(async () => {
+    dir = await publishOnly;
   }, 300_000);
 
   it(`installs taskworker alone, within ${PUBLISH_ONLY_BUDGET_MB} MB, the size README gives`, () => {
@@ -467,66 +487,71 @@ app.synth();
   });
 });
 
-describe('a project with a CDK app of its own, after README’s install commands and nothing else', () => {
-  it('synthesizes a stack with a TaskworkerVersion: queues in the template, the tasks bundled by the toolkit’s esbuild', () => {
-    // What `cdk init app --language typescript` leaves: aws-cdk-lib and constructs, the CDK CLI, ts-node.
-    const app = project('cdk-app', {
-      'package.json': JSON.stringify({
-        name: 'billing',
-        version: '0.1.0',
-        private: true,
-        bin: { billing: 'bin/billing.js' },
-        dependencies: { 'aws-cdk-lib': CDK_INIT.version('aws-cdk-lib'), constructs: CDK_INIT.version('constructs') },
-        devDependencies: Object.fromEntries(CDK_INIT.dev.map((name) => [name, CDK_INIT.version(name)])),
-      }),
-      'cdk.json': JSON.stringify({ app: 'npx ts-node --prefer-ts-exts bin/billing.ts', context: { 'cli-telemetry': false } }),
-      'tsconfig.json': JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true },
-        exclude: ['node_modules', 'cdk.out'],
-      }),
-      'bin/billing.ts': `import { App, Stack } from 'aws-cdk-lib';
+/** A project with a CDK app of its own (as `cdk init` leaves it), then README's install commands as written there. */
+async function installCdkApp(): Promise<{ app: string; before: Record<string, Record<string, string>> }> {
+  // What `cdk init app --language typescript` leaves: aws-cdk-lib and constructs, the CDK CLI, ts-node.
+  const app = project('cdk-app', {
+    'package.json': JSON.stringify({
+      name: 'billing',
+      version: '0.1.0',
+      private: true,
+      bin: { billing: 'bin/billing.js' },
+      dependencies: { 'aws-cdk-lib': CDK_INIT.version('aws-cdk-lib'), constructs: CDK_INIT.version('constructs') },
+      devDependencies: Object.fromEntries(CDK_INIT.dev.map((name) => [name, CDK_INIT.version(name)])),
+    }),
+    'cdk.json': JSON.stringify({ app: 'npx ts-node --prefer-ts-exts bin/billing.ts', context: { 'cli-telemetry': false } }),
+    'tsconfig.json': JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true },
+      exclude: ['node_modules', 'cdk.out'],
+    }),
+    'bin/billing.ts': `import { App, Stack } from 'aws-cdk-lib';
 import { TaskworkerVersion } from 'taskworker/cdk';
 
 const app = new App();
 const stack = new Stack(app, 'BillingStack');
 new TaskworkerVersion(stack, 'TasksV1', { config: './taskworker.config.ts', version: 'v1' });
 `,
-      'taskworker.config.ts': `import { defineConfig } from 'taskworker';
+    'taskworker.config.ts': `import { defineConfig } from 'taskworker';
 
 export default defineConfig({ app: 'billing', tasksDir: 'tasks', queues: [{ name: 'invoices', priority: 20 }] });
 `,
-      'tasks/send-invoice.ts': `import { defineTask } from 'taskworker';
+    'tasks/send-invoice.ts': `import { defineTask } from 'taskworker';
 
 export default defineTask({
-  name: 'send-invoice',
-  queue: 'invoices',
-  timeLimitSeconds: 30,
-  async run(payload: { invoiceId: string }) {
-    return { sent: payload.invoiceId };
-  },
+name: 'send-invoice',
+queue: 'invoices',
+timeLimitSeconds: 30,
+async run(payload: { invoiceId: string }) {
+  return { sent: payload.invoiceId };
+},
 });
 `,
-    });
-    // As `cdk init` does: its package.json written, then one `npm install`.
-    sh(app, 'npm', ['install', '--no-audit', '--no-fund']);
-    const before = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+  });
+  // As `cdk init` does: its package.json written, then one `npm install`.
+  await run(app, 'npm', ['install', '--no-audit', '--no-fund']);
+  const before = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
 
-    // README's commands as written there, the packages' names standing for their tarballs.
-    const commands = readmeInstallCommands();
-    expect(commands.length).toBeGreaterThan(0);
-    // The tarballs where README's commands have them (`./taskworker-<version>.tgz`): in the project, as copied there.
-    for (const tarball of Object.values(tarballs)) cpSync(tarball, join(app, basename(tarball)));
-    for (const [command, ...args] of commands) {
-      expect(command).toBe('npm');
-      sh(app, command as string, [...args, '--no-audit', '--no-fund']);
-    }
+  // README's commands as written there, the packages' names standing for their tarballs.
+  const commands = readmeInstallCommands();
+  if (commands.length === 0) throw new Error('README has no install commands after "Or add it to a project you have"');
+  // The tarballs where README's commands have them (`./taskworker-<version>.tgz`): in the project, as copied there.
+  for (const tarball of Object.values(tarballs)) cpSync(tarball, join(app, basename(tarball)));
+  for (const [command, ...args] of commands) {
+    if (command !== 'npm') throw new Error(`README's install command is not npm: ${command}`);
+    await run(app, command as string, [...args, '--no-audit', '--no-fund']);
+  }
+  return { app, before };
+}
+
+describe('a project with a CDK app of its own, after README’s install commands and nothing else', () => {
+  it('synthesizes a stack with a TaskworkerVersion: queues in the template, the tasks bundled by the toolkit’s esbuild', async () => {
+    const { app, before } = await cdkApp;
     const after = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
     const added = (field: string) => Object.keys(after[field] ?? {}).filter((name) => !(name in (before[field] ?? {})));
     expect({ dependencies: added('dependencies'), devDependencies: added('devDependencies') }).toEqual({
       dependencies: ['taskworker'],
       devDependencies: ['taskworker-toolkit'],
     });
-
     // The command loads with what those installs brought, and nothing else (it crashed on the S3 client once).
     expect(sh(app, 'npx', ['taskworker', '--help'])).toMatch(/^usage:/);
     sh(app, 'npx', ['cdk', 'synth', '--quiet', '--no-notices']);
@@ -765,25 +790,33 @@ await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ Top
   });
 });
 
+/** README's first block, to the letter: the init line from an empty directory, then the scaffold's install. */
+async function initFromReadme(): Promise<{ scratch: string; init: string[]; made: string; written: string[]; commands: string[][] }> {
+  // README's block under "Use it in your project": the init line, `cd my-tasks && npm install`,
+  // `npm test`; the ones that need an AWS account or run for ever (deploy, `npm start`) are left out.
+  const commands = readmeCommands('## Use it in your project');
+  const init = commands.find((words) => words.includes('init'));
+  if (!init) throw new Error('README has no init line under "Use it in your project"');
+  const scratch = mkdtempSync(join(tmpdir(), 'tw-adopt-readme-'));
+  // The tarballs where README's line has them (`./taskworker-<version>.tgz`): beside it, as `npm pack` leaves them.
+  for (const tarball of Object.values(tarballs)) cpSync(tarball, join(scratch, basename(tarball)));
+  await run(scratch, init[0] as string, init.slice(1));
+  const made = join(scratch, init.at(-1) as string);
+  const written = readdirSync(made).sort();
+  await run(made, 'npm', ['install', '--no-audit', '--no-fund']);
+  return { scratch, init, made, written, commands };
+}
+
 describe('README’s first commands, to the letter, from an empty directory', () => {
-  it('init from the tarballs, then the scaffold installs, passes its own tests and runs the command', () => {
-    // README's block under "Use it in your project": the init line, `cd my-tasks && npm install`,
-    // `npm test`; the ones that need an AWS account or run for ever (deploy, `npm start`) are left out.
-    const commands = readmeCommands('## Use it in your project');
-    const init = commands.find((words) => words.includes('init')) as string[];
+  it('init from the tarballs, then the scaffold installs, passes its own tests and runs the command', async () => {
+    const { scratch, init, made, written, commands } = await readmeInit;
     expect(init.slice(0, 1)).toEqual(['npx']);
-    const scratch = mkdtempSync(join(tmpdir(), 'tw-adopt-readme-'));
-    // The tarballs where README's line has them (`./taskworker-<version>.tgz`): beside it, as `npm pack` leaves them.
-    for (const tarball of Object.values(tarballs)) cpSync(tarball, join(scratch, basename(tarball)));
-    sh(scratch, init[0] as string, init.slice(1));
     const name = init.at(-1) as string;
-    const made = join(scratch, name);
-    expect(readdirSync(made).sort()).toEqual(
+    expect(written).toEqual(
       ['.gitignore', 'README.md', 'cdk.json', 'infra', 'package.json', 'tasks', 'taskworker.config.ts', 'tsconfig.json', 'vendor'].sort(),
     );
     const after = commands.slice(commands.indexOf(init) + 1);
     expect(after[0]).toEqual(['cd', name, '&&', 'npm', 'install']);
-    sh(made, 'npm', ['install', '--no-audit', '--no-fund']);
     expect(after[1]).toEqual(['npm', 'test']);
     // Node 20's runner reports TAP when not on a terminal, Node 24's the spec reporter.
     const report = sh(made, 'npm', ['test']);
@@ -793,7 +826,7 @@ describe('README’s first commands, to the letter, from an empty directory', ()
     expect(sh(made, 'npx', ['taskworker', '--help'])).toMatch(/^usage:/);
     // A second init refuses, and writes nothing.
     expect(() => sh(scratch, init[0] as string, init.slice(1))).toThrow(/already has/);
-  });
+  }, 600_000);
 });
 
 describe('the packed packages', () => {
