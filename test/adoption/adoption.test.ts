@@ -7,7 +7,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
@@ -37,31 +37,35 @@ let consumer: string;
 const PUBLISH_ONLY_BUDGET_MB = 20;
 
 /**
- * The suite's own npm cache, empty when it starts: every package comes from the registry as on a new
+ * The suite's own npm caches, empty when it starts: every package comes from the registry as on a new
  * team's machine (a package that only an earlier install had left in a shared cache hides nothing).
+ * One per project (its temporary directory): the projects install at once, and npm installs from
+ * several processes into one empty cache failed here with "No matching version found" for versions
+ * the registry has.
  */
-const NPM_CACHE = mkdtempSync(join(tmpdir(), 'tw-adopt-npm-cache-'));
+const NPM_CACHES = mkdtempSync(join(tmpdir(), 'tw-adopt-npm-cache-'));
 
-/** The environment of a user's shell: without this repository's AWS settings or npm's, with the suite's own npm cache. */
-function userEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+/** The environment of a user's shell in `cwd`: without this repository's AWS settings or npm's, with its project's own npm cache. */
+function userEnv(cwd: string, env: Record<string, string>): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_') && !k.startsWith('npm_')));
-  return { ...clean, npm_config_cache: NPM_CACHE, ...env };
+  const [project = ''] = relative(tmpdir(), cwd).split(sep);
+  return { ...clean, npm_config_cache: join(NPM_CACHES, project === '' || project === '..' ? 'outside' : project), ...env };
 }
 
 /** Runs a command in a project to completion. */
 function sh(cwd: string, command: string, args: string[], env: Record<string, string> = {}): string {
-  return execFileSync(command, args, { cwd, env: userEnv(env), encoding: 'utf8', stdio: 'pipe', timeout: 300_000 });
+  return execFileSync(command, args, { cwd, env: userEnv(cwd, env), encoding: 'utf8', stdio: 'pipe', timeout: 300_000 });
 }
 
 /** Runs a command expected to fail; returns its exit status and what it printed to stderr. */
 function shFails(cwd: string, command: string, args: string[]): { status: number | null; stderr: string } {
-  const ran = spawnSync(command, args, { cwd, env: userEnv({}), encoding: 'utf8', timeout: 300_000 });
+  const ran = spawnSync(command, args, { cwd, env: userEnv(cwd, {}), encoding: 'utf8', timeout: 300_000 });
   return { status: ran.status, stderr: ran.stderr };
 }
 
 /** {@link sh} without blocking this process, for commands that talk to the emulators running in it. */
 async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
-  const { stdout } = await promisify(execFile)(command, args, { cwd, env: userEnv(env), encoding: 'utf8', timeout: 300_000 });
+  const { stdout } = await promisify(execFile)(command, args, { cwd, env: userEnv(cwd, env), encoding: 'utf8', timeout: 300_000 });
   return stdout;
 }
 
@@ -583,7 +587,7 @@ describe('taskworker dev with the team’s own tasks', () => {
     let out = '';
     dev = spawn(join(consumer, 'node_modules', '.bin', 'taskworker'), ['dev'], {
       cwd: consumer,
-      env: userEnv({}),
+      env: userEnv(consumer, {}),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     dev.stdout?.on('data', (chunk) => {
@@ -617,7 +621,7 @@ describe('taskworker dev with the team’s own tasks', () => {
   it('serves the dashboard from the installed package, with no build step: page, prebuilt bundle and the status of its dev', async () => {
     const ui = spawn(join(consumer, 'node_modules', '.bin', 'taskworker'), ['ui', '--port', '0'], {
       cwd: consumer,
-      env: userEnv({}),
+      env: userEnv(consumer, {}),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
