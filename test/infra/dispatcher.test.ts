@@ -88,7 +88,8 @@ describe('TaskworkerDispatcher', () => {
       const mapping = mappings.find((m) => (m.Properties.FunctionName as { Ref?: string }).Ref === doorbellId);
       expect(mapping?.Properties).toMatchObject({
         EventSourceArn: { 'Fn::GetAtt': [queueId(`taskworker-v1-${q.name}`), 'Arn'] },
-        BatchSize: q.batchSize,
+        // The queue's batch, at most the dispatcher's slots less one (a slot kept for a quick job).
+        BatchSize: Math.min(q.batchSize, config.dispatcher.concurrency - 1),
         ScalingConfig: { MaximumConcurrency: 2 },
         FunctionResponseTypes: ['ReportBatchItemFailures'],
       });

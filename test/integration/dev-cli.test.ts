@@ -100,10 +100,11 @@ beforeAll(async () => {
   dev.stderr?.on('data', (chunk) => {
     err += String(chunk);
   });
-  await eventually('dev to start', () => out.includes('Ctrl-C to stop.'), 60_000);
+  // Hang guards, not speed figures: the build and dev's start take many times longer on a loaded machine.
+  await eventually('dev to start', () => out.includes('Ctrl-C to stop.'), 180_000);
   const line = /export (.*)/.exec(out)?.[1] ?? '';
   exportedEnv = Object.fromEntries(line.split(' ').map((pair) => pair.split('=') as [string, string]));
-}, 90_000);
+}, 300_000);
 
 /** Starts `taskworker dev` in the project again; resolves once it is up, with what it prints. */
 async function startDev(args: string[] = []): Promise<{ proc: ChildProcess; out: () => string; err: () => string }> {

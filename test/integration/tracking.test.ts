@@ -1,3 +1,4 @@
+import { existsSync, writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { QueueClient } from '../../lib/ports';
 import type { ClaimRequest, JobStore } from '../../lib/track/model';
@@ -146,15 +147,23 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
         extendLease: async () => true,
       });
     const stale = s.dispatcher({ wrapQueues: (q) => stuck(expiring(q)), wrapJobs: shortLeases, workerId: 'stale' });
-    const { jobId } = await s.publisher.publish('nap', { journal, ms: 700 });
-    const staleRun = stale.invoke(Date.now() + 60_000, AbortSignal.timeout(4000));
-    await eventually('the stale worker to start', async () => (await s.tracking?.jobs?.get(jobId))?.state === 'running');
+    // Both bodies run until the gate opens, and it opens once the fresh worker has taken over: the
+    // stale completion comes after the takeover however slowly either dispatcher starts.
+    const gate = tempFile('gate');
     const fresh = s.dispatcher({ workerId: 'fresh' });
-    await runAll(
-      [fresh],
-      'the newer attempt and the stale outcome',
-      () => s.jobs().some((j) => j.outcome === 'stale') && s.jobs().some((j) => j.outcome === 'succeeded'),
-    );
+    // The fresh worker's threads are up before the stale one starts (an invocation on the empty
+    // queue), so its takeover is a receive away, well within the held body's 4 s limit.
+    await fresh.invoke(Date.now() + 1000);
+    const { jobId } = await s.publisher.publish('held', { journal, gate });
+    const stopStale = new AbortController();
+    const staleRun = stale.invoke(Date.now() + 60_000, stopStale.signal);
+    await eventually('the stale worker to start', async () => (await s.tracking?.jobs?.get(jobId))?.state === 'running');
+    const tookOver = async () => (await s.tracking?.jobs?.get(jobId))?.history.some((e) => e.what === 'took-over') === true;
+    await runAll([fresh], 'the newer attempt and the stale outcome', async () => {
+      if (!existsSync(gate) && (await tookOver())) writeFileSync(gate, '');
+      return s.jobs().some((j) => j.outcome === 'stale') && s.jobs().some((j) => j.outcome === 'succeeded');
+    });
+    stopStale.abort();
     await staleRun;
     const record = await s.tracking?.jobs?.get(jobId);
     expect(record).toMatchObject({ state: 'succeeded', attempt: 2 });
