@@ -1,15 +1,18 @@
 /**
  * The benchmark figures in BENCHMARKS.md and docs/performance.md are what bench/results/*.json give
- * (bench/tables.ts writes them: `npm run bench:tables`), and the deterministic simulation still
- * gives what bench/results/selectors.json holds: one seed of one cell of it is run again here, so a
- * change to the model or the dispatcher that moves a figure fails with the change that moved it.
+ * (bench/tables.ts writes them: `npm run bench:tables`); no simulation benchmark's JSON is older than
+ * the code it measures (bench/staleness.ts: an emulator benchmark's may be, and its blocks say so);
+ * and the deterministic simulation still gives what bench/results/selectors.json holds: one seed of
+ * one cell of it is run again here, so a change to the model or the dispatcher that moves a figure
+ * fails with the change that moved it.
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { selectorOut } from '../../bench/sim/figures';
 import { runSimulation } from '../../bench/sim/run';
 import { SELECTOR_CHECK_CELL, workloadFor } from '../../bench/sim/workloads';
-import { compareDocument, DOCUMENTS, readResults, renderDocument } from '../../bench/tables';
+import { staleBenchmarks } from '../../bench/staleness';
+import { compareDocument, DOCUMENTS, type Results, readResults, renderDocument } from '../../bench/tables';
 import { DISPATCHER_DEFAULTS } from '../../lib/config';
 
 const ROOT = resolve(__dirname, '../..');
@@ -37,6 +40,15 @@ describe('benchmark tables (bench/tables.ts)', () => {
     expect(() => renderDocument('x.md', '<!-- bench:limits -->\nstale', results)).toThrow(/has no <!-- \/bench -->/);
   });
 
+  it('leaves a block its JSON cannot give as it is, names it, and still writes the others', () => {
+    const text = '<!-- bench:limits -->\nas it was\n<!-- /bench -->\n<!-- bench:flows -->\n<!-- /bench -->';
+    const older = { ...results, limits: {} } as unknown as Results; // a JSON of an older shape
+    const { text: written, failed } = renderDocument('x.md', text, older);
+    expect(failed.map((f) => [f.block, f.line])).toEqual([['limits', 1]]);
+    expect(written.startsWith('<!-- bench:limits -->\nas it was\n<!-- /bench -->\n<!-- bench:flows -->\n\n<sub>')).toBe(true);
+    expect(compareDocument('x.md', text, older)[0]?.message).toMatch(/x\.md:1: block bench:limits cannot be written from its JSON/);
+  });
+
   it('says in every block which file and commit its figures come from', () => {
     for (const file of Object.keys(DOCUMENTS)) {
       const blocks = read(file).split('<!-- bench:').slice(1);
@@ -44,6 +56,17 @@ describe('benchmark tables (bench/tables.ts)', () => {
         expect(block).toMatch(/from \[`bench\/results\/\w+\.json`\].*: (measured at commit \w+|commit not recorded)/);
     }
     expect(results.selectors.measuredAt?.commit).toMatch(/^[0-9a-f]{7,}$/);
+  });
+});
+
+describe('bench/results/*.json against the code they measured (bench/staleness.ts)', () => {
+  it('holds no simulation benchmark measured before a change to what it measures (else: the command in the message)', () => {
+    // A stale emulator benchmark is not a failure: its blocks say so (the tables above hold them to it).
+    expect(
+      staleBenchmarks(results.freshness)
+        .filter((s) => s.fails)
+        .map((s) => s.message),
+    ).toEqual([]);
   });
 });
 
