@@ -32,7 +32,18 @@
 import { execFileSync } from 'node:child_process';
 import type { MeasuredAt } from './results';
 
-export type BenchmarkName = 'selectors' | 'e2e' | 'idle' | 'scheduled' | 'flows' | 'events' | 'payloads' | 'limits' | 'reality' | 'load';
+export type BenchmarkName =
+  | 'selectors'
+  | 'e2e'
+  | 'idle'
+  | 'scheduled'
+  | 'flows'
+  | 'events'
+  | 'payloads'
+  | 'limits'
+  | 'reality'
+  | 'load'
+  | 'mixed';
 
 /** What a benchmark's figures come from. */
 export interface Measured {
@@ -147,6 +158,12 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
   load: {
     kind: 'emulators',
     paths: ['bench/load.ts', 'lib/', 'functions/', LOCK],
+    except: UNRUN_NO_FAKES,
+  },
+  // taskworker dev's stack invoked on demand, as deployed.
+  mixed: {
+    kind: 'emulators',
+    paths: ['bench/mixed.ts', 'bench/prices.ts', 'lib/', 'functions/', LOCK],
     except: UNRUN_NO_FAKES,
   },
 };

@@ -63,6 +63,7 @@ describe('the staleness rule', () => {
     // …but the emulator benchmarks run the adapters, and the dev stack's run the built handler.
     expect(freshness('e2e', clean('abc1234'), diff('lib/adapters/sqs.ts')).state).toBe('stale');
     expect(freshness('idle', clean('abc1234'), diff('functions/dispatcher-handler.ts')).state).toBe('stale');
+    expect(freshness('mixed', clean('abc1234'), diff('functions/dispatcher-handler.ts')).state).toBe('stale');
     expect(freshness('e2e', clean('abc1234'), diff('functions/dispatcher-handler.ts')).state).toBe('fresh');
   });
 
@@ -82,11 +83,13 @@ describe('the staleness rule', () => {
       limits: freshness('limits', undefined, diff()),
       e2e: freshness('e2e', clean('abc1234'), diff('lib/dispatch/loop.ts')),
       selectors: freshness('selectors', clean('abc1234'), diff('lib/dispatch/loop.ts')),
+      mixed: { state: 'absent' },
     });
     expect(stale.map((s) => [s.name, s.fails])).toEqual([
       ['selectors', true],
       ['e2e', false],
       ['limits', false],
+      ['mixed', false],
     ]);
     expect(stale.find((s) => s.name === 'limits')?.message).toContain('its JSON records no commit');
   });

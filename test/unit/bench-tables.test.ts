@@ -49,11 +49,13 @@ describe('benchmark tables (bench/tables.ts)', () => {
     expect(compareDocument('x.md', text, older)[0]?.message).toMatch(/x\.md:1: block bench:limits cannot be written from its JSON/);
   });
 
-  it('says in every block which file and commit its figures come from', () => {
+  it('says in every block which file and commit its figures come from (or that it is not measured yet)', () => {
     for (const file of Object.keys(DOCUMENTS)) {
       const blocks = read(file).split('<!-- bench:').slice(1);
       for (const block of blocks)
-        expect(block).toMatch(/from \[`bench\/results\/\w+\.json`\].*: (measured at commit \w+|commit not recorded)/);
+        expect(block).toMatch(
+          /from (\[`bench\/results\/\w+\.json`\].*: (measured at commit \w+|commit not recorded)|`bench\/results\/\w+\.json`: not measured yet)/,
+        );
     }
     expect(results.selectors.measuredAt?.commit).toMatch(/^[0-9a-f]{7,}$/);
   });
@@ -67,6 +69,41 @@ describe('bench/results/*.json against the code they measured (bench/staleness.t
         .filter((s) => s.fails)
         .map((s) => s.message),
     ).toEqual([]);
+  });
+});
+
+describe('bench:mixed (measured on the emulators by hand: bench/results/mixed.json may be absent)', () => {
+  const MIXED = '<!-- bench:mixed -->\n<!-- /bench -->';
+  const waits = (p50: number, p99: number, max: number) => ({ samples: 40, p50, p99, max, met: p50 <= 1 && p99 <= 2 });
+  /** A hand-written document of the shape bench/mixed.ts prints with --json (not a measurement). */
+  const fixture = {
+    benchmark: 'mixed',
+    setup: 'taskworker dev on-demand; 2 slots per dispatcher',
+    targets: { p50Seconds: 1, p99Seconds: 2 },
+    rounds: 2,
+    cases: [
+      { case: 'backlog', description: 'six 8 s low tasks', ...waits(0.4, 1.6, 1.7), coldRound: waits(0.9, 3.1, 3.2) },
+      { case: 'slow-high', ...waits(0.7, 2.5, 2.6), coldRound: waits(1.2, 2.9, 3) },
+    ],
+    measuredAt: { commit: 'abc1234', dirty: false },
+    node: 'v24.0.0',
+  };
+  const withMixed = (mixed: unknown): Results =>
+    ({ ...results, mixed, freshness: { ...results.freshness, mixed: { state: 'fresh', commit: 'abc1234' } } }) as Results;
+
+  it('renders each case: its waits against the targets and its first round apart', () => {
+    const text = renderDocument('BENCHMARKS.md', MIXED, withMixed(fixture)).text;
+    expect(text).toContain('from [`bench/results/mixed.json`](bench/results/mixed.json): measured at commit abc1234, Node v24.0.0');
+    expect(text).toContain('| backlog: six 8 s low tasks | 0.4 / 1.6 / 1.7 | 40 | met | 0.9 / 3.1 / 3.2 |');
+    expect(text).toContain('| slow-high | 0.7 / 2.5 / 2.6 | 40 | **not met** | 1.2 / 2.9 / 3 |');
+    expect(text).toContain('**Targets met in 1 of 2 cases.**');
+    expect(text).not.toContain('**Stale:**');
+  });
+
+  it('says how to measure it while its JSON is absent', () => {
+    const text = renderDocument('BENCHMARKS.md', MIXED, withMixed(undefined)).text;
+    expect(text).toContain('from `bench/results/mixed.json`: not measured yet');
+    expect(text).toContain('`npm run -s bench:mixed -- --json > bench/results/mixed.json && npm run bench:tables`');
   });
 });
 
