@@ -9,6 +9,7 @@
  *             at once); quick jobs arrive on the same queue one a second. They must not wait for the slow ones.
  *
  *   npm run bench:mixed -- [--rounds N] [--json]
+ *   npm run -s bench:mixed -- --json > bench/results/mixed.json && npm run bench:tables   (BENCHMARKS.md's figures)
  *
  * Waits are publish → first start, read from the jobs table (the publisher's queued record and the
  * claim's first start). Targets: high-priority wait p50 ≤ 1 s and p99 ≤ 2 s in every case. A first
@@ -47,6 +48,12 @@ const TASKS: Record<string, string> = {
     "export default { name: 'import', queue: 'high', timeLimitSeconds: 20, run: () => new Promise((r) => setTimeout(r, 8000)) };\n",
   'notify.ts':
     "export default { name: 'notify', queue: 'high', timeLimitSeconds: 5, run: () => new Promise((r) => setTimeout(r, 100)) };\n",
+};
+
+/** What each case is, as BENCHMARKS.md's table names it (bench/tables.ts renders the JSON). */
+const DESCRIPTIONS: Record<string, string> = {
+  backlog: 'six 8 s tasks on a schedule-woken low queue fill 2-slot dispatchers; 20 high jobs, one every 0.75 s, on a doorbell queue',
+  'slow-high': "two 8 s jobs hold the high queue's doorbell invocations; 5 quick jobs, one a second, on the same queue",
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -144,13 +151,15 @@ async function main() {
   }
   const results = Object.entries(cases).map(([name, samples]) => ({
     case: name,
+    description: DESCRIPTIONS[name],
     ...summary(samples),
     waits: samples,
     coldRound: { ...summary(cold[name] ?? []), waits: cold[name] ?? [] },
   }));
   const document = {
     benchmark: 'mixed',
-    command: 'npm run bench:mixed -- --json',
+    command: 'npm run -s bench:mixed -- --json > bench/results/mixed.json',
+    node: process.version,
     setup: 'taskworker dev on-demand (schedule every 5 s, doorbell triggers, containers as Lambda starts them); 2 slots per dispatcher',
     targets: { p50Seconds: TARGETS.p50, p99Seconds: TARGETS.p99 },
     rounds,

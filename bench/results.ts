@@ -1,7 +1,7 @@
 /**
  * What every benchmark's JSON records about where it was measured, and the one place they print
  * it. `bench/write-tables.ts` writes BENCHMARKS.md's tables from these files and names the
- * commit each came from.
+ * commit each came from; `bench/staleness.ts` judges that commit against the code as it is now.
  */
 import { execFileSync } from 'node:child_process';
 

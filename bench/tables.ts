@@ -10,11 +10,26 @@
  * markers is written by hand, every figure inside them comes from a file, and each block names the
  * file and the commit it was measured at. `npm run bench:tables` rewrites the blocks;
  * `npm run bench:tables -- --check` (and test/unit/bench-tables.test.ts) fails when they differ.
+ *
+ * The JSON against the code is bench/staleness.ts's rule: a stale benchmark's blocks carry a line
+ * saying so (and the check fails for a simulation).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import { PRICES, round } from './prices';
+import type { MeasuredAt } from './results';
 import type { SelectorOut } from './sim/figures';
+import {
+  type BenchmarkName,
+  type ChangedSince,
+  type Freshness,
+  freshness,
+  gitChangedSince,
+  MEASURED,
+  remeasure,
+  resultsFile,
+  staleNote,
+} from './staleness';
 
 /** The Markdown files that hold generated blocks, and the blocks each must hold (paths from the repository's root). */
 export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
@@ -48,17 +63,13 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'limits',
     'reality',
     'load',
+    'mixed',
   ],
   'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
 };
 
 // ---------------------------------------------------------------------------------------------
 // The JSON, as far as the tables read it.
-
-interface MeasuredAt {
-  readonly commit: string | null;
-  readonly dirty: boolean | null;
-}
 
 interface Recorded {
   readonly measuredAt?: MeasuredAt;
@@ -423,8 +434,31 @@ interface PayloadsDoc extends Recorded {
   readonly s3Prices: { readonly putPerThousand: number; readonly getPerThousand: number; readonly storagePerGbMonth: number };
 }
 
-/** The result files, read once per rendering. */
-export interface Results {
+interface MixedWaits {
+  readonly samples: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly met: boolean;
+}
+
+interface MixedDoc extends Recorded {
+  readonly setup: string;
+  readonly targets: { readonly p50Seconds: number; readonly p99Seconds: number };
+  readonly rounds: number;
+  readonly cases: ReadonlyArray<
+    MixedWaits & {
+      readonly case: string;
+      /** Absent in results written before the cases described themselves. */
+      readonly description?: string;
+      /** The first round, on containers it started. */
+      readonly coldRound: MixedWaits;
+    }
+  >;
+}
+
+/** Each benchmark's document, as the tables read it. */
+interface Documents {
   readonly selectors: SelectorsDoc;
   readonly e2e: E2eDoc;
   readonly idle: IdleDoc;
@@ -435,24 +469,38 @@ export interface Results {
   readonly limits: LimitsDoc;
   readonly reality: RealityDoc;
   readonly load: LoadDoc;
+  /** Undefined until it is first measured (see {@link MAY_BE_ABSENT}). */
+  readonly mixed: MixedDoc | undefined;
 }
 
-export const RESULT_FILES: { readonly [K in keyof Results]: string } = {
-  selectors: 'bench/results/selectors.json',
-  e2e: 'bench/results/e2e.json',
-  idle: 'bench/results/idle.json',
-  scheduled: 'bench/results/scheduled.json',
-  flows: 'bench/results/flows.json',
-  events: 'bench/results/events.json',
-  payloads: 'bench/results/payloads.json',
-  limits: 'bench/results/limits.json',
-  reality: 'bench/results/reality.json',
-  load: 'bench/results/load.json',
+/** The result files, read once per rendering, and whether each still describes the code. */
+export type Results = { readonly [K in BenchmarkName]: Documents[K] } & {
+  readonly freshness: Readonly<Record<BenchmarkName, Freshness>>;
 };
 
-export function readResults(root: string): Results {
-  const read = (file: string): unknown => JSON.parse(readFileSync(join(root, file), 'utf8'));
-  return Object.fromEntries(Object.entries(RESULT_FILES).map(([name, file]) => [name, read(file)])) as unknown as Results;
+export const RESULT_FILES = Object.fromEntries((Object.keys(MEASURED) as BenchmarkName[]).map((name) => [name, resultsFile(name)])) as {
+  readonly [K in BenchmarkName]: string;
+};
+
+/**
+ * Benchmarks whose JSON may be absent: their blocks say they have not been measured yet.
+ * bench:mixed was written on a loaded machine and is measured later.
+ */
+const MAY_BE_ABSENT: ReadonlySet<BenchmarkName> = new Set(['mixed']);
+
+/** Reads every result file and judges each against the code (`changedSince`: git in `root`, unless a test injects one). */
+export function readResults(root: string, changedSince: ChangedSince = gitChangedSince(root)): Results {
+  const names = Object.keys(MEASURED) as BenchmarkName[];
+  const docs: Partial<Record<BenchmarkName, { measuredAt?: MeasuredAt } | undefined>> = {};
+  const fresh: Partial<Record<BenchmarkName, Freshness>> = {};
+  for (const name of names) {
+    const path = join(root, RESULT_FILES[name]);
+    const absent = MAY_BE_ABSENT.has(name) && !existsSync(path);
+    const doc = absent ? undefined : (JSON.parse(readFileSync(path, 'utf8')) as { measuredAt?: MeasuredAt });
+    docs[name] = doc;
+    fresh[name] = freshness(name, doc?.measuredAt, changedSince, absent);
+  }
+  return { ...docs, freshness: fresh } as unknown as Results;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,14 +520,21 @@ function table(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<stri
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The first line of every block: which file, measured at which commit. */
-function source(key: keyof Results, results: Results, extra?: string): string {
-  const doc = results[key];
+/**
+ * The first line of every block: which file, measured at which commit; and under it, when the file
+ * is stale (bench/staleness.ts), a line saying so and how to re-measure it.
+ */
+function source(key: BenchmarkName, results: Results, extra?: string): string {
+  const doc: Recorded | undefined = results[key];
+  const file = RESULT_FILES[key];
+  if (!doc) return `<sub>Generated by \`npm run bench:tables\` from \`${file}\`: not measured yet.</sub>`;
   const at = doc.measuredAt;
   const commit =
     at?.commit == null ? 'commit not recorded' : `measured at commit ${at.commit}${at.dirty ? ' with uncommitted changes' : ''}`;
   const node = doc.node ? `, Node ${doc.node}` : '';
-  return `<sub>Generated by \`npm run bench:tables\` from [\`${RESULT_FILES[key]}\`](${RESULT_FILES[key]}): ${commit}${node}${extra ? `; ${extra}` : ''}.</sub>`;
+  const line = `<sub>Generated by \`npm run bench:tables\` from [\`${file}\`](${file}): ${commit}${node}${extra ? `; ${extra}` : ''}.</sub>`;
+  const note = staleNote(key, results.freshness[key]);
+  return note === null ? line : `${line}\n\n${note}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1276,6 +1331,39 @@ function loadTable(r: Results): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Priority under a backlog (bench:mixed).
+
+function mixedTable(r: Results): string {
+  const doc = r.mixed;
+  if (!doc) return [source('mixed', r), '', `Measure it: \`${remeasure('mixed')}\`.`].join('\n');
+  const waits = (w: MixedWaits) => `${w.p50} / ${w.p99} / ${w.max}`;
+  const t = doc.targets;
+  const metCases = doc.cases.filter((c) => c.met).length;
+  return [
+    source('mixed', r, `${doc.rounds} rounds on warm containers after a first one; waits in seconds`),
+    '',
+    table(
+      [
+        'case',
+        'high-priority wait, publish → start: p50 / p99 / max',
+        'samples',
+        `target (p50 ≤ ${t.p50Seconds} s, p99 ≤ ${t.p99Seconds} s)`,
+        'first round (containers starting): p50 / p99 / max',
+      ],
+      doc.cases.map((c) => [
+        c.description ? `${c.case}: ${c.description}` : c.case,
+        waits(c),
+        num(c.samples),
+        met(c.met),
+        waits(c.coldRound),
+      ]),
+    ),
+    '',
+    `${doc.setup}. ${metCases === doc.cases.length ? 'Targets met in every case.' : `**Targets met in ${metCases} of ${doc.cases.length} cases.**`}`,
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // The headlines of docs/performance.md (README's until the docs moved there: hence the names).
 
 function readmeAutoscaling(r: Results): string {
@@ -1386,6 +1474,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   limits: limitsTable,
   reality: realityTable,
   load: loadTable,
+  mixed: mixedTable,
   'readme:autoscaling': readmeAutoscaling,
   'readme:e2e': readmeE2e,
   'readme:idle': readmeIdle,
@@ -1400,11 +1489,16 @@ function linkedFrom(file: string, block: string): string {
   return up === '' ? block : block.replaceAll('](bench/results/', `](${up}/bench/results/`);
 }
 
-/** A document's text with every block's content replaced by what its JSON gives. Throws on a malformed or unknown block. */
-export function renderDocument(file: string, text: string, results: Results): { text: string; blocks: string[] } {
+/**
+ * A document's text with every block's content replaced by what its JSON gives. Throws on a
+ * malformed or unknown block. A block its JSON cannot give (a JSON of an older shape) is left as it
+ * is and named in `failed`; the others are still written.
+ */
+export function renderDocument(file: string, text: string, results: Results): { text: string; blocks: string[]; failed: Difference[] } {
   const lines = text.split('\n');
   const out: string[] = [];
   const blocks: string[] = [];
+  const failed: Difference[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] as string;
     if (line === CLOSE) throw new Error(`${file}:${i + 1}: ${CLOSE} without an opening marker`);
@@ -1419,11 +1513,22 @@ export function renderDocument(file: string, text: string, results: Results): { 
     const end = lines.indexOf(CLOSE, i + 1);
     const next = lines.findIndex((l, j) => j > i && OPEN.test(l));
     if (end < 0 || (next >= 0 && next < end)) throw new Error(`${file}:${i + 1}: bench:${name} has no ${CLOSE}`);
-    out.push(line, '', linkedFrom(file, render(results)), '', CLOSE);
     blocks.push(name);
+    try {
+      out.push(line, '', linkedFrom(file, render(results)), '', CLOSE);
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      failed.push({
+        file,
+        block: name,
+        line: i + 1,
+        message: `${file}:${i + 1}: block bench:${name} cannot be written from its JSON: ${why}`,
+      });
+      out.push(...lines.slice(i, end + 1));
+    }
     i = end;
   }
-  return { text: out.join('\n'), blocks };
+  return { text: out.join('\n'), blocks, failed };
 }
 
 /** One block whose text differs from what its JSON gives. */
@@ -1437,8 +1542,8 @@ export interface Difference {
 
 /** The document's blocks compared with what the JSON gives: the differences, first first (empty when it is up to date). */
 export function compareDocument(file: string, text: string, results: Results): Difference[] {
-  const differences: Difference[] = [];
-  const { text: expected, blocks } = renderDocument(file, text, results);
+  const { text: expected, blocks, failed } = renderDocument(file, text, results);
+  const differences: Difference[] = [...failed];
   for (const block of DOCUMENTS[file] ?? []) {
     if (!blocks.includes(block)) {
       differences.push({ file, block, line: 0, message: `${file} has no block bench:${block}` });
@@ -1456,7 +1561,7 @@ export function compareDocument(file: string, text: string, results: Results): D
   const want = expected.split('\n');
   const at = have.findIndex((l, i) => l !== want[i]);
   const where = blockAt(have, at < 0 ? have.length - 1 : at);
-  differences.unshift({
+  differences.push({
     file,
     block: where.name,
     line: where.line,
@@ -1464,12 +1569,15 @@ export function compareDocument(file: string, text: string, results: Results): D
       `${file}:${at + 1}: block bench:${where.name} (opened at line ${where.line}) differs from what its JSON gives\n` +
       `  have: ${have[at] ?? '(end of file)'}\n  want: ${want[at] ?? '(end of file)'}`,
   });
-  return differences;
+  // First first; a block the document lacks (line 0) last.
+  const order = (d: Difference) => (d.line === 0 ? Number.POSITIVE_INFINITY : d.line);
+  return differences.sort((a, b) => order(a) - order(b));
 }
 
 /**
- * Every document's differences from its JSON, first first. A document whose blocks cannot be
- * rendered (a JSON of an older shape) is one difference saying why; the others are still compared.
+ * Every document's differences from its JSON. A block its JSON cannot give (a JSON of an older
+ * shape) is one difference saying why, and a document whose markers are malformed is one; the
+ * others are still compared.
  */
 export function checkTables(root: string, results = readResults(root)): Difference[] {
   return Object.keys(DOCUMENTS).flatMap((file) => {
@@ -1489,8 +1597,9 @@ export function checkTables(root: string, results = readResults(root)): Differen
 }
 
 /**
- * Rewrites every document's blocks from the JSON; returns the files that changed. A document whose
- * blocks cannot be rendered is left as it is, the others are written, then it throws naming it.
+ * Rewrites every document's blocks from the JSON; returns the files that changed. A block its JSON
+ * cannot give (or a document whose markers are malformed) is left as it is, the others are written,
+ * then it throws naming it.
  */
 export function writeTables(root: string, results = readResults(root)): string[] {
   const changed: string[] = [];
@@ -1500,7 +1609,9 @@ export function writeTables(root: string, results = readResults(root)): string[]
     const text = readFileSync(path, 'utf8');
     let next: string;
     try {
-      next = renderDocument(file, text, results).text;
+      const rendered = renderDocument(file, text, results);
+      next = rendered.text;
+      failed.push(...rendered.failed.map((f) => f.message));
     } catch (error) {
       failed.push(`${file}: its blocks cannot be written: ${error instanceof Error ? error.message : String(error)}`);
       continue;
