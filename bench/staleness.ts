@@ -7,7 +7,7 @@
  *
  * - it records no commit (written before commits were recorded), or
  * - it was measured with uncommitted changes (`dirty`: no commit holds the code it measured), or
- * - its commit is not in this checkout's history (a shallow clone, a rebased branch), or
+ * - its commit is not in this checkout's history (a rebased branch), or
  * - a file under its paths differs from that commit now: `git diff --name-only <commit>`, the
  *   working tree against the commit, which is what changed in commits since (`<commit> HEAD`) and
  *   what is not committed yet, less a file put back as it was. Untracked files are not counted, as
@@ -21,6 +21,12 @@
  * - an **emulator** benchmark (timings of real processes, or an AWS model fed by them) that is stale
  *   does not fail: each of its generated blocks in BENCHMARKS.md and docs/performance.md carries a
  *   line saying so and how to re-measure (bench/tables.ts writes it), and the check prints it.
+ *
+ * A checkout without the history to judge by (not a git repository, or a shallow clone missing the
+ * commit, as some CI systems check out) leaves every benchmark **unjudged**: nothing fails on it, the
+ * check says so in one line, and the documents' Stale lines are neither required nor refused. The
+ * simulation's figures are still held to the code there: test/unit/bench-tables.test.ts runs its
+ * check cell again.
  *
  * To re-measure, commit the code first, then run the benchmark (a run on uncommitted code is stale
  * by the second rule), then commit the JSON and `npm run bench:tables`'s output.
@@ -189,26 +195,38 @@ export const resultsFile = (name: BenchmarkName) => `bench/results/${name}.json`
 export const remeasure = (name: BenchmarkName) => `npm run -s bench:${name} -- --json > ${resultsFile(name)} && npm run bench:tables`;
 
 /**
- * The repository files that differ now from `commit` (committed since, or not committed yet), or
- * null when the commit cannot be found. Injected in tests; {@link gitChangedSince} in use.
+ * The repository files that differ now from `commit` (committed since, or not committed yet), null
+ * when the commit cannot be found in a full history, or 'no history' when the checkout has none to
+ * look in (not a git repository, or a shallow clone). Injected in tests; {@link gitChangedSince} in use.
  */
-export type ChangedSince = (commit: string) => readonly string[] | null;
+export type ChangedSince = (commit: string) => readonly string[] | null | 'no history';
 
 /** {@link ChangedSince} from git in the checkout at `root`, each commit asked once. */
 export function gitChangedSince(root: string): ChangedSince {
-  const asked = new Map<string, readonly string[] | null>();
+  const asked = new Map<string, readonly string[] | null | 'no history'>();
+  const git = (args: readonly string[]) =>
+    execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 * 1024 * 1024 });
+  let history: boolean | undefined;
+  const hasHistory = () => {
+    if (history === undefined) {
+      try {
+        history = git(['rev-parse', '--is-shallow-repository']).trim() === 'false';
+      } catch {
+        history = false;
+      }
+    }
+    return history;
+  };
   return (commit) => {
     let files = asked.get(commit);
     if (files === undefined) {
       try {
-        const git = (args: readonly string[]) =>
-          execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 * 1024 * 1024 });
         const full = git(['rev-parse', '--verify', '--quiet', `${commit}^{commit}`]).trim();
         files = git(['diff', '--name-only', '--no-renames', full, '--'])
           .split('\n')
           .filter((line) => line.length > 0);
       } catch {
-        files = null;
+        files = hasHistory() ? null : 'no history';
       }
       asked.set(commit, files);
     }
@@ -221,6 +239,8 @@ export type Freshness =
   | { readonly state: 'fresh'; readonly commit: string }
   /** No JSON: the benchmark has not been measured (only a benchmark bench/tables.ts lets be absent). */
   | { readonly state: 'absent' }
+  /** The checkout has no history to judge by (not a git repository, or a shallow clone). */
+  | { readonly state: 'unjudged'; readonly commit: string }
   | {
       readonly state: 'stale';
       readonly reason: 'no commit' | 'dirty' | 'unknown commit' | 'changed';
@@ -236,6 +256,7 @@ export function freshness(name: BenchmarkName, measuredAt: MeasuredAt | undefine
   if (commit === null) return { state: 'stale', reason: 'no commit', commit, files: [] };
   if (measuredAt?.dirty !== false) return { state: 'stale', reason: 'dirty', commit, files: [] };
   const changed = changedSince(commit);
+  if (changed === 'no history') return { state: 'unjudged', commit };
   if (changed === null) return { state: 'stale', reason: 'unknown commit', commit, files: [] };
   const files = changed.filter((file) => measures(name, file)).sort();
   return files.length === 0 ? { state: 'fresh', commit } : { state: 'stale', reason: 'changed', commit, files };
@@ -275,6 +296,11 @@ export function staleBenchmarks(all: Readonly<Record<BenchmarkName, Freshness>>)
     const f = all[name];
     const fails = MEASURED[name].kind === 'simulation';
     if (f.state === 'fresh') continue;
+    if (f.state === 'unjudged') {
+      const message = `${resultsFile(name)} is not judged: this checkout has no history of commit ${f.commit} (not a git repository, or a shallow clone)`;
+      out.push({ name, fails: false, message });
+      continue;
+    }
     const what = fails ? 'a simulation: it must be re-measured' : 'on the emulators: the Markdown says so, the check does not fail';
     const message =
       f.state === 'absent'

@@ -167,6 +167,25 @@ describe('gitChangedSince (a temporary git repository)', () => {
     git('commit', '-q', '-am', 'the selector change');
     expect(freshness('selectors', clean(git('rev-parse', '--short', 'HEAD')), gitChangedSince(dir))).toMatchObject({ state: 'fresh' });
   });
+
+  it('leaves every benchmark unjudged, failing none, in a checkout without the history (a shallow clone, or no repository)', () => {
+    const shallow = mkdtempSync(join(tmpdir(), 'tw-bench-shallow-'));
+    execFileSync('git', ['clone', '-q', '--depth', '1', `file://${dir}`, shallow], { stdio: 'ignore' });
+    const measured = git('rev-parse', '--short', 'HEAD~1');
+    expect(gitChangedSince(shallow)(measured)).toBe('no history');
+    expect(gitChangedSince(tmpdir())(measured)).toBe('no history');
+    // A full history that lacks the commit (a rebased branch) still counts it stale.
+    expect(gitChangedSince(dir)('0123456')).toBeNull();
+
+    const unjudged = freshness('selectors', clean(measured), gitChangedSince(shallow));
+    expect(unjudged).toEqual({ state: 'unjudged', commit: measured });
+    const reported = staleBenchmarks({ ...allFresh(), selectors: unjudged, e2e: freshness('e2e', clean(measured), () => 'no history') });
+    expect(reported.map((r) => [r.name, r.fails])).toEqual([
+      ['selectors', false],
+      ['e2e', false],
+    ]);
+    expect(reported[0]?.message).toContain('not judged: this checkout has no history of commit');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
