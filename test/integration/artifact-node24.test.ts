@@ -88,7 +88,10 @@ function runNode24(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
 
     const runner = join(mkdtempSync(join(tmpdir(), 'tw-lambda-')), 'invoke.cjs');
     writeFileSync(runner, LAMBDA_STAND_IN);
-    const result = await runNode24([runner, join(assetDir, 'index.js'), '4000'], {
+    // 15 s left in the invocation: the task's limit fits many times over however slowly a loaded
+    // machine starts the pool's threads (with 4 s, a slow start left no time to start the task,
+    // and the dispatcher rightly received nothing).
+    const result = await runNode24([runner, join(assetDir, 'index.js'), '15000'], {
       PATH: process.env.PATH,
       // What the stack sets (infra/dispatcher-function.ts), pointed at the emulators.
       NODE_OPTIONS: '--enable-source-maps',

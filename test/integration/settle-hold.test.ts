@@ -10,6 +10,7 @@
 import type { QueueClient, ReceivedMessage } from '../../lib/ports';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
+import { triggerRecords } from '../helpers/sqs-event';
 import { systemPerTest } from '../helpers/system';
 
 const fresh = systemPerTest();
@@ -24,19 +25,8 @@ async function publishBatch(s: Awaited<ReturnType<typeof fresh>>, journal: strin
 }
 
 /** Lambda's SQS event records for messages as a trigger received them from `url`. */
-function triggerRecords(url: string, messages: readonly ReceivedMessage[]) {
-  const queue = url.slice(url.lastIndexOf('/') + 1);
-  return messages.map((m) => ({
-    messageId: m.messageId,
-    receiptHandle: m.receiptHandle,
-    body: m.body,
-    attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: String(m.sentTimestamp) },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs' as const,
-    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
-    awsRegion: 'us-east-1',
-  }));
+function triggerRecordsFrom(url: string, messages: readonly ReceivedMessage[]) {
+  return triggerRecords(url.slice(url.lastIndexOf('/') + 1), messages);
 }
 
 /** How often each task body started, by `n`, from the tasks' own journal. */
@@ -75,18 +65,19 @@ describe('a finished task keeps its message until its batch is settled', () => {
     while (received.length < TASKS)
       received.push(...(await s.sqs.receive(url, { maxMessages: 10, waitSeconds: 1, visibilityTimeoutSeconds: 5 })));
     const stop = new AbortController();
-    const ringing = s.runtime.ring(triggerRecords(url, received), Date.now() + 30_000);
+    const ringing = s.runtime.ring(triggerRecordsFrom(url, received), Date.now() + 30_000);
     // The second dispatcher starts once the first holds the whole batch, and polls all along.
     await eventually('the doorbell to start the batch', () => readJournal(journal).length > 0);
     const second = s.dispatcher().invoke(Date.now() + 60_000, stop.signal);
     try {
       const rang = await ringing;
-      // The trigger deletes what the invocation does not report as kept.
+      // The trigger deletes what the invocation does not report as kept. A message of this
+      // oversized batch that could not have a thread before its visibility ran short is kept,
+      // unstarted, and comes back to the second dispatcher.
       const kept = new Set(rang.batchItemFailures.map((f) => f.itemIdentifier));
-      expect(kept.size).toBe(0);
       await s.sqs.deleteBatch(
         url,
-        received.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle })),
+        received.filter((m) => !kept.has(m.messageId)).map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle })),
       );
       await eventually('every job to succeed', async () => {
         const records = await Promise.all(ids.map((id) => s.tracking?.jobs.get(id)));

@@ -11,22 +11,11 @@ import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { inlineRuntime } from '../helpers/runtime';
+import { triggerRecords } from '../helpers/sqs-event';
 
 /** Lambda's SQS event for messages as its trigger received them from `queue`. */
 function sqsEvent(queue: string, messages: readonly ReceivedMessage[]) {
-  return {
-    Records: messages.map((m) => ({
-      messageId: m.messageId,
-      receiptHandle: m.receiptHandle,
-      body: m.body,
-      attributes: { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: String(m.sentTimestamp) },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs' as const,
-      eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
-      awsRegion: 'us-east-1',
-    })),
-  };
+  return { Records: triggerRecords(queue, messages) };
 }
 
 function setup(clock: Clock = systemClock) {
