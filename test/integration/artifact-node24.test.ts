@@ -128,5 +128,5 @@ function runNode24(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
     expect(emf).toContainEqual(
       expect.objectContaining({ version: 'v24', Receives: expect.any(Number), EmptyReceives: expect.any(Number) }),
     );
-  });
+  }, 180_000); // A hang guard: the synth with bundling and a 15 s invocation take minutes on a loaded machine.
 });
