@@ -77,9 +77,10 @@ describe('graceful stops', () => {
     const states = (await scanAll(local.dynamo, local.tables.jobs)).map((j) => j.state);
     expect(states.filter((s) => s === 'running')).toEqual([]);
     const jobs = reports.flatMap((r) => r.jobs);
+    // A dispatcher receives no more than would start within a moment (lib/dispatch/loop.ts), so how
+    // many it held unstarted when the signal came depends on timing (zero is right too); those it
+    // held are released unstarted: never claimed, so no attempt was spent on them.
     const released = jobs.filter((j) => j.outcome === 'released');
-    expect(released.length).toBeGreaterThan(0);
-    // Released unstarted: never claimed, so no attempt was spent on them.
     for (const j of released) expect((await local.jobs.get(j.jobId as string))?.attempt ?? 0).toBe(0);
 
     // Fresh dispatchers take the rest.
@@ -121,7 +122,7 @@ describe('graceful stops', () => {
     const local = stack;
     expect(local.bundle.config.dispatcher).toMatchObject({ concurrency: 1, rssLimitMb: 400 });
     const effectsTable = await createEffectsTable(local.dynamo, 'chaos-memory-effects');
-    // One batch: a task that holds 500 MB first, then nine that wait for the single slot.
+    // A task that holds 500 MB, and nine that wait for the single slot (in SQS: it receives no more than it can start).
     const items = [
       { task: 'hog', payload: { mb: 500, ms: 1000 } },
       ...Array.from({ length: 9 }, () => ({ task: 'effect', payload: { table: effectsTable, ms: 100 } satisfies EffectPayload })),
@@ -142,13 +143,16 @@ describe('graceful stops', () => {
     const jobs = reports.flatMap((r) => r.jobs);
     const hog = jobs.find((j) => j.task === 'hog');
     expect(JSON.stringify(hog)).toContain('"outcome":"succeeded"');
+    // With its one slot held by the hog, the dispatcher received nothing more (it receives no more
+    // than would start within a moment), and what it had received unstarted it released at once
+    // (visibility 0), not left to time out: every job it did not run is visible now, none in flight.
     const released = jobs.filter((j) => j.outcome === 'released');
-    expect(released.length).toBeGreaterThan(0);
-    // Released at once (visibility 0), not left to time out: visible again now.
+    for (const j of released) expect((await local.jobs.get(j.jobId as string))?.attempt ?? 0).toBe(0);
     const queues = new SqsQueueClient({ client: local.sqs });
     const depth = await queues.depth(local.urls.queues.work as string);
-    expect(depth.visible).toBe(released.length);
     expect(depth.inFlight).toBe(0);
+    const ranEffects = jobs.filter((j) => j.task === 'effect' && j.outcome === 'succeeded').length;
+    expect(depth.visible).toBe(9 - ranEffects);
 
     // A fresh dispatcher (a new container) runs the rest.
     local.startDispatcher();
