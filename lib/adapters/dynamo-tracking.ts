@@ -670,6 +670,20 @@ export class DynamoJobStore implements JobStore {
   async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount> {
     const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
     const ttl = expiresAt(now, this.settings.retentionDays);
+    const rootSets = (r: Expression) => [
+      `${r.name('size')} = ${r.value(shardCount(edge.size))}`,
+      `${r.name('expiresAt')} = ${r.value(ttl)}`,
+    ];
+    // A failure is named on the root before it is counted in its shard: whoever completes that shard
+    // (this count or another member's) then finds it on the root. Written after, a count cut between
+    // the two writes (or another member's count landing in between) left a complete root without
+    // the failure, and the dependent was released though a dependency had failed.
+    let root: Record<string, unknown> | undefined;
+    if (failed) {
+      const f = new Expression();
+      const first = `${f.name('firstFailure')} = if_not_exists(${f.name('firstFailure')}, ${f.value(dependencyId)})`;
+      root = await this.updateCountItem(rootKey(edge.id), f, { update: `SET ${[...rootSets(f), first].join(', ')}` });
+    }
     const e = new Expression();
     const done = e.name('done');
     const fails = e.name('failed');
@@ -680,17 +694,11 @@ export class DynamoJobStore implements JobStore {
     });
     const members = (list: unknown) => (Array.isArray(list) ? list.length : 0);
     const shardDone = members(counted.done) + members(counted.failed) >= shardSize(edge.size, shard);
-    if (!failed && !shardDone) return { complete: false };
+    if (!shardDone) return root ? countFrom(root) : { complete: false };
     const r = new Expression();
-    const sets = [`${r.name('size')} = ${r.value(shardCount(edge.size))}`, `${r.name('expiresAt')} = ${r.value(ttl)}`];
-    if (failed) sets.push(`${r.name('firstFailure')} = if_not_exists(${r.name('firstFailure')}, ${r.value(dependencyId)})`);
-    const root = await this.updateCountItem(
-      rootKey(edge.id),
-      r,
-      shardDone
-        ? { update: `ADD ${r.name('shards')} ${r.numberSet([shard])} SET ${sets.join(', ')}` }
-        : { update: `SET ${sets.join(', ')}` },
-    );
+    root = await this.updateCountItem(rootKey(edge.id), r, {
+      update: `ADD ${r.name('shards')} ${r.numberSet([shard])} SET ${rootSets(r).join(', ')}`,
+    });
     return countFrom(root);
   }
 
