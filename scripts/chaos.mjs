@@ -1,8 +1,9 @@
 // npm run test:chaos [-- JEST ARGS]
 //
-// Runs the chaos suites (test/chaos/*.chaos.ts: crashes, SIGTERM and the memory guard, injected
-// faults, the hostile-input corpus) one file at a time, then sums what each suite counted from
-// the tables and queues it audited into one line:
+// Runs the chaos suites (test/chaos/*.chaos.ts: crashes, a fan-in and dependencies in any order
+// under kills, a starved core, SIGTERM and the memory guard, injected faults, the hostile-input
+// corpus) one file at a time, then sums what each suite counted from the tables and queues it
+// audited into one line:
 //
 //   chaos: published=N succeeded=N archived=N lost=0 duplicates=0
 //
@@ -14,7 +15,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const SUITES = ['crash', 'flows', 'sigterm', 'memory', 'faults', 'corpus'];
+const SUITES = ['crash', 'flows', 'dependencies', 'starvation', 'sigterm', 'memory', 'faults', 'corpus'];
 const args = process.argv.slice(2);
 const dir = mkdtempSync(join(tmpdir(), 'taskworker-chaos-'));
 const jest = createRequire(import.meta.url).resolve('jest/bin/jest');

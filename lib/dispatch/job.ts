@@ -7,7 +7,7 @@ import type { QueueConfig } from '../config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { runAttempt } from '../run/attempt';
-import { serializeError, type TaskOutcome } from '../run/types';
+import { type RunReservation, serializeError, type TaskOutcome } from '../run/types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
@@ -82,28 +82,70 @@ export async function runOne(
   state: BatchState,
   lease: SlotLease,
 ): Promise<void> {
+  let reservation: RunReservation | undefined;
+  if (deps.executor.reserve) {
+    reservation = await reserveWorker(deps, queue, planned, receivedAt, options, state);
+    if (!reservation) return;
+  }
+  try {
+    await claimAndRun(deps, queue, planned, receivedAt, options, state, lease, reservation);
+  } finally {
+    // Given back when the job did not run here (handed back, a duplicate, ended before running); a run took it.
+    reservation?.release();
+  }
+}
+
+/**
+ * A worker set aside to start the body at once: a pool thread loaded (not one still loading the
+ * tasks bundle after its predecessor was stopped) and promised to this job alone (not one another
+ * job of the batch takes first), so the claim's lease and the time limit start with the body.
+ * None in time: the message is released unstarted, and undefined returned.
+ */
+async function reserveWorker(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  { message, job, def }: Planned,
+  receivedAt: number,
+  options: RunOptions,
+  state: BatchState,
+): Promise<RunReservation | undefined> {
+  const { clock, config } = deps;
+  const startBy = Math.min(
+    options.deadline - config.dispatcher.settleMarginMs - taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs),
+    receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
+  );
+  const reservation = await deps.executor.reserve?.(startBy);
+  if (reservation) return reservation;
+  const at = { queue, mode: trackingOf(deps, queue), state, message, job };
+  const ours = stillVisibleToUs(receivedAt, clock.now(), queue.visibilityTimeoutSeconds);
+  decideHandBack(deps, at, ours ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
+    messageId: message.messageId,
+    jobId: job.id,
+    task: def.name,
+    outcome: 'released',
+    attempt: message.receiveCount,
+  });
+  deps.logger.warn('no task thread was ready in time; released unstarted', { queue: queue.name, messageId: message.messageId });
+  return undefined;
+}
+
+/** {@link runOne} once a worker is set aside for it (or none is needed): the checks, the claim, the run and its end. */
+async function claimAndRun(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  planned: Planned,
+  receivedAt: number,
+  options: RunOptions,
+  state: BatchState,
+  lease: SlotLease,
+  reservation: RunReservation | undefined,
+): Promise<void> {
   const { message, job, def } = planned;
   const { clock, config } = deps;
   const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
-
   const at = { queue, mode: trackingOf(deps, queue), state, message, job };
   const released = { ...base, outcome: 'released' as const, attempt: message.receiveCount };
-
-  // A worker ready to start the body at once (a pool thread loaded, not one still loading the tasks
-  // bundle after its predecessor was stopped): the claim's lease and the time limit start with the body.
-  if (deps.executor.ready) {
-    const startBy = Math.min(
-      options.deadline - config.dispatcher.settleMarginMs - needMs,
-      receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
-    );
-    if (!(await deps.executor.ready(startBy))) {
-      const ours = stillVisibleToUs(receivedAt, clock.now(), queue.visibilityTimeoutSeconds);
-      decideHandBack(deps, at, ours ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, released);
-      deps.logger.warn('no task thread was ready in time; released unstarted', { queue: queue.name, messageId: message.messageId });
-      return;
-    }
-  }
   const start = clock.now();
   lease.expectsEnd(start + (deps.runTimes?.expected(def.name) ?? needMs));
 
@@ -167,6 +209,7 @@ export async function runOne(
       ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }
       : {}),
     ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
+    ...(reservation ? { reservation } : {}),
   }).finally(() => unwatch?.());
 
   deps.runTimes?.observe(def.name, ranOutcome.durationMs);

@@ -10,7 +10,7 @@ import type { Logger, QueueClient, ReceivedMessage } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { ProgressWrite } from '../track/model';
 import { autoHeartbeat } from './heartbeat';
-import { serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 
 /**
  * Progress is written at most this often while it changes: with the next heartbeat, or by a lease
@@ -48,6 +48,8 @@ export interface AttemptRequest {
   readonly onLeaseRefused?: () => void;
   /** Fires when an operator cancels the job: the task is stopped and the attempt ends `cancelled`. */
   readonly cancel?: AbortSignal;
+  /** The worker set aside for this run before its job was claimed ({@link TaskExecutor.reserve}). */
+  readonly reservation?: RunReservation;
 }
 
 /** Runs the attempt; never throws. */
@@ -105,7 +107,11 @@ export async function runAttempt(ports: AttemptPorts, request: AttemptRequest): 
   });
   const cancel = request.cancel;
   try {
-    const outcome = await ports.executor.run(request.run, { heartbeat, progress: onProgress, ...(cancel ? { cancel } : {}) });
+    const outcome = await ports.executor.run(
+      request.run,
+      { heartbeat, progress: onProgress, ...(cancel ? { cancel } : {}) },
+      request.reservation,
+    );
     // Cancelled while it ran: whatever the body did after the request, the attempt ends here.
     if (cancel?.aborted && outcome.status !== 'cancelled') {
       return { status: 'cancelled', durationMs: outcome.durationMs, error: serializeError(new JobCancelledError(request.run.jobId)) };

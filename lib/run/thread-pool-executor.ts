@@ -2,7 +2,7 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from '
 import { describe, JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
 import { activeTraceparent } from '../trace/otel';
-import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type RunHooks, type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 import { type CancelRequest, type HeartbeatAnswer, REPORT_PORT, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
 
 export interface ThreadPoolOptions {
@@ -24,6 +24,8 @@ interface Thread {
   readonly loaded: Promise<boolean>;
   /** Why it could not load, when it could not. */
   loadError?: string;
+  /** Its worker has exited (a reserved thread can die before its run). */
+  exited?: boolean;
 }
 
 /**
@@ -83,9 +85,31 @@ export class ThreadPoolExecutor implements TaskExecutor {
     });
   }
 
-  async run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
-    if (this.closed) throw new WorkerCrashedError('the thread pool is closed');
-    const thread = await this.acquire();
+  /**
+   * Takes a loaded, free thread out of the idle ones for one run, waiting for one until `deadline`
+   * (epoch ms). {@link ready} alone is a look: two callers seeing one free thread would both claim a
+   * job, and the second job's body would wait for the next thread to free or load while its claim's
+   * lease and its message's visibility ran out, so another delivery could take the job over.
+   */
+  async reserve(deadline: number): Promise<RunReservation | undefined> {
+    for (;;) {
+      const thread = this.idle.pop();
+      if (thread) return new Reserved(this, thread, (t) => this.park(t));
+      if (this.closed || !(await this.ready(deadline))) return undefined;
+    }
+  }
+
+  async run(run: TaskRun, hooks: RunHooks, reservation?: RunReservation): Promise<TaskOutcome> {
+    let reserved = reservation instanceof Reserved && reservation.pool === this ? reservation.take() : undefined;
+    if (reserved?.exited) {
+      this.live -= 1;
+      reserved = undefined;
+    }
+    if (this.closed) {
+      if (reserved) this.park(reserved);
+      throw new WorkerCrashedError('the thread pool is closed');
+    }
+    const thread = reserved ?? (await this.acquire());
     if (!thread) {
       return {
         status: 'failed',
@@ -135,6 +159,7 @@ export class ThreadPoolExecutor implements TaskExecutor {
       this.logger.warn('task thread raised an error', { error: error.message });
     });
     worker.once('exit', () => {
+      thread.exited = true;
       loaded(false);
       reports.close();
       const index = this.idle.indexOf(thread);
@@ -166,6 +191,11 @@ export class ThreadPoolExecutor implements TaskExecutor {
   }
 
   private park(thread: Thread): void {
+    if (thread.exited) {
+      // It died while set aside: a thread fewer, started again when one is next wanted.
+      this.live -= 1;
+      return;
+    }
     if (this.closed) {
       this.live -= 1;
       void this.end(thread);
@@ -318,5 +348,30 @@ export class ThreadPoolExecutor implements TaskExecutor {
       if (hooks.cancel?.aborted) onCancel();
       else hooks.cancel?.addEventListener('abort', onCancel, { once: true });
     });
+  }
+}
+
+/** A thread {@link ThreadPoolExecutor.reserve} set aside: taken once by a run, or parked again on release. */
+class Reserved implements RunReservation {
+  private thread: Thread | undefined;
+
+  constructor(
+    readonly pool: ThreadPoolExecutor,
+    thread: Thread,
+    private readonly park: (thread: Thread) => void,
+  ) {
+    this.thread = thread;
+  }
+
+  /** The thread, once: undefined if it was taken or released already. */
+  take(): Thread | undefined {
+    const thread = this.thread;
+    this.thread = undefined;
+    return thread;
+  }
+
+  release(): void {
+    const thread = this.take();
+    if (thread) this.park(thread);
   }
 }

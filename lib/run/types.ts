@@ -58,14 +58,28 @@ export type TaskOutcome =
   /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
   | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError };
 
+/** A worker set aside for one run by {@link TaskExecutor.reserve}: handed to `run`, or released. */
+export interface RunReservation {
+  /** Gives the worker back unused (a no-op once a run took it, or when released already). */
+  release(): void;
+}
+
 /** Runs tasks under their time limits. Implementations: worker threads (production), inline (tests). */
 export interface TaskExecutor {
-  run(run: TaskRun, hooks: RunHooks): Promise<TaskOutcome>;
+  /** Runs `run`, on the worker `reservation` set aside when given one of this executor's. */
+  run(run: TaskRun, hooks: RunHooks, reservation?: RunReservation): Promise<TaskOutcome>;
   /**
    * Waits until a run handed over now would start its body at once (a thread free and loaded), or
    * `deadline` (epoch ms) passes: false then. None: every run starts at once (inline, simulated).
+   * A check, not a promise: another caller may take that thread first (see {@link reserve}).
    */
   ready?(deadline: number): Promise<boolean>;
+  /**
+   * Sets a free, loaded worker aside for one run, waiting for one until `deadline` (epoch ms):
+   * undefined then. No other run takes it until it is handed to {@link run} or released, so a job
+   * claimed after reserving starts its body at once. None: every run starts at once.
+   */
+  reserve?(deadline: number): Promise<RunReservation | undefined>;
   /** Stops all workers; runs still in progress end as crashed. */
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@
 
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
 import { ThreadPoolExecutor } from '../../lib/run/thread-pool-executor';
@@ -86,6 +87,36 @@ describe('the thread pool', () => {
       await pool.close();
     }
   }, 60_000);
+  it('sets a loaded thread aside for one run: one thread free and one loading, two callers, only the first gets a thread', async () => {
+    // Found by the starvation chaos suite: a look (`ready`) let two jobs of a batch see the one free
+    // thread, both were claimed, and the second body waited for the replacement to load while its
+    // lease and its message's visibility ran out: another delivery took the job over (no crash).
+    const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size: 2, killGraceMs: 200 });
+    const journal = tempFile('reserved.jsonl');
+    try {
+      pool.warm();
+      const hogs = await pool.reserve(Date.now() + 30_000);
+      const other = await pool.reserve(Date.now() + 30_000);
+      if (!hogs || !other) throw new Error('both threads should load within 30 s');
+      // The hog's thread is terminated at its limit; its replacement takes 2.5 s to load. The other is given back.
+      expect(await pool.run(runOf('hog', 9, {}), hooks, hogs)).toMatchObject({ status: 'timed-out' });
+      other.release();
+      expect(await pool.ready(Date.now())).toBe(true);
+      const [first, second] = await Promise.all([pool.reserve(Date.now() + 1000), pool.reserve(Date.now() + 1000)]);
+      expect(first).toBeDefined();
+      expect(second).toBeUndefined();
+      // A look sees no free thread while the one there is set aside.
+      expect(await pool.ready(Date.now())).toBe(false);
+      // The run handed the reservation starts on that thread; the replacement, once loaded, is free for the next.
+      expect(await pool.run(runOf('brief', 1, { journal, n: 1, ms: 50 }), hooks, first)).toMatchObject({ status: 'succeeded' });
+      const both = [await pool.reserve(Date.now() + 30_000), await pool.reserve(Date.now() + 30_000)];
+      expect(both.filter((r) => r !== undefined)).toHaveLength(2);
+      for (const r of both) r?.release();
+      expect(startsOf(journal).get(1)).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 });
 
 describe('a dispatcher whose threads load slowly', () => {
@@ -136,5 +167,49 @@ describe('a dispatcher whose threads load slowly', () => {
     for (const b of briefs) expect(await v.jobs.get(b.options.id)).toMatchObject({ state: 'succeeded', attempt: 1 });
     expect(await v.jobs.get('hog')).toMatchObject({ state: 'archived', reason: 'timed-out', attempt: 1 });
     expect([...startsOf(journal).values()]).toEqual(Array(8).fill(1));
+  }, 120_000);
+  it('gives back the thread it set aside when a job does not run: duplicates of a finished job leave both threads to the next', async () => {
+    const journal = tempFile('duplicates.jsonl');
+    const url = v.urls.queues.work as string;
+    const send = (ids: readonly string[]) =>
+      h.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: ids.map((id, i) => ({
+            Id: String(i),
+            MessageBody: JSON.stringify({ task: 'brief', id, payload: { journal, n: Number(id.slice(4)), ms: 50 } }),
+          })),
+        }),
+      );
+    const runtime = v.dispatcher({ logger: silentLogger });
+    const stop = new AbortController();
+    const invocation = runtime.invoke(Date.now() + 120_000, stop.signal);
+    try {
+      await send(['dup-1']);
+      await eventually('the job to succeed', async () => (await v.jobs.get('dup-1'))?.state === 'succeeded', 60_000);
+      // Four copies of the finished job: each sets a thread aside, finds the job done, and deletes its message.
+      await send(['dup-1', 'dup-1', 'dup-1', 'dup-1']);
+      await eventually(
+        'the copies to be deleted',
+        async () => {
+          const d = await v.queues.depth(url);
+          return d.visible + d.inFlight + d.delayed === 0;
+        },
+        60_000,
+      );
+      // Had they kept their threads, this job would find none and be released unstarted again and again.
+      await send(['dup-2']);
+      await eventually('the next job to succeed', async () => (await v.jobs.get('dup-2'))?.state === 'succeeded', 60_000);
+    } finally {
+      stop.abort();
+      await invocation;
+      await runtime.close();
+    }
+    expect(await v.jobs.get('dup-1')).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(await v.jobs.get('dup-2')).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect([...startsOf(journal).entries()].sort(([a], [b]) => a - b)).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   }, 120_000);
 });
