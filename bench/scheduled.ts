@@ -18,7 +18,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { trackingFor } from '../lib/adapters/dynamo-tracking';
 import { SqsQueueClient } from '../lib/adapters/sqs';
 import { type Clock, systemClock } from '../lib/clock';
-import type { TrackingMode } from '../lib/config';
+import type { TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import type { JobStore } from '../lib/track/model';

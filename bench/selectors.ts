@@ -15,7 +15,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
-import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
+import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config/app-config';
 import type { SlaAwareOptions } from '../lib/select';
 import { printResults } from './results';
 import { type QueueOut, type SelectorOut, selectorOut } from './sim/figures';

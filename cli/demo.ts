@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from '../dashboard/server/serve';
 import { SqsQueueClient } from '../lib/adapters/sqs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';

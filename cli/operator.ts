@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
 import { systemClock } from '../lib/clock';
-import { resolveConfig } from '../lib/config';
+import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flows';
 import {
@@ -19,7 +19,7 @@ import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/track/model';
 import { taskStatsKey, utcDay } from '../lib/track/stats';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-record';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-reasons';
 import {
   progressBar,
   renderArchive,

@@ -1,7 +1,7 @@
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { type QueueSpec, queueLayout } from '../lib/layout/queues';
 import { QUEUE_DEFAULTS, REMOVAL_POLICIES } from './defaults';
 

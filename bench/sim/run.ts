@@ -4,7 +4,7 @@
  * lib/dispatch with a selector of lib/select) — on a simulated SQS and the simulation clock, fed
  * by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
  */
-import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
+import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config/app-config';
 import { queueProbes } from '../../lib/dispatch/loop';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';

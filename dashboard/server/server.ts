@@ -34,7 +34,7 @@ import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/tra
 import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-reasons';
 import {
   API_ROUTES,
   type Api,

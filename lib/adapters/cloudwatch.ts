@@ -1,7 +1,8 @@
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
-import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../layout/metric-names';
-import type { MetricsThroughput, OldestAge, RecentInvocations } from '../ports';
+import type { OldestAge, RecentInvocations } from '../ports';
+import type { MetricsThroughput } from '../track/throughput';
 import { type MinuteCounts, minuteKey, NO_COUNTS } from '../track/throughput';
+import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../wire/metric-names';
 
 /**
  * `status`'s age of the oldest message per queue, from CloudWatch: only against AWS (an endpoint

@@ -10,13 +10,12 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
 import type { TaskCost } from '../track/cost';
 import { DUE_SLACK_MS, dueShardOf } from '../track/due';
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
-import type { ArchiveReason } from '../track/model';
 import {
   type AddDependentResult,
   CANCELLATIONS_KEPT_MS,
@@ -67,6 +66,7 @@ import {
   TRANSITIONS,
 } from '../track/rules';
 import type { MinuteCounts } from '../track/throughput';
+import type { ArchiveReason } from '../wire/archive-reasons';
 import { DynamoControlStore } from './dynamo-controls';
 import {
   type CompletionSlot,
@@ -111,7 +111,7 @@ export interface CapacityMeter {
 }
 
 /**
- * {@link JobStore} on a DynamoDB table (layout in lib/table-layout.ts). Every write is one
+ * {@link JobStore} on a DynamoDB table (layout in lib/layout/tables.ts). Every write is one
  * conditional UpdateItem whose condition is the write's row of `TRANSITIONS` (the states it may
  * start from, and the job's identity where it must match); a failed condition returns the old
  * item, so classifying a duplicate or a conflict costs no extra read. A write that appends to a

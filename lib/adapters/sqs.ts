@@ -12,8 +12,9 @@ import {
   type SQSClientConfig,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { describe, MoveTaskUnavailableError } from '../errors';
+import { archiveQueueName, queueResourceName } from '../layout/queues';
 import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type {
   BatchFailure,

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { subscribersOn } from '../events/routes';
-import { foreignRefProblem } from '../layout/payloads';
 import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
@@ -21,7 +20,7 @@ import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } f
 import { readCelery } from './celery';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { runOne } from './job';
-import { dropPayloads, resolvePayloads } from './payloads';
+import { dropPayloads, foreignRefProblem, resolvePayloads } from './payloads';
 import type { SlotReservation, TaskSlots } from './slots';
 import type { DispatcherDeps, Planned, RunOptions } from './types';
 import { holdForDependencies } from './wait';

@@ -3,7 +3,7 @@
  * page: claim (lib/dispatch/claim.ts), run (lib/run/attempt.ts), verdict (lib/settle/verdict.ts),
  * and the end the verdict calls for (lib/settle/decisions.ts), which the batch's settle carries out.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { runAttempt } from '../run/attempt';

@@ -1,4 +1,4 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';

@@ -1,7 +1,7 @@
 import { claimCheckRef, putClaimCheck, readClaimCheck } from '../claim-check';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
-import { isOwnPayloadKey, resultKey } from '../layout/payloads';
+import { EVENT_PAYLOAD_PREFIX, isOwnPayloadKey, PAYLOAD_PREFIX, resultKey } from '../layout/payloads';
 import type { TaskOutcome } from '../run/types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
@@ -185,3 +185,21 @@ export async function readDependencyResults(
 
 /** The most a dependent's dependencies' kept results read from S3 add up to before it runs: 10 MiB (the task sees them all in memory). */
 export const MAX_DEPENDENCY_RESULT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or
+ * undefined. In a subscribed app's bucket (`eventBuckets`) it reads events' payloads only.
+ */
+export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined, eventBuckets: readonly string[] = []): string | undefined {
+  if (eventBuckets.includes(ref.bucket)) {
+    return ref.key.startsWith(EVENT_PAYLOAD_PREFIX)
+      ? undefined
+      : `payloadRef names key ${JSON.stringify(ref.key)} in the bucket of an app this one subscribes to; this version reads only keys under ${EVENT_PAYLOAD_PREFIX} there`;
+  }
+  if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;
+  if (ref.bucket !== bucket)
+    return `payloadRef names bucket ${JSON.stringify(ref.bucket)}; this version reads only ${JSON.stringify(bucket)}`;
+  if (!ref.key.startsWith(PAYLOAD_PREFIX))
+    return `payloadRef names key ${JSON.stringify(ref.key)}; this version reads only keys under ${PAYLOAD_PREFIX}`;
+  return undefined;
+}

@@ -3,7 +3,7 @@ import type { UsageDelta } from '../track/cost';
 
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import type { DispatcherLauncher, DoorbellSwitch, Logger, PayloadStore, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
 import type { TaskExecutor } from '../run/types';

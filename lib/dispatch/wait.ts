@@ -8,7 +8,7 @@
  * Registration is idempotent and re-run by every copy of the message that finds the job still
  * waiting, so a dispatcher lost half-way through it loses nothing: the message comes back.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import { flowPorts, ref } from '../settle/records';

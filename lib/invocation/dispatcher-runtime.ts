@@ -3,7 +3,7 @@ import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { UsageMeter } from '../adapters/usage-meter';
 import { type Clock, systemClock } from '../clock';
-import { validateVersion } from '../config';
+import { validateVersion } from '../config/app-config';
 import type { DispatcherObserver, Tracking } from '../dispatch/types';
 import { ConfigError } from '../errors';
 import { payloadBucketNear, subscribedEventBuckets } from '../layout/payloads';

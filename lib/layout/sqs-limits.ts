@@ -4,6 +4,10 @@
 export const SQS_MESSAGE_LIMIT_BYTES = 1_048_576;
 /** SQS visibility timeouts stop at 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
+/** SQS's longest retention; the DLQ and archive use it. */
+export const MAX_RETENTION_SECONDS = 1_209_600;
+/** SQS allows at most 80 characters in a queue name. */
+export const MAX_QUEUE_NAME_CHARS = 80;
 
 /** Bytes SQS counts for a body. */
 export function bodyBytes(body: string): number {

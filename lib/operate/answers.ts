@@ -3,8 +3,9 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
-import type { ArchiveReason, JobRecord, JobState } from '../track/model';
+import type { JobRecord, JobState } from '../track/model';
 import type { JobFate, WorkerPlace } from '../track/workers';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */
 export interface FiledRejection {

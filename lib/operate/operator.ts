@@ -5,11 +5,12 @@ import { trackingFor } from '../adapters/dynamo-tracking';
 import { S3PayloadStore } from '../adapters/s3';
 import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
 import { type Clock, systemClock } from '../clock';
-import { archiveQueueName, deadLetterQueueName, queueResourceName, type TaskworkerConfig, tableNames } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
+import { archiveQueueName, deadLetterQueueName, queueResourceName } from '../layout/queues';
+import { tableNames } from '../layout/tables';
 import type {
   DeadLetterMover,
-  MetricsThroughput,
   OldestAge,
   QueueClient,
   QueueDepth,
@@ -25,9 +26,11 @@ import { edgesOf, reopenDependents } from '../track/flows';
 import type { JobRecord, JobState, JobStore, QueueDayStats, StatsStore } from '../track/model';
 import { INDEXED_STATES, jobPayloadDigest } from '../track/rules';
 import { bucketQuantile, utcDay } from '../track/stats';
+import type { MetricsThroughput } from '../track/throughput';
 import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
 import type { WorkerRegistry } from '../track/workers';
-import { type ArchiveReason, type ArchiveRecord, isRejection, readArchiveRecord } from '../wire/archive-record';
+import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
+import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, decodeEnvelope, envelopeWithout, pinEnvelope } from '../wire/envelope';
 import type { RedriveResult, ReplayResult } from './answers';
 import { controlView, type QueueControlView } from './controls';

@@ -3,17 +3,10 @@ import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-trac
 import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
 import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
 import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import { LOCAL_CREDENTIALS, readDevState } from '../aws/dev-file';
 import { claimCheckRef, putClaimCheck } from '../claim-check';
 import { type Clock, systemClock } from '../clock';
-import {
-  type QueueConfig,
-  queueResourceName,
-  resolveConfig,
-  type TaskworkerConfig,
-  type TaskworkerConfigInput,
-  tableNames,
-  validateVersion,
-} from '../config';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../config/app-config';
 import { fitsVisibility, taskNeedMs } from '../deadlines';
 import {
   DependencyError,
@@ -29,14 +22,14 @@ import {
   UnknownQueueError,
   UnknownTaskError,
 } from '../errors';
-import { topicArnNear } from '../events/config';
 import { eventPayloadKey, payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
+import { queueResourceName } from '../layout/queues';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { LOCAL_CREDENTIALS, readDevState } from '../local/dev-file';
+import { tableNames } from '../layout/tables';
+import { topicArnNear } from '../layout/topics';
 import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskDefinition } from '../tasks/task';
-import { TASK_NAME_PATTERN } from '../tasks/task';
 import { givenTraceAttributes, type PublishSpan, startPublishSpan, type TraceOptions } from '../trace/producer';
 import { publishTiming } from '../track/due';
 import { closesCycle, edgesOf, propagate } from '../track/flows';
@@ -51,6 +44,7 @@ import {
   MAX_AWAITS,
   MAX_BODY_BYTES,
   memberId,
+  TASK_NAME_PATTERN,
   tagListProblem,
 } from '../wire/envelope';
 import { type EventEnvelopeV1, encodeEventEnvelope, MAX_EVENT_BYTES } from '../wire/event';

@@ -1,4 +1,4 @@
-import type { SelectorName } from '../config';
+import type { SelectorName } from '../config/app-config';
 import { lottery, reducedLottery, roundRobin, strictPriority } from './lotteries';
 import { slaAware } from './sla-aware';
 import type { QueueSelector, SelectorEnv } from './types';

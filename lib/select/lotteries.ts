@@ -1,4 +1,4 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { weightedPick } from '../random';
 import type { Probe, QueueSelector, Selection, SelectorEnv } from './types';
 

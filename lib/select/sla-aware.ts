@@ -1,4 +1,4 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv, SelectorWeights } from './types';
 
 /**

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';

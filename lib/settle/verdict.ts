@@ -2,7 +2,7 @@ import type { Random } from '../random';
 import type { TaskOutcome } from '../run/types';
 import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
-import type { ArchiveReason } from '../wire/archive-record';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** What an attempt's outcome means for its job: done, another attempt after a delay, the archive, or cancelled. */
 export type Verdict =

@@ -1,5 +1,5 @@
 import { VirtualClock } from '../clock';
-import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
+import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config/app-config';
 import { eventRoutes } from '../events/routes';
 import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
 import { MemoryPayloadStore } from '../fakes/memory-payloads';
@@ -17,7 +17,8 @@ import type { TaskDefinition } from '../tasks/task';
 import { DUE_SHARDS, MAX_QUEUE_DELAY_SECONDS } from '../track/due';
 import type { JobRecord, QueueDayStats } from '../track/model';
 import { utcDay } from '../track/stats';
-import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
+import type { ArchiveReason } from '../wire/archive-reasons';
+import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 
 export interface TestSystemOptions {
   /** The tasks the system runs. */

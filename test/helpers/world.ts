@@ -1,5 +1,5 @@
 import { VirtualClock } from '../../lib/clock';
-import type { TaskworkerConfig } from '../../lib/config';
+import type { TaskworkerConfig } from '../../lib/config/app-config';
 import { queueProbes } from '../../lib/dispatch/loop';
 import type { DispatcherDeps } from '../../lib/dispatch/types';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';

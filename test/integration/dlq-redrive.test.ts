@@ -7,7 +7,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { operatorContext, redriveDeadLetters } from '../../lib/operate/operator';
 import { encodeEnvelope } from '../../lib/wire/envelope';

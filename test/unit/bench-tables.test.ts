@@ -10,7 +10,7 @@ import { selectorOut } from '../../bench/sim/figures';
 import { runSimulation } from '../../bench/sim/run';
 import { SELECTOR_CHECK_CELL, workloadFor } from '../../bench/sim/workloads';
 import { compareDocument, DOCUMENTS, readResults, renderDocument } from '../../bench/tables';
-import { DISPATCHER_DEFAULTS } from '../../lib/config';
+import { DISPATCHER_DEFAULTS } from '../../lib/config/app-config';
 
 const ROOT = resolve(__dirname, '../..');
 const results = readResults(ROOT);

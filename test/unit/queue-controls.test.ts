@@ -1,7 +1,7 @@
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { doorbellMappingsFromEnv, LambdaDoorbellSwitch } from '../../lib/adapters/lambda-doorbells';
 import { VirtualClock } from '../../lib/clock';
-import type { TaskworkerConfig } from '../../lib/config';
+import type { TaskworkerConfig } from '../../lib/config/app-config';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { createInvocation } from '../../lib/invocation/invocation';

@@ -1,5 +1,5 @@
 import { VirtualClock } from '../../lib/clock';
-import type { QueueConfig } from '../../lib/config';
+import type { QueueConfig } from '../../lib/config/app-config';
 import { seededRandom } from '../../lib/random';
 import { createSelector } from '../../lib/select';
 import type { Probe, SelectorEnv } from '../../lib/select/types';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VirtualClock } from '../../lib/clock';
-import type { QueueConfig } from '../../lib/config';
+import type { QueueConfig } from '../../lib/config/app-config';
 import { seededRandom } from '../../lib/random';
 import { createSelector, SLA_AWARE_DEFAULTS, slaAware } from '../../lib/select';
 import type { Probe, QueueSelector, Selection, SelectorEnv } from '../../lib/select/types';

@@ -5,7 +5,7 @@
  * a beat every 15 s, its end marked.
  */
 import { VirtualClock } from '../../lib/clock';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
