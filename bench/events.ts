@@ -87,7 +87,7 @@ async function main() {
     const runtime = provisioned.dispatcher({ dynamo, logger: silentLogger });
     const stop = new AbortController();
     const running = runtime.invoke(Date.now() + 3_600_000, stop.signal);
-    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: unmetered });
+    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, unmetered);
     const ended = async (ids: readonly string[]): Promise<JobRecord[]> => {
       for (;;) {
         const records = (await Promise.all(chunks(ids, 100).map((c) => observer.getMany(c)))).flat();

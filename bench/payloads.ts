@@ -97,7 +97,7 @@ export default { name: 'digest', queue: 'a', timeLimitSeconds: 10, run(p) { retu
     const runtime = provisioned.dispatcher({ dynamo, logger: silentLogger });
     const stop = new AbortController();
     const running = runtime.invoke(Date.now() + 3_600_000, stop.signal);
-    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: unmetered });
+    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, unmetered);
     const succeeded = async (id: string): Promise<JobRecord> => {
       for (;;) {
         const record = await observer.get(id);

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
+import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';

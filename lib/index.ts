@@ -3,7 +3,7 @@
  * Task modules import `defineTask`; publishers use `Publisher`; config files use `defineConfig`.
  */
 
-export { trackingFor } from './adapters/dynamo-tracking';
+export { trackingFor } from './aws/wiring';
 export {
   type DispatcherConfigInput,
   defineConfig,

@@ -3,14 +3,12 @@ import {
   BatchGetItemCommand,
   ConditionalCheckFailedException,
   type ConsumedCapacity,
-  DynamoDBClient,
-  type DynamoDBClientConfig,
+  type DynamoDBClient,
   GetItemCommand,
   QueryCommand,
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { TaskworkerConfig } from '../config/app-config';
 import type { SerializedError } from '../errors';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX, JOBS_DUE_INDEX } from '../layout/tables';
 import type { TaskCost } from '../track/cost';
@@ -67,7 +65,6 @@ import {
 } from '../track/rules';
 import type { MinuteCounts } from '../track/throughput';
 import type { ArchiveReason } from '../wire/archive-reasons';
-import { DynamoControlStore } from './dynamo-controls';
 import {
   type CompletionSlot,
   claimExpression,
@@ -76,27 +73,7 @@ import {
   completionExpression,
   PARKED_ONLY,
 } from './dynamo-job-expressions';
-import { DynamoLimitStore } from './dynamo-limits';
 import { Expression, fromItem } from './dynamo-values';
-import { DynamoWorkerRegistry } from './dynamo-workers';
-import { DYNAMO_TIMEOUTS, type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
-import { withRegionCheck } from './region';
-
-/**
- * Pass a ready client or a client config, never both. Endpoints follow the SDK
- * (`AWS_ENDPOINT_URL_DYNAMODB`). A built client gets {@link DYNAMO_TIMEOUTS} unless `timeouts` or
- * the config's own `requestHandler` says otherwise.
- */
-export type DynamoClientOption =
-  | { readonly client: DynamoDBClient; readonly clientConfig?: never; readonly timeouts?: never }
-  | { readonly client?: never; readonly clientConfig?: DynamoDBClientConfig; readonly timeouts?: HttpTimeouts };
-
-export function dynamoClientFrom(option: DynamoClientOption = {}): DynamoDBClient {
-  return (
-    option.client ??
-    withRegionCheck(new DynamoDBClient(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS)), 'DynamoDB')
-  );
-}
 
 const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
   error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
@@ -119,16 +96,13 @@ export interface CapacityMeter {
  */
 export class DynamoJobStore implements JobStore {
   /** Its client (the dispatcher meters it: lib/adapters/usage-meter.ts). */
-  readonly dynamo: DynamoDBClient;
   readonly capacity: CapacityMeter = { writeUnits: 0, readUnits: 0 };
 
   constructor(
     private readonly tableName: string,
     private readonly settings: JobStoreSettings,
-    option: DynamoClientOption = {},
-  ) {
-    this.dynamo = dynamoClientFrom(option);
-  }
+    readonly dynamo: DynamoDBClient,
+  ) {}
 
   private meter(out: { ConsumedCapacity?: ConsumedCapacity | undefined }, kind: 'write' | 'read'): void {
     const units = out.ConsumedCapacity?.CapacityUnits ?? 0;
@@ -1233,15 +1207,12 @@ const costAttributes = (c: TaskCost): Array<[string, number]> => [
  */
 export class DynamoStatsStore implements StatsStore {
   /** Its client (the dispatcher meters it: lib/adapters/usage-meter.ts). */
-  readonly dynamo: DynamoDBClient;
   readonly capacity: CapacityMeter = { writeUnits: 0, readUnits: 0 };
 
   constructor(
     private readonly tableName: string,
-    option: DynamoClientOption = {},
-  ) {
-    this.dynamo = dynamoClientFrom(option);
-  }
+    readonly dynamo: DynamoDBClient,
+  ) {}
 
   async add(delta: QueueDayStats, expiresAtSeconds: number): Promise<void> {
     const pairs: Array<[string, number]> = [
@@ -1332,38 +1303,4 @@ export class DynamoStatsStore implements StatsStore {
     }
     return out;
   }
-}
-
-/** Job and stats stores on a version's DynamoDB tables, with the config's retention settings. */
-export function trackingFor(
-  config: TaskworkerConfig,
-  tables: { jobs?: string | undefined; stats?: string | undefined },
-  dynamo: DynamoClientOption = {},
-): {
-  jobs?: DynamoJobStore;
-  stats?: DynamoStatsStore;
-  limits?: DynamoLimitStore;
-  controls?: DynamoControlStore;
-  workers?: DynamoWorkerRegistry;
-} {
-  const client = dynamoClientFrom(dynamo);
-  return {
-    ...(tables.jobs
-      ? {
-          jobs: new DynamoJobStore(
-            tables.jobs,
-            { historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays },
-            { client },
-          ),
-        }
-      : {}),
-    ...(tables.stats
-      ? {
-          stats: new DynamoStatsStore(tables.stats, { client }),
-          limits: new DynamoLimitStore(tables.stats, client),
-          controls: new DynamoControlStore(tables.stats, client),
-          workers: new DynamoWorkerRegistry(tables.stats, client),
-        }
-      : {}),
-  };
 }

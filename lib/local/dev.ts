@@ -3,12 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { SnsEventBus } from '../adapters/sns';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { LOCAL_CREDENTIALS as LOCAL } from '../aws/dev-file';
+import { emulatorClients } from '../aws/emulator-clients';
+import { snsEventBus } from '../aws/wiring';
 import { systemClock } from '../clock';
 import { validateVersion } from '../config/app-config';
 import { describe, RestartRequiredError, TaskworkerError } from '../errors';
@@ -264,12 +263,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     throw error;
   }
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
-  const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
-  const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  // fauxqs serves SNS on its SQS endpoint: the version's event topic and subscriptions live there.
-  const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
-  // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
-  const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
+  const { sqs, dynamo, sns, s3 } = emulatorClients(region, emulators, credentials);
   const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
   let current: ProvisionedVersion;
   let stateAtStart: StateAtStart | undefined;
@@ -311,7 +305,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
   });
-  const eventBus = new SnsEventBus({ client: sns });
+  const eventBus = snsEventBus({ client: sns });
   const publisherFor = (bundle: TaskBundle) =>
     new Publisher({
       config: bundle.config,

@@ -1,9 +1,7 @@
 export type { RedriveResult, ReplayResult } from './answers';
 
-import type { DynamoClientOption } from '../adapters/dynamo-tracking';
-import { trackingFor } from '../adapters/dynamo-tracking';
-import { S3PayloadStore } from '../adapters/s3';
-import { type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
+import type { DynamoClientOption, SqsClientOption } from '../aws/clients';
+import { s3PayloadStore, sqsQueues, versionStores } from '../aws/wiring';
 import { type Clock, systemClock } from '../clock';
 import type { TaskworkerConfig } from '../config/app-config';
 import { MoveTaskUnavailableError, TaskworkerError } from '../errors';
@@ -12,6 +10,7 @@ import { tableNames } from '../layout/tables';
 import type {
   DeadLetterMover,
   OldestAge,
+  PayloadStore,
   QueueClient,
   QueueDepth,
   QueueDirectory,
@@ -111,19 +110,10 @@ export async function resolveVersionUrls(directory: QueueDirectory, config: Task
 }
 
 export async function operatorContext(options: OperatorOptions): Promise<OperatorContext> {
-  const queues = new SqsQueueClient(options.sqs);
+  const queues = sqsQueues(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
-  let s3: S3PayloadStore | undefined;
-  const { jobs, stats, controls, workers } = trackingFor(
-    options.config,
-    tableNames(options.config.app, options.version),
-    options.dynamo,
-  ) as {
-    jobs: JobStore;
-    stats: StatsStore;
-    controls: ControlStore;
-    workers: WorkerRegistry;
-  };
+  let s3: PayloadStore | undefined;
+  const { jobs, stats, controls, workers } = versionStores(options.config, tableNames(options.config.app, options.version), options.dynamo);
   return {
     config: options.config,
     version: options.version,
@@ -136,7 +126,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     clock: options.clock ?? systemClock,
     // The S3 client (and @aws-sdk/client-s3) is made only when a kept result is first read.
     readStoredResult: storedResultReader(() => {
-      s3 ??= new S3PayloadStore();
+      s3 ??= s3PayloadStore();
       return s3;
     }),
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),

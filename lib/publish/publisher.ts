@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type DynamoClientOption, DynamoJobStore } from '../adapters/dynamo-tracking';
-import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
-import { type SnsClientOption, SnsEventBus } from '../adapters/sns';
-import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
-import { LOCAL_CREDENTIALS, readDevState } from '../aws/dev-file';
+import type { DynamoClientOption, S3ClientOption, SnsClientOption, SqsClientOption } from '../aws/clients';
+import { readDevState } from '../aws/dev-file';
+import { devClients, lookUpQueueUrls, s3PayloadStore, snsEventBus, sqsQueues, versionJobStore } from '../aws/wiring';
 import { claimCheckRef, putClaimCheck } from '../claim-check';
 import { type Clock, systemClock } from '../clock';
 import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../config/app-config';
@@ -25,7 +23,6 @@ import {
 import { eventPayloadKey, payloadBucketNear, payloadExpiryDays, payloadKey } from '../layout/payloads';
 import { queueResourceName } from '../layout/queues';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { tableNames } from '../layout/tables';
 import { topicArnNear } from '../layout/topics';
 import { type EventBus, type PayloadStore, type QueueClient, type QueueUrls, type SendEntry, silentLogger } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
@@ -240,18 +237,17 @@ export class Publisher {
   static forLocalDev(options: LocalDevPublisherOptions): Publisher {
     const dev = readDevState(options.from);
     if (!dev) throw new LocalDevNotFoundError(options.from ?? process.cwd());
-    const at = (endpoint: string) => ({ region: dev.region, endpoint, credentials: LOCAL_CREDENTIALS });
+    const clients = devClients(dev);
     return new Publisher({
       config: options.config,
       version: options.version ?? dev.version,
       ...(options.tasks ? { tasks: options.tasks } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       recordQueued: options.recordQueued ?? true,
-      sqs: { clientConfig: at(dev.sqsEndpoint) },
-      dynamo: { clientConfig: at(dev.dynamodbEndpoint) },
-      // fauxqs serves SNS and S3 on its SQS endpoint.
-      events: { sns: { clientConfig: at(dev.sqsEndpoint) } },
-      payloads: { s3: { clientConfig: { ...at(dev.sqsEndpoint), forcePathStyle: true } } },
+      sqs: clients.sqs,
+      dynamo: clients.dynamo,
+      events: { sns: clients.sns },
+      payloads: { s3: clients.s3 },
     });
   }
 
@@ -263,12 +259,7 @@ export class Publisher {
     this.clock = options.clock ?? systemClock;
     this.eventOptions = options.events;
     this.payloadOptions = options.payloads;
-    const store = () =>
-      new DynamoJobStore(
-        tableNames(this.config.app, this.version).jobs,
-        { historyLimit: this.config.tracking.historyLimit, retentionDays: this.config.tracking.jobRetentionDays },
-        options.dynamo,
-      );
+    const store = () => versionJobStore(this.config, this.version, options.dynamo);
     this.jobs = options.recordQueued === false ? undefined : (options.jobs ?? (options.recordQueued ? store() : undefined));
     this.jobStore = () => {
       this.cancelStore ??= options.jobs ?? this.jobs ?? store();
@@ -279,9 +270,9 @@ export class Publisher {
       this.queues = options.queues;
       this.resolveUrls = async () => urls;
     } else {
-      const sqs = new SqsQueueClient(options.sqs);
+      const sqs = sqsQueues(options.sqs);
       this.queues = sqs;
-      this.resolveUrls = () => resolveQueueUrls(sqs.sqs, this.config, this.version);
+      this.resolveUrls = () => lookUpQueueUrls(sqs, this.config, this.version);
     }
   }
 
@@ -432,7 +423,7 @@ export class Publisher {
     givenTraceAttributes(options);
     if (bodyBytes(body) > Math.min(this.config.payloads.offloadAboveBytes, MAX_EVENT_BYTES)) body = await this.offloadEvent(envelope);
     const topicArn = await this.topicArn();
-    this.eventBus ??= this.eventOptions?.bus ?? new SnsEventBus(this.eventOptions?.sns);
+    this.eventBus ??= this.eventOptions?.bus ?? snsEventBus(this.eventOptions?.sns);
     // Its trace context rides as an SNS message attribute, which raw delivery passes on to each queue.
     const span = startPublishSpan('aws_sns');
     try {
@@ -582,7 +573,7 @@ export class Publisher {
 
   /** The version's bucket's client (payloads put, results read), made on first use. */
   private store(): PayloadStore {
-    this.payloadStore ??= this.payloadOptions?.store ?? new S3PayloadStore(this.payloadOptions?.s3);
+    this.payloadStore ??= this.payloadOptions?.store ?? s3PayloadStore(this.payloadOptions?.s3);
     return this.payloadStore;
   }
 

@@ -26,7 +26,7 @@ const exited = (child: ChildProcess) =>
 
 /** Waits until every published job is succeeded or archived and the work queue is empty, then audits. */
 async function drainAndAudit(local: LocalStack, published: readonly Published[], effectsTable: string) {
-  const queues = new SqsQueueClient({ client: local.sqs });
+  const queues = new SqsQueueClient(local.sqs);
   const depth = (url: string) => queues.depth(url);
   const drained = await until(
     async () => {
@@ -145,7 +145,7 @@ describe('graceful stops', () => {
     const released = jobs.filter((j) => j.outcome === 'released');
     expect(released.length).toBeGreaterThan(0);
     // Released at once (visibility 0), not left to time out: visible again now.
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const depth = await queues.depth(local.urls.queues.work as string);
     expect(depth.visible).toBe(released.length);
     expect(depth.inFlight).toBe(0);

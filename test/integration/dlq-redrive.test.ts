@@ -67,7 +67,7 @@ async function redriveThroughProxy() {
 }
 
 const depth = async (url: string) => {
-  const d = await new SqsQueueClient({ client: stack.sqs }).depth(url);
+  const d = await new SqsQueueClient(stack.sqs).depth(url);
   return d.visible + d.inFlight + d.delayed;
 };
 

@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 const settings = { historyLimit: 20, retentionDays: 7 };
-const store = () => new DynamoJobStore(tables.jobs, settings, { client });
+const store = () => new DynamoJobStore(tables.jobs, settings, client);
 
 /** The dependency's first claim (and, with `succeed`, its success), as a dispatcher writes them. */
 async function runDependency(jobId: string, succeed: boolean): Promise<void> {

@@ -6,8 +6,8 @@ import { onDynaliteTables } from '../helpers/dynalite-tables';
 jobStoreConformance(
   'DynamoDB adapters on dynalite',
   ...onDynaliteTables((dynamo, names) => ({
-    jobs: new DynamoJobStore(names.jobs, CONFORMANCE_SETTINGS, { client: dynamo }),
-    stats: new DynamoStatsStore(names.stats, { client: dynamo }),
+    jobs: new DynamoJobStore(names.jobs, CONFORMANCE_SETTINGS, dynamo),
+    stats: new DynamoStatsStore(names.stats, dynamo),
     limits: new DynamoLimitStore(names.stats, dynamo),
   })),
 );

@@ -8,7 +8,7 @@ workerRegistryConformance(
   'DynamoDB adapter on dynalite (beside stats items)',
   ...onDynaliteTables(async (dynamo, names) => {
     // A stats item in the same table: the listing leaves it out.
-    await new DynamoStatsStore(names.stats, { client: dynamo }).add(
+    await new DynamoStatsStore(names.stats, dynamo).add(
       { queue: 'urgent', day: '2026-01-01', counters: { succeeded: 1 }, archived: {}, wait: emptyDuration(), run: emptyDuration() },
       2_000_000_000,
     );

@@ -26,7 +26,7 @@ describe('operator CLI against taskworker dev', () => {
   beforeAll(async () => {
     stack = await startLocalStack({ configFile: FIXTURE_CONFIG });
     Object.assign(process.env, stack.env);
-    queues = new SqsQueueClient({ client: stack.sqs });
+    queues = new SqsQueueClient(stack.sqs);
     const published = await stack.publisher.publishBatch([
       ...[1, 2, 3].map((n) => ({ task: 'record', payload: { journal, n } })),
       { task: 'doomed', payload: {} },

@@ -193,7 +193,7 @@ describe('the doorbell switch on Lambda and a paused queue', () => {
     expect(mappings).toEqual([{ queue: 'urgent', id: 'u-1' }, { queue: 'routine', id: 'u-2' }, { id: 'u-3' }]);
     const calls: unknown[] = [];
     const client = { send: async (command: { input: unknown }) => void calls.push(command.input) } as unknown as LambdaClient;
-    const doorbells = new LambdaDoorbellSwitch(mappings, { client });
+    const doorbells = new LambdaDoorbellSwitch(mappings, () => client);
     await doorbells.set(true, ['urgent']);
     expect(calls).toEqual([
       { UUID: 'u-1', Enabled: false },
