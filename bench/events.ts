@@ -19,7 +19,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import { Publisher } from '../lib/publish/publisher';

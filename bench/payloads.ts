@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';

@@ -21,7 +21,7 @@ import { grantSubscribedEventPayloads, PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS,
 export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'];
 /** The archive is written to (SendMessageBatch is authorised by SendMessage), never read by the dispatcher. */
 export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
-/** Job records: record, claim, complete, fail (lib/adapters/dynamo-tracking.ts). Listing is the operator CLI's. */
+/** Job records: record, claim, complete, fail (lib/adapters/dynamo-job-claims.ts). Listing is the operator CLI's. */
 export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 /** The sweep of parked jobs reads the sparse due index. */
 export const SWEEP_ACTIONS = ['dynamodb:Query'];

@@ -7,8 +7,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type * as S3 from '@aws-sdk/client-s3';
 import { DynamoControlStore } from '../adapters/dynamo-controls';
+import { DynamoJobStore } from '../adapters/dynamo-job-store';
 import { DynamoLimitStore } from '../adapters/dynamo-limits';
-import { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
+import { DynamoStatsStore } from '../adapters/dynamo-stats-store';
 import { DynamoWorkerRegistry } from '../adapters/dynamo-workers';
 import { S3PayloadStore } from '../adapters/s3';
 import { SnsEventBus } from '../adapters/sns';

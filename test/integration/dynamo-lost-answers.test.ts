@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { appConfig } from '../helpers/factories';
 

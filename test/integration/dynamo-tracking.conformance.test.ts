@@ -1,5 +1,6 @@
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store';
 import { DynamoLimitStore } from '../../lib/adapters/dynamo-limits';
-import { DynamoJobStore, DynamoStatsStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoStatsStore } from '../../lib/adapters/dynamo-stats-store';
 import { CONFORMANCE_SETTINGS, jobStoreConformance } from '../conformance/job-store';
 import { onDynaliteTables } from '../helpers/dynalite-tables';
 

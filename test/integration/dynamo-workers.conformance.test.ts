@@ -1,4 +1,4 @@
-import { DynamoStatsStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoStatsStore } from '../../lib/adapters/dynamo-stats-store';
 import { DynamoWorkerRegistry } from '../../lib/adapters/dynamo-workers';
 import { emptyDuration } from '../../lib/track/stats';
 import { workerRegistryConformance } from '../conformance/worker-registry';
