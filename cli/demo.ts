@@ -6,7 +6,7 @@ import type { TaskworkerConfig } from '../lib/config/app-config';
 import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
-import type { PublishItem } from '../lib/publish/publisher';
+import type { PublishItem } from '../lib/publish/publish-options';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport, statsBehind } from '../lib/settle/report';
 import { quantile } from '../lib/track/histogram';
 import type { QueueDayStats } from '../lib/track/model';

@@ -20,14 +20,8 @@ export {
 export * from './errors';
 export { tableNames } from './layout/tables';
 export type { PayloadStore } from './ports';
-export {
-  type LocalDevPublisherOptions,
-  type Published,
-  Publisher,
-  type PublisherOptions,
-  type PublishItem,
-  type PublishOptions,
-} from './publish/publisher';
+export type { LocalDevPublisherOptions, Published, PublisherOptions, PublishItem, PublishOptions } from './publish/publish-options';
+export { Publisher } from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
