@@ -94,6 +94,8 @@ const CODE_LOADING_SITES: Record<string, string> = {
     'the local runner loads the handler built beside it',
   "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":
     'taskworker dev starts the local runner it built (fork)',
+  "lib/local/dispatcher-processes.ts: import type { ChildProcess } from 'node:child_process';":
+    "the type of the dev's dispatcher processes (it stops them; dev.ts starts them)",
 };
 
 /** eval, the Function constructor, dynamic import, require, worker threads, child processes, the vm module. */
