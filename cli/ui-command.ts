@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { cachedFor, packagedAssetsDir, serveUi } from '../dashboard/server/serve';
 import { cloudWatchOldestAge, cloudWatchRecentInvocations, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
 import { sqsQueues } from '../lib/aws/wiring';
-import { deployedVersions, operatorContext } from '../lib/operate/operator';
+import { deployedVersions, operatorContext } from '../lib/operate/operator-context';
 import type { TaskDefinition } from '../lib/tasks/task';
 import { operatorTarget } from './operator';
 import { loadTaskDefinitions } from './publish';

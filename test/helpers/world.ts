@@ -6,7 +6,7 @@ import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
 import { createInvocation } from '../../lib/invocation/invocation';
-import type { OperatorContext } from '../../lib/operate/operator';
+import type { OperatorContext } from '../../lib/operate/operator-context';
 import type { QueueUrls } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import type { PublisherOptions } from '../../lib/publish/publish-options';

@@ -9,7 +9,8 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { resolveConfig } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import { operatorContext, redriveDeadLetters } from '../../lib/operate/operator';
+import { redriveDeadLetters } from '../../lib/operate/dead-letters';
+import { operatorContext } from '../../lib/operate/operator-context';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 
