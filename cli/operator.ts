@@ -5,7 +5,7 @@ import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';
 import { type ArchiveFilter, listArchived, replayArchived } from '../lib/operate/archive';
 import { redriveDeadLetters } from '../lib/operate/dead-letters';
-import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flows';
+import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';

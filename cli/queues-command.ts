@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { lambdaQueueTriggers } from '../lib/aws/lambda-clients';
-import { type ControlAction, type ControlOutcome, controlQueue, type QueueTriggers } from '../lib/operate/controls';
 import { operatorContext } from '../lib/operate/operator-context';
+import { type ControlAction, type ControlOutcome, controlQueue, type QueueTriggers } from '../lib/operate/queue-controls';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../lib/track/controls';
 import { doorbellQueues } from '../lib/wake-up';
 import { operatorTarget } from './operator';

@@ -7,13 +7,13 @@ import type { Context } from 'aws-lambda';
 import { doorbellMappingsFromEnv } from '../lib/adapters/lambda-doorbells';
 import { lambdaDoorbellSwitch, lambdaLauncher } from '../lib/aws/lambda-clients';
 import { trackingFor } from '../lib/aws/wiring';
-import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/types';
+import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/dispatcher-deps';
 import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/invocation/dispatcher-runtime';
 import { sqsRecordsOf } from '../lib/invocation/doorbell';
 import { canScaleOut, invocationRole } from '../lib/invocation/scaling';
 import type { DispatcherSummary } from '../lib/settle/report';
 
-export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/types';
+export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/dispatcher-deps';
 
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';

@@ -1,5 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { DispatcherObserver } from '../lib/dispatch/types';
+import type { DispatcherObserver } from '../lib/dispatch/dispatcher-deps';
 import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/settle/report';
 import {
   archivedMetric,

@@ -14,7 +14,7 @@ import type { InvocationRole } from '../../lib/invocation/scaling';
 import type { DispatcherLauncher, QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
-import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/types';
+import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/executor-types';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/select';
 import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';

@@ -17,12 +17,12 @@ import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHE
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
-import { readCelery } from './celery';
+import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
+import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { runOne } from './job';
-import { dropPayloads, foreignRefProblem, resolvePayloads } from './payloads';
+import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
 import type { SlotReservation, TaskSlots } from './slots';
-import type { DispatcherDeps, Planned, RunOptions } from './types';
 import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
@@ -140,7 +140,7 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     decoded = decodeMessage(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
   } catch (error) {
     const envelopeError = error instanceof EnvelopeError ? error : undefined;
-    // A body that is not JSON may be Celery's (lib/dispatch/celery.ts), read on a queue that accepts it.
+    // A body that is not JSON may be Celery's (lib/dispatch/celery-messages.ts), read on a queue that accepts it.
     const celery = envelopeError?.code === 'not-json' ? readCelery(deps.registry, queue, message) : undefined;
     if (celery?.kind === 'job') return celery.planned;
     if (celery) {

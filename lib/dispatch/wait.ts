@@ -17,7 +17,7 @@ import type { BatchState } from '../settle/settle';
 import { closesCycle, type FlowDeps, failDependent, settleDependent, UNKNOWN_DEPENDENCY_GRACE_MS } from '../track/flows';
 import { hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
-import type { DispatcherDeps, Planned } from './types';
+import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /** How long a message waits before it looks again for a dependency that has no record yet: 2 s, doubling to a minute. */
 const unknownDependencyRetrySeconds = (receiveCount: number) => Math.min(60, 2 ** Math.max(1, Math.min(6, receiveCount)));

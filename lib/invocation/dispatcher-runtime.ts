@@ -4,7 +4,7 @@ import type { S3ClientOption, SqsClientOption } from '../aws/clients';
 import { dispatcherUsage, lookUpQueueUrls, s3PayloadStore, sqsQueues } from '../aws/wiring';
 import { type Clock, systemClock } from '../clock';
 import { validateVersion } from '../config/app-config';
-import type { DispatcherObserver, Tracking } from '../dispatch/types';
+import type { DispatcherObserver, Tracking } from '../dispatch/dispatcher-deps';
 import { ConfigError } from '../errors';
 import { payloadBucketNear, subscribedEventBuckets } from '../layout/payloads';
 import {
@@ -17,10 +17,10 @@ import {
   type QueueUrls,
 } from '../ports';
 import type { Random } from '../random';
+import type { TaskExecutor } from '../run/executor-types';
 import { InlineExecutor } from '../run/inline-executor';
 import type { MemoryGuardOptions } from '../run/memory-guard';
 import { ThreadPoolExecutor } from '../run/thread-pool-executor';
-import type { TaskExecutor } from '../run/types';
 import type { DispatcherSummary } from '../settle/report';
 import type { TaskBundle } from '../tasks/bundle';
 import type { WorkerPlace } from '../track/workers';

@@ -137,7 +137,7 @@ export interface FlowCancelResult {
   readonly complete: boolean;
 }
 
-/** A dispatcher invocation in `taskworker workers` and the dashboard's workers page (lib/operate/workers.ts). */
+/** A dispatcher invocation in `taskworker workers` and the dashboard's workers page (lib/operate/worker-views.ts). */
 export interface WorkerView {
   /** The invocation: `<workerId>@<startedAt>`. */
   readonly id: string;

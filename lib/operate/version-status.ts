@@ -5,8 +5,8 @@ import { NO_CONTROLS } from '../track/controls';
 import type { QueueDayStats } from '../track/model';
 import { bucketQuantile, utcDay } from '../track/stats';
 import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
-import { controlView, type QueueControlView } from './controls';
 import type { OperatorContext } from './operator-context';
+import { controlView, type QueueControlView } from './queue-controls';
 
 /**
  * Jobs started, succeeded and archived per queue and minute over the last `minutes` (1..180):

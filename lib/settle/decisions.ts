@@ -7,7 +7,7 @@
 import type { QueueConfig } from '../config/app-config';
 import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
-import type { SerializedError, TaskOutcome } from '../run/types';
+import type { SerializedError, TaskOutcome } from '../run/executor-types';
 import { MAX_QUEUE_DELAY_SECONDS } from '../track/due';
 import type { JobRecord } from '../track/model';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';

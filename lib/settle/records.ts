@@ -2,7 +2,7 @@
 import type { Clock } from '../clock';
 import type { QueueConfig } from '../config/app-config';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
-import type { SerializedError } from '../run/types';
+import type { SerializedError } from '../run/executor-types';
 import { edgesOf, type FlowDeps, propagate } from '../track/flows';
 import type { JobIdentity, JobRecord, JobStore } from '../track/model';
 import { jobPayloadDigest } from '../track/rules';

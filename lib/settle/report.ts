@@ -1,4 +1,4 @@
-import type { SerializedError } from '../run/types';
+import type { SerializedError } from '../run/executor-types';
 import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../track/histogram';
 import type { QueueDayStats, StatCounter } from '../track/model';
 import { emptyDuration, utcDay, withSample } from '../track/stats';

@@ -1,5 +1,5 @@
 import type { Random } from '../random';
-import type { TaskOutcome } from '../run/types';
+import type { TaskOutcome } from '../run/executor-types';
 import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
 import type { ArchiveReason } from '../wire/archive-reasons';

@@ -1,7 +1,7 @@
 import { VirtualClock } from '../../lib/clock';
 import type { TaskworkerConfig } from '../../lib/config/app-config';
+import type { DispatcherDeps } from '../../lib/dispatch/dispatcher-deps';
 import { queueProbes } from '../../lib/dispatch/loop';
-import type { DispatcherDeps } from '../../lib/dispatch/types';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';

@@ -12,7 +12,7 @@ import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import { createInvocation } from '../../lib/invocation/invocation';
 import { WorkerPresence } from '../../lib/invocation/presence';
-import { listWorkers, renderWorkers } from '../../lib/operate/workers';
+import { listWorkers, renderWorkers } from '../../lib/operate/worker-views';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';

@@ -10,7 +10,7 @@ import type { TaskDefinition, TaskRegistry } from '../tasks/task';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type CeleryLookup, CeleryRejection, celeryJobEnvelope, celeryNames, decodeCelery, looksLikeCelery } from '../wire/celery';
 import type { DecodedJob } from '../wire/envelope';
-import type { Planned } from './types';
+import type { Planned } from './dispatcher-deps';
 
 /** A Celery message read: its job, planned with the envelope its message carries from here on, or why it is refused. */
 export type CeleryReading =

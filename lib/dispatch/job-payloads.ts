@@ -2,7 +2,7 @@ import { claimCheckRef, putClaimCheck, readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config/app-config';
 import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
 import { EVENT_PAYLOAD_PREFIX, isOwnPayloadKey, PAYLOAD_PREFIX, resultKey } from '../layout/payloads';
-import type { TaskOutcome } from '../run/types';
+import type { TaskOutcome } from '../run/executor-types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
 import type { DependencyOutcome } from '../tasks/task';
@@ -10,7 +10,7 @@ import type { StoredDependencyOutcome } from '../track/flows';
 import { TERMINAL_STATES } from '../track/rules';
 import type { PayloadRef } from '../wire/payload-ref';
 import { CLAIM_RETRY_SECONDS } from './claim';
-import type { DispatcherDeps, Planned } from './types';
+import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /**
  * Reads the claim-checked payloads of the jobs about to run, all at once (one GetObject each), so
