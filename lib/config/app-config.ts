@@ -2,7 +2,7 @@ import { ConfigError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { DEFAULT_OFFLOAD_ABOVE_BYTES } from '../layout/payloads';
 import { MAX_QUEUE_RETENTION_SECONDS, queueResourceName } from '../layout/queues';
-import { MAX_QUEUE_NAME_CHARS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { MAX_BATCH_ENTRIES, MAX_QUEUE_NAME_CHARS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import {
   type EventDeclaration,
   type EventDeclarationInput,
@@ -358,7 +358,7 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
   return {
     name: stringMatching(`${path}.name`, q.name, QUEUE_PATTERN, 'lowercase letters, digits and "_", starting with a letter, ≤ 40 chars'),
     priority: integerIn(`${path}.priority`, q.priority, 1, 100),
-    batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, 10),
+    batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, MAX_BATCH_ENTRIES),
     visibilityTimeoutSeconds: integerIn(
       `${path}.visibilityTimeoutSeconds`,
       q.visibilityTimeoutSeconds ?? d.visibilityTimeoutSeconds,

@@ -1,4 +1,5 @@
 /** The archive queue's commands: list and count archived messages, and replay them to their queues. */
+import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import type { ReceivedMessage } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import { edgesOf, reopenDependents } from '../track/flows';
@@ -64,7 +65,7 @@ async function walkArchive(
       }
     }
   } finally {
-    for (const part of chunk(kept, 10)) {
+    for (const part of chunk(kept, MAX_BATCH_ENTRIES)) {
       await callWithEntryRetries(
         part.map((m) => ({ id: m.messageId, receiptHandle: m.receiptHandle, visibilityTimeoutSeconds: 0 })),
         (entries) => ctx.queues.changeVisibilityBatch(ctx.urls.archive, entries),

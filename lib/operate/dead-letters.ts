@@ -1,5 +1,7 @@
 /** `dlq redrive`: dead letters moved back to their queues. */
+
 import { MoveTaskUnavailableError } from '../errors';
+import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import { callWithEntryRetries } from '../retry-entries';
 import type { RedriveResult } from './answers';
 import { type OperatorContext, VersionNotFoundError } from './operator-context';
@@ -43,7 +45,7 @@ export async function redriveDeadLetters(ctx: OperatorContext, queue?: string, w
 async function moveMessages(ctx: OperatorContext, fromUrl: string, toUrl: string): Promise<number> {
   let moved = 0;
   for (;;) {
-    const batch = await ctx.queues.receive(fromUrl, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 60 });
+    const batch = await ctx.queues.receive(fromUrl, { maxMessages: MAX_BATCH_ENTRIES, waitSeconds: 0, visibilityTimeoutSeconds: 60 });
     if (batch.length === 0) return moved;
     const sent = await callWithEntryRetries(
       batch.map((m) => ({ id: m.messageId, body: m.body, ...(Object.keys(m.attributes).length > 0 ? { attributes: m.attributes } : {}) })),

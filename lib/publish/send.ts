@@ -6,7 +6,7 @@
 import { claimCheckRef, putClaimCheck } from '../claim-check';
 import { type FailedPublish, MessageTooLargeError, PublishBatchError } from '../errors';
 import { payloadKey } from '../layout/payloads';
-import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { bodyBytes, MAX_BATCH_ENTRIES, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { QueueUrls } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { PublishSpan } from '../trace/producer';
@@ -18,7 +18,7 @@ import { checkDependencies } from './publish-flows';
 import type { Published, PublishItem } from './publish-options';
 
 /** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
-const BATCH_ENTRIES = 10;
+const BATCH_ENTRIES = MAX_BATCH_ENTRIES;
 const BATCH_BYTES = SQS_MESSAGE_LIMIT_BYTES;
 
 export async function sendItems(ctx: PublishContext, items: readonly PublishItem[], span: PublishSpan): Promise<Published[]> {

@@ -5,10 +5,9 @@
  * verdict to a record and a message's fate; a new end state is a row there).
  */
 import type { QueueConfig } from '../config/app-config';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import type { SerializedError, TaskOutcome } from '../run/executor-types';
-import { MAX_QUEUE_DELAY_SECONDS } from '../track/due';
 import type { JobRecord } from '../track/model';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
