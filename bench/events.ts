@@ -19,7 +19,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
@@ -87,7 +87,7 @@ async function main() {
     const runtime = provisioned.dispatcher({ dynamo, logger: silentLogger });
     const stop = new AbortController();
     const running = runtime.invoke(Date.now() + 3_600_000, stop.signal);
-    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: unmetered });
+    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, unmetered);
     const ended = async (ids: readonly string[]): Promise<JobRecord[]> => {
       for (;;) {
         const records = (await Promise.all(chunks(ids, 100).map((c) => observer.getMany(c)))).flat();

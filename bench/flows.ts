@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import { Publisher } from '../lib/publish/publisher';
@@ -67,7 +67,7 @@ async function main() {
   try {
     const provisioned = await oneQueueVersion({ workDir, run: 1, version: 'f1', mode: 'full', sqs, dynamo, recordQueued: false });
     const { bundle } = provisioned;
-    const jobs = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: dynamo });
+    const jobs = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, dynamo);
     // Flows need the jobs table; plain jobs get no `queued` record (the default), as in production.
     const publisher = new Publisher({
       config: bundle.config,
@@ -82,7 +82,7 @@ async function main() {
     const stop = new AbortController();
     const running = runtime.invoke(Date.now() + 3_600_000, stop.signal);
     // The benchmark's own polling reads go through a client nobody meters.
-    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: unmetered });
+    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, unmetered);
     const ended = async (ids: readonly string[]) => {
       for (;;) {
         const records = await observer.getMany(ids);

@@ -116,7 +116,7 @@ async function main() {
     const start = Date.now();
     for (let i = 0; i < DISPATCHERS; i++) stack.startDispatcher();
     const samples: Array<{ at: number; settled: number; rss: number[] }> = [];
-    const queues = new SqsQueueClient({ client: stack.sqs });
+    const queues = new SqsQueueClient(stack.sqs);
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 5000));
       const rss = stack.dispatchers.map((c) => memoryOf(c.pid as number)?.rss ?? 0);

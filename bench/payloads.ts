@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { DynamoJobStore } from '../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
@@ -97,7 +97,7 @@ export default { name: 'digest', queue: 'a', timeLimitSeconds: 10, run(p) { retu
     const runtime = provisioned.dispatcher({ dynamo, logger: silentLogger });
     const stop = new AbortController();
     const running = runtime.invoke(Date.now() + 3_600_000, stop.signal);
-    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, { client: unmetered });
+    const observer = new DynamoJobStore(provisioned.tables.jobs, { historyLimit: 20, retentionDays: 1 }, unmetered);
     const succeeded = async (id: string): Promise<JobRecord> => {
       for (;;) {
         const record = await observer.get(id);

@@ -85,7 +85,7 @@ async function real() {
       bundle,
       version: 'v1',
       urls,
-      queues: new SqsQueueClient({ client }),
+      queues: new SqsQueueClient(client),
       logger: silentLogger,
       observer: { onBatch: (r) => reports.push(r) },
       workerId: `reality-${i}`,

@@ -15,10 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { trackingFor } from '../lib/adapters/dynamo-tracking';
 import { SqsQueueClient } from '../lib/adapters/sqs';
+import { trackingFor } from '../lib/aws/wiring';
 import { type Clock, systemClock } from '../lib/clock';
-import type { TrackingMode } from '../lib/config';
+import type { TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 import type { JobStore } from '../lib/track/model';
@@ -79,7 +79,7 @@ async function measure(
     clock.shift = HOUR;
     const jobs = trackingFor(bundle.config, provisioned.tables, { client: dynamo }).jobs as JobStore;
     const swept = await sweepDue(
-      { jobs, queues: new SqsQueueClient({ client: sqs }), urls: provisioned.urls, clock, logger: silentLogger },
+      { jobs, queues: new SqsQueueClient(sqs), urls: provisioned.urls, clock, logger: silentLogger },
       clock.now() + 60_000,
     );
     if (swept.sent !== tasks) throw new Error(`the sweep sent ${swept.sent} of ${tasks}`);

@@ -1,6 +1,6 @@
 /**
  * Selector benchmark: a deterministic discrete-event simulation of a dispatcher fleet (the real
- * lib/dispatcher.ts loop, lib/batch.ts and the selectors of lib/selectors) on a simulated SQS,
+ * lib/dispatch/loop.ts loop, lib/dispatch/batch.ts and the selectors of lib/select) on a simulated SQS,
  * for Kale's three queues under steady, overloaded, bursty and idle workloads.
  *
  *   npm run bench:selectors -- [--json] [--seeds 1,2,…,9] [--workloads steady-0.9,idle-hour] [--selectors sla-aware,strict] [--jobs 2]
@@ -15,7 +15,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
-import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config';
+import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config/app-config';
 import type { SlaAwareOptions } from '../lib/select';
 import { printResults } from './results';
 import { type QueueOut, type SelectorOut, selectorOut } from './sim/figures';

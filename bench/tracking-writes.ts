@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { TrackingMode } from '../lib/config';
+import type { TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
 

@@ -1,12 +1,12 @@
 import { parseArgs } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { localStackUi, packagedAssetsDir, type RunningUi, serveUi } from '../dashboard/server/serve';
-import { SqsQueueClient } from '../lib/adapters/sqs';
-import type { TaskworkerConfig } from '../lib/config';
+import { sqsQueues } from '../lib/aws/wiring';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
-import type { PublishItem } from '../lib/publish/publisher';
+import type { PublishItem } from '../lib/publish/publish-options';
 import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport, statsBehind } from '../lib/settle/report';
 import { quantile } from '../lib/track/histogram';
 import type { QueueDayStats } from '../lib/track/model';
@@ -138,7 +138,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     for (const raw of RAW_MESSAGES)
       await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues[raw.queue], MessageBody: raw.body }));
 
-    const queues = new SqsQueueClient({ client: stack.sqs });
+    const queues = sqsQueues({ client: stack.sqs });
     let lastLine = '';
     for (;;) {
       const depths = await Promise.all(queueNames.map((q) => queues.depth(stack.urls.queues[q] as string)));

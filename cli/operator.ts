@@ -1,25 +1,19 @@
 import { parseArgs } from 'node:util';
-import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
+import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
 import { systemClock } from '../lib/clock';
-import { resolveConfig } from '../lib/config';
+import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';
-import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flows';
-import {
-  type ArchiveFilter,
-  listArchived,
-  type OperatorContext,
-  operatorContext,
-  redriveDeadLetters,
-  replayArchived,
-  throughput,
-  versionStatus,
-} from '../lib/operate/operator';
+import { type ArchiveFilter, listArchived, replayArchived } from '../lib/operate/archive';
+import { redriveDeadLetters } from '../lib/operate/dead-letters';
+import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
+import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
+import { throughput, versionStatus } from '../lib/operate/version-status';
 import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/track/model';
 import { taskStatsKey, utcDay } from '../lib/track/stats';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-record';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-reasons';
 import {
   progressBar,
   renderArchive,

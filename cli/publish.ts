@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveConfig } from '../lib/config';
+import { resolveConfig } from '../lib/config/app-config';
 import { Publisher } from '../lib/publish/publisher';
 import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { LambdaQueueTriggers } from '../lib/adapters/lambda-doorbells';
-import { type ControlAction, type ControlOutcome, controlQueue, type QueueTriggers } from '../lib/operate/controls';
-import { operatorContext } from '../lib/operate/operator';
+import { lambdaQueueTriggers } from '../lib/aws/lambda-clients';
+import { operatorContext } from '../lib/operate/operator-context';
+import { type ControlAction, type ControlOutcome, controlQueue, type QueueTriggers } from '../lib/operate/queue-controls';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../lib/track/controls';
 import { doorbellQueues } from '../lib/wake-up';
 import { operatorTarget } from './operator';
@@ -67,7 +67,7 @@ export async function queuesCommand(argv: string[]): Promise<number> {
   const env = process.env;
   const onLambda = env.AWS_ENDPOINT_URL_LAMBDA !== undefined || !(local || env.AWS_ENDPOINT_URL_SQS || env.AWS_ENDPOINT_URL);
   const doorbells = new Set(doorbellQueues(config).map((q) => q.name));
-  const lambda = new LambdaQueueTriggers((queue) => `${config.app}-${version}-doorbell-${queue}`);
+  const lambda = lambdaQueueTriggers((queue) => `${config.app}-${version}-doorbell-${queue}`);
   const triggers: QueueTriggers = { set: (queue, enabled) => (doorbells.has(queue) ? lambda.set(queue, enabled) : Promise.resolve(0)) };
   const outcome = await controlQueue(
     { config, controls: ctx.controls, now: () => Date.now(), ...(onLambda ? { triggers } : {}) },

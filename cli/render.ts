@@ -1,6 +1,7 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
-import type { ArchivedMessage, VersionStatus } from '../lib/operate/operator';
+import type { ArchivedMessage } from '../lib/operate/archive';
 import { type JobLookup, whyFiled } from '../lib/operate/rejections';
+import type { VersionStatus } from '../lib/operate/version-status';
 import type { JobResult } from '../lib/publish/results';
 import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
 import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';

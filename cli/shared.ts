@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { type DevState, devStateByEndpoint, readDevState, writeDevState } from '../lib/aws/dev-file';
 import { TaskworkerError } from '../lib/errors';
 import type { LocalStack } from '../lib/local/dev';
-import { type DevState, devStateByEndpoint, readDevState, writeDevState } from '../lib/local/dev-file';
 
 /** A command-line mistake: printed without a stack, exit code 2. */
 export class UsageError extends TaskworkerError {
@@ -28,7 +28,7 @@ export function findConfigFile(explicit: string | undefined): string {
   throw new UsageError(`no config file: pass --config FILE or create one of ${CONFIG_CANDIDATES.join(', ')} here`);
 }
 
-export { clearDevState, type DevState, devStateByEndpoint, readDevState } from '../lib/local/dev-file';
+export { clearDevState, type DevState, devStateByEndpoint, readDevState } from '../lib/aws/dev-file';
 
 /** Records a running local stack for the other commands in this directory (and below it). */
 export function announceLocalStack(stack: LocalStack, configFile: string): void {

@@ -1,6 +1,6 @@
 import { TaskworkerError } from '../lib/errors';
 import { explainAwsError } from '../lib/operate/aws-errors';
-import { VersionNotFoundError } from '../lib/operate/operator';
+import { VersionNotFoundError } from '../lib/operate/operator-context';
 import { DEMO_USAGE, demoCommand } from './demo';
 import { DEV_USAGE, devCommand } from './dev';
 import { EMIT_USAGE, EVENTS_USAGE, emitCommand, eventsCommand } from './events-command';

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { cachedFor, packagedAssetsDir, serveUi } from '../dashboard/server/serve';
-import { cloudWatchOldestAge, cloudWatchRecentInvocations, cloudWatchThroughput } from '../lib/adapters/cloudwatch';
-import { SqsQueueClient } from '../lib/adapters/sqs';
-import { deployedVersions, operatorContext } from '../lib/operate/operator';
+import { cloudWatchOldestAge, cloudWatchRecentInvocations, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
+import { sqsQueues } from '../lib/aws/wiring';
+import { deployedVersions, operatorContext } from '../lib/operate/operator-context';
 import type { TaskDefinition } from '../lib/tasks/task';
 import { operatorTarget } from './operator';
 import { loadTaskDefinitions } from './publish';
@@ -33,7 +33,7 @@ export async function uiCommand(argv: string[]): Promise<void> {
   const oldestAge = cloudWatchAge && cachedFor(60_000, cloudWatchAge);
   const cloudWatchRecent = local ? undefined : cloudWatchRecentInvocations();
   const recent = cloudWatchRecent && cachedFor(60_000, cloudWatchRecent);
-  const sqs = new SqsQueueClient();
+  const sqs = sqsQueues();
   let tasks: Promise<readonly TaskDefinition[]> | undefined;
   // Throughput from CloudWatch on AWS (cached a minute: its datapoints are per minute); locally the stats table's minute counters.
   const cloudWatchJobs = local ? undefined : cloudWatchThroughput();

@@ -1,4 +1,4 @@
-import { listWorkers, renderWorkers } from '../lib/operate/workers';
+import { listWorkers, renderWorkers } from '../lib/operate/worker-views';
 import { viewTarget } from './operator';
 import { UsageError } from './shared';
 

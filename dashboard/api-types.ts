@@ -46,8 +46,9 @@ export type {
 
 export type { EventsView, SubscriberView } from '../lib/operate/events';
 
-import type { ArchiveReason, CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
+import type { CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
 import type { Throughput } from '../lib/track/throughput';
+import type { ArchiveReason } from '../lib/wire/archive-reasons';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 
 export type { EventRef } from '../lib/wire/event-ref';

@@ -4,16 +4,16 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { trackingFor } from '../lib/adapters/dynamo-tracking';
-import { doorbellMappingsFromEnv, LambdaDoorbellSwitch } from '../lib/adapters/lambda-doorbells';
-import { LambdaLauncher } from '../lib/adapters/lambda-launcher';
-import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/types';
+import { doorbellMappingsFromEnv } from '../lib/adapters/lambda-doorbells';
+import { lambdaDoorbellSwitch, lambdaLauncher } from '../lib/aws/lambda-clients';
+import { trackingFor } from '../lib/aws/wiring';
+import type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/dispatcher-deps';
 import { DispatcherRuntime, queueUrlsFromEnv } from '../lib/invocation/dispatcher-runtime';
 import { sqsRecordsOf } from '../lib/invocation/doorbell';
 import { canScaleOut, invocationRole } from '../lib/invocation/scaling';
 import type { DispatcherSummary } from '../lib/settle/report';
 
-export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/types';
+export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispatch/dispatcher-deps';
 
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
@@ -45,7 +45,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
     const scalesOut = canScaleOut(maxConcurrency, bundle.config.dispatcher.timeoutSeconds);
     const functionName = env.AWS_LAMBDA_FUNCTION_NAME;
     const mappings = doorbellMappingsFromEnv(env.TASKWORKER_DOORBELL_MAPPINGS);
-    const doorbells = options.doorbells ?? (mappings.length > 0 ? new LambdaDoorbellSwitch(mappings) : undefined);
+    const doorbells = options.doorbells ?? (mappings.length > 0 ? lambdaDoorbellSwitch(mappings) : undefined);
     const created = new DispatcherRuntime({
       bundle,
       version,
@@ -63,7 +63,7 @@ export function createDispatcherFunction(options: DispatcherFunctionOptions = {}
       ...(options.launcher
         ? { launcher: options.launcher, maxConcurrency }
         : functionName && scalesOut
-          ? { launcher: new LambdaLauncher(functionName), maxConcurrency }
+          ? { launcher: lambdaLauncher(functionName), maxConcurrency }
           : {}),
     });
     created.warm();

@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { DispatcherObserver } from '../lib/dispatch/types';
+import type { DispatcherObserver } from '../lib/dispatch/dispatcher-deps';
+import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/settle/report';
 import {
   archivedMetric,
   INVOCATION_METRICS,
@@ -7,8 +8,7 @@ import {
   METRIC_DIMENSIONS,
   METRICS_NAMESPACE,
   outcomeMetric,
-} from '../lib/layout/metric-names';
-import { type BatchReport, type DispatcherSummary, isFailedAttempt, type JobReport } from '../lib/settle/report';
+} from '../lib/wire/metric-names';
 
 export interface DispatcherMetricsOptions {
   /** Reads `TASKWORKER_VERSION`, `POWERTOOLS_SERVICE_NAME`, `POWERTOOLS_METRICS_NAMESPACE`. @defaultValue process.env */
@@ -36,7 +36,7 @@ export const OTHER_TASK = '(other)';
  * The dispatcher's CloudWatch metrics as EMF (Powertools Metrics): per queue, and per queue and
  * task, the outcome of every job of a settled batch, its wait and run time; per invocation the
  * receive counts. Each settled batch gives one document per queue and one per queue and task.
- * Names live in `lib/metric-names.ts`, where the stack's alarms read them.
+ * Names live in `lib/wire/metric-names.ts`, where the stack's alarms read them.
  *
  * @example
  * ```ts

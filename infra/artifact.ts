@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { AssetHashType, type BundlingOptions, DockerImage, type ILocalBundling } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { FROM_SOURCE, PACKAGE_ROOT } from '../lib/tasks/package-root';
 
 export type DispatcherCodeProps = {

@@ -7,12 +7,12 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { canScaleOut, SCHEDULE_SOURCE } from '../lib/invocation/scaling';
-import { METRICS_NAMESPACE } from '../lib/layout/metric-names';
 import { RESULT_PREFIX } from '../lib/layout/payloads';
 import { JOBS_DUE_INDEX } from '../lib/layout/tables';
 import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../lib/wake-up';
+import { METRICS_NAMESPACE } from '../lib/wire/metric-names';
 import { ignoreCfnLintChecks, REDUNDANT_ROLE_DEPENDENCY } from './cfn-lint';
 import { FUNCTION_DEFAULTS, LOG_RETENTION, REMOVAL_POLICIES, SCHEDULE_RATE } from './defaults';
 import { grantSubscribedEventPayloads, PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS, type TaskworkerPayloads } from './payloads';
@@ -21,7 +21,7 @@ import { grantSubscribedEventPayloads, PAYLOAD_READ_ACTIONS, RESULT_PUT_ACTIONS,
 export const WORK_QUEUE_ACTIONS = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'];
 /** The archive is written to (SendMessageBatch is authorised by SendMessage), never read by the dispatcher. */
 export const ARCHIVE_ACTIONS = ['sqs:SendMessage'];
-/** Job records: record, claim, complete, fail (lib/adapters/dynamo-tracking.ts). Listing is the operator CLI's. */
+/** Job records: record, claim, complete, fail (lib/adapters/dynamo-job-claims.ts). Listing is the operator CLI's. */
 export const JOBS_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 /** The sweep of parked jobs reads the sparse due index. */
 export const SWEEP_ACTIONS = ['dynamodb:Query'];
@@ -71,7 +71,7 @@ export interface TaskworkerDispatcherProps {
  * queue's visibility, invoked by an SQS trigger (MaximumConcurrency 2, partial batch responses) the
  * moment a message arrives in an idle version (lib/invocation/doorbell.ts). When the queues hold a backlog,
  * the scheduled invocation starts more invocations of the function (asynchronously), bounded by
- * its reserved concurrency; those end when the backlog is gone (lib/scaling.ts). Its role can do
+ * its reserved concurrency; those end when the backlog is gone (lib/invocation/scaling.ts). Its role can do
  * exactly what the dispatcher does, on this version's queues and tables and this function only.
  *
  * @example

@@ -5,9 +5,9 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
-import { eventTopicName } from '../lib/events/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { type EventRoute, eventRoutes } from '../lib/events/routes';
+import { eventTopicName } from '../lib/layout/topics';
 import type { TaskRegistry } from '../lib/tasks/task';
 
 /** What an emitter may do with its version's topic. */

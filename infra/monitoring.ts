@@ -5,8 +5,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
-import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/layout/metric-names';
+import type { TaskworkerConfig } from '../lib/config/app-config';
+import { INVOCATION_METRICS, JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE, outcomeMetric } from '../lib/wire/metric-names';
 import { DASHBOARD_TAGS, ignoreCfnLintChecks } from './cfn-lint';
 
 export interface TaskworkerMonitoringProps {

@@ -2,7 +2,7 @@ import { type CfnElement, Duration, RemovalPolicy, Stack, Validations } from 'aw
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { EVENT_PAYLOAD_PREFIX, PAYLOAD_PREFIX, payloadBucketName, payloadExpiryDays, RESULT_PREFIX } from '../lib/layout/payloads';
 
 /** What the dispatcher does with a claim-checked payload: read it before the task runs, delete it when the job has ended. */

@@ -1,7 +1,7 @@
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { type QueueSpec, queueLayout } from '../lib/layout/queues';
 import { QUEUE_DEFAULTS, REMOVAL_POLICIES } from './defaults';
 
@@ -19,7 +19,7 @@ export interface TaskworkerQueuesProps {
 
 /**
  * Every SQS queue of one release version, from the layout `taskworker dev` also creates
- * (`lib/queue-layout.ts`): per configured queue a main queue with its redrive policy and
+ * (`lib/layout/queues.ts`): per configured queue a main queue with its redrive policy and
  * dead-letter queue, plus the version's archive queue. All encrypted, all TLS-only.
  *
  * @example

@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { TaskworkerConfig } from '../lib/config';
+import type { TaskworkerConfig } from '../lib/config/app-config';
 import { ConfigError } from '../lib/errors';
 import { eventBridgeExpression } from '../lib/track/cron';
 import { SCHEDULED_TIME_KEYWORD, tickBody } from '../lib/track/recurring';

@@ -1,6 +1,6 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { resolveConfig, validateVersion } from '../lib/config';
+import { resolveConfig, validateVersion } from '../lib/config/app-config';
 import { loadConfigModuleSync } from '../lib/tasks/build';
 import { inProject, TaskworkerVersion, type TaskworkerVersionProps } from './version';
 

@@ -1,8 +1,8 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { type TaskworkerConfig, tableNames } from '../lib/config';
-import { TABLES, type TableSpec } from '../lib/layout/tables';
+import type { TaskworkerConfig } from '../lib/config/app-config';
+import { TABLES, type TableSpec, tableNames } from '../lib/layout/tables';
 import { REMOVAL_POLICIES, TABLE_DEFAULTS } from './defaults';
 
 export interface TaskworkerTablesProps {
@@ -17,7 +17,7 @@ export interface TaskworkerTablesProps {
 
 /**
  * The version's DynamoDB tables from the layout `taskworker dev` also creates
- * (`lib/table-layout.ts`): jobs (one item per job, sparse `byQueueState` index, TTL) and stats
+ * (`lib/layout/tables.ts`): jobs (one item per job, sparse `byQueueState` index, TTL) and stats
  * (one item per queue and day, TTL). On-demand, point-in-time recovery, encrypted.
  *
  * @example

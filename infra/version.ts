@@ -11,19 +11,12 @@ import type * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import {
-  archiveQueueName,
-  queueResourceName,
-  resolveConfig,
-  type TaskworkerConfig,
-  type TaskworkerConfigInput,
-  tableNames,
-  validateVersion,
-} from '../lib/config';
+import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput, validateVersion } from '../lib/config/app-config';
 import { ConfigError } from '../lib/errors';
-import { eventTopicName } from '../lib/events/config';
 import { PAYLOAD_PREFIX, payloadBucketName, RESULT_PREFIX } from '../lib/layout/payloads';
-import { JOBS_BY_TAG_INDEX } from '../lib/layout/tables';
+import { archiveQueueName, queueResourceName } from '../lib/layout/queues';
+import { JOBS_BY_TAG_INDEX, tableNames } from '../lib/layout/tables';
+import { eventTopicName } from '../lib/layout/topics';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskRegistry } from '../lib/tasks/task';

@@ -3,7 +3,7 @@
  * lib/settle/run-hooks.ts.
  */
 import type { SerializedError } from './errors';
-import type { ArchiveReason } from './track/model';
+import type { ArchiveReason } from './wire/archive-reasons';
 
 /** What a hook knows about the job. */
 export interface HookContext {

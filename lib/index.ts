@@ -3,7 +3,7 @@
  * Task modules import `defineTask`; publishers use `Publisher`; config files use `defineConfig`.
  */
 
-export { trackingFor } from './adapters/dynamo-tracking';
+export { trackingFor } from './aws/wiring';
 export {
   type DispatcherConfigInput,
   defineConfig,
@@ -15,24 +15,19 @@ export {
   type TaskworkerConfig,
   type TaskworkerConfigInput,
   type TrackingMode,
-  tableNames,
   validateVersion,
-} from './config';
+} from './config/app-config';
 export * from './errors';
+export { tableNames } from './layout/tables';
 export type { PayloadStore } from './ports';
-export {
-  type LocalDevPublisherOptions,
-  type Published,
-  Publisher,
-  type PublisherOptions,
-  type PublishItem,
-  type PublishOptions,
-} from './publish/publisher';
+export type { LocalDevPublisherOptions, Published, PublisherOptions, PublishItem, PublishOptions } from './publish/publish-options';
+export { Publisher } from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
 export { type DependencyOutcome, defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
 export type { CancelResult, JobRecord, JobState, JobStore, StatsStore } from './track/model';
-export { ARCHIVE_REASONS, type ArchiveReason, type ArchiveRecord, readArchiveRecord } from './wire/archive-record';
+export { ARCHIVE_REASONS, type ArchiveReason } from './wire/archive-reasons';
+export { type ArchiveRecord, readArchiveRecord } from './wire/archive-record';
 export { type DecodedJob, decodeEnvelope, type EnvelopeV1, encodeEnvelope, MAX_BODY_BYTES, type PayloadRef } from './wire/envelope';
 export { MAX_PAYLOAD_REF_BYTES } from './wire/payload-ref';

@@ -1,5 +1,3 @@
-import type { MinuteCounts } from './track/throughput';
-
 /**
  * The narrow ports between taskworker's policy and AWS. Adapters (SQS, DynamoDB) and in-memory
  * fakes implement them; one conformance suite checks both.
@@ -145,17 +143,6 @@ export type RecentInvocations = (
   functionName: string,
   minutes: number,
 ) => Promise<{ functionName: string; minutes: number; invocations: number; errors: number; maxConcurrent: number }>;
-
-/**
- * Jobs started, succeeded and archived per queue and minute from the platform's metrics (CloudWatch:
- * the dispatcher's EMF metrics), for the given UTC minutes (`YYYY-MM-DDTHH:MM`, oldest first).
- */
-export type MetricsThroughput = (query: {
-  readonly service: string;
-  readonly version: string;
-  readonly queues: readonly string[];
-  readonly minutes: readonly string[];
-}) => Promise<Record<string, MinuteCounts[]>>;
 
 /** Structured log lines; Powertools Logger fits this shape. */
 export interface Logger {

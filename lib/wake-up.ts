@@ -3,7 +3,7 @@
  * doorbell invocation can hold: shared by the task registry's checks, the dispatcher and the stack.
  * The doorbell itself is lib/invocation/doorbell.ts.
  */
-import type { QueueConfig, TaskworkerConfig } from './config';
+import type { QueueConfig, TaskworkerConfig } from './config/app-config';
 import { ConfigError } from './errors';
 
 /** Doorbell invocations at once per queue: the trigger's `MaximumConcurrency` (2 is its minimum). */

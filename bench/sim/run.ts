@@ -4,7 +4,7 @@
  * lib/dispatch with a selector of lib/select) — on a simulated SQS and the simulation clock, fed
  * by one workload. Tasks "run" by sleeping their drawn run time on the simulation clock.
  */
-import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config';
+import { resolveConfig, type SelectorName, type TaskworkerConfig } from '../../lib/config/app-config';
 import { queueProbes } from '../../lib/dispatch/loop';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
@@ -14,7 +14,7 @@ import type { InvocationRole } from '../../lib/invocation/scaling';
 import type { DispatcherLauncher, QueueUrls, ReceivedMessage } from '../../lib/ports';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
-import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/types';
+import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/executor-types';
 import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/select';
 import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
@@ -38,7 +38,7 @@ export interface FleetSpec {
    * Lambda-like operation instead of `dispatchers` running back to back: the schedule starts an
    * invocation every minute (each running up to `invocationSeconds`, so `dispatchers` overlap),
    * at most `maxConcurrency` run at once (further starts are throttled), warm containers are
-   * reused. With `autoscale`, scheduled invocations scale out through lib/scaling.ts and idle
+   * reused. With `autoscale`, scheduled invocations scale out through lib/invocation/scaling.ts and idle
    * ones end early; without, every invocation runs to its timeout (the fixed fleet).
    */
   readonly schedule?: {

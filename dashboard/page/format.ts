@@ -2,7 +2,7 @@
  * How the page writes durations and errors: pure, so the route tests' Jest can check it without a
  * browser (test/unit/ui-format.test.ts). No DOM, no Node.
  */
-import { workerWeights } from '../../lib/operate/workers';
+import { workerWeights } from '../../lib/operate/worker-views';
 import type { JobRecord, WorkerView } from '../api-types';
 
 /**

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import type { LocalStack } from '../../lib/local/dev';
-import { operatorContext } from '../../lib/operate/operator';
+import { operatorContext } from '../../lib/operate/operator-context';
 import { createUiApp, type UiOptions } from './server';
 
 export interface ServeUiOptions extends Omit<UiOptions, 'token' | 'tokenForReads' | 'acceptsHost'> {

@@ -6,35 +6,26 @@ import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TaskworkerError } from '../../lib/errors';
+import { type ArchiveFilter, countArchived, listArchived, replayArchived } from '../../lib/operate/archive';
 import { explainAwsError } from '../../lib/operate/aws-errors';
-import { controlQueue } from '../../lib/operate/controls';
+import { redriveDeadLetters } from '../../lib/operate/dead-letters';
 import { listEvents } from '../../lib/operate/events';
-import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flows';
+import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flow-commands';
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { countJobStates } from '../../lib/operate/job-counts';
-import {
-  type ArchiveFilter,
-  BadCursorError,
-  countArchived,
-  listArchived,
-  listJobsPage,
-  type OperatorContext,
-  redriveDeadLetters,
-  replayArchived,
-  statsHistory,
-  throughput,
-  VersionNotFoundError,
-  versionStatus,
-} from '../../lib/operate/operator';
+import { BadCursorError, listJobsPage } from '../../lib/operate/job-pages';
+import { type OperatorContext, VersionNotFoundError } from '../../lib/operate/operator-context';
+import { controlQueue } from '../../lib/operate/queue-controls';
 import { lookUpJob } from '../../lib/operate/rejections';
-import { listWorkers } from '../../lib/operate/workers';
+import { statsHistory, throughput, versionStatus } from '../../lib/operate/version-status';
+import { listWorkers } from '../../lib/operate/worker-views';
 import { Publisher } from '../../lib/publish/publisher';
 import type { TaskDefinition } from '../../lib/tasks/task';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-record';
+import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-reasons';
 import {
   API_ROUTES,
   type Api,

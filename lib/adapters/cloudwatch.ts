@@ -1,38 +1,22 @@
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
-import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../layout/metric-names';
-import type { MetricsThroughput, OldestAge, RecentInvocations } from '../ports';
+import type { OldestAge, RecentInvocations } from '../ports';
+import type { MetricsThroughput } from '../track/throughput';
 import { type MinuteCounts, minuteKey, NO_COUNTS } from '../track/throughput';
+import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../wire/metric-names';
 
-/**
- * `status`'s age of the oldest message per queue, from CloudWatch: only against AWS (an endpoint
- * override means emulators, which have no CloudWatch), and only where `@aws-sdk/client-cloudwatch`
- * is installed (an optional peer: a publisher does not need it). Undefined otherwise.
- */
-export function cloudWatchOldestAge(): OldestAge | undefined {
-  const cloudwatch = loadCloudWatch();
-  if (!cloudwatch) return undefined;
+/** The CloudWatch SDK (`@aws-sdk/client-cloudwatch`, an optional peer) and a client on it (lib/aws/cloudwatch-clients.ts). */
+export interface CloudWatchAccess {
+  readonly sdk: typeof CloudWatch;
+  readonly client: CloudWatch.CloudWatchClient;
+}
+
+/** `status`'s age of the oldest message per queue, from CloudWatch. */
+export function oldestAgeOn(cloudwatch: CloudWatchAccess): OldestAge {
   return (names) => oldestAgeFromCloudWatch(cloudwatch.sdk, cloudwatch.client, names);
 }
 
-/** The CloudWatch SDK and a client, against AWS only and where the optional peer is installed. */
-function loadCloudWatch(): { sdk: typeof CloudWatch; client: CloudWatch.CloudWatchClient } | undefined {
-  if (process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL) return undefined;
-  let sdk: typeof CloudWatch;
-  try {
-    sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;
-  } catch {
-    return undefined;
-  }
-  return { sdk, client: new sdk.CloudWatchClient({}) };
-}
-
-/**
- * The dashboard's "recent invocations" of a deployed version's function, from CloudWatch's Lambda
- * metrics; undefined where `status` has no CloudWatch either.
- */
-export function cloudWatchRecentInvocations(): RecentInvocations | undefined {
-  const cloudwatch = loadCloudWatch();
-  if (!cloudwatch) return undefined;
+/** The dashboard's "recent invocations" of a deployed version's function, from CloudWatch's Lambda metrics. */
+export function recentInvocationsOn(cloudwatch: CloudWatchAccess): RecentInvocations {
   const { sdk, client } = cloudwatch;
   return async (functionName, minutes) => {
     const end = new Date();
@@ -103,12 +87,9 @@ async function oldestAgeFromCloudWatch(
 /**
  * The overview's throughput from the dispatcher's own EMF metrics: per queue and minute, the Sum of
  * `JobsSucceeded` and `JobsArchived` and the SampleCount of `RunTime` (one sample per job that ran),
- * dimensions service, version and queue; one GetMetricData for up to 500 queries. Undefined where
- * `status` has no CloudWatch either.
+ * dimensions service, version and queue; one GetMetricData for up to 500 queries.
  */
-export function cloudWatchThroughput(): MetricsThroughput | undefined {
-  const cloudwatch = loadCloudWatch();
-  if (!cloudwatch) return undefined;
+export function throughputOn(cloudwatch: CloudWatchAccess): MetricsThroughput {
   const { sdk, client } = cloudwatch;
   return async ({ service, version, queues, minutes }) => {
     const first = minutes[0];

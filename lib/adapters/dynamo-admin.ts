@@ -5,8 +5,8 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type TaskworkerConfig, tableNames } from '../config';
-import { TABLES } from '../layout/tables';
+import type { TaskworkerConfig } from '../config/app-config';
+import { TABLES, tableNames } from '../layout/tables';
 
 /**
  * Creates a version's jobs and stats tables from the shared layout (on-demand, TTL on), as the

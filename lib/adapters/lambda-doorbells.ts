@@ -1,6 +1,5 @@
-import { LambdaClient, ListEventSourceMappingsCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { type LambdaClient, ListEventSourceMappingsCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import type { DoorbellSwitch } from '../ports';
-import type { LambdaClientOption } from './lambda-launcher';
 
 /** A doorbell's event-source mapping, and the queue it rings for (unknown in an older `id`-only list). */
 export interface DoorbellMapping {
@@ -29,13 +28,13 @@ export function doorbellMappingsFromEnv(value: string | undefined): DoorbellMapp
  * so a steady fleet makes no calls; a container that has not set anything yet always does.
  */
 export class LambdaDoorbellSwitch implements DoorbellSwitch {
-  private client: LambdaClient | undefined;
   private readonly last = new Map<string, boolean>();
   private readonly mappings: readonly DoorbellMapping[];
 
   constructor(
     mappings: ReadonlyArray<string | DoorbellMapping>,
-    private readonly option: LambdaClientOption = {},
+    /** The client, made on first use (lib/aws/lambda-clients.ts). */
+    private readonly lambda: () => LambdaClient,
   ) {
     this.mappings = mappings.map((m) => (typeof m === 'string' ? { id: m } : m));
   }
@@ -45,8 +44,7 @@ export class LambdaDoorbellSwitch implements DoorbellSwitch {
       .map((m) => ({ id: m.id, enabled: on && !(m.queue !== undefined && off.includes(m.queue)) }))
       .filter((m) => this.last.get(m.id) !== m.enabled);
     if (wanted.length === 0) return;
-    this.client ??= this.option.client ?? new LambdaClient(this.option.clientConfig ?? {});
-    const client = this.client;
+    const client = this.lambda();
     await Promise.all(
       wanted.map(async (m) => {
         await client.send(new UpdateEventSourceMappingCommand({ UUID: m.id, Enabled: m.enabled }));
@@ -63,18 +61,16 @@ export class LambdaDoorbellSwitch implements DoorbellSwitch {
  * `lambda:UpdateEventSourceMapping` on the operator's credentials.
  */
 export class LambdaQueueTriggers {
-  private client: LambdaClient | undefined;
-
   constructor(
     /** The doorbell function of a queue by its name (`<app>-<version>-doorbell-<queue>`). */
     private readonly functionOf: (queue: string) => string,
-    private readonly option: LambdaClientOption = {},
+    /** The client, made on first use (lib/aws/lambda-clients.ts). */
+    private readonly lambda: () => LambdaClient,
   ) {}
 
   /** Enables or disables `queue`'s trigger; resolves with how many mappings it switched (0: the queue has no doorbell). */
   async set(queue: string, enabled: boolean): Promise<number> {
-    this.client ??= this.option.client ?? new LambdaClient(this.option.clientConfig ?? {});
-    const client = this.client;
+    const client = this.lambda();
     const listed = await client
       .send(new ListEventSourceMappingsCommand({ FunctionName: this.functionOf(queue) }))
       .catch((error: unknown) => {

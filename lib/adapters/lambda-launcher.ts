@@ -1,10 +1,5 @@
-import { InvokeCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda';
+import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import type { DispatcherLauncher } from '../ports';
-
-/** Pass a ready client or a client config, never both. */
-export type LambdaClientOption =
-  | { readonly client: LambdaClient; readonly clientConfig?: never }
-  | { readonly client?: never; readonly clientConfig?: LambdaClientConfig };
 
 /**
  * {@link DispatcherLauncher} on AWS Lambda: asynchronous invocations (`InvocationType: Event`) of
@@ -12,16 +7,14 @@ export type LambdaClientOption =
  * how many run, and its event age limit drops any that could not start within a minute.
  */
 export class LambdaLauncher implements DispatcherLauncher {
-  private client: LambdaClient | undefined;
-
   constructor(
     private readonly functionName: string,
-    private readonly option: LambdaClientOption = {},
+    /** The client, made on first use (lib/aws/lambda-clients.ts). */
+    private readonly lambda: () => LambdaClient,
   ) {}
 
   async launch(count: number, event: object): Promise<number> {
-    this.client ??= this.option.client ?? new LambdaClient(this.option.clientConfig ?? {});
-    const client = this.client;
+    const client = this.lambda();
     const payload = new TextEncoder().encode(JSON.stringify(event));
     const results = await Promise.allSettled(
       Array.from({ length: count }, () =>

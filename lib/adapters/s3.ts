@@ -1,19 +1,6 @@
 import type * as S3 from '@aws-sdk/client-s3';
 import { MissingDependencyError, PayloadMissingError } from '../errors';
 import type { PayloadStore } from '../ports';
-import { type HttpTimeouts, withHttpTimeouts } from './http-timeouts';
-import { withRegionCheck } from './region';
-
-/** A 10 MiB object moves in well under this; the limit only stops a stalled connection. */
-export const S3_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 60_000 };
-
-/**
- * Pass a ready client or a client config, never both. Endpoints follow the SDK
- * (`AWS_ENDPOINT_URL_S3`, or fauxqs's one endpoint for SQS, SNS and S3 locally).
- */
-export type S3ClientOption =
-  | { readonly client: S3.S3Client; readonly clientConfig?: never }
-  | { readonly client?: never; readonly clientConfig?: S3.S3ClientConfig };
 
 /** Kept out of a literal so bundlers (a tasks bundle, the publish-only package) do not pull it in. */
 const S3_MODULE = ['@aws-sdk', 'client-s3'].join('/');
@@ -42,23 +29,16 @@ async function loadS3(): Promise<typeof S3> {
 /** {@link PayloadStore} on Amazon S3: one PutObject, GetObject or DeleteObject per call; the client is made on first use. */
 export class S3PayloadStore implements PayloadStore {
   private sdk: Promise<typeof S3> | undefined;
-  private made: S3.S3Client | undefined;
 
   /**
    * `sdk`: how a bundle that carries `@aws-sdk/client-s3` itself loads it, called on first use (so a
    * dispatcher that never sees a claim check never evaluates it).
    */
   constructor(
-    private readonly option: S3ClientOption = {},
+    /** The client, given the SDK once it is loaded (lib/aws/clients.ts makes it on first use). */
+    private readonly client: (sdk: typeof S3) => S3.S3Client,
     private readonly sdkLoader?: () => typeof S3,
   ) {}
-
-  /** The client, made (and the SDK loaded) on first use. */
-  private client(sdk: typeof S3): S3.S3Client {
-    if (this.option.client) return this.option.client;
-    this.made ??= withRegionCheck(new sdk.S3Client(withHttpTimeouts(this.option.clientConfig ?? {}, S3_TIMEOUTS)), 'S3');
-    return this.made;
-  }
 
   async put(bucket: string, key: string, body: string, sha256: string): Promise<void> {
     const sdk = await this.load();

@@ -8,9 +8,9 @@ import {
   UnsubscribeCommand,
 } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { TaskworkerConfig } from '../config';
-import { eventTopicName } from '../events/config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { type EventRoute, eventRoutes, filterPolicy } from '../events/routes';
+import { eventTopicName } from '../layout/topics';
 import type { QueueUrls } from '../ports';
 import type { TaskRegistry } from '../tasks/task';
 

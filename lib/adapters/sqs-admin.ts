@@ -6,7 +6,7 @@ import {
   SetQueueAttributesCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { queueLayout } from '../layout/queues';
 import type { QueueUrls } from '../ports';
 

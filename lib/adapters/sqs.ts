@@ -8,12 +8,12 @@ import {
   QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
-  SQSClient,
-  type SQSClientConfig,
+  type SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { archiveQueueName, queueResourceName, type TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { describe, MoveTaskUnavailableError } from '../errors';
+import { archiveQueueName, queueResourceName } from '../layout/queues';
 import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type {
   BatchFailure,
@@ -31,34 +31,10 @@ import type {
   SendEntry,
   VisibilityEntry,
 } from '../ports';
-import { type HttpTimeouts, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
-import { withRegionCheck } from './region';
-
-/**
- * Pass a ready client or a client config, never both. Endpoints follow the SDK
- * (`AWS_ENDPOINT_URL_SQS`). A built client gets {@link SQS_TIMEOUTS} unless `timeouts` or the
- * config's own `requestHandler` says otherwise.
- */
-export type SqsClientOption =
-  | { readonly client: SQSClient; readonly clientConfig?: never; readonly timeouts?: never }
-  | { readonly client?: never; readonly clientConfig?: SQSClientConfig; readonly timeouts?: HttpTimeouts };
-
-export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
-  if (option.client) return option.client;
-  const config = withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? SQS_TIMEOUTS);
-  // With an endpoint override (an emulator), send every call there: the SDK would otherwise
-  // prefer the queue URL's host, which an emulator's URLs may not resolve to.
-  const overridden = config.endpoint !== undefined || Boolean(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL);
-  return withRegionCheck(new SQSClient({ ...(overridden ? { useQueueUrlAsEndpoint: false } : {}), ...config }), 'SQS');
-}
 
 /** {@link QueueClient} on Amazon SQS (or any endpoint that speaks its JSON protocol). */
 export class SqsQueueClient implements QueueClient, QueueDirectory, QueueLister, DeadLetterMover {
-  readonly sqs: SQSClient;
-
-  constructor(option: SqsClientOption = {}) {
-    this.sqs = sqsClientFrom(option);
-  }
+  constructor(readonly sqs: SQSClient) {}
 
   async receive(queueUrl: string, request: ReceiveRequest, signal?: AbortSignal): Promise<ReceivedMessage[]> {
     const out = await this.sqs.send(

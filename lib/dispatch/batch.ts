@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { subscribersOn } from '../events/routes';
-import { foreignRefProblem } from '../layout/payloads';
-import { bodyBytes, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { bodyBytes, MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
 import { SettleHold } from '../settle/hold';
@@ -14,16 +13,16 @@ import { type HookJob, runHooks } from '../settle/run-hooks';
 import { BatchState, recordStats, type SettleOptions, settle } from '../settle/settle';
 import type { TaskDefinition } from '../tasks/task';
 import { batchSpans } from '../trace/consumer';
-import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_QUEUE_DELAY_SECONDS, MAX_SCHEDULE_SECONDS } from '../track/due';
+import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../track/due';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
-import { readCelery } from './celery';
+import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
+import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { runOne } from './job';
-import { dropPayloads, resolvePayloads } from './payloads';
+import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
 import type { SlotReservation, TaskSlots } from './slots';
-import type { DispatcherDeps, Planned, RunOptions } from './types';
 import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
@@ -141,7 +140,7 @@ function plan(deps: DispatcherDeps, queue: QueueConfig, message: ReceivedMessage
     decoded = decodeMessage(message.body, { messageId: message.messageId, sentTimestamp: message.sentTimestamp });
   } catch (error) {
     const envelopeError = error instanceof EnvelopeError ? error : undefined;
-    // A body that is not JSON may be Celery's (lib/dispatch/celery.ts), read on a queue that accepts it.
+    // A body that is not JSON may be Celery's (lib/dispatch/celery-messages.ts), read on a queue that accepts it.
     const celery = envelopeError?.code === 'not-json' ? readCelery(deps.registry, queue, message) : undefined;
     if (celery?.kind === 'job') return celery.planned;
     if (celery) {

@@ -12,7 +12,7 @@ import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref
 import type { TaskDefinition } from '../tasks/task';
 import { edgesOf, propagate } from '../track/flows';
 import type { ClaimResult, JobRecord, JobStore, ProgressWrite } from '../track/model';
-import type { DispatcherDeps } from './types';
+import type { DispatcherDeps } from './dispatcher-deps';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 export const CLAIM_RETRY_SECONDS = 10;

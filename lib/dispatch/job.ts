@@ -3,11 +3,11 @@
  * page: claim (lib/dispatch/claim.ts), run (lib/run/attempt.ts), verdict (lib/settle/verdict.ts),
  * and the end the verdict calls for (lib/settle/decisions.ts), which the batch's settle carries out.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { runAttempt } from '../run/attempt';
-import { type RunReservation, serializeError, type TaskOutcome } from '../run/types';
+import { type RunReservation, serializeError, type TaskOutcome } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
@@ -19,9 +19,9 @@ import type { JobStore } from '../track/model';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
-import { keepLargeResult, readDependencyResults } from './payloads';
+import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
+import { keepLargeResult, readDependencyResults } from './job-payloads';
 import type { SlotLease } from './slots';
-import type { DispatcherDeps, Planned, RunOptions } from './types';
 
 /** The outcomes a dependent's task sees; undefined (the message handed back) when the jobs table did not answer. */
 async function readDependencies(

@@ -1,13 +1,13 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
-import type { Probes } from '../select/types';
+import type { Probes } from '../select/selector-types';
 import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
 import { CONTROLS_REFRESH_MS, effectiveQueues } from '../track/controls';
 import { processBatch } from './batch';
+import type { DispatcherDeps, RunOptions } from './dispatcher-deps';
 import { TaskSlots } from './slots';
-import type { DispatcherDeps, RunOptions } from './types';
 
 /** Pause after a failed receive or selection, so an outage does not become a hot loop. */
 const ERROR_PAUSE_MS = 1000;

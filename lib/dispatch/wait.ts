@@ -8,7 +8,7 @@
  * Registration is idempotent and re-run by every copy of the message that finds the job still
  * waiting, so a dispatcher lost half-way through it loses nothing: the message comes back.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import { flowPorts, ref } from '../settle/records';
@@ -17,7 +17,7 @@ import type { BatchState } from '../settle/settle';
 import { closesCycle, type FlowDeps, failDependent, settleDependent, UNKNOWN_DEPENDENCY_GRACE_MS } from '../track/flows';
 import { hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
-import type { DispatcherDeps, Planned } from './types';
+import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /** How long a message waits before it looks again for a dependency that has no record yet: 2 s, doubling to a minute. */
 const unknownDependencyRetrySeconds = (receiveCount: number) => Math.min(60, 2 ** Math.max(1, Math.min(6, receiveCount)));

@@ -1,6 +1,6 @@
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
+import { eventTopicName } from '../layout/topics';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
-import { eventTopicName } from './config';
 
 /** The topic an event reaches this app through: its own version's, or a subscribed app's. */
 export interface EventTopic {

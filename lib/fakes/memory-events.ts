@@ -1,5 +1,5 @@
-import { eventTopicName } from '../events/config';
 import type { EventRoute } from '../events/routes';
+import { eventTopicName } from '../layout/topics';
 import type { EventBus, QueueClient, QueueUrls } from '../ports';
 
 /**

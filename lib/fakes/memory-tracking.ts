@@ -2,7 +2,6 @@ import { dueShardOf } from '../track/due';
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type {
   AddDependentResult,
-  ArchiveReason,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -34,6 +33,7 @@ import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/model';
 import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
 import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 

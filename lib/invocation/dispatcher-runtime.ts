@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
-import { type S3ClientOption, S3PayloadStore } from '../adapters/s3';
-import { resolveQueueUrls, type SqsClientOption, SqsQueueClient } from '../adapters/sqs';
-import { UsageMeter } from '../adapters/usage-meter';
+import type { UsageMeter } from '../adapters/usage-meter';
+import type { S3ClientOption, SqsClientOption } from '../aws/clients';
+import { dispatcherUsage, lookUpQueueUrls, s3PayloadStore, sqsQueues } from '../aws/wiring';
 import { type Clock, systemClock } from '../clock';
-import { validateVersion } from '../config';
-import type { DispatcherObserver, Tracking } from '../dispatch/types';
+import { validateVersion } from '../config/app-config';
+import type { DispatcherObserver, Tracking } from '../dispatch/dispatcher-deps';
 import { ConfigError } from '../errors';
 import { payloadBucketNear, subscribedEventBuckets } from '../layout/payloads';
 import {
@@ -17,10 +17,10 @@ import {
   type QueueUrls,
 } from '../ports';
 import type { Random } from '../random';
+import type { TaskExecutor } from '../run/executor-types';
 import { InlineExecutor } from '../run/inline-executor';
 import type { MemoryGuardOptions } from '../run/memory-guard';
 import { ThreadPoolExecutor } from '../run/thread-pool-executor';
-import type { TaskExecutor } from '../run/types';
 import type { DispatcherSummary } from '../settle/report';
 import type { TaskBundle } from '../tasks/bundle';
 import type { WorkerPlace } from '../track/workers';
@@ -48,7 +48,7 @@ export interface DispatcherRuntimeOptions {
   readonly clock?: Clock;
   readonly random?: Random;
   readonly workerId?: string;
-  /** Starts more dispatcher invocations when a scheduled one finds a backlog (lib/scaling.ts); none: no scaling out. */
+  /** Starts more dispatcher invocations when a scheduled one finds a backlog (lib/invocation/scaling.ts); none: no scaling out. */
   readonly launcher?: DispatcherLauncher;
   /** Turns the doorbells off while the scheduled fleet works a backlog, and on when it finds none. */
   readonly doorbells?: DoorbellSwitch;
@@ -66,7 +66,7 @@ export interface DispatcherRuntimeOptions {
     readonly bucket?: string;
     readonly store?: PayloadStore;
     readonly s3?: S3ClientOption;
-    readonly sdk?: ConstructorParameters<typeof S3PayloadStore>[1];
+    readonly sdk?: Parameters<typeof s3PayloadStore>[1];
   };
 }
 
@@ -88,7 +88,7 @@ export class DispatcherRuntime {
     validateVersion(options.version, 'TASKWORKER_VERSION');
     const { config } = options.bundle;
     this.logger = options.logger ?? jsonLogger({ service: 'taskworker-dispatcher' });
-    this.queues = options.queues ?? new SqsQueueClient(options.sqs);
+    this.queues = options.queues ?? sqsQueues(options.sqs);
     this.executor =
       options.executor ??
       (config.dispatcher.isolation === 'inline'
@@ -100,12 +100,7 @@ export class DispatcherRuntime {
             logger: this.logger,
           }));
     this.clock = options.clock ?? systemClock;
-    this.usage = new UsageMeter(() => this.clock.now());
-    if (this.queues instanceof SqsQueueClient) this.usage.meterSqs(this.queues.sqs);
-    for (const store of Object.values(options.tracking ?? {})) {
-      const client = (store as { dynamo?: unknown } | undefined)?.dynamo;
-      if (client && typeof client === 'object') this.usage.meterDynamo(client);
-    }
+    this.usage = dispatcherUsage(this.queues, options.tracking, () => this.clock.now());
   }
 
   /** Starts worker threads ahead of the first batch. */
@@ -175,12 +170,11 @@ export class DispatcherRuntime {
       return {};
     }
     const eventBuckets = subscribedEventBuckets(config.subscriptions, queueUrl);
-    return { payloads: { bucket, store: given.store ?? new S3PayloadStore(given.s3, given.sdk), eventBuckets } };
+    return { payloads: { bucket, store: given.store ?? s3PayloadStore(given.s3, given.sdk), eventBuckets } };
   }
 
   private async lookUpUrls(): Promise<QueueUrls> {
-    if (!(this.queues instanceof SqsQueueClient)) throw new ConfigError('urls', undefined, 'queue URLs when a custom queue client is used');
-    return resolveQueueUrls(this.queues.sqs, this.options.bundle.config, this.options.version);
+    return lookUpQueueUrls(this.queues, this.options.bundle.config, this.options.version);
   }
 }
 

@@ -12,7 +12,7 @@
  * deferred, left to a newer attempt, a settle call that failed) is reported back as a batch item
  * failure, so the trigger never deletes a message the dispatcher meant to keep.
  */
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import type { QueueUrls, ReceivedMessage } from '../ports';
 import type { BatchReport, JobOutcome } from '../settle/report';
 

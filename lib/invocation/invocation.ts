@@ -7,14 +7,14 @@
  * the stats, hand waiting back to the doorbells — the test kit and the simulation do too.
  */
 
+import type { DispatcherDeps, RunOptions, Tracking } from '../dispatch/dispatcher-deps';
 import { queueProbes, runDispatcher } from '../dispatch/loop';
 import { RunTimes } from '../dispatch/run-times';
-import type { DispatcherDeps, RunOptions, Tracking } from '../dispatch/types';
 import { describe } from '../errors';
 import type { DispatcherLauncher, DoorbellSwitch, ReceivedMessage } from '../ports';
 import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
 import { createSelector } from '../select';
-import type { QueueSelector } from '../select/types';
+import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
 import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
 import type { JobStore } from '../track/model';

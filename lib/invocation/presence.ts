@@ -6,10 +6,10 @@
  * write that fails is logged and costs the view, never a job.
  */
 import type { Clock } from '../clock';
-import type { BatchStart, DispatcherObserver } from '../dispatch/types';
+import type { BatchStart, DispatcherObserver } from '../dispatch/dispatcher-deps';
 import { describe } from '../errors';
 import type { Logger } from '../ports';
-import type { SelectorWeights } from '../select/types';
+import type { SelectorWeights } from '../select/selector-types';
 import type { BatchReport } from '../settle/report';
 import { BEAT_INTERVAL_MS, fitItem, type WorkerItem, type WorkerPlace, type WorkerRegistry } from '../track/workers';
 

@@ -6,7 +6,7 @@
  * and scaled-out ones at the next decision at the latest, so the fleet shrinks as the backlog
  * drains. Lambda's reserved concurrency (the configured `maxConcurrency`) bounds it regardless.
  */
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
 import type { LimitStore } from '../track/limits';

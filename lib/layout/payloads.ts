@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors';
-import { BUCKET_NAME_PATTERN, type PayloadRef } from '../wire/payload-ref';
 import { accountAndRegionOf } from './queue-url';
+import { BUCKET_NAME_PATTERN } from './s3-limits';
 
 /** Every claim-checked payload's key starts here, in the version's bucket: the dispatcher reads nothing else. */
 export const PAYLOAD_PREFIX = 'payloads/';
@@ -95,24 +95,6 @@ export const RESULT_PREFIX = 'results/';
 /** A result's key: `results/<job id, URI-encoded>/<sha256>.json` (an attempt that returns the same value writes the same object). */
 export function resultKey(jobId: string, sha256: string): string {
   return `${RESULT_PREFIX}${encodeURIComponent(jobId)}/${sha256}.json`;
-}
-
-/**
- * Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or
- * undefined. In a subscribed app's bucket (`eventBuckets`) it reads events' payloads only.
- */
-export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined, eventBuckets: readonly string[] = []): string | undefined {
-  if (eventBuckets.includes(ref.bucket)) {
-    return ref.key.startsWith(EVENT_PAYLOAD_PREFIX)
-      ? undefined
-      : `payloadRef names key ${JSON.stringify(ref.key)} in the bucket of an app this one subscribes to; this version reads only keys under ${EVENT_PAYLOAD_PREFIX} there`;
-  }
-  if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;
-  if (ref.bucket !== bucket)
-    return `payloadRef names bucket ${JSON.stringify(ref.bucket)}; this version reads only ${JSON.stringify(bucket)}`;
-  if (!ref.key.startsWith(PAYLOAD_PREFIX))
-    return `payloadRef names key ${JSON.stringify(ref.key)}; this version reads only keys under ${PAYLOAD_PREFIX}`;
-  return undefined;
 }
 
 /**

@@ -32,6 +32,11 @@ export interface TableSpec {
   }[];
 }
 
+/** DynamoDB table names of a version. */
+export function tableNames(app: string, version: string): { jobs: string; stats: string } {
+  return { jobs: `${app}-${version}-jobs`, stats: `${app}-${version}-stats` };
+}
+
 export const JOBS_BY_QUEUE_STATE_INDEX = 'byQueueState';
 export const JOBS_DUE_INDEX = 'byDue';
 export const JOBS_BY_TAG_INDEX = 'byTag';

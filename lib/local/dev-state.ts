@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { processAlive } from '../aws/dev-file';
 import { DevStateInUseError } from '../errors';
-import { processAlive } from './dev-file';
 
 /**
  * The directory where `taskworker dev` keeps its emulators' state between runs

@@ -3,13 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { SnsEventBus } from '../adapters/sns';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { LOCAL_CREDENTIALS as LOCAL } from '../aws/dev-file';
+import { emulatorClients } from '../aws/emulator-clients';
+import { snsEventBus } from '../aws/wiring';
 import { systemClock } from '../clock';
-import { validateVersion } from '../config';
+import { validateVersion } from '../config/app-config';
 import { describe, RestartRequiredError, TaskworkerError } from '../errors';
 import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
@@ -21,8 +21,8 @@ import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
 import { ContainerPool } from './containers';
-import { LOCAL_CREDENTIALS as LOCAL } from './dev-file';
 import { claimDevState, type DevStateDir, type DevStateFound } from './dev-state';
+import { RestartBackoff, readiness, stopChild } from './dispatcher-processes';
 import { type Emulators, startEmulators } from './emulators';
 import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
 import type { RunnerMessage } from './runner';
@@ -264,12 +264,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     throw error;
   }
   const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
-  const sqs = new SQSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
-  const dynamo = new DynamoDBClient({ region, endpoint: emulators.dynamodbEndpoint, credentials });
-  // fauxqs serves SNS on its SQS endpoint: the version's event topic and subscriptions live there.
-  const sns = new SNSClient({ region, endpoint: emulators.sqsEndpoint, credentials });
-  // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
-  const s3 = new S3Client({ region, endpoint: emulators.sqsEndpoint, credentials });
+  const { sqs, dynamo, sns, s3 } = emulatorClients(region, emulators, credentials);
   const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
   let current: ProvisionedVersion;
   let stateAtStart: StateAtStart | undefined;
@@ -311,7 +306,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
   });
-  const eventBus = new SnsEventBus({ client: sns });
+  const eventBus = snsEventBus({ client: sns });
   const publisherFor = (bundle: TaskBundle) =>
     new Publisher({
       config: bundle.config,
@@ -577,37 +572,4 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     reload,
     stop,
   };
-}
-
-const FIRST_RESTART_MS = 500;
-const MAX_RESTART_MS = 30_000;
-
-/**
- * How long to wait before replacing a dispatcher that died: 0.5 s, doubling while each one dies
- * within 10 s of its start (a crash loop), at most 30 s; back to 0.5 s after one lived a minute.
- */
-class RestartBackoff {
-  private delayMs = FIRST_RESTART_MS;
-
-  next(livedMs: number): number {
-    if (livedMs >= 60_000) this.delayMs = FIRST_RESTART_MS;
-    const now = this.delayMs;
-    if (livedMs < 10_000) this.delayMs = Math.min(MAX_RESTART_MS, this.delayMs * 2);
-    return now;
-  }
-}
-
-/** Resolves once a dispatcher process has its stop handlers installed (or has exited). */
-const readiness = new WeakMap<ChildProcess, Promise<void>>();
-
-/** Asks a dispatcher to stop (it finishes running tasks and settles), and kills it if it has not exited in time. */
-async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  // A process still starting has no SIGTERM handler yet and would die of the signal: wait for it.
-  await readiness.get(child);
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-  await exited;
-  clearTimeout(timer);
 }

@@ -5,12 +5,13 @@
  */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../clock';
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
+import type { ScheduleConfig } from '../config/schedule-config';
 import { describe } from '../errors';
 import type { QueueUrls } from '../ports';
 import type { TaskRegistry } from '../tasks/task';
 import { nextFireTimes } from '../track/cron';
-import { type ScheduleConfig, scheduledTimeText, tickBody } from '../track/recurring';
+import { scheduledTimeText, tickBody } from '../track/recurring';
 
 export interface LocalSchedulesOptions {
   readonly config: TaskworkerConfig;

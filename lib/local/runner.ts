@@ -18,7 +18,7 @@ export interface InvokeRequest {
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import type { BatchStart, DispatcherFunction, DispatcherFunctionOptions } from '../dispatch/types';
+import type { BatchStart, DispatcherFunction, DispatcherFunctionOptions } from '../dispatch/dispatcher-deps';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 
 export type RunnerMessage =

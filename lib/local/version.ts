@@ -4,14 +4,13 @@ import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../adapters/dynamo-admin';
 import type { DynamoControlStore } from '../adapters/dynamo-controls';
-import type { DynamoLimitStore } from '../adapters/dynamo-limits';
-import type { DynamoJobStore, DynamoStatsStore } from '../adapters/dynamo-tracking';
-import { trackingFor } from '../adapters/dynamo-tracking';
+import type { DynamoJobStore } from '../adapters/dynamo-job-store';
+import type { DynamoStatsStore } from '../adapters/dynamo-stats-store';
 import { createPayloadBucket } from '../adapters/s3-admin';
-import { SnsEventBus } from '../adapters/sns';
 import { createVersionEvents, type VersionEvents } from '../adapters/sns-admin';
-import { SqsQueueClient } from '../adapters/sqs';
+import type { SqsQueueClient } from '../adapters/sqs';
 import { createVersionQueues } from '../adapters/sqs-admin';
+import { snsEventBus, sqsQueues, versionStores } from '../aws/wiring';
 import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../invocation/dispatcher-runtime';
 import { payloadBucketNear } from '../layout/payloads';
 import type { QueueUrls } from '../ports';
@@ -79,13 +78,8 @@ export async function provisionVersion(options: {
   const { bundle, version } = options;
   const urls = await createVersionQueues(options.sqs, bundle.config, version);
   const tables = await createVersionTables(options.dynamo, bundle.config, version);
-  const { jobs, stats, limits, controls } = trackingFor(bundle.config, tables, { client: options.dynamo }) as {
-    jobs: DynamoJobStore;
-    stats: DynamoStatsStore;
-    limits: DynamoLimitStore;
-    controls: DynamoControlStore;
-  };
-  const queues = new SqsQueueClient({ client: options.sqs });
+  const { jobs, stats, limits, controls } = versionStores(bundle.config, tables, { client: options.dynamo });
+  const queues = sqsQueues({ client: options.sqs });
   const events = options.sns
     ? await createVersionEvents(options.sns, options.sqs, bundle.config, version, bundle.registry, urls)
     : undefined;
@@ -113,13 +107,13 @@ export async function provisionVersion(options: {
       urls,
       ...(options.recordQueued === false ? {} : { jobs }),
       ...(options.sns
-        ? { events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: new SnsEventBus({ client: options.sns }) } }
+        ? { events: { ...(events?.topicArn ? { topicArn: events.topicArn } : {}), bus: snsEventBus({ client: options.sns }) } }
         : {}),
       ...(payloads ? { payloads } : {}),
     }),
     dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).
-      const tracking = dynamo ? trackingFor(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits, controls };
+      const tracking = dynamo ? versionStores(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits, controls };
       return new DispatcherRuntime({
         bundle,
         version,

@@ -10,7 +10,7 @@
  */
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { SCHEDULE_PERIOD_MS, SCHEDULE_SOURCE } from '../invocation/scaling';
 import type { QueueUrls } from '../ports';
 import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../wake-up';

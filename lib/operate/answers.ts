@@ -3,8 +3,9 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
-import type { ArchiveReason, JobRecord, JobState } from '../track/model';
+import type { JobRecord, JobState } from '../track/model';
 import type { JobFate, WorkerPlace } from '../track/workers';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */
 export interface FiledRejection {
@@ -136,7 +137,7 @@ export interface FlowCancelResult {
   readonly complete: boolean;
 }
 
-/** A dispatcher invocation in `taskworker workers` and the dashboard's workers page (lib/operate/workers.ts). */
+/** A dispatcher invocation in `taskworker workers` and the dashboard's workers page (lib/operate/worker-views.ts). */
 export interface WorkerView {
   /** The invocation: `<workerId>@<startedAt>`. */
   readonly id: string;

@@ -8,7 +8,7 @@ export function explainAwsError(thrown: unknown): string | undefined {
   const error = thrown as Error;
   const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
   const text = `${error.name} ${error.message}`;
-  // A client taskworker built says so as MissingRegionError (lib/adapters/region.ts); one handed in, as the SDK does.
+  // A client taskworker built says so as MissingRegionError (lib/aws/region.ts); one handed in, as the SDK does.
   if (error.name === 'MissingRegionError' || /Region is missing/i.test(error.message)) {
     return 'no AWS region: set AWS_REGION (or a profile with a region in AWS_PROFILE), or run `taskworker dev` here for local emulators';
   }

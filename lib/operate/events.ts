@@ -1,4 +1,4 @@
-import type { EventDeclaration, SubscriptionConfig } from '../events/config';
+import type { EventDeclaration, SubscriptionConfig } from '../config/event-config';
 import type { StatsStore } from '../track/model';
 import { taskStatsKey, utcDay } from '../track/stats';
 

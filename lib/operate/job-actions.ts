@@ -1,13 +1,14 @@
 /**
  * What an operator does to one job from its page (the dashboard's job page): retry it from the
- * archive, by the same replay as `taskworker archive replay` (lib/operate/operator.ts); run a
+ * archive, by the same replay as `taskworker archive replay` (lib/operate/archive.ts); run a
  * delayed job now, by the sweep's own path (lib/track/sweep.ts).
  */
 import { silentLogger } from '../ports';
 import { sendParked } from '../track/sweep';
 import { envelopeWithout } from '../wire/envelope';
 import type { RetryResult, RunNowResult } from './answers';
-import { type OperatorContext, replayArchived } from './operator';
+import { replayArchived } from './archive';
+import type { OperatorContext } from './operator-context';
 
 export type { RetryResult, RunNowResult } from './answers';
 

@@ -12,7 +12,7 @@ import { JOB_STATES, type JobState } from '../track/model';
 import { INDEXED_STATES } from '../track/rules';
 import { utcDay } from '../track/stats';
 import type { JobCounts, StateCount } from './answers';
-import type { OperatorContext } from './operator';
+import type { OperatorContext } from './operator-context';
 import { runningJobs } from './running';
 
 export type { CountSource, JobCounts, StateCount } from './answers';

@@ -8,7 +8,8 @@ import type { SerializedError } from '../errors';
 import { ClaimCheckError, ResultTimeoutError } from '../errors';
 import { RESULT_PREFIX } from '../layout/payloads';
 import type { PayloadStore } from '../ports';
-import type { ArchiveReason, JobRecord, JobStore } from '../track/model';
+import type { JobRecord, JobStore } from '../track/model';
+import type { ArchiveReason } from '../wire/archive-reasons';
 import type { PayloadRef } from '../wire/payload-ref';
 
 /** How a job ended, as a caller waiting for it sees it. */

@@ -9,8 +9,8 @@ import { describe, JobCancelledError } from '../errors';
 import type { Logger, QueueClient, ReceivedMessage } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { ProgressWrite } from '../track/model';
+import { type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
 import { autoHeartbeat } from './heartbeat';
-import { type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 
 /**
  * Progress is written at most this often while it changes: with the next heartbeat, or by a lease

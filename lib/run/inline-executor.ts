@@ -1,7 +1,7 @@
 import { JobCancelledError, TimeLimitExceededError } from '../errors';
 import type { TaskRegistry } from '../tasks/task';
+import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
 import { deadlineSignal, runTaskBody } from './task-body';
-import { type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
 
 /**
  * Runs tasks on the calling thread. The AbortSignal still fires at the limit and the run is

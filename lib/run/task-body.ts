@@ -11,7 +11,7 @@ import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/ta
 import { MAX_PROGRESS_BYTES } from '../track/model';
 import { MAX_RESULT_BYTES } from '../track/rules';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
-import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './types';
+import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './executor-types';
 
 /**
  * Runs one task body and classifies how it ended. Shared by the worker thread and the inline

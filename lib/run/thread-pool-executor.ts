@@ -2,7 +2,7 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from '
 import { describe, JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
 import { activeTraceparent } from '../trace/otel';
-import { type RunHooks, type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './types';
+import { type RunHooks, type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
 import { type CancelRequest, type HeartbeatAnswer, REPORT_PORT, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
 
 export interface ThreadPoolOptions {

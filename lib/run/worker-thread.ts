@@ -1,8 +1,8 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { definitionsFromModules, type TaskModuleEntry } from '../tasks/modules';
 import { withRemoteParent } from '../trace/otel';
+import { serializeError, type TaskOutcome, type TaskRun } from './executor-types';
 import { deadlineSignal, runTaskBody } from './task-body';
-import { serializeError, type TaskOutcome, type TaskRun } from './types';
 
 /** Marks a worker thread started by the pool, so a bundle loaded anywhere else stays inert. */
 export const WORKER_FLAG = 'taskworkerThread';

@@ -1,11 +1,11 @@
-import type { SelectorName } from '../config';
+import type { SelectorName } from '../config/app-config';
 import { lottery, reducedLottery, roundRobin, strictPriority } from './lotteries';
+import type { QueueSelector, SelectorEnv } from './selector-types';
 import { slaAware } from './sla-aware';
-import type { QueueSelector, SelectorEnv } from './types';
 
 export * from './lotteries';
+export * from './selector-types';
 export * from './sla-aware';
-export * from './types';
 
 /** Builds a selector by its config name. */
 export function createSelector<M>(name: SelectorName, env: SelectorEnv<M>): QueueSelector<M> {

@@ -1,6 +1,6 @@
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { weightedPick } from '../random';
-import type { Probe, QueueSelector, Selection, SelectorEnv } from './types';
+import type { Probe, QueueSelector, Selection, SelectorEnv } from './selector-types';
 
 const byPriority = (q: QueueConfig) => q.priority;
 

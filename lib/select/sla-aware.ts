@@ -1,5 +1,5 @@
-import type { QueueConfig } from '../config';
-import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv, SelectorWeights } from './types';
+import type { QueueConfig } from '../config/app-config';
+import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv, SelectorWeights } from './selector-types';
 
 /**
  * Tuning of the SLA-aware selector. The defaults are what `npm run bench:selectors` measured

@@ -4,13 +4,13 @@
  * or, at an attempt's end, whatever its verdict says ({@link decideAttemptEnd}: the one table from a
  * verdict to a record and a message's fate; a new end state is a row there).
  */
-import type { QueueConfig } from '../config';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import type { QueueConfig } from '../config/app-config';
+import { MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
-import type { SerializedError, TaskOutcome } from '../run/types';
-import { MAX_QUEUE_DELAY_SECONDS } from '../track/due';
+import type { SerializedError, TaskOutcome } from '../run/executor-types';
 import type { JobRecord } from '../track/model';
-import { type ArchiveReason, type ArchiveRecord, isRejection } from '../wire/archive-record';
+import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
+import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';
 import { completionWrite, type RecordPorts, rejectionWrite, unclaimedWrite } from './records';
 import type { JobReport } from './report';

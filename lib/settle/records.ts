@@ -1,12 +1,12 @@
 /** The job-record writes a batch makes, each run in the settle before its message is settled. */
 import type { Clock } from '../clock';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
-import type { SerializedError } from '../run/types';
+import type { SerializedError } from '../run/executor-types';
 import { edgesOf, type FlowDeps, propagate } from '../track/flows';
 import type { JobIdentity, JobRecord, JobStore } from '../track/model';
 import { jobPayloadDigest } from '../track/rules';
-import type { ArchiveReason } from '../wire/archive-record';
+import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
 import type { RecordWrite } from './settle';

@@ -1,7 +1,8 @@
-import type { SerializedError } from '../run/types';
+import type { SerializedError } from '../run/executor-types';
 import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../track/histogram';
-import type { ArchiveReason, QueueDayStats, StatCounter } from '../track/model';
+import type { QueueDayStats, StatCounter } from '../track/model';
 import { emptyDuration, utcDay, withSample } from '../track/stats';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 /**
  * How one received message left the dispatcher's hands. `duplicate`: the job had already

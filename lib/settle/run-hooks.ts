@@ -8,7 +8,7 @@
  * settle and its hooks skips them; an outcome whose settle failed runs none, its message comes back).
  */
 import type { Clock } from '../clock';
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import type { HOOK_NAMES, HookContext, JobHooks } from '../hook-types';
 import type { Logger } from '../ports';

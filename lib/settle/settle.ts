@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
+import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskRegistry } from '../tasks/task';
@@ -53,7 +54,7 @@ export type Decision =
   | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
 
 /** SendMessageBatch takes at most 10 entries. */
-const SEND_BATCH_ENTRIES = 10;
+const SEND_BATCH_ENTRIES = MAX_BATCH_ENTRIES;
 
 /** How a record write ended: landed, refused because a newer attempt holds the job, or failed. */
 type RecordResult = 'written' | 'stale' | { readonly failed: unknown };

@@ -1,8 +1,8 @@
 import type { Random } from '../random';
-import type { TaskOutcome } from '../run/types';
+import type { TaskOutcome } from '../run/executor-types';
 import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
-import type { ArchiveReason } from '../wire/archive-record';
+import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** What an attempt's outcome means for its job: done, another attempt after a delay, the archive, or cancelled. */
 export type Verdict =

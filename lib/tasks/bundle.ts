@@ -1,4 +1,4 @@
-import { resolveConfig, type TaskworkerConfig } from '../config';
+import { resolveConfig, type TaskworkerConfig } from '../config/app-config';
 import { BundleError, ModuleLoadError } from '../errors';
 import { definitionsFromModules, type TaskModuleEntry } from './modules';
 import { createRegistry } from './registry';

@@ -1,4 +1,4 @@
-import type { TaskworkerConfig } from '../config';
+import type { TaskworkerConfig } from '../config/app-config';
 import { fitsInvocation, fitsVisibility, taskNeedMs } from '../deadlines';
 import { ConfigError, TaskDefinitionError } from '../errors';
 import { checkDoorbellFits } from '../wake-up';

@@ -1,12 +1,10 @@
+import { type Limits, resolveLimits } from '../config/limit-config';
 import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
-import { type Limits, resolveLimits } from '../track/limits';
+import { TASK_NAME_PATTERN } from '../wire/envelope';
 import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
-
-/** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
-export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** What a running task knows about itself. */
 export interface TaskContext {

@@ -1,6 +1,6 @@
 import type { Random } from '../random';
+import type { TaskOutcome } from '../run/executor-types';
 import { InlineExecutor } from '../run/inline-executor';
-import type { TaskOutcome } from '../run/types';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
 import type { EventRef } from '../wire/event-ref';

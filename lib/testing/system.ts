@@ -1,5 +1,5 @@
 import { VirtualClock } from '../clock';
-import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config';
+import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config/app-config';
 import { eventRoutes } from '../events/routes';
 import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
 import { MemoryPayloadStore } from '../fakes/memory-payloads';
@@ -7,17 +7,20 @@ import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryJobStore, MemoryStatsStore } from '../fakes/memory-tracking';
 import { createInvocation } from '../invocation/invocation';
 import { SCHEDULE_PERIOD_MS } from '../invocation/scaling';
+import { MAX_QUEUE_DELAY_SECONDS } from '../layout/sqs-limits';
 import { silentLogger } from '../ports';
-import { type EmitOptions, type Emitted, type Published, Publisher, type PublishOptions } from '../publish/publisher';
+import type { EmitOptions, Emitted, Published, PublishOptions } from '../publish/publish-options';
+import { Publisher } from '../publish/publisher';
 import { seededRandom } from '../random';
 import { InlineExecutor } from '../run/inline-executor';
 import type { BatchReport, JobReport } from '../settle/report';
 import { createRegistry } from '../tasks/registry';
 import type { TaskDefinition } from '../tasks/task';
-import { DUE_SHARDS, MAX_QUEUE_DELAY_SECONDS } from '../track/due';
+import { DUE_SHARDS } from '../track/due';
 import type { JobRecord, QueueDayStats } from '../track/model';
 import { utcDay } from '../track/stats';
-import { type ArchiveReason, type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
+import type { ArchiveReason } from '../wire/archive-reasons';
+import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 
 export interface TestSystemOptions {
   /** The tasks the system runs. */

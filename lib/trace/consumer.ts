@@ -12,7 +12,7 @@
  * worker thread the span's context is handed over as a remote parent (lib/run/worker-thread.ts).
  */
 import type * as Api from '@opentelemetry/api';
-import type { QueueConfig, TaskworkerConfig, TraceParentMode } from '../config';
+import type { QueueConfig, TaskworkerConfig, TraceParentMode } from '../config/app-config';
 import type { Logger } from '../ports';
 import { otel, remoteSpanContext, TRACER_NAME } from './otel';
 import { producerContextOf } from './traceparent';

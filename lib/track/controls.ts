@@ -4,7 +4,7 @@
  * grows on every change; dispatchers read it at the start of an invocation and at most once per
  * {@link CONTROLS_REFRESH_MS} while they run (never per message), and select as it says.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { TaskworkerError } from '../errors';
 
 /** One queue's controls. Absent fields are the config's (not paused, deployed priority and SLA). */

@@ -4,8 +4,8 @@
  * lists or deploys schedules loads the parser.
  */
 import { CronExpressionParser } from 'cron-parser';
+import { RATE_MS, type ScheduleConfig } from '../config/schedule-config';
 import { ConfigError } from '../errors';
-import { RATE_MS, type ScheduleConfig } from './recurring';
 
 const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] as const;
 

@@ -5,12 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 import { PublishOptionError } from '../errors';
+import { MAX_QUEUE_DELAY_SECONDS } from '../layout/sqs-limits';
 import { DUE_SLACK_MS } from './rules';
 
 export { DUE_SLACK_MS } from './rules';
 
-/** SQS's longest `DelaySeconds`: nearer than this a job waits in its queue, farther it is parked. */
-export const MAX_QUEUE_DELAY_SECONDS = 900;
 const MAX_QUEUE_DELAY_MS = MAX_QUEUE_DELAY_SECONDS * 1000;
 /** The farthest ahead a publisher may schedule: a year, leap day included. */
 export const MAX_SCHEDULE_SECONDS = 366 * 86_400;

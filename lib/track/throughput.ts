@@ -17,6 +17,17 @@ export interface Throughput {
   readonly queues: Readonly<Record<string, readonly MinuteCounts[]>>;
 }
 
+/**
+ * Jobs started, succeeded and archived per queue and minute from the platform's metrics (CloudWatch:
+ * the dispatcher's EMF metrics), for the given UTC minutes (`YYYY-MM-DDTHH:MM`, oldest first).
+ */
+export type MetricsThroughput = (query: {
+  readonly service: string;
+  readonly version: string;
+  readonly queues: readonly string[];
+  readonly minutes: readonly string[];
+}) => Promise<Record<string, MinuteCounts[]>>;
+
 export const NO_COUNTS: MinuteCounts = { started: 0, succeeded: 0, archived: 0 };
 
 /** How long a minute counter is kept in the stats table (TTL): the chart shows an hour. */

@@ -2,7 +2,7 @@
  * The archive record's shape alone, with nothing that needs Node: the dispatcher writes it
  * (lib/wire/archive-record.ts), the operator and the dashboard's page read it.
  */
-import type { ArchiveReason } from '../track/model';
+import type { ArchiveReason } from './archive-reasons';
 
 /** What the archive keeps beside the original body (which it stores unchanged). */
 export interface ArchiveRecord {

@@ -1,10 +1,7 @@
-import type { SendEntry } from '../ports';
-import { ARCHIVE_REASONS } from '../track/model';
-import type { ArchiveRecord } from './archive-record-shape';
-
-export { ARCHIVE_REASONS, type ArchiveReason, isRejection, REJECTION_REASONS } from '../track/model';
-
 import { bodyBytes, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import type { SendEntry } from '../ports';
+import { ARCHIVE_REASONS } from './archive-reasons';
+import type { ArchiveRecord } from './archive-record-shape';
 
 export type { ArchiveRecord } from './archive-record-shape';
 

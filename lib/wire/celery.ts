@@ -21,7 +21,7 @@
  */
 import { TaskworkerError } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import type { ArchiveReason } from '../track/model';
+import type { ArchiveReason } from './archive-reasons';
 import {
   type DecodedJob,
   encodeEnvelope,

@@ -1,6 +1,5 @@
 import { EnvelopeError, type MalformedCode } from '../errors';
 import { bodyBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { TASK_NAME_PATTERN } from '../tasks/task';
 import { EVENT_NAME_PATTERN, type EventRef } from './event-ref';
 import { type PayloadRef, payloadRefProblem } from './payload-ref';
 
@@ -107,6 +106,9 @@ export interface MessageMeta {
   readonly messageId: string;
   readonly sentTimestamp: number;
 }
+
+/** Task names: a letter or digit, then letters, digits, `.`, `_`, `-`; no slashes or colons, so no paths or module specifiers. */
+export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Job ids: 1..128 printable ASCII characters. */
 export const JOB_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;

@@ -1,8 +1,10 @@
 /**
  * A claim check: where a payload too large for an SQS message is kept instead (an S3 object), as an
- * envelope's `payloadRef` carries it. No imports, so the publisher, the dispatcher, the schema test
- * and other SDKs' docs read one definition.
+ * envelope's `payloadRef` carries it. It imports only S3's naming rule, so the publisher, the
+ * dispatcher, the schema test and other SDKs' docs read one definition.
  */
+import { BUCKET_NAME_PATTERN } from '../layout/s3-limits';
+
 export interface PayloadRef {
   /** The S3 bucket: the version's own (see lib/layout/payloads.ts); any other is refused. */
   readonly bucket: string;
@@ -16,8 +18,6 @@ export interface PayloadRef {
 
 /** The largest payload a claim check carries: 10 MiB. */
 export const MAX_PAYLOAD_REF_BYTES = 10 * 1024 * 1024;
-/** S3 bucket names: 3..63 lowercase letters, digits, '.', '-', starting and ending with a letter or digit. */
-export const BUCKET_NAME_PATTERN = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 /** Object keys: 1..1024 printable ASCII characters (the publisher's keys URI-encode the job id). */
 export const OBJECT_KEY_PATTERN = /^[\x20-\x7e]{1,1024}$/;
 export const SHA256_PATTERN = /^[0-9a-f]{64}$/;

@@ -12,7 +12,8 @@ import { exactDuration } from '../../dashboard/page/format';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { countJobStates } from '../../lib/operate/job-counts';
-import { type OperatorContext, throughput } from '../../lib/operate/operator';
+import type { OperatorContext } from '../../lib/operate/operator-context';
+import { throughput } from '../../lib/operate/version-status';
 import { mean, utcDay } from '../../lib/track/stats';
 import { CHROMIUM, describeWithTools } from '../helpers/tools';
 

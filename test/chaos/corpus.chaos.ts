@@ -11,7 +11,8 @@ import type { DispatcherRuntime } from '../../lib/invocation/dispatcher-runtime'
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import type { JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
-import { type ArchiveReason, readArchiveRecord } from '../../lib/wire/archive-record';
+import type { ArchiveReason } from '../../lib/wire/archive-reasons';
+import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { MAX_JSON_DEPTH } from '../../lib/wire/envelope';
 import { buildFixtureBundle } from '../helpers/emulators';
 import { type InProcessVersion, inProcessVersion } from './helpers/in-process';

@@ -233,7 +233,7 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
       await new Promise((resolve) => setTimeout(resolve, 2500));
     }
 
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const depth = (url: string) => queues.depth(url);
     const terminal = new Set(['succeeded', 'archived']);
     const drained = await until(
@@ -403,7 +403,7 @@ describe('crash suite: receives used up without attempts never leave a tracked j
       async () => {
         const jobs = await scanAll(local.dynamo, local.tables.jobs);
         const done = new Set(jobs.filter((j) => terminal.has(j.state as string)).map((j) => j.jobId as string));
-        const d = await new SqsQueueClient({ client: local.sqs }).depth(url);
+        const d = await new SqsQueueClient(local.sqs).depth(url);
         return published.every((p) => done.has(p.jobId)) && d.visible + d.inFlight + d.delayed === 0;
       },
       120_000,
@@ -414,14 +414,14 @@ describe('crash suite: receives used up without attempts never leave a tracked j
       process.stderr.write(
         `spent receives, not drained: ${JSON.stringify({
           alive: local.alive(),
-          depth: await new SqsQueueClient({ client: local.sqs }).depth(url),
+          depth: await new SqsQueueClient(local.sqs).depth(url),
           jobs: jobs.map((j) => [j.jobId, j.state, j.attempt, (j.history as Array<{ what: string }>).map((h) => h.what).join('>')]),
           reports: reports.flatMap((r) => r.jobs).filter((j) => jobs.some((x) => x.jobId === j.jobId && x.state !== 'succeeded')),
         })}\n`,
       );
     }
     await local.stopDispatchers();
-    const result = await auditStack(local, { published, effectsTable, depth: (u) => new SqsQueueClient({ client: local.sqs }).depth(u) });
+    const result = await auditStack(local, { published, effectsTable, depth: (u) => new SqsQueueClient(local.sqs).depth(u) });
     const records = await scanAll(local.dynamo, local.tables.jobs);
     writeTally({
       suite: 'crash',

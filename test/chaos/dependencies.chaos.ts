@@ -16,7 +16,7 @@
  * after every member's end; every member that succeeded had its effect exactly once; a body ran
  * again only after a crash or a recorded failure; no count holds a member as failed that succeeded;
  * nothing is left waiting, parked, queued or in the DLQ. Its root cause, before 6feeebe:
- * `addDependent` (lib/adapters/dynamo-tracking.ts) answered a failed condition with a read, which
+ * `addDependent` (lib/adapters/dynamo-job-flows.ts) answered a failed condition with a read, which
  * could see the record a member's first claim had just created (`running`) and took it as ended.
  *
  * CHAOS_FLOWS (500), CHAOS_FLOW_WINDOW (40), CHAOS_MAX_KILLS (24), CHAOS_SEED size and vary a run.
@@ -90,7 +90,7 @@ describe('dependency suite: dependents and members in every order, dispatchers k
 
     // Send the flows, each in its order, at most WINDOW of them unfinished; cancel the members that are to be cancelled.
     const ids = plan.flatMap((f) => [f.id, ...f.members.map((m) => m.id)]);
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const recordsOf = async (of: readonly string[]) => {
       const found: JobRecord[] = [];
       for (let i = 0; i < of.length; i += 100) found.push(...(await local.jobs.getMany(of.slice(i, i + 100))));

@@ -113,7 +113,7 @@ describe('crash suite: a fan-in of 200 under dispatcher kills', () => {
       async () => {
         const cb = (await scanAll(local.dynamo, local.tables.jobs)).find((r) => r.jobId === callback.jobId);
         if (cb?.state !== 'succeeded') return false;
-        const d = await new SqsQueueClient({ client: local.sqs }).depth(local.urls.queues.work as string);
+        const d = await new SqsQueueClient(local.sqs).depth(local.urls.queues.work as string);
         return d.visible + d.inFlight + d.delayed === 0;
       },
       240_000,

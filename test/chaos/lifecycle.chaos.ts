@@ -26,7 +26,7 @@ const exited = (child: ChildProcess) =>
 
 /** Waits until every published job is succeeded or archived and the work queue is empty, then audits. */
 async function drainAndAudit(local: LocalStack, published: readonly Published[], effectsTable: string) {
-  const queues = new SqsQueueClient({ client: local.sqs });
+  const queues = new SqsQueueClient(local.sqs);
   const depth = (url: string) => queues.depth(url);
   const drained = await until(
     async () => {
@@ -148,7 +148,7 @@ describe('graceful stops', () => {
     // (visibility 0), not left to time out: every job it did not run is visible now, none in flight.
     const released = jobs.filter((j) => j.outcome === 'released');
     for (const j of released) expect((await local.jobs.get(j.jobId as string))?.attempt ?? 0).toBe(0);
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const depth = await queues.depth(local.urls.queues.work as string);
     expect(depth.inFlight).toBe(0);
     const ranEffects = jobs.filter((j) => j.task === 'effect' && j.outcome === 'succeeded').length;

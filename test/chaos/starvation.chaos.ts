@@ -129,7 +129,7 @@ describe('starvation suite: more messages than slots, a starved core, a slow bun
     }
 
     // Drained: every record terminal and the queue empty. Given up only when nothing moves for STALL_MS.
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const total = (d: { visible: number; inFlight: number; delayed: number }) => d.visible + d.inFlight + d.delayed;
     let progress = '';
     let movedAt = Date.now();

@@ -10,7 +10,7 @@ import { MoveTaskUnavailableError } from '../../lib/errors';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
-import type { OperatorContext } from '../../lib/operate/operator';
+import type { OperatorContext } from '../../lib/operate/operator-context';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
 import { storedResultReader } from '../../lib/publish/results';

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 
 /**

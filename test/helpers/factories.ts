@@ -1,4 +1,4 @@
-import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config';
+import { type QueueConfig, resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config/app-config';
 import type { ReceivedMessage } from '../../lib/ports';
 import type { TaskOptions } from '../../lib/tasks/task';
 

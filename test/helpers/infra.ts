@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { stackName, TaskworkerStack, type TaskworkerStackProps } from '../../infra/stack';
-import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config';
+import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../../lib/config/app-config';
 import { PACKAGE_ROOT } from '../../lib/tasks/build';
 import exampleConfig from '../../taskworker.config';
 

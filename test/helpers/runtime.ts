@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../../lib/clock';
-import type { TaskworkerConfig } from '../../lib/config';
+import type { TaskworkerConfig } from '../../lib/config/app-config';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/invocation/dispatcher-runtime';
 import { silentLogger } from '../../lib/ports';

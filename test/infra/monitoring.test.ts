@@ -1,5 +1,5 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { JOB_METRICS } from '../../lib/layout/metric-names';
+import { JOB_METRICS } from '../../lib/wire/metric-names';
 import { synthStack } from '../helpers/infra';
 
 type Alarm = { Properties: Record<string, unknown> };

@@ -1,6 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { MAX_RETENTION_SECONDS } from '../../lib/config';
 import { queueLayout } from '../../lib/layout/queues';
+import { MAX_RETENTION_SECONDS } from '../../lib/layout/sqs-limits';
 import { synthStack } from '../helpers/infra';
 
 type Resource = { Properties: Record<string, unknown>; DeletionPolicy?: string };

@@ -1,6 +1,5 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { tableNames } from '../../lib/config';
-import { TABLES } from '../../lib/layout/tables';
+import { TABLES, tableNames } from '../../lib/layout/tables';
 import { synthStack } from '../helpers/infra';
 
 describe('TaskworkerTables', () => {

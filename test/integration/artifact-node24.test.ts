@@ -6,7 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
 import { createVersionQueues } from '../../lib/adapters/sqs-admin';
-import { resolveConfig, type TaskworkerConfigInput } from '../../lib/config';
+import { resolveConfig, type TaskworkerConfigInput } from '../../lib/config/app-config';
 import type { DispatcherSummary } from '../../lib/settle/report';
 import { loadConfigModule } from '../../lib/tasks/build';
 import { type EmulatorHarness, FIXTURE_CONFIG, startHarness, stopHarness, tempFile } from '../helpers/emulators';

@@ -6,7 +6,7 @@
  */
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { FlowCancelResult, FlowView, JobShowAnswer } from '../../lib/operate/answers';
-import type { TaggedPage } from '../../lib/operate/flows';
+import type { TaggedPage } from '../../lib/operate/flow-commands';
 import { payloadDigest } from '../../lib/track/rules';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';

@@ -7,9 +7,10 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import { operatorContext, redriveDeadLetters } from '../../lib/operate/operator';
+import { redriveDeadLetters } from '../../lib/operate/dead-letters';
+import { operatorContext } from '../../lib/operate/operator-context';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 
@@ -67,7 +68,7 @@ async function redriveThroughProxy() {
 }
 
 const depth = async (url: string) => {
-  const d = await new SqsQueueClient({ client: stack.sqs }).depth(url);
+  const d = await new SqsQueueClient(stack.sqs).depth(url);
   return d.visible + d.inFlight + d.delayed;
 };
 

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { appConfig } from '../helpers/factories';
 
@@ -46,7 +46,7 @@ afterAll(async () => {
   await emulators.stop();
 });
 
-const store = () => new DynamoJobStore(tables.jobs, { historyLimit: 20, retentionDays: 7 }, { client });
+const store = () => new DynamoJobStore(tables.jobs, { historyLimit: 20, retentionDays: 7 }, client);
 /** The dependent's dependency number `index` of two. */
 const edge = (dependent: string, index: number) => ({ id: dependent, index, size: 2 });
 

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { appConfig } from '../helpers/factories';
 
@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 const settings = { historyLimit: 20, retentionDays: 7 };
-const store = () => new DynamoJobStore(tables.jobs, settings, { client });
+const store = () => new DynamoJobStore(tables.jobs, settings, client);
 
 /** The dependency's first claim (and, with `succeed`, its success), as a dispatcher writes them. */
 async function runDependency(jobId: string, succeed: boolean): Promise<void> {

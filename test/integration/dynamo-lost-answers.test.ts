@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
 import { appConfig } from '../helpers/factories';
 
@@ -44,7 +44,7 @@ const ref = (jobId: string) => ({ jobId, task: 'ok', payloadDigest: 'd1', queue:
 
 describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
   it('takes a claim whose first try landed as its own: attempt 1, not a lease held by someone else', async () => {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: lossy });
+    const store = new DynamoJobStore(tables.jobs, settings, lossy);
     lose.add('UpdateItemCommand');
     const now = Date.now();
     const claim = await store.claim({ ...ref('claim-1'), workerId: 'w1', now, leaseUntil: now + 5000, claimId: 'c-1' });
@@ -56,7 +56,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
   });
 
   it('takes a completion whose first try landed as its own: the outcome stands, the message can be deleted', async () => {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: lossy });
+    const store = new DynamoJobStore(tables.jobs, settings, lossy);
     const now = Date.now();
     const claim = await store.claim({ ...ref('done-1'), workerId: 'w1', now, leaseUntil: now + 5000 });
     if (claim.outcome !== 'claimed') throw new Error('expected a claim');
@@ -72,7 +72,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
    * times out; `reachesDynamo(n)` says whether try n reaches DynamoDB before its answer is lost.
    */
   async function completeThroughTimeouts(jobId: string, maxAttempts: number, reachesDynamo: (tryNumber: number) => boolean) {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const store = new DynamoJobStore(tables.jobs, settings, plain);
     const now = Date.now();
     const claim = await store.claim({ ...ref(jobId), workerId: 'w1', now, leaseUntil: now + 5000 });
     if (claim.outcome !== 'claimed') throw new Error('expected a claim');
@@ -94,7 +94,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     );
     try {
       const completion = { jobId, token: 1, state: 'succeeded' as const, workerId: 'w1', now: now + 10 };
-      const completed = await new DynamoJobStore(tables.jobs, settings, { client: failing })
+      const completed = await new DynamoJobStore(tables.jobs, settings, failing)
         .complete(completion, claim.record)
         .catch((error: Error) => error);
       return { completed, tries, record: await store.get(jobId) };
@@ -119,7 +119,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
   });
 
   it('still rejects a completion a newer attempt overtook, and a claim on a job another worker holds', async () => {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const store = new DynamoJobStore(tables.jobs, settings, plain);
     const now = Date.now();
     const first = await store.claim({ ...ref('stale-1'), workerId: 'w1', now, leaseUntil: now + 1 });
     const second = await store.claim({ ...ref('stale-1'), workerId: 'w2', now: now + 5, leaseUntil: now + 5000 });
@@ -133,7 +133,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
   });
 
   it('does not take a second copy of the job in the same batch as its own: same worker, same instant, another claim', async () => {
-    const store = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const store = new DynamoJobStore(tables.jobs, settings, plain);
     const now = Date.now();
     const lease = { workerId: 'w1', now, leaseUntil: now + 5000 };
     const first = await store.claim({ ...ref('twin-1'), ...lease, claimId: 'copy-a' });
@@ -152,7 +152,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
     // afterwards. Here the holder's retrying completion lands in that gap: the second delivery must
     // claim the retry, not take it for a finished job and delete its message as a duplicate.
     const now = Date.now();
-    const holder = new DynamoJobStore(tables.jobs, settings, { client: plain });
+    const holder = new DynamoJobStore(tables.jobs, settings, plain);
     const first = await holder.claim({ ...ref('gap-1'), workerId: 'w1', now, leaseUntil: now + 60_000 });
     if (first.outcome !== 'claimed') throw new Error('expected a claim');
     const racing = new DynamoDBClient({
@@ -178,7 +178,7 @@ describe('DynamoJobStore when an answer is lost and the SDK retries', () => {
       },
       { step: 'initialize', name: 'completeInTheGap' },
     );
-    const second = await new DynamoJobStore(tables.jobs, settings, { client: racing }).claim({
+    const second = await new DynamoJobStore(tables.jobs, settings, racing).claim({
       ...ref('gap-1'),
       workerId: 'w2',
       now: now + 10,

@@ -1,4 +1,4 @@
-import { DynamoStatsStore } from '../../lib/adapters/dynamo-tracking';
+import { DynamoStatsStore } from '../../lib/adapters/dynamo-stats-store';
 import { DynamoWorkerRegistry } from '../../lib/adapters/dynamo-workers';
 import { emptyDuration } from '../../lib/track/stats';
 import { workerRegistryConformance } from '../conformance/worker-registry';
@@ -8,7 +8,7 @@ workerRegistryConformance(
   'DynamoDB adapter on dynalite (beside stats items)',
   ...onDynaliteTables(async (dynamo, names) => {
     // A stats item in the same table: the listing leaves it out.
-    await new DynamoStatsStore(names.stats, { client: dynamo }).add(
+    await new DynamoStatsStore(names.stats, dynamo).add(
       { queue: 'urgent', day: '2026-01-01', counters: { succeeded: 1 }, archived: {}, wait: emptyDuration(), run: emptyDuration() },
       2_000_000_000,
     );

@@ -6,7 +6,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobShowAnswer } from '../../lib/operate/answers';
-import type { ArchivedMessage } from '../../lib/operate/operator';
+import type { ArchivedMessage } from '../../lib/operate/archive';
 import type { JobRecord } from '../../lib/track/model';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';

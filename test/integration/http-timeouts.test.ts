@@ -1,8 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { dynamoClientFrom } from '../../lib/adapters/dynamo-tracking';
-import { DYNAMO_TIMEOUTS, SQS_TIMEOUTS, withHttpTimeouts } from '../../lib/adapters/http-timeouts';
-import { SqsQueueClient } from '../../lib/adapters/sqs';
+import { dynamoClientFrom } from '../../lib/aws/clients';
+import { DYNAMO_TIMEOUTS, SQS_TIMEOUTS, withHttpTimeouts } from '../../lib/aws/http-timeouts';
+import { sqsQueues } from '../../lib/aws/wiring';
 
 /** A server that accepts connections and never answers: a stalled AWS endpoint. */
 let server: Server;
@@ -28,7 +28,7 @@ const fast = { connectionTimeout: 1000, requestTimeout: 300 };
 
 describe('SDK request time limits', () => {
   it('fails an SQS receive that gets no answer, instead of waiting for ever', async () => {
-    const queues = new SqsQueueClient({ clientConfig: clientConfig(), timeouts: fast });
+    const queues = sqsQueues({ clientConfig: clientConfig(), timeouts: fast });
     const error = await queues
       .receive(`${endpoint}/000000000000/q`, { maxMessages: 10, waitSeconds: 0, visibilityTimeoutSeconds: 30 })
       .then(

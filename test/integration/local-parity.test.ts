@@ -1,7 +1,7 @@
 import { DescribeTableCommand, DynamoDBClient, type TableDescription, type UpdateTimeToLiveCommandInput } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createVersionTables } from '../../lib/adapters/dynamo-admin';
-import type { TaskworkerConfigInput } from '../../lib/config';
+import type { TaskworkerConfigInput } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { loadConfigModule } from '../../lib/tasks/build';
 import { FIXTURE_CONFIG } from '../helpers/emulators';

@@ -93,7 +93,7 @@ describe('taskworker dev: a restart keeps the jobs', () => {
     ]);
     // The retry went on from its first attempt's receive: attempt 2 succeeded, no attempt counted twice.
     expect(entries.filter((e) => e.tag === 'untracked').map((e) => e.attempt)).toEqual([1, 2]);
-    const queues = new SqsQueueClient({ client: second.sqs });
+    const queues = new SqsQueueClient(second.sqs);
     expect(await queues.depth(second.urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 1 });
     expect(await second.jobs.get(later.jobId)).toMatchObject({ state: 'scheduled' });
     expect(entries.some((e) => e.n === 6)).toBe(false);
@@ -109,7 +109,7 @@ describe('taskworker dev: a restart keeps the jobs', () => {
     const second = await start(stateDir, true);
     expect(second.state).toEqual({ dir: stateDir, found: { kind: 'reset' } });
     expect(await second.jobs.get(jobId)).toBeUndefined();
-    const queues = new SqsQueueClient({ client: second.sqs });
+    const queues = new SqsQueueClient(second.sqs);
     expect(await queues.depth(second.urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   }, 120_000);
 
@@ -126,7 +126,7 @@ describe('taskworker dev: a restart keeps the jobs', () => {
     const second = await start(stateDir);
     expect(second.state?.found).toEqual({ kind: 'unclean', pid: gone });
     expect(await second.jobs.get(jobId)).toBeUndefined();
-    const queues = new SqsQueueClient({ client: second.sqs });
+    const queues = new SqsQueueClient(second.sqs);
     expect(await queues.depth(second.urls.queues.urgent as string)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   }, 120_000);
 

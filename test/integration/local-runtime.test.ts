@@ -54,7 +54,7 @@ describe('taskworker dev (local runtime)', () => {
 
   it('untracked: a message that kills its dispatcher every time goes to the DLQ; dev replaced each dead dispatcher', async () => {
     const { local, exits } = await healingStack();
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     const { jobId } = await local.publisher.publish('kill-process', {}, { queue: 'bulk' });
     await eventually(
       'the poison message to reach the DLQ',
@@ -94,7 +94,7 @@ describe('taskworker dev (local runtime)', () => {
 
   it('tracked: archives a message that kills its dispatcher every time, once its attempts are spent', async () => {
     const { local, exits } = await healingStack();
-    const queues = new SqsQueueClient({ client: local.sqs });
+    const queues = new SqsQueueClient(local.sqs);
     await local.publisher.publish('kill-process', {}, { queue: 'routine' });
     await eventually('the poison message to be archived', async () => (await queues.depth(local.urls.archive)).visible === 1, 40_000);
     // maxRetries 1: two claimed attempts died with their process; the third claim archives it.

@@ -6,9 +6,10 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Clock } from '../../lib/clock';
+import { resolveSchedules } from '../../lib/config/schedule-config';
 import { scheduleQueue, startLocalSchedules } from '../../lib/local/recurring-timers';
 import type { TaskRegistry } from '../../lib/tasks/task';
-import { resolveSchedules, scheduledTimeText, tickBody } from '../../lib/track/recurring';
+import { scheduledTimeText, tickBody } from '../../lib/track/recurring';
 import { buildFixtureBundle, FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
 import { systemPerTest } from '../helpers/system';

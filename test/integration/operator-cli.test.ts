@@ -4,7 +4,7 @@ import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { STATS_FLUSH_MS } from '../../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobShowAnswer } from '../../lib/operate/answers';
-import type { VersionStatus } from '../../lib/operate/operator';
+import type { VersionStatus } from '../../lib/operate/version-status';
 import type { JobRecord, QueueDayStats } from '../../lib/track/model';
 import { utcDay } from '../../lib/track/stats';
 import type { Throughput } from '../../lib/track/throughput';
@@ -26,7 +26,7 @@ describe('operator CLI against taskworker dev', () => {
   beforeAll(async () => {
     stack = await startLocalStack({ configFile: FIXTURE_CONFIG });
     Object.assign(process.env, stack.env);
-    queues = new SqsQueueClient({ client: stack.sqs });
+    queues = new SqsQueueClient(stack.sqs);
     const published = await stack.publisher.publishBatch([
       ...[1, 2, 3].map((n) => ({ task: 'record', payload: { journal, n } })),
       { task: 'doomed', payload: {} },

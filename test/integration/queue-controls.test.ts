@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { VersionStatus } from '../../lib/operate/operator';
+import type { VersionStatus } from '../../lib/operate/version-status';
 import type { QueueClient } from '../../lib/ports';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import type { JobRecord } from '../../lib/track/model';

@@ -14,7 +14,7 @@ queueClientConformance(
       (await h.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn as string;
     const urls = new Map<string, string>();
     return {
-      client: new SqsQueueClient({ client: h.sqs }),
+      client: new SqsQueueClient(h.sqs),
       createQueue: async (name, options = {}) => {
         const attributes: Record<string, string> = {};
         if (options.visibilityTimeoutSeconds !== undefined) attributes.VisibilityTimeout = String(options.visibilityTimeoutSeconds);

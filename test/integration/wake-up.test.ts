@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { DispatcherSummary } from '../../lib/settle/report';
 import { loadConfigModuleSync } from '../../lib/tasks/build';

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobShowAnswer } from '../../lib/operate/answers';
-import type { WorkersView } from '../../lib/operate/workers';
+import type { WorkersView } from '../../lib/operate/worker-views';
 import { cli } from '../helpers/cli';
 import { eventually } from '../helpers/run';
 

@@ -13,7 +13,7 @@ import { runSimulation } from '../../bench/sim/run';
 import { SELECTOR_CHECK_CELL, workloadFor } from '../../bench/sim/workloads';
 import { staleBenchmarks } from '../../bench/staleness';
 import { compareDocument, DOCUMENTS, type Results, readResults, renderDocument } from '../../bench/tables';
-import { DISPATCHER_DEFAULTS } from '../../lib/config';
+import { DISPATCHER_DEFAULTS } from '../../lib/config/app-config';
 
 const ROOT = resolve(__dirname, '../..');
 const results = readResults(ROOT);

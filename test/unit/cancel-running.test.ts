@@ -7,7 +7,7 @@
 import { CancelWatch } from '../../lib/dispatch/cancellations';
 import { JobCancelledError, LeaseLostError } from '../../lib/errors';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
-import { cancelJob } from '../../lib/operate/flows';
+import { cancelJob } from '../../lib/operate/flow-commands';
 import { silentLogger } from '../../lib/ports';
 import { decide } from '../../lib/settle/verdict';
 import type { TaskOptions } from '../../lib/tasks/task';

@@ -1,5 +1,6 @@
-import { archiveQueueName, deadLetterQueueName, queueResourceName, resolveConfig, validateVersion } from '../../lib/config';
+import { resolveConfig, validateVersion } from '../../lib/config/app-config';
 import { ConfigError } from '../../lib/errors';
+import { archiveQueueName, deadLetterQueueName, queueResourceName } from '../../lib/layout/queues';
 
 const kale = {
   app: 'taskworker',

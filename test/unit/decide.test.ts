@@ -1,5 +1,5 @@
 import { fitsInvocation, leaseMs, startWithinMs, stillVisibleToUs, taskNeedMs } from '../../lib/deadlines';
-import type { TaskOutcome } from '../../lib/run/types';
+import type { TaskOutcome } from '../../lib/run/executor-types';
 import { decide } from '../../lib/settle/verdict';
 
 const def = { maxRetries: 2, backoff: { baseSeconds: 4, capSeconds: 4 } };

@@ -1,5 +1,5 @@
 import { type Clock, systemClock, VirtualClock } from '../../lib/clock';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { ConfigError } from '../../lib/errors';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { sqsRecordsOf } from '../../lib/invocation/doorbell';

@@ -2,7 +2,7 @@
  * A failed dependency replayed from the archive brings back the dependents its failure archived: on
  * the world's fakes (the real invocation, in-memory SQS and jobs table), with the operator's replay.
  */
-import { replayArchived } from '../../lib/operate/operator';
+import { replayArchived } from '../../lib/operate/archive';
 import { operatorContextOf, publisherOf, world } from '../helpers/world';
 
 describe('replaying a failed dependency', () => {

@@ -6,7 +6,7 @@
  */
 import { renderJob } from '../../cli/render';
 import { PublishOptionError } from '../../lib/errors';
-import { replayArchived } from '../../lib/operate/operator';
+import { replayArchived } from '../../lib/operate/archive';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import type { JobRecord } from '../../lib/track/model';
 import { readArchiveRecord } from '../../lib/wire/archive-record';

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
-import { replayArchived } from '../../lib/operate/operator';
+import { replayArchived } from '../../lib/operate/archive';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { operatorContextOf, publisherOf, world } from '../helpers/world';
 

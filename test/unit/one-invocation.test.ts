@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Workload } from '../../bench/sim/workloads';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { defineTask } from '../../lib/tasks/task';
 
 // The modules under test are loaded after the mock is in place (this transform does not hoist jest.mock).

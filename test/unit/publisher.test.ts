@@ -1,5 +1,5 @@
 import { VirtualClock } from '../../lib/clock';
-import { MAX_OFFLOAD_ABOVE_BYTES } from '../../lib/config';
+import { MAX_OFFLOAD_ABOVE_BYTES } from '../../lib/config/app-config';
 import {
   MessageTooLargeError,
   PublishBatchError,

@@ -1,7 +1,7 @@
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { doorbellMappingsFromEnv, LambdaDoorbellSwitch } from '../../lib/adapters/lambda-doorbells';
 import { VirtualClock } from '../../lib/clock';
-import type { TaskworkerConfig } from '../../lib/config';
+import type { TaskworkerConfig } from '../../lib/config/app-config';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { createInvocation } from '../../lib/invocation/invocation';
@@ -193,7 +193,7 @@ describe('the doorbell switch on Lambda and a paused queue', () => {
     expect(mappings).toEqual([{ queue: 'urgent', id: 'u-1' }, { queue: 'routine', id: 'u-2' }, { id: 'u-3' }]);
     const calls: unknown[] = [];
     const client = { send: async (command: { input: unknown }) => void calls.push(command.input) } as unknown as LambdaClient;
-    const doorbells = new LambdaDoorbellSwitch(mappings, { client });
+    const doorbells = new LambdaDoorbellSwitch(mappings, () => client);
     await doorbells.set(true, ['urgent']);
     expect(calls).toEqual([
       { UUID: 'u-1', Enabled: false },

@@ -1,5 +1,5 @@
-import { topicArnNear } from '../../lib/events/config';
 import { accountAndRegionOf } from '../../lib/layout/queue-url';
+import { topicArnNear } from '../../lib/layout/topics';
 
 describe('the account and region a queue URL names (the topic and bucket found beside the queues)', () => {
   it.each([

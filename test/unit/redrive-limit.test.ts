@@ -6,7 +6,7 @@
  * stays empty. Fakes with DLQ redrive wired as deployed; a virtual clock.
  */
 
-import type { TrackingMode } from '../../lib/config';
+import type { TrackingMode } from '../../lib/config/app-config';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/track/rules';
 import { readArchiveRecord } from '../../lib/wire/archive-record';

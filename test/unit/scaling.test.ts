@@ -1,4 +1,4 @@
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { runDispatcher } from '../../lib/dispatch/loop';
 import { ConfigError } from '../../lib/errors';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';

@@ -1,7 +1,8 @@
 import { build } from 'esbuild';
+import { resolveSchedules } from '../../lib/config/schedule-config';
 import { ConfigError } from '../../lib/errors';
 import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/track/cron';
-import { resolveSchedules, scheduledTimeText, tickBody } from '../../lib/track/recurring';
+import { scheduledTimeText, tickBody } from '../../lib/track/recurring';
 
 const QUEUES = ['urgent', 'routine'];
 const one = (input: Record<string, unknown>) =>

@@ -79,7 +79,7 @@ const CODE_LOADING_SITES: Record<string, string> = {
     'the DynamoDB emulator, by its fixed package name, for taskworker dev (an optional peer dependency)',
   "lib/local/emulators.ts: fauxqs: () => import('fauxqs'),":
     'the SQS emulator, by its fixed package name, for taskworker dev (an optional peer dependency; ES modules only)',
-  "lib/adapters/cloudwatch.ts: sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;":
+  "lib/aws/cloudwatch-clients.ts: sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;":
     "the CloudWatch client, by its fixed package name, for status's oldest-message age (an optional peer dependency)",
   "functions/dispatcher-handler.ts: sdk: () => require('@aws-sdk/client-s3'),":
     'the S3 client, by its fixed package name, bundled into the artifact and evaluated when the first claim-checked payload comes',
@@ -94,6 +94,8 @@ const CODE_LOADING_SITES: Record<string, string> = {
     'the local runner loads the handler built beside it',
   "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":
     'taskworker dev starts the local runner it built (fork)',
+  "lib/local/dispatcher-processes.ts: import type { ChildProcess } from 'node:child_process';":
+    "the type of the dev's dispatcher processes (it stops them; dev.ts starts them)",
 };
 
 /** eval, the Function constructor, dynamic import, require, worker threads, child processes, the vm module. */

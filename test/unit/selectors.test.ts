@@ -1,8 +1,8 @@
 import { VirtualClock } from '../../lib/clock';
-import type { QueueConfig } from '../../lib/config';
+import type { QueueConfig } from '../../lib/config/app-config';
 import { seededRandom } from '../../lib/random';
 import { createSelector } from '../../lib/select';
-import type { Probe, SelectorEnv } from '../../lib/select/types';
+import type { Probe, SelectorEnv } from '../../lib/select/selector-types';
 import { kaleQueues } from '../helpers/factories';
 
 /** Probes that answer from a fixed set of non-empty queues, counting calls. */

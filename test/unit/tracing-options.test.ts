@@ -8,7 +8,7 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { VirtualClock } from '../../lib/clock';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { ConfigError, PublishOptionError } from '../../lib/errors';
 import { MemoryEventBus } from '../../lib/fakes/memory-events';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';

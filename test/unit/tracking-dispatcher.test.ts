@@ -1,4 +1,4 @@
-import type { TrackingMode } from '../../lib/config';
+import type { TrackingMode } from '../../lib/config/app-config';
 import { LeaseLostError } from '../../lib/errors';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { payloadDigest } from '../../lib/track/rules';

@@ -3,7 +3,7 @@ import { API_SHAPES } from '../../dashboard/api-shapes';
 import { API_ROUTES, type ApiPath, type ApiRequest, type ApiResponse, TOKEN_HEADER } from '../../dashboard/api-types';
 import { cachedFor, serveUi } from '../../dashboard/server/serve';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
-import { jobRelations } from '../../lib/operate/flows';
+import { jobRelations } from '../../lib/operate/flow-commands';
 import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { dashboard, json, parked, running, TOKEN } from '../helpers/dashboard';

@@ -5,14 +5,14 @@
  * a beat every 15 s, its end marked.
  */
 import { VirtualClock } from '../../lib/clock';
-import { resolveConfig } from '../../lib/config';
+import { resolveConfig } from '../../lib/config/app-config';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import { createInvocation } from '../../lib/invocation/invocation';
 import { WorkerPresence } from '../../lib/invocation/presence';
-import { listWorkers, renderWorkers } from '../../lib/operate/workers';
+import { listWorkers, renderWorkers } from '../../lib/operate/worker-views';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';

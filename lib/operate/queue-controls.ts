@@ -3,7 +3,7 @@
  * commands behind `taskworker queues …` and the dashboard's buttons, and how status shows them.
  * The dispatchers read what these write (lib/track/controls.ts).
  */
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { type ControlChange, type ControlStore, type Controls, ControlValueError, type QueueControl } from '../track/controls';
 

@@ -1,4 +1,8 @@
-import { ConfigError } from './errors';
+import { ConfigError } from '../errors';
+import { HOOK_NAMES, type JobHooks } from '../hook-types';
+import { DEFAULT_OFFLOAD_ABOVE_BYTES } from '../layout/payloads';
+import { MAX_QUEUE_RETENTION_SECONDS, queueResourceName } from '../layout/queues';
+import { MAX_BATCH_ENTRIES, MAX_QUEUE_NAME_CHARS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import {
   type EventDeclaration,
   type EventDeclarationInput,
@@ -7,11 +11,9 @@ import {
   resolveSubscriptions,
   type SubscriptionConfig,
   type SubscriptionInput,
-} from './events/config';
-import { HOOK_NAMES, type JobHooks } from './hook-types';
-import { DEFAULT_OFFLOAD_ABOVE_BYTES } from './layout/payloads';
-import { type Limits, resolveLimits } from './track/limits';
-import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './track/recurring';
+} from './event-config';
+import { type Limits, resolveLimits } from './limit-config';
+import { resolveSchedules, type ScheduleConfig, type ScheduleInput } from './schedule-config';
 
 /** Names of the built-in queue selectors. */
 export const SELECTOR_NAMES = ['sla-aware', 'reduced-lottery', 'reduced-lottery-gqa', 'lottery', 'strict', 'round-robin'] as const;
@@ -253,13 +255,6 @@ export const DISPATCHER_DEFAULTS: Omit<DispatcherConfig, 'rssLimitMb' | 'maxConc
   killGraceMs: 1000,
 };
 
-/** SQS's longest retention; the DLQ and archive use it. */
-export const MAX_RETENTION_SECONDS = 1_209_600;
-/** A message moved to a DLQ keeps its first enqueue time, so the DLQ must retain it at least a day longer. */
-export const MAX_QUEUE_RETENTION_SECONDS = MAX_RETENTION_SECONDS - 86_400;
-
-/** SQS allows at most 80 characters in a queue name. */
-const SQS_NAME_MAX = 80;
 const APP_PATTERN = /^[a-z][a-z0-9-]{0,29}$/;
 const QUEUE_PATTERN = /^[a-z][a-z0-9_]{0,39}$/;
 const VERSION_PATTERN = /^[a-z0-9][a-z0-9-]{0,19}$/;
@@ -291,8 +286,8 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
     'x'.repeat(20),
     queues.reduce((a, q) => (q.name.length > a.length ? q.name : a), ''),
   );
-  if (`${longestName}-dlq`.length > SQS_NAME_MAX) {
-    throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${SQS_NAME_MAX} chars`);
+  if (`${longestName}-dlq`.length > MAX_QUEUE_NAME_CHARS) {
+    throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${MAX_QUEUE_NAME_CHARS} chars`);
   }
   const schedules = resolveSchedules(
     root.schedules,
@@ -363,12 +358,12 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
   return {
     name: stringMatching(`${path}.name`, q.name, QUEUE_PATTERN, 'lowercase letters, digits and "_", starting with a letter, ≤ 40 chars'),
     priority: integerIn(`${path}.priority`, q.priority, 1, 100),
-    batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, 10),
+    batchSize: integerIn(`${path}.batchSize`, q.batchSize ?? d.batchSize, 1, MAX_BATCH_ENTRIES),
     visibilityTimeoutSeconds: integerIn(
       `${path}.visibilityTimeoutSeconds`,
       q.visibilityTimeoutSeconds ?? d.visibilityTimeoutSeconds,
       1,
-      43_200,
+      MAX_VISIBILITY_SECONDS,
     ),
     longPollSeconds: integerIn(`${path}.longPollSeconds`, q.longPollSeconds ?? d.longPollSeconds, 0, 20),
     iterations: integerIn(`${path}.iterations`, q.iterations ?? d.iterations, 1, 100),
@@ -448,26 +443,6 @@ function resolveDispatcher(input: unknown): DispatcherConfig {
 /** Validates a release version such as `v42`. */
 export function validateVersion(version: unknown, field = 'version'): string {
   return stringMatching(field, version, VERSION_PATTERN, 'lowercase letters, digits and "-", ≤ 20 chars (e.g. "v42")');
-}
-
-/** SQS queue name of a configured queue: `<app>-<version>-<queue>`. */
-export function queueResourceName(app: string, version: string, queue: string): string {
-  return `${app}-${version}-${queue}`;
-}
-
-/** SQS queue name of a queue's dead-letter queue. */
-export function deadLetterQueueName(app: string, version: string, queue: string): string {
-  return `${queueResourceName(app, version, queue)}-dlq`;
-}
-
-/** DynamoDB table names of a version. */
-export function tableNames(app: string, version: string): { jobs: string; stats: string } {
-  return { jobs: `${app}-${version}-jobs`, stats: `${app}-${version}-stats` };
-}
-
-/** SQS queue name of the version's archive queue. */
-export function archiveQueueName(app: string, version: string): string {
-  return `${app}-${version}-archive`;
 }
 
 /** Looks a configured queue up by name. */

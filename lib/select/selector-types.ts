@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import type { Random } from '../random';
 
 /** What an emptiness check found. A receive-based probe hands over the messages it took. */

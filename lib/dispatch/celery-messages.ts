@@ -3,14 +3,14 @@
  * decoder could not read as JSON. On a queue that accepts `celery` it is read as Celery's message;
  * on one that does not, a body shaped like one is refused naming the setting to change.
  */
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { describe, type SerializedError } from '../errors';
 import type { ReceivedMessage } from '../ports';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
-import type { ArchiveReason } from '../track/model';
+import type { ArchiveReason } from '../wire/archive-reasons';
 import { type CeleryLookup, CeleryRejection, celeryJobEnvelope, celeryNames, decodeCelery, looksLikeCelery } from '../wire/celery';
 import type { DecodedJob } from '../wire/envelope';
-import type { Planned } from './types';
+import type { Planned } from './dispatcher-deps';
 
 /** A Celery message read: its job, planned with the envelope its message carries from here on, or why it is refused. */
 export type CeleryReading =

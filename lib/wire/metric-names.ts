@@ -1,4 +1,4 @@
-import type { ArchiveReason } from '../track/model';
+import type { ArchiveReason } from './archive-reasons';
 
 /**
  * Names of the dispatcher's CloudWatch metrics, shared by the emitter (`functions/metrics.ts`,

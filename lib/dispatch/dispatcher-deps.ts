@@ -3,11 +3,11 @@ import type { UsageDelta } from '../track/cost';
 
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../clock';
-import type { QueueConfig, TaskworkerConfig } from '../config';
+import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import type { DispatcherLauncher, DoorbellSwitch, Logger, PayloadStore, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Random } from '../random';
-import type { TaskExecutor } from '../run/types';
-import type { QueueSelector } from '../select/types';
+import type { TaskExecutor } from '../run/executor-types';
+import type { QueueSelector } from '../select/selector-types';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
 import type { ControlStore, ControlsCache } from '../track/controls';

@@ -1,8 +1,8 @@
 import { claimCheckRef, putClaimCheck, readClaimCheck } from '../claim-check';
-import type { QueueConfig } from '../config';
+import type { QueueConfig } from '../config/app-config';
 import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
-import { isOwnPayloadKey, resultKey } from '../layout/payloads';
-import type { TaskOutcome } from '../run/types';
+import { EVENT_PAYLOAD_PREFIX, isOwnPayloadKey, PAYLOAD_PREFIX, resultKey } from '../layout/payloads';
+import type { TaskOutcome } from '../run/executor-types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
 import type { DependencyOutcome } from '../tasks/task';
@@ -10,7 +10,7 @@ import type { StoredDependencyOutcome } from '../track/flows';
 import { TERMINAL_STATES } from '../track/rules';
 import type { PayloadRef } from '../wire/payload-ref';
 import { CLAIM_RETRY_SECONDS } from './claim';
-import type { DispatcherDeps, Planned } from './types';
+import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /**
  * Reads the claim-checked payloads of the jobs about to run, all at once (one GetObject each), so
@@ -185,3 +185,21 @@ export async function readDependencyResults(
 
 /** The most a dependent's dependencies' kept results read from S3 add up to before it runs: 10 MiB (the task sees them all in memory). */
 export const MAX_DEPENDENCY_RESULT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Why a dispatcher of `bucket` must not read `ref` (another bucket, or outside the prefix), or
+ * undefined. In a subscribed app's bucket (`eventBuckets`) it reads events' payloads only.
+ */
+export function foreignRefProblem(ref: PayloadRef, bucket: string | undefined, eventBuckets: readonly string[] = []): string | undefined {
+  if (eventBuckets.includes(ref.bucket)) {
+    return ref.key.startsWith(EVENT_PAYLOAD_PREFIX)
+      ? undefined
+      : `payloadRef names key ${JSON.stringify(ref.key)} in the bucket of an app this one subscribes to; this version reads only keys under ${EVENT_PAYLOAD_PREFIX} there`;
+  }
+  if (bucket === undefined) return `payloadRef names s3://${ref.bucket}/${ref.key}, but this version has no payload bucket`;
+  if (ref.bucket !== bucket)
+    return `payloadRef names bucket ${JSON.stringify(ref.bucket)}; this version reads only ${JSON.stringify(bucket)}`;
+  if (!ref.key.startsWith(PAYLOAD_PREFIX))
+    return `payloadRef names key ${JSON.stringify(ref.key)}; this version reads only keys under ${PAYLOAD_PREFIX}`;
+  return undefined;
+}

@@ -17,6 +17,12 @@ export const SQS_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTime
 /** DynamoDB: single-item writes and reads answer in milliseconds; an operator's scan page in well under this. */
 export const DYNAMO_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 10_000 };
 
+/** SNS publishes answer in milliseconds; the limit only stops a stalled connection. */
+export const SNS_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 10_000 };
+
+/** S3: a 10 MiB object moves in well under this; the limit only stops a stalled connection. */
+export const S3_TIMEOUTS: HttpTimeouts = { connectionTimeout: 3000, requestTimeout: 60_000 };
+
 /** `config` with `timeouts` on its request handler, unless it brings its own handler. */
 export function withHttpTimeouts<T extends { readonly requestHandler?: unknown }>(config: T, timeouts: HttpTimeouts): T {
   if (config.requestHandler !== undefined) return config;

@@ -10,7 +10,8 @@ import { dependencyIds, edgesOf, type FlowDeps, propagate } from '../track/flows
 import type { CancelResult, JobRecord, JobStore } from '../track/model';
 import { MAX_TAG_LENGTH, TAG_PATTERN } from '../wire/envelope';
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs, RelatedState } from './answers';
-import { BadCursorError, type OperatorContext } from './operator';
+import { BadCursorError } from './job-pages';
+import type { OperatorContext } from './operator-context';
 
 /** How many related jobs a view reads on one side (and a flow walk in all). */
 export const RELATED_READ_LIMIT = 1_000;

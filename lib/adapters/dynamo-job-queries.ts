@@ -1,0 +1,108 @@
+/** What operators and publishers ask of the jobs table: jobs by state (index or scan) and by tag. */
+import { type AttributeValue, QueryCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
+import type { JobQuery, JobRecord } from '../track/model';
+import { expiresAt, INDEXED_STATES, indexKey } from '../track/rules';
+import { assignments, type DynamoJobTable, toRecord } from './dynamo-job-table';
+import { Expression, fromItem } from './dynamo-values';
+
+export class DynamoJobQueries {
+  constructor(private readonly table: DynamoJobTable) {}
+
+  async tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void> {
+    await Promise.all(
+      tags.map(async (tag) => {
+        const e = new Expression();
+        const at = e.name('taggedAt');
+        // The first tagging time stays: a later delivery of the job does not move it up the list.
+        const out = await this.table.dynamo.send(
+          new UpdateItemCommand({
+            TableName: this.table.tableName,
+            Key: { jobId: { S: `${jobId} tag ${tag}` } },
+            UpdateExpression: `SET ${assignments(e, { tag, tagged: jobId, expiresAt: expiresAt(taggedAt, this.table.settings.retentionDays) })}, ${at} = if_not_exists(${at}, ${e.value(taggedAt)})`,
+            ReturnConsumedCapacity: 'TOTAL',
+            ...e.params(),
+          }),
+        );
+        this.table.meter(out, 'write');
+      }),
+    );
+  }
+
+  async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
+    const ids: string[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const out = await this.table.dynamo.send(
+        new QueryCommand({
+          TableName: this.table.tableName,
+          IndexName: JOBS_BY_TAG_INDEX,
+          KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}${before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''}`,
+          ScanIndexForward: false,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      this.table.meter(out, 'read');
+      for (const item of out.Items ?? []) ids.push(String(fromItem(item).tagged));
+      start = out.LastEvaluatedKey;
+    } while (start && ids.length < limit);
+    return this.table.getMany(ids.slice(0, limit));
+  }
+
+  /**
+   * Retrying and archived jobs come from the sparse per-queue index, newest first. Other states
+   * are not indexed (so success costs no index write): they are found by a filtered Scan.
+   */
+  async list(q: JobQuery): Promise<JobRecord[]> {
+    const found: JobRecord[] = [];
+    if (INDEXED_STATES.includes(q.state)) {
+      for (const queue of q.queues) {
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+          const e = new Expression();
+          const out = await this.table.dynamo.send(
+            new QueryCommand({
+              TableName: this.table.tableName,
+              IndexName: JOBS_BY_QUEUE_STATE_INDEX,
+              KeyConditionExpression:
+                `${e.name('queueState')} = ${e.value(indexKey(queue, q.state))}` +
+                (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
+              ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
+              ScanIndexForward: false,
+              ...(start ? { ExclusiveStartKey: start } : {}),
+              ...e.params(),
+            }),
+          );
+          found.push(...(out.Items ?? []).map(toRecord));
+          start = out.LastEvaluatedKey;
+        } while (start && found.length < q.limit * q.queues.length);
+      }
+    } else {
+      let start: Record<string, AttributeValue> | undefined;
+      do {
+        const e = new Expression();
+        const filters = [
+          `${e.name('state')} = ${e.value(q.state)}`,
+          `${e.name('queue')} IN (${q.queues.map((name) => e.value(name)).join(', ')})`,
+        ];
+        if (q.task !== undefined) filters.push(`${e.name('task')} = ${e.value(q.task)}`);
+        if (q.updatedAtMost !== undefined) filters.push(`${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}`);
+        const out = await this.table.dynamo.send(
+          new ScanCommand({
+            TableName: this.table.tableName,
+            FilterExpression: filters.join(' AND '),
+            ...(start ? { ExclusiveStartKey: start } : {}),
+            ...e.params(),
+          }),
+        );
+        found.push(...(out.Items ?? []).map(toRecord));
+        start = out.LastEvaluatedKey;
+      } while (start && found.length < q.limit);
+    }
+    return found.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, q.limit);
+  }
+}

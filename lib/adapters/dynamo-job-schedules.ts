@@ -1,0 +1,242 @@
+/**
+ * Schedule and sweep: jobs parked until they are due (the sparse `byDue` index), the sweep's lease
+ * and hand-over, bringing a job forward, and cancelling (a scheduled job at once, a running one by
+ * request through the cancellations item).
+ */
+import { type AttributeValue, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { JOBS_DUE_INDEX } from '../layout/tables';
+import { dueShardOf } from '../track/due';
+import {
+  CANCELLATIONS_KEPT_MS,
+  type CancelRequests,
+  type CancelResult,
+  type HistoryEntry,
+  type JobRecord,
+  type ParkedJob,
+  type ParkRequest,
+  type ParkResult,
+} from '../track/model';
+import { expiresAt, indexKey, permits } from '../track/rules';
+import { PARKED_ONLY } from './dynamo-job-expressions';
+import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
+import { Expression, fromItem } from './dynamo-values';
+
+/** The key of the cancellations item ({@link CancelRequests}): no job id has a space. */
+const CANCELLATIONS_KEY = '~ cancellations';
+
+export class DynamoJobSchedules {
+  constructor(private readonly table: DynamoJobTable) {}
+
+  async park(r: ParkRequest): Promise<ParkResult> {
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${new Date(r.runAt).toISOString()}` };
+    const outcome = await this.table.write(r.jobId, e, {
+      update: `SET ${assignments(e, {
+        ...refFields(r),
+        state: 'scheduled',
+        attempt: 0,
+        runAt: r.runAt,
+        body: r.body,
+        attributes: r.attributes && Object.keys(r.attributes).length > 0 ? r.attributes : undefined,
+        dueShard: dueShardOf(r.jobId),
+        queueState: indexKey(r.queue, 'scheduled'),
+        updatedAt: r.now,
+        // A parked record outlives its due time by the usual retention.
+        expiresAt: expiresAt(Math.max(r.now, r.runAt), this.table.settings.retentionDays),
+      })}, ${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])}) REMOVE ${e.name('announced')}`,
+      condition: transitionCondition(e, 'park', r),
+    });
+    if (outcome.landed) return { outcome: 'parked' };
+    const record = outcome.record;
+    if (!record) throw new Error(`park of ${r.jobId} failed its condition, but the job has no record`);
+    return { outcome: permits('park', record, r) === 'conflict' ? 'conflict' : 'exists', record };
+  }
+
+  async dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]> {
+    const found: ParkedJob[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const lease = e.name('sweepLease');
+      const out = await this.table.dynamo.send(
+        new QueryCommand({
+          TableName: this.table.tableName,
+          IndexName: JOBS_DUE_INDEX,
+          KeyConditionExpression: `${e.name('dueShard')} = ${e.value(shard)} AND ${e.name('runAt')} <= ${e.value(until)}`,
+          FilterExpression: `attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)}`,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      this.table.meter(out, 'read');
+      for (const item of out.Items ?? []) {
+        const raw = fromItem(item) as Record<string, unknown>;
+        found.push({
+          jobId: String(raw.jobId),
+          queue: String(raw.queue),
+          runAt: Number(raw.runAt),
+          body: String(raw.body),
+          ...(raw.attributes ? { attributes: raw.attributes as Record<string, string> } : {}),
+        });
+      }
+      start = out.LastEvaluatedKey;
+    } while (start && found.length < limit);
+    return found.slice(0, limit);
+  }
+
+  async parkedJob(jobId: string): Promise<ParkedJob | undefined> {
+    const item = await this.table.getItem(jobId);
+    if (!item) return undefined;
+    const raw = fromItem(item) as Record<string, unknown>;
+    if (raw.state !== 'scheduled' || raw.announced === true || typeof raw.body !== 'string' || raw.dueShard === undefined) return undefined;
+    return {
+      jobId,
+      queue: String(raw.queue),
+      runAt: Number(raw.runAt),
+      body: raw.body,
+      ...(raw.attributes ? { attributes: raw.attributes as Record<string, string> } : {}),
+    };
+  }
+
+  async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+    const e = new Expression();
+    const history = e.name('history');
+    const lease = e.name('sweepLease');
+    const entry: HistoryEntry = { what: 'scheduled', when: now, detail: `run now (was due ${new Date(parked.runAt).toISOString()})` };
+    const outcome = await this.table.write(parked.jobId, e, {
+      update: `SET ${assignments(e, { runAt: now, body, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])})`,
+      condition:
+        `${transitionCondition(e, 'bringForward')} AND attribute_exists(${e.name('dueShard')}) AND ${e.name('runAt')} = ${e.value(parked.runAt)}` +
+        ` AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
+    });
+    return outcome.landed;
+  }
+
+  async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
+    const e = new Expression();
+    const lease = e.name('sweepLease');
+    try {
+      const out = await this.table.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.table.tableName,
+          Key: { jobId: { S: jobId } },
+          UpdateExpression: `SET ${lease} = ${e.value(leaseUntil)}`,
+          ConditionExpression: `${transitionCondition(e, 'sweep')} AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.table.meter(out, 'write');
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean> {
+    const e = new Expression();
+    const history = e.name('history');
+    const entry: HistoryEntry = { what: 'queued', when: now, detail: 'due: sent to its queue' };
+    const outcome = await this.table.write(jobId, e, {
+      update:
+        `SET ${assignments(e, { state: 'queued', updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
+        `REMOVE ${[...PARKED_ONLY, 'queueState'].map((n) => e.name(n)).join(', ')}`,
+      condition: `${transitionCondition(e, 'handOver')} AND ${e.name('sweepLease')} = ${e.value(leaseUntil)}`,
+    });
+    return outcome.landed;
+  }
+
+  async cancel(jobId: string, now: number): Promise<CancelResult> {
+    for (;;) {
+      const record = await this.table.get(jobId);
+      if (!record) return { outcome: 'unknown' };
+      if (permits('requestCancel', record) === 'ok') {
+        const asked = await this.requestCancel(record, now);
+        if (asked) return { outcome: 'requested', record: asked };
+        continue;
+      }
+      if (permits('cancel', record) !== 'ok') return { outcome: 'not-scheduled', record };
+      const e = new Expression();
+      const history = e.name('history');
+      const entry: HistoryEntry = { what: 'cancelled', when: now };
+      const outcome = await this.table.write(jobId, e, {
+        update:
+          `SET ${assignments(e, { state: 'cancelled', updatedAt: now, finishedAt: now, queueState: indexKey(record.queue, 'cancelled') })}, ` +
+          `${history} = list_append(${history}, ${e.value([entry])}) REMOVE ${PARKED_ONLY.map((n) => e.name(n)).join(', ')}`,
+        condition: transitionCondition(e, 'cancel'),
+      });
+      if (outcome.landed) return { outcome: 'cancelled', record: outcome.record as JobRecord };
+      // It moved on between the read and the write (a sweep handed it over): read what it is now.
+    }
+  }
+
+  /**
+   * Asks a running job to stop: the request on its record (kept as first asked), then in the
+   * cancellations item. Undefined when the job moved on between the read and the write.
+   */
+  private async requestCancel(record: JobRecord, now: number): Promise<JobRecord | undefined> {
+    let asked = record;
+    if (record.cancelRequestedAt === undefined) {
+      const e = new Expression();
+      const history = e.name('history');
+      const entry: HistoryEntry = { what: 'cancel-requested', when: now };
+      const outcome = await this.table.write(record.jobId, e, {
+        update:
+          `SET ${assignments(e, { cancelRequestedAt: now, updatedAt: now })}, ` +
+          `${history} = list_append(${history}, ${e.value([entry])})`,
+        condition: transitionCondition(e, 'requestCancel'),
+      });
+      if (!outcome.landed) return undefined;
+      asked = outcome.record as JobRecord;
+    }
+    await this.addCancellation(record.jobId, asked.cancelRequestedAt ?? now, now);
+    return asked;
+  }
+
+  /** Adds a request to the cancellations item, pruning old ones; a write that raced another is made again. */
+  private async addCancellation(jobId: string, requestedAt: number, now: number): Promise<void> {
+    for (;;) {
+      const seen = await this.readCancellations(true);
+      const requests: Record<string, AttributeValue> = { [jobId]: { N: String(requestedAt) } };
+      for (const [id, at] of Object.entries(seen.requests))
+        if (at > now - CANCELLATIONS_KEPT_MS && id !== jobId) requests[id] = { N: String(at) };
+      try {
+        // UpdateItem, not PutItem: the publisher's cancel grant (GetItem, UpdateItem) covers it.
+        const out = await this.table.dynamo.send(
+          new UpdateItemCommand({
+            TableName: this.table.tableName,
+            Key: { jobId: { S: CANCELLATIONS_KEY } },
+            UpdateExpression: 'SET v = :next, requests = :requests, expiresAt = :expires',
+            ConditionExpression: seen.version === 0 ? 'attribute_not_exists(v)' : 'v = :v',
+            ExpressionAttributeValues: {
+              ':next': { N: String(seen.version + 1) },
+              ':requests': { M: requests },
+              ':expires': { N: String(expiresAt(now, 1)) },
+              ...(seen.version === 0 ? {} : { ':v': { N: String(seen.version) } }),
+            },
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        this.table.meter(out, 'write');
+        return;
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+    }
+  }
+
+  async cancellations(): Promise<CancelRequests> {
+    return this.readCancellations(false);
+  }
+
+  private async readCancellations(consistent: boolean): Promise<CancelRequests> {
+    const item = await this.table.getItem(CANCELLATIONS_KEY, consistent);
+    const requests: Record<string, number> = {};
+    for (const [id, at] of Object.entries(item?.requests?.M ?? {})) requests[id] = Number(at.N);
+    return { version: Number(item?.v?.N ?? 0), requests };
+  }
+}

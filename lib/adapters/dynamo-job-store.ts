@@ -1,0 +1,190 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type {
+  AddDependentResult,
+  CancelRequests,
+  CancelResult,
+  ClaimRequest,
+  ClaimResult,
+  Completed,
+  Completion,
+  DependencyCount,
+  DependentEdge,
+  JobIdentity,
+  JobQuery,
+  JobRecord,
+  JobRef,
+  JobStore,
+  ParkedJob,
+  ParkRequest,
+  ParkResult,
+  ProgressWrite,
+  Rejection,
+  ScheduleRequest,
+  UnclaimedOutcome,
+  UnclaimedResult,
+  WaitRequest,
+  WaitResult,
+} from '../track/model';
+import type { JobStoreSettings } from '../track/rules';
+import type { ArchiveReason } from '../wire/archive-reasons';
+import { DynamoJobClaims } from './dynamo-job-claims';
+import { DynamoJobFlows } from './dynamo-job-flows';
+import { DynamoJobQueries } from './dynamo-job-queries';
+import { DynamoJobSchedules } from './dynamo-job-schedules';
+import { type CapacityMeter, DynamoJobTable } from './dynamo-job-table';
+
+/**
+ * {@link JobStore} on a DynamoDB table (layout in lib/layout/tables.ts). Every write is one
+ * conditional UpdateItem whose condition is the write's row of `TRANSITIONS` (the states it may
+ * start from, and the job's identity where it must match); a failed condition returns the old
+ * item, so classifying a duplicate or a conflict costs no extra read. A write that appends to a
+ * history past `historyLimit` is followed by one that trims it (jobs with that many transitions only).
+ * Its parts by role share one table: claim and complete, schedule and sweep, flows, queries.
+ */
+export class DynamoJobStore implements JobStore {
+  /** Read and write units its calls consumed (the tracking benchmark reads them). */
+  readonly capacity: CapacityMeter;
+  private readonly table: DynamoJobTable;
+  private readonly claims: DynamoJobClaims;
+  private readonly schedules: DynamoJobSchedules;
+  private readonly flows: DynamoJobFlows;
+  private readonly queries: DynamoJobQueries;
+
+  constructor(
+    tableName: string,
+    settings: JobStoreSettings,
+    /** Its client (the dispatcher meters it: lib/adapters/usage-meter.ts). */
+    readonly dynamo: DynamoDBClient,
+  ) {
+    this.table = new DynamoJobTable(tableName, settings, dynamo);
+    this.capacity = this.table.capacity;
+    this.claims = new DynamoJobClaims(this.table);
+    this.schedules = new DynamoJobSchedules(this.table);
+    this.flows = new DynamoJobFlows(this.table);
+    this.queries = new DynamoJobQueries(this.table);
+  }
+
+  recordQueued(job: JobRef, now: number): Promise<boolean> {
+    return this.claims.recordQueued(job, now);
+  }
+
+  recordScheduled(job: ScheduleRequest, now: number): Promise<boolean> {
+    return this.claims.recordScheduled(job, now);
+  }
+
+  claim(request: ClaimRequest): Promise<ClaimResult> {
+    return this.claims.claim(request);
+  }
+
+  extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean> {
+    return this.claims.extendLease(jobId, token, leaseUntil, now, progress);
+  }
+
+  complete(completion: Completion, claimed: JobRecord): Promise<Completed> {
+    return this.claims.complete(completion, claimed);
+  }
+
+  recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult> {
+    return this.claims.recordUnclaimed(outcome);
+  }
+
+  recordRejected(rejection: Rejection): Promise<boolean> {
+    return this.claims.recordRejected(rejection);
+  }
+
+  rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
+    return this.claims.rejectionsFor(envelopeId);
+  }
+
+  recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {
+    return this.claims.recordDuplicate(jobId, identity, workerId, now);
+  }
+
+  resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean> {
+    return this.claims.resetForReplay(jobId, identity, now);
+  }
+
+  park(request: ParkRequest): Promise<ParkResult> {
+    return this.schedules.park(request);
+  }
+
+  dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]> {
+    return this.schedules.dueJobs(shard, until, now, limit);
+  }
+
+  parkedJob(jobId: string): Promise<ParkedJob | undefined> {
+    return this.schedules.parkedJob(jobId);
+  }
+
+  bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+    return this.schedules.bringForward(parked, body, now);
+  }
+
+  leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
+    return this.schedules.leaseForSweep(jobId, now, leaseUntil);
+  }
+
+  handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean> {
+    return this.schedules.handOver(jobId, leaseUntil, now);
+  }
+
+  cancel(jobId: string, now: number): Promise<CancelResult> {
+    return this.schedules.cancel(jobId, now);
+  }
+
+  cancellations(): Promise<CancelRequests> {
+    return this.schedules.cancellations();
+  }
+
+  wait(request: WaitRequest): Promise<WaitResult> {
+    return this.flows.wait(request);
+  }
+
+  addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult> {
+    return this.flows.addDependent(dependencyId, edge, now);
+  }
+
+  countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount> {
+    return this.flows.countDependency(edge, dependencyId, failed, now);
+  }
+
+  dependencyCount(dependentId: string): Promise<DependencyCount> {
+    return this.flows.dependencyCount(dependentId);
+  }
+
+  release(dependentId: string, now: number): Promise<ParkedJob | undefined> {
+    return this.flows.release(dependentId, now);
+  }
+
+  failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined> {
+    return this.flows.failWaiting(dependentId, reason, detail, now);
+  }
+
+  uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }> {
+    return this.flows.uncountFailure(edge, dependencyId);
+  }
+
+  reopen(dependentId: string, now: number): Promise<JobRecord | undefined> {
+    return this.flows.reopen(dependentId, now);
+  }
+
+  get(jobId: string): Promise<JobRecord | undefined> {
+    return this.table.get(jobId);
+  }
+
+  getMany(jobIds: readonly string[]): Promise<JobRecord[]> {
+    return this.table.getMany(jobIds);
+  }
+
+  list(query: JobQuery): Promise<JobRecord[]> {
+    return this.queries.list(query);
+  }
+
+  tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void> {
+    return this.queries.tagJob(jobId, tags, taggedAt);
+  }
+
+  jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
+    return this.queries.jobsByTag(tag, limit, before);
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Sending a publish: the items prepared, their dependencies checked, large payloads put in the
+ * version's bucket, the jobs that wait recorded, then SendMessageBatch per queue (at most 10
+ * entries and 1 MiB a call), failed entries retried, and the jobs sent remembered and recorded.
+ */
+import { claimCheckRef, putClaimCheck } from '../claim-check';
+import { type FailedPublish, MessageTooLargeError, PublishBatchError } from '../errors';
+import { payloadKey } from '../layout/payloads';
+import { bodyBytes, MAX_BATCH_ENTRIES, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import type { QueueUrls } from '../ports';
+import { callWithEntryRetries } from '../retry-entries';
+import type { PublishSpan } from '../trace/producer';
+import { encodeEnvelope, MAX_BODY_BYTES } from '../wire/envelope';
+import { recordAhead, recordSent, remember } from './job-records';
+import { type Prepared, prepare } from './prepare';
+import type { PublishContext } from './publish-context';
+import { checkDependencies } from './publish-flows';
+import type { Published, PublishItem } from './publish-options';
+
+/** The most SendMessageBatch accepts in one call, in entries and in total bytes. */
+const BATCH_ENTRIES = MAX_BATCH_ENTRIES;
+const BATCH_BYTES = SQS_MESSAGE_LIMIT_BYTES;
+
+export async function sendItems(ctx: PublishContext, items: readonly PublishItem[], span: PublishSpan): Promise<Published[]> {
+  const now = ctx.clock.now();
+  const checked = items.map((item, index) => prepare(ctx, item, index, now, span));
+  await checkDependencies(ctx, checked);
+  const urls = await ctx.queueUrls();
+  const prepared = await offload(ctx, checked, urls);
+  await recordAhead(ctx, prepared, now);
+  const sent: Array<Published & { index: number }> = [];
+  const failed: FailedPublish[] = [];
+  for (const group of groupByQueue(prepared)) {
+    for (const batch of chunkBySize(group)) {
+      const url = urls.queues[batch[0]?.queue.name as string] as string;
+      const result = await callWithEntryRetries(
+        batch.map((p) => p.entry),
+        (entries) => ctx.queues.sendBatch(url, entries),
+        ctx.clock,
+      );
+      const failedIds = new Map(result.failed.map((f) => [f.id, f]));
+      const messageIds = Object.assign({}, ...result.results.map((r) => r.messageIds)) as Record<string, string>;
+      for (const p of batch) {
+        const failure = failedIds.get(p.entry.id);
+        if (failure) failed.push({ index: p.index, task: p.task, code: failure.code, message: failure.message });
+        else
+          sent.push({
+            index: p.index,
+            jobId: p.jobId,
+            messageId: messageIds[p.entry.id] ?? '',
+            queue: p.queue.name,
+            ...(p.runAt !== undefined ? { runAt: p.runAt } : {}),
+          });
+      }
+    }
+  }
+  sent.sort((a, b) => a.index - b.index);
+  remember(ctx, prepared, sent, now);
+  await recordSent(ctx, prepared, sent, now);
+  if (failed.length > 0) throw new PublishBatchError(failed, sent);
+  return sent.map(({ index: _index, ...published }) => published);
+}
+
+/**
+ * Claim checks: each payload marked in {@link prepare} is put in the version's bucket (all at once,
+ * one PutObject each, keyed by job id and content so a publish retried writes the same object),
+ * and its message carries the pointer instead. After validation, before any record or send: a
+ * failed put sends nothing of its job.
+ */
+async function offload(ctx: PublishContext, prepared: readonly Prepared[], urls: QueueUrls): Promise<Prepared[]> {
+  if (!prepared.some((p) => p.offload)) return [...prepared];
+  const bucket = ctx.bucketNear(urls);
+  const store = ctx.payloadStore();
+  return Promise.all(
+    prepared.map(async (p) => {
+      if (!p.offload) return p;
+      const { text, envelope } = p.offload;
+      const payloadRef = claimCheckRef(bucket, (sha256) => payloadKey(p.jobId, sha256), text);
+      const body = encodeEnvelope({ ...envelope, payloadRef });
+      const bytes = bodyBytes(body);
+      // What stays in the message (appData, tags, ...) must fit it too.
+      if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(p.task, bytes, MAX_BODY_BYTES);
+      await putClaimCheck(store, payloadRef, text);
+      const { offload: _offload, ...rest } = p;
+      return { ...rest, entry: { ...p.entry, body }, bytes };
+    }),
+  );
+}
+
+function groupByQueue(items: readonly Prepared[]): Prepared[][] {
+  const groups = new Map<string, Prepared[]>();
+  for (const item of items) {
+    const group = groups.get(item.queue.name) ?? [];
+    group.push(item);
+    groups.set(item.queue.name, group);
+  }
+  return [...groups.values()];
+}
+
+/** Greedy chunks of at most 10 entries and 1 MiB in total. */
+function chunkBySize(items: readonly Prepared[]): Prepared[][] {
+  const chunks: Prepared[][] = [];
+  let current: Prepared[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length === BATCH_ENTRIES || (current.length > 0 && bytes + item.bytes > BATCH_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
