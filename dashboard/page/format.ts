@@ -68,3 +68,29 @@ export function errorText(error: NonNullable<JobRecord['lastError']>): string {
   }
   return `${head}\n\n${stack}`;
 }
+
+export function duration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '–';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+/** A quantile read off qless's buckets is the bucket's upper bound; none measured (null on the wire) is –. */
+export const atMost = (ms: number | null) => (ms !== null && Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
+
+export function ageClass(ageSeconds: number | undefined, slaSeconds: number): string {
+  if (ageSeconds === undefined) return 'unknown';
+  if (ageSeconds < slaSeconds / 2) return 'ok';
+  return ageSeconds < slaSeconds ? 'warn' : 'late';
+}
+
+export function pretty(json: string | undefined): string {
+  if (json === undefined) return '';
+  try {
+    return JSON.stringify(JSON.parse(json), null, 2);
+  } catch {
+    return json;
+  }
+}
