@@ -69,6 +69,7 @@ export function errorText(error: NonNullable<JobRecord['lastError']>): string {
   return `${head}\n\n${stack}`;
 }
 
+/** A duration rounded for a glance (a histogram's bucket, an age): `840 ms`, `12.3 s`, `4.5 min`, `1.2 h`; – when there is none. */
 export function duration(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms)) return '–';
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -80,12 +81,14 @@ export function duration(ms: number | undefined): string {
 /** A quantile read off qless's buckets is the bucket's upper bound; none measured (null on the wire) is –. */
 export const atMost = (ms: number | null) => (ms !== null && Number.isFinite(ms) ? `≤ ${duration(ms)}` : '–');
 
+/** The CSS class of a queue's oldest-message age against its SLA: `ok` under half of it, `warn` under it, `late` past it, `unknown` without an age. */
 export function ageClass(ageSeconds: number | undefined, slaSeconds: number): string {
   if (ageSeconds === undefined) return 'unknown';
   if (ageSeconds < slaSeconds / 2) return 'ok';
   return ageSeconds < slaSeconds ? 'warn' : 'late';
 }
 
+/** JSON text indented for reading; text that is not JSON as it is. */
 export function pretty(json: string | undefined): string {
   if (json === undefined) return '';
   try {
