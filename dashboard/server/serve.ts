@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import type { LocalStack } from '../../lib/local/dev';
 import { operatorContext } from '../../lib/operate/operator-context';
-import { createUiApp, type UiOptions } from './server';
+import { createUiApp } from './server';
+import type { UiOptions } from './ui-options';
 
 export interface ServeUiOptions extends Omit<UiOptions, 'token' | 'tokenForReads' | 'acceptsHost'> {
   /** 0 for a free port. */

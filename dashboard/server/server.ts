@@ -20,12 +20,11 @@ import { lookUpJob } from '../../lib/operate/rejections';
 import { statsHistory, throughput, versionStatus } from '../../lib/operate/version-status';
 import { listWorkers } from '../../lib/operate/worker-views';
 import { Publisher } from '../../lib/publish/publisher';
-import type { TaskDefinition } from '../../lib/tasks/task';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
 import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/model';
 import { taskStatsKey } from '../../lib/track/stats';
-import { ARCHIVE_REASONS, type ArchiveReason } from '../../lib/wire/archive-reasons';
+import { ARCHIVE_REASONS } from '../../lib/wire/archive-reasons';
 import {
   API_ROUTES,
   type Api,
@@ -33,50 +32,14 @@ import {
   type ApiPath,
   type ApiRequest,
   type ApiResponse,
-  type LocalDispatchers,
   PAGE_META,
-  type RecentInvocationCounts,
   TOKEN_HEADER,
 } from '../api-types';
+import { archiveFilter, integerParam, RequestError, stringParam } from './request-params';
+import type { UiOptions } from './ui-options';
 
 /** The cookie a browser on another host keeps the token in once it opened the printed URL. */
 const TOKEN_COOKIE = 'taskworker_token';
-
-export interface UiOptions {
-  readonly app: string;
-  /** The version shown first: the running dev's, or `--version`. */
-  readonly defaultVersion: string;
-  /** Versions offered by the picker (deployed in the account and region, or the local one). */
-  readonly versions: () => Promise<readonly string[]>;
-  readonly contextFor: (version: string) => Promise<OperatorContext>;
-  /** Task definitions (for the publish form's queues and `validate`, and the events page's subscribers). */
-  readonly tasks: () => Promise<readonly TaskDefinition[]>;
-  readonly readOnly: boolean;
-  /** Required on every state-changing request; and on every request when `tokenForReads`. */
-  readonly token: string;
-  /** Bound beyond loopback: reads need the token too (cookie, set by opening `/?token=…`). */
-  readonly tokenForReads: boolean;
-  /** When set, the Host header must pass it (loopback binds: stops DNS rebinding). */
-  readonly acceptsHost?: (host: string) => boolean;
-  readonly dispatchers?: () => LocalDispatchers | undefined;
-  /** On AWS: the dispatcher function's recent invocations (CloudWatch), by version. */
-  readonly invocations?: (version: string) => Promise<RecentInvocationCounts>;
-  /** Directory of the prebuilt page (app.js, app.css); `/assets/*` is 404 without it. */
-  readonly assetsDir?: string;
-  /** Where each action is logged (one line). */
-  readonly log: (line: string) => void;
-}
-
-/** A request the server refuses with a 4xx and one sentence naming the bad value. */
-class RequestError extends TaskworkerError {
-  constructor(
-    message: string,
-    readonly status: 400 | 403 | 404 = 400,
-  ) {
-    super(message);
-    this.name = 'RequestError';
-  }
-}
 
 const VERSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const ASSETS: Readonly<Record<string, string>> = {
@@ -133,32 +96,6 @@ function cookieToken(c: Context): string | undefined {
     if (name === TOKEN_COOKIE) return decodeURIComponent(value.join('='));
   }
   return undefined;
-}
-
-function integerParam(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) throw new RequestError(`${name} ${text}: expected an integer ${min}..${max}`);
-  return value;
-}
-
-function reasonParam(text: unknown): ArchiveReason | undefined {
-  if (text === undefined || text === '' || text === null) return undefined;
-  if (typeof text !== 'string' || !(ARCHIVE_REASONS as readonly string[]).includes(text))
-    throw new RequestError(`reason ${JSON.stringify(text)}: expected one of ${ARCHIVE_REASONS.join(', ')}`);
-  return text as ArchiveReason;
-}
-
-function stringParam(name: string, value: unknown): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw new RequestError(`${name}: expected a string, got ${JSON.stringify(value)}`);
-  return value;
-}
-
-function archiveFilter(source: { readonly reason?: unknown; readonly task?: unknown }): ArchiveFilter {
-  const reason = reasonParam(source.reason);
-  const task = stringParam('task', source.task);
-  return { ...(reason ? { reason } : {}), ...(task ? { task } : {}) };
 }
 
 /** The page: a shell with the token and mode; everything shown is fetched as JSON and set as text. */

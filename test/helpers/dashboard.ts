@@ -5,7 +5,8 @@
  * a publisher, and requests as the page sends them. For the route tests (test/unit/ui-*.test.ts).
  */
 import { TOKEN_HEADER } from '../../dashboard/api-types';
-import { createUiApp, type UiOptions } from '../../dashboard/server/server';
+import { createUiApp } from '../../dashboard/server/server';
+import type { UiOptions } from '../../dashboard/server/ui-options';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
