@@ -12,10 +12,16 @@ import type { RouteContext } from './route-context';
 
 /** Registers the actions on one job: cancel it (or its flow), retry it from the archive, run it now. */
 export function registerJobActions({ route, context, options }: RouteContext): void {
-  route('/api/job/cancel', async (input) => {
+  /** The version and the job an action names (its id is required). */
+  const jobOf = async (input: { readonly version?: unknown; readonly id?: unknown }) => {
     const ctx = await context(stringParam('version', input.version));
     const id = stringParam('id', input.id);
     if (!id) throw new RequestError('id: required');
+    return { ctx, id };
+  };
+
+  route('/api/job/cancel', async (input) => {
+    const { ctx, id } = await jobOf(input);
     // Its dependents learn it: counted as a failed dependency (archived, or run if they ignore it).
     const result = await cancelJob(flowDepsOf(ctx), id);
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
@@ -24,9 +30,7 @@ export function registerJobActions({ route, context, options }: RouteContext): v
 
   // The CLI's `archive replay`, for the one job: its archived message back to its queue, attempts reset.
   route('/api/job/retry', async (input) => {
-    const ctx = await context(stringParam('version', input.version));
-    const id = stringParam('id', input.id);
-    if (!id) throw new RequestError('id: required');
+    const { ctx, id } = await jobOf(input);
     const result = await retryJob(ctx, id);
     options.log(`retry ${id} in ${ctx.version}: ${result.outcome}${result.outcome === 'skipped' ? ` (${result.why})` : ''}`);
     return result;
@@ -34,18 +38,14 @@ export function registerJobActions({ route, context, options }: RouteContext): v
 
   // A job parked until later, run now by the sweep's own path (lib/operate/job-actions.ts).
   route('/api/job/run-now', async (input) => {
-    const ctx = await context(stringParam('version', input.version));
-    const id = stringParam('id', input.id);
-    if (!id) throw new RequestError('id: required');
+    const { ctx, id } = await jobOf(input);
     const result = await runJobNow(ctx, id);
     options.log(`run now ${id} in ${ctx.version}: ${result.outcome}`);
     return result;
   });
 
   route('/api/flow/cancel', async (input) => {
-    const ctx = await context(stringParam('version', input.version));
-    const id = stringParam('id', input.id);
-    if (!id) throw new RequestError('id: required');
+    const { ctx, id } = await jobOf(input);
     const result = await cancelFlow(flowDepsOf(ctx), id);
     options.log(
       `cancel flow of ${id} in ${ctx.version}: ${result.cancelled.length} cancelled, ${result.notCancelled.length} not cancelled${result.unknown ? ' (no such job)' : ''}`,
