@@ -12,6 +12,22 @@ function typedValue(text: string): number | string | undefined {
   return Number.isFinite(n) ? n : trimmed;
 }
 
+/** One field of the form: its label, and an input showing the value in force until one is typed. */
+function Field(props: { label: string; name: string; size: number; placeholder: string; value: string; onInput: (value: string) => void }) {
+  return (
+    <label>
+      {props.label}{' '}
+      <input
+        name={props.name}
+        size={props.size}
+        placeholder={props.placeholder}
+        value={props.value}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
 /**
  * Sets a queue's priority and SLA over the config for every dispatcher until reset (`taskworker
  * queues set`): empty fields are left as they are; asked first like every action; the server checks
@@ -21,7 +37,8 @@ export function QueueControlForm(props: {
   version: string;
   queue: Status['queues'][number];
   ask: (p: Pending) => void;
-  onDone: () => void;
+  /** Reads the page's data again once a change is made (after the form is closed). */
+  reload: () => void;
   onClose: () => void;
 }) {
   const { queue: q } = props;
@@ -55,7 +72,8 @@ export function QueueControlForm(props: {
               ...(p !== undefined ? { priority: p } : {}),
               ...(s !== undefined ? { slaSeconds: s } : {}),
             });
-            props.onDone();
+            props.onClose();
+            props.reload();
             const c = r.control;
             return `${r.queue}: priority ${c.priority}${c.overridden.includes('priority') ? ` (configured ${c.configuredPriority})` : ''}, SLA ${c.slaSeconds} s${c.overridden.includes('slaSeconds') ? ` (configured ${c.configuredSlaSeconds} s)` : ''}`;
           },
@@ -63,26 +81,8 @@ export function QueueControlForm(props: {
       }}
     >
       <strong>{q.queue}</strong>
-      <label>
-        priority (1..100){' '}
-        <input
-          name="priority"
-          size={5}
-          placeholder={String(q.priority)}
-          value={priority}
-          onInput={(e) => setPriority((e.target as HTMLInputElement).value)}
-        />
-      </label>
-      <label>
-        SLA (seconds){' '}
-        <input
-          name="sla"
-          size={8}
-          placeholder={String(q.slaSeconds)}
-          value={sla}
-          onInput={(e) => setSla((e.target as HTMLInputElement).value)}
-        />
-      </label>
+      <Field label="priority (1..100)" name="priority" size={5} placeholder={String(q.priority)} value={priority} onInput={setPriority} />
+      <Field label="SLA (seconds)" name="sla" size={8} placeholder={String(q.slaSeconds)} value={sla} onInput={setSla} />
       <button type="submit" disabled={readOnlyPage}>
         Set…
       </button>

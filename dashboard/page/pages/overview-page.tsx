@@ -146,10 +146,7 @@ export function Overview({ meta, version }: { meta: Meta; version: string }) {
           version={version}
           queue={edited}
           ask={confirm.ask}
-          onDone={() => {
-            setEditing(undefined);
-            reload();
-          }}
+          reload={reload}
           onClose={() => setEditing(undefined)}
         />
       )}

@@ -105,16 +105,7 @@ function QueueSettings({ version, name }: { version: string; name: string }) {
         <ActionButton label="Priority/SLA…" onClick={() => setEditing(!editing)} />
       </p>
       {editing && !readOnlyPage && (
-        <QueueControlForm
-          version={version}
-          queue={q}
-          ask={confirm.ask}
-          onDone={() => {
-            setEditing(false);
-            reload();
-          }}
-          onClose={() => setEditing(false)}
-        />
+        <QueueControlForm version={version} queue={q} ask={confirm.ask} reload={reload} onClose={() => setEditing(false)} />
       )}
       {confirm.view}
     </div>
