@@ -25,6 +25,7 @@ function refuse(c: Context, error: string, status: ContentfulStatusCode): Respon
   return c.json(body, status);
 }
 
+/** An error as one line: its name and message (anything else as text). */
 export const describeError = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
 function sameToken(given: string | undefined, token: string): boolean {
