@@ -4,6 +4,7 @@
  * commit each came from; `bench/staleness.ts` judges that commit against the code as it is now.
  */
 import { execFileSync } from 'node:child_process';
+import { isMainThread } from 'node:worker_threads';
 
 export interface MeasuredAt {
   /** `git rev-parse --short HEAD` where the benchmark ran; null outside a git checkout. */
@@ -31,9 +32,15 @@ export function measuredAt(): MeasuredAt {
   return { commit, dirty: status === null ? null : status.length > 0 };
 }
 
-/** The benchmark's document with `measuredAt` added, as JSON (indented unless `indent` is 0). */
+/**
+ * Where the run began. A benchmark builds and loads its code when it starts, so that is the code it
+ * measures: read at the end, a commit made while an hour-long run went on would be named instead.
+ */
+const atStart = isMainThread ? measuredAt() : undefined;
+
+/** The benchmark's document with `measuredAt` (the tree as the run began) added, as JSON (indented unless `indent` is 0). */
 export function resultsJson(document: object, indent = 2): string {
-  return JSON.stringify({ ...document, measuredAt: measuredAt() }, null, indent);
+  return JSON.stringify({ ...document, measuredAt: atStart ?? measuredAt() }, null, indent);
 }
 
 /** Prints the document, with `measuredAt`, as the benchmark's `--json` output. */
