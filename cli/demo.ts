@@ -7,7 +7,16 @@ import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
 import type { PublishItem } from '../lib/publish/publish-options';
-import { addBatch, archivedTotal, type DispatcherSummary, emptySummary, type JobReport, statsBehind } from '../lib/settle/report';
+import {
+  addBatch,
+  archivedTotal,
+  type BatchReport,
+  type DispatcherSummary,
+  emptySummary,
+  type JobReport,
+  statsBehind,
+} from '../lib/settle/report';
+import type { TaskDefinition } from '../lib/tasks/task';
 import { quantile } from '../lib/track/histogram';
 import type { QueueDayStats } from '../lib/track/model';
 import { utcDay } from '../lib/track/stats';
@@ -55,6 +64,46 @@ const RAW_MESSAGES = [
 ];
 
 export async function demoCommand(argv: string[]): Promise<number> {
+  const { values, asDeployed, timeoutMs } = demoOptions(argv);
+  const run: Run = { started: Date.now(), summary: emptySummary(), archivedJobs: [], retriedJobs: [], firstWaits: {} };
+  const configFile = findConfigFile(values.config);
+  const stack = await startLocalStack({
+    configFile,
+    dispatchers: integerOption('--dispatchers', values.dispatchers, 2, 1, 16),
+    version: 'demo',
+    logLevel: 'ERROR',
+    // The demo counts its own workload; the config's schedules fire in `taskworker dev`.
+    schedules: false,
+    ...(asDeployed ? { invocations: 'on-demand' as const } : {}),
+    onBatch: (report) => recordBatch(run, report),
+  });
+  let ui: RunningUi | undefined;
+  try {
+    if (values.ui) {
+      ui = await startUi(stack, values.port);
+      process.stdout.write(`taskworker demo: the dashboard is at ${ui.url} (open it now to watch the run)\n`);
+    }
+    const plan = planFor(stack, workload());
+    const containers = stack.containersByFunction();
+    if (asDeployed) {
+      // Publish into an idle version, as a deployed one is between bursts: the schedule's first
+      // dispatcher has found nothing and ended, and nothing runs until a doorbell or the next minute.
+      while (!stack.invocationDurations().some((d) => d.fn === 'dispatcher')) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    process.stdout.write(planLine(stack, plan, asDeployed ? containers : undefined));
+    await publish(stack, plan);
+    if (!(await untilSettled(stack, run, plan, timeoutMs))) return 1;
+    await report(stack, run, plan, asDeployed);
+    if (values.keep || ui) await keepRunning(stack, configFile, ui);
+    return 0;
+  } finally {
+    await ui?.close();
+    await stack.stop();
+  }
+}
+
+/** `taskworker demo`'s options, and its time limit (longer as deployed). */
+function demoOptions(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -71,124 +120,142 @@ export async function demoCommand(argv: string[]): Promise<number> {
   const asDeployed = values['as-deployed'] === true;
   // As deployed, a schedule queue's retry that comes back after the fleet scaled in waits for the next minute.
   const timeoutMs = integerOption('--timeout', values.timeout, asDeployed ? 300 : 110, 10, 3600) * 1000;
-  const started = Date.now();
-  const summary = emptySummary();
-  const archivedJobs: JobReport[] = [];
-  const retriedJobs: JobReport[] = [];
-  /** Each queue's first started job's wait (publish → start), in the order the batches were reported. */
-  const firstWaits: Record<string, number> = {};
-  const configFile = findConfigFile(values.config);
-  const stack = await startLocalStack({
-    configFile,
-    dispatchers: integerOption('--dispatchers', values.dispatchers, 2, 1, 16),
-    version: 'demo',
-    logLevel: 'ERROR',
-    // The demo counts its own workload; the config's schedules fire in `taskworker dev`.
-    schedules: false,
-    ...(asDeployed ? { invocations: 'on-demand' as const } : {}),
-    onBatch: (report) => {
-      addBatch(summary, report);
-      const first = report.jobs.find((j) => j.waitMs !== undefined && j.attempt === 1);
-      if (first?.waitMs !== undefined && firstWaits[report.queue] === undefined) firstWaits[report.queue] = first.waitMs;
-      for (const job of report.jobs) {
-        if (job.outcome === 'archived') archivedJobs.push(job);
-        if (job.outcome === 'retried') retriedJobs.push(job);
-      }
-    },
-  });
-  let ui: RunningUi | undefined;
-  try {
-    if (values.ui) {
-      ui = await serveUi({
-        ...(await localStackUi(stack)),
-        readOnly: false,
-        assetsDir: packagedAssetsDir(),
-        port: integerOption('--port', values.port, 8470, 0, 65535),
-        log: (line) => process.stderr.write(`ui: ${line}\n`),
-      });
-      process.stdout.write(`taskworker demo: the dashboard is at ${ui.url} (open it now to watch the run)\n`);
-    }
-    const items = workload();
-    const expected: Record<string, number> = {};
-    for (const item of items) {
-      const queue = stack.bundle.registry.get(item.task as string)?.queue as string;
-      expected[queue] = (expected[queue] ?? 0) + 1;
-    }
-    for (const raw of RAW_MESSAGES) expected[raw.queue] = (expected[raw.queue] ?? 0) + 1;
-    // Each event is one job per subscriber (an app without the example's event emits none).
-    const emits = stack.bundle.config.events.some((e) => e.name === EVENT_NAME) ? EVENTS : [];
-    const subscribers = [...stack.bundle.registry.values()].filter((t) => t.on.includes(EVENT_NAME));
-    for (const t of subscribers) expected[t.queue] = (expected[t.queue] ?? 0) + emits.length;
-    const queueNames = stack.bundle.config.queues.map((q) => q.name);
-    const containers = stack.containersByFunction();
-    const doorbells = Object.keys(containers).filter((fn) => fn !== 'dispatcher').length;
-    if (asDeployed) {
-      // Publish into an idle version, as a deployed one is between bursts: the schedule's first
-      // dispatcher has found nothing and ended, and nothing runs until a doorbell or the next minute.
-      while (!stack.invocationDurations().some((d) => d.fn === 'dispatcher')) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    process.stdout.write(
-      `taskworker demo: ${asDeployed ? `${containers.dispatcher ?? 0} dispatchers + ${doorbells} doorbells, invoked as deployed,` : `${stack.dispatchers.length} dispatchers`} ` +
-        `on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
-        `and emitting ${emits.length} ${EVENT_NAME} events for ${subscribers.length} subscribers ` +
-        `(${queueNames.map((q) => `${q} ${expected[q] ?? 0}`).join(', ')})\n`,
-    );
-    await stack.publisher.publishBatch(items);
-    for (const e of emits) await stack.publisher.emit(EVENT_NAME, e.payload, { id: e.id });
-    for (const raw of RAW_MESSAGES)
-      await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues[raw.queue], MessageBody: raw.body }));
+  return { values, asDeployed, timeoutMs };
+}
 
-    const queues = sqsQueues({ client: stack.sqs });
-    let lastLine = '';
-    for (;;) {
-      const depths = await Promise.all(queueNames.map((q) => queues.depth(stack.urls.queues[q] as string)));
-      const pending = depths.reduce((n, d) => n + d.visible + d.inFlight + d.delayed, 0);
-      const done = (q: string) => {
-        const s = summary.queues[q];
-        return s ? s.succeeded + archivedTotal(s) : 0;
-      };
-      const line = queueNames
-        .map((q, i) => {
-          const d = depths[i] as { visible: number; inFlight: number; delayed: number };
-          return `${q} ${done(q)}/${expected[q] ?? 0} done (${d.visible} waiting, ${d.inFlight} running, ${d.delayed} delayed)`;
-        })
-        .join(' · ');
-      if (line !== lastLine) process.stdout.write(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${line}\n`);
-      lastLine = line;
-      if (pending === 0 && queueNames.every((q) => done(q) >= (expected[q] ?? 0))) break;
-      if (Date.now() - started > timeoutMs) {
-        process.stdout.write(`demo did not settle within ${timeoutMs / 1000} s\n`);
-        return 1;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    process.stdout.write(
-      `\n${summaryTable(summary, queueNames, expected)}\n\n${wakeUpNote(stack.bundle.config, firstWaits, asDeployed)}\n\n${archiveList(archivedJobs)}\n`,
-    );
-    process.stdout.write(`\nall ${Object.values(expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - started)}\n`);
-    await showRecords(stack, summary, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
-    if (emits.length > 0)
-      await showEvents(
-        stack,
-        emits.map((e) => e.id),
-        subscribers.map((t) => t.name),
-      );
-    if (values.keep || ui) {
-      announceLocalStack(stack, configFile);
-      process.stdout.write(
-        `\nstill running (${ui ? `dashboard at ${ui.url}` : '--keep'}): try \`npx taskworker status\`, \`jobs list --state archived\`, \`stats\`, \`archive list\` in another shell; Ctrl-C to stop.\n`,
-      );
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
-      clearDevState();
-    }
-    return 0;
-  } finally {
-    await ui?.close();
-    await stack.stop();
+/** What the batches of the run reported. */
+interface Run {
+  readonly started: number;
+  readonly summary: DispatcherSummary;
+  readonly archivedJobs: JobReport[];
+  readonly retriedJobs: JobReport[];
+  /** Each queue's first started job's wait (publish → start), in the order the batches were reported. */
+  readonly firstWaits: Record<string, number>;
+}
+
+function recordBatch(run: Run, report: BatchReport): void {
+  addBatch(run.summary, report);
+  const first = report.jobs.find((j) => j.waitMs !== undefined && j.attempt === 1);
+  if (first?.waitMs !== undefined && run.firstWaits[report.queue] === undefined) run.firstWaits[report.queue] = first.waitMs;
+  for (const job of report.jobs) {
+    if (job.outcome === 'archived') run.archivedJobs.push(job);
+    if (job.outcome === 'retried') run.retriedJobs.push(job);
   }
+}
+
+/** The web dashboard on the demo's stack (`--ui`). */
+async function startUi(stack: LocalStack, port: string | undefined): Promise<RunningUi> {
+  return serveUi({
+    ...(await localStackUi(stack)),
+    readOnly: false,
+    assetsDir: packagedAssetsDir(),
+    port: integerOption('--port', port, 8470, 0, 65535),
+    log: (line) => process.stderr.write(`ui: ${line}\n`),
+  });
+}
+
+/** What the demo sends, and how many jobs each queue settles once it has. */
+interface Plan {
+  readonly items: readonly PublishItem[];
+  /** The events emitted (none when the app does not declare the example's), and their subscribers. */
+  readonly emits: typeof EVENTS;
+  readonly subscribers: readonly TaskDefinition[];
+  readonly expected: Record<string, number>;
+  readonly queueNames: readonly string[];
+}
+
+function planFor(stack: LocalStack, items: PublishItem[]): Plan {
+  const expected: Record<string, number> = {};
+  for (const item of items) {
+    const queue = stack.bundle.registry.get(item.task as string)?.queue as string;
+    expected[queue] = (expected[queue] ?? 0) + 1;
+  }
+  for (const raw of RAW_MESSAGES) expected[raw.queue] = (expected[raw.queue] ?? 0) + 1;
+  // Each event is one job per subscriber (an app without the example's event emits none).
+  const emits = stack.bundle.config.events.some((e) => e.name === EVENT_NAME) ? EVENTS : [];
+  const subscribers = [...stack.bundle.registry.values()].filter((t) => t.on.includes(EVENT_NAME));
+  for (const t of subscribers) expected[t.queue] = (expected[t.queue] ?? 0) + emits.length;
+  const queueNames = stack.bundle.config.queues.map((q) => q.name);
+  return { items, emits, subscribers, expected, queueNames };
+}
+
+/** What runs and what is published; `containers` as deployed, counted before the version went idle. */
+function planLine(stack: LocalStack, plan: Plan, containers: Readonly<Record<string, number>> | undefined): string {
+  const { items, emits, subscribers, expected, queueNames } = plan;
+  const doorbells = Object.keys(containers ?? {}).filter((fn) => fn !== 'dispatcher').length;
+  return (
+    `taskworker demo: ${containers ? `${containers.dispatcher ?? 0} dispatchers + ${doorbells} doorbells, invoked as deployed,` : `${stack.dispatchers.length} dispatchers`} ` +
+    `on fauxqs ${stack.endpoints.sqs}; publishing ${items.length + RAW_MESSAGES.length} jobs ` +
+    `and emitting ${emits.length} ${EVENT_NAME} events for ${subscribers.length} subscribers ` +
+    `(${queueNames.map((q) => `${q} ${expected[q] ?? 0}`).join(', ')})\n`
+  );
+}
+
+async function publish(stack: LocalStack, { items, emits }: Plan): Promise<void> {
+  await stack.publisher.publishBatch(items);
+  for (const e of emits) await stack.publisher.emit(EVENT_NAME, e.payload, { id: e.id });
+  for (const raw of RAW_MESSAGES)
+    await stack.sqs.send(new SendMessageCommand({ QueueUrl: stack.urls.queues[raw.queue], MessageBody: raw.body }));
+}
+
+/** Prints each queue's progress when it changes until every job has settled: false, said, past the time limit. */
+async function untilSettled(stack: LocalStack, { started, summary }: Run, plan: Plan, timeoutMs: number): Promise<boolean> {
+  const { queueNames, expected } = plan;
+  const queues = sqsQueues({ client: stack.sqs });
+  let lastLine = '';
+  for (;;) {
+    const depths = await Promise.all(queueNames.map((q) => queues.depth(stack.urls.queues[q] as string)));
+    const pending = depths.reduce((n, d) => n + d.visible + d.inFlight + d.delayed, 0);
+    const done = (q: string) => {
+      const s = summary.queues[q];
+      return s ? s.succeeded + archivedTotal(s) : 0;
+    };
+    const line = queueNames
+      .map((q, i) => {
+        const d = depths[i] as { visible: number; inFlight: number; delayed: number };
+        return `${q} ${done(q)}/${expected[q] ?? 0} done (${d.visible} waiting, ${d.inFlight} running, ${d.delayed} delayed)`;
+      })
+      .join(' · ');
+    if (line !== lastLine) process.stdout.write(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${line}\n`);
+    lastLine = line;
+    if (pending === 0 && queueNames.every((q) => done(q) >= (expected[q] ?? 0))) return true;
+    if (Date.now() - started > timeoutMs) {
+      process.stdout.write(`demo did not settle within ${timeoutMs / 1000} s\n`);
+      return false;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** The summary of a settled run, two job records, the stats and the events' jobs. */
+async function report(stack: LocalStack, run: Run, plan: Plan, asDeployed: boolean): Promise<void> {
+  const { summary, archivedJobs, retriedJobs } = run;
+  process.stdout.write(
+    `\n${summaryTable(summary, plan.queueNames, plan.expected)}\n\n${wakeUpNote(stack.bundle.config, run.firstWaits, asDeployed)}\n\n${archiveList(archivedJobs)}\n`,
+  );
+  process.stdout.write(
+    `\nall ${Object.values(plan.expected).reduce((a, n) => a + n, 0)} jobs settled in ${formatMs(Date.now() - run.started)}\n`,
+  );
+  await showRecords(stack, summary, [retriedJobs[0]?.jobId, archivedJobs.find((j) => j.reason === 'timed-out')?.jobId]);
+  if (plan.emits.length > 0)
+    await showEvents(
+      stack,
+      plan.emits.map((e) => e.id),
+      plan.subscribers.map((t) => t.name),
+    );
+}
+
+/** `--keep` or `--ui`: the stack stays up, announced to the other commands, until Ctrl-C. */
+async function keepRunning(stack: LocalStack, configFile: string, ui: RunningUi | undefined): Promise<void> {
+  announceLocalStack(stack, configFile);
+  process.stdout.write(
+    `\nstill running (${ui ? `dashboard at ${ui.url}` : '--keep'}): try \`npx taskworker status\`, \`jobs list --state archived\`, \`stats\`, \`archive list\` in another shell; Ctrl-C to stop.\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  clearDevState();
 }
 
 /** Each emitted event's subscriber jobs (`<event id>/<task>`) as the jobs table has them. */

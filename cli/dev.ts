@@ -1,7 +1,8 @@
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type LocalStack, startLocalStack } from '../lib/local/dev';
+import type { TaskworkerConfig } from '../lib/config/app-config';
+import { type LocalStack, type LocalStackOptions, startLocalStack } from '../lib/local/dev';
 import { doorbellQueues } from '../lib/wake-up';
 import { atLeast, batchLine, type ConsoleLevel, consoleLine, exitLine, failureLines, LOG_LEVELS, stateLine } from './dev-console';
 import { watchSources } from './dev-watch';
@@ -26,7 +27,32 @@ export const DEV_USAGE = `taskworker dev [--config FILE] [--tasks DIR] [--versio
   this app on the emulators of the taskworker dev running in DIR (another app: its events reach
   this app's subscribers, as on AWS); stopping this one leaves them running. Ctrl-C stops it.`;
 
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const err = (line: string) => process.stderr.write(`${line}\n`);
+
 export async function devCommand(argv: string[]): Promise<void> {
+  const dev = devOptions(argv);
+  mkdirSync(dirname(dev.logFile), { recursive: true });
+  const log = createWriteStream(dev.logFile, { flags: 'a' });
+  // Other commands (status) read how many dispatchers run from the state file: kept current.
+  let ready: LocalStack | undefined;
+  const announce = () => {
+    if (ready) announceLocalStack(ready, dev.configFile);
+  };
+  const stack: LocalStack = await startLocalStack(stackOptions(dev, log, announce));
+  ready = stack;
+  announce();
+  if (stack.state && stateLine(stack.state).warning) err(stateLine(stack.state).line);
+  const { config } = stack.bundle;
+  const watcher = dev.values.watch
+    ? await watchSources(stack, { tasksDir: resolve(dirname(dev.configFile), config.tasksDir), configFile: dev.configFile }, out, err)
+    : undefined;
+  out(startedLines(stack, config, dev));
+  await untilStopped(stack, watcher, log);
+}
+
+/** `taskworker dev`'s options, checked (an unknown one, a bad port, level or format, `--join` with `--reset`). */
+function devOptions(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -59,17 +85,15 @@ export async function devCommand(argv: string[]): Promise<void> {
   const format = values['log-format'];
   if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format ${format}: expected pretty or json`);
   const logFile = resolve(values['log-file'] ?? '.taskworker/dev.log');
-  mkdirSync(dirname(logFile), { recursive: true });
-  const log = createWriteStream(logFile, { flags: 'a' });
+  return { values, configFile, sqsPort, dynamodbPort, join, level, format, logFile };
+}
 
-  const out = (line: string) => process.stdout.write(`${line}\n`);
-  const err = (line: string) => process.stderr.write(`${line}\n`);
-  // Other commands (status) read how many dispatchers run from the state file: kept current.
-  let ready: LocalStack | undefined;
-  const announce = () => {
-    if (ready) announceLocalStack(ready, configFile);
-  };
-  const stack: LocalStack = await startLocalStack({
+type DevOptions = ReturnType<typeof devOptions>;
+
+/** The stack `taskworker dev` starts: what it prints of each batch, log line and dispatcher, and what it writes to the log file. */
+function stackOptions(dev: DevOptions, log: WriteStream, announce: () => void): LocalStackOptions {
+  const { values, configFile, sqsPort, dynamodbPort, join, level, format } = dev;
+  return {
     configFile,
     ...(values.tasks ? { tasksDir: values.tasks } : {}),
     version: values.version ?? 'dev',
@@ -110,49 +134,48 @@ export async function devCommand(argv: string[]): Promise<void> {
     onDispatcherStart: () => announce(),
     // A container started because the others were busy, stopped again after it idled: the count changed.
     onDispatcherRetired: () => announce(),
-  });
-  ready = stack;
-  announce();
-  if (stack.state && stateLine(stack.state).warning) err(stateLine(stack.state).line);
-  const { config } = stack.bundle;
-  const watcher = values.watch
-    ? await watchSources(stack, { tasksDir: resolve(dirname(configFile), config.tasksDir), configFile }, out, err)
-    : undefined;
+  };
+}
+
+/** What the started stack is: its app, containers, schedules, endpoints, queues and environment. */
+function startedLines(stack: LocalStack, config: TaskworkerConfig, { values, logFile }: DevOptions): string {
   const doorbells = values['always-on'] ? 0 : doorbellQueues(config).length;
   const containers = `${stack.dispatchers.length - doorbells} dispatcher(s)${doorbells > 0 ? ` + ${doorbells} doorbell(s)` : ''}`;
-  out(
-    [
-      `taskworker dev: app ${config.app}, version ${stack.version}, ${containers}, ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
-      values['always-on']
-        ? '  dispatchers always listening (--always-on)'
-        : `  invoked as in AWS: the schedule every minute; doorbells on ${
-            doorbellQueues(config)
-              .map((q) => q.name)
-              .join(', ') || 'no queue'
-          }`,
-      ...(config.schedules.length > 0
-        ? [
-            `  schedules: ${config.schedules
-              .map((sc) => `${sc.name} (${sc.cron ?? `every ${sc.rate?.value} ${sc.rate?.unit}(s)`}${sc.cron ? ` ${sc.timezone}` : ''})`)
-              .join(', ')} — \`taskworker schedules\` lists their next times`,
-          ]
-        : []),
-      ...(stack.state && !stateLine(stack.state).warning ? [`  ${stateLine(stack.state).line}`] : []),
-      `  SQS       ${stack.endpoints.sqs}`,
-      `  DynamoDB  ${stack.endpoints.dynamodb}`,
-      '  queues:',
-      ...config.queues.map((q) => `    ${q.name.padEnd(16)} ${stack.urls.queues[q.name]}  (dlq ${stack.urls.deadLetter[q.name]})`),
-      `    ${'archive'.padEnd(16)} ${stack.urls.archive}`,
-      '  point any AWS SDK or CLI at it:',
-      `    export ${Object.entries(stack.env)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(' ')}`,
-      `  log lines (JSON): ${relative(process.cwd(), logFile) || logFile}`,
-      ...(values.watch ? ['  watching the tasks and the config for changes'] : []),
-      '  Ctrl-C to stop.',
-    ].join('\n'),
-  );
-  await new Promise<void>((done) => {
+  return [
+    `taskworker dev: app ${config.app}, version ${stack.version}, ${containers}, ${stack.bundle.tasks.length} task(s): ${stack.bundle.tasks.map((t) => t.name).join(', ')}`,
+    values['always-on']
+      ? '  dispatchers always listening (--always-on)'
+      : `  invoked as in AWS: the schedule every minute; doorbells on ${
+          doorbellQueues(config)
+            .map((q) => q.name)
+            .join(', ') || 'no queue'
+        }`,
+    ...(config.schedules.length > 0
+      ? [
+          `  schedules: ${config.schedules
+            .map((sc) => `${sc.name} (${sc.cron ?? `every ${sc.rate?.value} ${sc.rate?.unit}(s)`}${sc.cron ? ` ${sc.timezone}` : ''})`)
+            .join(', ')} — \`taskworker schedules\` lists their next times`,
+        ]
+      : []),
+    ...(stack.state && !stateLine(stack.state).warning ? [`  ${stateLine(stack.state).line}`] : []),
+    `  SQS       ${stack.endpoints.sqs}`,
+    `  DynamoDB  ${stack.endpoints.dynamodb}`,
+    '  queues:',
+    ...config.queues.map((q) => `    ${q.name.padEnd(16)} ${stack.urls.queues[q.name]}  (dlq ${stack.urls.deadLetter[q.name]})`),
+    `    ${'archive'.padEnd(16)} ${stack.urls.archive}`,
+    '  point any AWS SDK or CLI at it:',
+    `    export ${Object.entries(stack.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+    `  log lines (JSON): ${relative(process.cwd(), logFile) || logFile}`,
+    ...(values.watch ? ['  watching the tasks and the config for changes'] : []),
+    '  Ctrl-C to stop.',
+  ].join('\n');
+}
+
+/** Runs until Ctrl-C, SIGTERM or a closed terminal, then stops cleanly (a second Ctrl-C exits at once). */
+function untilStopped(stack: LocalStack, watcher: { close(): Promise<void> } | undefined, log: WriteStream): Promise<void> {
+  return new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
       if (stopping) process.exit(130);

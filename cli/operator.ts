@@ -98,7 +98,10 @@ export async function viewTarget(command: string, argv: string[]) {
   return { json: values.json === true, ...target, ctx: await operatorContext({ config: target.config, version: target.version }) };
 }
 
-async function context(values: Values): Promise<OperatorContext & { readonly local: DevState | undefined }> {
+/** What a command works on: an operator context on its target, and the running `taskworker dev`, if any. */
+type Context = OperatorContext & { readonly local: DevState | undefined };
+
+async function context(values: Values): Promise<Context> {
   const { local, version, config } = await operatorTarget(values);
   const oldestAge = cloudWatchOldestAge();
   const metricsThroughput = cloudWatchThroughput();
@@ -131,192 +134,249 @@ function reasonOption(reason: string | undefined): ArchiveReason | undefined {
 const print = (json: boolean, data: unknown, text: () => string) =>
   process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
 
-/** Runs an operator command; `command` is the first word (status, jobs, stats, archive, dlq). */
 const JOBS_USAGE = 'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S]';
 const ARCHIVE_USAGE = 'usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]';
 const subcommandMistake = (command: string, sub: string | undefined) =>
   sub === undefined ? '' : `unknown ${command} command ${JSON.stringify(sub)}; `;
 
+/** An operator command's arguments, with `--json` and `--limit` (checked whichever command it is). */
+interface Args {
+  readonly values: Values;
+  readonly positionals: readonly string[];
+  readonly json: boolean;
+  readonly limit: number;
+}
+
+/** Runs an operator command; `command` is the first word (status, jobs, stats, archive, dlq). */
 export async function operatorCommand(command: string, argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
   const json = values.json ?? false;
   const limit = integerOption('--limit', values.limit, 20, 1, 10_000);
+  const args: Args = { values, positionals, json, limit };
   switch (command) {
-    case 'status': {
-      const ctx = await context(values);
-      const status = await versionStatus(ctx);
-      const dispatchers = ctx.local && { alive: ctx.local.dispatchersAlive ?? 0, died: ctx.local.dispatchersDied ?? 0, pid: ctx.local.pid };
-      print(json, { ...status, ...(dispatchers ? { localDispatchers: dispatchers } : {}) }, () =>
-        [
-          renderStatus(status),
-          ...(dispatchers
-            ? [
-                `taskworker dev (pid ${dispatchers.pid}): ${dispatchers.alive} function container(s) alive (dispatchers and doorbells)` +
-                  (dispatchers.died > 0 ? `, ${dispatchers.died} died and were replaced` : ''),
-              ]
-            : []),
-        ].join('\n'),
-      );
-      return 0;
-    }
-    case 'jobs': {
-      const [sub, id, ...extra] = positionals;
-      // A mistyped subcommand is named before anything is looked up (a version, a running dev).
-      if (!['show', 'list', 'flow', 'cancel', 'wait'].includes(sub ?? ''))
-        throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
-      const tagMistake = values.tag === undefined ? undefined : tagProblem(values.tag);
-      if (tagMistake) throw new UsageError(`--tag ${quoted(values.tag ?? '')}: ${tagMistake}`);
-      const ctx = await context(values);
-      if (sub === 'show') {
-        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs show ID');
-        const lookup = await lookUpJob(ctx.jobs, id);
-        const found = lookup.job !== undefined || lookup.filed.length > 0;
-        const relations = lookup.job ? await jobRelations(ctx.jobs, lookup.job) : undefined;
-        // Scripts read one shape whatever was found, nothing included (JobShowAnswer).
-        if (json || found)
-          print(json, jobShowAnswer(id, ctx.version, lookup, relations), () => renderLookup(id, ctx.version, lookup, relations));
-        if (found) return 0;
-        process.stderr.write(
-          `taskworker: no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)\n`,
-        );
-        return 1;
-      }
-      if (sub === 'flow') {
-        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs flow ID');
-        const flow = await flowOf(ctx.jobs, id);
-        if (!flow) {
-          process.stderr.write(`taskworker: no job ${id} in version ${ctx.version}\n`);
-          return 1;
-        }
-        print(json, flow, () => renderFlow(flow));
-        return 0;
-      }
-      if (sub === 'list' && values.tag !== undefined) {
-        if (id !== undefined) throw new UsageError('usage: taskworker jobs list --tag T [--limit N] [--cursor C]');
-        const narrowed = (['state', 'queue', 'task'] as const).find((o) => values[o] !== undefined);
-        if (narrowed) throw new UsageError(`--tag lists the tag's jobs in every state, queue and task: --${narrowed} cannot narrow it`);
-        const page = await listTaggedPage(ctx.jobs, values.tag, limit, values.cursor);
-        print(json, page, () =>
-          [
-            page.jobs.length === 0 ? `no jobs tagged ${values.tag}` : renderJobList(page.jobs),
-            ...(page.next ? [`older: taskworker jobs list --tag ${values.tag} --cursor ${page.next}`] : []),
-          ].join('\n'),
-        );
-        return 0;
-      }
-      if (values.cursor !== undefined) throw new UsageError('--cursor pages a list by --tag');
-      if (sub === 'list') {
-        const state = values.state;
-        if (!state || !(JOB_STATES as readonly string[]).includes(state))
-          throw new UsageError(`--state (one of ${JOB_STATES.join(', ')}) or --tag T is required`);
-        const jobs = await ctx.jobs.list({
-          state: state as JobState,
-          queues: queueOption(ctx, values.queue),
-          ...(values.task ? { task: values.task } : {}),
-          limit,
-        });
-        print(json, jobs, () => renderJobList(jobs));
-        return 0;
-      }
-      if (sub === 'cancel') {
-        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs cancel ID [--flow]');
-        if (values.flow) {
-          const result = await cancelFlow(flowDepsOf(ctx), id);
-          print(json, result, () => renderFlowCancel(result));
-          return result.cancelled.length > 0 ? 0 : 1;
-        }
-        const cancelled = await cancelJob(flowDepsOf(ctx), id);
-        print(json, cancelled, () => renderCancel(id, cancelled));
-        return cancelled.outcome === 'cancelled' || cancelled.outcome === 'requested' ? 0 : 1;
-      }
-      if (sub === 'wait') {
-        if (!id || extra.length > 0) throw new UsageError('usage: taskworker jobs wait ID [--timeout S]');
-        const timeoutMs = integerOption('--timeout', values.timeout, 30, 1, 86_400) * 1000;
-        const result = await waitForResult(
-          ctx.jobs,
-          id,
-          systemClock,
-          {
-            timeoutMs,
-            check: (record) => {
-              const queue = ctx.config.queues.find((q) => q.name === record.queue);
-              if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
-            },
-          },
-          ctx.readStoredResult,
-        );
-        print(json, result, () => renderResult(result));
-        return result.state === 'succeeded' ? 0 : 1;
-      }
-      throw new UsageError(JOBS_USAGE);
-    }
-    case 'stats': {
-      const ctx = await context(values);
-      if (values.minutes !== undefined) {
-        // Jobs per minute per queue over the last N minutes (CloudWatch on AWS, the stats table's minute counters locally).
-        if (values.task !== undefined || values.day !== undefined)
-          throw new UsageError('--minutes reads queues by minute: --task and --day do not apply');
-        const minutes = integerOption('--minutes', values.minutes, 60, 1, 180);
-        const queues = new Set(queueOption(ctx, values.queue));
-        const all = await throughput(ctx, minutes);
-        const shown = { ...all, queues: Object.fromEntries(Object.entries(all.queues).filter(([q]) => queues.has(q))) };
-        print(json, shown, () => renderThroughput(shown));
-        return 0;
-      }
-      const day = values.day ?? utcDay(ctx.clock.now());
-      if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new UsageError(`--day ${day}: expected YYYY-MM-DD (UTC)`);
-      if (values.task !== undefined && values.queue !== undefined) throw new UsageError('--task and --queue: give one of them');
-      const keys = values.task !== undefined ? [taskStatsKey(values.task)] : queueOption(ctx, values.queue);
-      const days = (await Promise.all(keys.map((key) => ctx.stats.get(key, day)))).filter((s) => s !== undefined);
-      print(json, days, () => renderStats(days));
-      return 0;
-    }
-    case 'archive': {
-      const [sub] = positionals;
-      if (sub !== 'list' && sub !== 'replay') throw new UsageError(`${subcommandMistake('archive', sub)}${ARCHIVE_USAGE}`);
-      const ctx = await context(values);
-      const reason = reasonOption(values.reason);
-      const filter: ArchiveFilter = { ...(reason ? { reason } : {}), ...(values.task ? { task: values.task } : {}) };
-      if (sub === 'list') {
-        const messages = await listArchived(ctx, filter, limit);
-        print(json, messages, () => renderArchive(messages));
-        return 0;
-      }
-      if (sub === 'replay') {
-        const total = values.limit === undefined ? (await ctx.queues.depth(ctx.urls.archive)).visible : limit;
-        const tty = process.stderr.isTTY === true;
-        const result = await replayArchived(ctx, filter, values.limit === undefined ? Number.MAX_SAFE_INTEGER : limit, (done) => {
-          if (tty) process.stderr.write(`\rreplaying ${progressBar(done, Math.max(total, done))}`);
-          else if (done % 100 === 0) process.stderr.write(`replayed ${done}\n`);
-        });
-        if (tty) process.stderr.write('\n');
-        print(json, result, () =>
-          [
-            `replayed ${result.replayed} message(s) to their queues (attempts reset)`,
-            ...result.skipped.map((s) => `skipped ${s.messageId}: ${s.why}`),
-          ].join('\n'),
-        );
-        return 0;
-      }
-      throw new UsageError(ARCHIVE_USAGE);
-    }
-    case 'dlq': {
-      const [sub] = positionals;
-      if (sub !== 'redrive') throw new UsageError(`${subcommandMistake('dlq', sub)}usage: taskworker dlq redrive [--queue Q]`);
-      const ctx = await context(values);
-      const results = await redriveDeadLetters(ctx, values.queue === undefined ? undefined : (queueOption(ctx, values.queue)[0] as string));
-      print(json, results, () =>
-        results
-          .map((r) => {
-            if (r.messages === 0) return `${r.queue}: DLQ empty`;
-            const how = r.via === 'client' ? `, by this process: the endpoint ran no move task (${r.moveTaskError})` : '';
-            return `${r.queue}: moved ${r.messages} message(s) back (${r.status}${how})`;
-          })
-          .join('\n'),
-      );
-      return 0;
-    }
+    case 'status':
+      return statusCommand(args);
+    case 'jobs':
+      return jobsCommand(args);
+    case 'stats':
+      return statsCommand(args);
+    case 'archive':
+      return archiveCommand(args);
+    case 'dlq':
+      return dlqCommand(args);
     default:
       throw new UsageError(`unknown command ${command}`);
   }
+}
+
+async function statusCommand({ values, json }: Args): Promise<number> {
+  const ctx = await context(values);
+  const status = await versionStatus(ctx);
+  const dispatchers = ctx.local && { alive: ctx.local.dispatchersAlive ?? 0, died: ctx.local.dispatchersDied ?? 0, pid: ctx.local.pid };
+  print(json, { ...status, ...(dispatchers ? { localDispatchers: dispatchers } : {}) }, () =>
+    [
+      renderStatus(status),
+      ...(dispatchers
+        ? [
+            `taskworker dev (pid ${dispatchers.pid}): ${dispatchers.alive} function container(s) alive (dispatchers and doorbells)` +
+              (dispatchers.died > 0 ? `, ${dispatchers.died} died and were replaced` : ''),
+          ]
+        : []),
+    ].join('\n'),
+  );
+  return 0;
+}
+
+/** A `taskworker jobs` subcommand's arguments: the words after it, and the context it works on. */
+interface JobsArgs extends Args {
+  readonly ctx: Context;
+  readonly id: string | undefined;
+  readonly extra: readonly string[];
+}
+
+async function jobsCommand(args: Args): Promise<number> {
+  const { values } = args;
+  const [sub, id, ...extra] = args.positionals;
+  // A mistyped subcommand is named before anything is looked up (a version, a running dev).
+  if (!['show', 'list', 'flow', 'cancel', 'wait'].includes(sub ?? ''))
+    throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
+  const tagMistake = values.tag === undefined ? undefined : tagProblem(values.tag);
+  if (tagMistake) throw new UsageError(`--tag ${quoted(values.tag ?? '')}: ${tagMistake}`);
+  const jobs: JobsArgs = { ...args, ctx: await context(values), id, extra };
+  if (sub === 'show') return jobsShow(jobs);
+  if (sub === 'flow') return jobsFlow(jobs);
+  if (sub === 'list' && values.tag !== undefined) return jobsListTagged(jobs, values.tag);
+  if (values.cursor !== undefined) throw new UsageError('--cursor pages a list by --tag');
+  if (sub === 'list') return jobsList(jobs);
+  if (sub === 'cancel') return jobsCancel(jobs);
+  if (sub === 'wait') return jobsWait(jobs);
+  throw new UsageError(JOBS_USAGE);
+}
+
+/** The one job ID a subcommand takes, or its usage. */
+function onlyId({ id, extra }: JobsArgs, usage: string): string {
+  if (!id || extra.length > 0) throw new UsageError(usage);
+  return id;
+}
+
+async function jobsShow(args: JobsArgs): Promise<number> {
+  const { ctx, json } = args;
+  const id = onlyId(args, 'usage: taskworker jobs show ID');
+  const lookup = await lookUpJob(ctx.jobs, id);
+  const found = lookup.job !== undefined || lookup.filed.length > 0;
+  const relations = lookup.job ? await jobRelations(ctx.jobs, lookup.job) : undefined;
+  // Scripts read one shape whatever was found, nothing included (JobShowAnswer).
+  if (json || found) print(json, jobShowAnswer(id, ctx.version, lookup, relations), () => renderLookup(id, ctx.version, lookup, relations));
+  if (found) return 0;
+  process.stderr.write(
+    `taskworker: no job ${id} in version ${ctx.version} (unknown id, expired by its retention, or its queue is not tracked)\n`,
+  );
+  return 1;
+}
+
+async function jobsFlow(args: JobsArgs): Promise<number> {
+  const { ctx, json } = args;
+  const id = onlyId(args, 'usage: taskworker jobs flow ID');
+  const flow = await flowOf(ctx.jobs, id);
+  if (!flow) {
+    process.stderr.write(`taskworker: no job ${id} in version ${ctx.version}\n`);
+    return 1;
+  }
+  print(json, flow, () => renderFlow(flow));
+  return 0;
+}
+
+async function jobsListTagged({ ctx, json, limit, values, id }: JobsArgs, tag: string): Promise<number> {
+  if (id !== undefined) throw new UsageError('usage: taskworker jobs list --tag T [--limit N] [--cursor C]');
+  const narrowed = (['state', 'queue', 'task'] as const).find((o) => values[o] !== undefined);
+  if (narrowed) throw new UsageError(`--tag lists the tag's jobs in every state, queue and task: --${narrowed} cannot narrow it`);
+  const page = await listTaggedPage(ctx.jobs, tag, limit, values.cursor);
+  print(json, page, () =>
+    [
+      page.jobs.length === 0 ? `no jobs tagged ${tag}` : renderJobList(page.jobs),
+      ...(page.next ? [`older: taskworker jobs list --tag ${tag} --cursor ${page.next}`] : []),
+    ].join('\n'),
+  );
+  return 0;
+}
+
+async function jobsList({ ctx, json, limit, values }: JobsArgs): Promise<number> {
+  const state = values.state;
+  if (!state || !(JOB_STATES as readonly string[]).includes(state))
+    throw new UsageError(`--state (one of ${JOB_STATES.join(', ')}) or --tag T is required`);
+  const jobs = await ctx.jobs.list({
+    state: state as JobState,
+    queues: queueOption(ctx, values.queue),
+    ...(values.task ? { task: values.task } : {}),
+    limit,
+  });
+  print(json, jobs, () => renderJobList(jobs));
+  return 0;
+}
+
+async function jobsCancel(args: JobsArgs): Promise<number> {
+  const { ctx, json, values } = args;
+  const id = onlyId(args, 'usage: taskworker jobs cancel ID [--flow]');
+  if (values.flow) {
+    const result = await cancelFlow(flowDepsOf(ctx), id);
+    print(json, result, () => renderFlowCancel(result));
+    return result.cancelled.length > 0 ? 0 : 1;
+  }
+  const cancelled = await cancelJob(flowDepsOf(ctx), id);
+  print(json, cancelled, () => renderCancel(id, cancelled));
+  return cancelled.outcome === 'cancelled' || cancelled.outcome === 'requested' ? 0 : 1;
+}
+
+async function jobsWait(args: JobsArgs): Promise<number> {
+  const { ctx, json, values } = args;
+  const id = onlyId(args, 'usage: taskworker jobs wait ID [--timeout S]');
+  const timeoutMs = integerOption('--timeout', values.timeout, 30, 1, 86_400) * 1000;
+  const result = await waitForResult(
+    ctx.jobs,
+    id,
+    systemClock,
+    {
+      timeoutMs,
+      check: (record) => {
+        const queue = ctx.config.queues.find((q) => q.name === record.queue);
+        if (queue && queue.tracking !== 'full') throw new ResultUnavailableError(queue.name, queue.tracking);
+      },
+    },
+    ctx.readStoredResult,
+  );
+  print(json, result, () => renderResult(result));
+  return result.state === 'succeeded' ? 0 : 1;
+}
+
+async function statsCommand({ values, json }: Args): Promise<number> {
+  const ctx = await context(values);
+  if (values.minutes !== undefined) {
+    // Jobs per minute per queue over the last N minutes (CloudWatch on AWS, the stats table's minute counters locally).
+    if (values.task !== undefined || values.day !== undefined)
+      throw new UsageError('--minutes reads queues by minute: --task and --day do not apply');
+    const minutes = integerOption('--minutes', values.minutes, 60, 1, 180);
+    const queues = new Set(queueOption(ctx, values.queue));
+    const all = await throughput(ctx, minutes);
+    const shown = { ...all, queues: Object.fromEntries(Object.entries(all.queues).filter(([q]) => queues.has(q))) };
+    print(json, shown, () => renderThroughput(shown));
+    return 0;
+  }
+  const day = values.day ?? utcDay(ctx.clock.now());
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new UsageError(`--day ${day}: expected YYYY-MM-DD (UTC)`);
+  if (values.task !== undefined && values.queue !== undefined) throw new UsageError('--task and --queue: give one of them');
+  const keys = values.task !== undefined ? [taskStatsKey(values.task)] : queueOption(ctx, values.queue);
+  const days = (await Promise.all(keys.map((key) => ctx.stats.get(key, day)))).filter((s) => s !== undefined);
+  print(json, days, () => renderStats(days));
+  return 0;
+}
+
+async function archiveCommand(args: Args): Promise<number> {
+  const { values, json, limit } = args;
+  const [sub] = args.positionals;
+  if (sub !== 'list' && sub !== 'replay') throw new UsageError(`${subcommandMistake('archive', sub)}${ARCHIVE_USAGE}`);
+  const ctx = await context(values);
+  const reason = reasonOption(values.reason);
+  const filter: ArchiveFilter = { ...(reason ? { reason } : {}), ...(values.task ? { task: values.task } : {}) };
+  if (sub === 'list') {
+    const messages = await listArchived(ctx, filter, limit);
+    print(json, messages, () => renderArchive(messages));
+    return 0;
+  }
+  if (sub === 'replay') return archiveReplay(args, ctx, filter);
+  throw new UsageError(ARCHIVE_USAGE);
+}
+
+/** Replays the archived messages the filter selects (all, or `--limit`), showing its progress on stderr. */
+async function archiveReplay({ values, json, limit }: Args, ctx: Context, filter: ArchiveFilter): Promise<number> {
+  const total = values.limit === undefined ? (await ctx.queues.depth(ctx.urls.archive)).visible : limit;
+  const tty = process.stderr.isTTY === true;
+  const result = await replayArchived(ctx, filter, values.limit === undefined ? Number.MAX_SAFE_INTEGER : limit, (done) => {
+    if (tty) process.stderr.write(`\rreplaying ${progressBar(done, Math.max(total, done))}`);
+    else if (done % 100 === 0) process.stderr.write(`replayed ${done}\n`);
+  });
+  if (tty) process.stderr.write('\n');
+  print(json, result, () =>
+    [
+      `replayed ${result.replayed} message(s) to their queues (attempts reset)`,
+      ...result.skipped.map((s) => `skipped ${s.messageId}: ${s.why}`),
+    ].join('\n'),
+  );
+  return 0;
+}
+
+async function dlqCommand({ values, json, positionals }: Args): Promise<number> {
+  const [sub] = positionals;
+  if (sub !== 'redrive') throw new UsageError(`${subcommandMistake('dlq', sub)}usage: taskworker dlq redrive [--queue Q]`);
+  const ctx = await context(values);
+  const results = await redriveDeadLetters(ctx, values.queue === undefined ? undefined : (queueOption(ctx, values.queue)[0] as string));
+  print(json, results, () =>
+    results
+      .map((r) => {
+        if (r.messages === 0) return `${r.queue}: DLQ empty`;
+        const how = r.via === 'client' ? `, by this process: the endpoint ran no move task (${r.moveTaskError})` : '';
+        return `${r.queue}: moved ${r.messages} message(s) back (${r.status}${how})`;
+      })
+      .join('\n'),
+  );
+  return 0;
 }

@@ -1,136 +1,29 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { LOCAL_CREDENTIALS as LOCAL } from '../aws/dev-file';
-import { emulatorClients } from '../aws/emulator-clients';
+import { type EmulatorClients, emulatorClients } from '../aws/emulator-clients';
 import { snsEventBus } from '../aws/wiring';
-import { systemClock } from '../clock';
 import { validateVersion } from '../config/app-config';
 import { describe, RestartRequiredError, TaskworkerError } from '../errors';
-import type { QueueUrls } from '../ports';
+import type { EventBus, QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
-import type { BatchReport, DispatcherSummary } from '../settle/report';
 import { type Artifact, buildArtifact } from '../tasks/build';
 import { loadTaskBundle, type TaskBundle } from '../tasks/bundle';
-import { ControlsCache, pausedQueues } from '../track/controls';
+import { ControlsCache } from '../track/controls';
 import { checkCrontabs } from '../track/cron';
 import type { JobStore, StatsStore } from '../track/model';
-import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
-import { ContainerPool } from './containers';
 import { claimDevState, type DevStateDir, type DevStateFound } from './dev-state';
-import { RestartBackoff, readiness, stopChild } from './dispatcher-processes';
 import { type Emulators, startEmulators } from './emulators';
-import { type LocalSchedules, startLocalSchedules } from './recurring-timers';
-import type { RunnerMessage } from './runner';
+import { LocalFleet } from './fleet';
 import { type Restored, restoreAndRemove, saveSnapshot } from './snapshot';
+import type { DispatcherProcessOptions, LocalStackOptions } from './stack-options';
 import { type ProvisionChanges, type ProvisionedVersion, provisionChanges, provisionVersion } from './version';
-import { DISPATCHER_FUNCTION, doorbellFunction, type LocalWakeUp, startLocalWakeUp } from './wake';
 
-export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
-
-export interface LocalStackOptions {
-  readonly configFile: string;
-  /** Overrides the config's tasksDir. */
-  readonly tasksDir?: string;
-  /** @defaultValue 'dev' */
-  readonly version?: string;
-  /** Dispatcher processes to start. @defaultValue 1 */
-  readonly dispatchers?: number;
-  readonly sqsPort?: number;
-  readonly dynamodbPort?: number;
-  /**
-   * The emulators of another running stack (a second app beside the first, `taskworker dev
-   * --join DIR`): none are started here, and stopping this stack leaves them running. Its queues,
-   * tables, topic and subscriptions are created on them, so one app's events reach the other's
-   * subscribers as on AWS.
-   */
-  readonly join?: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string };
-  /**
-   * Keep the emulators' state in this directory between runs (`taskworker dev` gives
-   * `.taskworker/emulators`): DynamoDB keeps its tables there as it writes them, and a clean
-   * {@link LocalStack.stop} writes the queues' messages and the buckets' objects there, put back at
-   * the next start (lib/local/dev-state.ts says what a start does after a dev that was killed).
-   * Ignored with `join`: the dev that owns the emulators keeps their state. @defaultValue in
-   * memory, gone at the stop
-   */
-  readonly stateDir?: string;
-  /** With `stateDir`: start empty, dropping what was kept there. @defaultValue false */
-  readonly reset?: boolean;
-  /** @defaultValue 'us-east-1' */
-  readonly region?: string;
-  /** Dispatcher log level. @defaultValue 'WARN' */
-  readonly logLevel?: LogLevel;
-  /** Invocation length of local dispatchers, seconds. @defaultValue the config's dispatcher.timeoutSeconds */
-  readonly invocationSeconds?: number;
-  /**
-   * How the dispatchers are invoked. `back-to-back`: each process invokes the handler again as soon
-   * as an invocation ends, so dispatchers always listen (harnesses, benchmarks). `on-demand`: as
-   * in AWS — the schedule invokes the dispatcher function every minute, each doorbell queue's
-   * trigger invokes its doorbell function when a message arrives (lib/local/wake.ts), and an idle
-   * version has nothing running; `dispatchers` is then the dispatcher function's containers started
-   * up front, and each doorbell queue has one more. As in Lambda, an invocation that finds every
-   * container of its function busy starts a new one (lib/local/containers.ts): up to
-   * `dispatcher.maxConcurrency` (the reserved concurrency) for the dispatcher and the trigger's
-   * `MaximumConcurrency` for a doorbell; one that idled {@link LocalStackOptions.idleContainerMs}
-   * is stopped again. @defaultValue 'back-to-back'
-   */
-  readonly invocations?: 'back-to-back' | 'on-demand';
-  /** The schedule's period when `on-demand`, ms. @defaultValue one minute */
-  readonly schedulePeriodMs?: number;
-  /**
-   * When `on-demand`, a container started because the others were busy is stopped after idling
-   * this long, ms (Lambda keeps one for minutes; dev gives the memory back sooner).
-   * @defaultValue 60 s
-   */
-  readonly idleContainerMs?: number;
-  /**
-   * Start a new dispatcher process when one exits while the stack runs (a task killed its process,
-   * the OOM killer, a native crash, a stop past `rssLimitMb`), as Lambda starts a new container.
-   * Quick deaths in a row back off, from 0.5 s doubling to 30 s. Off for harnesses that manage
-   * their processes themselves. @defaultValue true
-   */
-  readonly replaceDeadDispatchers?: boolean;
-  /**
-   * Each line a dispatcher process writes (its JSON log lines, a task's console output). Without
-   * it the processes write to this process's stdout and stderr directly.
-   */
-  readonly onOutput?: (line: string, dispatcher: number) => void;
-  readonly onBatch?: (report: BatchReport, dispatcher: number) => void;
-  readonly onInvocation?: (summary: DispatcherSummary, dispatcher: number) => void;
-  readonly onDispatcherError?: (message: string, dispatcher: number) => void;
-  /** A dispatcher process ended while the stack ran: how, what it held, and its replacement if any. */
-  readonly onDispatcherExit?: (exit: DispatcherExit) => void;
-  /** A dispatcher process was started (at the start, as a replacement, after a reload, or for an invocation that found the others busy). */
-  readonly onDispatcherStart?: (dispatcher: number) => void;
-  /** `on-demand`: a container started for an invocation that found the others busy was stopped after it idled (no death). */
-  readonly onDispatcherRetired?: (dispatcher: number) => void;
-  /** Fire the config's `schedules` (as EventBridge Scheduler does in AWS). @defaultValue true */
-  readonly schedules?: boolean;
-  /** A schedule sent a tick. */
-  readonly onScheduleTick?: (tick: { readonly schedule: string; readonly scheduledTime: string; readonly jobId: string }) => void;
-}
-
-/** A job a dispatcher had received and not yet settled. */
-export interface HeldJob {
-  readonly queue: string;
-  readonly messageId: string;
-  readonly jobId?: string;
-  readonly task?: string;
-}
-
-export interface DispatcherExit {
-  readonly dispatcher: number;
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  /** Jobs it held: their messages come back once their visibility lapses. */
-  readonly held: readonly HeldJob[];
-  /** The dispatcher started in its place, and after how long. */
-  readonly replacement?: { readonly dispatcher: number; readonly afterMs: number };
-}
+export type { DispatcherExit, DispatcherProcessOptions, HeldJob, LocalStackOptions, LogLevel } from './stack-options';
 
 /** With {@link LocalStackOptions.stateDir}: how the start found it, and what it put back. */
 export interface StateAtStart {
@@ -202,11 +95,6 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-export interface DispatcherProcessOptions {
-  readonly env?: Readonly<Record<string, string>>;
-  readonly fn?: string;
-}
-
 /** The emulators' credentials, as the environment gives them. */
 const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: LOCAL.accessKeyId, AWS_SECRET_ACCESS_KEY: LOCAL.secretAccessKey };
 
@@ -237,41 +125,43 @@ async function buildInto(options: LocalStackOptions): Promise<Build> {
 }
 
 /**
- * The whole system on one machine: builds the same artifact Lambda runs, starts the SQS and
- * DynamoDB emulators, creates the version's queues from the shared layout, and runs dispatcher
- * processes that invoke the real handler.
+ * Claims the state directory and starts the emulators (or takes the joined ones). Nothing may be
+ * left behind by a start that failed: not the build, not half the emulators.
  */
-export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  const version = validateVersion(options.version ?? 'dev', '--version');
-  const region = options.region ?? 'us-east-1';
-  let build = await buildInto(options);
-  let emulators: Emulators;
+async function openEmulators(options: LocalStackOptions, build: Build): Promise<{ emulators: Emulators; state: DevStateDir | undefined }> {
   let state: DevStateDir | undefined;
   try {
     state =
       options.stateDir !== undefined && !options.join ? claimDevState(options.stateDir, { reset: options.reset === true }) : undefined;
-    emulators = options.join
+    const emulators = options.join
       ? { ...options.join, stop: async () => {} }
       : await startEmulators({
           ...(options.sqsPort !== undefined ? { sqsPort: options.sqsPort } : {}),
           ...(options.dynamodbPort !== undefined ? { dynamodbPort: options.dynamodbPort } : {}),
           ...(state ? { dynamodbPath: state.dynamodbPath } : {}),
         });
+    return { emulators, state };
   } catch (error) {
-    // Nothing may be left behind by a start that failed: not the build, not half the emulators.
     state?.release();
     await rm(build.dir, { recursive: true, force: true });
     throw error;
   }
-  const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
-  const { sqs, dynamo, sns, s3 } = emulatorClients(region, emulators, credentials);
-  const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
-  let current: ProvisionedVersion;
-  let stateAtStart: StateAtStart | undefined;
+}
+
+/** The version's queues, tables, topic and bucket for the first build, and the state kept from the last run put back; a failure stops what started. */
+async function provisionFirst(
+  provision: (bundle: TaskBundle) => Promise<ProvisionedVersion>,
+  build: Build,
+  emulators: Emulators,
+  clients: EmulatorClients,
+  state: DevStateDir | undefined,
+): Promise<{ provisioned: ProvisionedVersion; stateAtStart: StateAtStart | undefined }> {
+  const { sqs, dynamo, sns, s3 } = clients;
   try {
-    current = await provision(build.bundle);
+    const provisioned = await provision(build.bundle);
     const restored = state ? await restoreAndRemove(state.snapshotDir, sqs, s3) : undefined;
-    stateAtStart = state ? { dir: state.dir, found: state.found, ...(restored ? { restored } : {}) } : undefined;
+    const stateAtStart = state ? { dir: state.dir, found: state.found, ...(restored ? { restored } : {}) } : undefined;
+    return { provisioned, stateAtStart };
   } catch (error) {
     for (const client of [sqs, dynamo, sns, s3]) client.destroy();
     await emulators.stop();
@@ -279,10 +169,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await rm(build.dir, { recursive: true, force: true });
     throw error;
   }
-  const { tables } = current;
-  // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
-  const controlsCache = new ControlsCache(current.controls, () => Date.now());
-  const env: Record<string, string> = {
+}
+
+/** Environment that points the AWS SDK (and a dispatcher) at the emulators. */
+function emulatorEnv(region: string, emulators: Emulators): Record<string, string> {
+  return {
     AWS_REGION: region,
     // Python's boto3 and the AWS CLI read this one, not AWS_REGION.
     AWS_DEFAULT_REGION: region,
@@ -292,10 +183,35 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
     ...LOCAL_CREDENTIALS,
   };
-  const dispatcherEnv = (bundle: TaskBundle): Record<string, string> => ({
+}
+
+/** What a started stack works on: fixed for its life but for `live`, which a reload replaces. */
+interface Running {
+  readonly options: LocalStackOptions;
+  readonly version: string;
+  readonly emulators: Emulators;
+  readonly clients: EmulatorClients;
+  readonly state: DevStateDir | undefined;
+  readonly env: Readonly<Record<string, string>>;
+  readonly tables: ProvisionedVersion['tables'];
+  readonly eventBus: EventBus;
+  readonly provision: (bundle: TaskBundle) => Promise<ProvisionedVersion>;
+  readonly live: {
+    /** The build the dispatchers run, the version as provisioned for it, and a publisher for both. */
+    build: Build;
+    current: ProvisionedVersion;
+    publisher: Publisher;
+    /** Once the stack stops: the stop. */
+    stopped?: Promise<void>;
+  };
+}
+
+/** A dispatcher process's environment: the emulators', the version's queues and tables, and what Lambda would set. */
+function dispatcherEnv({ options, version, env, tables, live }: Running, bundle: TaskBundle): Record<string, string> {
+  return {
     ...env,
     TASKWORKER_VERSION: version,
-    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: current.urls.queues, archive: current.urls.archive }),
+    TASKWORKER_QUEUE_URLS: JSON.stringify({ queues: live.current.urls.queues, archive: live.current.urls.archive }),
     TASKWORKER_JOBS_TABLE: tables.jobs,
     TASKWORKER_STATS_TABLE: tables.stats,
     TASKWORKER_LOCAL_TIMEOUT_SECONDS: String(options.invocationSeconds ?? bundle.config.dispatcher.timeoutSeconds),
@@ -305,271 +221,155 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     // EMF metrics are for CloudWatch; locally the batch log and the summary show the same counts.
     POWERTOOLS_METRICS_DISABLED: 'true',
+  };
+}
+
+/** A publisher for the version as provisioned that knows the bundle's tasks. */
+function publisherFor(
+  { version, eventBus, clients }: Pick<Running, 'version' | 'eventBus' | 'clients'>,
+  current: ProvisionedVersion,
+  bundle: TaskBundle,
+): Publisher {
+  return new Publisher({
+    config: bundle.config,
+    version,
+    tasks: bundle.tasks,
+    queues: current.queues,
+    urls: current.urls,
+    jobs: current.jobs,
+    events: { ...(current.events?.topicArn ? { topicArn: current.events.topicArn } : {}), bus: eventBus },
+    payloads: { s3: { client: clients.s3 } },
   });
+}
+
+const UNCHANGED: ProvisionChanges = { queues: [], topics: [], subscribed: [], unsubscribed: [] };
+
+/** {@link LocalStack.reload}: the new build is made and provisioned before the dispatchers restart on it. */
+async function reloadStack(running: Running, fleet: LocalFleet): Promise<Reloaded> {
+  const { options, live } = running;
+  const next = await buildInto(options);
+  if (live.stopped) {
+    // The stack stopped while this build ran: nothing to restart, nothing to keep.
+    await rm(next.dir, { recursive: true, force: true });
+    return { bundle: live.build.bundle, provisioned: UNCHANGED };
+  }
+  const was = live.build.bundle.config;
+  const now = next.bundle.config;
+  let provisioned: ProvisionedVersion;
+  try {
+    // Every queue, table, topic and bucket is named after the app: another one is another stack.
+    if (now.app !== was.app) throw new RestartRequiredError('app', was.app, now.app);
+    // Before the dispatchers stop: the running ones go on meanwhile, on queues that stay.
+    provisioned = await running.provision(next.bundle);
+  } catch (error) {
+    await rm(next.dir, { recursive: true, force: true });
+    throw error;
+  }
+  const changes = provisionChanges(live.current, provisioned);
+  const count = options.invocations === 'on-demand' ? (options.dispatchers ?? 1) : Math.max(1, fleet.alive());
+  await fleet.stopDispatchers();
+  const old = live.build;
+  live.build = next;
+  live.current = provisioned;
+  live.publisher = publisherFor(running, provisioned, next.bundle);
+  await rm(old.dir, { recursive: true, force: true });
+  fleet.startAll(count);
+  return { bundle: next.bundle, provisioned: changes };
+}
+
+/** {@link LocalStack.stop}, once. */
+async function stopStack({ emulators, clients, state, live }: Running, fleet: LocalFleet): Promise<void> {
+  const { sqs, dynamo, sns, s3 } = clients;
+  await fleet.stopAll();
+  // fauxqs keeps its queues and buckets in memory only: written out while it still runs.
+  const saved = state
+    ? await saveSnapshot(state.snapshotDir, emulators.sqsEndpoint, s3).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+    : undefined;
+  for (const client of [sqs, dynamo, sns, s3]) client.destroy();
+  await emulators.stop();
+  await rm(live.build.dir, { recursive: true, force: true });
+  if (saved !== undefined) {
+    // Left claimed: the next start finds the tables without their messages and starts empty, saying why.
+    throw new TaskworkerError(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, {
+      cause: saved,
+    });
+  }
+  state?.release();
+}
+
+/**
+ * The whole system on one machine: builds the same artifact Lambda runs, starts the SQS and
+ * DynamoDB emulators, creates the version's queues from the shared layout, and runs dispatcher
+ * processes that invoke the real handler.
+ */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const version = validateVersion(options.version ?? 'dev', '--version');
+  const region = options.region ?? 'us-east-1';
+  const build = await buildInto(options);
+  const { emulators, state } = await openEmulators(options, build);
+  const credentials = { accessKeyId: LOCAL_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_CREDENTIALS.AWS_SECRET_ACCESS_KEY };
+  const clients = emulatorClients(region, emulators, credentials);
+  const { sqs, dynamo, sns, s3 } = clients;
+  const provision = (bundle: TaskBundle) => provisionVersion({ bundle, version, sqs, dynamo, sns, s3 });
+  const { provisioned, stateAtStart } = await provisionFirst(provision, build, emulators, clients, state);
+  const { tables } = provisioned;
+  // The local triggers skip a paused queue, as its disabled event-source mapping does in AWS.
+  const controls = new ControlsCache(provisioned.controls, () => Date.now());
+  const env = emulatorEnv(region, emulators);
   const eventBus = snsEventBus({ client: sns });
-  const publisherFor = (bundle: TaskBundle) =>
-    new Publisher({
-      config: bundle.config,
-      version,
-      tasks: bundle.tasks,
-      queues: current.queues,
-      urls: current.urls,
-      jobs: current.jobs,
-      events: { ...(current.events?.topicArn ? { topicArn: current.events.topicArn } : {}), bus: eventBus },
-      payloads: { s3: { client: s3 } },
-    });
-  let publisher = publisherFor(build.bundle);
-
-  const dispatchers: ChildProcess[] = [];
-  const onDemand = options.invocations === 'on-demand';
-  /** Containers the pool let go after they idled: their exit is no death. */
-  const retired = new WeakSet<ChildProcess>();
-  const warmCount = (fn: string) => (fn === DISPATCHER_FUNCTION ? (options.dispatchers ?? 1) : 1);
-  const containers = new ContainerPool<ChildProcess>({
-    start: (fn) => (stopping ? undefined : dispatchers[startDispatcher({ fn })]),
-    // The dispatcher function's reserved concurrency (more when more were asked for up front); a doorbell's trigger.
-    concurrency: (fn) =>
-      fn === DISPATCHER_FUNCTION ? Math.max(warmCount(fn), build.bundle.config.dispatcher.maxConcurrency) : DOORBELL_MAX_CONCURRENCY,
-    warm: warmCount,
-    retire: (child) => {
-      retired.add(child);
-      void stopChild(child);
-    },
-    ...(options.idleContainerMs !== undefined ? { idleMs: options.idleContainerMs } : {}),
+  const fixed = { options, version, emulators, clients, state, env, tables, eventBus, provision };
+  const live: Running['live'] = { build, current: provisioned, publisher: publisherFor(fixed, provisioned, build.bundle) };
+  const running: Running = { ...fixed, live };
+  const fleet = new LocalFleet({
+    options,
+    version,
+    region,
+    sqs,
+    controls,
+    build: () => live.build,
+    urls: () => live.current.urls,
+    env: (bundle) => dispatcherEnv(running, bundle),
   });
-  const replace = options.replaceDeadDispatchers ?? true;
-  let stopping = false;
-  let deaths = 0;
-  const restarts = new RestartBackoff();
-  const pendingRestarts = new Set<NodeJS.Timeout>();
-  const alive = () => dispatchers.filter((c) => c.exitCode === null && c.signalCode === null).length;
-
-  const startDispatcher = (more: DispatcherProcessOptions = {}): number => {
-    const index = dispatchers.length;
-    const startedAt = Date.now();
-    const piped = options.onOutput !== undefined;
-    const fn = more.fn ?? DISPATCHER_FUNCTION;
-    const child = fork(build.artifact.runnerFile as string, [], {
-      env: {
-        ...process.env,
-        ...dispatcherEnv(build.bundle),
-        ...(onDemand
-          ? {
-              TASKWORKER_LOCAL_INVOKE: 'on-demand',
-              AWS_LAMBDA_FUNCTION_NAME: `${build.bundle.config.app}-${version}-${fn}`,
-            }
-          : {}),
-        ...more.env,
-      },
-      // The handler's own stack traces point at the library's and the tasks' sources, as in Lambda.
-      execArgv: ['--enable-source-maps'],
-      stdio: ['ignore', piped ? 'pipe' : 'inherit', piped ? 'pipe' : 'inherit', 'ipc'],
-    });
-    if (options.onOutput) {
-      const onOutput = options.onOutput;
-      for (const stream of [child.stdout, child.stderr]) {
-        if (stream) createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (line) => onOutput(line, index));
-      }
-    }
-    const holding = new Map<string, HeldJob>();
-    readiness.set(
-      child,
-      new Promise<void>((resolve) => {
-        child.on('message', (message: RunnerMessage) => message.type === 'ready' && resolve());
-        child.once('exit', () => resolve());
-      }),
-    );
-    child.on('message', (message: RunnerMessage) => {
-      switch (message.type) {
-        case 'ready':
-          return;
-        case 'started':
-          for (const job of message.start.jobs) holding.set(job.messageId, { queue: message.start.queue, ...job });
-          return;
-        case 'batch':
-          for (const job of message.report.jobs) holding.delete(job.messageId);
-          options.onBatch?.(message.report, index);
-          return;
-        case 'invocation':
-          options.onInvocation?.(message.summary, index);
-          return;
-        case 'error':
-          options.onDispatcherError?.(message.message, index);
-          return;
-        case 'invoked':
-          containers.finished(child, {
-            ...(message.result !== undefined ? { result: message.result } : {}),
-            ...(message.error !== undefined ? { error: message.error } : {}),
-          });
-          return;
-        case 'doorbells':
-          wakeUp?.setDoorbells(message.on, message.off ?? []);
-          return;
-        case 'launch':
-          for (let i = 0; i < message.count; i++)
-            void containers.invoke(DISPATCHER_FUNCTION, message.event, build.bundle.config.dispatcher.timeoutSeconds);
-      }
-    });
-    if (onDemand) containers.add(child, fn);
-    child.once('exit', (code, signal) => {
-      containers.exited(child);
-      if (retired.has(child) && !stopping) options.onDispatcherRetired?.(index);
-      if (stopping || retired.has(child)) return;
-      deaths += 1;
-      const held = [...holding.values()];
-      if (!replace) {
-        options.onDispatcherExit?.({ dispatcher: index, code, signal, held });
-        return;
-      }
-      const afterMs = restarts.next(Date.now() - startedAt);
-      // Replacements already waiting take the numbers before this one: they start first (unless a
-      // dispatcher that lived a minute reset the backoff meanwhile; then only the message is off).
-      const replacement = { dispatcher: dispatchers.length + pendingRestarts.size, afterMs };
-      options.onDispatcherExit?.({ dispatcher: index, code, signal, held, replacement });
-      const timer = setTimeout(() => {
-        pendingRestarts.delete(timer);
-        startDispatcher({ ...more, fn });
-      }, afterMs);
-      pendingRestarts.add(timer);
-    });
-    dispatchers.push(child);
-    options.onDispatcherStart?.(index);
-    return index;
-  };
-  /** Starts the functions' containers and, when on demand, what invokes them. */
-  const startAll = (dispatcherCount: number) => {
-    for (let i = 0; i < dispatcherCount; i++) startDispatcher();
-    if (options.schedules !== false) {
-      schedules = startLocalSchedules({
-        config: build.bundle.config,
-        registry: build.bundle.registry,
-        urls: current.urls,
-        sqs,
-        clock: systemClock,
-        ...(options.onScheduleTick ? { onFire: options.onScheduleTick } : {}),
-        onError: (message) => options.onDispatcherError?.(message, -1),
-      });
-    }
-    if (!onDemand) return;
-    for (const queue of doorbellQueues(build.bundle.config)) startDispatcher({ fn: doorbellFunction(queue.name) });
-    wakeUp = startLocalWakeUp({
-      config: build.bundle.config,
-      urls: current.urls,
-      sqs,
-      region,
-      functions: containers,
-      ...(options.schedulePeriodMs !== undefined ? { schedulePeriodMs: options.schedulePeriodMs } : {}),
-      onError: (message) => options.onDispatcherError?.(message, -1),
-      paused: async () => pausedQueues(await controlsCache.get()),
-    });
-  };
-  let wakeUp: LocalWakeUp | undefined;
-  let schedules: LocalSchedules | undefined;
-  startAll(options.dispatchers ?? 1);
-
-  const stopAll = async () => {
-    stopping = true;
-    containers.stopping();
-    for (const timer of pendingRestarts) clearTimeout(timer);
-    pendingRestarts.clear();
-    await Promise.all([wakeUp?.stop(), schedules?.stop()]);
-    wakeUp = undefined;
-    schedules = undefined;
-    await Promise.all(dispatchers.map((child) => stopChild(child)));
-    containers.clear();
-  };
-  const stopDispatchers = async () => {
-    await stopAll();
-    stopping = false;
-  };
-  let stopped: Promise<void> | undefined;
-  const unchanged: ProvisionChanges = { queues: [], topics: [], subscribed: [], unsubscribed: [] };
-  const reload = async (): Promise<Reloaded> => {
-    const next = await buildInto(options);
-    if (stopped) {
-      // The stack stopped while this build ran: nothing to restart, nothing to keep.
-      await rm(next.dir, { recursive: true, force: true });
-      return { bundle: build.bundle, provisioned: unchanged };
-    }
-    const was = build.bundle.config;
-    const now = next.bundle.config;
-    let provisioned: ProvisionedVersion;
-    try {
-      // Every queue, table, topic and bucket is named after the app: another one is another stack.
-      if (now.app !== was.app) throw new RestartRequiredError('app', was.app, now.app);
-      // Before the dispatchers stop: the running ones go on meanwhile, on queues that stay.
-      provisioned = await provision(next.bundle);
-    } catch (error) {
-      await rm(next.dir, { recursive: true, force: true });
-      throw error;
-    }
-    const changes = provisionChanges(current, provisioned);
-    const running = onDemand ? (options.dispatchers ?? 1) : Math.max(1, alive());
-    await stopDispatchers();
-    const old = build;
-    build = next;
-    current = provisioned;
-    publisher = publisherFor(next.bundle);
-    await rm(old.dir, { recursive: true, force: true });
-    startAll(running);
-    return { bundle: next.bundle, provisioned: changes };
-  };
-  const stop = () => {
-    stopped ??= (async () => {
-      await stopAll();
-      // fauxqs keeps its queues and buckets in memory only: written out while it still runs.
-      const saved = state
-        ? await saveSnapshot(state.snapshotDir, emulators.sqsEndpoint, s3).then(
-            () => undefined,
-            (error: unknown) => error,
-          )
-        : undefined;
-      for (const client of [sqs, dynamo, sns, s3]) client.destroy();
-      await emulators.stop();
-      await rm(build.dir, { recursive: true, force: true });
-      if (saved !== undefined) {
-        // Left claimed: the next start finds the tables without their messages and starts empty, saying why.
-        throw new TaskworkerError(`taskworker dev could not keep its queues and objects in ${state?.dir}: ${describe(saved)}`, {
-          cause: saved,
-        });
-      }
-      state?.release();
-    })();
-    return stopped;
-  };
+  fleet.startAll(options.dispatchers ?? 1);
   return {
     get bundle() {
-      return build.bundle;
+      return live.build.bundle;
     },
     version,
     region,
     endpoints: { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamodbEndpoint },
     ...(stateAtStart ? { state: stateAtStart } : {}),
     get urls() {
-      return current.urls;
+      return live.current.urls;
     },
     sqs,
     dynamo,
     tables,
     get jobs() {
-      return current.jobs;
+      return live.current.jobs;
     },
     get stats() {
-      return current.stats;
+      return live.current.stats;
     },
     get publisher() {
-      return publisher;
+      return live.publisher;
     },
     env,
-    dispatchers,
-    alive,
-    deaths: () => deaths,
-    startDispatcher,
-    invocationsByFunction: () => containers.invocationCounts(),
-    containersByFunction: () => containers.containerCounts(),
-    invocationDurations: () => containers.durations(),
-    stopDispatchers,
-    reload,
-    stop,
+    dispatchers: fleet.dispatchers,
+    alive: () => fleet.alive(),
+    deaths: () => fleet.deaths(),
+    startDispatcher: (more?: DispatcherProcessOptions) => fleet.startDispatcher(more),
+    invocationsByFunction: () => fleet.containers.invocationCounts(),
+    containersByFunction: () => fleet.containers.containerCounts(),
+    invocationDurations: () => fleet.containers.durations(),
+    stopDispatchers: () => fleet.stopDispatchers(),
+    reload: () => reloadStack(running, fleet),
+    stop: () => {
+      live.stopped ??= stopStack(running, fleet);
+      return live.stopped;
+    },
   };
 }

@@ -1,5 +1,10 @@
-/** The local dispatcher processes' lifecycle: how soon one that died is replaced, and how one is stopped gracefully. */
-import type { ChildProcess } from 'node:child_process';
+/**
+ * The local dispatcher processes' lifecycle: how one is started, how soon one that died is replaced,
+ * and how one is stopped gracefully.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { RunnerMessage } from './runner';
 
 const FIRST_RESTART_MS = 500;
 const MAX_RESTART_MS = 30_000;
@@ -21,6 +26,33 @@ export class RestartBackoff {
 
 /** Resolves once a dispatcher process has its stop handlers installed (or has exited). */
 export const readiness = new WeakMap<ChildProcess, Promise<void>>();
+
+/**
+ * Starts a dispatcher process: the local runner a build made, with `env`. Each line it writes goes
+ * to `onLine` when given, else its output is this process's. Its {@link readiness} is recorded.
+ */
+export function forkDispatcher(runnerFile: string, env: NodeJS.ProcessEnv, onLine?: (line: string) => void): ChildProcess {
+  const piped = onLine !== undefined;
+  const child = fork(runnerFile, [], {
+    env,
+    // The handler's own stack traces point at the library's and the tasks' sources, as in Lambda.
+    execArgv: ['--enable-source-maps'],
+    stdio: ['ignore', piped ? 'pipe' : 'inherit', piped ? 'pipe' : 'inherit', 'ipc'],
+  });
+  if (onLine) {
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', onLine);
+    }
+  }
+  readiness.set(
+    child,
+    new Promise<void>((resolve) => {
+      child.on('message', (message: RunnerMessage) => message.type === 'ready' && resolve());
+      child.once('exit', () => resolve());
+    }),
+  );
+  return child;
+}
 
 /** Asks a dispatcher to stop (it finishes running tasks and settles), and kills it if it has not exited in time. */
 export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {

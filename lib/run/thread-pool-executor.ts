@@ -225,130 +225,185 @@ export class ThreadPoolExecutor implements TaskExecutor {
   }
 
   private execute(thread: Thread, run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
-    const { worker, reports } = thread;
     const runId = this.nextRunId++;
-    const limitMs = run.timeLimitMs + this.options.killGraceMs;
-    /** When the body started in its thread (epoch ms), as the thread reports it. */
-    let startedAt: number | undefined;
-    const elapsed = () => (startedAt === undefined ? 0 : Math.max(0, Date.now() - startedAt));
-    worker.ref();
-    reports.ref();
+    const { killGraceMs } = this.options;
+    thread.worker.ref();
+    thread.reports.ref();
     return new Promise<TaskOutcome>((resolve) => {
-      let settled = false;
-      let cancelTimer: NodeJS.Timeout | undefined;
-      let killTimer: NodeJS.Timeout | undefined;
-      let startGuard: NodeJS.Timeout | undefined;
-      const finish = (outcome: TaskOutcome, reusable: boolean) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(killTimer);
-        clearTimeout(startGuard);
-        clearTimeout(cancelTimer);
-        hooks.cancel?.removeEventListener('abort', onCancel);
-        reports.off('message', onMessage);
-        worker.off('error', onError);
-        worker.off('exit', onExit);
-        worker.unref();
-        reports.unref();
-        if (reusable && !this.closed) this.park(thread);
-        else this.discard(thread);
-        resolve(outcome);
+      const ends = {
+        killGraceMs,
+        logger: this.logger,
+        end: (reusable: boolean) => {
+          if (reusable && !this.closed) this.park(thread);
+          else this.discard(thread);
+        },
+        resolve,
       };
-      const crashed = (error: Error): TaskOutcome => ({
-        status: 'failed',
-        kind: 'crashed',
-        durationMs: elapsed(),
-        error: serializeError(error),
-      });
-      const onMessage = (message: ThreadMessage) => {
-        if (!('runId' in message) || message.runId !== runId) return;
-        if (message.type === 'started') armKill(message.at);
-        else if (message.type === 'done') finish(message.outcome, true);
-        else if (message.type === 'progress') hooks.progress?.(message.json);
-        else if (message.type === 'heartbeat') {
-          void hooks.heartbeat().then(
-            (ok) => answer(message.beat, ok),
-            () => answer(message.beat, false),
-          );
-        }
-      };
-      /** What the thread reported and this thread has not read yet (it was busy): read now, in order. */
-      const readReports = () => {
-        for (let report = receiveMessageOnPort(reports); report !== undefined && !settled; report = receiveMessageOnPort(reports)) {
-          onMessage(report.message as ThreadMessage);
-        }
-      };
-      const answer = (beat: number, ok: boolean) => {
-        const reply: HeartbeatAnswer = { type: 'heartbeat-answer', beat, ok };
-        if (!settled) worker.postMessage(reply);
-      };
-      const onError = (error: Error) => {
-        finish(crashed(new WorkerCrashedError(`thread running ${run.task} crashed: ${error.message}`, { cause: error })), false);
-      };
-      const onExit = (code: number) =>
-        finish(crashed(new WorkerCrashedError(`thread running ${run.task} exited with code ${code}`)), false);
-      /** The kill timer, from the body's start as the thread saw it. */
-      const armKill = (at: number) => {
-        clearTimeout(startGuard);
-        startedAt = at;
-        killTimer = setTimeout(
-          () => {
-            // A body that ended in time may have reported so while this thread was busy.
-            readReports();
-            if (settled) return;
-            this.logger.warn('task exceeded its time limit; terminating its thread', {
-              task: run.task,
-              jobId: run.jobId,
-              timeLimitMs: run.timeLimitMs,
-            });
-            finish(
-              { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
-              false,
-            );
-          },
-          Math.max(0, at + limitMs - Date.now()),
-        );
-      };
-      // A loaded, idle thread starts the body as soon as it reads the request. One that does not say
-      // so within the task's whole limit is stuck (a previous task's stray callback hogging it): it
-      // is replaced, and the attempt ends as crashed, never as a time limit the body never had.
-      startGuard = setTimeout(() => {
-        readReports();
-        if (settled || startedAt !== undefined) return;
-        finish(crashed(new WorkerCrashedError(`thread for ${run.task} did not start the body within ${limitMs} ms`)), false);
-      }, limitMs);
-      // An operator's cancel: the task's signal aborts now; a task that ignores it loses its thread
-      // after the kill grace, as at its time limit.
-      const onCancel = () => {
-        if (settled) return;
-        const stop: CancelRequest = { type: 'cancel', runId };
-        worker.postMessage(stop);
-        cancelTimer = setTimeout(() => {
-          readReports();
-          if (settled) return;
-          this.logger.warn('cancelled task did not stop within the kill grace; terminating its thread', {
-            task: run.task,
-            jobId: run.jobId,
-          });
-          finish({ status: 'cancelled', durationMs: elapsed(), error: serializeError(new JobCancelledError(run.jobId)) }, false);
-        }, this.options.killGraceMs);
-      };
-      reports.on('message', onMessage);
-      worker.once('error', onError);
-      worker.once('exit', onExit);
-      // The attempt's span (the active context here) goes with the run: threads do not share contexts.
-      const trace = activeTraceparent();
-      const request: RunRequest = { type: 'run', runId, run, ...(trace ? { trace } : {}) };
-      try {
-        worker.postMessage(request);
-      } catch (error) {
-        finish(crashed(new WorkerCrashedError(`could not hand ${run.task} to its thread: ${describe(error)}`)), false);
-        return;
-      }
-      if (hooks.cancel?.aborted) onCancel();
-      else hooks.cancel?.addEventListener('abort', onCancel, { once: true });
+      new ThreadRun(thread, runId, run, hooks, ends).begin();
     });
   }
+}
+
+/** How a {@link ThreadRun} ends: its thread back to the pool (or discarded), and its outcome. */
+interface RunEnds {
+  readonly killGraceMs: number;
+  readonly logger: Logger;
+  /** Parks the thread again when `reusable` and the pool is open, else discards it. */
+  readonly end: (reusable: boolean) => void;
+  readonly resolve: (outcome: TaskOutcome) => void;
+}
+
+/**
+ * One run on a pool thread: what the thread reports of it, the timers that bound it (the start
+ * guard, the kill timer from the body's start, the kill grace after a cancel), and its one outcome.
+ */
+class ThreadRun {
+  private settled = false;
+  /** When the body started in its thread (epoch ms), as the thread reports it. */
+  private startedAt: number | undefined;
+  private cancelTimer: NodeJS.Timeout | undefined;
+  private killTimer: NodeJS.Timeout | undefined;
+  private startGuard: NodeJS.Timeout | undefined;
+  private readonly limitMs: number;
+
+  constructor(
+    private readonly thread: Thread,
+    private readonly runId: number,
+    private readonly run: TaskRun,
+    private readonly hooks: RunHooks,
+    private readonly ends: RunEnds,
+  ) {
+    this.limitMs = run.timeLimitMs + ends.killGraceMs;
+  }
+
+  /** Hands the run to its thread and listens for its reports, its thread's death and a cancel. */
+  begin(): void {
+    const { thread, run, hooks } = this;
+    // A loaded, idle thread starts the body as soon as it reads the request. One that does not say
+    // so within the task's whole limit is stuck (a previous task's stray callback hogging it): it
+    // is replaced, and the attempt ends as crashed, never as a time limit the body never had.
+    this.startGuard = setTimeout(() => {
+      this.readReports();
+      if (this.settled || this.startedAt !== undefined) return;
+      this.finish(this.crashed(new WorkerCrashedError(`thread for ${run.task} did not start the body within ${this.limitMs} ms`)), false);
+    }, this.limitMs);
+    thread.reports.on('message', this.onMessage);
+    thread.worker.once('error', this.onError);
+    thread.worker.once('exit', this.onExit);
+    // The attempt's span (the active context here) goes with the run: threads do not share contexts.
+    const trace = activeTraceparent();
+    const request: RunRequest = { type: 'run', runId: this.runId, run, ...(trace ? { trace } : {}) };
+    try {
+      thread.worker.postMessage(request);
+    } catch (error) {
+      this.finish(this.crashed(new WorkerCrashedError(`could not hand ${run.task} to its thread: ${describe(error)}`)), false);
+      return;
+    }
+    if (hooks.cancel?.aborted) this.onCancel();
+    else hooks.cancel?.addEventListener('abort', this.onCancel, { once: true });
+  }
+
+  private elapsed(): number {
+    return this.startedAt === undefined ? 0 : Math.max(0, Date.now() - this.startedAt);
+  }
+
+  private finish(outcome: TaskOutcome, reusable: boolean): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.killTimer);
+    clearTimeout(this.startGuard);
+    clearTimeout(this.cancelTimer);
+    this.hooks.cancel?.removeEventListener('abort', this.onCancel);
+    const { worker, reports } = this.thread;
+    reports.off('message', this.onMessage);
+    worker.off('error', this.onError);
+    worker.off('exit', this.onExit);
+    worker.unref();
+    reports.unref();
+    this.ends.end(reusable);
+    this.ends.resolve(outcome);
+  }
+
+  private crashed(error: Error): TaskOutcome {
+    return { status: 'failed', kind: 'crashed', durationMs: this.elapsed(), error: serializeError(error) };
+  }
+
+  private readonly onMessage = (message: ThreadMessage): void => {
+    if (!('runId' in message) || message.runId !== this.runId) return;
+    if (message.type === 'started') this.armKill(message.at);
+    else if (message.type === 'done') this.finish(message.outcome, true);
+    else if (message.type === 'progress') this.hooks.progress?.(message.json);
+    else if (message.type === 'heartbeat') {
+      void this.hooks.heartbeat().then(
+        (ok) => this.answer(message.beat, ok),
+        () => this.answer(message.beat, false),
+      );
+    }
+  };
+
+  /** What the thread reported and this thread has not read yet (it was busy): read now, in order. */
+  private readReports(): void {
+    const { reports } = this.thread;
+    for (let report = receiveMessageOnPort(reports); report !== undefined && !this.settled; report = receiveMessageOnPort(reports)) {
+      this.onMessage(report.message as ThreadMessage);
+    }
+  }
+
+  private answer(beat: number, ok: boolean): void {
+    const reply: HeartbeatAnswer = { type: 'heartbeat-answer', beat, ok };
+    if (!this.settled) this.thread.worker.postMessage(reply);
+  }
+
+  private readonly onError = (error: Error): void => {
+    this.finish(this.crashed(new WorkerCrashedError(`thread running ${this.run.task} crashed: ${error.message}`, { cause: error })), false);
+  };
+
+  private readonly onExit = (code: number): void =>
+    this.finish(this.crashed(new WorkerCrashedError(`thread running ${this.run.task} exited with code ${code}`)), false);
+
+  /** The kill timer, from the body's start as the thread saw it. */
+  private armKill(at: number): void {
+    const { run } = this;
+    clearTimeout(this.startGuard);
+    this.startedAt = at;
+    this.killTimer = setTimeout(
+      () => {
+        // A body that ended in time may have reported so while this thread was busy.
+        this.readReports();
+        if (this.settled) return;
+        this.ends.logger.warn('task exceeded its time limit; terminating its thread', {
+          task: run.task,
+          jobId: run.jobId,
+          timeLimitMs: run.timeLimitMs,
+        });
+        this.finish(
+          { status: 'timed-out', durationMs: this.elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
+          false,
+        );
+      },
+      Math.max(0, at + this.limitMs - Date.now()),
+    );
+  }
+
+  /**
+   * An operator's cancel: the task's signal aborts now; a task that ignores it loses its thread
+   * after the kill grace, as at its time limit.
+   */
+  private readonly onCancel = (): void => {
+    const { run } = this;
+    if (this.settled) return;
+    const stop: CancelRequest = { type: 'cancel', runId: this.runId };
+    this.thread.worker.postMessage(stop);
+    this.cancelTimer = setTimeout(() => {
+      this.readReports();
+      if (this.settled) return;
+      this.ends.logger.warn('cancelled task did not stop within the kill grace; terminating its thread', {
+        task: run.task,
+        jobId: run.jobId,
+      });
+      this.finish({ status: 'cancelled', durationMs: this.elapsed(), error: serializeError(new JobCancelledError(run.jobId)) }, false);
+    }, this.ends.killGraceMs);
+  };
 }
 
 /** A thread {@link ThreadPoolExecutor.reserve} set aside: taken once by a run, or parked again on release. */

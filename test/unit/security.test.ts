@@ -92,10 +92,12 @@ const CODE_LOADING_SITES: Record<string, string> = {
   'lib/run/thread-pool-executor.ts: const worker = new Worker(this.options.bundlePath, {': 'pool threads run the same tasks bundle',
   "lib/local/runner.ts: const handlerModule = require(join(__dirname, 'index.js')) as {":
     'the local runner loads the handler built beside it',
-  "lib/local/dev.ts: import { type ChildProcess, fork } from 'node:child_process';":
-    'taskworker dev starts the local runner it built (fork)',
-  "lib/local/dispatcher-processes.ts: import type { ChildProcess } from 'node:child_process';":
-    "the type of the dev's dispatcher processes (it stops them; dev.ts starts them)",
+  "lib/local/dispatcher-processes.ts: import { type ChildProcess, fork } from 'node:child_process';":
+    'taskworker dev starts the local runner it built (fork), and stops it',
+  "lib/local/dev.ts: import type { ChildProcess } from 'node:child_process';":
+    "the type of the dev's dispatcher processes (the stack lists them; dispatcher-processes.ts starts them)",
+  "lib/local/fleet.ts: import type { ChildProcess } from 'node:child_process';":
+    "the type of the dev's dispatcher processes (the fleet keeps them as containers; dispatcher-processes.ts starts them)",
 };
 
 /** eval, the Function constructor, dynamic import, require, worker threads, child processes, the vm module. */
