@@ -10,7 +10,7 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
 import type { BatchReport, DispatcherSummary } from '../../lib/settle/report';
 import type { EffectPayload } from './fixtures/tasks/effect';
-import { auditStack, CHAOS_CONFIG, createEffectsTable, MEMORY_CONFIG, type Published, scanAll, until } from './helpers/stage';
+import { auditStack, createEffectsTable, MEMORY_CONFIG, type Published, SIGTERM_CONFIG, scanAll, until } from './helpers/stage';
 import { writeTally } from './helpers/tally';
 
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_106);
@@ -49,7 +49,7 @@ describe('graceful stops', () => {
     const random = seededRandom(SEED);
     const reports: Array<BatchReport & { dispatcher: number }> = [];
     stack = await startLocalStack({
-      configFile: CHAOS_CONFIG,
+      configFile: SIGTERM_CONFIG,
       version: 'sigterm',
       dispatchers: 2,
       // This suite starts and stops dispatcher processes itself.

@@ -9,6 +9,7 @@ import { type ArchiveRecord, readArchiveRecord } from '../../../lib/wire/archive
 
 export const CHAOS_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');
 export const MEMORY_CONFIG = join(__dirname, '..', 'fixtures', 'memory.config.ts');
+export const SIGTERM_CONFIG = join(__dirname, '..', 'fixtures', 'sigterm.config.ts');
 export const ONE_SLOT_CONFIG = join(__dirname, '..', 'fixtures', 'one-slot.config.ts');
 export const JOURNAL_CONFIG = join(__dirname, '..', 'fixtures', 'journal.config.ts');
 export const STARVED_CONFIG = join(__dirname, '..', 'fixtures', 'starved.config.ts');
