@@ -3,6 +3,7 @@ import type { TaskworkerConfig } from '../../lib/config/app-config';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { DispatcherRuntime, type DispatcherRuntimeOptions } from '../../lib/invocation/dispatcher-runtime';
 import { silentLogger } from '../../lib/ports';
+import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';
 import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
@@ -33,6 +34,9 @@ export function inlineRuntime(
     // The test process's own resident set is not the dispatcher's: a busy test run can pass the
     // config's limit and trip the guard. Tests of the guard give their own reading.
     memory: { rss: () => 0 },
+    // Seeded: a backoff drawn from Math.random rounds to 0 s once in 2 × its ceiling, and a test
+    // that expects a retried message to be invisible for its backoff would then see it visible.
+    random: seededRandom(1),
     ...more,
   });
   return { runtime, sqs, urls, reports, registry };
