@@ -5,7 +5,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AcquireRequest, LimitStore, TakeRequest, TakeResult } from '../track/limits';
+import { type AcquireRequest, bucket, type LimitStore, type TakeRequest, type TakeResult } from '../track/limits';
 import { Expression, fromItem } from './dynamo-values';
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
@@ -23,10 +23,13 @@ const isConditionFailure = (error: unknown): error is ConditionalCheckFailedExce
  * (its count and lease end). When the condition fails, lapsed holders (dead dispatchers) are
  * removed, each on condition it is still the entry that lapsed, and what is left is taken.
  *
- * Rate: a token bucket kept as a count of tokens `spent` since the bucket's `start`: at `now` the
- * bucket has earned `burst + (now − start) × perSecond` tokens, so `ADD spent :k` on condition
- * `earned − burst ≤ spent ≤ earned − k` takes k tokens (the lower bound keeps an idle bucket from
- * holding more than `burst`; a bucket below it is first raised to it, itself a conditional write).
+ * Rate: a token bucket kept as a count of tokens `spent` since the bucket's `start` (lib/track/limits.ts
+ * `bucket`): `ADD spent :k` on condition `earned − burst ≤ spent ≤ earned + ahead − k` takes k tokens,
+ * the last of them booked up to `aheadMs` before they are earned (the lower bound keeps an idle
+ * bucket from holding more than `burst`; a bucket below it is first raised to it, itself a
+ * conditional write). The write returns the new count, which numbers the tokens taken and so says
+ * when each is earned. Jobs with no token join the `line` the same way: `ADD line :k` on condition
+ * `line ≥ front` (what can be booked now; a line behind it is first raised to it).
  */
 export class DynamoLimitStore implements LimitStore {
   /** Slots granted per `key|holder`, for the release (a batch releases what it took). */
@@ -47,11 +50,11 @@ export class DynamoLimitStore implements LimitStore {
       const e = new Expression();
       const used = e.name('used');
       const entry = `${e.name('holders')}.${e.name(r.holder)}`;
-      const old = await this.update(r.key, e, {
+      const { landed, item: old } = await this.update(r.key, e, {
         update: `ADD ${used} ${e.value(want)} SET ${entry} = ${e.value({ n: want, until: r.until })}`,
         condition: `${used} <= ${e.value(r.limit - want)} AND attribute_not_exists(${entry})`,
       });
-      if (old === undefined) {
+      if (landed) {
         this.granted.set(`${r.key}|${r.holder}`, want);
         return want;
       }
@@ -86,17 +89,20 @@ export class DynamoLimitStore implements LimitStore {
 
   async take(r: TakeRequest): Promise<TakeResult> {
     const start = await this.bucketStart(r.key, r.now);
-    const earned = Math.floor(r.burst + ((r.now - start) * r.perSecond) / 1000);
+    const earned = bucket.earned(start, r);
+    const most = earned + bucket.ahead(r);
     let want = r.want;
+    let spent = earned - r.burst;
     for (let tries = 0; tries < TRIES && want > 0; tries++) {
       const e = new Expression();
       const spentName = e.name('spent');
-      const old = await this.update(r.key, e, {
+      const out = await this.update(r.key, e, {
         update: `ADD ${spentName} ${e.value(want)}`,
-        condition: `${spentName} >= ${e.value(earned - r.burst)} AND ${spentName} <= ${e.value(earned - want)}`,
+        condition: `${spentName} >= ${e.value(earned - r.burst)} AND ${spentName} <= ${e.value(most - want)}`,
+        returnNew: true,
       });
-      if (old === undefined) return { granted: want, retryAfterMs: want === r.want ? 0 : this.nextTokenMs(start, earned, r) };
-      const spent = (old.spent as number | undefined) ?? 0;
+      if (out.landed) return bucket.result(start, Number(out.item.spent), want, r);
+      spent = (out.item.spent as number | undefined) ?? 0;
       if (spent < earned - r.burst) {
         // Idle long enough to have earned more than a bucket holds: it holds `burst`.
         const f = new Expression();
@@ -106,28 +112,45 @@ export class DynamoLimitStore implements LimitStore {
         });
         continue;
       }
-      want = Math.min(want, earned - spent);
+      want = Math.min(want, most - spent);
     }
-    return { granted: 0, retryAfterMs: this.nextTokenMs(start, earned, r) };
+    return bucket.result(start, spent, 0, r);
   }
 
-  /** When the bucket earns its next whole token, ms from `now`. */
-  private nextTokenMs(start: number, earned: number, r: { perSecond: number; burst: number; now: number }): number {
-    const at = start + ((earned + 1 - r.burst) * 1000) / r.perSecond;
-    return Math.max(1, Math.ceil(at - r.now));
+  async waitInLine(r: TakeRequest): Promise<number[]> {
+    const start = await this.bucketStart(r.key, r.now);
+    // What can be booked now: a line behind it has ended (its jobs' turns came).
+    const front = bucket.earned(start, r) + bucket.ahead(r);
+    for (let tries = 0; tries < TRIES; tries++) {
+      const e = new Expression();
+      const line = e.name('line');
+      const out = await this.update(r.key, e, {
+        update: `ADD ${line} ${e.value(r.want)}`,
+        condition: `${line} >= ${e.value(front)}`,
+        returnNew: true,
+      });
+      if (out.landed) return bucket.turns(start, Number(out.item.line), r);
+      const f = new Expression();
+      await this.update(r.key, f, {
+        update: `SET ${f.name('line')} = ${f.value(front)}`,
+        condition: `attribute_not_exists(${f.name('line')}) OR ${f.name('line')} < ${f.value(front)}`,
+      });
+    }
+    // The line moved under every try (other dispatchers queueing at once): turns behind what is bookable.
+    return bucket.turns(start, front + r.want, r);
   }
 
   /** Removes a holder's entry and gives back its slots, on condition the entry is still `held` (or holds `n`). */
   private async dropLapsed(key: string, holder: string, held?: { n: number; until: number }, n = held?.n ?? 0): Promise<boolean> {
     const e = new Expression();
     const entry = `${e.name('holders')}.${e.name(holder)}`;
-    const old = await this.update(key, e, {
+    const { landed } = await this.update(key, e, {
       update: `REMOVE ${entry} ADD ${e.name('used')} ${e.value(-n)}`,
       condition: held
         ? `${entry}.${e.name('until')} = ${e.value(held.until)} AND ${entry}.${e.name('n')} = ${e.value(held.n)}`
         : `${entry}.${e.name('n')} = ${e.value(n)}`,
     });
-    return old === undefined;
+    return landed;
   }
 
   private async bucketStart(key: string, now: number): Promise<number> {
@@ -167,29 +190,33 @@ export class DynamoLimitStore implements LimitStore {
     this.ready.add(key);
   }
 
-  /** One conditional update: undefined when it landed, else the item as the condition found it. */
+  /**
+   * One conditional update: `landed` with the updated attributes (when asked for), or not, with the
+   * item as the condition found it.
+   */
   private async update(
     key: string,
     e: Expression,
-    expr: { update: string; condition: string },
-  ): Promise<Record<string, unknown> | undefined> {
+    expr: { update: string; condition: string; returnNew?: boolean },
+  ): Promise<{ landed: boolean; item: Record<string, unknown> }> {
     try {
-      await this.dynamo.send(
+      const out = await this.dynamo.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: `limit:${key}` } },
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...(expr.returnNew ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
           ReturnConsumedCapacity: 'TOTAL',
           ...e.params(),
         }),
       );
-      return undefined;
+      return { landed: true, item: fromItem(out.Attributes ?? {}) as Record<string, unknown> };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       const item: Record<string, AttributeValue> | undefined = error.Item ?? (await this.read(key));
-      return item ? (fromItem(item) as Record<string, unknown>) : {};
+      return { landed: false, item: item ? (fromItem(item) as Record<string, unknown>) : {} };
     }
   }
 

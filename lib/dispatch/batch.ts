@@ -27,6 +27,13 @@ import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
 const DAY_MS = 86_400_000;
+/**
+ * How far ahead a batch books rate tokens (lib/track/limits.ts `aheadMs`): its jobs hold their slots
+ * until their tokens are earned, at most this long. Without it a batch takes only what the bucket
+ * holds (`burst`), so a fleet starts `burst` jobs per receive, not `perSecond` a second, and a busy
+ * machine's slower receive loop lowered the rate its limit allows.
+ */
+const RATE_BOOKING_MS = 1_000;
 
 /**
  * Decodes, claims, runs and settles one received batch. Never throws. Its tasks take slots from
@@ -316,6 +323,8 @@ async function admit(
   const until = Math.min(options.deadline, now + longest) + deps.config.dispatcher.settleMarginMs;
   const held = new Set<string>();
   const waitMs = new Map<Planned, number>();
+  /** Runnable jobs whose rate token was booked ahead: they start when it is earned. */
+  const startAt = new Map<Planned, number>();
   let admitted = keyed;
   const keys = [...new Map(keyed.flatMap((k) => k.keys).map((k) => [k.key, k])).values()];
   try {
@@ -328,18 +337,38 @@ async function admit(
         if (room > 0) held.add(key);
       }
       if (limits.perSecond !== undefined && room > 0) {
-        const taken = await store.take({ key, perSecond: limits.perSecond, burst: burstOf(limits), want: room, now });
+        const taken = await store.take({
+          key,
+          perSecond: limits.perSecond,
+          burst: burstOf(limits),
+          want: room,
+          now,
+          aheadMs: RATE_BOOKING_MS,
+        });
         room = taken.granted;
         retryAfterMs = taken.retryAfterMs;
+        taken.startAfterMs.forEach((ms, i) => {
+          const p = (members[i] as (typeof members)[number]).p;
+          startAt.set(p, Math.max(startAt.get(p) ?? now, now + ms));
+        });
       }
       const over = members.slice(room);
+      // Out of tokens: each waiting job comes back at its turn in the key's line, behind the jobs
+      // of every dispatcher already waiting. Out of slots: room comes when a running job of the key
+      // ends, within its time limit, spread over up to 3 s so they do not all come back at once.
+      const turns =
+        limits.perSecond !== undefined && retryAfterMs > 0 && over.length > 0
+          ? await store.waitInLine({
+              key,
+              perSecond: limits.perSecond,
+              burst: burstOf(limits),
+              want: over.length,
+              now,
+              aheadMs: RATE_BOOKING_MS,
+            })
+          : undefined;
       over.forEach((k, i) => {
-        // Room comes with the next tokens, or when a running job of the key ends: within its time
-        // limit, spread over up to 3 s so the waiting jobs do not all come back at once.
-        const expected =
-          limits.perSecond !== undefined && retryAfterMs > 0
-            ? retryAfterMs + (i * 1000) / limits.perSecond
-            : 1000 + deps.random() * Math.min(3_000, k.p.def.timeLimitSeconds * 1000);
+        const expected = turns?.[i] ?? 1000 + deps.random() * Math.min(3_000, k.p.def.timeLimitSeconds * 1000);
         waitMs.set(k.p, Math.max(waitMs.get(k.p) ?? 0, expected));
       });
       admitted = admitted.filter((k) => !over.includes(k));
@@ -377,7 +406,11 @@ async function admit(
       ),
     );
   };
-  return { runnable: admitted.map((k) => k.p), release };
+  const runnable = admitted.map(({ p }) => {
+    const at = startAt.get(p);
+    return at !== undefined && at > now ? { ...p, startAt: at } : p;
+  });
+  return { runnable, release };
 }
 
 function limitKeys(queue: QueueConfig, def: TaskDefinition): LimitKey[] {

@@ -35,6 +35,8 @@ export interface Planned {
   readonly message: ReceivedMessage;
   readonly job: DecodedJob;
   readonly def: TaskDefinition;
+  /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/limits.ts). */
+  readonly startAt?: number;
 }
 
 export interface DispatcherDeps {

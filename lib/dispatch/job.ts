@@ -82,6 +82,9 @@ export async function runOne(
   state: BatchState,
   lease: SlotLease,
 ): Promise<void> {
+  // A rate token booked ahead: the job starts when it is earned (before its worker is set aside).
+  const early = (planned.startAt ?? 0) - deps.clock.now();
+  if (early > 0) await deps.clock.sleep(early, options.signal);
   let reservation: RunReservation | undefined;
   if (deps.executor.reserve) {
     reservation = await reserveWorker(deps, queue, planned, receivedAt, options, state);

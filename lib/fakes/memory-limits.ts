@@ -1,9 +1,9 @@
 import {
   type AcquireRequest,
+  bucket,
   type Holders,
   type LimitStore,
   liveHolders,
-  refill,
   type TakeRequest,
   type TakeResult,
 } from '../track/limits';
@@ -11,7 +11,7 @@ import {
 /** In-memory {@link LimitStore} with the DynamoDB adapter's arithmetic; `writes` counts as DynamoDB would bill. */
 export class MemoryLimitStore implements LimitStore {
   private readonly slots = new Map<string, Holders>();
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly buckets = new Map<string, { start: number; spent: number; line: number }>();
   writes = 0;
 
   async acquire(r: AcquireRequest): Promise<number> {
@@ -38,11 +38,20 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   async take(r: TakeRequest): Promise<TakeResult> {
-    const bucket = this.buckets.get(r.key) ?? { tokens: r.burst, at: r.now };
-    const tokens = refill(bucket.tokens, bucket.at, r.now, r.perSecond, r.burst);
-    const granted = Math.max(0, Math.min(r.want, Math.floor(tokens)));
-    this.buckets.set(r.key, { tokens: tokens - granted, at: r.now });
+    const { start, spent: before, line } = this.buckets.get(r.key) ?? { start: r.now, spent: 0, line: 0 };
+    const earned = bucket.earned(start, r);
+    const spent = Math.max(before, earned - r.burst);
+    const granted = Math.max(0, Math.min(r.want, earned + bucket.ahead(r) - spent));
+    this.buckets.set(r.key, { start, spent: spent + granted, line });
     this.writes += 1;
-    return { granted, retryAfterMs: granted === r.want ? 0 : Math.ceil(((1 - (tokens - granted)) / r.perSecond) * 1000) };
+    return bucket.result(start, spent + granted, granted, r);
+  }
+
+  async waitInLine(r: TakeRequest): Promise<number[]> {
+    const known = this.buckets.get(r.key) ?? { start: r.now, spent: 0, line: 0 };
+    const after = Math.max(known.line, bucket.earned(known.start, r) + bucket.ahead(r)) + r.want;
+    this.buckets.set(r.key, { ...known, line: after });
+    this.writes += 1;
+    return bucket.turns(known.start, after, r);
   }
 }

@@ -29,6 +29,14 @@ export interface LimitStore {
   held(key: string, now: number): Promise<number>;
   /** Takes up to `want` tokens; with fewer, says when the next one comes (ms from `now`). */
   take(request: TakeRequest): Promise<TakeResult>;
+  /**
+   * Puts `want` jobs the bucket had no token for in the key's line, after every job put there before
+   * whose turn has not come: per job, ms from `now` until its turn (when its token can be booked).
+   * The line is spacing, not a reservation — a job back at its turn takes a token like any other —
+   * so a backlog over the rate comes back about once per job, not every second, and a lost job
+   * costs the line nothing.
+   */
+  waitInLine(request: TakeRequest): Promise<number[]>;
 }
 
 export interface AcquireRequest {
@@ -46,10 +54,20 @@ export interface TakeRequest {
   readonly burst: number;
   readonly want: number;
   readonly now: number;
+  /**
+   * How far ahead tokens may be booked, ms: a token earned within this of `now` is granted with its
+   * start delayed until it is earned. A batch can then take the whole of a second's tokens in one
+   * write rather than the `burst` the bucket holds, and the fleet's rate no longer depends on how
+   * often its dispatchers ask. @defaultValue 0
+   */
+  readonly aheadMs?: number;
 }
 
 export interface TakeResult {
   readonly granted: number;
+  /** Per granted token, ascending: ms from `now` until it is earned (0 for a token in the bucket). */
+  readonly startAfterMs: readonly number[];
+  /** With fewer than wanted: ms from `now` until the next token can be taken (booked), else 0. */
   readonly retryAfterMs: number;
 }
 
@@ -57,10 +75,36 @@ export function burstOf(limits: Limits): number {
   return limits.burst ?? Math.max(1, Math.ceil(limits.perSecond ?? 1));
 }
 
-/** A bucket's tokens at `now`, refilled since `at` (epoch ms). */
-export function refill(tokens: number, at: number, now: number, perSecond: number, burst: number): number {
-  return Math.min(burst, tokens + (Math.max(0, now - at) * perSecond) / 1000);
-}
+/**
+ * A token bucket kept as counts: tokens `spent` since the bucket's `start`, and the `line`, the last
+ * token number promised a turn to a waiting job (never below what can be booked now). By `now` it has earned
+ * `burst + (now − start) × perSecond` whole tokens, and the n-th token (n = spent after taking it) is
+ * earned at `start + (n − burst) / perSecond`. A bucket idle long enough holds `burst`, no more: its
+ * `spent` is never below `earned − burst` (the stores raise it there). Both stores keep this
+ * arithmetic, so the fake and DynamoDB grant the same tokens at the same times.
+ */
+export const bucket = {
+  earned: (start: number, r: TakeRequest): number => Math.floor(r.burst + ((r.now - start) * r.perSecond) / 1000),
+  /** Tokens that may be booked beyond those earned. */
+  ahead: (r: TakeRequest): number => Math.floor(((r.aheadMs ?? 0) * r.perSecond) / 1000),
+  /** When the n-th token is earned, ms from `now` (0 if it is). */
+  earnedInMs(start: number, n: number, r: TakeRequest): number {
+    return Math.max(0, Math.ceil(start + ((n - r.burst) * 1000) / r.perSecond - r.now));
+  },
+  /** When the n-th token can be booked (`aheadMs` before it is earned), ms from `now`, at least 1. */
+  bookableInMs(start: number, n: number, r: TakeRequest): number {
+    return Math.max(1, bucket.earnedInMs(start, n, r) - (r.aheadMs ?? 0));
+  },
+  /** The turns of the jobs that took places `after − want + 1 … after` in the line. */
+  turns(start: number, after: number, r: TakeRequest): number[] {
+    return Array.from({ length: r.want }, (_, i) => bucket.bookableInMs(start, after - r.want + 1 + i, r));
+  },
+  /** The result of taking `granted` tokens that bring `spent` to `after`. */
+  result(start: number, after: number, granted: number, r: TakeRequest): TakeResult {
+    const startAfterMs = Array.from({ length: granted }, (_, i) => bucket.earnedInMs(start, after - granted + 1 + i, r));
+    return { granted, startAfterMs, retryAfterMs: granted === r.want ? 0 : bucket.bookableInMs(start, after + 1, r) };
+  },
+};
 
 /** What a held map looks like in a store: per holder, slots and lease end. */
 export type Holders = Readonly<Record<string, { readonly n: number; readonly until: number }>>;

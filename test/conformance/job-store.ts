@@ -756,10 +756,36 @@ export function jobStoreConformance(
       it('hands out tokens at the rate with the burst, and says when the next one comes', async () => {
         const key = `task:r${++unique}`;
         const take = (want: number, now: number) => limits.take({ key, perSecond: 10, burst: 3, want, now });
-        expect(await take(5, 1000)).toEqual({ granted: 3, retryAfterMs: 100 });
-        expect(await take(1, 1050)).toEqual({ granted: 0, retryAfterMs: 50 });
+        expect(await take(5, 1000)).toEqual({ granted: 3, startAfterMs: [0, 0, 0], retryAfterMs: 100 });
+        expect(await take(1, 1050)).toEqual({ granted: 0, startAfterMs: [], retryAfterMs: 50 });
         expect(await take(2, 1300)).toMatchObject({ granted: 2 });
         expect(await take(10, 10_000)).toMatchObject({ granted: 3 });
+      });
+
+      it('books tokens up to aheadMs before they are earned, each with the delay until it is', async () => {
+        const key = `task:b${++unique}`;
+        const take = (want: number, now: number) => limits.take({ key, perSecond: 10, burst: 2, want, now, aheadMs: 500 });
+        // The bucket's 2, then 5 booked at 100 ms each; the 8th is bookable once the 3rd is earned.
+        expect(await take(10, 1000)).toEqual({ granted: 7, startAfterMs: [0, 0, 100, 200, 300, 400, 500], retryAfterMs: 100 });
+        // Nothing more until then; 250 ms on, the next 2 (earned at 1,600 and 1,700).
+        expect(await take(3, 1050)).toEqual({ granted: 0, startAfterMs: [], retryAfterMs: 50 });
+        expect(await take(2, 1250)).toEqual({ granted: 2, startAfterMs: [350, 450], retryAfterMs: 0 });
+        // Idle past a full bucket, two dispatchers at once book no more between them than one would:
+        // the bucket's 2 and the 5 of the next half second.
+        const both = await Promise.all([take(10, 2000), take(10, 2000)]);
+        const delays = [...both[0].startAfterMs, ...both[1].startAfterMs].sort((a, b) => a - b);
+        expect(delays).toEqual([0, 0, 100, 200, 300, 400, 500]);
+      });
+
+      it('gives waiting jobs turns in one line behind what can be booked; a line whose turns passed starts again', async () => {
+        const key = `task:l${++unique}`;
+        const r = { key, perSecond: 10, burst: 2, now: 1000, aheadMs: 500 };
+        expect(await limits.take({ ...r, want: 10 })).toMatchObject({ granted: 7 });
+        // Tokens 8, 9 and 10 can be booked at 1,100, 1,200 and 1,300; the next dispatcher's two after them.
+        expect(await limits.waitInLine({ ...r, want: 3 })).toEqual([100, 200, 300]);
+        expect(await limits.waitInLine({ ...r, want: 2 })).toEqual([400, 500]);
+        // Four seconds on, every turn has come: the line starts at what can be booked then.
+        expect(await limits.waitInLine({ ...r, want: 1, now: 5000 })).toEqual([100]);
       });
     });
 

@@ -1,3 +1,4 @@
+import { Simulation } from '../../bench/sim/engine';
 import { VirtualClock } from '../../lib/clock';
 import type { TaskworkerConfig } from '../../lib/config/app-config';
 import type { DispatcherDeps } from '../../lib/dispatch/dispatcher-deps';
@@ -20,9 +21,14 @@ import { defineTask, type TaskContext, type TaskOptions } from '../../lib/tasks/
 import { appConfig } from './factories';
 import { FaultyQueue } from './faulty-queue';
 
-/** A dispatcher on fakes: in-memory SQS (and job/stats stores), a virtual clock, tasks run inline. */
-export interface World {
-  readonly clock: VirtualClock;
+/**
+ * A dispatcher on fakes: in-memory SQS (and job/stats stores), a virtual clock, tasks run inline.
+ * The VirtualClock moves at each sleep, so jobs sleeping side by side see time pass one after the
+ * other; a world on a {@link Simulation} (bench/sim/engine.ts) sees them end in time order, as a
+ * real clock would, where a test reads when each of several concurrent jobs started.
+ */
+export interface World<C extends VirtualClock | Simulation = VirtualClock> {
+  readonly clock: C;
   readonly sqs: MemoryQueueService;
   readonly queues: FaultyQueue;
   readonly urls: QueueUrls;
@@ -38,12 +44,25 @@ export interface World {
   run(options?: { forMs?: number; signal?: AbortSignal }): Promise<DispatcherSummary>;
 }
 
+type WorldOptions = {
+  tracked?: boolean;
+  deadLetters?: boolean;
+  usage?: DispatcherDeps['usage'];
+  payloads?: DispatcherDeps['payloads'];
+};
+
+export function world(
+  tasks: TaskOptions[],
+  configOverrides: Parameters<typeof appConfig>[0],
+  options: WorldOptions & { simulation: Simulation },
+): World<Simulation>;
+export function world(tasks?: TaskOptions[], configOverrides?: Parameters<typeof appConfig>[0], options?: WorldOptions): World;
 export function world(
   tasks: TaskOptions[] = [],
   configOverrides: Parameters<typeof appConfig>[0] = {},
-  options: { tracked?: boolean; deadLetters?: boolean; usage?: DispatcherDeps['usage']; payloads?: DispatcherDeps['payloads'] } = {},
-): World {
-  const clock = new VirtualClock();
+  options: WorldOptions & { simulation?: Simulation } = {},
+): World<VirtualClock | Simulation> {
+  const clock = options.simulation ?? new VirtualClock();
   const sqs = new MemoryQueueService(clock);
   const queues = new FaultyQueue(sqs);
   const config = appConfig(configOverrides);
@@ -105,7 +124,18 @@ export function world(
     send: async (queue, body) => {
       await sqs.sendBatch(urls.queues[queue] as string, [{ id: '0', body }]);
     },
-    run: ({ forMs = 30_000, signal } = {}) => invocation.run({ deadline: clock.now() + forMs, ...(signal ? { signal } : {}) }),
+    run: async ({ forMs = 30_000, signal } = {}) => {
+      const deadline = clock.now() + forMs;
+      const running = invocation.run({ deadline, ...(signal ? { signal } : {}) });
+      if (clock instanceof Simulation) {
+        let ended = false;
+        void running.finally(() => {
+          ended = true;
+        });
+        await clock.runWhile(() => !ended, deadline + 60_000);
+      }
+      return running;
+    },
   };
 }
 

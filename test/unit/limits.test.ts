@@ -1,3 +1,4 @@
+import { Simulation } from '../../bench/sim/engine';
 import { ConfigError, TaskDefinitionError } from '../../lib/errors';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import { utcDay } from '../../lib/track/stats';
@@ -41,18 +42,30 @@ describe('fleet-wide limits (fakes)', () => {
     expect((await w.stats.get('urgent', utcDay(w.clock.now())))?.counters.deferred).toBe(deferred.length);
   });
 
-  it('starts no more than the rate allows in any second (burst included)', async () => {
+  it('starts no more than the rate allows in any second (burst included), at the rate, each job deferred a few times at most', async () => {
     const { seen, task } = watched('api-call', { perSecond: 2, burst: 1 }, 10);
-    let clock: { now(): number; sleep(ms: number): Promise<void> } = { now: () => 0, sleep: async () => {} };
-    const w = world([task({ now: () => clock.now(), sleep: (ms) => clock.sleep(ms) })], {}, { tracked: true });
-    clock = w.clock;
-    for (let i = 0; i < 10; i++) await w.send('urgent', encodeEnvelope({ task: 'api-call', id: `r${i}`, payload: { i } }));
+    // A discrete-event clock: jobs waiting for their booked tokens side by side wake in time order.
+    const sim = new Simulation();
+    const w = world([task(sim)], {}, { tracked: true, simulation: sim });
+    for (let i = 0; i < 40; i++) await w.send('urgent', encodeEnvelope({ task: 'api-call', id: `r${i}`, payload: { i } }));
     await w.run({ forMs: 600_000 });
-    expect(seen.starts).toHaveLength(10);
+    expect(seen.starts).toHaveLength(40);
     for (const start of seen.starts) {
       const inWindow = seen.starts.filter((t) => t >= start && t < start + 1000).length;
       expect(inWindow).toBeLessThanOrEqual(2 + 1);
     }
+    // At the rate, not below it: 40 starts at 2 a second (the first one in the bucket) take 19.5 s;
+    // a batch taking only what the bucket held started one job per receive.
+    const span = (seen.starts.at(-1) as number) - (seen.starts[0] as number);
+    expect(span).toBeGreaterThanOrEqual(19_500);
+    expect(span).toBeLessThan(19_500 * 1.25);
+    // A waiting job comes back at its turn in the line, not every second or two: deferred at most
+    // twice (once each before the line; 13 times for the last of them before).
+    const deferrals = new Map<string | undefined, number>();
+    for (const j of w.reports.flatMap((r) => r.jobs)) if (j.limited) deferrals.set(j.jobId, (deferrals.get(j.jobId) ?? 0) + 1);
+    expect(deferrals.size).toBeGreaterThan(30);
+    expect(Math.max(...deferrals.values())).toBeLessThanOrEqual(2);
+    for (let i = 0; i < 40; i++) expect((await w.jobs.get(`r${i}`))?.attempt).toBe(1);
   });
 
   it('limits a whole queue too, and names a bad limit', async () => {
