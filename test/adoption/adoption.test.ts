@@ -13,10 +13,12 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type Emulators, startEmulators } from '../../lib/local/emulators';
+import { ensureBuilt } from '../helpers/built';
 import { eventually } from '../helpers/run';
 import { haveTools, TOOLS } from '../helpers/tools';
 
 const ROOT = join(__dirname, '..', '..');
+const { packedManifest } = require('../../scripts/pack-manifest.cjs') as { packedManifest: (manifest: unknown) => unknown };
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
   devDependencies: Record<string, string>;
@@ -198,10 +200,13 @@ let cdkApp: Promise<{ app: string; before: Record<string, Record<string, string>
 let readmeInit: Promise<{ scratch: string; init: string[]; made: string; written: string[]; commands: string[][] }>;
 
 beforeAll(async () => {
-  // As `npm publish` packs: prepack builds both packages and trims the manifest, postpack restores it;
-  // the toolkit is packed from its build.
+  // As `npm publish` packs (prepack builds both packages and trims the manifest), but without
+  // touching the repository's package.json, which the other suites read while this one runs: the
+  // build once for the run, then taskworker packed from a copy of the files npm would pack with the
+  // trimmed manifest beside them; the toolkit is packed from its build.
+  await ensureBuilt();
   const packs = mkdtempSync(join(tmpdir(), 'tw-adopt-pack-'));
-  execFileSync('npm', ['pack', '--pack-destination', packs], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+  execFileSync('npm', ['pack', stageTaskworker(), '--ignore-scripts', '--pack-destination', packs], { encoding: 'utf8', stdio: 'pipe' });
   execFileSync('npm', ['pack', './dist/toolkit', '--pack-destination', packs], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
   const packed = (name: string) => join(packs, readdirSync(packs).find((f) => f === `${name}-${manifest.version}.tgz`) as string);
   tarballs = { taskworker: packed('taskworker'), toolkit: packed('taskworker-toolkit') };
@@ -244,6 +249,25 @@ beforeAll(async () => {
   for (const side of [publishOnly, cdkApp, readmeInit]) side.catch(() => undefined);
   await consumerInstalled;
 }, 600_000);
+
+/** The files `npm pack` takes from this repository, copied to a directory with the packed manifest (scripts/pack-manifest.cjs). */
+function stageTaskworker(): string {
+  const listed = JSON.parse(
+    execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  ) as Array<{ files: Array<{ path: string }> }>;
+  const staged = mkdtempSync(join(tmpdir(), 'tw-adopt-stage-'));
+  for (const { path } of listed[0]?.files ?? []) {
+    if (path === 'package.json') continue;
+    mkdirSync(dirname(join(staged, path)), { recursive: true });
+    cpSync(join(ROOT, path), join(staged, path));
+  }
+  writeFileSync(join(staged, 'package.json'), `${JSON.stringify(packedManifest(manifest), null, 2)}\n`);
+  return staged;
+}
 
 /** A service that only publishes: taskworker alone, production dependencies only. */
 async function installPublishOnly(): Promise<string> {

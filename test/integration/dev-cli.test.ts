@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { JobShowAnswer } from '../../lib/operate/answers';
+import { ensureBuilt } from '../helpers/built';
 import { eventually } from '../helpers/run';
 
 const ROOT = join(__dirname, '..', '..');
@@ -75,7 +76,7 @@ export default {
 `;
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT });
+  await ensureBuilt();
   project = mkdtempSync(join(tmpdir(), 'tw-dev-project-'));
   mkdirSync(join(project, 'tasks'));
   mkdirSync(join(project, 'src', 'deep'), { recursive: true });
