@@ -316,6 +316,12 @@ describe('taskworker dev, used from other shells', () => {
 
 describe('taskworker dev, started again in the same directory', () => {
   let second: Awaited<ReturnType<typeof startDev>>;
+  /**
+   * Each test's own bound: the waits inside it (60 s for each start, 30 s for a job) and the stops,
+   * with room. Jest's 60 s default was less than one start's wait, and a busy machine's two starts
+   * with a job between went past it.
+   */
+  const STARTS = (n: number) => n * 90_000 + 60_000;
 
   it('carries on with what the clean stop kept, and says so in one line', async () => {
     second = await startDev();
@@ -325,7 +331,7 @@ describe('taskworker dev, started again in the same directory', () => {
     expect(JSON.parse(run(project, ['jobs', 'show', archivedJobId, '--json']).stdout)).toMatchObject({
       job: { jobId: archivedJobId, state: 'archived' },
     });
-  });
+  }, STARTS(1));
 
   it('after a dev that was killed: one line says so, and it starts empty', async () => {
     await stopDev(second.proc, 'SIGKILL');
@@ -339,7 +345,7 @@ describe('taskworker dev, started again in the same directory', () => {
     ]);
     expect(run(project, ['jobs', 'show', archivedJobId, '--json']).code).not.toBe(0);
     await stopDev(third.proc);
-  });
+  }, STARTS(1));
 
   it('--reset starts empty after a clean stop too', async () => {
     const fourth = await startDev();
@@ -352,5 +358,5 @@ describe('taskworker dev, started again in the same directory', () => {
     expect(fifth.out()).toMatch(/^ {2}state: started empty \(--reset\); kept in \.taskworker\/emulators between runs from now on$/m);
     expect(run(project, ['jobs', 'show', jobId, '--json']).code).not.toBe(0);
     expect(await stopDev(fifth.proc)).toBe(0);
-  });
+  }, STARTS(2));
 });
