@@ -323,40 +323,52 @@ describe('taskworker dev, started again in the same directory', () => {
    */
   const STARTS = (n: number) => n * 90_000 + 60_000;
 
-  it('carries on with what the clean stop kept, and says so in one line', async () => {
-    second = await startDev();
-    expect(second.out()).toMatch(
-      /^ {2}state: kept from the last run in \.taskworker\/emulators: the jobs tables, \d+ message\(s\) in \d+ queue\(s\), \d+ stored object\(s\) \(--reset starts empty\)$/m,
-    );
-    expect(JSON.parse(run(project, ['jobs', 'show', archivedJobId, '--json']).stdout)).toMatchObject({
-      job: { jobId: archivedJobId, state: 'archived' },
-    });
-  }, STARTS(1));
+  it(
+    'carries on with what the clean stop kept, and says so in one line',
+    async () => {
+      second = await startDev();
+      expect(second.out()).toMatch(
+        /^ {2}state: kept from the last run in \.taskworker\/emulators: the jobs tables, \d+ message\(s\) in \d+ queue\(s\), \d+ stored object\(s\) \(--reset starts empty\)$/m,
+      );
+      expect(JSON.parse(run(project, ['jobs', 'show', archivedJobId, '--json']).stdout)).toMatchObject({
+        job: { jobId: archivedJobId, state: 'archived' },
+      });
+    },
+    STARTS(1),
+  );
 
-  it('after a dev that was killed: one line says so, and it starts empty', async () => {
-    await stopDev(second.proc, 'SIGKILL');
-    const third = await startDev();
-    const said = third
-      .err()
-      .split('\n')
-      .filter((l) => l.includes('did not stop cleanly'));
-    expect(said).toEqual([
-      expect.stringMatching(/^the last taskworker dev here \(pid \d+\) did not stop cleanly \(killed\?\): .* starts empty/),
-    ]);
-    expect(run(project, ['jobs', 'show', archivedJobId, '--json']).code).not.toBe(0);
-    await stopDev(third.proc);
-  }, STARTS(1));
+  it(
+    'after a dev that was killed: one line says so, and it starts empty',
+    async () => {
+      await stopDev(second.proc, 'SIGKILL');
+      const third = await startDev();
+      const said = third
+        .err()
+        .split('\n')
+        .filter((l) => l.includes('did not stop cleanly'));
+      expect(said).toEqual([
+        expect.stringMatching(/^the last taskworker dev here \(pid \d+\) did not stop cleanly \(killed\?\): .* starts empty/),
+      ]);
+      expect(run(project, ['jobs', 'show', archivedJobId, '--json']).code).not.toBe(0);
+      await stopDev(third.proc);
+    },
+    STARTS(1),
+  );
 
-  it('--reset starts empty after a clean stop too', async () => {
-    const fourth = await startDev();
-    expect(fourth.out()).toMatch(/^ {2}state: kept from the last run in \.taskworker\/emulators: /m);
-    const { jobId } = JSON.parse(run(project, ['publish', 'flaky', '--payload', '{"item":12}', '--json']).stdout) as { jobId: string };
-    await eventually('the job to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
-    expect(await stopDev(fourth.proc)).toBe(0);
+  it(
+    '--reset starts empty after a clean stop too',
+    async () => {
+      const fourth = await startDev();
+      expect(fourth.out()).toMatch(/^ {2}state: kept from the last run in \.taskworker\/emulators: /m);
+      const { jobId } = JSON.parse(run(project, ['publish', 'flaky', '--payload', '{"item":12}', '--json']).stdout) as { jobId: string };
+      await eventually('the job to run', () => run(project, ['jobs', 'show', jobId, '--json']).stdout.includes('"succeeded"'), 30_000);
+      expect(await stopDev(fourth.proc)).toBe(0);
 
-    const fifth = await startDev(['--reset']);
-    expect(fifth.out()).toMatch(/^ {2}state: started empty \(--reset\); kept in \.taskworker\/emulators between runs from now on$/m);
-    expect(run(project, ['jobs', 'show', jobId, '--json']).code).not.toBe(0);
-    expect(await stopDev(fifth.proc)).toBe(0);
-  }, STARTS(2));
+      const fifth = await startDev(['--reset']);
+      expect(fifth.out()).toMatch(/^ {2}state: started empty \(--reset\); kept in \.taskworker\/emulators between runs from now on$/m);
+      expect(run(project, ['jobs', 'show', jobId, '--json']).code).not.toBe(0);
+      expect(await stopDev(fifth.proc)).toBe(0);
+    },
+    STARTS(2),
+  );
 });
