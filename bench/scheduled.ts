@@ -21,7 +21,7 @@ import { type Clock, systemClock } from '../lib/clock';
 import type { TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { silentLogger } from '../lib/ports';
-import type { JobStore } from '../lib/track/model';
+import type { JobStore } from '../lib/track/job-stores';
 import { sweepDue } from '../lib/track/sweep';
 import { meter, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
 import { oneQueueVersion } from './one-queue';

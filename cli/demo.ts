@@ -18,8 +18,8 @@ import {
 } from '../lib/settle/report';
 import type { TaskDefinition } from '../lib/tasks/task';
 import { quantile } from '../lib/track/histogram';
-import type { QueueDayStats } from '../lib/track/model';
 import { utcDay } from '../lib/track/stats';
+import type { QueueDayStats } from '../lib/track/stats-store';
 import { subscriberJobId } from '../lib/wire/event';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';

@@ -11,7 +11,7 @@ import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';
 import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
-import { JOB_STATES, type JobState } from '../lib/track/model';
+import { JOB_STATES, type JobState } from '../lib/track/job-record';
 import { taskStatsKey, utcDay } from '../lib/track/stats';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-reasons';
 import {

@@ -4,8 +4,9 @@ import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { VersionStatus } from '../lib/operate/version-status';
 import type { JobResult } from '../lib/publish/results';
 import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
-import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
+import type { CancelResult, JobRecord } from '../lib/track/job-record';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/track/stats';
+import type { DurationStats, QueueDayStats } from '../lib/track/stats-store';
 import { addCounts, type MinuteCounts, NO_COUNTS, type Throughput } from '../lib/track/throughput';
 import { formatMs, table } from './shared';
 

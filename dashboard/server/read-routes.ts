@@ -8,7 +8,7 @@ import type { OperatorContext } from '../../lib/operate/operator-context';
 import { lookUpJob } from '../../lib/operate/rejections';
 import { statsHistory, throughput, versionStatus } from '../../lib/operate/version-status';
 import { listWorkers } from '../../lib/operate/worker-views';
-import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/model';
+import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/job-record';
 import { taskStatsKey } from '../../lib/track/stats';
 import { ARCHIVE_REASONS } from '../../lib/wire/archive-reasons';
 import { describeError } from './request-guard';

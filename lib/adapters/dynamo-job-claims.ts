@@ -21,7 +21,7 @@ import {
   type ScheduleRequest,
   type UnclaimedOutcome,
   type UnclaimedResult,
-} from '../track/model';
+} from '../track/job-record';
 import { appendHistory, expiresAt, historyOf, indexKey, permits } from '../track/rules';
 import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';

@@ -14,7 +14,7 @@ import type {
   ParkedJob,
   WaitRequest,
   WaitResult,
-} from '../track/model';
+} from '../track/job-record';
 import { expiresAt, indexKey, permits, sameJob, TERMINAL_STATES } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import {

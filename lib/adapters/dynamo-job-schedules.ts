@@ -15,7 +15,7 @@ import {
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
-} from '../track/model';
+} from '../track/job-record';
 import { expiresAt, indexKey, permits } from '../track/rules';
 import { PARKED_ONLY } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';

@@ -13,7 +13,6 @@ import type {
   JobQuery,
   JobRecord,
   JobRef,
-  JobStore,
   ParkedJob,
   ParkRequest,
   ParkResult,
@@ -24,7 +23,8 @@ import type {
   UnclaimedResult,
   WaitRequest,
   WaitResult,
-} from '../track/model';
+} from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { JobStoreSettings } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { DynamoJobClaims } from './dynamo-job-claims';

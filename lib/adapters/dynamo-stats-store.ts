@@ -1,6 +1,6 @@
 import { type AttributeValue, BatchGetItemCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { TaskCost } from '../track/cost';
-import { type DurationStats, type QueueDayStats, STAT_COUNTERS, type StatCounter, type StatsStore } from '../track/model';
+import { type DurationStats, type QueueDayStats, STAT_COUNTERS, type StatCounter, type StatsStore } from '../track/stats-store';
 import type { MinuteCounts } from '../track/throughput';
 import { BATCH_GET, type CapacityMeter } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';

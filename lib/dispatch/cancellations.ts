@@ -1,12 +1,12 @@
 /**
  * How a dispatcher learns that an operator cancelled a job it is running: it reads the version's
- * cancellations item (lib/track/model.ts `CancelRequests`) at most once per {@link CANCEL_POLL_MS}
+ * cancellations item (lib/track/job-record.ts `CancelRequests`) at most once per {@link CANCEL_POLL_MS}
  * while it holds running claimed jobs, and not at all when it holds none. One read serves every job
  * the process runs: not a read per job, nor per message.
  */
 import { describe } from '../errors';
 import type { Logger } from '../ports';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 
 /** How often a dispatcher holding running claimed jobs reads the cancellations item. */
 export const CANCEL_POLL_MS = 1_000;

@@ -11,7 +11,8 @@ import { conflictError, decideArchive, decideHandBack, type MessageAt } from '..
 import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
 import { edgesOf, propagate } from '../track/flows';
-import type { ClaimResult, JobRecord, JobStore, ProgressWrite } from '../track/model';
+import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */

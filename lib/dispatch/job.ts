@@ -15,7 +15,7 @@ import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
 import { dependencyIds, dependencyOutcomes, type StoredDependencyOutcome } from '../track/flows';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';

@@ -15,23 +15,22 @@ import type {
   JobQuery,
   JobRecord,
   JobRef,
-  JobStore,
   ParkedJob,
   ParkRequest,
   ParkResult,
   ProgressWrite,
-  QueueDayStats,
   Rejection,
   ScheduleRequest,
-  StatsStore,
   UnclaimedOutcome,
   UnclaimedResult,
   WaitRequest,
   WaitResult,
-} from '../track/model';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/model';
+} from '../track/job-record';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../track/rules';
 import { mergeQueueDay } from '../track/stats';
+import type { QueueDayStats, StatsStore } from '../track/stats-store';
 import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
 import type { ArchiveReason } from '../wire/archive-reasons';
 

@@ -17,7 +17,7 @@ import { createSelector } from '../select';
 import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
 import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 import { sweepDue } from '../track/sweep';
 import type { WorkerPlace } from '../track/workers';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock';
 import { describe } from '../errors';
 import type { Logger } from '../ports';
-import type { QueueDayStats, StatsStore } from '../track/model';
 import { mergeQueueDay } from '../track/stats';
+import type { QueueDayStats, StatsStore } from '../track/stats-store';
 import { addCounts, type MinuteCounts } from '../track/throughput';
 
 /** How long a dispatcher gathers stats before it writes them: one `ADD` per queue and day per flush. */

@@ -3,7 +3,7 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
-import type { JobRecord, JobState } from '../track/model';
+import type { JobRecord, JobState } from '../track/job-record';
 import type { JobFate, WorkerPlace } from '../track/workers';
 import type { ArchiveReason } from '../wire/archive-reasons';
 

@@ -7,7 +7,8 @@
  */
 import { silentLogger } from '../ports';
 import { dependencyIds, edgesOf, type FlowDeps, propagate } from '../track/flows';
-import type { CancelResult, JobRecord, JobStore } from '../track/model';
+import type { CancelResult, JobRecord } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import { MAX_TAG_LENGTH, TAG_PATTERN } from '../wire/envelope';
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs, RelatedState } from './answers';
 import { BadCursorError } from './job-pages';

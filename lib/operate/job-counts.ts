@@ -8,7 +8,7 @@
  * - `succeeded`: today's counter in the stats table (a record is not indexed when it succeeds, so
  *   the count of every succeeded job would be a scan).
  */
-import { JOB_STATES, type JobState } from '../track/model';
+import { JOB_STATES, type JobState } from '../track/job-record';
 import { INDEXED_STATES } from '../track/rules';
 import { utcDay } from '../track/stats';
 import type { JobCounts, StateCount } from './answers';

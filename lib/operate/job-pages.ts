@@ -1,6 +1,6 @@
 /** `jobs list` and the dashboard's job lists: jobs by state, a page at a time, with a cursor. */
 import { TaskworkerError } from '../errors';
-import type { JobRecord, JobState } from '../track/model';
+import type { JobRecord, JobState } from '../track/job-record';
 import { INDEXED_STATES } from '../track/rules';
 import type { OperatorContext } from './operator-context';
 import { runningJobs } from './running';

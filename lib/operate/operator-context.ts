@@ -9,7 +9,8 @@ import { tableNames } from '../layout/tables';
 import type { DeadLetterMover, OldestAge, PayloadStore, QueueClient, QueueDirectory, QueueLister, QueueUrls } from '../ports';
 import { type StoredResultReader, storedResultReader } from '../publish/results';
 import type { ControlStore } from '../track/controls';
-import type { JobStore, StatsStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
+import type { StatsStore } from '../track/stats-store';
 import type { MetricsThroughput } from '../track/throughput';
 import type { WorkerRegistry } from '../track/workers';
 

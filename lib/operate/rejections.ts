@@ -4,7 +4,8 @@
  * own SQS message id, filed under the id it carried ({@link JobStore.rejectionsFor}). `jobs show ID`,
  * and the dashboard's job page, list those records beside (never merged into) the job named ID.
  */
-import type { JobRecord, JobStore } from '../track/model';
+import type { JobRecord } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { FiledRejection, JobRelations, JobShowAnswer, ShownJob } from './answers';
 
 export type { FiledRejection, JobShowAnswer, ShownJob } from './answers';

@@ -9,7 +9,8 @@
  * today the common path (claimed, then succeeded) writes none.
  */
 import type { Clock } from '../clock';
-import type { JobRecord, JobStore } from '../track/model';
+import type { JobRecord } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import { type WorkerRegistry, workerStatus } from '../track/workers';
 
 export interface RunningJobs {

@@ -2,8 +2,8 @@
 import { queueResourceName } from '../layout/queues';
 import type { QueueDepth } from '../ports';
 import { NO_CONTROLS } from '../track/controls';
-import type { QueueDayStats } from '../track/model';
 import { bucketQuantile, utcDay } from '../track/stats';
+import type { QueueDayStats } from '../track/stats-store';
 import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
 import type { OperatorContext } from './operator-context';
 import { controlView, type QueueControlView } from './queue-controls';

@@ -5,7 +5,7 @@
  * one every job it held and what became of it.
  */
 import type { Clock } from '../clock';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/workers';
 import type { WorkersView, WorkerView } from './answers';
 

@@ -2,7 +2,7 @@
 import { PublishOptionError, ResultUnavailableError } from '../errors';
 import { silentLogger } from '../ports';
 import { edgesOf, propagate } from '../track/flows';
-import type { CancelResult, JobRecord } from '../track/model';
+import type { CancelResult, JobRecord } from '../track/job-record';
 import { JOB_ID_PATTERN, tagListProblem } from '../wire/envelope';
 import type { PublishContext } from './publish-context';
 

@@ -19,7 +19,7 @@ import { bodyBytes } from '../layout/sqs-limits';
 import type { SendEntry } from '../ports';
 import type { PublishSpan, TraceOptions } from '../trace/producer';
 import { publishTiming } from '../track/due';
-import type { JobRef } from '../track/model';
+import type { JobRef } from '../track/job-record';
 import { jobPayloadDigest } from '../track/rules';
 import {
   dependencyListProblem,

@@ -8,7 +8,8 @@ import type { SerializedError } from '../errors';
 import { ClaimCheckError, ResultTimeoutError } from '../errors';
 import { RESULT_PREFIX } from '../layout/payloads';
 import type { PayloadStore } from '../ports';
-import type { JobRecord, JobStore } from '../track/model';
+import type { JobRecord } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { PayloadRef } from '../wire/payload-ref';
 

@@ -6,9 +6,9 @@ import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, Visibi
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskRegistry } from '../tasks/task';
 import { attributeUsage, type UsageDelta } from '../track/cost';
-import type { StatsStore } from '../track/model';
 import { expiresAt } from '../track/rules';
 import { isEmptyDelta, taskStatsKey } from '../track/stats';
+import type { StatsStore } from '../track/stats-store';
 import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../track/throughput';
 import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
 import type { SettleHold } from './hold';

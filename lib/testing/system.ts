@@ -17,8 +17,9 @@ import type { BatchReport, JobReport } from '../settle/report';
 import { createRegistry } from '../tasks/registry';
 import type { TaskDefinition } from '../tasks/task';
 import { DUE_SHARDS } from '../track/due';
-import type { JobRecord, QueueDayStats } from '../track/model';
+import type { JobRecord } from '../track/job-record';
 import { utcDay } from '../track/stats';
+import type { QueueDayStats } from '../track/stats-store';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 

@@ -14,7 +14,8 @@ import type { Clock } from '../clock';
 import type { Logger, QueueClient, QueueUrls } from '../ports';
 import type { DependencyOutcome } from '../tasks/task';
 import type { PayloadRef } from '../wire/payload-ref';
-import type { DependencyCount, DependentEdge, JobRecord, JobStore } from './model';
+import type { DependencyCount, DependentEdge, JobRecord } from './job-record';
+import type { JobStore } from './job-stores';
 import { sendParked } from './sweep';
 
 export interface FlowDeps {

@@ -11,7 +11,8 @@ import { describe } from '../errors';
 import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import { DUE_SHARDS, SWEEP_LEASE_MS, sweepDelaySeconds, sweepHorizon } from './due';
-import type { JobStore, ParkedJob } from './model';
+import type { ParkedJob } from './job-record';
+import type { JobStore } from './job-stores';
 
 export interface SweepDeps {
   readonly jobs: JobStore;

@@ -1,7 +1,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { QueueClient } from '../../lib/ports';
-import type { ClaimRequest, JobStore } from '../../lib/track/model';
+import type { ClaimRequest } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
 import { taskStatsKey, utcDay } from '../../lib/track/stats';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { tempFile } from '../helpers/emulators';

@@ -14,8 +14,8 @@ import {
   statsBehind,
   statsOfBatch,
 } from '../../lib/settle/report';
-import type { QueueDayStats } from '../../lib/track/model';
 import { mergeQueueDay } from '../../lib/track/stats';
+import type { QueueDayStats } from '../../lib/track/stats-store';
 
 const NOW = Date.UTC(2026, 10, 27, 7, 12);
 let n = 0;

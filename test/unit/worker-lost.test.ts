@@ -1,6 +1,6 @@
 import { workerLostError } from '../../lib/dispatch/claim';
 import type { TaskOptions } from '../../lib/tasks/task';
-import type { HistoryEntry } from '../../lib/track/model';
+import type { HistoryEntry } from '../../lib/track/job-record';
 import { payloadDigest } from '../../lib/track/rules';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
