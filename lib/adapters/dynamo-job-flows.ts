@@ -3,8 +3,8 @@
  * beside them (`<id> w`, `<id> w<shard>`) that say when a dependent may run.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/dependency-rules';
 import { dueShardOf } from '../track/due';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type {
   AddDependentResult,
   DependencyCount,

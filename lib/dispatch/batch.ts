@@ -239,7 +239,7 @@ function planEvent(
  * Messages whose `runAt` is ahead do not run now: within SQS's 15 minutes a copy is sent delayed by
  * the seconds left (id and publish time pinned) and the message deleted; farther, the job is parked
  * in the jobs table (state `scheduled`) before its message is deleted, and a sweep sends it back
- * when it is due (lib/track/sweep.ts). Returns the messages that are due.
+ * when it is due (lib/invocation/parked-sweep.ts). Returns the messages that are due.
  */
 async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: readonly Planned[], state: BatchState): Promise<Planned[]> {
   const due: Planned[] = [];

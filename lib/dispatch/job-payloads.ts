@@ -6,10 +6,10 @@ import type { TaskOutcome } from '../run/executor-types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
 import type { DependencyOutcome } from '../tasks/task';
-import type { StoredDependencyOutcome } from '../track/flows';
 import { TERMINAL_STATES } from '../track/rules';
 import type { PayloadRef } from '../wire/payload-ref';
 import { CLAIM_RETRY_SECONDS } from './claim';
+import type { StoredDependencyOutcome } from './dependency-outcomes';
 import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /**

@@ -1,5 +1,5 @@
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/dependency-rules';
 import { dueShardOf } from '../track/due';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
 import type {
   AddDependentResult,
   CancelRequests,

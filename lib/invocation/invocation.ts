@@ -18,9 +18,9 @@ import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
 import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
 import type { JobStore } from '../track/job-stores';
-import { sweepDue } from '../track/sweep';
 import type { WorkerPlace } from '../track/workers';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
+import { sweepDue } from './parked-sweep';
 import { WorkerPresence } from './presence';
 import {
   doorbellsStepAside,
@@ -135,7 +135,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   /** When this container last swept parked jobs (epoch ms). */
   let lastSweepAt = Number.NEGATIVE_INFINITY;
 
-  /** Sends the parked jobs that are due (lib/track/sweep.ts). */
+  /** Sends the parked jobs that are due (parked-sweep.ts). */
   const sweep = async (jobs: JobStore, deadline: number) => {
     const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
     if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });

@@ -2,7 +2,8 @@
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import type { ReceivedMessage } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
-import { edgesOf, reopenDependents } from '../track/flows';
+import { reopenDependents } from '../settle/dependents';
+import { edgesOf } from '../track/dependency-rules';
 import { jobPayloadDigest } from '../track/rules';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';

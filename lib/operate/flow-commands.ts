@@ -6,7 +6,8 @@
  * and every walk stops at a bound: a fan-in of 100,000 members is counted from its first members, not listed.
  */
 import { silentLogger } from '../ports';
-import { dependencyIds, edgesOf, type FlowDeps, propagate } from '../track/flows';
+import { type FlowDeps, propagate } from '../settle/dependents';
+import { dependencyIds, edgesOf } from '../track/dependency-rules';
 import type { CancelResult, JobRecord } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import { MAX_TAG_LENGTH, TAG_PATTERN } from '../wire/envelope';
