@@ -46,9 +46,9 @@ export type {
 
 export type { EventsView, SubscriberView } from '../lib/operate/events';
 
+import type { Throughput } from '../lib/policy/throughput';
 import type { CancelResult, JobRecord, JobState } from '../lib/track/job-record';
 import type { QueueDayStats } from '../lib/track/stats-store';
-import type { Throughput } from '../lib/track/throughput';
 import type { ArchiveReason } from '../lib/wire/archive-reasons';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 

@@ -3,8 +3,9 @@
  * beside them (`<id> w`, `<id> w<shard>`) that say when a dependent may run.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/dependency-rules';
-import { dueShardOf } from '../track/due';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
+import { dueShardOf } from '../policy/due-times';
+import { expiresAt, indexKey, permits, sameJob, TERMINAL_STATES } from '../policy/job-rules';
 import type {
   AddDependentResult,
   DependencyCount,
@@ -15,7 +16,6 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import { expiresAt, indexKey, permits, sameJob, TERMINAL_STATES } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import {
   assignments,

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { JobStoreSettings } from '../policy/job-rules';
 import type {
   AddDependentResult,
   CancelRequests,
@@ -25,7 +26,6 @@ import type {
   WaitResult,
 } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
-import type { JobStoreSettings } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { DynamoJobClaims } from './dynamo-job-claims';
 import { DynamoJobFlows } from './dynamo-job-flows';

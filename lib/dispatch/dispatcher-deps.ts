@@ -1,4 +1,4 @@
-import type { UsageDelta } from '../track/cost';
+import type { UsageDelta } from '../policy/cost-attribution';
 /** What the dispatcher loop and a batch run share: their dependencies, options and observers. */
 
 import type { Context } from 'aws-lambda';
@@ -75,7 +75,7 @@ export interface DispatcherDeps {
   /**
    * Counts the SQS requests and DynamoDB write units of this container's clients, and restarts its
    * billed interval at each invocation's start; each settled batch takes what was counted since the
-   * last one for its tasks' cost (lib/track/cost.ts). Without it no cost is attributed.
+   * last one for its tasks' cost (lib/policy/cost-attribution.ts). Without it no cost is attributed.
    */
   readonly usage?: { take(): UsageDelta; restart(): void };
   /**

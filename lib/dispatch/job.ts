@@ -6,6 +6,7 @@
 import type { QueueConfig } from '../config/app-config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
+import { dependencyIds } from '../policy/dependency-rules';
 import { runAttempt } from '../run/attempt';
 import { type RunReservation, serializeError, type TaskOutcome } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
@@ -14,7 +15,6 @@ import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
-import { dependencyIds } from '../track/dependency-rules';
 import type { JobStore } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';

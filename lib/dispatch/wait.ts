@@ -10,12 +10,12 @@
  */
 import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
+import { UNKNOWN_DEPENDENCY_GRACE_MS } from '../policy/dependency-rules';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import { closesCycle, type FlowDeps, failDependent, settleDependent } from '../settle/dependents';
 import { flowPorts, ref } from '../settle/records';
 import type { JobReport } from '../settle/report';
 import type { BatchState } from '../settle/settle';
-import { UNKNOWN_DEPENDENCY_GRACE_MS } from '../track/dependency-rules';
 import { hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import type { DispatcherDeps, Planned } from './dispatcher-deps';

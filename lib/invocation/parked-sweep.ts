@@ -4,8 +4,8 @@
  * handed over).
  */
 import { describe } from '../errors';
+import { DUE_SHARDS, sweepHorizon } from '../policy/due-times';
 import { type SweepDeps, type SweepReport, sendParked } from '../settle/parked-sends';
-import { DUE_SHARDS, sweepHorizon } from '../track/due';
 
 /** Parked jobs read per index query. */
 const PAGE = 100;

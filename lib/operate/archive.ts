@@ -1,10 +1,10 @@
 /** The archive queue's commands: list and count archived messages, and replay them to their queues. */
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
+import { edgesOf } from '../policy/dependency-rules';
+import { jobPayloadDigest } from '../policy/job-rules';
 import type { ReceivedMessage } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import { reopenDependents } from '../settle/dependents';
-import { edgesOf } from '../track/dependency-rules';
-import { jobPayloadDigest } from '../track/rules';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, decodeEnvelope, envelopeWithout, pinEnvelope } from '../wire/envelope';

@@ -5,9 +5,10 @@
  * Everything is read from the jobs table by id (BatchGetItem) or from its tag index, never by a scan,
  * and every walk stops at a bound: a fan-in of 100,000 members is counted from its first members, not listed.
  */
+
+import { dependencyIds, edgesOf } from '../policy/dependency-rules';
 import { silentLogger } from '../ports';
 import { type FlowDeps, propagate } from '../settle/dependents';
-import { dependencyIds, edgesOf } from '../track/dependency-rules';
 import type { CancelResult, JobRecord } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import { MAX_TAG_LENGTH, TAG_PATTERN } from '../wire/envelope';

@@ -11,8 +11,8 @@
  * steps again (a finished job's duplicate re-counts; a waiting job's copy re-registers).
  */
 import type { Clock } from '../clock';
+import { DEPENDENCY_REASONS, edgesOf } from '../policy/dependency-rules';
 import type { Logger, QueueClient, QueueUrls } from '../ports';
-import { DEPENDENCY_REASONS, edgesOf } from '../track/dependency-rules';
 import type { DependencyCount, DependentEdge, JobRecord } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import { sendParked } from './parked-sends';

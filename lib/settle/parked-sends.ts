@@ -8,9 +8,9 @@
  * (tracked queues; on untracked ones that rare crash runs it twice — never zero times).
  */
 import type { Clock } from '../clock';
+import { SWEEP_LEASE_MS, sweepDelaySeconds } from '../policy/due-times';
 import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
-import { SWEEP_LEASE_MS, sweepDelaySeconds } from '../track/due';
 import type { ParkedJob } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 

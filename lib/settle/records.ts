@@ -1,12 +1,12 @@
 /** The job-record writes a batch makes, each run in the settle before its message is settled. */
 import type { Clock } from '../clock';
 import type { QueueConfig } from '../config/app-config';
+import { edgesOf } from '../policy/dependency-rules';
+import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/executor-types';
-import { edgesOf } from '../track/dependency-rules';
 import type { JobIdentity, JobRecord } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
-import { jobPayloadDigest } from '../track/rules';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';

@@ -15,7 +15,7 @@ export const MAX_FILED_REJECTIONS = 100;
 /**
  * A job's lifecycle. Terminal states never change again: a later delivery of a finished job is
  * recorded as a `skipped-duplicate` history entry and does not run. Every write and the states
- * it may start from are in `TRANSITIONS` (lib/track/rules.ts).
+ * it may start from are in `TRANSITIONS` (lib/policy/job-rules.ts).
  *
  *   (published) queued ──claim──▶ running ──▶ succeeded
  *                  │                 ├──▶ retrying ──claim──▶ running …

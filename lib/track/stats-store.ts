@@ -1,10 +1,8 @@
 /**
  * The stats table's model: a queue's (or a task's) day of counters and durations, and the store
- * that adds to it. The arithmetic on these sums is in stats.ts.
+ * that adds to it. The arithmetic on these sums is in lib/policy/stat-sums.ts.
  */
 import type { ArchiveReason } from '../wire/archive-reasons';
-import type { TaskCost } from './cost';
-import type { MinuteCounts } from './throughput';
 
 /** Counter names of the stats table. */
 export const STAT_COUNTERS = [
@@ -42,7 +40,7 @@ export interface QueueDayStats {
   readonly archived: Readonly<Partial<Record<ArchiveReason, number>>>;
   readonly wait: DurationStats;
   readonly run: DurationStats;
-  /** A task's day only: its attributed share of what the dispatchers spent (lib/track/cost.ts). */
+  /** A task's day only: its attributed share of what the dispatchers spent (lib/policy/cost-attribution.ts). */
   readonly cost?: TaskCost;
 }
 
@@ -51,10 +49,25 @@ export interface StatsStore {
   add(delta: QueueDayStats, expiresAt: number): Promise<void>;
   get(queue: string, day: string): Promise<QueueDayStats | undefined>;
   /**
-   * Adds to a queue's counters of one UTC minute (`YYYY-MM-DDTHH:MM`, lib/track/throughput.ts)
+   * Adds to a queue's counters of one UTC minute (`YYYY-MM-DDTHH:MM`, lib/policy/throughput.ts)
    * atomically (one small write, kept `expiresAt`); the overview's throughput where CloudWatch is not.
    */
   addMinute?(queue: string, minute: string, counts: MinuteCounts, expiresAt: number): Promise<void>;
   /** A queue's counters of the given minutes (eventually consistent); a minute with none is left out. */
   minutes?(queue: string, minutes: readonly string[]): Promise<Record<string, MinuteCounts>>;
+}
+
+/** A task's attributed usage (a day's total, or a batch's delta); fractional, mergeable by addition. */
+export interface TaskCost {
+  /** Billed Lambda time × memory, MB·ms (÷ 1024 ÷ 1000 = GB-seconds). */
+  readonly lambdaMbMs: number;
+  readonly sqsRequests: number;
+  readonly writeUnits: number;
+}
+
+/** Jobs started, succeeded and archived on one queue in one UTC minute (lib/policy/throughput.ts). */
+export interface MinuteCounts {
+  readonly started: number;
+  readonly succeeded: number;
+  readonly archived: number;
 }

@@ -8,8 +8,8 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type Clock, systemClock } from '../../lib/clock';
 import { sweepDue } from '../../lib/invocation/parked-sweep';
+import { DUE_SHARDS } from '../../lib/policy/due-times';
 import { silentLogger } from '../../lib/ports';
-import { DUE_SHARDS } from '../../lib/track/due';
 import type { JobRecord } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';
 import { tempFile } from '../helpers/emulators';

@@ -3,7 +3,7 @@
  * unknown dependency is waited for, which reasons count as a dependency's failure, and which
  * edges and ids a record names. The writes that follow them are in lib/settle/dependents.ts.
  */
-import type { DependentEdge, JobRecord } from './job-record';
+import type { DependentEdge, JobRecord } from '../track/job-record';
 
 /** Dependencies counted per shard item: a shard of 50 member indices stays under 1 KB (one write unit). */
 export const COUNT_SHARD_SIZE = 50;
