@@ -6,7 +6,7 @@ import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { controlQueue } from '../../lib/operate/queue-controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/policy/due-times';
 import { Publisher } from '../../lib/publish/publisher';
-import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
+import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/operator-controls';
 import { archiveFilter, integerParam, RequestError, stringParam } from './request-params';
 import type { RouteContext } from './route-context';
 

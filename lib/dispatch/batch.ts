@@ -14,7 +14,7 @@ import { type HookJob, runHooks } from '../settle/run-hooks';
 import { BatchState, recordStats, type SettleOptions, settle } from '../settle/settle';
 import type { TaskDefinition } from '../tasks/task';
 import { batchSpans } from '../trace/consumer';
-import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
+import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/fleet-limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import { readCelery } from './celery-messages';
@@ -28,7 +28,7 @@ import { holdForDependencies } from './wait';
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
 const DAY_MS = 86_400_000;
 /**
- * How far ahead a batch books rate tokens (lib/track/limits.ts `aheadMs`): its jobs hold their slots
+ * How far ahead a batch books rate tokens (lib/track/fleet-limits.ts `aheadMs`): its jobs hold their slots
  * until their tokens are earned, at most this long. Without it a batch takes only what the bucket
  * holds (`burst`), so a fleet starts `burst` jobs per receive, not `perSecond` a second, and a busy
  * machine's slower receive loop lowered the rate its limit allows.

@@ -10,11 +10,11 @@ import type { TaskExecutor } from '../run/executor-types';
 import type { QueueSelector } from '../select/selector-types';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
-import type { ControlStore, ControlsCache } from '../track/controls';
+import type { LimitStore } from '../track/fleet-limits';
 import type { JobStore } from '../track/job-stores';
-import type { LimitStore } from '../track/limits';
+import type { ControlStore, ControlsCache } from '../track/operator-controls';
 import type { StatsStore } from '../track/stats-store';
-import type { WorkerRegistry } from '../track/workers';
+import type { WorkerRegistry } from '../track/worker-registry';
 import type { DecodedJob } from '../wire/envelope';
 import type { RunTimes } from './run-times';
 
@@ -36,7 +36,7 @@ export interface Planned {
   readonly message: ReceivedMessage;
   readonly job: DecodedJob;
   readonly def: TaskDefinition;
-  /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/limits.ts). */
+  /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/fleet-limits.ts). */
   readonly startAt?: number;
 }
 
@@ -101,7 +101,7 @@ export interface Tracking {
   readonly limits?: LimitStore;
   /** Operator controls (paused queues, priority and SLA set at run time); without it the config's hold. */
   readonly controls?: ControlStore;
-  /** Who is working, on what (lib/track/workers.ts): a working invocation's item; without it the invocation is not listed. */
+  /** Who is working, on what (lib/track/worker-registry.ts): a working invocation's item; without it the invocation is not listed. */
   readonly workers?: WorkerRegistry;
 }
 

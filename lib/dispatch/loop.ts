@@ -4,7 +4,7 @@ import { describe } from '../errors';
 import type { QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { Probes } from '../select/selector-types';
 import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
-import { CONTROLS_REFRESH_MS, effectiveQueues } from '../track/controls';
+import { CONTROLS_REFRESH_MS, effectiveQueues } from '../track/operator-controls';
 import { processBatch } from './batch';
 import type { DispatcherDeps, RunOptions } from './dispatcher-deps';
 import { TaskSlots } from './slots';
@@ -218,7 +218,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
       logger.info('time left is too short for any queue; ending the invocation early', { usableMs: usableMs() });
       break;
     }
-    // Operator controls (lib/track/controls.ts): paused queues are left out, priorities and SLAs
+    // Operator controls (lib/track/operator-controls.ts): paused queues are left out, priorities and SLAs
     // set at run time replace the config's. The round uses the last read; a read due (every 2 s)
     // runs beside it, never awaited here, so the loop's timing is what it was without controls.
     const controls = deps.controls;

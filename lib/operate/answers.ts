@@ -4,7 +4,7 @@
  */
 
 import type { JobRecord, JobState } from '../track/job-record';
-import type { JobFate, WorkerPlace } from '../track/workers';
+import type { JobFate, WorkerPlace } from '../track/worker-registry';
 import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */

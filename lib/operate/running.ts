@@ -11,7 +11,7 @@
 import type { Clock } from '../clock';
 import type { JobRecord } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
-import { type WorkerRegistry, workerStatus } from '../track/workers';
+import { type WorkerRegistry, workerStatus } from '../track/worker-registry';
 
 export interface RunningJobs {
   /** Confirmed running now, on the queues asked for, newest start first. */

@@ -3,7 +3,7 @@ import { queueResourceName } from '../layout/queues';
 import { bucketQuantile, utcDay } from '../policy/stat-sums';
 import { lastMinutes, NO_COUNTS, type Throughput } from '../policy/throughput';
 import type { QueueDepth } from '../ports';
-import { NO_CONTROLS } from '../track/controls';
+import { NO_CONTROLS } from '../track/operator-controls';
 import type { MinuteCounts, QueueDayStats } from '../track/stats-store';
 import type { OperatorContext } from './operator-context';
 import { controlView, type QueueControlView } from './queue-controls';

@@ -6,7 +6,7 @@
  */
 import type { Clock } from '../clock';
 import type { JobStore } from '../track/job-stores';
-import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/workers';
+import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/worker-registry';
 import type { WorkersView, WorkerView } from './answers';
 
 export type { WorkersView, WorkerView } from './answers';

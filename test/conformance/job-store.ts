@@ -2,9 +2,9 @@ import { UnrecoverableError } from '../../lib/errors';
 import { dueShardOf } from '../../lib/policy/due-times';
 import type { JobStoreSettings } from '../../lib/policy/job-rules';
 import { emptyDuration } from '../../lib/policy/stat-sums';
+import type { LimitStore } from '../../lib/track/fleet-limits';
 import type { ClaimResult, JobRecord, JobRef } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';
-import type { LimitStore } from '../../lib/track/limits';
 import type { QueueDayStats, StatsStore } from '../../lib/track/stats-store';
 
 let unique = 0;
