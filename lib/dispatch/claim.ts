@@ -13,7 +13,7 @@ import { propagate } from '../settle/dependents';
 import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
 import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
@@ -170,7 +170,7 @@ async function propagateAgain(deps: RecordPorts, record: JobRecord): Promise<voi
 /** The heartbeat's lease renewal for a claimed attempt (with the task's latest progress): false once a newer attempt holds the job, or it was cancelled. */
 export function leaseRenewal(
   deps: Pick<DispatcherDeps, 'logger'>,
-  jobs: JobStore,
+  jobs: ClaimStore,
   jobId: string,
   token: number,
   leaseForMs: number,

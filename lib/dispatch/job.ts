@@ -15,7 +15,7 @@ import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
-import type { JobStore } from '../track/job-stores';
+import type { JobReader } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
@@ -28,7 +28,7 @@ import type { SlotLease } from './slots';
 async function readDependencies(
   deps: DispatcherDeps,
   at: MessageAt,
-  jobs: JobStore,
+  jobs: JobReader,
   job: DecodedJob,
 ): Promise<readonly DependencyOutcome[] | undefined> {
   let outcomes: StoredDependencyOutcome[];

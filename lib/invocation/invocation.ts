@@ -16,7 +16,7 @@ import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
 import { createSelector } from '../select';
 import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
-import type { JobStore } from '../track/job-stores';
+import type { ScheduleStore } from '../track/job-stores';
 import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/operator-controls';
 import type { WorkerPlace } from '../track/worker-registry';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
@@ -136,7 +136,7 @@ export function createInvocation(ports: InvocationPorts): Invocation {
   let lastSweepAt = Number.NEGATIVE_INFINITY;
 
   /** Sends the parked jobs that are due (parked-sweep.ts). */
-  const sweep = async (jobs: JobStore, deadline: number) => {
+  const sweep = async (jobs: ScheduleStore, deadline: number) => {
     const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
     if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
   };

@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../clock';
 import type { JobRecord } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { JobReader } from '../track/job-stores';
 import { type WorkerRegistry, workerStatus } from '../track/worker-registry';
 
 export interface RunningJobs {
@@ -28,7 +28,7 @@ export interface RunningJobs {
  * const { jobs, uncarried } = await runningJobs({ workers, jobs: store, clock: systemClock }, { queues: ['default'] });
  */
 export async function runningJobs(
-  ctx: { readonly workers: WorkerRegistry; readonly jobs: JobStore; readonly clock: Clock },
+  ctx: { readonly workers: WorkerRegistry; readonly jobs: JobReader; readonly clock: Clock },
   filter: { readonly queues: readonly string[]; readonly task?: string },
 ): Promise<RunningJobs> {
   const now = ctx.clock.now();

@@ -14,7 +14,7 @@ import type { Clock } from '../clock';
 import { DEPENDENCY_REASONS, edgesOf } from '../policy/dependency-rules';
 import type { Logger, QueueClient, QueueUrls } from '../ports';
 import type { DependencyCount, DependentEdge, JobRecord } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { JobReader, JobStore } from '../track/job-stores';
 import { sendParked } from './parked-sends';
 
 export interface FlowDeps {
@@ -139,7 +139,7 @@ const CYCLE_CHECK_LIMIT = 1_000;
  * Whether waiting on `dependsOn` would close a cycle through `jobId`: a dependency that itself
  * waits, transitively, for `jobId`. Reads only waiting records' own lists, breadth first.
  */
-export async function closesCycle(jobs: JobStore, jobId: string, dependsOn: readonly string[]): Promise<string | undefined> {
+export async function closesCycle(jobs: JobReader, jobId: string, dependsOn: readonly string[]): Promise<string | undefined> {
   const seen = new Set<string>();
   let frontier = [...dependsOn];
   const via = new Map<string, string>(dependsOn.map((d) => [d, d]));

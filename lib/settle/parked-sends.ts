@@ -12,10 +12,10 @@ import { SWEEP_LEASE_MS, sweepDelaySeconds } from '../policy/due-times';
 import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { ParkedJob } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { ScheduleStore } from '../track/job-stores';
 
 export interface SweepDeps {
-  readonly jobs: JobStore;
+  readonly jobs: ScheduleStore;
   readonly queues: QueueClient;
   readonly urls: QueueUrls;
   readonly clock: Clock;
