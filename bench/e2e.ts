@@ -34,11 +34,12 @@ import { Consumer } from 'sqs-consumer';
 import type { IsolationMode, TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
+import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
+import { taskStatsKey, utcDay } from '../lib/policy/stat-sums';
 import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
-import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
-import { taskStatsKey, utcDay } from '../lib/track/stats';
+import type { TaskCost } from '../lib/track/stats-store';
 import { decodeEnvelope } from '../lib/wire/envelope';
 import {
   awsModel,
@@ -353,7 +354,7 @@ async function taskworker(
   stop.abort();
   await running;
   await runtime.close();
-  // What the stats attributed to the task (lib/track/cost.ts) against what the meters counted.
+  // What the stats attributed to the task (lib/policy/cost-attribution.ts) against what the meters counted.
   const attributed = variant === 'no-stats' ? undefined : (await provisioned.stats.get(taskStatsKey(task), utcDay(Date.now())))?.cost;
   sqs.destroy();
   dynamo.destroy();

@@ -25,7 +25,7 @@ import { provisionVersion } from '../lib/local/version';
 import { silentLogger } from '../lib/ports';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
-import type { JobRecord } from '../lib/track/model';
+import type { JobRecord } from '../lib/track/job-record';
 import { subscriberJobId } from '../lib/wire/event';
 import { meteredClients, newMeter, total, type Usage, usage, usageMinus, usagePer } from './meter';
 import { PRICES, printTable, quantile, round, runBenchmark } from './prices';

@@ -14,8 +14,8 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../lib/local/dev';
+import { DUE_SHARDS } from '../lib/policy/due-times';
 import type { BatchReport } from '../lib/settle/report';
-import { DUE_SHARDS } from '../lib/track/due';
 import { doorbellQueues } from '../lib/wake-up';
 import { PRICES, quantile, round, runBenchmark, TRIGGER_IDLE_POLLERS_PER_QUEUE, triggerIdleRequestsPerHour } from './prices';
 import { printResults } from './results';

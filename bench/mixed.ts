@@ -20,7 +20,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
-import type { JobRecord } from '../lib/track/model';
+import type { JobRecord } from '../lib/track/job-record';
 import { quantile, runBenchmark } from './prices';
 import { printResults } from './results';
 

@@ -1,4 +1,4 @@
-import { LIST_PRICES } from '../lib/track/cost';
+import { LIST_PRICES } from '../lib/policy/cost-attribution';
 
 /** Published prices the benchmarks convert counted requests and seconds with (us-east-1, arm64 Lambda), and what they share. */
 export const PRICES = { ...LIST_PRICES };

@@ -89,6 +89,7 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
       'lib/invocation/',
       'lib/settle/',
       'lib/track/',
+      'lib/policy/',
       'lib/wire/',
       'lib/events/',
       'lib/trace/',

@@ -6,6 +6,8 @@ import type { TaskworkerConfig } from '../lib/config/app-config';
 import { SCHEDULE_PERIOD_MS } from '../lib/invocation/scaling';
 import { STATS_FLUSH_MS } from '../lib/invocation/stats-buffer';
 import { type LocalStack, startLocalStack } from '../lib/local/dev';
+import { quantile } from '../lib/policy/histogram';
+import { utcDay } from '../lib/policy/stat-sums';
 import type { PublishItem } from '../lib/publish/publish-options';
 import {
   addBatch,
@@ -17,9 +19,7 @@ import {
   statsBehind,
 } from '../lib/settle/report';
 import type { TaskDefinition } from '../lib/tasks/task';
-import { quantile } from '../lib/track/histogram';
-import type { QueueDayStats } from '../lib/track/model';
-import { utcDay } from '../lib/track/stats';
+import type { QueueDayStats } from '../lib/track/stats-store';
 import { subscriberJobId } from '../lib/wire/event';
 import { renderJob, renderStats } from './render';
 import { announceLocalStack, clearDevState, findConfigFile, formatMs, integerOption, table } from './shared';

@@ -9,10 +9,10 @@ import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';
+import { taskStatsKey, utcDay } from '../lib/policy/stat-sums';
 import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
-import { JOB_STATES, type JobState } from '../lib/track/model';
-import { taskStatsKey, utcDay } from '../lib/track/stats';
+import { JOB_STATES, type JobState } from '../lib/track/job-record';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-reasons';
 import {
   progressBar,

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config/app-config';
+import { MAX_SCHEDULE_SECONDS } from '../lib/policy/due-times';
 import { Publisher } from '../lib/publish/publisher';
 import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskDefinition } from '../lib/tasks/task';
-import { MAX_SCHEDULE_SECONDS } from '../lib/track/due';
 import { JOB_ID_PATTERN, MAX_DEPENDENCIES, MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../lib/wire/envelope';
 import {
   dateOption,

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { lambdaQueueTriggers } from '../lib/aws/lambda-clients';
 import { operatorContext } from '../lib/operate/operator-context';
 import { type ControlAction, type ControlOutcome, controlQueue, type QueueTriggers } from '../lib/operate/queue-controls';
-import { ControlValueError, parsePriority, parseSlaSeconds } from '../lib/track/controls';
+import { ControlValueError, parsePriority, parseSlaSeconds } from '../lib/track/operator-controls';
 import { doorbellQueues } from '../lib/wake-up';
 import { operatorTarget } from './operator';
 import { UsageError } from './shared';

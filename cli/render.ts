@@ -2,11 +2,12 @@ import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs 
 import type { ArchivedMessage } from '../lib/operate/archive';
 import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { VersionStatus } from '../lib/operate/version-status';
+import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
+import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/policy/stat-sums';
+import { addCounts, NO_COUNTS, type Throughput } from '../lib/policy/throughput';
 import type { JobResult } from '../lib/publish/results';
-import { costUsd, gbSeconds, type TaskCost } from '../lib/track/cost';
-import type { CancelResult, DurationStats, JobRecord, QueueDayStats } from '../lib/track/model';
-import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/track/stats';
-import { addCounts, type MinuteCounts, NO_COUNTS, type Throughput } from '../lib/track/throughput';
+import type { CancelResult, JobRecord } from '../lib/track/job-record';
+import type { DurationStats, MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { formatMs, table } from './shared';
 
 const iso = (ms: number | undefined) => (ms === undefined ? '–' : new Date(ms).toISOString());

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config/app-config';
 import type { ScheduleConfig } from '../lib/config/schedule-config';
+import { checkCrontabs, eventBridgeExpression, nextFireTimes } from '../lib/policy/cron-expressions';
 import { loadConfigModule } from '../lib/tasks/build';
 import { createRegistry } from '../lib/tasks/registry';
-import { checkCrontabs, eventBridgeExpression, nextFireTimes } from '../lib/track/cron';
 import { loadTaskDefinitions } from './publish';
 import { findConfigFile, integerOption, table } from './shared';
 

@@ -11,9 +11,8 @@
 
 import type { SubscriberView } from '../lib/operate/events';
 import type { FiledRejection } from '../lib/operate/rejections';
-import type { TaskCost } from '../lib/track/cost';
-import { type HistoryWhat, JOB_STATES, type JobRecord, type QueueDayStats } from '../lib/track/model';
-import type { MinuteCounts } from '../lib/track/throughput';
+import { type HistoryWhat, JOB_STATES, type JobRecord } from '../lib/track/job-record';
+import type { MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { ARCHIVE_REASONS } from '../lib/wire/archive-reasons';
 import type { EventRef } from '../lib/wire/event-ref';
 import type {

@@ -7,7 +7,7 @@
  * `api-shapes.ts`, the run-time half of this table.
  *
  * The page compiles this file (its tsconfig has no Node types): it imports types only, and only
- * from modules that compile without Node (`lib/track/model`, `lib/operate/answers`, the answer
+ * from modules that compile without Node (`lib/track/job-record`, `lib/operate/answers`, the answer
  * types of `lib/operate/events`), never anything that runs on Node. Where the operator's answers
  * are declared here as the wire carries them, tsc checks that the server's values fit them.
  */
@@ -46,8 +46,9 @@ export type {
 
 export type { EventsView, SubscriberView } from '../lib/operate/events';
 
-import type { CancelResult, JobRecord, JobState, QueueDayStats } from '../lib/track/model';
-import type { Throughput } from '../lib/track/throughput';
+import type { Throughput } from '../lib/policy/throughput';
+import type { CancelResult, JobRecord, JobState } from '../lib/track/job-record';
+import type { QueueDayStats } from '../lib/track/stats-store';
 import type { ArchiveReason } from '../lib/wire/archive-reasons';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
 

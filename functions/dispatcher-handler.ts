@@ -18,7 +18,7 @@ export type { DispatcherFunction, DispatcherFunctionOptions } from '../lib/dispa
 import { ConfigError } from '../lib/errors';
 import type { Logger as LoggerPort } from '../lib/ports';
 import { loadTaskBundle } from '../lib/tasks/bundle';
-import type { WorkerPlace } from '../lib/track/workers';
+import type { WorkerPlace } from '../lib/track/worker-registry';
 import { combineObservers, createDispatcherMetrics } from './metrics';
 
 /**

@@ -3,9 +3,9 @@
  * with `buildArtifact` into the asset directory. Argument: one JSON `BuildRequest`.
  */
 
+import { checkCrontabs } from '../lib/policy/cron-expressions';
 import { buildArtifact } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
-import { checkCrontabs } from '../lib/track/cron';
 import type { BuildRequest } from './artifact';
 
 async function main(): Promise<void> {

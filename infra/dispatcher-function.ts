@@ -208,7 +208,7 @@ export class TaskworkerDispatcher extends Construct {
     this.doorbells = doorbells;
     if (mappings.length > 0) {
       // The scheduled dispatcher turns the triggers off while it works a backlog and on when done.
-      // `queue=uuid`: a paused queue's trigger stays off whatever the fleet does (lib/track/controls.ts).
+      // `queue=uuid`: a paused queue's trigger stays off whatever the fleet does (lib/track/operator-controls.ts).
       fn.addEnvironment(
         'TASKWORKER_DOORBELL_MAPPINGS',
         doorbellQueues(config)

@@ -5,8 +5,8 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { TaskworkerConfig } from '../lib/config/app-config';
 import { ConfigError } from '../lib/errors';
-import { eventBridgeExpression } from '../lib/track/cron';
-import { SCHEDULED_TIME_KEYWORD, tickBody } from '../lib/track/recurring';
+import { eventBridgeExpression } from '../lib/policy/cron-expressions';
+import { SCHEDULED_TIME_KEYWORD, tickBody } from '../lib/policy/recurring-ticks';
 
 /** What the schedules' role may do: send a tick to a queue (SQS SSE with SQS-owned keys needs no KMS grant). */
 export const SCHEDULE_TARGET_ACTIONS = ['sqs:SendMessage'];

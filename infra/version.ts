@@ -17,10 +17,10 @@ import { PAYLOAD_PREFIX, payloadBucketName, RESULT_PREFIX } from '../lib/layout/
 import { archiveQueueName, queueResourceName } from '../lib/layout/queues';
 import { JOBS_BY_TAG_INDEX, tableNames } from '../lib/layout/tables';
 import { eventTopicName } from '../lib/layout/topics';
+import { checkCrontabs } from '../lib/policy/cron-expressions';
 import { buildTasksBundleSync, loadConfigModuleSync } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskRegistry } from '../lib/tasks/task';
-import { checkCrontabs } from '../lib/track/cron';
 import { type DispatcherCodeProps, dispatcherCode } from './artifact';
 import { type DispatcherLogLevel, TaskworkerDispatcher } from './dispatcher-function';
 import { EMIT_ACTIONS, TaskworkerEvents } from './events';

@@ -13,7 +13,7 @@ import {
   Tooltip,
 } from 'chart.js';
 import { useEffect, useRef } from 'preact/hooks';
-import { bucketQuantile, bucketUpperMs, QLESS_BUCKETS } from '../../lib/track/stats';
+import { bucketQuantile, bucketUpperMs, QLESS_BUCKETS } from '../../lib/policy/stat-sums';
 import type { QueueDayStats, Throughput } from '../api-types';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Title, Tooltip, Legend);

@@ -4,9 +4,9 @@ import { redriveDeadLetters } from '../../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf } from '../../lib/operate/flow-commands';
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { controlQueue } from '../../lib/operate/queue-controls';
+import { MAX_SCHEDULE_SECONDS } from '../../lib/policy/due-times';
 import { Publisher } from '../../lib/publish/publisher';
-import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
-import { MAX_SCHEDULE_SECONDS } from '../../lib/track/due';
+import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/operator-controls';
 import { archiveFilter, integerParam, RequestError, stringParam } from './request-params';
 import type { RouteContext } from './route-context';
 

@@ -1,7 +1,7 @@
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
+import { type MetricsThroughput, minuteKey, NO_COUNTS } from '../policy/throughput';
 import type { OldestAge, RecentInvocations } from '../ports';
-import type { MetricsThroughput } from '../track/throughput';
-import { type MinuteCounts, minuteKey, NO_COUNTS } from '../track/throughput';
+import type { MinuteCounts } from '../track/stats-store';
 import { JOB_METRICS, METRIC_DIMENSIONS, METRICS_NAMESPACE } from '../wire/metric-names';
 
 /** The CloudWatch SDK (`@aws-sdk/client-cloudwatch`, an optional peer) and a client on it (lib/aws/cloudwatch-clients.ts). */

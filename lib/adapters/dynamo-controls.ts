@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { type ControlChange, type ControlStore, type Controls, changed, type QueueControl } from '../track/controls';
+import { type ControlChange, type ControlStore, type Controls, changed, type QueueControl } from '../track/operator-controls';
 import { fromItem, toItem } from './dynamo-values';
 
 /** The key of the controls item in the version's stats table (no queue's stats key lacks a `#`, no limit's a `limit:`). */

@@ -5,7 +5,8 @@
  * `TRANSITIONS`.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { DUE_SLACK_MS } from '../track/due';
+import { DUE_SLACK_MS } from '../policy/due-times';
+import { appendHistory, expiresAt, historyOf, indexKey, permits } from '../policy/job-rules';
 import {
   type ClaimRequest,
   type ClaimResult,
@@ -21,8 +22,7 @@ import {
   type ScheduleRequest,
   type UnclaimedOutcome,
   type UnclaimedResult,
-} from '../track/model';
-import { appendHistory, expiresAt, historyOf, indexKey, permits } from '../track/rules';
+} from '../track/job-record';
 import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';

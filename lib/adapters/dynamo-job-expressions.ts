@@ -9,8 +9,9 @@
  * a backtracking parser that took ~0.7 ms of CPU for the claim's old grouped condition and takes a
  * fifth of that for this one (bench:e2e's profile, issue 33).
  */
-import type { ClaimRequest, Completion, HistoryEntry, JobRecord } from '../track/model';
-import { indexKey, TRANSITIONS } from '../track/rules';
+
+import { indexKey, TRANSITIONS } from '../policy/job-rules';
+import type { ClaimRequest, Completion, HistoryEntry, JobRecord } from '../track/job-record';
 import { Expression, type Template } from './dynamo-values';
 
 /** An expression built once: its text, and the template that fills its values per request. */

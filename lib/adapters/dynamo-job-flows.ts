@@ -3,8 +3,9 @@
  * beside them (`<id> w`, `<id> w<shard>`) that say when a dependent may run.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { dueShardOf } from '../track/due';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
+import { dueShardOf } from '../policy/due-times';
+import { expiresAt, indexKey, permits, sameJob, TERMINAL_STATES } from '../policy/job-rules';
 import type {
   AddDependentResult,
   DependencyCount,
@@ -14,8 +15,7 @@ import type {
   ParkedJob,
   WaitRequest,
   WaitResult,
-} from '../track/model';
-import { expiresAt, indexKey, permits, sameJob, TERMINAL_STATES } from '../track/rules';
+} from '../track/job-record';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import {
   assignments,

@@ -1,8 +1,8 @@
 /** What operators and publishers ask of the jobs table: jobs by state (index or scan) and by tag. */
 import { type AttributeValue, QueryCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
-import type { JobQuery, JobRecord } from '../track/model';
-import { expiresAt, INDEXED_STATES, indexKey } from '../track/rules';
+import { expiresAt, INDEXED_STATES, indexKey } from '../policy/job-rules';
+import type { JobQuery, JobRecord } from '../track/job-record';
 import { assignments, type DynamoJobTable, toRecord } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';
 

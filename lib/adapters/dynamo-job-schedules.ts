@@ -5,7 +5,8 @@
  */
 import { type AttributeValue, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_DUE_INDEX } from '../layout/tables';
-import { dueShardOf } from '../track/due';
+import { dueShardOf } from '../policy/due-times';
+import { expiresAt, indexKey, permits } from '../policy/job-rules';
 import {
   CANCELLATIONS_KEPT_MS,
   type CancelRequests,
@@ -15,8 +16,7 @@ import {
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
-} from '../track/model';
-import { expiresAt, indexKey, permits } from '../track/rules';
+} from '../track/job-record';
 import { PARKED_ONLY } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { JobStoreSettings } from '../policy/job-rules';
 import type {
   AddDependentResult,
   CancelRequests,
@@ -13,7 +14,6 @@ import type {
   JobQuery,
   JobRecord,
   JobRef,
-  JobStore,
   ParkedJob,
   ParkRequest,
   ParkResult,
@@ -24,8 +24,8 @@ import type {
   UnclaimedResult,
   WaitRequest,
   WaitResult,
-} from '../track/model';
-import type { JobStoreSettings } from '../track/rules';
+} from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { DynamoJobClaims } from './dynamo-job-claims';
 import { DynamoJobFlows } from './dynamo-job-flows';

@@ -15,8 +15,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { SerializedError } from '../errors';
-import type { DependentEdge, HistoryEntry, JobIdentity, JobRecord, JobRef, JobState } from '../track/model';
-import { type JobStoreSettings, type JobWrite, type PriorState, TRANSITIONS } from '../track/rules';
+import { type JobStoreSettings, type JobWrite, type PriorState, TRANSITIONS } from '../policy/job-rules';
+import type { DependentEdge, HistoryEntry, JobIdentity, JobRecord, JobRef, JobState } from '../track/job-record';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { Expression, fromItem } from './dynamo-values';
 

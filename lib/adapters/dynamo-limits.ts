@@ -5,7 +5,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type AcquireRequest, bucket, type LimitStore, type TakeRequest, type TakeResult } from '../track/limits';
+import { type AcquireRequest, bucket, type LimitStore, type TakeRequest, type TakeResult } from '../track/fleet-limits';
 import { Expression, fromItem } from './dynamo-values';
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
@@ -23,7 +23,7 @@ const isConditionFailure = (error: unknown): error is ConditionalCheckFailedExce
  * (its count and lease end). When the condition fails, lapsed holders (dead dispatchers) are
  * removed, each on condition it is still the entry that lapsed, and what is left is taken.
  *
- * Rate: a token bucket kept as a count of tokens `spent` since the bucket's `start` (lib/track/limits.ts
+ * Rate: a token bucket kept as a count of tokens `spent` since the bucket's `start` (lib/track/fleet-limits.ts
  * `bucket`): `ADD spent :k` on condition `earned − burst ≤ spent ≤ earned + ahead − k` takes k tokens,
  * the last of them booked up to `aheadMs` before they are earned (the lower bound keeps an idle
  * bucket from holding more than `burst`; a bucket below it is first raised to it, itself a

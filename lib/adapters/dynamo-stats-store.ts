@@ -1,7 +1,13 @@
 import { type AttributeValue, BatchGetItemCommand, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { TaskCost } from '../track/cost';
-import { type DurationStats, type QueueDayStats, STAT_COUNTERS, type StatCounter, type StatsStore } from '../track/model';
-import type { MinuteCounts } from '../track/throughput';
+import {
+  type DurationStats,
+  type MinuteCounts,
+  type QueueDayStats,
+  STAT_COUNTERS,
+  type StatCounter,
+  type StatsStore,
+  type TaskCost,
+} from '../track/stats-store';
 import { BATCH_GET, type CapacityMeter } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';
 
@@ -13,7 +19,7 @@ const durationAttributes = (prefix: 'wait' | 'run', d: DurationStats): Array<[st
   ...Object.entries(d.buckets).map(([bucket, n]): [string, number] => [`${prefix}_${bucket}`, n]),
 ];
 
-/** A task day's attributed cost (lib/track/cost.ts), ADDed like the counters; rounded so a DynamoDB number holds it. */
+/** A task day's attributed cost (lib/policy/cost-attribution.ts), ADDed like the counters; rounded so a DynamoDB number holds it. */
 const costAttributes = (c: TaskCost): Array<[string, number]> => [
   ['cost_mbms', Math.round(c.lambdaMbMs)],
   ['cost_sqs', Math.round(c.sqsRequests * 1e6) / 1e6],

@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException, type DynamoDBClient, paginateScan, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { TTL_ATTRIBUTE } from '../layout/tables';
-import { type WorkerItem, type WorkerRegistry, workerExpiresAt } from '../track/workers';
+import { type WorkerItem, type WorkerRegistry, workerExpiresAt } from '../track/worker-registry';
 import { Expression, fromItem } from './dynamo-values';
 
 /** Worker items' keys in the version's stats table: `worker:<invocation id>` (no stats, limit or controls key starts so). */

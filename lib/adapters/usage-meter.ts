@@ -1,4 +1,4 @@
-import type { UsageDelta } from '../track/cost';
+import type { UsageDelta } from '../policy/cost-attribution';
 
 interface MiddlewareClient {
   middlewareStack: {
@@ -16,7 +16,7 @@ const CAPACITY_OPERATIONS = /^(PutItem|UpdateItem|DeleteItem|BatchWriteItem|Tran
  * Counts what a dispatcher's own clients cost, as AWS bills it: every SQS HTTP request (inside the
  * SDK's retries) and every DynamoDB write unit (writes are asked for their consumed capacity, which
  * costs nothing). {@link take} returns what was counted since the last take: the one delta that
- * the stats attribute to the tasks of the batch settled then (lib/track/cost.ts).
+ * the stats attribute to the tasks of the batch settled then (lib/policy/cost-attribution.ts).
  */
 export class UsageMeter {
   sqsRequests = 0;

@@ -5,8 +5,8 @@
  */
 import type * as CloudWatch from '@aws-sdk/client-cloudwatch';
 import { type CloudWatchAccess, oldestAgeOn, recentInvocationsOn, throughputOn } from '../adapters/cloudwatch';
+import type { MetricsThroughput } from '../policy/throughput';
 import type { OldestAge, RecentInvocations } from '../ports';
-import type { MetricsThroughput } from '../track/throughput';
 
 /** `status`'s age of the oldest message per queue, from CloudWatch. */
 export function cloudWatchOldestAge(): OldestAge | undefined {

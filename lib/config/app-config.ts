@@ -69,7 +69,7 @@ export interface QueueConfigInput {
    * @defaultValue 'doorbell' when `slaSeconds` is under 120, else 'schedule'
    */
   readonly wakeUp?: WakeUpMode;
-  /** Fleet-wide limits for all the queue's jobs together (lib/track/limits.ts). */
+  /** Fleet-wide limits for all the queue's jobs together (lib/track/fleet-limits.ts). */
   readonly limits?: Limits;
   /**
    * The message formats this queue's dispatchers read: `taskworker` (envelope v1) and, for a

@@ -1,6 +1,6 @@
 /**
  * Fleet-wide limits as a task or a queue declares them (`limits`), validated. What they do is
- * lib/track/limits.ts's.
+ * lib/track/fleet-limits.ts's.
  */
 import { ConfigError, TaskDefinitionError } from '../errors';
 

@@ -1,6 +1,6 @@
 /**
  * Recurring tasks as the config declares them (`schedules`), validated. How a tick is sent is
- * lib/track/recurring.ts's; cron fields are checked by lib/track/cron.ts where schedules run.
+ * lib/policy/recurring-ticks.ts's; cron fields are checked by lib/policy/cron-expressions.ts where schedules run.
  */
 import { ConfigError } from '../errors';
 

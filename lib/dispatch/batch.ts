@@ -4,6 +4,7 @@ import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { subscribersOn } from '../events/routes';
 import { bodyBytes, MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
 import { SettleHold } from '../settle/hold';
@@ -13,8 +14,7 @@ import { type HookJob, runHooks } from '../settle/run-hooks';
 import { BatchState, recordStats, type SettleOptions, settle } from '../settle/settle';
 import type { TaskDefinition } from '../tasks/task';
 import { batchSpans } from '../trace/consumer';
-import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../track/due';
-import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/limits';
+import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/fleet-limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import { readCelery } from './celery-messages';
@@ -28,7 +28,7 @@ import { holdForDependencies } from './wait';
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
 const DAY_MS = 86_400_000;
 /**
- * How far ahead a batch books rate tokens (lib/track/limits.ts `aheadMs`): its jobs hold their slots
+ * How far ahead a batch books rate tokens (lib/track/fleet-limits.ts `aheadMs`): its jobs hold their slots
  * until their tokens are earned, at most this long. Without it a batch takes only what the bucket
  * holds (`burst`), so a fleet starts `burst` jobs per receive, not `perSecond` a second, and a busy
  * machine's slower receive loop lowered the rate its limit allows.
@@ -239,7 +239,7 @@ function planEvent(
  * Messages whose `runAt` is ahead do not run now: within SQS's 15 minutes a copy is sent delayed by
  * the seconds left (id and publish time pinned) and the message deleted; farther, the job is parked
  * in the jobs table (state `scheduled`) before its message is deleted, and a sweep sends it back
- * when it is due (lib/track/sweep.ts). Returns the messages that are due.
+ * when it is due (lib/invocation/parked-sweep.ts). Returns the messages that are due.
  */
 async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: readonly Planned[], state: BatchState): Promise<Planned[]> {
   const due: Planned[] = [];

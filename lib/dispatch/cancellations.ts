@@ -1,12 +1,12 @@
 /**
  * How a dispatcher learns that an operator cancelled a job it is running: it reads the version's
- * cancellations item (lib/track/model.ts `CancelRequests`) at most once per {@link CANCEL_POLL_MS}
+ * cancellations item (lib/track/job-record.ts `CancelRequests`) at most once per {@link CANCEL_POLL_MS}
  * while it holds running claimed jobs, and not at all when it holds none. One read serves every job
  * the process runs: not a read per job, nor per message.
  */
 import { describe } from '../errors';
 import type { Logger } from '../ports';
-import type { JobStore } from '../track/model';
+import type { ClaimStore } from '../track/job-stores';
 
 /** How often a dispatcher holding running claimed jobs reads the cancellations item. */
 export const CANCEL_POLL_MS = 1_000;
@@ -32,7 +32,7 @@ export class CancelWatch {
   private seen: { readonly version: number; readonly requests: Readonly<Record<string, number>> } | undefined;
 
   constructor(
-    private readonly jobs: Pick<JobStore, 'cancellations'>,
+    private readonly jobs: Pick<ClaimStore, 'cancellations'>,
     private readonly logger: Logger,
     private readonly pollMs = CANCEL_POLL_MS,
   ) {}
@@ -91,10 +91,10 @@ export class CancelWatch {
   }
 }
 
-const watches = new WeakMap<Pick<JobStore, 'cancellations'>, CancelWatch>();
+const watches = new WeakMap<Pick<ClaimStore, 'cancellations'>, CancelWatch>();
 
 /** The one watch of a job store: every dispatcher of a process that shares the store shares its reads. */
-export function cancelWatchFor(jobs: Pick<JobStore, 'cancellations'>, logger: Logger): CancelWatch {
+export function cancelWatchFor(jobs: Pick<ClaimStore, 'cancellations'>, logger: Logger): CancelWatch {
   let watch = watches.get(jobs);
   if (!watch) {
     watch = new CancelWatch(jobs, logger);

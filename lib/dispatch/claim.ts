@@ -7,11 +7,13 @@ import { randomBytes } from 'node:crypto';
 import { leaseMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { edgesOf } from '../policy/dependency-rules';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
+import { propagate } from '../settle/dependents';
 import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import type { TaskDefinition } from '../tasks/task';
-import { edgesOf, propagate } from '../track/flows';
-import type { ClaimResult, JobRecord, JobStore, ProgressWrite } from '../track/model';
+import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
+import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
@@ -168,7 +170,7 @@ async function propagateAgain(deps: RecordPorts, record: JobRecord): Promise<voi
 /** The heartbeat's lease renewal for a claimed attempt (with the task's latest progress): false once a newer attempt holds the job, or it was cancelled. */
 export function leaseRenewal(
   deps: Pick<DispatcherDeps, 'logger'>,
-  jobs: JobStore,
+  jobs: ClaimStore,
   jobId: string,
   token: number,
   leaseForMs: number,

@@ -1,4 +1,4 @@
-import type { UsageDelta } from '../track/cost';
+import type { UsageDelta } from '../policy/cost-attribution';
 /** What the dispatcher loop and a batch run share: their dependencies, options and observers. */
 
 import type { Context } from 'aws-lambda';
@@ -10,10 +10,11 @@ import type { TaskExecutor } from '../run/executor-types';
 import type { QueueSelector } from '../select/selector-types';
 import type { BatchReport, DispatcherSummary } from '../settle/report';
 import type { TaskDefinition, TaskRegistry } from '../tasks/task';
-import type { ControlStore, ControlsCache } from '../track/controls';
-import type { LimitStore } from '../track/limits';
-import type { JobStore, StatsStore } from '../track/model';
-import type { WorkerRegistry } from '../track/workers';
+import type { LimitStore } from '../track/fleet-limits';
+import type { JobStore } from '../track/job-stores';
+import type { ControlStore, ControlsCache } from '../track/operator-controls';
+import type { StatsStore } from '../track/stats-store';
+import type { WorkerRegistry } from '../track/worker-registry';
 import type { DecodedJob } from '../wire/envelope';
 import type { RunTimes } from './run-times';
 
@@ -35,7 +36,7 @@ export interface Planned {
   readonly message: ReceivedMessage;
   readonly job: DecodedJob;
   readonly def: TaskDefinition;
-  /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/limits.ts). */
+  /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/fleet-limits.ts). */
   readonly startAt?: number;
 }
 
@@ -74,7 +75,7 @@ export interface DispatcherDeps {
   /**
    * Counts the SQS requests and DynamoDB write units of this container's clients, and restarts its
    * billed interval at each invocation's start; each settled batch takes what was counted since the
-   * last one for its tasks' cost (lib/track/cost.ts). Without it no cost is attributed.
+   * last one for its tasks' cost (lib/policy/cost-attribution.ts). Without it no cost is attributed.
    */
   readonly usage?: { take(): UsageDelta; restart(): void };
   /**
@@ -100,7 +101,7 @@ export interface Tracking {
   readonly limits?: LimitStore;
   /** Operator controls (paused queues, priority and SLA set at run time); without it the config's hold. */
   readonly controls?: ControlStore;
-  /** Who is working, on what (lib/track/workers.ts): a working invocation's item; without it the invocation is not listed. */
+  /** Who is working, on what (lib/track/worker-registry.ts): a working invocation's item; without it the invocation is not listed. */
   readonly workers?: WorkerRegistry;
 }
 

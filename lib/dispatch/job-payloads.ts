@@ -2,14 +2,14 @@ import { claimCheckRef, putClaimCheck, readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config/app-config';
 import { ClaimCheckError, describe, PayloadMissingError } from '../errors';
 import { EVENT_PAYLOAD_PREFIX, isOwnPayloadKey, PAYLOAD_PREFIX, resultKey } from '../layout/payloads';
+import { TERMINAL_STATES } from '../policy/job-rules';
 import type { TaskOutcome } from '../run/executor-types';
 import { decideArchive, decideHandBack } from '../settle/decisions';
 import type { BatchState } from '../settle/settle';
 import type { DependencyOutcome } from '../tasks/task';
-import type { StoredDependencyOutcome } from '../track/flows';
-import { TERMINAL_STATES } from '../track/rules';
 import type { PayloadRef } from '../wire/payload-ref';
 import { CLAIM_RETRY_SECONDS } from './claim';
+import type { StoredDependencyOutcome } from './dependency-outcomes';
 import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /**

@@ -6,6 +6,7 @@
 import type { QueueConfig } from '../config/app-config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
+import { dependencyIds } from '../policy/dependency-rules';
 import { runAttempt } from '../run/attempt';
 import { type RunReservation, serializeError, type TaskOutcome } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
@@ -14,11 +15,11 @@ import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
-import { dependencyIds, dependencyOutcomes, type StoredDependencyOutcome } from '../track/flows';
-import type { JobStore } from '../track/model';
+import type { JobReader } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
+import { dependencyOutcomes, type StoredDependencyOutcome } from './dependency-outcomes';
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { keepLargeResult, readDependencyResults } from './job-payloads';
 import type { SlotLease } from './slots';
@@ -27,7 +28,7 @@ import type { SlotLease } from './slots';
 async function readDependencies(
   deps: DispatcherDeps,
   at: MessageAt,
-  jobs: JobStore,
+  jobs: JobReader,
   job: DecodedJob,
 ): Promise<readonly DependencyOutcome[] | undefined> {
   let outcomes: StoredDependencyOutcome[];

@@ -2,7 +2,7 @@
  * Messages of jobs that wait for others (`dependsOn`, or a fan-in's `awaits`) do not run when they
  * arrive: the job is recorded `waiting` with its body, each dependency learns it is waited for (one
  * that has ended already is counted at once), and the message is deleted. The job is sent back to
- * its queue when its last dependency ends (lib/track/flows.ts); that copy arrives finding its record
+ * its queue when its last dependency ends (lib/settle/dependents.ts); that copy arrives finding its record
  * released, and runs.
  *
  * Registration is idempotent and re-run by every copy of the message that finds the job still
@@ -10,11 +10,12 @@
  */
 import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
+import { UNKNOWN_DEPENDENCY_GRACE_MS } from '../policy/dependency-rules';
 import { decideArchive, decideHandBack } from '../settle/decisions';
+import { closesCycle, type FlowDeps, failDependent, settleDependent } from '../settle/dependents';
 import { flowPorts, ref } from '../settle/records';
 import type { JobReport } from '../settle/report';
 import type { BatchState } from '../settle/settle';
-import { closesCycle, type FlowDeps, failDependent, settleDependent, UNKNOWN_DEPENDENCY_GRACE_MS } from '../track/flows';
 import { hasDependencies, pinEnvelope } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import type { DispatcherDeps, Planned } from './dispatcher-deps';

@@ -1,4 +1,4 @@
-import { type ControlChange, type ControlStore, type Controls, changed, NO_CONTROLS } from '../track/controls';
+import { type ControlChange, type ControlStore, type Controls, changed, NO_CONTROLS } from '../track/operator-controls';
 
 /** In-memory {@link ControlStore} with the DynamoDB adapter's rules; `reads` and `writes` count its calls. */
 export class MemoryControlStore implements ControlStore {

@@ -6,7 +6,7 @@ import {
   liveHolders,
   type TakeRequest,
   type TakeResult,
-} from '../track/limits';
+} from '../track/fleet-limits';
 
 /** In-memory {@link LimitStore} with the DynamoDB adapter's arithmetic; `writes` counts as DynamoDB would bill. */
 export class MemoryLimitStore implements LimitStore {

@@ -1,5 +1,8 @@
-import { dueShardOf } from '../track/due';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../track/flows';
+import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
+import { dueShardOf } from '../policy/due-times';
+import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../policy/job-rules';
+import { mergeQueueDay } from '../policy/stat-sums';
+import { addCounts, NO_COUNTS } from '../policy/throughput';
 import type {
   AddDependentResult,
   CancelRequests,
@@ -15,24 +18,20 @@ import type {
   JobQuery,
   JobRecord,
   JobRef,
-  JobStore,
   ParkedJob,
   ParkRequest,
   ParkResult,
   ProgressWrite,
-  QueueDayStats,
   Rejection,
   ScheduleRequest,
-  StatsStore,
   UnclaimedOutcome,
   UnclaimedResult,
   WaitRequest,
   WaitResult,
-} from '../track/model';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/model';
-import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../track/rules';
-import { mergeQueueDay } from '../track/stats';
-import { addCounts, type MinuteCounts, NO_COUNTS } from '../track/throughput';
+} from '../track/job-record';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
+import type { MinuteCounts, QueueDayStats, StatsStore } from '../track/stats-store';
 import type { ArchiveReason } from '../wire/archive-reasons';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,4 +1,4 @@
-import type { WorkerItem, WorkerRegistry } from '../track/workers';
+import type { WorkerItem, WorkerRegistry } from '../track/worker-registry';
 
 /** In-memory {@link WorkerRegistry} with the DynamoDB adapter's rules; `writes` counts what DynamoDB would bill (1 KB items). */
 export class MemoryWorkerRegistry implements WorkerRegistry {

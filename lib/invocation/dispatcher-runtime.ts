@@ -23,7 +23,7 @@ import type { MemoryGuardOptions } from '../run/memory-guard';
 import { ThreadPoolExecutor } from '../run/thread-pool-executor';
 import type { DispatcherSummary } from '../settle/report';
 import type { TaskBundle } from '../tasks/bundle';
-import type { WorkerPlace } from '../track/workers';
+import type { WorkerPlace } from '../track/worker-registry';
 import type { SqsEventRecord } from './doorbell';
 import type { InvocationRequest } from './invocation';
 import { createInvocation, type DoorbellSummary, type Invocation } from './invocation';

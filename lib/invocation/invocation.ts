@@ -16,14 +16,15 @@ import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
 import { createSelector } from '../select';
 import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
-import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/controls';
-import type { JobStore } from '../track/model';
-import { sweepDue } from '../track/sweep';
-import type { WorkerPlace } from '../track/workers';
+import type { ScheduleStore } from '../track/job-stores';
+import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueues } from '../track/operator-controls';
+import type { WorkerPlace } from '../track/worker-registry';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
+import { sweepDue } from './parked-sweep';
 import { WorkerPresence } from './presence';
 import {
   doorbellsStepAside,
+  type FleetCount,
   fleetCount,
   type InvocationRole,
   idleExit,
@@ -104,6 +105,27 @@ export interface Invocation {
  * ```
  */
 export function createInvocation(ports: InvocationPorts): Invocation {
+  const container = assembleContainer(ports);
+  return {
+    run: (request) => runInvocation(container, request),
+    ring: (records, deadline, signal, place) => ringDoorbell(container, records, deadline, signal, place),
+  };
+}
+
+/** What a container keeps between its invocations: its ports, the loop's dependencies, the stats buffer, the last sweep. */
+interface Container {
+  readonly ports: InvocationPorts;
+  readonly deps: DispatcherDeps;
+  readonly selector: QueueSelector<ReceivedMessage>;
+  readonly stats: StatsBuffer | undefined;
+  readonly fleet: FleetCount | undefined;
+  readonly controls: ControlsCache | undefined;
+  /** When this container last swept parked jobs (epoch ms). */
+  lastSweepAt: number;
+}
+
+/** Builds what a container's invocations share: the selector, the stats buffer, the fleet count, the controls cache. */
+function assembleContainer(ports: InvocationPorts): Container {
   const { config, clock, logger } = ports;
   const selector =
     ports.selector ??
@@ -132,155 +154,172 @@ export function createInvocation(ports: InvocationPorts): Invocation {
     ...(controls ? { controls } : {}),
     ...(ports.tracking ? { tracking: { ...ports.tracking, ...(stats ? { stats } : {}) } } : {}),
   };
-  /** When this container last swept parked jobs (epoch ms). */
-  let lastSweepAt = Number.NEGATIVE_INFINITY;
+  return { ports, deps, selector, stats, fleet, controls, lastSweepAt: Number.NEGATIVE_INFINITY };
+}
 
-  /** Sends the parked jobs that are due (lib/track/sweep.ts). */
-  const sweep = async (jobs: JobStore, deadline: number) => {
-    const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
-    if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
-  };
-  /** Turns every doorbell on but those named. Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
-  const switchDoorbells = async (off: readonly string[]) => {
-    if (!ports.doorbells) return;
-    try {
-      // A paused queue's doorbell stays off, whatever the fleet's state says.
-      await ports.doorbells.set(true, [...off, ...pausedQueues(controls?.last ?? NO_CONTROLS)]);
-    } catch (error) {
-      logger.warn(off.length > 0 ? `could not turn the doorbells of ${off.join(', ')} off` : 'could not turn the doorbells on', {
-        error: describe(error),
-      });
-    }
-  };
-  /** Joining or leaving the fleet count is best effort: the count only sizes the next scale-out. */
-  const fleetStep = async (step: 'join' | 'leave', act: () => Promise<void>) => {
-    try {
-      await act();
-    } catch (error) {
-      logger.warn(`could not ${step} the fleet count`, { error: describe(error) });
-    }
-  };
+/** Sends the parked jobs that are due (parked-sweep.ts). */
+async function sweep({ ports }: Container, jobs: ScheduleStore, deadline: number): Promise<void> {
+  const { clock, logger } = ports;
+  const swept = await sweepDue({ jobs, queues: ports.queues, urls: ports.urls, clock, logger }, deadline);
+  if (swept.sent > 0 || swept.left > 0) logger.info('swept parked jobs that are due', { ...swept });
+}
 
-  const run = async ({ deadline, signal, role = 'plain', given = [], place = {} }: InvocationRequest): Promise<DispatcherSummary> => {
-    const startedAt = clock.now();
-    ports.usage?.restart();
-    // The operator controls at the start (a doorbell's were just read by `ring`): one small read.
-    const current: Controls = controls ? await controls.get(role !== 'doorbell') : NO_CONTROLS;
-    // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
-    // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
-    // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
-    // lasts at most 15 minutes, so no parked job is swept after it is due. A version without a jobs
-    // table parks none.
-    const jobs = ports.tracking?.jobs;
-    if (jobs && (role === 'scheduled' || (role === 'plain' && startedAt - lastSweepAt >= SWEEP_PERIOD_MS))) {
-      lastSweepAt = startedAt;
-      await sweep(jobs, Math.min(deadline, startedAt + SWEEP_BUDGET_MS));
-    }
-    let decision: ScaleDecision | undefined;
-    if (role === 'scheduled') {
-      // The minute's first question: is there work? In an idle version the answer costs one
-      // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
-      const maxConcurrency = ports.maxConcurrency ?? config.dispatcher.maxConcurrency;
-      // A paused queue's backlog neither wakes nor scales the fleet.
-      decision = await scaleOut({
-        config: { ...config, queues: effectiveQueues(config.queues, current), dispatcher: { ...config.dispatcher, maxConcurrency } },
-        queues: ports.queues,
-        urls: ports.urls,
-        logger,
-        ...(ports.launcher ? { launcher: ports.launcher } : {}),
-        ...(fleet ? { fleet: { count: fleet, now: startedAt } } : {}),
-      });
-      // While the fleet works a backlog it selects by priority; the doorbells of the queues at or
-      // below it wait until it is done, those of queues above it keep watch. A trickle is taken in
-      // passing: the doorbells stay on.
-      if (decision) await switchDoorbells(doorbellsStepAside(decision, effectiveQueues(config.queues, current)));
-      if (decision?.waiting === 0) return emptySummary();
-    }
-    const exit = idleExit(role, startedAt, decision);
-    const runDeadline = invocationDeadline(role, startedAt, deadline);
-    // Working a backlog, it counts itself in the fleet later decisions see.
-    const holder = fleet && joinsFleet(role, decision) ? `${ports.workerId}@${startedAt}` : undefined;
-    if (fleet && holder) await fleetStep('join', () => fleet.join(holder, startedAt, runDeadline));
-    // Who is working, on what: listed from its first batch (or its joining the fleet) to its end.
-    const workers = ports.tracking?.workers;
-    const presence = workers
-      ? new WorkerPresence({
-          registry: workers,
-          clock,
-          logger,
-          workerId: ports.workerId,
-          role,
-          place,
-          startedAt,
-          deadline: runDeadline,
-          ...(selector.weights ? { weights: () => selector.weights?.() } : {}),
-        })
-      : undefined;
-    if (presence && holder) presence.working();
-    const guard = ports.memory
-      ? watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...ports.memory, ...(signal ? { stop: signal } : {}) })
-      : undefined;
-    const loopSignal = guard?.signal ?? signal;
-    let summary: DispatcherSummary;
-    try {
-      summary = await runDispatcher(presence ? { ...deps, observer: presence.observer(deps.observer) } : deps, {
-        deadline: runDeadline,
-        ...(loopSignal ? { signal: loopSignal } : {}),
-        given,
-        waitingIn: decision?.waitingIn ?? [],
-        ...(exit ? { idleExit: exit } : {}),
-      });
-    } finally {
-      guard?.stop();
-      // Whatever ended the invocation, the stats it gathered are written before it returns.
-      await stats?.flush();
-      if (fleet && holder) await fleetStep('leave', () => fleet.leave(holder, clock.now()));
-      await presence?.end();
-    }
-    // The fleet ran out of work: the doorbells take over waiting for it.
-    if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells([]);
-    const tripped = guard?.tripped;
-    if (!tripped) return summary;
-    const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
-    logger.warn('resident set over dispatcher.rssLimitMb: stopped taking work, released what had not started', memoryStop);
-    return { ...summary, memoryStop };
-  };
+/** Turns every doorbell on but those named. Never fails the invocation: a switch that did not turn costs latency or order, never a job. */
+async function switchDoorbells({ ports, controls }: Container, off: readonly string[]): Promise<void> {
+  if (!ports.doorbells) return;
+  try {
+    // A paused queue's doorbell stays off, whatever the fleet's state says.
+    await ports.doorbells.set(true, [...off, ...pausedQueues(controls?.last ?? NO_CONTROLS)]);
+  } catch (error) {
+    ports.logger.warn(off.length > 0 ? `could not turn the doorbells of ${off.join(', ')} off` : 'could not turn the doorbells on', {
+      error: describe(error),
+    });
+  }
+}
 
-  const ring = async (
-    records: readonly SqsEventRecord[],
-    deadline: number,
-    signal?: AbortSignal,
-    place?: WorkerPlace,
-  ): Promise<DoorbellSummary> => {
-    ports.usage?.restart();
-    const { batches: all, foreign } = doorbellBatches(records, config, ports.urls);
-    // A paused queue's batch is not run: its messages are handed back untouched (left to their
-    // visibility timeout, not made visible at once, which a trigger not yet off would take again
-    // and again towards the dead-letter queue), and the invocation ends.
-    const paused = new Set(controls ? pausedQueues(await controls.get(true)) : []);
-    const batches = all.filter((b) => !paused.has(b.queue.name));
-    if (batches.length < all.length) {
-      logger.info('a batch of a paused queue: handed back to the queue, not run', {
-        queues: all.filter((b) => paused.has(b.queue.name)).map((b) => b.queue.name),
-      });
-    }
-    if (foreign.length > 0) {
-      logger.error("records from a queue that is not this version's: left in their queue (check the trigger)", {
-        queues: [...new Set(foreign.map((r) => r.eventSourceARN))],
-      });
-    }
-    if (batches.length === 0) return { ...emptySummary(), batchItemFailures: records.map((r) => ({ itemIdentifier: r.messageId })) };
-    const reports: BatchReport[] = [];
-    const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
-    const summary = await run({ deadline, ...(signal ? { signal } : {}), role: 'doorbell', given, ...(place ? { place } : {}) });
-    return {
-      ...summary,
-      batchItemFailures: batchItemFailures(
-        reports,
-        records.map((r) => r.messageId),
-      ),
-    };
-  };
+/** Joining or leaving the fleet count is best effort: the count only sizes the next scale-out. */
+async function fleetStep({ ports }: Container, step: 'join' | 'leave', act: () => Promise<void>): Promise<void> {
+  try {
+    await act();
+  } catch (error) {
+    ports.logger.warn(`could not ${step} the fleet count`, { error: describe(error) });
+  }
+}
 
-  return { run, ring };
+/** Who is working, on what: listed from its first batch (or its joining the fleet) to its end. */
+function presenceOf(
+  { ports, selector }: Container,
+  run: { readonly role: InvocationRole; readonly place: WorkerPlace; readonly startedAt: number; readonly deadline: number },
+): WorkerPresence | undefined {
+  const workers = ports.tracking?.workers;
+  return workers
+    ? new WorkerPresence({
+        registry: workers,
+        clock: ports.clock,
+        logger: ports.logger,
+        workerId: ports.workerId,
+        role: run.role,
+        place: run.place,
+        startedAt: run.startedAt,
+        deadline: run.deadline,
+        ...(selector.weights ? { weights: () => selector.weights?.() } : {}),
+      })
+    : undefined;
+}
+
+/** One invocation ({@link Invocation.run}). */
+async function runInvocation(
+  c: Container,
+  { deadline, signal, role = 'plain', given = [], place = {} }: InvocationRequest,
+): Promise<DispatcherSummary> {
+  const { ports, deps, controls, fleet, stats } = c;
+  const { config, clock, logger } = ports;
+  const startedAt = clock.now();
+  ports.usage?.restart();
+  // The operator controls at the start (a doorbell's were just read by `ring`): one small read.
+  const current: Controls = controls ? await controls.get(role !== 'doorbell') : NO_CONTROLS;
+  // Parked jobs due within 15 minutes go back to their queues first, so the depths below count
+  // them: at every scheduled invocation, and at the start of a plain one (a dispatcher that runs
+  // back to back, as `taskworker dev --always-on` does) once a minute at most; an invocation
+  // lasts at most 15 minutes, so no parked job is swept after it is due. A version without a jobs
+  // table parks none.
+  const jobs = ports.tracking?.jobs;
+  if (jobs && (role === 'scheduled' || (role === 'plain' && startedAt - c.lastSweepAt >= SWEEP_PERIOD_MS))) {
+    c.lastSweepAt = startedAt;
+    await sweep(c, jobs, Math.min(deadline, startedAt + SWEEP_BUDGET_MS));
+  }
+  let decision: ScaleDecision | undefined;
+  if (role === 'scheduled') {
+    // The minute's first question: is there work? In an idle version the answer costs one
+    // GetQueueAttributes per queue and ends the invocation; with a backlog it scales out.
+    const maxConcurrency = ports.maxConcurrency ?? config.dispatcher.maxConcurrency;
+    // A paused queue's backlog neither wakes nor scales the fleet.
+    decision = await scaleOut({
+      config: { ...config, queues: effectiveQueues(config.queues, current), dispatcher: { ...config.dispatcher, maxConcurrency } },
+      queues: ports.queues,
+      urls: ports.urls,
+      logger,
+      ...(ports.launcher ? { launcher: ports.launcher } : {}),
+      ...(fleet ? { fleet: { count: fleet, now: startedAt } } : {}),
+    });
+    // While the fleet works a backlog it selects by priority; the doorbells of the queues at or
+    // below it wait until it is done, those of queues above it keep watch. A trickle is taken in
+    // passing: the doorbells stay on.
+    if (decision) await switchDoorbells(c, doorbellsStepAside(decision, effectiveQueues(config.queues, current)));
+    if (decision?.waiting === 0) return emptySummary();
+  }
+  const exit = idleExit(role, startedAt, decision);
+  const runDeadline = invocationDeadline(role, startedAt, deadline);
+  // Working a backlog, it counts itself in the fleet later decisions see.
+  const holder = fleet && joinsFleet(role, decision) ? `${ports.workerId}@${startedAt}` : undefined;
+  if (fleet && holder) await fleetStep(c, 'join', () => fleet.join(holder, startedAt, runDeadline));
+  const presence = presenceOf(c, { role, place, startedAt, deadline: runDeadline });
+  if (presence && holder) presence.working();
+  const guard = ports.memory
+    ? watchMemory({ limitBytes: config.dispatcher.rssLimitMb * MB, ...ports.memory, ...(signal ? { stop: signal } : {}) })
+    : undefined;
+  const loopSignal = guard?.signal ?? signal;
+  let summary: DispatcherSummary;
+  try {
+    summary = await runDispatcher(presence ? { ...deps, observer: presence.observer(deps.observer) } : deps, {
+      deadline: runDeadline,
+      ...(loopSignal ? { signal: loopSignal } : {}),
+      given,
+      waitingIn: decision?.waitingIn ?? [],
+      ...(exit ? { idleExit: exit } : {}),
+    });
+  } finally {
+    guard?.stop();
+    // Whatever ended the invocation, the stats it gathered are written before it returns.
+    await stats?.flush();
+    if (fleet && holder) await fleetStep(c, 'leave', () => fleet.leave(holder, clock.now()));
+    await presence?.end();
+  }
+  // The fleet ran out of work: the doorbells take over waiting for it.
+  if (summary.endedIdle && (role === 'scheduled' || role === 'scale-out')) await switchDoorbells(c, []);
+  const tripped = guard?.tripped;
+  if (!tripped) return summary;
+  const memoryStop = { rssMb: Math.round(tripped.rssBytes / MB), limitMb: config.dispatcher.rssLimitMb };
+  logger.warn('resident set over dispatcher.rssLimitMb: stopped taking work, released what had not started', memoryStop);
+  return { ...summary, memoryStop };
+}
+
+/** A doorbell invocation ({@link Invocation.ring}). */
+async function ringDoorbell(
+  c: Container,
+  records: readonly SqsEventRecord[],
+  deadline: number,
+  signal?: AbortSignal,
+  place?: WorkerPlace,
+): Promise<DoorbellSummary> {
+  const { ports, controls } = c;
+  const { config, logger } = ports;
+  ports.usage?.restart();
+  const { batches: all, foreign } = doorbellBatches(records, config, ports.urls);
+  // A paused queue's batch is not run: its messages are handed back untouched (left to their
+  // visibility timeout, not made visible at once, which a trigger not yet off would take again
+  // and again towards the dead-letter queue), and the invocation ends.
+  const paused = new Set(controls ? pausedQueues(await controls.get(true)) : []);
+  const batches = all.filter((b) => !paused.has(b.queue.name));
+  if (batches.length < all.length) {
+    logger.info('a batch of a paused queue: handed back to the queue, not run', {
+      queues: all.filter((b) => paused.has(b.queue.name)).map((b) => b.queue.name),
+    });
+  }
+  if (foreign.length > 0) {
+    logger.error("records from a queue that is not this version's: left in their queue (check the trigger)", {
+      queues: [...new Set(foreign.map((r) => r.eventSourceARN))],
+    });
+  }
+  if (batches.length === 0) return { ...emptySummary(), batchItemFailures: records.map((r) => ({ itemIdentifier: r.messageId })) };
+  const reports: BatchReport[] = [];
+  const given = batches.map((b) => ({ ...b, settled: (report: BatchReport) => reports.push(report) }));
+  const summary = await runInvocation(c, { deadline, ...(signal ? { signal } : {}), role: 'doorbell', given, ...(place ? { place } : {}) });
+  return {
+    ...summary,
+    batchItemFailures: batchItemFailures(
+      reports,
+      records.map((r) => r.messageId),
+    ),
+  };
 }

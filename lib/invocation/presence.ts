@@ -1,5 +1,5 @@
 /**
- * An invocation's presence in the worker registry (lib/track/workers.ts): nothing while it only
+ * An invocation's presence in the worker registry (lib/track/worker-registry.ts): nothing while it only
  * looks for work — an idle scheduled invocation writes nothing — then one write when it starts
  * working (its first batch, or joining the fleet), a beat every {@link BEAT_INTERVAL_MS} carrying
  * the jobs its slots hold and its selector's weights, and one write at its end. Best effort: a
@@ -11,7 +11,7 @@ import { describe } from '../errors';
 import type { Logger } from '../ports';
 import type { SelectorWeights } from '../select/selector-types';
 import type { BatchReport } from '../settle/report';
-import { BEAT_INTERVAL_MS, fitItem, type WorkerItem, type WorkerPlace, type WorkerRegistry } from '../track/workers';
+import { BEAT_INTERVAL_MS, fitItem, type WorkerItem, type WorkerPlace, type WorkerRegistry } from '../track/worker-registry';
 
 export interface PresenceOptions {
   readonly registry: WorkerRegistry;

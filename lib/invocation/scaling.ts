@@ -9,7 +9,7 @@
 import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import type { DispatcherLauncher, Logger, QueueClient, QueueUrls } from '../ports';
-import type { LimitStore } from '../track/limits';
+import type { LimitStore } from '../track/fleet-limits';
 import { sqsRecordsOf } from './doorbell';
 
 /**

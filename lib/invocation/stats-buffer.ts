@@ -1,16 +1,16 @@
 import type { Clock } from '../clock';
 import { describe } from '../errors';
+import { mergeQueueDay } from '../policy/stat-sums';
+import { addCounts } from '../policy/throughput';
 import type { Logger } from '../ports';
-import type { QueueDayStats, StatsStore } from '../track/model';
-import { mergeQueueDay } from '../track/stats';
-import { addCounts, type MinuteCounts } from '../track/throughput';
+import type { MinuteCounts, QueueDayStats, StatsStore } from '../track/stats-store';
 
 /** How long a dispatcher gathers stats before it writes them: one `ADD` per queue and day per flush. */
 export const STATS_FLUSH_MS = 5_000;
 
 /**
  * Coalesces the stats deltas of many batches into one atomic `ADD` per queue and day (and one per
- * queue and minute for the throughput chart, lib/track/throughput.ts): written
+ * queue and minute for the throughput chart, lib/policy/throughput.ts): written
  * {@link STATS_FLUSH_MS} after the oldest unwritten delta (by the batch that settles then, or a
  * timer that does not keep the process alive), and whenever {@link flush} is called (the runtime
  * does at the end of every invocation, so a stop or a memory stop writes them too: a frozen

@@ -10,7 +10,7 @@
  * A tagged job has one more item per tag, keyed `<jobId> tag <tag>` (job ids and tags have no
  * spaces), in the sparse `byTag` index by `tag`, newest first by `taggedAt`: a tag finds its jobs
  * in every state without a scan. A job that waits for others has its count items beside it,
- * `<jobId> w` and `<jobId> w<shard>` (lib/track/flows.ts). A message archived for its envelope
+ * `<jobId> w` and `<jobId> w<shard>` (lib/policy/dependency-rules.ts). A message archived for its envelope
  * (unknown task, id conflict, malformed) keeps its record under its own message id; when it carried
  * an id, that id's item `<id> rejected` holds a string set of those message ids (`messageIds`, at
  * most 100), so `jobs show ID` finds them with one GetItem — no scan, no index, and only

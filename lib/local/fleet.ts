@@ -9,7 +9,7 @@ import { systemClock } from '../clock';
 import type { QueueUrls } from '../ports';
 import type { Artifact } from '../tasks/build';
 import type { TaskBundle } from '../tasks/bundle';
-import { type ControlsCache, pausedQueues } from '../track/controls';
+import { type ControlsCache, pausedQueues } from '../track/operator-controls';
 import { DOORBELL_MAX_CONCURRENCY, doorbellQueues } from '../wake-up';
 import { ContainerPool } from './containers';
 import { forkDispatcher, RestartBackoff, stopChild } from './dispatcher-processes';

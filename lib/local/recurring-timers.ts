@@ -1,6 +1,6 @@
 /**
  * The local stand-in for EventBridge Scheduler: each of the config's schedules fires on its cron or
- * rate and sends the same envelope the stack's schedule sends (lib/track/recurring.ts), with
+ * rate and sends the same envelope the stack's schedule sends (lib/policy/recurring-ticks.ts), with
  * the same job id, to its queue on the emulator.
  */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
@@ -8,10 +8,10 @@ import type { Clock } from '../clock';
 import type { TaskworkerConfig } from '../config/app-config';
 import type { ScheduleConfig } from '../config/schedule-config';
 import { describe } from '../errors';
+import { nextFireTimes } from '../policy/cron-expressions';
+import { scheduledTimeText, tickBody } from '../policy/recurring-ticks';
 import type { QueueUrls } from '../ports';
 import type { TaskRegistry } from '../tasks/task';
-import { nextFireTimes } from '../track/cron';
-import { scheduledTimeText, tickBody } from '../track/recurring';
 
 export interface LocalSchedulesOptions {
   readonly config: TaskworkerConfig;

@@ -17,7 +17,7 @@ import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import { SHARED_PROCESS } from '../run/memory-guard';
 import type { TaskBundle } from '../tasks/bundle';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 
 /** One release version's queues and tables on an SQS and a DynamoDB endpoint, and what works on them. */
 export interface ProvisionedVersion {

@@ -3,8 +3,8 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
-import type { JobRecord, JobState } from '../track/model';
-import type { JobFate, WorkerPlace } from '../track/workers';
+import type { JobRecord, JobState } from '../track/job-record';
+import type { JobFate, WorkerPlace } from '../track/worker-registry';
 import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */

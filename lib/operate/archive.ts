@@ -1,9 +1,10 @@
 /** The archive queue's commands: list and count archived messages, and replay them to their queues. */
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
+import { edgesOf } from '../policy/dependency-rules';
+import { jobPayloadDigest } from '../policy/job-rules';
 import type { ReceivedMessage } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
-import { edgesOf, reopenDependents } from '../track/flows';
-import { jobPayloadDigest } from '../track/rules';
+import { reopenDependents } from '../settle/dependents';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, decodeEnvelope, envelopeWithout, pinEnvelope } from '../wire/envelope';

@@ -1,6 +1,6 @@
 import type { EventDeclaration, SubscriptionConfig } from '../config/event-config';
-import type { StatsStore } from '../track/model';
-import { taskStatsKey, utcDay } from '../track/stats';
+import { taskStatsKey, utcDay } from '../policy/stat-sums';
+import type { StatsStore } from '../track/stats-store';
 
 /** One subscriber task of this app, and what its jobs did today (from its task day in the stats table). */
 export interface SubscriberView {

@@ -5,9 +5,12 @@
  * Everything is read from the jobs table by id (BatchGetItem) or from its tag index, never by a scan,
  * and every walk stops at a bound: a fan-in of 100,000 members is counted from its first members, not listed.
  */
+
+import { dependencyIds, edgesOf } from '../policy/dependency-rules';
 import { silentLogger } from '../ports';
-import { dependencyIds, edgesOf, type FlowDeps, propagate } from '../track/flows';
-import type { CancelResult, JobRecord, JobStore } from '../track/model';
+import { type FlowDeps, propagate } from '../settle/dependents';
+import type { CancelResult, JobRecord } from '../track/job-record';
+import type { FlowStore, JobReader } from '../track/job-stores';
 import { MAX_TAG_LENGTH, TAG_PATTERN } from '../wire/envelope';
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs, RelatedState } from './answers';
 import { BadCursorError } from './job-pages';
@@ -36,7 +39,7 @@ function countStates(jobs: readonly { readonly state: RelatedState }[]): Partial
   return counts;
 }
 
-async function readRelated(jobs: JobStore, ids: readonly string[], readLimit: number, listed: number): Promise<RelatedJobs> {
+async function readRelated(jobs: JobReader, ids: readonly string[], readLimit: number, listed: number): Promise<RelatedJobs> {
   const wanted = ids.slice(0, readLimit);
   const records = new Map((await jobs.getMany(wanted)).map((r) => [r.jobId, r]));
   const read = wanted.map((id) => related(id, records.get(id)));
@@ -49,7 +52,7 @@ async function readRelated(jobs: JobStore, ids: readonly string[], readLimit: nu
  * the job is in no flow.
  */
 export async function jobRelations(
-  jobs: JobStore,
+  jobs: FlowStore,
   record: JobRecord,
   options: { readonly readLimit?: number; readonly listed?: number } = {},
 ): Promise<JobRelations> {
@@ -84,7 +87,7 @@ const neighbours = (record: JobRecord) => [...dependencyIds(record), ...edgesOf(
  * transitively (a diamond's other branch, a fan-in's other members), breadth first from the job,
  * read up to `limit` jobs. Undefined when the job has no record.
  */
-export async function flowOf(jobs: JobStore, jobId: string, limit = RELATED_READ_LIMIT): Promise<FlowView | undefined> {
+export async function flowOf(jobs: FlowStore, jobId: string, limit = RELATED_READ_LIMIT): Promise<FlowView | undefined> {
   const root = await jobs.get(jobId);
   if (!root) return undefined;
   const found: Array<RelatedJob & { depth: number }> = [{ ...related(jobId, root), depth: 0 }];
@@ -200,7 +203,7 @@ function readTagCursor(cursor: string): TagMark {
  * published in the same millisecond (a batch) share their tag time: a page ends at a time and the
  * next starts at that same time minus the jobs already shown, so none is skipped or shown twice.
  */
-export async function listTaggedPage(jobs: JobStore, tag: string, limit: number, cursor?: string): Promise<TaggedPage> {
+export async function listTaggedPage(jobs: FlowStore, tag: string, limit: number, cursor?: string): Promise<TaggedPage> {
   const mark = cursor === undefined ? undefined : readTagCursor(cursor);
   const shown = new Set(mark?.ids ?? []);
   const found = await jobs.jobsByTag(tag, limit + shown.size + 1, mark ? mark.at + 1 : undefined);

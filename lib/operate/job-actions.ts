@@ -1,10 +1,10 @@
 /**
  * What an operator does to one job from its page (the dashboard's job page): retry it from the
  * archive, by the same replay as `taskworker archive replay` (lib/operate/archive.ts); run a
- * delayed job now, by the sweep's own path (lib/track/sweep.ts).
+ * delayed job now, by the sweep's own path (lib/settle/parked-sends.ts).
  */
 import { silentLogger } from '../ports';
-import { sendParked } from '../track/sweep';
+import { sendParked } from '../settle/parked-sends';
 import { envelopeWithout } from '../wire/envelope';
 import type { RetryResult, RunNowResult } from './answers';
 import { replayArchived } from './archive';

@@ -8,9 +8,10 @@
  * - `succeeded`: today's counter in the stats table (a record is not indexed when it succeeds, so
  *   the count of every succeeded job would be a scan).
  */
-import { JOB_STATES, type JobState } from '../track/model';
-import { INDEXED_STATES } from '../track/rules';
-import { utcDay } from '../track/stats';
+
+import { INDEXED_STATES } from '../policy/job-rules';
+import { utcDay } from '../policy/stat-sums';
+import { JOB_STATES, type JobState } from '../track/job-record';
 import type { JobCounts, StateCount } from './answers';
 import type { OperatorContext } from './operator-context';
 import { runningJobs } from './running';

@@ -1,7 +1,7 @@
 /** `jobs list` and the dashboard's job lists: jobs by state, a page at a time, with a cursor. */
 import { TaskworkerError } from '../errors';
-import type { JobRecord, JobState } from '../track/model';
-import { INDEXED_STATES } from '../track/rules';
+import { INDEXED_STATES } from '../policy/job-rules';
+import type { JobRecord, JobState } from '../track/job-record';
 import type { OperatorContext } from './operator-context';
 import { runningJobs } from './running';
 

@@ -6,12 +6,13 @@ import type { TaskworkerConfig } from '../config/app-config';
 import { TaskworkerError } from '../errors';
 import { archiveQueueName, deadLetterQueueName, queueResourceName } from '../layout/queues';
 import { tableNames } from '../layout/tables';
+import type { MetricsThroughput } from '../policy/throughput';
 import type { DeadLetterMover, OldestAge, PayloadStore, QueueClient, QueueDirectory, QueueLister, QueueUrls } from '../ports';
 import { type StoredResultReader, storedResultReader } from '../publish/results';
-import type { ControlStore } from '../track/controls';
-import type { JobStore, StatsStore } from '../track/model';
-import type { MetricsThroughput } from '../track/throughput';
-import type { WorkerRegistry } from '../track/workers';
+import type { JobStore } from '../track/job-stores';
+import type { ControlStore } from '../track/operator-controls';
+import type { StatsStore } from '../track/stats-store';
+import type { WorkerRegistry } from '../track/worker-registry';
 
 /** The version's queues or tables are not there: it was never deployed, or was destroyed. */
 export class VersionNotFoundError extends TaskworkerError {

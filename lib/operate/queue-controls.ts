@@ -1,11 +1,11 @@
 /**
  * Operator controls of a version's queues (pause, resume, priority and SLA at run time): the
  * commands behind `taskworker queues …` and the dashboard's buttons, and how status shows them.
- * The dispatchers read what these write (lib/track/controls.ts).
+ * The dispatchers read what these write (lib/track/operator-controls.ts).
  */
 import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
-import { type ControlChange, type ControlStore, type Controls, ControlValueError, type QueueControl } from '../track/controls';
+import { type ControlChange, type ControlStore, type Controls, ControlValueError, type QueueControl } from '../track/operator-controls';
 
 /** Switches a queue's doorbell trigger (on AWS its event-source mapping); resolves with how many it switched. */
 export interface QueueTriggers {

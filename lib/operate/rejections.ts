@@ -1,10 +1,11 @@
 /**
  * Ids a publisher gave, findable when their message never ran as that job: a message archived for
  * its envelope (unknown task, id conflict, malformed with a readable id) keeps its record under its
- * own SQS message id, filed under the id it carried ({@link JobStore.rejectionsFor}). `jobs show ID`,
+ * own SQS message id, filed under the id it carried ({@link OperatorStore.rejectionsFor}). `jobs show ID`,
  * and the dashboard's job page, list those records beside (never merged into) the job named ID.
  */
-import type { JobRecord, JobStore } from '../track/model';
+import type { JobRecord } from '../track/job-record';
+import type { OperatorStore } from '../track/job-stores';
 import type { FiledRejection, JobRelations, JobShowAnswer, ShownJob } from './answers';
 
 export type { FiledRejection, JobShowAnswer, ShownJob } from './answers';
@@ -30,7 +31,7 @@ export function whyFiled(record: JobRecord, carried: string): string {
 }
 
 /** The job named `id` and the rejected messages that carried `id`, read apart (one GetItem each, and one BatchGetItem). */
-export async function lookUpJob(jobs: JobStore, id: string): Promise<JobLookup> {
+export async function lookUpJob(jobs: OperatorStore, id: string): Promise<JobLookup> {
   const [job, rejected] = await Promise.all([jobs.get(id), jobs.rejectionsFor(id)]);
   const filed = rejected.map((record) => ({ messageId: record.jobId, reason: record.reason, why: whyFiled(record, id), record }));
   return { ...(job ? { job } : {}), filed };

@@ -9,8 +9,9 @@
  * today the common path (claimed, then succeeded) writes none.
  */
 import type { Clock } from '../clock';
-import type { JobRecord, JobStore } from '../track/model';
-import { type WorkerRegistry, workerStatus } from '../track/workers';
+import type { JobRecord } from '../track/job-record';
+import type { JobReader } from '../track/job-stores';
+import { type WorkerRegistry, workerStatus } from '../track/worker-registry';
 
 export interface RunningJobs {
   /** Confirmed running now, on the queues asked for, newest start first. */
@@ -27,7 +28,7 @@ export interface RunningJobs {
  * const { jobs, uncarried } = await runningJobs({ workers, jobs: store, clock: systemClock }, { queues: ['default'] });
  */
 export async function runningJobs(
-  ctx: { readonly workers: WorkerRegistry; readonly jobs: JobStore; readonly clock: Clock },
+  ctx: { readonly workers: WorkerRegistry; readonly jobs: JobReader; readonly clock: Clock },
   filter: { readonly queues: readonly string[]; readonly task?: string },
 ): Promise<RunningJobs> {
   const now = ctx.clock.now();

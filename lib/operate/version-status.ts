@@ -1,10 +1,10 @@
 /** `status` and `stats`: a version's queues and today's figures, its throughput per minute, and stats history. */
 import { queueResourceName } from '../layout/queues';
+import { bucketQuantile, utcDay } from '../policy/stat-sums';
+import { lastMinutes, NO_COUNTS, type Throughput } from '../policy/throughput';
 import type { QueueDepth } from '../ports';
-import { NO_CONTROLS } from '../track/controls';
-import type { QueueDayStats } from '../track/model';
-import { bucketQuantile, utcDay } from '../track/stats';
-import { lastMinutes, type MinuteCounts, NO_COUNTS, type Throughput } from '../track/throughput';
+import { NO_CONTROLS } from '../track/operator-controls';
+import type { MinuteCounts, QueueDayStats } from '../track/stats-store';
 import type { OperatorContext } from './operator-context';
 import { controlView, type QueueControlView } from './queue-controls';
 

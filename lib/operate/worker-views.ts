@@ -5,8 +5,8 @@
  * one every job it held and what became of it.
  */
 import type { Clock } from '../clock';
-import type { JobStore } from '../track/model';
-import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/workers';
+import type { JobReader } from '../track/job-stores';
+import { jobFate, shownWorker, type WorkerItem, type WorkerRegistry, workerStatus } from '../track/worker-registry';
 import type { WorkersView, WorkerView } from './answers';
 
 export type { WorkersView, WorkerView } from './answers';
@@ -14,7 +14,7 @@ export type { WorkersView, WorkerView } from './answers';
 /** The registry's live and vanished workers and their jobs as the jobs table has them now. */
 export async function listWorkers(ctx: {
   readonly workers: WorkerRegistry;
-  readonly jobs: JobStore;
+  readonly jobs: JobReader;
   readonly clock: Clock;
 }): Promise<WorkersView> {
   const now = ctx.clock.now();

@@ -1,8 +1,9 @@
 /** What a publisher asks of its jobs once published: cancel one, wait for its result, list those with a tag. */
 import { PublishOptionError, ResultUnavailableError } from '../errors';
+import { edgesOf } from '../policy/dependency-rules';
 import { silentLogger } from '../ports';
-import { edgesOf, propagate } from '../track/flows';
-import type { CancelResult, JobRecord } from '../track/model';
+import { propagate } from '../settle/dependents';
+import type { CancelResult, JobRecord } from '../track/job-record';
 import { JOB_ID_PATTERN, tagListProblem } from '../wire/envelope';
 import type { PublishContext } from './publish-context';
 

@@ -1,5 +1,5 @@
 /** The job records a publish writes around its send, and the jobs a publisher remembers having sent. */
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 import { type Prepared, refOf } from './prepare';
 import type { PublishContext } from './publish-context';
 

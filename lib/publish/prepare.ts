@@ -16,11 +16,11 @@ import {
 } from '../errors';
 import { payloadExpiryDays } from '../layout/payloads';
 import { bodyBytes } from '../layout/sqs-limits';
+import { publishTiming } from '../policy/due-times';
+import { jobPayloadDigest } from '../policy/job-rules';
 import type { SendEntry } from '../ports';
 import type { PublishSpan, TraceOptions } from '../trace/producer';
-import { publishTiming } from '../track/due';
-import type { JobRef } from '../track/model';
-import { jobPayloadDigest } from '../track/rules';
+import type { JobRef } from '../track/job-record';
 import {
   dependencyListProblem,
   type EnvelopeV1,

@@ -2,7 +2,8 @@ import type { Clock } from '../clock';
 import type { TaskworkerConfig } from '../config/app-config';
 import type { EventBus, PayloadStore, QueueClient, QueueUrls } from '../ports';
 import type { TaskDefinition } from '../tasks/task';
-import type { JobRef, JobStore } from '../track/model';
+import type { JobRef } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 
 /**
  * What the publisher's parts (prepare, send, job records, flows, emit, job queries) share: the

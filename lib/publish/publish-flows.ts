@@ -1,7 +1,7 @@
 /** Flows as a publisher sends them: a chain's and a chord's items, and every dependency checked before a send. */
 import { randomUUID } from 'node:crypto';
 import { DependencyError, PublishOptionError } from '../errors';
-import { closesCycle } from '../track/flows';
+import { closesCycle } from '../settle/dependents';
 import { JOB_ID_PATTERN, MAX_AWAITS, memberId } from '../wire/envelope';
 import { GENERATED_ID, type Prepared } from './prepare';
 import type { PublishContext } from './publish-context';

@@ -5,7 +5,7 @@ import type { TaskworkerConfig, TaskworkerConfigInput } from '../config/app-conf
 import { DependencyError, PublishOptionError } from '../errors';
 import type { EventBus, PayloadStore, QueueClient, QueueUrls } from '../ports';
 import type { TaskDefinition } from '../tasks/task';
-import type { JobStore } from '../track/model';
+import type { JobStore } from '../track/job-stores';
 import type { DependencyFailurePolicy } from '../wire/envelope';
 
 export interface PublishOptions {

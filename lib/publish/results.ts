@@ -8,7 +8,8 @@ import type { SerializedError } from '../errors';
 import { ClaimCheckError, ResultTimeoutError } from '../errors';
 import { RESULT_PREFIX } from '../layout/payloads';
 import type { PayloadStore } from '../ports';
-import type { JobRecord, JobStore } from '../track/model';
+import type { JobRecord } from '../track/job-record';
+import type { JobReader } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -105,7 +106,7 @@ export function resultOf(record: JobRecord): JobResult | undefined {
  * when `timeoutMs` passes first. Reads: about log2(timeout / interval) + timeout / maxInterval.
  */
 export async function waitForResult(
-  jobs: JobStore,
+  jobs: JobReader,
   jobId: string,
   clock: Clock,
   options: WaitOptions = {},

@@ -8,7 +8,7 @@ import type { Clock } from '../clock';
 import { describe, JobCancelledError } from '../errors';
 import type { Logger, QueueClient, ReceivedMessage } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
-import type { ProgressWrite } from '../track/model';
+import type { ProgressWrite } from '../track/job-record';
 import { type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
 import { autoHeartbeat } from './heartbeat';
 

@@ -7,9 +7,9 @@ import {
   TimeLimitExceededError,
   UnrecoverableError,
 } from '../errors';
+import { MAX_RESULT_BYTES } from '../policy/job-rules';
 import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
-import { MAX_PROGRESS_BYTES } from '../track/model';
-import { MAX_RESULT_BYTES } from '../track/rules';
+import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './executor-types';
 

@@ -47,7 +47,7 @@ export interface QueueSelector<M> {
    * Picks one of `candidates` (a non-empty subset of the configured queues, in config order):
    * the dispatcher leaves out queues whose tasks cannot finish in the time it has left and paused
    * ones, and passes a queue whose priority or SLA an operator set at run time with those values
-   * (lib/track/controls.ts): selectors weigh the candidates' fields, not the config's.
+   * (lib/track/operator-controls.ts): selectors weigh the candidates' fields, not the config's.
    */
   select(candidates: readonly QueueConfig[], room?: Room): Promise<Selection<M>>;
   observe?(observation: ReceiveObservation): void;

@@ -8,7 +8,7 @@ import type { QueueConfig } from '../config/app-config';
 import { MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
 import type { SerializedError, TaskOutcome } from '../run/executor-types';
-import type { JobRecord } from '../track/model';
+import type { JobRecord } from '../track/job-record';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';

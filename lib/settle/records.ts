@@ -1,14 +1,16 @@
 /** The job-record writes a batch makes, each run in the settle before its message is settled. */
 import type { Clock } from '../clock';
 import type { QueueConfig } from '../config/app-config';
+import { edgesOf } from '../policy/dependency-rules';
+import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/executor-types';
-import { edgesOf, type FlowDeps, propagate } from '../track/flows';
-import type { JobIdentity, JobRecord, JobStore } from '../track/model';
-import { jobPayloadDigest } from '../track/rules';
+import type { JobIdentity, JobRecord } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
+import { type FlowDeps, propagate } from './dependents';
 import type { RecordWrite } from './settle';
 
 /** What a job-record write touches: the jobs table, as this worker, on the clock. */

@@ -1,7 +1,7 @@
+import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../policy/histogram';
+import { emptyDuration, utcDay, withSample } from '../policy/stat-sums';
 import type { SerializedError } from '../run/executor-types';
-import { emptyHistogram, type Histogram, mergeHistogram, recordValue } from '../track/histogram';
-import type { QueueDayStats, StatCounter } from '../track/model';
-import { emptyDuration, utcDay, withSample } from '../track/stats';
+import type { QueueDayStats, StatCounter } from '../track/stats-store';
 import type { ArchiveReason } from '../wire/archive-reasons';
 
 /**

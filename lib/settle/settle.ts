@@ -2,14 +2,14 @@ import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
+import { attributeUsage, type UsageDelta } from '../policy/cost-attribution';
+import { expiresAt } from '../policy/job-rules';
+import { isEmptyDelta, taskStatsKey } from '../policy/stat-sums';
+import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../policy/throughput';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskRegistry } from '../tasks/task';
-import { attributeUsage, type UsageDelta } from '../track/cost';
-import type { StatsStore } from '../track/model';
-import { expiresAt } from '../track/rules';
-import { isEmptyDelta, taskStatsKey } from '../track/stats';
-import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../track/throughput';
+import type { StatsStore } from '../track/stats-store';
 import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
 import type { SettleHold } from './hold';
 import { type BatchReport, type JobReport, statsOfBatch } from './report';
@@ -29,7 +29,7 @@ export interface StatsPorts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tracking?: { readonly stats?: StatsStore };
-  /** What the dispatcher's clients counted since the last batch, attributed to this batch's tasks (lib/track/cost.ts). */
+  /** What the dispatcher's clients counted since the last batch, attributed to this batch's tasks (lib/policy/cost-attribution.ts). */
   readonly usage?: { take(): UsageDelta };
 }
 

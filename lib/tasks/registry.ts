@@ -88,7 +88,7 @@ function checkSubscriptions(config: TaskworkerConfig, def: TaskDefinition): void
 
 /**
  * Every schedule names a registered task (its crontab's fields are checked by `checkCrontabs`,
- * lib/track/cron.ts, where schedules run, list or deploy: the Lambda handler does not carry the parser), publishes to a queue whose visibility fits it, and carries
+ * lib/policy/cron-expressions.ts, where schedules run, list or deploy: the Lambda handler does not carry the parser), publishes to a queue whose visibility fits it, and carries
  * a payload the task's `validate` accepts: a tick that could never run fails start and synth.
  */
 function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void {

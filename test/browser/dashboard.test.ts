@@ -14,7 +14,7 @@ import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { countJobStates } from '../../lib/operate/job-counts';
 import type { OperatorContext } from '../../lib/operate/operator-context';
 import { throughput } from '../../lib/operate/version-status';
-import { mean, utcDay } from '../../lib/track/stats';
+import { mean, utcDay } from '../../lib/policy/stat-sums';
 import { CHROMIUM, describeWithTools } from '../helpers/tools';
 
 const CONFIG = resolve(__dirname, '../fixtures/dashboard/taskworker.config.ts');

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import { taskStatsKey, utcDay } from '../../lib/track/stats';
+import { taskStatsKey, utcDay } from '../../lib/policy/stat-sums';
 import { EXAMPLE_CONFIG_FILE } from '../helpers/infra';
 import { eventually } from '../helpers/run';
 import { CHROMIUM, describeWithTools } from '../helpers/tools';

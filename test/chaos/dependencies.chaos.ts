@@ -28,7 +28,7 @@ import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { type Random, seededRandom } from '../../lib/random';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { type FlowPlan, planFlows, sendsOf } from './helpers/dependency-flows';
 import { type JobJournal, readJournal, unexplainedRerun } from './helpers/journal';
 import { assignedState, type Exchange, type Phase } from './helpers/relay';

@@ -23,7 +23,7 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import type { JournalPayload } from './fixtures/journal-tasks/journal';
 import { readJournal, unexplainedRerun } from './helpers/journal';
 import { drainArchive, STARVED_CONFIG, scanAll } from './helpers/stage';

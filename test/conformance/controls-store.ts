@@ -1,4 +1,4 @@
-import type { ControlStore } from '../../lib/track/controls';
+import type { ControlStore } from '../../lib/track/operator-controls';
 
 /** What dispatchers and operators rely on from the controls store; run on the fake and on dynalite. */
 export function controlStoreConformance(label: string, setup: () => Promise<ControlStore>, teardown: () => Promise<void>): void {

@@ -1,9 +1,11 @@
 import { UnrecoverableError } from '../../lib/errors';
-import { dueShardOf } from '../../lib/track/due';
-import type { LimitStore } from '../../lib/track/limits';
-import type { ClaimResult, JobRecord, JobRef, JobStore, QueueDayStats, StatsStore } from '../../lib/track/model';
-import type { JobStoreSettings } from '../../lib/track/rules';
-import { emptyDuration } from '../../lib/track/stats';
+import { dueShardOf } from '../../lib/policy/due-times';
+import type { JobStoreSettings } from '../../lib/policy/job-rules';
+import { emptyDuration } from '../../lib/policy/stat-sums';
+import type { LimitStore } from '../../lib/track/fleet-limits';
+import type { ClaimResult, JobRecord, JobRef } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
+import type { QueueDayStats, StatsStore } from '../../lib/track/stats-store';
 
 let unique = 0;
 const ref = (overrides: Partial<JobRef> = {}): JobRef => ({

@@ -1,4 +1,4 @@
-import type { WorkerItem, WorkerRegistry } from '../../lib/track/workers';
+import type { WorkerItem, WorkerRegistry } from '../../lib/track/worker-registry';
 
 const item = (over: Partial<WorkerItem> = {}): WorkerItem => ({
   id: 'host-1@1000',

@@ -12,11 +12,11 @@ import { MemoryControlStore } from '../../lib/fakes/memory-controls';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import type { OperatorContext } from '../../lib/operate/operator-context';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import type { DeadLetterMover, QueueClient } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
 import { storedResultReader } from '../../lib/publish/results';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from './world';
 

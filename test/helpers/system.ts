@@ -6,7 +6,7 @@ import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
 import type { Random } from '../../lib/random';
 import type { BatchReport, JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
-import type { JobStore } from '../../lib/track/model';
+import type { JobStore } from '../../lib/track/job-stores';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { buildFixtureBundle, type EmulatorHarness, nextVersion, startHarness, stopHarness } from './emulators';
 

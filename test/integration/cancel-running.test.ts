@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobShowAnswer, ShownJob } from '../../lib/operate/answers';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { tempFile } from '../helpers/emulators';

@@ -16,7 +16,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
 import type { BatchReport } from '../../lib/settle/report';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { type ArchiveRecord, readArchiveRecord } from '../../lib/wire/archive-record';
 import { cli } from '../helpers/cli';
 import {

@@ -14,7 +14,7 @@ import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/clie
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { cli } from '../helpers/cli';
 import {

@@ -7,7 +7,7 @@
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { FlowCancelResult, FlowView, JobShowAnswer } from '../../lib/operate/answers';
 import type { TaggedPage } from '../../lib/operate/flow-commands';
-import { payloadDigest } from '../../lib/track/rules';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';

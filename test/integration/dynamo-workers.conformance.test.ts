@@ -1,6 +1,6 @@
 import { DynamoStatsStore } from '../../lib/adapters/dynamo-stats-store';
 import { DynamoWorkerRegistry } from '../../lib/adapters/dynamo-workers';
-import { emptyDuration } from '../../lib/track/stats';
+import { emptyDuration } from '../../lib/policy/stat-sums';
 import { workerRegistryConformance } from '../conformance/worker-registry';
 import { onDynaliteTables } from '../helpers/dynalite-tables';
 

@@ -14,7 +14,7 @@ import { ListSubscriptionsCommand, SNSClient } from '@aws-sdk/client-sns';
 import { InvalidEventPayloadError, UnknownEventError } from '../../lib/errors';
 import { type ProvisionedVersion, provisionVersion } from '../../lib/local/version';
 import { silentLogger } from '../../lib/ports';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import {
   buildFixtureBundle,

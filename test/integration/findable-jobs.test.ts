@@ -7,7 +7,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobShowAnswer } from '../../lib/operate/answers';
 import type { ArchivedMessage } from '../../lib/operate/archive';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG, tempFile } from '../helpers/emulators';

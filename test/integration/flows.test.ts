@@ -6,7 +6,8 @@
  * table and from the journal the tasks write.
  */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { JobRecord, JobStore } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';

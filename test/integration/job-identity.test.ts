@@ -6,7 +6,7 @@
  * emulators; the truth is read from the jobs table, the journal the tasks write, and the archive.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { VersionStatus } from '../../lib/operate/version-status';
 import type { QueueClient } from '../../lib/ports';
 import type { TaskBundle } from '../../lib/tasks/bundle';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { cli } from '../helpers/cli';
 import { buildFixtureBundle, type EmulatorHarness, startHarness, stopHarness } from '../helpers/emulators';
 import { eventually } from '../helpers/run';

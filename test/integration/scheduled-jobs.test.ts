@@ -7,10 +7,11 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type Clock, systemClock } from '../../lib/clock';
+import { sweepDue } from '../../lib/invocation/parked-sweep';
+import { DUE_SHARDS } from '../../lib/policy/due-times';
 import { silentLogger } from '../../lib/ports';
-import { DUE_SHARDS } from '../../lib/track/due';
-import type { JobRecord, JobStore } from '../../lib/track/model';
-import { sweepDue } from '../../lib/track/sweep';
+import type { JobRecord } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';

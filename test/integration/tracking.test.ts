@@ -1,8 +1,9 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { taskStatsKey, utcDay } from '../../lib/policy/stat-sums';
 import type { QueueClient } from '../../lib/ports';
-import type { ClaimRequest, JobStore } from '../../lib/track/model';
-import { taskStatsKey, utcDay } from '../../lib/track/stats';
+import type { ClaimRequest } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { tempFile } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
@@ -221,14 +222,14 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
     expect(sum((x) => Object.values(x.wait.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
     expect(sum((x) => Object.values(x.run.buckets).reduce((a, b) => a + b, 0))).toBe(runs);
     expect(sum((x) => x.run.sum)).toBeGreaterThanOrEqual(1000);
-    // Each registered task's day carries its attributed cost (lib/track/cost.ts): requests and write
+    // Each registered task's day carries its attributed cost (lib/policy/cost-attribution.ts): requests and write
     // units the dispatcher's clients counted, and billed time.
     const costs = await Promise.all(
       ['record', 'flaky', 'doomed', 'spin'].map(
         async (task) => (await s.tracking?.stats?.get(taskStatsKey(task), utcDay(Date.now())))?.cost,
       ),
     );
-    // (How the billed time is shared by run time is lib/track/cost.ts's unit test: measured run
+    // (How the billed time is shared by run time is lib/policy/cost-attribution.ts's unit test: measured run
     // times compared here would depend on how busy the machine is.)
     for (const cost of costs) {
       expect(cost?.sqsRequests).toBeGreaterThan(0);

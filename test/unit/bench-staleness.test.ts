@@ -110,7 +110,7 @@ describe("a stale benchmark's generated blocks", () => {
   it('say so, with the commit and the command that re-measures it, once a file it measures changed', () => {
     const flows = JSON.parse(readFileSync(join(ROOT, 'bench/results/flows.json'), 'utf8')) as { measuredAt: { commit: string } };
     const fresh = block('flows', diff());
-    const stale = block('flows', diff('lib/track/flows.ts'));
+    const stale = block('flows', diff('lib/settle/dependents.ts'));
     expect(fresh).not.toContain('**Stale:**');
     expect(stale).toContain(
       `**Stale:** files it measures have changed since commit ${flows.measuredAt.commit} (\`npm run bench:tables -- --check\` names them). ` +

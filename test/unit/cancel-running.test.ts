@@ -8,10 +8,10 @@ import { CancelWatch } from '../../lib/dispatch/cancellations';
 import { JobCancelledError, LeaseLostError } from '../../lib/errors';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { cancelJob } from '../../lib/operate/flow-commands';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import { silentLogger } from '../../lib/ports';
 import { decide } from '../../lib/settle/verdict';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { payloadDigest } from '../../lib/track/rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';
 

@@ -7,7 +7,7 @@ import {
   publishTiming,
   sweepDelaySeconds,
   sweepHorizon,
-} from '../../lib/track/due';
+} from '../../lib/policy/due-times';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 

@@ -4,7 +4,7 @@
  * and values as the rule needs. Their meaning is the conformance suite's (test/conformance/job-store.ts).
  */
 import { claimExpression, claimValues, completionExpression } from '../../lib/adapters/dynamo-job-expressions';
-import type { ClaimRequest, Completion, JobRecord } from '../../lib/track/model';
+import type { ClaimRequest, Completion, JobRecord } from '../../lib/track/job-record';
 
 const request: ClaimRequest = {
   jobId: 'job-1',

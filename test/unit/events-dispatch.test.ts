@@ -1,6 +1,6 @@
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
+import { utcDay } from '../../lib/policy/stat-sums';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { utcDay } from '../../lib/track/stats';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEventEnvelope, subscriberJobId } from '../../lib/wire/event';
 import { world } from '../helpers/world';

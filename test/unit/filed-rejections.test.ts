@@ -1,7 +1,7 @@
 /** Issue 25: ids a publisher gave stay findable when their message is archived under its own message id. */
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { jobShowAnswer, lookUpJob, whyFiled } from '../../lib/operate/rejections';
-import type { JobRecord, Rejection } from '../../lib/track/model';
+import type { JobRecord, Rejection } from '../../lib/track/job-record';
 import { readableEnvelopeId } from '../../lib/wire/envelope';
 
 const rejection = (messageId: string, reason: Rejection['reason'], overrides: Partial<Rejection> = {}): Rejection => ({

@@ -1,4 +1,4 @@
-import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/track/histogram';
+import { emptyHistogram, mergeHistogram, quantile, recordValue } from '../../lib/policy/histogram';
 
 describe('histogram', () => {
   it('estimates quantiles within 10 %', () => {

@@ -1,6 +1,6 @@
 import type { ApiResponse } from '../../dashboard/api-types';
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
-import { dueShardOf } from '../../lib/track/due';
+import { dueShardOf } from '../../lib/policy/due-times';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { dashboard, json, parked } from '../helpers/dashboard';
 

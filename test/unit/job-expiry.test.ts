@@ -8,7 +8,7 @@ import { renderJob } from '../../cli/render';
 import { PublishOptionError } from '../../lib/errors';
 import { replayArchived } from '../../lib/operate/archive';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import type { JobRecord } from '../../lib/track/model';
+import type { JobRecord } from '../../lib/track/job-record';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { operatorContextOf, publisherOf, type World, world } from '../helpers/world';

@@ -1,7 +1,7 @@
 import { Simulation } from '../../bench/sim/engine';
 import { ConfigError, TaskDefinitionError } from '../../lib/errors';
+import { utcDay } from '../../lib/policy/stat-sums';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import { utcDay } from '../../lib/track/stats';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';

@@ -10,7 +10,14 @@ import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
-import { ControlsCache, ControlValueError, effectiveQueues, NO_CONTROLS, parsePriority, parseSlaSeconds } from '../../lib/track/controls';
+import {
+  ControlsCache,
+  ControlValueError,
+  effectiveQueues,
+  NO_CONTROLS,
+  parsePriority,
+  parseSlaSeconds,
+} from '../../lib/track/operator-controls';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 

@@ -7,8 +7,8 @@
  */
 
 import type { TrackingMode } from '../../lib/config/app-config';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { payloadDigest } from '../../lib/track/rules';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { succeedsOnAttempt } from '../helpers/factories';

@@ -2,7 +2,8 @@ import { VirtualClock } from '../../lib/clock';
 import { ResultTimeoutError, ResultUnavailableError } from '../../lib/errors';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { waitForResult } from '../../lib/publish/results';
-import type { JobRef, JobStore } from '../../lib/track/model';
+import type { JobRef } from '../../lib/track/job-record';
+import type { JobStore } from '../../lib/track/job-stores';
 
 const ref = (jobId: string): JobRef => ({ jobId, task: 't', payloadDigest: 'd', queue: 'q', version: 'v1', publishedAt: 0 });
 

@@ -1,8 +1,8 @@
 import { build } from 'esbuild';
 import { resolveSchedules } from '../../lib/config/schedule-config';
 import { ConfigError } from '../../lib/errors';
-import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/track/cron';
-import { scheduledTimeText, tickBody } from '../../lib/track/recurring';
+import { checkCron, eventBridgeExpression, nextFireTimes } from '../../lib/policy/cron-expressions';
+import { scheduledTimeText, tickBody } from '../../lib/policy/recurring-ticks';
 
 const QUEUES = ['urgent', 'routine'];
 const one = (input: Record<string, unknown>) =>

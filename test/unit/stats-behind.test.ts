@@ -5,6 +5,8 @@
  * read before the last batches' stats were written, the stats trailed and looked like a
  * contradiction: `statsBehind` names what they have not counted yet.
  */
+
+import { mergeQueueDay } from '../../lib/policy/stat-sums';
 import {
   addBatch,
   archivedTotal,
@@ -14,8 +16,7 @@ import {
   statsBehind,
   statsOfBatch,
 } from '../../lib/settle/report';
-import type { QueueDayStats } from '../../lib/track/model';
-import { mergeQueueDay } from '../../lib/track/stats';
+import type { QueueDayStats } from '../../lib/track/stats-store';
 
 const NOW = Date.UTC(2026, 10, 27, 7, 12);
 let n = 0;

@@ -1,8 +1,8 @@
 import { renderStats } from '../../cli/render';
 import { UsageMeter } from '../../lib/adapters/usage-meter';
+import { addCost, attributeUsage, costUsd, gbSeconds, NO_COST, type UsageDelta } from '../../lib/policy/cost-attribution';
+import { mergeQueueDay, taskStatsKey, utcDay } from '../../lib/policy/stat-sums';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { addCost, attributeUsage, costUsd, gbSeconds, NO_COST, type UsageDelta } from '../../lib/track/cost';
-import { mergeQueueDay, taskStatsKey, utcDay } from '../../lib/track/stats';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { world } from '../helpers/world';
 

@@ -1,8 +1,8 @@
 import type { TrackingMode } from '../../lib/config/app-config';
 import { LeaseLostError } from '../../lib/errors';
+import { payloadDigest } from '../../lib/policy/job-rules';
+import { taskStatsKey, utcDay } from '../../lib/policy/stat-sums';
 import type { TaskOptions } from '../../lib/tasks/task';
-import { payloadDigest } from '../../lib/track/rules';
-import { taskStatsKey, utcDay } from '../../lib/track/stats';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { succeedsOnAttempt } from '../helpers/factories';

@@ -4,7 +4,7 @@ import { API_ROUTES, type ApiPath, type ApiRequest, type ApiResponse, TOKEN_HEAD
 import { cachedFor, serveUi } from '../../dashboard/server/serve';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { jobRelations } from '../../lib/operate/flow-commands';
-import { payloadDigest } from '../../lib/track/rules';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { dashboard, json, parked, running, TOKEN } from '../helpers/dashboard';
 

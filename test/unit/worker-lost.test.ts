@@ -1,7 +1,7 @@
 import { workerLostError } from '../../lib/dispatch/claim';
+import { payloadDigest } from '../../lib/policy/job-rules';
 import type { TaskOptions } from '../../lib/tasks/task';
-import type { HistoryEntry } from '../../lib/track/model';
-import { payloadDigest } from '../../lib/track/rules';
+import type { HistoryEntry } from '../../lib/track/job-record';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { world } from '../helpers/world';

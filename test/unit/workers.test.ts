@@ -18,8 +18,8 @@ import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
-import type { JobRecord } from '../../lib/track/model';
-import { BEAT_INTERVAL_MS, fitItem, jobFate, VANISHED_AFTER_MS, type WorkerItem, workerStatus } from '../../lib/track/workers';
+import type { JobRecord } from '../../lib/track/job-record';
+import { BEAT_INTERVAL_MS, fitItem, jobFate, VANISHED_AFTER_MS, type WorkerItem, workerStatus } from '../../lib/track/worker-registry';
 import { inlineRuntime } from '../helpers/runtime';
 
 const record = (over: Partial<JobRecord>): JobRecord => ({

@@ -1,7 +1,8 @@
 /** A queue's or a task's page (#/queue/NAME, #/queue/task:NAME): its settings, charts, exact durations, totals, cost and archive reasons over 14 days. */
 import { useState } from 'preact/hooks';
-import { addCost, costUsd, gbSeconds, NO_COST, type TaskCost } from '../../../lib/track/cost';
-import { bucketQuantile, mean, variance } from '../../../lib/track/stats';
+import { addCost, costUsd, gbSeconds, NO_COST } from '../../../lib/policy/cost-attribution';
+import { bucketQuantile, mean, variance } from '../../../lib/policy/stat-sums';
+import type { TaskCost } from '../../../lib/track/stats-store';
 import type { Meta, QueueDayStats } from '../../api-types';
 import { get, readOnlyPage } from '../api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from '../charts';
@@ -12,7 +13,7 @@ import { useConfirm } from '../use-confirm';
 import { REFRESH_MS, useData } from '../use-data';
 import { ActionButton, Overridden, Problem } from '../widgets';
 
-/** A task's attributed cost per day (lib/track/cost.ts): its share of the dispatchers' billed time, requests and write units. */
+/** A task's attributed cost per day (lib/policy/cost-attribution.ts): its share of the dispatchers' billed time, requests and write units. */
 function CostTable({ days }: { days: readonly QueueDayStats[] }) {
   const costed = days.filter((d): d is QueueDayStats & { cost: TaskCost } => d.cost !== undefined);
   const total = costed.reduce((n, d) => addCost(n, d.cost), NO_COST);

@@ -4,7 +4,8 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import { fromItem } from '../../../lib/adapters/dynamo-values';
 import type { LocalStack } from '../../../lib/local/dev';
 import type { Logger, QueueUrls } from '../../../lib/ports';
-import type { JobRecord, QueueDayStats, StatsStore } from '../../../lib/track/model';
+import type { JobRecord } from '../../../lib/track/job-record';
+import type { QueueDayStats, StatsStore } from '../../../lib/track/stats-store';
 import { type ArchiveRecord, readArchiveRecord } from '../../../lib/wire/archive-record';
 
 export const CHAOS_CONFIG = join(__dirname, '..', 'fixtures', 'taskworker.config.ts');

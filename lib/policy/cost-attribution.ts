@@ -3,6 +3,7 @@
  * write units its clients counted and the wall time its invocation was billed for, shared among
  * the tasks of each settled batch. Pure arithmetic: no AWS SDK.
  */
+import type { TaskCost } from '../track/stats-store';
 
 /** List prices (us-east-1, arm64 Lambda, on-demand DynamoDB, standard SQS), USD. */
 export const LIST_PRICES = {
@@ -12,14 +13,6 @@ export const LIST_PRICES = {
   lambdaPerGbSecond: 0.000_013_333_4,
   lambdaPerMillionInvocations: 0.2,
 } as const;
-
-/** A task's attributed usage (a day's total, or a batch's delta); fractional, mergeable by addition. */
-export interface TaskCost {
-  /** Billed Lambda time × memory, MB·ms (÷ 1024 ÷ 1000 = GB-seconds). */
-  readonly lambdaMbMs: number;
-  readonly sqsRequests: number;
-  readonly writeUnits: number;
-}
 
 /** What the meter counted between two attributions. */
 export interface UsageDelta {

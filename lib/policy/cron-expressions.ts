@@ -1,6 +1,6 @@
 /**
  * Crontab schedules, by cron-parser: their next fire times in a time zone, and their EventBridge
- * Scheduler form. Kept apart from the config (lib/track/recurring.ts) so only what runs,
+ * Scheduler form. Kept apart from the config (lib/policy/recurring-ticks.ts) so only what runs,
  * lists or deploys schedules loads the parser.
  */
 import { CronExpressionParser } from 'cron-parser';

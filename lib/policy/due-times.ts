@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 import { PublishOptionError } from '../errors';
 import { MAX_QUEUE_DELAY_SECONDS } from '../layout/sqs-limits';
-import { DUE_SLACK_MS } from './rules';
+import { DUE_SLACK_MS } from './job-rules';
 
-export { DUE_SLACK_MS } from './rules';
+export { DUE_SLACK_MS } from './job-rules';
 
 const MAX_QUEUE_DELAY_MS = MAX_QUEUE_DELAY_SECONDS * 1000;
 /** The farthest ahead a publisher may schedule: a year, leap day included. */

@@ -5,7 +5,7 @@
  * time, so a tick delivered twice is one job (the claim stops the second copy).
  *
  * `cron` is the five-field crontab everyone knows (minute hour day-of-month month day-of-week),
- * parsed by cron-parser (lib/track/cron.ts, loaded only where schedules are run, listed or
+ * parsed by cron-parser (lib/policy/cron-expressions.ts, loaded only where schedules are run, listed or
  * deployed, so a publisher does not carry it); it is rendered into EventBridge's six-field form for
  * the stack. `rate` is EventBridge's own `N minutes|hours|days`.
  */

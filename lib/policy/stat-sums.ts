@@ -1,5 +1,5 @@
-import { addCost, NO_COST } from './cost';
-import type { DurationStats, QueueDayStats } from './model';
+import type { DurationStats, QueueDayStats } from '../track/stats-store';
+import { addCost, NO_COST } from './cost-attribution';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

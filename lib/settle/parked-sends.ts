@@ -1,20 +1,21 @@
 /**
- * The sweep: parked jobs due within SQS's 15 minutes go back to their queue, delayed by exactly the
- * seconds left, so they start within a second of `runAt`. Each job is taken under a short lease (a
+ * Parked jobs sent to their queue: the sweep's step (lib/invocation/parked-sweep.ts), a released
+ * dependent's (dependents.ts) and an operator's run-now (lib/operate/job-actions.ts). Parked jobs
+ * due within SQS's 15 minutes go back to their queue, delayed by exactly the seconds left, so they start within a second of `runAt`. Each job is taken under a short lease (a
  * conditional write: two sweeps never send the same job), sent, then handed over (scheduled →
  * queued, conditional on that lease). A sweep lost between the send and the mark leaves the job
  * parked; once its lease lapses the next sweep sends it again, and the claim stops the second copy
  * (tracked queues; on untracked ones that rare crash runs it twice — never zero times).
  */
 import type { Clock } from '../clock';
-import { describe } from '../errors';
+import { SWEEP_LEASE_MS, sweepDelaySeconds } from '../policy/due-times';
 import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
-import { DUE_SHARDS, SWEEP_LEASE_MS, sweepDelaySeconds, sweepHorizon } from './due';
-import type { JobStore, ParkedJob } from './model';
+import type { ParkedJob } from '../track/job-record';
+import type { ScheduleStore } from '../track/job-stores';
 
 export interface SweepDeps {
-  readonly jobs: JobStore;
+  readonly jobs: ScheduleStore;
   readonly queues: QueueClient;
   readonly urls: QueueUrls;
   readonly clock: Clock;
@@ -30,46 +31,11 @@ export interface SweepReport {
   readonly left: number;
 }
 
-/** Parked jobs read per index query. */
-const PAGE = 100;
 const SEND_BATCH = 10;
-
-/** Sweeps every shard in parallel until nothing more is due or `deadline` (epoch ms) passes. Never throws. */
-export async function sweepDue(deps: SweepDeps, deadline: number): Promise<SweepReport> {
-  const shards = Array.from({ length: DUE_SHARDS }, (_, i) => String(i));
-  const reports = await Promise.all(shards.map((shard) => sweepShard(deps, shard, deadline)));
-  return reports.reduce((a, r) => ({ sent: a.sent + r.sent, handedOver: a.handedOver + r.handedOver, left: a.left + r.left }), {
-    sent: 0,
-    handedOver: 0,
-    left: 0,
-  });
-}
-
-async function sweepShard(deps: SweepDeps, shard: string, deadline: number): Promise<SweepReport> {
-  const { jobs, clock, logger } = deps;
-  const report = { sent: 0, handedOver: 0, left: 0 };
-  // The due index is eventually consistent: a job handed over a moment ago may still be listed.
-  const seen = new Set<string>();
-  try {
-    while (clock.now() < deadline) {
-      const now = clock.now();
-      const page = (await jobs.dueJobs(shard, sweepHorizon(now), now, PAGE)).filter((j) => !seen.has(j.jobId));
-      if (page.length === 0) break;
-      for (const job of page) seen.add(job.jobId);
-      const one = await sendParked(deps, page, now);
-      report.sent += one.sent;
-      report.left += one.left;
-      report.handedOver += one.handedOver;
-    }
-  } catch (error) {
-    logger.error('sweep of parked jobs failed; the next sweep tries again', { shard, error: describe(error) });
-  }
-  return report;
-}
 
 /**
  * Leases parked jobs, sends them to their queues and hands them over: the sweep's step, and a
- * released dependent's (lib/track/flows.ts) at once, without waiting for the next sweep.
+ * released dependent's (dependents.ts) at once, without waiting for the next sweep.
  */
 export async function sendParked(deps: SweepDeps, page: readonly ParkedJob[], now: number): Promise<SweepReport> {
   const { jobs, clock } = deps;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from '../track/job-record';
 import type { PayloadRef } from '../wire/payload-ref';
-import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from './model';
 
 /** Settings both job stores apply identically. */
 export interface JobStoreSettings {

@@ -2,11 +2,7 @@
  * Jobs started, succeeded and archived per queue and minute: what the overview charts over the
  * last hour (Flower's and bull-board's opening view). Pure: keys and arithmetic, no AWS SDK.
  */
-export interface MinuteCounts {
-  readonly started: number;
-  readonly succeeded: number;
-  readonly archived: number;
-}
+import type { MinuteCounts } from '../track/stats-store';
 
 /** Per queue, one {@link MinuteCounts} per minute of `minutes` (oldest first; 0s where nothing happened). */
 export interface Throughput {

@@ -6,7 +6,7 @@
  * state and `leaseOwner`, which the claim already writes), so there is no second bookkeeping of
  * who holds what. Pure: no AWS here (lib/adapters/dynamo-workers.ts, lib/fakes/memory-workers.ts).
  */
-import type { JobRecord } from './model';
+import type { JobRecord } from './job-record';
 
 /** How often a working invocation says it is still there. */
 export const BEAT_INTERVAL_MS = 15_000;

@@ -11,11 +11,11 @@
  * steps again (a finished job's duplicate re-counts; a waiting job's copy re-registers).
  */
 import type { Clock } from '../clock';
+import { DEPENDENCY_REASONS, edgesOf } from '../policy/dependency-rules';
 import type { Logger, QueueClient, QueueUrls } from '../ports';
-import type { DependencyOutcome } from '../tasks/task';
-import type { PayloadRef } from '../wire/payload-ref';
-import type { DependencyCount, DependentEdge, JobRecord, JobStore } from './model';
-import { sendParked } from './sweep';
+import type { DependencyCount, DependentEdge, JobRecord } from '../track/job-record';
+import type { JobReader, JobStore } from '../track/job-stores';
+import { sendParked } from './parked-sends';
 
 export interface FlowDeps {
   readonly jobs: JobStore;
@@ -23,34 +23,6 @@ export interface FlowDeps {
   readonly urls: QueueUrls;
   readonly clock: Clock;
   readonly logger: Logger;
-}
-
-/** Dependencies counted per shard item: a shard of 50 member indices stays under 1 KB (one write unit). */
-export const COUNT_SHARD_SIZE = 50;
-/** Shards a count of `size` dependencies spreads over. */
-export function shardCount(size: number): number {
-  return Math.ceil(size / COUNT_SHARD_SIZE);
-}
-/** Dependencies in shard `shard` of a count of `size`. */
-export function shardSize(size: number, shard: number): number {
-  return Math.min(COUNT_SHARD_SIZE, size - shard * COUNT_SHARD_SIZE);
-}
-
-/**
- * How long a dependent waits for a dependency that has no record yet: a publisher may send both at
- * once from any SDK, and the dependency's record appears only when a dispatcher takes its message.
- */
-export const UNKNOWN_DEPENDENCY_GRACE_MS = 15 * 60_000;
-
-/** Reasons a dependent is archived for its dependencies, and counts as failed for its own dependents. */
-const DEPENDENCY_REASONS = new Set(['dependency-failed', 'bad-dependency']);
-
-/** The jobs waiting for `record`: those recorded on it, and the fan-in it is a member of. */
-export function edgesOf(record: Pick<JobRecord, 'dependents' | 'memberOf'>): DependentEdge[] {
-  const edges = [...(record.dependents ?? [])];
-  const m = record.memberOf;
-  if (m && !edges.some((e) => e.id === m.id && e.index === m.index)) edges.push({ id: m.id, index: m.index, size: m.size });
-  return edges;
 }
 
 /**
@@ -167,7 +139,7 @@ const CYCLE_CHECK_LIMIT = 1_000;
  * Whether waiting on `dependsOn` would close a cycle through `jobId`: a dependency that itself
  * waits, transitively, for `jobId`. Reads only waiting records' own lists, breadth first.
  */
-export async function closesCycle(jobs: JobStore, jobId: string, dependsOn: readonly string[]): Promise<string | undefined> {
+export async function closesCycle(jobs: JobReader, jobId: string, dependsOn: readonly string[]): Promise<string | undefined> {
   const seen = new Set<string>();
   let frontier = [...dependsOn];
   const via = new Map<string, string>(dependsOn.map((d) => [d, d]));
@@ -188,44 +160,4 @@ export async function closesCycle(jobs: JobStore, jobId: string, dependsOn: read
     frontier = next;
   }
   return undefined;
-}
-
-/** A dependency's outcome as its record has it: a result kept in S3 is still its reference (the dispatcher reads it). */
-export type StoredDependencyOutcome = DependencyOutcome & { readonly resultRef?: PayloadRef };
-
-/** The outcomes of a job's dependencies, read from the jobs table, in the order they were named. */
-export async function dependencyOutcomes(jobs: JobStore, ids: readonly string[]): Promise<StoredDependencyOutcome[]> {
-  const records = new Map((await jobs.getMany(ids)).map((r) => [r.jobId, r]));
-  return ids.map((jobId) => {
-    const r = records.get(jobId);
-    if (!r) return { jobId, state: 'unknown' };
-    return {
-      jobId,
-      state: r.state,
-      ...(r.result !== undefined ? { result: parseResult(r.result) } : {}),
-      ...(r.reason !== undefined ? { reason: r.reason } : {}),
-      ...(r.resultBytes !== undefined ? { resultBytes: r.resultBytes } : {}),
-      ...(r.resultRef !== undefined ? { resultRef: r.resultRef } : {}),
-    };
-  });
-}
-
-function parseResult(json: string): unknown {
-  try {
-    return JSON.parse(json) as unknown;
-  } catch {
-    return json;
-  }
-}
-
-/** The ids a job waits for: its `dependsOn`, or its fan-in's members. */
-export function dependencyIds(job: {
-  readonly jobId?: string;
-  readonly id?: string;
-  readonly dependsOn?: readonly string[];
-  readonly awaits?: number;
-}): string[] {
-  if (job.dependsOn && job.dependsOn.length > 0) return [...job.dependsOn];
-  const id = job.jobId ?? job.id ?? '';
-  return Array.from({ length: job.awaits ?? 0 }, (_, i) => `${id}.${i}`);
 }

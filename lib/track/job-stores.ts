@@ -1,0 +1,167 @@
+/**
+ * The jobs table's interfaces, one per role: reading records ({@link JobReader}), claiming and
+ * completing attempts ({@link ClaimStore}), recording jobs ahead of their run, parking and sweeping
+ * ({@link ScheduleStore}), dependencies and tags ({@link FlowStore}), and what operators list and
+ * do ({@link OperatorStore}). {@link JobStore} is all of them: the DynamoDB adapter and the
+ * in-memory fake implement it, and a consumer that needs one role takes that role's interface.
+ */
+import type { ArchiveReason } from '../wire/archive-reasons';
+import type {
+  AddDependentResult,
+  CancelRequests,
+  CancelResult,
+  ClaimRequest,
+  ClaimResult,
+  Completed,
+  Completion,
+  DependencyCount,
+  DependentEdge,
+  JobIdentity,
+  JobQuery,
+  JobRecord,
+  JobRef,
+  ParkedJob,
+  ParkRequest,
+  ParkResult,
+  ProgressWrite,
+  Rejection,
+  ScheduleRequest,
+  UnclaimedOutcome,
+  UnclaimedResult,
+  WaitRequest,
+  WaitResult,
+} from './job-record';
+
+/** Reading job records, which every role does. */
+export interface JobReader {
+  get(jobId: string): Promise<JobRecord | undefined>;
+  /** Records by id, in the order asked, missing ones left out (strongly consistent). */
+  getMany(jobIds: readonly string[]): Promise<JobRecord[]>;
+}
+
+/**
+ * A dispatcher's writes around an attempt: the claim, its heartbeat, its end, and the records of
+ * deliveries that never ran (a duplicate, a rejected message, an outcome without a claim).
+ */
+export interface ClaimStore extends JobReader {
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Heartbeat: extends the lease if the token still holds it and no cancel was asked, writing the
+   * attempt's latest progress with it when there is one.
+   */
+  extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean>;
+  /**
+   * Ends an attempt. `landed` false when the token no longer holds the job (the outcome was
+   * rejected). `dependents` are the jobs waiting for it as the completion found them (a dependent
+   * added after the claim is seen: the write is conditional on the list it read).
+   */
+  complete(completion: Completion, claimed: JobRecord): Promise<Completed>;
+  recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
+  /**
+   * Creates the record of a message that never ran; false if one exists under that id (nothing
+   * changed). One carrying an `envelopeId` is also filed under that id, for {@link OperatorStore.rejectionsFor}.
+   */
+  recordRejected(rejection: Rejection): Promise<boolean>;
+  /** Notes a delivery of a finished job that was deleted unrun. */
+  recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
+  /** The version's recent cancel requests of running jobs (one small eventually consistent read). */
+  cancellations(): Promise<CancelRequests>;
+}
+
+/**
+ * Jobs recorded ahead of their run: published ones (`queued`, or `scheduled` to run later), and
+ * those parked until due with the sweep that sends them to their queue.
+ */
+export interface ScheduleStore extends JobReader {
+  /** Records a job published through the library. False if the id already exists (nothing changed). */
+  recordQueued(job: JobRef, now: number): Promise<boolean>;
+  /**
+   * Records a job published to run later: `scheduled` with its `runAt`, `announced` (no body, not in
+   * the due index: its message is in SQS). False if the id already exists (nothing changed).
+   */
+  recordScheduled(job: ScheduleRequest, now: number): Promise<boolean>;
+  /** Keeps a job whose `runAt` is more than 15 minutes ahead until it is due. */
+  park(request: ParkRequest): Promise<ParkResult>;
+  /**
+   * Parked jobs of one index shard due by `until`, earliest first, that no sweep holds at `now`
+   * (from the sparse due index, eventually consistent: a job parked a moment ago may be missing).
+   */
+  dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]>;
+  /**
+   * A parked job as the sweep would send it (its body, attributes and due time; consistent read).
+   * Undefined when the job is not parked: an announced one's message is in SQS, and a queued,
+   * running or ended one has no body kept.
+   */
+  parkedJob(jobId: string): Promise<ParkedJob | undefined>;
+  /**
+   * An operator's run-now: the parked job `parked` (as {@link parkedJob} read it) becomes due `now`
+   * with `body` (its envelope rewritten to be due now), if it is still parked as read — its `runAt`
+   * unchanged, no sweep holding it. False when it moved on. The sweep's path (`leaseForSweep`, send,
+   * `handOver`) then sends it.
+   */
+  bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean>;
+  /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
+  leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
+  /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
+  handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean>;
+}
+
+/**
+ * The jobs table's side of dependencies. Counting is idempotent per dependency: a dependency
+ * counted once cannot count again, whatever retries or crashes happen; counts live in small shard
+ * items (never a list of every member in one item), so a fan-in of 100,000 stays far from 400 KB.
+ */
+export interface FlowStore extends JobReader {
+  /** Records a job that waits (absent → waiting), with its body to send once released. */
+  wait(request: WaitRequest): Promise<WaitResult>;
+  /** Adds `edge` to the dependents of `dependencyId` unless that job has ended (or has no record). */
+  addDependent(dependencyId: string, edge: DependentEdge, now: number): Promise<AddDependentResult>;
+  /** Counts dependency number `edge.index` of `edge.id` as ended (failed or not); idempotent. */
+  countDependency(edge: DependentEdge, dependencyId: string, failed: boolean, now: number): Promise<DependencyCount>;
+  /** The count of `dependentId` as it stands (consistent read). */
+  dependencyCount(dependentId: string): Promise<DependencyCount>;
+  /** waiting → scheduled, due now: the job to send (the sweep's path). Undefined when it was not waiting. */
+  release(dependentId: string, now: number): Promise<ParkedJob | undefined>;
+  /** waiting → archived with `reason` (its body kept, should it wait again); the record as written, or undefined when it was not waiting. */
+  failWaiting(dependentId: string, reason: ArchiveReason, detail: string, now: number): Promise<JobRecord | undefined>;
+  /**
+   * Takes back the failed count of dependency `dependencyId` (it was replayed); says whether another
+   * dependency of `edge.id` is still counted as failed.
+   */
+  uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }>;
+  /** archived (`dependency-failed`) → waiting again; the record, or undefined when it was not such a job. */
+  reopen(dependentId: string, now: number): Promise<JobRecord | undefined>;
+  /** Indexes a job under each of its tags (idempotent: a second call rewrites the same items). */
+  tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void>;
+  /** Jobs with `tag`, newest first, in every state; `before`: only those tagged before it (the next page). */
+  jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]>;
+}
+
+/** What operators list and do to jobs: lists by state, a message's rejections, replay, cancel. */
+export interface OperatorStore extends JobReader {
+  list(query: JobQuery): Promise<JobRecord[]>;
+  /**
+   * The records of messages that never ran (kept under their own message ids) that carried
+   * `envelopeId`, newest first, at most `MAX_FILED_REJECTIONS` (job-record.ts): found without a
+   * scan. Never the record of the job named `envelopeId` itself.
+   */
+  rejectionsFor(envelopeId: string): Promise<JobRecord[]>;
+  /**
+   * Puts an archived job back to `queued` with its attempts reset, for replay; only when the record
+   * is that job (task and payload). False when nothing changed.
+   */
+  resetForReplay(jobId: string, identity: JobIdentity, now: number): Promise<boolean>;
+  /**
+   * scheduled or waiting → cancelled. A running job is asked to stop instead (`requested`): the
+   * request is written on its record and in the cancellations item ({@link CancelRequests}).
+   * Asked again, it writes both again (idempotent).
+   */
+  cancel(jobId: string, now: number): Promise<CancelResult>;
+}
+
+/**
+ * The jobs table, in domain words: every role at once. Every transition is conditional on the
+ * state it comes from; completions and heartbeats are conditional on the fencing token, so a stale
+ * worker whose lease was taken over cannot overwrite the newer outcome.
+ */
+export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore {}
