@@ -118,7 +118,7 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * unique: { for: '10m' } // while queued, scheduled, waiting, running or retrying
    * ```
    */
-  readonly unique?: UniqueRule;
+  readonly unique?: UniqueRule | UniqueWindow;
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -159,7 +159,7 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly celeryName?: string;
   /** The payload keys of a Celery message's positional args, if declared. */
   readonly celeryArgs?: readonly string[];
-  /** Its `unique` rule, if any. */
+  /** Its `unique` rule, if any (a definition given again to `toDefinition` keeps it). */
   readonly unique?: UniqueWindow;
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -251,7 +251,8 @@ export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
   if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
     throw new TaskDefinitionError(name, 'unique', rule, "{ for: '10m' | seconds, while?: job states }");
   }
-  const given = (rule as { for?: unknown }).for;
+  // A definition validated before (a task bundle's modules are read back through here) carries `forSeconds`.
+  const given = 'forSeconds' in rule ? (rule as UniqueWindow).forSeconds : (rule as { for?: unknown }).for;
   const match = typeof given === 'string' ? /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(given) : null;
   const seconds =
     typeof given === 'number' ? given : match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;

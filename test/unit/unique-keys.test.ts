@@ -5,7 +5,7 @@ import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { Publisher } from '../../lib/publish/publisher';
 import { createRegistry } from '../../lib/tasks/registry';
-import { defineTask } from '../../lib/tasks/task';
+import { defineTask, toDefinition } from '../../lib/tasks/task';
 import { createTestSystem } from '../../lib/testing/system';
 import { decodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
@@ -32,6 +32,11 @@ describe('a task’s unique rule', () => {
       while: ['queued', 'scheduled', 'waiting', 'running', 'retrying'],
     });
     expect(syncUser({ for: 90, while: ['queued'] }).task.unique).toEqual({ forSeconds: 90, while: ['queued'] });
+  });
+
+  it('is kept when a definition is read back (a task bundle re-validates its modules)', () => {
+    const { task } = syncUser({ for: '2h', while: ['queued', 'running'] });
+    expect(toDefinition({ ...task }, 'bundle').unique).toEqual({ forSeconds: 7200, while: ['queued', 'running'] });
   });
 
   it.each([
