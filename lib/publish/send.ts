@@ -94,18 +94,24 @@ async function holdKeys(
   const jobs = ctx.jobStore();
   const held: Prepared[] = [];
   const joined: Array<Published & { index: number }> = [];
+  const byKey = new Map<string, Prepared[]>();
+  for (const p of keyed) byKey.set(`${p.task} ${p.key}`, [...(byKey.get(`${p.task} ${p.key}`) ?? []), p]);
   try {
-    // In order, so that within a batch the first item of a key holds it.
-    for (const p of keyed) {
-      const outcome = await holdUniqueKey(
-        jobs,
-        { task: p.task, key: p.key as string, jobId: p.jobId, publishedAt: now },
-        p.unique as UniqueWindow,
-        now,
-      );
-      if (outcome.outcome === 'holds') held.push(p);
-      else joined.push({ index: p.index, jobId: outcome.holder, messageId: '', queue: p.queue.name, deduplicated: true });
-    }
+    // Keys at once; one key's items in order, so that within a batch the first item of a key holds it.
+    await Promise.all(
+      [...byKey.values()].map(async (items) => {
+        for (const p of items) {
+          const outcome = await holdUniqueKey(
+            jobs,
+            { task: p.task, key: p.key as string, jobId: p.jobId, publishedAt: now },
+            p.unique as UniqueWindow,
+            now,
+          );
+          if (outcome.outcome === 'holds') held.push(p);
+          else joined.push({ index: p.index, jobId: outcome.holder, messageId: '', queue: p.queue.name, deduplicated: true });
+        }
+      }),
+    );
   } catch (error) {
     await releaseKeys(ctx, held);
     throw error;
