@@ -8,7 +8,7 @@ import { Publisher } from '../lib/publish/publisher';
 import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskDefinition } from '../lib/tasks/task';
-import { JOB_ID_PATTERN, MAX_DEPENDENCIES, MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../lib/wire/envelope';
+import { JOB_ID_PATTERN, keyProblem, MAX_DEPENDENCIES, MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../lib/wire/envelope';
 import {
   dateOption,
   findConfigFile,
@@ -22,13 +22,15 @@ import {
 
 export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON|@FILE [--queue Q] [--delay S | --at ISO-8601] [--app-data JSON]
                    [--expires-in S | --expires-at ISO-8601]
-                   [--id ID] [--depends-on ID,ID] [--on-dependency-failure fail|ignore] [--tag T]...
+                   [--id ID] [--depends-on ID,ID] [--on-dependency-failure fail|ignore] [--tag T]... [--key K]
                    [--version V] [--config FILE] [--json]
   Publishes one task, now or later. --payload @FILE reads the payload's JSON from FILE; one over the config's
   payloads.offloadAboveBytes (200 KB) goes to the version's S3 bucket, the message carrying a pointer (up to 10 MiB). (--delay seconds up to a year, or --at a time). With --depends-on it
   waits until those jobs have ended (and is archived if one did not succeed, unless
   --on-dependency-failure ignore). --expires-in S (seconds from now) or --expires-at: no attempt starts after it
-  (the job is archived expired instead). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
+  (the job is archived expired instead). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. --key K
+  says what the job is about; on a task with a unique rule, a live job of the same key is answered instead
+  (deduplicated, nothing sent). Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
   in this directory, else to AWS. Without --queue, the task's own queue (read from its module).`;
 
 export async function publishCommand(argv: string[]): Promise<void> {
@@ -47,6 +49,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
       'depends-on': { type: 'string', multiple: true },
       'on-dependency-failure': { type: 'string' },
       tag: { type: 'string', multiple: true },
+      key: { type: 'string' },
       version: { type: 'string' },
       config: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -63,12 +66,14 @@ export async function publishCommand(argv: string[]): Promise<void> {
     values['expires-in'] !== undefined ? integerOption('--expires-in', values['expires-in'], 0, 1, MAX_SCHEDULE_SECONDS) : undefined;
   const expiresAtOption = values['expires-at'] !== undefined ? dateOption('--expires-at', values['expires-at']) : undefined;
   const flow = flowOptions(values);
+  const key = keyOption(values.key);
   const local = useLocalEndpointsIfRunning();
   const version = values.version ?? local?.version;
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here)');
   const configFile = findConfigFile(values.config ?? local?.configFile);
   const config = resolveConfig(await loadConfigModule(configFile));
-  const tasks = values.queue === undefined ? await loadTaskDefinitions(configFile) : [];
+  // With a key, the task's module too: its unique rule is the publisher's to apply.
+  const tasks = values.queue === undefined || key !== undefined ? await loadTaskDefinitions(configFile) : [];
   if (values.queue === undefined && !tasks.some((t) => t.name === task)) {
     throw new UsageError(`task ${task} is not defined in ${config.tasksDir} (pass --queue to publish it anyway)`);
   }
@@ -84,11 +89,16 @@ export async function publishCommand(argv: string[]): Promise<void> {
     ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...(values['app-data'] !== undefined ? { appData: jsonOption('--app-data', values['app-data'], undefined) } : {}),
     ...(values.id !== undefined ? { id: values.id } : {}),
+    ...(key !== undefined ? { key } : {}),
     ...flow,
   });
   if (values.json)
     process.stdout.write(
       `${JSON.stringify({ task, version, ...published, ...(expiresAt !== undefined ? { expiresAt: expiresAt.getTime() } : {}) })}\n`,
+    );
+  else if (published.deduplicated)
+    process.stdout.write(
+      `deduplicated: job ${published.jobId} of ${task} with key ${JSON.stringify(key)} is live on ${published.queue} (version ${version}); nothing was sent\n`,
     );
   else
     process.stdout.write(
@@ -134,6 +144,14 @@ export function flowOptions(values: {
     ...(policy !== undefined ? { onDependencyFailure: policy } : {}),
     ...(tags.length > 0 ? { tags: [...new Set(tags)] } : {}),
   };
+}
+
+/** `--key`, checked before anything is looked up. */
+export function keyOption(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const problem = keyProblem(value);
+  if (problem) throw new UsageError(`--key ${problem}`);
+  return value;
 }
 
 /** Builds the tasks bundle in a scratch directory to read the task definitions (queues, limits). */

@@ -61,6 +61,8 @@ function relatedLines(title: string, side: RelatedJobs, extra = ''): string[] {
 export function renderRelations(job: JobRecord, relations: JobRelations | undefined): string[] {
   const lines: string[] = [];
   if (job.tags && job.tags.length > 0) lines.push(`  tags      ${job.tags.join(', ')}`);
+  if (job.key !== undefined) lines.push(`  key       ${JSON.stringify(job.key)}`);
+  if (job.duplicateOf !== undefined) lines.push(`  joined    ${job.duplicateOf} (same task and key; this job never ran)`);
   if (job.event)
     lines.push(
       `  event     ${job.event.name} ${job.event.id}${job.event.source ? ` from ${job.event.source}` : ''}, emitted ${new Date(job.event.emittedAt).toISOString()}`,

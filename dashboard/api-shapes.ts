@@ -117,6 +117,7 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   released: true,
   cancelled: true,
   'cancel-requested': true,
+  deduplicated: true,
 };
 
 const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });
@@ -158,6 +159,8 @@ const jobRecord = object<JobRecord>({
   onDependencyFailure: optional(member(['fail', 'ignore'])),
   dependents: optional(array(object<NonNullable<JobRecord['dependents']>[number]>({ id: string, index: number, size: number }))),
   tags: optional(array(string)),
+  key: optional(string),
+  duplicateOf: optional(string),
   cancelRequestedAt: optional(number),
   progress: optional(string),
   progressAt: optional(number),

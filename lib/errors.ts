@@ -73,6 +73,7 @@ export type MalformedCode =
   | 'bad-member-of'
   | 'bad-on-dependency-failure'
   | 'bad-tags'
+  | 'bad-key'
   | 'bad-event'
   | 'bad-payload-ref';
 

@@ -25,7 +25,15 @@ export { Publisher } from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
-export { type DependencyOutcome, defineTask, type TaskContext, type TaskDefinition, type TaskOptions } from './tasks/task';
+export {
+  type DependencyOutcome,
+  defineTask,
+  type TaskContext,
+  type TaskDefinition,
+  type TaskOptions,
+  type UniqueRule,
+  type UniqueWindow,
+} from './tasks/task';
 export type { CancelResult, JobRecord, JobState } from './track/job-record';
 export type { JobStore } from './track/job-stores';
 export type { StatsStore } from './track/stats-store';

@@ -5,7 +5,7 @@ import { utcTime } from './format';
 import { href } from './routing';
 
 /** The states a job does not leave: a page showing only such jobs reads them no more. */
-export const ENDED: readonly string[] = ['succeeded', 'archived', 'cancelled'];
+export const ENDED: readonly string[] = ['succeeded', 'archived', 'cancelled', 'deduplicated'];
 
 /** Messages that carried the id and never ran as that job, each kept under its own message id: apart from the job's own record. */
 export function FiledRejections({ id, filed, own }: { id: string; filed: readonly FiledRejection[]; own: boolean }) {

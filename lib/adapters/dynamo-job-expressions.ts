@@ -49,6 +49,7 @@ export type ClaimSlot =
   | 'tags'
   | 'event'
   | 'startBy'
+  | 'key'
   | 'entry'
   | 'expiresAt';
 
@@ -60,6 +61,7 @@ function claimShape(r: ClaimRequest) {
     tags: r.tags !== undefined && r.tags.length > 0,
     event: r.event !== undefined,
     startBy: r.startBy !== undefined,
+    key: r.key !== undefined,
   };
 }
 
@@ -100,6 +102,7 @@ export function claimExpression(what: 'started' | 'took-over', r: ClaimRequest):
       ...(shape.tags ? [`${n('tags')} = ${e.slot('tags')}`] : []),
       ...(shape.event ? [`${n('event')} = ${e.slot('event')}`] : []),
       ...(shape.startBy ? [`${n('startBy')} = ${e.slot('startBy')}`] : []),
+      ...(shape.key ? [`${n('key')} = ${e.slot('key')}`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.slot('entry')})`,
       `${n('expiresAt')} = ${e.slot('expiresAt')}`,
     ];
@@ -156,6 +159,7 @@ export function claimValues(r: ClaimRequest, entry: HistoryEntry, due: number, e
     tags: r.tags,
     event: r.event,
     startBy: r.startBy,
+    key: r.key,
     entry: [entry],
     expiresAt,
   };
@@ -190,6 +194,7 @@ export function claimedRecord(old: JobRecord | undefined, r: ClaimRequest, entry
     ...(r.tags !== undefined && r.tags.length > 0 ? { tags: r.tags } : {}),
     ...(r.event !== undefined ? { event: r.event } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
+    ...(r.key !== undefined ? { key: r.key } : {}),
     history: [...(old?.history ?? []), entry],
   };
 }

@@ -8,6 +8,7 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DeduplicatedJob,
   DependencyCount,
   DependentEdge,
   JobIdentity,
@@ -22,6 +23,9 @@ import type {
   ScheduleRequest,
   UnclaimedOutcome,
   UnclaimedResult,
+  UniqueHold,
+  UniqueTake,
+  UniqueWrite,
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
@@ -32,6 +36,7 @@ import { DynamoJobFlows } from './dynamo-job-flows';
 import { DynamoJobQueries } from './dynamo-job-queries';
 import { DynamoJobSchedules } from './dynamo-job-schedules';
 import { type CapacityMeter, DynamoJobTable } from './dynamo-job-table';
+import { DynamoJobUniques } from './dynamo-job-uniques';
 
 /**
  * {@link JobStore} on a DynamoDB table (layout in lib/layout/tables.ts). Every write is one
@@ -49,6 +54,7 @@ export class DynamoJobStore implements JobStore {
   private readonly schedules: DynamoJobSchedules;
   private readonly flows: DynamoJobFlows;
   private readonly queries: DynamoJobQueries;
+  private readonly uniques: DynamoJobUniques;
 
   constructor(
     tableName: string,
@@ -62,6 +68,19 @@ export class DynamoJobStore implements JobStore {
     this.schedules = new DynamoJobSchedules(this.table);
     this.flows = new DynamoJobFlows(this.table);
     this.queries = new DynamoJobQueries(this.table);
+    this.uniques = new DynamoJobUniques(this.table);
+  }
+
+  holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite> {
+    return this.uniques.holdKey(take, over);
+  }
+
+  releaseKey(task: string, key: string, jobId: string): Promise<void> {
+    return this.uniques.releaseKey(task, key, jobId);
+  }
+
+  recordDeduplicated(job: DeduplicatedJob): Promise<boolean> {
+    return this.uniques.recordDeduplicated(job);
   }
 
   recordQueued(job: JobRef, now: number): Promise<boolean> {

@@ -177,6 +177,7 @@ export function refFields(r: JobRef): Record<string, unknown> {
     publishedAt: r.publishedAt,
     tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
     startBy: r.startBy,
+    key: r.key,
   };
 }
 
@@ -267,6 +268,8 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'tags',
     'event',
     'startBy',
+    'key',
+    'duplicateOf',
     'cancelRequestedAt',
     'progress',
     'progressAt',

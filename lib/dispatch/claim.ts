@@ -11,7 +11,8 @@ import { edgesOf } from '../policy/dependency-rules';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { propagate } from '../settle/dependents';
 import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
-import type { TaskDefinition } from '../tasks/task';
+import { holdUniqueKey } from '../settle/unique-holds';
+import type { TaskDefinition, UniqueWindow } from '../tasks/task';
 import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
@@ -36,6 +37,13 @@ export async function claimJob(
   const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
   let claim: ClaimResult;
   try {
+    // A `unique` task's keyed job holds its key, or joins the live job that does (never run).
+    const holder = def.unique && job.key !== undefined ? await joinedHolder(deps, at, def, start) : undefined;
+    if (holder !== undefined) {
+      state.decide({ kind: 'delete', message, record: async () => true }, { ...base, outcome: 'duplicate', attempt: 0 });
+      deps.logger.info('a job of the same task and key is live; recorded deduplicated', { jobId: job.id, duplicateOf: holder });
+      return undefined;
+    }
     // Tags are indexed before the job can end, so a tag finds it in every state (idempotent per delivery).
     if (job.tags) await jobs.tagJob(job.id, job.tags, job.publishedAt);
     claim = await jobs.claim({
@@ -113,6 +121,37 @@ export async function claimJob(
     return undefined;
   }
   return { attempt, claimed: claim.record };
+}
+
+/**
+ * The job a `unique` task's keyed job joins, having recorded it `deduplicated`; undefined when it
+ * holds its key (taken now, or by its publisher) and is claimed as any job. One that joins a live
+ * holder but already has a record of its own (it ran, or was recorded, before the key changed
+ * hands) is claimed too: the claim knows what to do with it.
+ */
+async function joinedHolder(
+  deps: RecordPorts & Pick<DispatcherDeps, 'config'>,
+  { queue, job }: MessageAt,
+  def: TaskDefinition,
+  now: number,
+): Promise<string | undefined> {
+  const jobs = deps.tracking?.jobs as JobStore;
+  const key = job.key as string;
+  const outcome = await holdUniqueKey(
+    jobs,
+    { task: def.name, key, jobId: job.id, publishedAt: job.publishedAt },
+    def.unique as UniqueWindow,
+    now,
+  );
+  if (outcome.outcome === 'holds') return undefined;
+  const recorded = await jobs.recordDeduplicated({
+    ...ref(deps, queue, job),
+    key,
+    duplicateOf: outcome.holder,
+    workerId: deps.workerId,
+    now,
+  });
+  return recorded ? outcome.holder : undefined;
 }
 
 /** Ends an attempt is recorded with (each history entry carries the attempt it ended). */

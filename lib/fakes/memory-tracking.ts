@@ -1,6 +1,6 @@
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
 import { dueShardOf } from '../policy/due-times';
-import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES } from '../policy/job-rules';
+import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
 import { mergeQueueDay } from '../policy/stat-sums';
 import { addCounts, NO_COUNTS } from '../policy/throughput';
 import type {
@@ -11,6 +11,7 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DeduplicatedJob,
   DependencyCount,
   DependentEdge,
   HistoryEntry,
@@ -26,6 +27,9 @@ import type {
   ScheduleRequest,
   UnclaimedOutcome,
   UnclaimedResult,
+  UniqueHold,
+  UniqueTake,
+  UniqueWrite,
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
@@ -52,6 +56,8 @@ export class MemoryJobStore implements JobStore {
   private readonly counts = new Map<string, CountState>();
   /** tag → job id → when it was tagged. */
   private readonly tagged = new Map<string, Map<string, number>>();
+  /** The holds of unique keys: `<task> unique <key>` → its hold, as the DynamoDB items are keyed. */
+  private readonly holds = new Map<string, UniqueHold>();
   /** The cancellations item. */
   private cancelRequests: CancelRequests = { version: 0, requests: {} };
   writes = 0;
@@ -204,6 +210,39 @@ export class MemoryJobStore implements JobStore {
       .sort((a, b) => b.updatedAt - a.updatedAt)
       .slice(0, MAX_FILED_REJECTIONS)
       .map((r) => structuredClone(r));
+  }
+
+  async holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite> {
+    const id = uniqueItemKey(take.task, take.key);
+    const current = this.holds.get(id);
+    const free = over
+      ? current !== undefined && current.holder === over.holder && current.takenAt === over.takenAt
+      : current === undefined || current.until <= take.now || current.holder === take.jobId;
+    if (!free) return { landed: false, hold: current ? { ...current } : undefined };
+    this.writes += 1;
+    this.holds.set(id, { holder: take.jobId, from: take.from, until: take.until, takenAt: take.now });
+    return { landed: true };
+  }
+
+  async releaseKey(task: string, key: string, jobId: string): Promise<void> {
+    const id = uniqueItemKey(task, key);
+    if (this.holds.get(id)?.holder !== jobId) return;
+    this.writes += 1;
+    this.holds.delete(id);
+  }
+
+  async recordDeduplicated(job: DeduplicatedJob): Promise<boolean> {
+    if (permits('deduplicate', this.jobs.get(job.jobId)) !== 'ok') return false;
+    this.put({
+      ...pickRef(job),
+      state: 'deduplicated',
+      attempt: 0,
+      duplicateOf: job.duplicateOf,
+      updatedAt: job.now,
+      finishedAt: job.now,
+      history: [{ what: 'deduplicated', when: job.now, worker: job.workerId, detail: `joined ${job.duplicateOf}` }],
+    });
+    return true;
   }
 
   async recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void> {
@@ -527,6 +566,7 @@ function pickRef(r: JobRef): JobRef {
     publishedAt: r.publishedAt,
     ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
+    ...(r.key !== undefined ? { key: r.key } : {}),
   };
 }
 

@@ -54,6 +54,7 @@ export async function countJobStates(ctx: OperatorContext, queues: readonly stri
     scheduled: indexed('scheduled'),
     cancelled: indexed('cancelled'),
     waiting: indexed('waiting'),
+    deduplicated: indexed('deduplicated'),
   };
   // A state the index holds is counted from it, whatever the table above says.
   const states = await Promise.all(JOB_STATES.map((state) => (INDEXED_STATES.includes(state) ? indexed(state) : counters[state])()));

@@ -12,13 +12,21 @@ export interface JobStoreSettings {
 }
 
 /** States operators list by queue; only these carry the sparse index key, so success writes no index entry. */
-export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled', 'waiting'];
+export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled', 'waiting', 'deduplicated'];
 
 /** States a job never leaves. */
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled'];
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled', 'deduplicated'];
 
 export function indexKey(queue: string, state: JobState): string | undefined {
   return INDEXED_STATES.includes(state) ? `${queue}#${state}` : undefined;
+}
+
+/**
+ * The jobs table's item that holds a task's key under its `unique` rule. No job id has a space, so no
+ * job (nor another item kept beside the jobs: `<id> tag <tag>`, `<id> w<n>`, `<id> rejected`) takes it.
+ */
+export function uniqueItemKey(task: string, key: string): string {
+  return `${task} unique ${key}`;
 }
 
 /** The TTL attribute value (epoch seconds) for a write at `now`. */
@@ -67,9 +75,11 @@ export const TRANSITIONS = {
   unclaimedFailure: { from: ['absent', 'queued', 'retrying'], sameJob: true },
   /** Tracking `failures`: a success after failures ends the `retrying` record. */
   unclaimedSuccess: { from: ['retrying'], sameJob: true },
+  /** A job whose task and key another live job holds (a `unique` task): it joins that one and never runs. */
+  deduplicate: { from: ['absent'], sameJob: false },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },
-  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled'], sameJob: true },
+  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated'], sameJob: true },
   replay: { from: ['archived'], sameJob: true },
   /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced` record, not a parked one). */
   park: { from: ['absent', 'queued', 'scheduled'], sameJob: true },

@@ -1,5 +1,4 @@
 /** The job records a publish writes around its send, and the jobs a publisher remembers having sent. */
-import type { JobStore } from '../track/job-stores';
 import { type Prepared, refOf } from './prepare';
 import type { PublishContext } from './publish-context';
 
@@ -27,9 +26,11 @@ export async function recordSent(
     .map((s) => byIndex.get(s.index))
     .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && p.dependsOn.length === 0 && !p.awaits);
   const delayed = tracked.filter((p) => p.delayed);
-  const immediate = ctx.jobs ? tracked.filter((p) => !p.delayed) : [];
+  // A job that holds its key is recorded whether or not `recordQueued` is on: a publisher that
+  // finds the key held reads the holder's record to tell a live job from one that never was.
+  const immediate = tracked.filter((p) => !p.delayed && (ctx.jobs !== undefined || p.unique !== undefined));
   if (delayed.length === 0 && immediate.length === 0) return;
-  const jobs = delayed.length > 0 ? ctx.jobStore() : (ctx.jobs as JobStore);
+  const jobs = ctx.jobs !== undefined && delayed.length === 0 && immediate.every((p) => !p.unique) ? ctx.jobs : ctx.jobStore();
   const results = await Promise.allSettled(
     [...delayed, ...immediate].map(async (p) => {
       if (p.delayed) await jobs.recordScheduled({ ...refOf(p, ctx.version, now), runAt: p.runAt as number }, now);

@@ -19,6 +19,7 @@ import { bodyBytes } from '../layout/sqs-limits';
 import { publishTiming } from '../policy/due-times';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { SendEntry } from '../ports';
+import type { UniqueWindow } from '../tasks/task';
 import type { PublishSpan, TraceOptions } from '../trace/producer';
 import type { JobRef } from '../track/job-record';
 import {
@@ -26,6 +27,7 @@ import {
   type EnvelopeV1,
   encodeEnvelope,
   JOB_ID_PATTERN,
+  keyProblem,
   MAX_BODY_BYTES,
   TASK_NAME_PATTERN,
   tagListProblem,
@@ -49,6 +51,10 @@ export interface Prepared {
   /** The caller chose the id (a raw message may have named it as a dependency before it existed). */
   readonly explicitId: boolean;
   readonly tags: readonly string[];
+  /** The job's key, if it has one. */
+  readonly key?: string;
+  /** Its task's `unique` rule, when the job has a key to hold. */
+  readonly unique?: UniqueWindow;
   readonly awaits?: number;
   readonly runAt?: number;
   /** The envelope's `expiresAt`, for its record's `startBy`. */
@@ -97,6 +103,17 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     const tagProblem = tagListProblem(options.tags);
     if (tagProblem) throw new PublishOptionError('tags', options.tags, `a list of tags: it ${tagProblem}`);
   }
+  if (options.key !== undefined) {
+    const problem = keyProblem(options.key);
+    if (problem) throw new PublishOptionError('key', options.key, `a key of 1..128 printable characters: it ${problem}`);
+    if (def?.unique && queue.tracking !== 'full') {
+      throw new PublishOptionError(
+        'key',
+        options.key,
+        `a queue tracked 'full' for task ${name}'s unique rule (queue ${queue.name} is tracked '${queue.tracking}')`,
+      );
+    }
+  }
   const envelope: EnvelopeV1 = {
     task: name,
     payload: item.payload,
@@ -110,6 +127,7 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     ...(options.memberOf !== undefined ? { memberOf: options.memberOf } : {}),
     ...(options.onDependencyFailure !== undefined ? { onDependencyFailure: options.onDependencyFailure } : {}),
     ...(options.tags !== undefined && options.tags.length > 0 ? { tags: options.tags } : {}),
+    ...(options.key !== undefined ? { key: options.key } : {}),
   };
   const body = encodeEnvelope(envelope);
   const bytes = bodyBytes(body);
@@ -148,6 +166,8 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     dependsOn,
     explicitId: options.id !== undefined && !(GENERATED_ID in options),
     tags: options.tags ?? [],
+    ...(options.key !== undefined ? { key: options.key } : {}),
+    ...(options.key !== undefined && def?.unique ? { unique: def.unique } : {}),
     ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
     ...(offload ? { offload } : {}),
     ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),
@@ -166,6 +186,7 @@ export function refOf(p: Prepared, version: string, now: number): JobRef {
     version,
     publishedAt: now,
     ...(p.tags.length > 0 ? { tags: p.tags } : {}),
+    ...(p.key !== undefined ? { key: p.key } : {}),
     ...(p.expiresAt !== undefined ? { startBy: p.expiresAt } : {}),
   };
 }

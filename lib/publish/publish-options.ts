@@ -45,6 +45,13 @@ export interface PublishOptions {
   /** Labels to find the job by (`taskworker jobs list --tag T`): at most 10, each 1..64 printable ASCII characters. */
   readonly tags?: readonly string[];
   /**
+   * What the job is about, in the app's words (`user-42`, `doc:7`): 1..128 printable characters,
+   * kept on its record and in its envelope. On a task with a `unique` rule, a job of the same key
+   * published inside the window while the first is live is not sent: the publish answers with the
+   * first job's id and `deduplicated: true`. See docs/keys.md.
+   */
+  readonly key?: string;
+  /**
    * The W3C trace context the job carries (its `traceparent` message attribute), instead of the
    * active OpenTelemetry context's: `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; anything
    * else is a {@link PublishOptionError} naming it. Without it the publish span's context is sent
@@ -86,11 +93,15 @@ export interface PublishItem<P = unknown> {
 }
 
 export interface Published {
+  /** The job's id; when `deduplicated`, the id of the job it joined. */
   readonly jobId: string;
+  /** The SQS message id; empty when `deduplicated` (nothing was sent). */
   readonly messageId: string;
   readonly queue: string;
   /** When the job may start, for jobs published to run later (epoch ms). */
   readonly runAt?: number;
+  /** True when a live job of the same task and key (a `unique` task) was found: nothing was sent, `jobId` names that job. */
+  readonly deduplicated?: true;
 }
 
 export type PublisherOptions = {

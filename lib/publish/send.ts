@@ -9,6 +9,8 @@ import { payloadKey } from '../layout/payloads';
 import { bodyBytes, MAX_BATCH_ENTRIES, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { QueueUrls } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
+import { holdUniqueKey } from '../settle/unique-holds';
+import type { UniqueWindow } from '../tasks/task';
 import type { PublishSpan } from '../trace/producer';
 import { encodeEnvelope, MAX_BODY_BYTES } from '../wire/envelope';
 import { recordAhead, recordSent, remember } from './job-records';
@@ -26,8 +28,16 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
   const checked = items.map((item, index) => prepare(ctx, item, index, now, span));
   await checkDependencies(ctx, checked);
   const urls = await ctx.queueUrls();
-  const prepared = await offload(ctx, checked, urls);
-  await recordAhead(ctx, prepared, now);
+  const { held, joined } = await holdKeys(ctx, checked, now);
+  const fresh = checked.filter((p) => !joined.some((j) => j.index === p.index));
+  let prepared: Prepared[];
+  try {
+    prepared = await offload(ctx, fresh, urls);
+    await recordAhead(ctx, prepared, now);
+  } catch (error) {
+    await releaseKeys(ctx, held);
+    throw error;
+  }
   const sent: Array<Published & { index: number }> = [];
   const failed: FailedPublish[] = [];
   for (const group of groupByQueue(prepared)) {
@@ -57,8 +67,63 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
   sent.sort((a, b) => a.index - b.index);
   remember(ctx, prepared, sent, now);
   await recordSent(ctx, prepared, sent, now);
-  if (failed.length > 0) throw new PublishBatchError(failed, sent);
-  return sent.map(({ index: _index, ...published }) => published);
+  if (failed.length > 0) {
+    // A key taken for a job that was not sent is let go, so the next publish of it is sent.
+    await releaseKeys(
+      ctx,
+      held.filter((p) => failed.some((f) => f.index === p.index)),
+    );
+    throw new PublishBatchError(failed, sent);
+  }
+  return [...sent, ...joined].sort((a, b) => a.index - b.index).map(({ index: _index, ...published }) => published);
+}
+
+/**
+ * The keys of the items whose task has a `unique` rule, taken before anything is sent (one
+ * conditional write each, lib/settle/unique-holds.ts): `held` the items that hold their key and are
+ * sent, `joined` the answers for those that found a live job of their key, which are not. Items of
+ * one key in one batch: the first holds it, the others join it.
+ */
+async function holdKeys(
+  ctx: PublishContext,
+  prepared: readonly Prepared[],
+  now: number,
+): Promise<{ held: Prepared[]; joined: Array<Published & { index: number }> }> {
+  const keyed = prepared.filter((p) => p.unique !== undefined && p.key !== undefined);
+  if (keyed.length === 0) return { held: [], joined: [] };
+  const jobs = ctx.jobStore();
+  const held: Prepared[] = [];
+  const joined: Array<Published & { index: number }> = [];
+  const byKey = new Map<string, Prepared[]>();
+  for (const p of keyed) byKey.set(`${p.task} ${p.key}`, [...(byKey.get(`${p.task} ${p.key}`) ?? []), p]);
+  try {
+    // Keys at once; one key's items in order, so that within a batch the first item of a key holds it.
+    await Promise.all(
+      [...byKey.values()].map(async (items) => {
+        for (const p of items) {
+          const outcome = await holdUniqueKey(
+            jobs,
+            { task: p.task, key: p.key as string, jobId: p.jobId, publishedAt: now },
+            p.unique as UniqueWindow,
+            now,
+          );
+          if (outcome.outcome === 'holds') held.push(p);
+          else joined.push({ index: p.index, jobId: outcome.holder, messageId: '', queue: p.queue.name, deduplicated: true });
+        }
+      }),
+    );
+  } catch (error) {
+    await releaseKeys(ctx, held);
+    throw error;
+  }
+  return { held, joined };
+}
+
+/** Lets go of the keys these items hold (their publish failed before they were sent); best effort. */
+async function releaseKeys(ctx: PublishContext, items: readonly Prepared[]): Promise<void> {
+  if (items.length === 0) return;
+  const jobs = ctx.jobStore();
+  await Promise.allSettled(items.map((p) => jobs.releaseKey(p.task, p.key as string, p.jobId)));
 }
 
 /**

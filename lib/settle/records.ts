@@ -49,6 +49,7 @@ export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job
     ...(job.tags ? { tags: job.tags } : {}),
     ...(job.event ? { event: job.event } : {}),
     ...(job.expiresAt !== undefined ? { startBy: job.expiresAt } : {}),
+    ...(job.key !== undefined ? { key: job.key } : {}),
   };
 }
 

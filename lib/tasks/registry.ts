@@ -64,6 +64,14 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `fewer than queue ${queue.name}'s maxReceiveCount ${queue.maxReceiveCount} minus 1, so the job is archived before SQS moves it to the DLQ`,
       );
     }
+    if (def.unique && queue.tracking !== 'full') {
+      throw new TaskDefinitionError(
+        def.name,
+        'unique',
+        { for: def.unique.forSeconds, while: def.unique.while },
+        `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; the key's holder is kept in the jobs table)`,
+      );
+    }
     checkSubscriptions(config, def);
     registry.set(def.name, def);
   }

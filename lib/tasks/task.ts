@@ -2,6 +2,7 @@ import { type Limits, resolveLimits } from '../config/limit-config';
 import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { JOB_STATES, type JobState } from '../track/job-record';
 import { TASK_NAME_PATTERN } from '../wire/envelope';
 import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
@@ -107,9 +108,39 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * with positional args is archived. Needs `celeryName`.
    */
   readonly celeryArgs?: readonly string[];
+  /**
+   * One job per key at a time: a job published with a `key` while another job of this task and key,
+   * published less than `for` ago, is in one of the `while` states is not sent — `publish` answers
+   * with that job's id and `deduplicated: true` — and a message sent from elsewhere is recorded
+   * `deduplicated`, never run. Needs its queue tracked `full`. See docs/keys.md.
+   * @example
+   * ```ts
+   * unique: { for: '10m' } // while queued, scheduled, waiting, running or retrying
+   * ```
+   */
+  readonly unique?: UniqueRule | UniqueWindow;
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
+
+/** A task's `unique` rule, as written. */
+export interface UniqueRule {
+  /** The window after a job's publish in which a second one of its key joins it: seconds, or `'90s'`, `'10m'`, `'2h'`, `'1d'` (1 s to 30 days). */
+  readonly for: number | `${number}${'s' | 'm' | 'h' | 'd'}`;
+  /** The states of the first job in which a second one joins it. @defaultValue ['queued', 'scheduled', 'waiting', 'running', 'retrying'] (not ended) */
+  readonly while?: readonly JobState[];
+}
+
+/** A task's `unique` rule, resolved. */
+export interface UniqueWindow {
+  readonly forSeconds: number;
+  readonly while: readonly JobState[];
+}
+
+/** A job that has not ended. */
+export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = ['queued', 'scheduled', 'waiting', 'running', 'retrying'];
+/** The longest `unique.for`: 30 days. */
+export const MAX_UNIQUE_SECONDS = 30 * 86_400;
 
 /** A validated task, as the registry and workers hold it. */
 export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
@@ -128,6 +159,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly celeryName?: string;
   /** The payload keys of a Celery message's positional args, if declared. */
   readonly celeryArgs?: readonly string[];
+  /** Its `unique` rule, if any (a definition given again to `toDefinition` keeps it). */
+  readonly unique?: UniqueWindow;
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -186,6 +219,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     throw new TaskDefinitionError(name, 'on', o.on, 'an event name or a list of distinct event names (e.g. "orders.created")');
   }
   const celery = celeryOptions(name, o);
+  const unique = o.unique === undefined ? undefined : uniqueWindow(name, o.unique);
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -202,11 +236,40 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     on: [...on],
     run: o.run,
     ...(limits ? { limits } : {}),
+    ...(unique ? { unique } : {}),
     ...celery,
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     ...(o.onArchived ? { onArchived: o.onArchived } : {}),
   };
+}
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+
+/** A task's `unique` rule, validated: `for` in seconds (1 s..30 days), `while` distinct job states. */
+export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
+  if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
+    throw new TaskDefinitionError(name, 'unique', rule, "{ for: '10m' | seconds, while?: job states }");
+  }
+  // A definition validated before (a task bundle's modules are read back through here) carries `forSeconds`.
+  const given = 'forSeconds' in rule ? (rule as UniqueWindow).forSeconds : (rule as { for?: unknown }).for;
+  const match = typeof given === 'string' ? /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(given) : null;
+  const seconds =
+    typeof given === 'number' ? given : match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;
+  if (!(seconds >= 1 && seconds <= MAX_UNIQUE_SECONDS)) {
+    throw new TaskDefinitionError(name, 'unique.for', given, "seconds 1..2592000, or '90s', '10m', '2h', '30d' (1 s to 30 days)");
+  }
+  const states = (rule as { while?: unknown }).while ?? UNIQUE_WHILE_DEFAULT;
+  const allowed = JOB_STATES.filter((s) => s !== 'deduplicated');
+  if (
+    !Array.isArray(states) ||
+    states.length === 0 ||
+    states.some((s) => !(allowed as readonly unknown[]).includes(s)) ||
+    new Set(states).size !== states.length
+  ) {
+    throw new TaskDefinitionError(name, 'unique.while', states, `a non-empty list of distinct job states (${allowed.join(', ')})`);
+  }
+  return { forSeconds: seconds, while: [...states] as JobState[] };
 }
 
 /** A task's `celeryName` and `celeryArgs`, validated. */

@@ -31,8 +31,20 @@ export const MAX_FILED_REJECTIONS = 100;
  *   a message with dependencies ──wait──▶ waiting ──last dependency counted──▶ scheduled (due now) ──sweep──▶ queued
  *                                           ├──a dependency failed (policy `fail`), unknown, or a cycle──▶ archived
  *                                           └──cancel──▶ cancelled
+ *   a message whose task and key another live job holds (a `unique` task) ──▶ deduplicated, never run,
+ *     pointing at that job (`duplicateOf`)
  */
-export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'archived', 'scheduled', 'cancelled', 'waiting'] as const;
+export const JOB_STATES = [
+  'queued',
+  'running',
+  'retrying',
+  'succeeded',
+  'archived',
+  'scheduled',
+  'cancelled',
+  'waiting',
+  'deduplicated',
+] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** What can happen to a job, as its history records it. */
@@ -48,7 +60,8 @@ export type HistoryWhat =
   | 'cancelled'
   | 'waiting'
   | 'released'
-  | 'cancel-requested';
+  | 'cancel-requested'
+  | 'deduplicated';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -116,6 +129,10 @@ export interface JobRecord {
   /** Jobs waiting for this one: each with its place among their dependencies. */
   readonly dependents?: readonly DependentEdge[];
   readonly tags?: readonly string[];
+  /** Its envelope's `key`. */
+  readonly key?: string;
+  /** A `deduplicated` job: the job of the same task and key it joined (that one runs, this one never does). */
+  readonly duplicateOf?: string;
   /** The event this job runs for, when it is a subscriber's (`on`). */
   readonly event?: EventRef;
   /**
@@ -214,6 +231,8 @@ export interface JobRef extends JobIdentity {
   readonly tags?: readonly string[];
   /** The event it is a subscriber's run of, kept on the record by its claim. */
   readonly event?: EventRef;
+  /** Its envelope's `key`, kept on the record where it is first written. */
+  readonly key?: string;
   /** Its envelope's `expiresAt`, kept on the record where it is written (the record's `startBy`). */
   readonly startBy?: number;
 }
@@ -354,4 +373,37 @@ export interface JobQuery {
   readonly limit: number;
   /** Only records last updated at or before this time (epoch ms): the next page of a newest-first list. */
   readonly updatedAtMost?: number;
+}
+
+/**
+ * Who holds a task's key under its `unique` rule: the item `<task> unique <key>` of the jobs table
+ * (no job id has a space, so no job can take that key). `from` is the holder's publish time and
+ * `until` the end of its window (epoch ms); `takenAt` tells two holds of one job apart.
+ */
+export interface UniqueHold {
+  readonly holder: string;
+  readonly from: number;
+  readonly until: number;
+  readonly takenAt: number;
+}
+
+/** A job asking to hold its task's key: published at `from`, its window ending at `until`. */
+export interface UniqueTake {
+  readonly task: string;
+  readonly key: string;
+  readonly jobId: string;
+  readonly from: number;
+  readonly until: number;
+  readonly now: number;
+}
+
+/** A hold's write: landed, or refused with the hold as it stands (none: it went away meanwhile). */
+export type UniqueWrite = { readonly landed: true } | { readonly landed: false; readonly hold: UniqueHold | undefined };
+
+/** A job that joined another of its task and key: recorded `deduplicated`, never run. */
+export interface DeduplicatedJob extends JobRef {
+  readonly key: string;
+  readonly duplicateOf: string;
+  readonly workerId: string;
+  readonly now: number;
 }

@@ -14,6 +14,7 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DeduplicatedJob,
   DependencyCount,
   DependentEdge,
   JobIdentity,
@@ -28,6 +29,9 @@ import type {
   ScheduleRequest,
   UnclaimedOutcome,
   UnclaimedResult,
+  UniqueHold,
+  UniqueTake,
+  UniqueWrite,
   WaitRequest,
   WaitResult,
 } from './job-record';
@@ -137,6 +141,24 @@ export interface FlowStore extends JobReader {
   jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]>;
 }
 
+/**
+ * The holds of tasks' keys under their `unique` rule (lib/settle/unique-holds.ts decides with them):
+ * one item per task and key, written with one conditional write.
+ */
+export interface UniqueStore extends JobReader {
+  /**
+   * Takes the key for `take.jobId`. Without `over`: lands when no one holds it, the hold's window
+   * has ended (`until` ≤ `now`, whatever TTL has not yet deleted), or the job holds it already.
+   * With `over`: lands only over that very hold (same holder, same `takenAt`), so two takers of one
+   * ended hold cannot both win. Refused: the hold as it stands.
+   */
+  holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite>;
+  /** Lets go of a hold the job still has (its publish failed before anything was sent); a no-op otherwise. */
+  releaseKey(task: string, key: string, jobId: string): Promise<void>;
+  /** Records a job that joined another (absent → `deduplicated`); false if a record exists under its id (nothing changed). */
+  recordDeduplicated(job: DeduplicatedJob): Promise<boolean>;
+}
+
 /** What operators list and do to jobs: lists by state, a message's rejections, replay, cancel. */
 export interface OperatorStore extends JobReader {
   list(query: JobQuery): Promise<JobRecord[]>;
@@ -164,4 +186,4 @@ export interface OperatorStore extends JobReader {
  * state it comes from; completions and heartbeats are conditional on the fencing token, so a stale
  * worker whose lease was taken over cannot overwrite the newer outcome.
  */
-export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore {}
+export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore {}

@@ -54,6 +54,11 @@ export interface EnvelopeV1 {
   readonly onDependencyFailure?: DependencyFailurePolicy;
   /** Labels to find the job by (at most {@link MAX_TAGS}, each 1..{@link MAX_TAG_LENGTH} printable ASCII characters). */
   readonly tags?: readonly string[];
+  /**
+   * What the job is about, in the app's words (a customer, a document): 1..{@link MAX_KEY_LENGTH}
+   * printable characters. A task's `unique` rule runs one job per task and key at a time.
+   */
+  readonly key?: string;
   /** The event this job is a subscriber's run of (written by the dispatcher that turned an event into jobs; see lib/wire/event.ts). */
   readonly event?: EventRef;
   /** Envelope version. @defaultValue 1 */
@@ -82,6 +87,7 @@ export interface DecodedJob {
   readonly memberOf?: { readonly id: string; readonly size: number; readonly index: number };
   readonly onDependencyFailure?: DependencyFailurePolicy;
   readonly tags?: readonly string[];
+  readonly key?: string;
   readonly event?: EventRef;
 }
 
@@ -95,6 +101,17 @@ export const MAX_TAGS = 10;
 export const MAX_TAG_LENGTH = 64;
 /** Tags: printable ASCII, no spaces. */
 export const TAG_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+export const MAX_KEY_LENGTH = 128;
+/** Keys: 1..128 printable characters (any script; no control, format or unassigned code points). */
+export const KEY_PATTERN = /^[^\p{C}]{1,128}$/u;
+
+/** What is wrong with a job's `key`, or undefined. Shared with the publisher and the CLI. */
+export function keyProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return `is ${preview(value)}; expected a string`;
+  if (!KEY_PATTERN.test(value)) return `is ${preview(value)}; expected 1..${MAX_KEY_LENGTH} printable characters`;
+  return undefined;
+}
 
 /** Whether a job waits for others before it may run. */
 export function hasDependencies(job: Pick<DecodedJob, 'dependsOn' | 'awaits'>): boolean {
@@ -143,6 +160,7 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.memberOf !== undefined) body.memberOf = envelope.memberOf;
   if (envelope.onDependencyFailure !== undefined) body.onDependencyFailure = envelope.onDependencyFailure;
   if (envelope.tags !== undefined && envelope.tags.length > 0) body.tags = envelope.tags;
+  if (envelope.key !== undefined) body.key = envelope.key;
   if (envelope.event !== undefined) body.event = envelope.event;
   return JSON.stringify(body);
 }
@@ -222,6 +240,11 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
   const payloadRef = decodePayloadRefField(own);
   const jobId = (id as string | undefined) ?? meta.messageId;
   const relations = decodeRelations(own, jobId, id !== undefined);
+  const key = own('key');
+  if (key !== undefined) {
+    const problem = keyProblem(key);
+    if (problem) throw new EnvelopeError('bad-key', `key ${problem}`, 'key');
+  }
   const event = own('event');
   return {
     task,
@@ -233,6 +256,7 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     ...(runAt !== undefined ? { runAt } : {}),
     ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...relations,
+    ...(key !== undefined ? { key: key as string } : {}),
     ...(event !== undefined ? { event: decodeEventRef(event) } : {}),
   };
 }

@@ -2,6 +2,8 @@ import { UnrecoverableError } from '../../lib/errors';
 import { dueShardOf } from '../../lib/policy/due-times';
 import type { JobStoreSettings } from '../../lib/policy/job-rules';
 import { emptyDuration } from '../../lib/policy/stat-sums';
+import { UNIQUE_RECORD_GRACE_MS } from '../../lib/policy/unique-rules';
+import { holdUniqueKey } from '../../lib/settle/unique-holds';
 import type { LimitStore } from '../../lib/track/fleet-limits';
 import type { ClaimResult, JobRecord, JobRef } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';
@@ -984,6 +986,126 @@ export function jobStoreConformance(
         await jobs.recordQueued(a, 1);
         await jobs.recordQueued(b, 1);
         expect((await jobs.getMany([b.jobId, 'nope', a.jobId])).map((r) => r.jobId)).toEqual([b.jobId, a.jobId]);
+      });
+    });
+
+    describe('unique keys', () => {
+      let n = 0;
+      const key = () => `user ${Date.now()}-${++n}`;
+      const take = (k: string, jobId: string, now: number, from = now, forMs = 60_000) => ({
+        task: 'sync-user',
+        key: k,
+        jobId,
+        from,
+        until: from + forMs,
+        now,
+      });
+      const rule = { forSeconds: 60, while: ['queued', 'scheduled', 'waiting', 'running', 'retrying'] as const };
+
+      it('holds a free key; another job inside the window is refused with the hold; the holder may write again', async () => {
+        const k = key();
+        expect(await jobs.holdKey(take(k, 'a', 1000))).toEqual({ landed: true });
+        const refused = await jobs.holdKey(take(k, 'b', 2000));
+        expect(refused).toEqual({ landed: false, hold: { holder: 'a', from: 1000, until: 61_000, takenAt: 1000 } });
+        expect(await jobs.holdKey(take(k, 'a', 3000, 1000))).toEqual({ landed: true });
+        // The same key of another task is another hold.
+        expect(await jobs.holdKey({ ...take(k, 'c', 2000), task: 'other-task' })).toEqual({ landed: true });
+      });
+
+      it('lets another job take the key once the window has ended, whatever TTL has not deleted yet', async () => {
+        const k = key();
+        await jobs.holdKey(take(k, 'a', 1000));
+        expect((await jobs.holdKey(take(k, 'b', 60_999))).landed).toBe(false);
+        expect(await jobs.holdKey(take(k, 'b', 61_000))).toEqual({ landed: true });
+        expect(await jobs.holdKey(take(k, 'c', 61_001))).toMatchObject({ landed: false, hold: { holder: 'b', from: 61_000 } });
+      });
+
+      it('takes a hold over only as it was read: of two takers of one hold, exactly one wins', async () => {
+        const k = key();
+        await jobs.holdKey(take(k, 'a', 1000));
+        const read = await jobs.holdKey(take(k, 'b', 2000));
+        if (read.landed || !read.hold) throw new Error('expected the hold of a');
+        const [b, c] = await Promise.all([jobs.holdKey(take(k, 'b', 2000), read.hold), jobs.holdKey(take(k, 'c', 2000), read.hold)]);
+        expect([b, c].filter((w) => w.landed)).toHaveLength(1);
+        const winner = b.landed ? 'b' : 'c';
+        // A takeover over a hold that has since changed hands is refused, naming the new holder.
+        expect(await jobs.holdKey(take(k, 'd', 3000), read.hold)).toMatchObject({ landed: false, hold: { holder: winner } });
+      });
+
+      it('of many jobs taking a free key at once, exactly one holds it', async () => {
+        const k = key();
+        const writes = await Promise.all(Array.from({ length: 20 }, (_, i) => jobs.holdKey(take(k, `j${i}`, 5000))));
+        expect(writes.filter((w) => w.landed)).toHaveLength(1);
+        const holder = `j${writes.findIndex((w) => w.landed)}`;
+        for (const w of writes.filter((x) => !x.landed)) expect(w).toMatchObject({ hold: { holder } });
+      });
+
+      it('lets go of a key only for its holder', async () => {
+        const k = key();
+        await jobs.holdKey(take(k, 'a', 1000));
+        await jobs.releaseKey('sync-user', k, 'b');
+        expect((await jobs.holdKey(take(k, 'b', 2000))).landed).toBe(false);
+        await jobs.releaseKey('sync-user', k, 'a');
+        expect(await jobs.holdKey(take(k, 'b', 2000))).toEqual({ landed: true });
+      });
+
+      it('records a job that joined another once: deduplicated, never claimed, listed by its state', async () => {
+        const job = ref({ task: 'sync-user', key: 'user 7' });
+        const request = { ...job, key: 'user 7', duplicateOf: 'holder-1', workerId: 'w1', now: 4000 };
+        expect(await jobs.recordDeduplicated(request)).toBe(true);
+        expect(await jobs.recordDeduplicated({ ...request, now: 5000 })).toBe(false);
+        const record = await jobs.get(job.jobId);
+        expect(record).toMatchObject({ state: 'deduplicated', key: 'user 7', duplicateOf: 'holder-1', attempt: 0, updatedAt: 4000 });
+        expect(record?.history.map((h) => h.what)).toEqual(['deduplicated']);
+        expect((await claim(jobs, job, 6000)).outcome).toBe('finished');
+        const listed = await jobs.list({ state: 'deduplicated', queues: ['urgent'], limit: 50 });
+        expect(listed.map((r) => r.jobId)).toContain(job.jobId);
+        // Never over an existing record.
+        const existing = ref();
+        await jobs.recordQueued(existing, 100);
+        expect(await jobs.recordDeduplicated({ ...existing, key: 'k', duplicateOf: 'x', workerId: 'w1', now: 200 })).toBe(false);
+        expect((await jobs.get(existing.jobId))?.state).toBe('queued');
+      });
+
+      describe('held by holdUniqueKey (lib/settle/unique-holds.ts)', () => {
+        const job = (k: string, jobId: string, publishedAt: number) => ({ task: 'sync-user', key: k, jobId, publishedAt });
+
+        it('joins a live holder inside the window, and takes the key over once the holder has ended', async () => {
+          const k = key();
+          const first = ref({ task: 'sync-user', publishedAt: 1000 });
+          expect(await holdUniqueKey(jobs, job(k, first.jobId, 1000), rule, 1000)).toEqual({ outcome: 'holds' });
+          await jobs.recordQueued(first, 1000);
+          expect(await holdUniqueKey(jobs, job(k, 'second', 2000), rule, 2000)).toEqual({ outcome: 'joined', holder: first.jobId });
+          const claimed = await claim(jobs, first, 3000);
+          if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+          expect(await holdUniqueKey(jobs, job(k, 'third', 3500), rule, 3500)).toEqual({ outcome: 'joined', holder: first.jobId });
+          await jobs.complete({ jobId: first.jobId, token: claimed.token, state: 'succeeded', workerId: 'w1', now: 4000 }, claimed.record);
+          expect(await holdUniqueKey(jobs, job(k, 'fourth', 5000), rule, 5000)).toEqual({ outcome: 'holds' });
+          expect(await holdUniqueKey(jobs, job(k, 'fifth', 6000), rule, 6000)).toEqual({ outcome: 'joined', holder: 'fourth' });
+        });
+
+        it('joins a holder with no record yet for a while, then takes over a publish that never finished', async () => {
+          const k = key();
+          await holdUniqueKey(jobs, job(k, 'never-sent', 1000), rule, 1000);
+          expect(await holdUniqueKey(jobs, job(k, 'b', 2000), rule, 2000)).toEqual({ outcome: 'joined', holder: 'never-sent' });
+          const later = 1000 + UNIQUE_RECORD_GRACE_MS;
+          expect(await holdUniqueKey(jobs, job(k, 'c', later), { ...rule, forSeconds: 3600 }, later)).toEqual({ outcome: 'holds' });
+        });
+
+        it('of many publishes of one key at once, exactly one holds it and every other joins that one', async () => {
+          const k = key();
+          const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => holdUniqueKey(jobs, job(k, `p${i}`, 7000), rule, 7000)));
+          const holders = outcomes.map((o, i) => (o.outcome === 'holds' ? `p${i}` : undefined)).filter((h) => h !== undefined);
+          expect(holders).toHaveLength(1);
+          for (const o of outcomes) if (o.outcome === 'joined') expect(o.holder).toBe(holders[0]);
+        });
+
+        it('a job published before its holder, after its own window had ended, is no duplicate of it', async () => {
+          const k = key();
+          await holdUniqueKey(jobs, job(k, 'late-holder', 100_000), rule, 100_000);
+          // Published at 1000 (window to 61,000), it reaches a dispatcher only now.
+          expect(await holdUniqueKey(jobs, job(k, 'early', 1000), rule, 100_500)).toEqual({ outcome: 'holds' });
+        });
       });
     });
 

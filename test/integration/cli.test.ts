@@ -38,6 +38,35 @@ describe('taskworker CLI', () => {
     expect(readJournal(journal)[0]).toMatchObject({ n: 7, jobId: printed.jobId, appData: { via: 'cli' } });
   });
 
+  it('publish: --key on a unique task answers a live job of the key as deduplicated, in text and --json, and sends nothing', async () => {
+    const publish = (...extra: string[]) =>
+      cli(
+        'publish',
+        'sync-account',
+        '--payload',
+        '{"journal":"/dev/null","n":1}',
+        '--key',
+        'account 7',
+        ...extra,
+        '--version',
+        stack.version,
+        '--config',
+        FIXTURE_CONFIG,
+      );
+    // Delayed, so it is still live (scheduled) however long the next command takes.
+    const first = await publish('--delay', '600', '--json');
+    expect(first.code).toBe(0);
+    const { jobId } = JSON.parse(first.out) as { jobId: string };
+    const json = await publish('--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.out)).toMatchObject({ jobId, deduplicated: true, messageId: '' });
+    const text = await publish();
+    expect(text.out).toMatch(new RegExp(`deduplicated: job ${jobId} of sync-account with key "account 7" is live`));
+    const bad = await publish('--key', '');
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/--key/);
+  });
+
   it('publish: --delay, --queue and --expires-in are honoured (the expiry counted from the publish)', async () => {
     const publish = (...extra: string[]) =>
       cli(

@@ -146,6 +146,20 @@ export function JobPage({ version, id }: { version: string; id: string }) {
             </dd>
           </>
         )}
+        {job.key !== undefined && (
+          <>
+            <dt>key</dt>
+            <dd data-testid="key">{job.key}</dd>
+          </>
+        )}
+        {job.duplicateOf !== undefined && (
+          <>
+            <dt>joined</dt>
+            <dd data-testid="duplicate-of">
+              <a href={href('job', job.duplicateOf)}>{job.duplicateOf}</a> (same task and key; this job never ran)
+            </dd>
+          </>
+        )}
         {job.memberOf && (
           <>
             <dt>member of</dt>
