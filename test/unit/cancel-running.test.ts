@@ -6,7 +6,7 @@
  */
 import { CancelWatch } from '../../lib/dispatch/cancellations';
 import { JobCancelledError, LeaseLostError } from '../../lib/errors';
-import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { cancelJob } from '../../lib/operate/flow-commands';
 import { payloadDigest } from '../../lib/policy/job-rules';
 import { silentLogger } from '../../lib/ports';

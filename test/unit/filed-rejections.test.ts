@@ -1,5 +1,5 @@
 /** Issue 25: ids a publisher gave stay findable when their message is archived under its own message id. */
-import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { jobShowAnswer, lookUpJob, whyFiled } from '../../lib/operate/rejections';
 import type { JobRecord, Rejection } from '../../lib/track/job-record';
 import { readableEnvelopeId } from '../../lib/wire/envelope';

@@ -1,5 +1,6 @@
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
-import { MemoryJobStore, MemoryStatsStore } from '../../lib/fakes/memory-tracking';
+import { MemoryStatsStore } from '../../lib/fakes/memory-stats-store';
 import { CONFORMANCE_SETTINGS, jobStoreConformance } from '../conformance/job-store';
 
 jobStoreConformance(

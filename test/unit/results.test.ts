@@ -1,6 +1,6 @@
 import { VirtualClock } from '../../lib/clock';
 import { ResultTimeoutError, ResultUnavailableError } from '../../lib/errors';
-import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { waitForResult } from '../../lib/publish/results';
 import type { JobRef } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';

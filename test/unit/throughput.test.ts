@@ -1,7 +1,7 @@
 import { renderThroughput } from '../../cli/render';
 import { throughputOf } from '../../lib/adapters/cloudwatch';
 import { VirtualClock } from '../../lib/clock';
-import { MemoryStatsStore } from '../../lib/fakes/memory-tracking';
+import { MemoryStatsStore } from '../../lib/fakes/memory-stats-store';
 import { StatsBuffer } from '../../lib/invocation/stats-buffer';
 import type { OperatorContext } from '../../lib/operate/operator-context';
 import { throughput } from '../../lib/operate/version-status';

@@ -1,8 +1,8 @@
 import { keyOption } from '../../cli/publish';
 import { VirtualClock } from '../../lib/clock';
 import { EnvelopeError, PublishOptionError, TaskDefinitionError } from '../../lib/errors';
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { Publisher } from '../../lib/publish/publisher';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask, toDefinition } from '../../lib/tasks/task';

@@ -6,9 +6,9 @@
  */
 import { VirtualClock } from '../../lib/clock';
 import { resolveConfig } from '../../lib/config/app-config';
+import { MemoryJobStore } from '../../lib/fakes/memory-job-store';
 import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
-import { MemoryJobStore } from '../../lib/fakes/memory-tracking';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import { createInvocation } from '../../lib/invocation/invocation';
 import { WorkerPresence } from '../../lib/invocation/presence';
