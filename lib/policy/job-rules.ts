@@ -29,6 +29,19 @@ export function uniqueItemKey(task: string, key: string): string {
   return `${task} unique ${key}`;
 }
 
+/**
+ * The jobs table's item of a key's open debounce cycle (`debounce` rule). Like the unique hold's, no
+ * job id has a space, so no job takes that key.
+ */
+export function debounceItemKey(task: string, key: string): string {
+  return `${task} debounce ${key}`;
+}
+
+/** The jobs table's item holding the body a closed debounce cycle's job runs with (two words, never a cycle's three). */
+export function debouncedBodyKey(jobId: string): string {
+  return `${jobId} debounced`;
+}
+
 /** The TTL attribute value (epoch seconds) for a write at `now`. */
 export function expiresAt(now: number, retentionDays: number): number {
   return Math.floor(now / 1000) + retentionDays * 86_400;
