@@ -1,4 +1,5 @@
 import { Simulation } from '../../bench/sim/engine';
+import { debouncedLine } from '../../cli/publish';
 import { MessageTooLargeError, PublishOptionError, TaskDefinitionError } from '../../lib/errors';
 import { MAX_DEBOUNCED_BODY_BYTES } from '../../lib/policy/debounce-rules';
 import { Publisher } from '../../lib/publish/publisher';
@@ -154,6 +155,13 @@ describe('publishing a debounced task’s keyed job', () => {
       { doc: 'b', n: 1 },
       { doc: 'none', n: 1 },
     ]);
+  });
+
+  it('is told apart by the CLI: a publish that joined says so, names the pending job and its due time', () => {
+    const line = debouncedLine('reindex', 'doc 7', 'v3', { jobId: 'j-1', queue: 'urgent', runAt: Date.UTC(2026, 0, 5, 9, 0, 2) });
+    expect(line).toBe(
+      'debounced: job j-1 of reindex with key "doc 7" is pending on urgent (version v3) and runs with this payload unless a later publish joins, due 2026-01-05T09:00:02.000Z; nothing was sent',
+    );
   });
 
   it('refuses an id, a delay or dependencies on a debounced keyed job, with nothing sent', async () => {
