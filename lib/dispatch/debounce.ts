@@ -52,11 +52,14 @@ async function debounceOne(deps: DispatcherDeps, queue: QueueConfig, p: Planned,
       decideHandBack(deps, at, { kind: 'visibility', seconds: secondsUntil(due.dueAt, now) }, report);
       return undefined;
     }
-    // No cycle's job: a publish at its arrival. One recorded as a joiner already (its delete was lost) is not published twice.
-    if ((await jobs.get(job.id))?.state === 'deduplicated') {
+    // No cycle's job: a publish at its arrival. One recorded as a joiner already (its delete was lost) is not published twice;
+    // one its publisher recorded (a publisher that knew only the task's name) runs as any job: its record fixes its payload.
+    const own = await jobs.get(job.id);
+    if (own?.state === 'deduplicated') {
       state.decide({ kind: 'delete', message }, { ...report, outcome: 'duplicate' });
       return undefined;
     }
+    if (own) return p;
     const body = pinEnvelope(message.body, job);
     const published = await publishDebounced(jobs, { task: def.name, key, jobId: job.id, body }, def.debounce as DebounceWindow, now);
     if (published.outcome === 'started') {

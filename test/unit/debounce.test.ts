@@ -203,6 +203,42 @@ describe('publishing a debounced task’s keyed job', () => {
   });
 });
 
+describe('a debounced job that fails', () => {
+  it('is retried with the body its cycle closed with, though the next cycle has opened', async () => {
+    const { options, runs, clockIs } = reindex();
+    let publisher: Publisher | undefined;
+    let next: Awaited<ReturnType<Publisher['publish']>> | undefined;
+    const failingOnce: TaskOptions<Save> = {
+      ...options,
+      maxRetries: 2,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      run: async (payload, ctx) => {
+        (options.run as (p: Save, c: typeof ctx) => void)(payload, ctx);
+        if (payload.n === 2 && !next) {
+          // A save while the first attempt runs opens the next cycle; then the attempt fails.
+          next = await publisher?.publish('reindex', { doc: 'f', n: 3 }, { key: 'f' });
+          throw new Error('index unavailable');
+        }
+      },
+    };
+    const w = world([failingOnce as TaskOptions], {}, { tracked: true });
+    clockIs(w.clock);
+    publisher = publisherOf(w, { tasks: [toDefinition(failingOnce, 'reindex')] });
+    const first = await publisher.publish('reindex', { doc: 'f', n: 1 }, { key: 'f' });
+    await publisher.publish('reindex', { doc: 'f', n: 2 }, { key: 'f' });
+    await w.run({ forMs: 30_000 });
+    expect(next?.debounced).toBeUndefined();
+    expect(runs.map((r) => [r.jobId, r.payload.n]).sort()).toEqual(
+      [
+        [first.jobId, 2],
+        [first.jobId, 2],
+        [next?.jobId, 3],
+      ].sort(),
+    );
+    expect(await w.jobs.get(first.jobId)).toMatchObject({ state: 'succeeded', attempt: 2 });
+  });
+});
+
 describe('closing a debounce cycle', () => {
   /** A world on the virtual clock with the task and a publisher over its jobs table. */
   function closing() {
@@ -270,6 +306,33 @@ describe('closing a debounce cycle', () => {
 });
 
 describe('a message from another SDK with the key of a debounced task', () => {
+  /** A world with the task, and a publisher that knows only its name (its queue given), recording queued jobs or not. */
+  function blind(recordQueued: boolean) {
+    const { options, runs, clockIs } = reindex();
+    const w = world([options as TaskOptions], {}, { tracked: true });
+    clockIs(w.clock);
+    const publisher = publisherOf(w, { recordQueued });
+    const publish = (n: number) => publisher.publish('reindex', { doc: 'b', n }, { key: 'b', queue: 'urgent' });
+    return { w, runs, publish };
+  }
+
+  it('sent by a publisher that knows only the task’s name is debounced by the dispatcher', async () => {
+    const { w, runs, publish } = blind(false);
+    await publish(1);
+    await publish(2);
+    await w.run({ forMs: 30_000 });
+    expect(runs.map((r) => r.payload.n)).toEqual([2]);
+  });
+
+  it('recorded by such a publisher runs as any job, its record fixing its payload: none archived as a conflict', async () => {
+    const { w, runs, publish } = blind(true);
+    await publish(1);
+    await publish(2);
+    await w.run({ forMs: 30_000 });
+    expect(runs.map((r) => r.payload.n).sort()).toEqual([1, 2]);
+    expect(w.reports.flatMap((r) => r.jobs).filter((j) => j.outcome === 'archived')).toEqual([]);
+  });
+
   it('counts as a publish at its arrival: the first opens a cycle and runs once due, a later one joins it with its payload', async () => {
     const { options, runs } = reindex({ period: '2s', maxWait: '10s' });
     const system = createTestSystem({ tasks: [defineTask(options)] });
