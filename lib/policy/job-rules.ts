@@ -88,7 +88,7 @@ export const TRANSITIONS = {
   unclaimedFailure: { from: ['absent', 'queued', 'retrying'], sameJob: true },
   /** Tracking `failures`: a success after failures ends the `retrying` record. */
   unclaimedSuccess: { from: ['retrying'], sameJob: true },
-  /** A job whose task and key another live job holds (a `unique` task): it joins that one and never runs. */
+  /** A job whose task and key another live job holds (a `unique` task), or that joined its key's debounce burst: it joins that one and never runs. */
   deduplicate: { from: ['absent'], sameJob: false },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },

@@ -31,8 +31,9 @@ export const MAX_FILED_REJECTIONS = 100;
  *   a message with dependencies ──wait──▶ waiting ──last dependency counted──▶ scheduled (due now) ──sweep──▶ queued
  *                                           ├──a dependency failed (policy `fail`), unknown, or a cycle──▶ archived
  *                                           └──cancel──▶ cancelled
- *   a message whose task and key another live job holds (a `unique` task) ──▶ deduplicated, never run,
- *     pointing at that job (`duplicateOf`)
+ *   a message whose task and key another live job holds (a `unique` task), or that joins its key's open
+ *     debounce burst (a `debounce` task, sent from another SDK) ──▶ deduplicated, never run, pointing at
+ *     that job (`duplicateOf`)
  */
 export const JOB_STATES = [
   'queued',

@@ -1,9 +1,10 @@
 /**
  * The jobs table's interfaces, one per role: reading records ({@link JobReader}), claiming and
  * completing attempts ({@link ClaimStore}), recording jobs ahead of their run, parking and sweeping
- * ({@link ScheduleStore}), dependencies and tags ({@link FlowStore}), and what operators list and
- * do ({@link OperatorStore}). {@link JobStore} is all of them: the DynamoDB adapter and the
- * in-memory fake implement it, and a consumer that needs one role takes that role's interface.
+ * ({@link ScheduleStore}), dependencies and tags ({@link FlowStore}), keys' unique holds and debounce
+ * bursts ({@link UniqueStore}, {@link DebounceStore}), and what operators list and do
+ * ({@link OperatorStore}). {@link JobStore} is all of them: the DynamoDB adapter and the in-memory
+ * fake implement it, and a consumer that needs one role takes that role's interface.
  */
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type {
