@@ -55,7 +55,7 @@ export class DynamoJobDebounces {
       );
       this.table.meter(out, 'write');
       const { body: _body, ...cycle } = cycleOf(out.Attributes ?? {}) as DebounceCycle;
-      return { landed: true, started: cycle.pending === publish.jobId && cycle.seq === 1, cycle };
+      return { landed: true, started: cycle.pending === publish.jobId, cycle };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       // DynamoDB returns the item the condition saw; dynalite does not, so it is read.

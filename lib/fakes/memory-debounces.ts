@@ -36,7 +36,7 @@ export class MemoryDebounces implements Omit<DebounceStore, 'get' | 'getMany'> {
     this.wrote();
     this.cycles.set(id, next);
     const { body: _body, ...cycle } = next;
-    return { landed: true, started: next.pending === publish.jobId && next.seq === 1, cycle };
+    return { landed: true, started: next.pending === publish.jobId, cycle };
   }
 
   async debounceCycle(task: string, key: string): Promise<DebounceCycle | undefined> {

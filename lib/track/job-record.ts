@@ -443,8 +443,9 @@ export interface DebouncePublish {
 }
 
 /**
- * A debounce publish's write: landed (`started`: it opened the cycle, its job is `pending`; else it
- * joined `pending`), or refused with the abandoned cycle it found.
+ * A debounce publish's write: landed (`started`: its job is the cycle's `pending` one — it opened the
+ * cycle, or it is that write again, retried by the SDK after it landed; else it joined `pending`), or
+ * refused with the abandoned cycle it found.
  */
 export type DebounceWrite =
   | { readonly landed: true; readonly started: boolean; readonly cycle: Omit<DebounceCycle, 'body'> }

@@ -1150,6 +1150,12 @@ export function jobStoreConformance(
         expect(await jobs.debounceCycle('reindex', key())).toBeUndefined();
       });
 
+      it('says a publish written twice (the SDK retrying a write that landed) opened the cycle, so its job is sent', async () => {
+        const k = key();
+        await jobs.debounce(publish(k, 'a', 1000));
+        expect(await jobs.debounce(publish(k, 'a', 1000))).toMatchObject({ landed: true, started: true, cycle: { pending: 'a', seq: 2 } });
+      });
+
       it('of many publishes of a free key at once, exactly one opens the cycle and every other joins it', async () => {
         const k = key();
         const writes = await Promise.all(Array.from({ length: 20 }, (_, i) => jobs.debounce(publish(k, `p${i}`, 5000))));
