@@ -1,4 +1,5 @@
-import type { UsageDelta } from '../policy/cost-attribution';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { UsageDelta, UsagePort } from '../policy/cost-attribution';
 
 interface MiddlewareClient {
   middlewareStack: {
@@ -12,13 +13,24 @@ let meters = 0;
 /** DynamoDB operations that take `ReturnConsumedCapacity`. */
 const CAPACITY_OPERATIONS = /^(PutItem|UpdateItem|DeleteItem|BatchWriteItem|TransactWriteItems)Command$/;
 
+/** Requests and write units counted in one scope. */
+interface Counted {
+  sqsRequests: number;
+  writeUnits: number;
+}
+
 /**
  * Counts what a dispatcher's own clients cost, as AWS bills it: every SQS HTTP request (inside the
  * SDK's retries) and every DynamoDB write unit (writes are asked for their consumed capacity, which
- * costs nothing). {@link take} returns what was counted since the last take: the one delta that
- * the stats attribute to the tasks of the batch settled then (lib/policy/cost-attribution.ts).
+ * costs nothing). A request made while a batch runs ({@link batch}: its claims, deletes, archives,
+ * record writes) is that batch's, found through the async context it was sent from; anything else
+ * (receives, depth reads, sweeps) is shared. {@link take} returns the batch's own and the shared
+ * rest since the last take: the delta the stats attribute to the tasks of the batch settled then
+ * (lib/policy/cost-attribution.ts). So every batch carries at least its own settle's requests, even
+ * when another batch settling beside it took the shared rest a moment before.
  */
-export class UsageMeter {
+export class UsageMeter implements UsagePort {
+  /** Everything counted, for a reader who wants the totals. */
   sqsRequests = 0;
   writeUnits = 0;
   private readonly metered = new WeakSet<object>();
@@ -28,10 +40,14 @@ export class UsageMeter {
    * shares its bill).
    */
   private readonly name = `taskworkerUsage${++meters}`;
-  private last = { sqsRequests: 0, writeUnits: 0, at: 0 };
+  /** The batch whose work is running, through its awaits. */
+  private readonly scope = new AsyncLocalStorage<Counted>();
+  /** Counted outside any batch (or left by a batch that took nothing) since the last take. */
+  private shared: Counted = { sqsRequests: 0, writeUnits: 0 };
+  private lastAt: number;
 
   constructor(private readonly now: () => number) {
-    this.last.at = now();
+    this.lastAt = now();
   }
 
   /** Counts the requests an SQS client sends (once per client). */
@@ -40,7 +56,7 @@ export class UsageMeter {
     this.metered.add(client);
     client.middlewareStack.add(
       (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
-        this.sqsRequests += 1;
+        this.count('sqsRequests', 1);
         return next(args);
       },
       { step: 'finalizeRequest', name: `${this.name}Requests`, priority: 'low' },
@@ -62,11 +78,26 @@ export class UsageMeter {
           const out = await next(args);
           if (writes)
             for (const c of [out.output?.ConsumedCapacity ?? []].flat() as Array<{ CapacityUnits?: number; WriteCapacityUnits?: number }>)
-              this.writeUnits += c.WriteCapacityUnits ?? c.CapacityUnits ?? 0;
+              this.count('writeUnits', c.WriteCapacityUnits ?? c.CapacityUnits ?? 0);
           return out;
         },
       { step: 'initialize', name: `${this.name}WriteUnits` },
     );
+  }
+
+  async batch<T>(work: () => Promise<T>): Promise<T> {
+    const own: Counted = { sqsRequests: 0, writeUnits: 0 };
+    try {
+      return await this.scope.run(own, work);
+    } finally {
+      // A batch that took nothing (no registered task in it) leaves its requests for the next that takes.
+      this.shared.sqsRequests += own.sqsRequests;
+      this.shared.writeUnits += own.writeUnits;
+    }
+  }
+
+  addRequests(sqsRequests: number): void {
+    this.count('sqsRequests', sqsRequests);
   }
 
   /**
@@ -74,19 +105,28 @@ export class UsageMeter {
    * Requests counted since the last take (an invocation's last flush) stay, for the next batch.
    */
   restart(): void {
-    this.last = { ...this.last, at: this.now() };
+    this.lastAt = this.now();
   }
 
-  /** What was counted since the last take (or restart). */
+  /** The current batch's own usage and the shared rest since the last take (or restart). */
   take(): UsageDelta {
     const at = this.now();
+    const own = this.scope.getStore();
     const delta = {
-      sqsRequests: this.sqsRequests - this.last.sqsRequests,
-      writeUnits: this.writeUnits - this.last.writeUnits,
-      elapsedMs: at - this.last.at,
+      sqsRequests: this.shared.sqsRequests + (own?.sqsRequests ?? 0),
+      writeUnits: this.shared.writeUnits + (own?.writeUnits ?? 0),
+      elapsedMs: at - this.lastAt,
     };
-    this.last = { sqsRequests: this.sqsRequests, writeUnits: this.writeUnits, at };
+    this.shared = { sqsRequests: 0, writeUnits: 0 };
+    if (own) Object.assign(own, { sqsRequests: 0, writeUnits: 0 });
+    this.lastAt = at;
     return delta;
+  }
+
+  private count(what: keyof Counted, n: number): void {
+    this[what] += n;
+    const own = this.scope.getStore();
+    (own ?? this.shared)[what] += n;
   }
 }
 

@@ -51,6 +51,20 @@ export async function processBatch(
   /** Slots set aside for this batch as it was received; what its runnable messages do not take goes back. */
   reservation?: SlotReservation,
 ): Promise<BatchReport> {
+  // In its own usage scope: the requests and writes of its claims, settle and records are its tasks' cost.
+  const work = () => runBatch(deps, queue, batch, options, slots, settling, reservation);
+  return deps.usage ? deps.usage.batch(work) : work();
+}
+
+async function runBatch(
+  deps: DispatcherDeps,
+  queue: QueueConfig,
+  batch: readonly ReceivedMessage[],
+  options: RunOptions,
+  slots: TaskSlots,
+  settling: SettleOptions,
+  reservation: SlotReservation | undefined,
+): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const hold = new SettleHold(deps, deps.urls.queues[queue.name] as string, queue.visibilityTimeoutSeconds);
   const state = new BatchState(hold, receivedAt + queue.visibilityTimeoutSeconds * 1000);

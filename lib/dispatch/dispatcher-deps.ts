@@ -1,4 +1,4 @@
-import type { UsageDelta } from '../policy/cost-attribution';
+import type { UsagePort } from '../policy/cost-attribution';
 /** What the dispatcher loop and a batch run share: their dependencies, options and observers. */
 
 import type { Context } from 'aws-lambda';
@@ -74,10 +74,11 @@ export interface DispatcherDeps {
   readonly maxBatchesInFlight?: number;
   /**
    * Counts the SQS requests and DynamoDB write units of this container's clients, and restarts its
-   * billed interval at each invocation's start; each settled batch takes what was counted since the
-   * last one for its tasks' cost (lib/policy/cost-attribution.ts). Without it no cost is attributed.
+   * billed interval at each invocation's start; each settled batch takes its own and what was
+   * counted outside batches since the last take for its tasks' cost (lib/policy/cost-attribution.ts).
+   * Without it no cost is attributed.
    */
-  readonly usage?: { take(): UsageDelta; restart(): void };
+  readonly usage?: UsagePort;
   /**
    * The version's payload bucket and where to read it (S3): claim-checked payloads (an envelope's
    * `payloadRef`) are read from it before their tasks run, and deleted when their jobs succeed or are

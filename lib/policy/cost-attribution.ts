@@ -22,6 +22,22 @@ export interface UsageDelta {
   readonly elapsedMs: number;
 }
 
+/**
+ * What a dispatcher's clients cost, counted as they run (lib/adapters/usage-meter.ts): each batch
+ * runs in its own scope, so the requests and writes it makes are its own, and what was counted
+ * outside any batch (receives, depth reads, sweeps) is shared by the next batch that takes.
+ */
+export interface UsagePort {
+  /** Starts a billed interval (an invocation's start): the time between invocations is not billed. */
+  restart(): void;
+  /** Runs one batch's work in its own scope; what it counted and did not take goes to the shared rest. */
+  batch<T>(work: () => Promise<T>): Promise<T>;
+  /** Requests made for the current batch by someone else: a doorbell's batch's SQS trigger receives and deletes it. */
+  addRequests(sqsRequests: number): void;
+  /** The current batch's own usage, with the shared rest counted since the last take. */
+  take(): UsageDelta;
+}
+
 export const NO_COST: TaskCost = { lambdaMbMs: 0, sqsRequests: 0, writeUnits: 0 };
 
 export function addCost(a: TaskCost, b: TaskCost): TaskCost {

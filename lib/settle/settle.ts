@@ -2,7 +2,7 @@ import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
-import { attributeUsage, type UsageDelta } from '../policy/cost-attribution';
+import { attributeUsage, type UsagePort } from '../policy/cost-attribution';
 import { expiresAt } from '../policy/job-rules';
 import { isEmptyDelta, taskStatsKey } from '../policy/stat-sums';
 import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../policy/throughput';
@@ -20,6 +20,8 @@ export interface SettlePorts {
   readonly urls: QueueUrls;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Counts, for a doorbell's batch, the requests its trigger makes (the account pays them too). */
+  readonly usage?: Pick<UsagePort, 'addRequests'>;
 }
 
 /** What counting a settled batch in the stats touches: the stats table and nothing else. */
@@ -29,8 +31,8 @@ export interface StatsPorts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tracking?: { readonly stats?: StatsStore };
-  /** What the dispatcher's clients counted since the last batch, attributed to this batch's tasks (lib/policy/cost-attribution.ts). */
-  readonly usage?: { take(): UsageDelta };
+  /** What the dispatcher's clients counted for this batch and outside batches, attributed to its tasks (lib/policy/cost-attribution.ts). */
+  readonly usage?: Pick<UsagePort, 'take'>;
 }
 
 /**
@@ -213,6 +215,9 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
     for (const f of deleted.failed) state.mark(f.id, { unsettled: true });
     logFailures(deps, 'delete', queue, deleted.failed);
   }
+  // A doorbell's batch was received by its SQS trigger, which deletes what is not reported kept: its
+  // receive and its deletes (counted as batch deletes, ten to a request) are this batch's cost.
+  if (options.triggerDeletes) deps.usage?.addRequests(1 + Math.ceil(deletes.length / MAX_BATCH_ENTRIES));
   const changes: VisibilityEntry[] = settling
     .filter((d): d is Extract<Decision, { kind: 'visibility' }> => d.kind === 'visibility')
     .map((d) => ({ id: d.message.messageId, receiptHandle: d.message.receiptHandle, visibilityTimeoutSeconds: d.seconds }));
@@ -241,8 +246,8 @@ export async function recordStats(deps: StatsPorts, report: BatchReport): Promis
     if (jobs) jobs.push(job);
     else byTask.set(job.task, [job]);
   }
-  // The usage since the last batch, shared by this batch's registered tasks (no extra write: it
-  // rides on each task's day delta). A batch without one leaves it for the next.
+  // This batch's own usage and the shared rest since the last take, shared by its registered tasks
+  // (no extra write: it rides on each task's day delta). A batch without one leaves it for the next.
   const costs =
     deps.usage && byTask.size > 0
       ? attributeUsage(

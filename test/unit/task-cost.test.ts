@@ -65,6 +65,40 @@ describe('the usage meter', () => {
     now = 5_100;
     expect(meter.take()).toEqual({ sqsRequests: 1, writeUnits: 0, elapsedMs: 100 });
   });
+
+  it('gives each batch its own requests, even when a batch settling beside it took the shared rest first', async () => {
+    const meter = new UsageMeter(() => 0);
+    const sqs = fakeClient();
+    meter.meterSqs(sqs);
+    await sqs.send('ReceiveMessageCommand', {}); // outside any batch: shared
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const taken: Record<string, number> = {};
+    const settle = (name: string, requests: number, wait?: Promise<void>) =>
+      meter.batch(async () => {
+        for (let i = 0; i < requests; i++) await sqs.send('DeleteMessageBatchCommand', {});
+        if (wait) await wait;
+        taken[name] = meter.take().sqsRequests;
+      });
+    const a = settle('a', 2, gate);
+    await settle('b', 3); // takes its own 3 and the shared receive
+    // A doorbell's batch: its trigger's receive and delete are added to it.
+    await meter.batch(async () => {
+      meter.addRequests(2);
+      taken.doorbell = meter.take().sqsRequests;
+    });
+    release();
+    await a;
+    expect(taken).toEqual({ a: 2, b: 4, doorbell: 2 });
+    // A batch that takes nothing (no registered task in it) leaves its requests to the next take.
+    await meter.batch(async () => {
+      await sqs.send('DeleteMessageBatchCommand', {});
+    });
+    expect(meter.take().sqsRequests).toBe(1);
+    expect(meter.sqsRequests).toBe(9); // every request counted, the trigger's among them
+  });
 });
 
 describe('cost in the task stats (fakes)', () => {
@@ -80,6 +114,8 @@ describe('cost in the task stats (fakes)', () => {
         return d;
       },
       restart: () => undefined,
+      batch: <T>(work: () => Promise<T>) => work(),
+      addRequests: () => undefined,
     };
     const w = world(
       [ok, other],
