@@ -6,7 +6,7 @@ import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/executor-types';
 import type { ArchiveFence, ArchiveTake, JobIdentity, JobRecord, Rejection } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
@@ -173,9 +173,8 @@ export function unclaimedWrite(
 
 /**
  * An unclaimed attempt's archive (tracking `failures`), fenced on the job's record: the outcome
- * written with the fence open is the take; a record that ended already (an earlier copy archived
- * it) is taken over, found held, or found sent by its fence. A record of another job (a conflict)
- * has no fence this message may use: sent unfenced, at least once.
+ * written with the fence open is the take; a record an earlier copy archived goes through its fence
+ * ({@link throughFence}); any other is left alone and the message sent unfenced, at least once.
  */
 export function fencedUnclaimed(
   deps: RecordPorts,
@@ -203,9 +202,11 @@ export function fencedUnclaimed(
           archiving: fence,
         });
         if (result === 'recorded') return TAKEN;
-        if (result === 'ignored') return jobs.takeArchive(job.id, fence, now);
+        const existing = result === 'ignored' ? await throughFence(jobs, job.id, fence, now) : undefined;
+        if (existing) return existing;
         fenced = false;
-        deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
+        if (result === 'conflict')
+          deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
         return TAKEN;
       };
       const close = closing(deps, job.id, fence);
@@ -216,8 +217,9 @@ export function fencedUnclaimed(
 
 /**
  * The record of a message that never ran (malformed, unknown task, id conflict), under its own
- * message id, fenced: the rejection written with the fence open is the take; a record there already
- * (an earlier copy's) is taken over, found held or found sent by its fence.
+ * message id, fenced: the rejection written with the fence open is the take; one an earlier copy
+ * archived goes through its fence ({@link throughFence}); any other record under that id is left
+ * alone and the message sent unfenced, at least once.
  */
 export function rejectionWrite(
   deps: RecordPorts,
@@ -230,15 +232,30 @@ export function rejectionWrite(
   const jobs = deps.tracking?.jobs;
   if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
   return {
-    fenced: (fence) => ({
-      take: async () => {
+    fenced: (fence) => {
+      let fenced = true;
+      const take = async (): Promise<ArchiveTake> => {
         const now = deps.clock.now();
         const written = await jobs.recordRejected({ ...rejectionOf(deps, queue, message, job, reason, error), now, archiving: fence });
-        return written ? TAKEN : jobs.takeArchive(message.messageId, fence, now);
-      },
-      close: closing(deps, message.messageId, fence),
-    }),
+        const existing = written ? TAKEN : await throughFence(jobs, message.messageId, fence, now);
+        fenced = existing !== undefined;
+        return existing ?? TAKEN;
+      };
+      const close = closing(deps, message.messageId, fence);
+      return { take, close: async () => !fenced || close() };
+    },
   };
+}
+
+/**
+ * The fence of a record a write that would have opened it found there already: taken through the
+ * fence when the record is archived (an earlier copy's archive). Undefined for any other record (a
+ * job's under the same id, or one in a state the outcome may not follow, as an announced `scheduled`
+ * one): it has no fence this message may use, and the message is sent unfenced, at least once.
+ * One read, on this rare path only.
+ */
+async function throughFence(jobs: ClaimStore, jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake | undefined> {
+  return (await jobs.get(jobId))?.state === 'archived' ? jobs.takeArchive(jobId, fence, now) : undefined;
 }
 
 /** A rejected message's record, written under its own message id (its time and fence aside). */

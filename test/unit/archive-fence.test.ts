@@ -132,6 +132,18 @@ describe('the archive fence: one archive entry per message on a tracked queue', 
     expect(record?.history.map((h) => h.what)).toEqual(['archived']);
   });
 
+  it('a record under the message id that is no archive (a job of that id) is left alone: the message is archived all the same', async () => {
+    const w = trackedWorld([]);
+    await w.send('urgent', MALFORMED);
+    const messageId = (w.sqs.peek(urgent(w))[0] as ReceivedMessage).messageId;
+    const job = { jobId: messageId, task: 'other', payloadDigest: 'd', queue: 'urgent', version: 'v1', publishedAt: 1 };
+    await w.jobs.recordQueued(job, w.clock.now());
+    await w.run();
+    expect(archived(w).map((r) => r?.messageId)).toEqual([messageId]);
+    expect(await w.jobs.get(messageId)).toMatchObject({ state: 'queued', task: 'other' });
+    expect(w.sqs.peek(urgent(w))).toHaveLength(0);
+  });
+
   it('a claimed job archived for exhaustion while its batch runs on: its copy is neither run nor archived again', async () => {
     let failingId = '';
     let failed = () => {};
