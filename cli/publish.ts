@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../lib/config/app-config';
 import { MAX_SCHEDULE_SECONDS } from '../lib/policy/due-times';
+import type { Published } from '../lib/publish/publish-options';
 import { Publisher } from '../lib/publish/publisher';
 import { buildTasksBundle, loadConfigModule } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
@@ -30,7 +31,8 @@ export const PUBLISH_USAGE = `taskworker publish TASK --payload JSON|@FILE [--qu
   --on-dependency-failure ignore). --expires-in S (seconds from now) or --expires-at: no attempt starts after it
   (the job is archived expired instead). --tag (repeatable) labels it for \`taskworker jobs list --tag T\`. --key K
   says what the job is about; on a task with a unique rule, a live job of the same key is answered instead
-  (deduplicated, nothing sent). Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
+  (deduplicated, nothing sent); on a debounced task, a pending job of the key is joined (debounced: it runs
+  once, with the last payload; nothing sent). Talks to AWS_ENDPOINT_URL_SQS if set, else to a running \`taskworker dev\`
   in this directory, else to AWS. Without --queue, the task's own queue (read from its module).`;
 
 export async function publishCommand(argv: string[]): Promise<void> {
@@ -72,7 +74,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
   if (!version) throw new UsageError('--version is required (no taskworker dev is running here)');
   const configFile = findConfigFile(values.config ?? local?.configFile);
   const config = resolveConfig(await loadConfigModule(configFile));
-  // With a key, the task's module too: its unique rule is the publisher's to apply.
+  // With a key, the task's module too: its unique or debounce rule is the publisher's to apply.
   const tasks = values.queue === undefined || key !== undefined ? await loadTaskDefinitions(configFile) : [];
   if (values.queue === undefined && !tasks.some((t) => t.name === task)) {
     throw new UsageError(`task ${task} is not defined in ${config.tasksDir} (pass --queue to publish it anyway)`);
@@ -100,6 +102,7 @@ export async function publishCommand(argv: string[]): Promise<void> {
     process.stdout.write(
       `deduplicated: job ${published.jobId} of ${task} with key ${JSON.stringify(key)} is live on ${published.queue} (version ${version}); nothing was sent\n`,
     );
+  else if (published.debounced) process.stdout.write(`${debouncedLine(task, key as string, version, published)}\n`);
   else
     process.stdout.write(
       `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, message ${published.messageId}` +
@@ -144,6 +147,12 @@ export function flowOptions(values: {
     ...(policy !== undefined ? { onDependencyFailure: policy } : {}),
     ...(tags.length > 0 ? { tags: [...new Set(tags)] } : {}),
   };
+}
+
+/** What `publish` prints for a publish that joined its key's pending job (a debounced task). */
+export function debouncedLine(task: string, key: string, version: string, published: Pick<Published, 'jobId' | 'queue' | 'runAt'>): string {
+  const due = published.runAt !== undefined ? `, due ${new Date(published.runAt).toISOString()}` : '';
+  return `debounced: job ${published.jobId} of ${task} with key ${JSON.stringify(key)} is pending on ${published.queue} (version ${version}) and runs with this payload unless a later publish joins${due}; nothing was sent`;
 }
 
 /** `--key`, checked before anything is looked up. */

@@ -190,6 +190,25 @@ export class PublishOptionError extends TaskworkerError {
   }
 }
 
+/**
+ * A key's debounce cycle changed hands at every one of a publish's writes (other publishers kept
+ * taking over the abandoned cycles it found): nothing was sent; publishing again is safe.
+ */
+export class KeyContentionError extends TaskworkerError {
+  readonly task: string;
+  readonly key: string;
+  readonly writes: number;
+  constructor(task: string, key: string, writes: number) {
+    super(
+      `The debounce cycle of task ${JSON.stringify(task)} and key ${JSON.stringify(key)} changed at each of ${writes} writes; nothing was sent`,
+    );
+    this.name = 'KeyContentionError';
+    this.task = task;
+    this.key = key;
+    this.writes = writes;
+  }
+}
+
 /** Kale's publish-time check: the task's time limit must fit the target queue's visibility timeout. */
 export class TimeLimitExceedsVisibilityError extends TaskworkerError {
   constructor(task: string, timeLimitSeconds: number, queue: string, visibilityTimeoutSeconds: number) {

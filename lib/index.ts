@@ -26,7 +26,10 @@ export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
 export {
+  type DebounceRule,
+  type DebounceWindow,
   type DependencyOutcome,
+  type Duration,
   defineTask,
   type TaskContext,
   type TaskDefinition,

@@ -10,6 +10,9 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DebounceCycle,
+  DebouncePublish,
+  DebounceWrite,
   DeduplicatedJob,
   DependencyCount,
   DependentEdge,
@@ -34,6 +37,7 @@ import type {
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { DynamoJobClaims } from './dynamo-job-claims';
+import { DynamoJobDebounces } from './dynamo-job-debounces';
 import { DynamoJobFlows } from './dynamo-job-flows';
 import { DynamoJobQueries } from './dynamo-job-queries';
 import { DynamoJobSchedules } from './dynamo-job-schedules';
@@ -57,6 +61,7 @@ export class DynamoJobStore implements JobStore {
   private readonly flows: DynamoJobFlows;
   private readonly queries: DynamoJobQueries;
   private readonly uniques: DynamoJobUniques;
+  private readonly debounces: DynamoJobDebounces;
 
   constructor(
     tableName: string,
@@ -71,6 +76,27 @@ export class DynamoJobStore implements JobStore {
     this.flows = new DynamoJobFlows(this.table);
     this.queries = new DynamoJobQueries(this.table);
     this.uniques = new DynamoJobUniques(this.table);
+    this.debounces = new DynamoJobDebounces(this.table);
+  }
+
+  debounce(publish: DebouncePublish, over?: Pick<DebounceCycle, 'pending' | 'seq'>): Promise<DebounceWrite> {
+    return this.debounces.debounce(publish, over);
+  }
+
+  debounceCycle(task: string, key: string): Promise<DebounceCycle | undefined> {
+    return this.debounces.debounceCycle(task, key);
+  }
+
+  keepDebouncedBody(cycle: DebounceCycle, now: number): Promise<boolean> {
+    return this.debounces.keepDebouncedBody(cycle, now);
+  }
+
+  debouncedBody(jobId: string): Promise<string | undefined> {
+    return this.debounces.debouncedBody(jobId);
+  }
+
+  closeDebounce(task: string, key: string, cycle: Pick<DebounceCycle, 'pending'> & { readonly seq?: number }): Promise<boolean> {
+    return this.debounces.closeDebounce(task, key, cycle);
   }
 
   holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite> {

@@ -19,6 +19,7 @@ import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope'
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
+import { holdForDebounce, isDebounced } from './debounce';
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { runOne } from './job';
 import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
@@ -69,7 +70,8 @@ export async function processBatch(
     }
     // No await unless a job waits: the batch's timing is what it was for everything else.
     const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
-    const due = await holdUntilDue(deps, queue, ready, state);
+    const closed = ready.some((p) => isDebounced(deps, queue, p)) ? await holdForDebounce(deps, queue, ready, state) : ready;
+    const due = await holdUntilDue(deps, queue, closed, state);
     const admitted = await admit(deps, queue, due, state, options);
     let runnable: Planned[] = [];
     // Slots are taken in message order (the limiter is first come, first served).

@@ -12,6 +12,9 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DebounceCycle,
+  DebouncePublish,
+  DebounceWrite,
   DeduplicatedJob,
   DependencyCount,
   DependentEdge,
@@ -37,6 +40,7 @@ import type {
 import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
+import { MemoryDebounces } from './memory-debounces';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -64,7 +68,28 @@ export class MemoryJobStore implements JobStore {
   /** Reads of the cancellations item (what a dispatcher's cancel watch costs). */
   cancellationReads = 0;
 
+  /** Debounce cycles and the bodies of closed ones (lib/fakes/memory-debounces.ts). */
+  private readonly debounces = new MemoryDebounces(() => {
+    this.writes += 1;
+  });
+
   constructor(private readonly settings: JobStoreSettings) {}
+
+  debounce(publish: DebouncePublish, over?: Pick<DebounceCycle, 'pending' | 'seq'>): Promise<DebounceWrite> {
+    return this.debounces.debounce(publish, over);
+  }
+  debounceCycle(task: string, key: string): Promise<DebounceCycle | undefined> {
+    return this.debounces.debounceCycle(task, key);
+  }
+  keepDebouncedBody(cycle: DebounceCycle, now: number): Promise<boolean> {
+    return this.debounces.keepDebouncedBody(cycle, now);
+  }
+  debouncedBody(jobId: string): Promise<string | undefined> {
+    return this.debounces.debouncedBody(jobId);
+  }
+  closeDebounce(task: string, key: string, cycle: Pick<DebounceCycle, 'pending'> & { readonly seq?: number }): Promise<boolean> {
+    return this.debounces.closeDebounce(task, key, cycle);
+  }
 
   async cancellations(): Promise<CancelRequests> {
     this.cancellationReads += 1;

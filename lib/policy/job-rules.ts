@@ -29,6 +29,19 @@ export function uniqueItemKey(task: string, key: string): string {
   return `${task} unique ${key}`;
 }
 
+/**
+ * The jobs table's item of a key's open debounce cycle (`debounce` rule). Like the unique hold's, no
+ * job id has a space, so no job takes that key.
+ */
+export function debounceItemKey(task: string, key: string): string {
+  return `${task} debounce ${key}`;
+}
+
+/** The jobs table's item holding the body a closed debounce cycle's job runs with (two words, never a cycle's three). */
+export function debouncedBodyKey(jobId: string): string {
+  return `${jobId} debounced`;
+}
+
 /** The TTL attribute value (epoch seconds) for a write at `now`. */
 export function expiresAt(now: number, retentionDays: number): number {
   return Math.floor(now / 1000) + retentionDays * 86_400;
@@ -75,7 +88,7 @@ export const TRANSITIONS = {
   unclaimedFailure: { from: ['absent', 'queued', 'retrying'], sameJob: true },
   /** Tracking `failures`: a success after failures ends the `retrying` record. */
   unclaimedSuccess: { from: ['retrying'], sameJob: true },
-  /** A job whose task and key another live job holds (a `unique` task): it joins that one and never runs. */
+  /** A job whose task and key another live job holds (a `unique` task), or that joined its key's debounce burst: it joins that one and never runs. */
   deduplicate: { from: ['absent'], sameJob: false },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },

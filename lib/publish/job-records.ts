@@ -24,7 +24,8 @@ export async function recordSent(
   const byIndex = new Map(prepared.map((p) => [p.index, p]));
   const tracked = sent
     .map((s) => byIndex.get(s.index))
-    .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && p.dependsOn.length === 0 && !p.awaits);
+    // A debounced job is recorded when it runs: its payload is the last publish's, not known yet.
+    .filter((p): p is Prepared => p !== undefined && p.queue.tracking === 'full' && p.dependsOn.length === 0 && !p.awaits && !p.debounce);
   const delayed = tracked.filter((p) => p.delayed);
   // A job that holds its key is recorded whether or not `recordQueued` is on: a publisher that
   // finds the key held reads the holder's record to tell a live job from one that never was.

@@ -19,7 +19,7 @@ import { bodyBytes } from '../layout/sqs-limits';
 import { publishTiming } from '../policy/due-times';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { SendEntry } from '../ports';
-import type { UniqueWindow } from '../tasks/task';
+import type { DebounceWindow, TaskDefinition, UniqueWindow } from '../tasks/task';
 import type { PublishSpan, TraceOptions } from '../trace/producer';
 import type { JobRef } from '../track/job-record';
 import {
@@ -55,6 +55,8 @@ export interface Prepared {
   readonly key?: string;
   /** Its task's `unique` rule, when the job has a key to hold. */
   readonly unique?: UniqueWindow;
+  /** Its task's `debounce` rule, when the job has a key to debounce. */
+  readonly debounce?: DebounceWindow;
   readonly awaits?: number;
   readonly runAt?: number;
   /** The envelope's `expiresAt`, for its record's `startBy`. */
@@ -103,17 +105,7 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     const tagProblem = tagListProblem(options.tags);
     if (tagProblem) throw new PublishOptionError('tags', options.tags, `a list of tags: it ${tagProblem}`);
   }
-  if (options.key !== undefined) {
-    const problem = keyProblem(options.key);
-    if (problem) throw new PublishOptionError('key', options.key, `a key of 1..128 printable characters: it ${problem}`);
-    if (def?.unique && queue.tracking !== 'full') {
-      throw new PublishOptionError(
-        'key',
-        options.key,
-        `a queue tracked 'full' for task ${name}'s unique rule (queue ${queue.name} is tracked '${queue.tracking}')`,
-      );
-    }
-  }
+  const debounce = options.key !== undefined ? keyRules(def, options, queue, name).debounce : undefined;
   const envelope: EnvelopeV1 = {
     task: name,
     payload: item.payload,
@@ -150,10 +142,12 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     offload = { text, envelope: rest };
   } else if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(name, bytes, MAX_BODY_BYTES);
   const attributes = span.attributesFor(name, options satisfies TraceOptions);
+  // A debounced job's message comes when its period has passed; the dispatcher holds it back further while publishes join it.
+  const delaySeconds = debounce ? Math.ceil(debounce.periodSeconds) : timing.delaySeconds;
   const entry: SendEntry = {
     id: String(index),
     body,
-    ...(timing.delaySeconds ? { delaySeconds: timing.delaySeconds } : {}),
+    ...(delaySeconds ? { delaySeconds } : {}),
     ...(attributes ? { attributes } : {}),
   };
   return {
@@ -168,12 +162,47 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     tags: options.tags ?? [],
     ...(options.key !== undefined ? { key: options.key } : {}),
     ...(options.key !== undefined && def?.unique ? { unique: def.unique } : {}),
+    ...(debounce ? { debounce } : {}),
     ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
     ...(offload ? { offload } : {}),
     ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),
-    delayed: (timing.runAt ?? now) > now || timing.delaySeconds !== undefined,
-    ...(timing.runAt !== undefined ? { runAt: timing.runAt } : timing.delaySeconds ? { runAt: now + timing.delaySeconds * 1000 } : {}),
+    delayed: (timing.runAt ?? now) > now || delaySeconds !== undefined,
+    ...(timing.runAt !== undefined ? { runAt: timing.runAt } : delaySeconds ? { runAt: now + delaySeconds * 1000 } : {}),
   };
+}
+
+/**
+ * A keyed publish checked against its task's key rules: malformed keys refused, a `unique` or
+ * `debounce` task only on a queue tracked `full`; a debounced job takes its time from its key's
+ * cycle and its id from whichever publish opens it, so it has no delay, date, id or dependencies of
+ * its own. Answers the debounce rule that applies.
+ */
+function keyRules(
+  def: TaskDefinition | undefined,
+  options: PublishItem['options'] & { readonly key?: string },
+  queue: QueueConfig,
+  name: string,
+): { debounce?: DebounceWindow } {
+  const problem = keyProblem(options.key);
+  if (problem) throw new PublishOptionError('key', options.key, `a key of 1..128 printable characters: it ${problem}`);
+  const rule = def?.unique ? 'unique' : def?.debounce ? 'debounce' : undefined;
+  if (rule && queue.tracking !== 'full') {
+    throw new PublishOptionError(
+      'key',
+      options.key,
+      `a queue tracked 'full' for task ${name}'s ${rule} rule (queue ${queue.name} is tracked '${queue.tracking}')`,
+    );
+  }
+  if (!def?.debounce) return {};
+  const own = (['id', 'delaySeconds', 'runAt', 'dependsOn', 'awaits', 'memberOf'] as const).find((o) => options[o] !== undefined);
+  if (own !== undefined) {
+    throw new PublishOptionError(
+      own,
+      options[own],
+      `no ${own} on a keyed job of task ${name}, which is debounced: its cycle decides when it runs and which job it is`,
+    );
+  }
+  return { debounce: def.debounce };
 }
 
 export function refOf(p: Prepared, version: string, now: number): JobRef {

@@ -48,7 +48,9 @@ export interface PublishOptions {
    * What the job is about, in the app's words (`user-42`, `doc:7`): 1..128 printable characters,
    * kept on its record and in its envelope. On a task with a `unique` rule, a job of the same key
    * published inside the window while the first is live is not sent: the publish answers with the
-   * first job's id and `deduplicated: true`. See docs/keys.md.
+   * first job's id and `deduplicated: true`. On a task with a `debounce` rule, the key's pending job
+   * runs once with the last payload: a publish while one is pending answers with its id and
+   * `debounced: true`. See docs/keys.md.
    */
   readonly key?: string;
   /**
@@ -102,6 +104,13 @@ export interface Published {
   readonly runAt?: number;
   /** True when a live job of the same task and key (a `unique` task) was found: nothing was sent, `jobId` names that job. */
   readonly deduplicated?: true;
+  /**
+   * True when the publish joined its key's pending job (a `debounce` task): nothing was sent, `jobId`
+   * names that job, which now runs with this publish's payload unless a later one joins, and `runAt`
+   * is when it is due as this publish left it. A publish that opens a cycle has no flag: its own job
+   * is sent, due `period` later.
+   */
+  readonly debounced?: true;
 }
 
 export type PublisherOptions = {

@@ -7,10 +7,12 @@ import { claimCheckRef, putClaimCheck } from '../claim-check';
 import { type FailedPublish, MessageTooLargeError, PublishBatchError } from '../errors';
 import { payloadKey } from '../layout/payloads';
 import { bodyBytes, MAX_BATCH_ENTRIES, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { MAX_DEBOUNCED_BODY_BYTES } from '../policy/debounce-rules';
 import type { QueueUrls } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
+import { publishDebounced } from '../settle/debounce-cycles';
 import { holdUniqueKey } from '../settle/unique-holds';
-import type { UniqueWindow } from '../tasks/task';
+import type { DebounceWindow, UniqueWindow } from '../tasks/task';
 import type { PublishSpan } from '../trace/producer';
 import { encodeEnvelope, MAX_BODY_BYTES } from '../wire/envelope';
 import { recordAhead, recordSent, remember } from './job-records';
@@ -28,16 +30,21 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
   const checked = items.map((item, index) => prepare(ctx, item, index, now, span));
   await checkDependencies(ctx, checked);
   const urls = await ctx.queueUrls();
-  const { held, joined } = await holdKeys(ctx, checked, now);
-  const fresh = checked.filter((p) => !joined.some((j) => j.index === p.index));
+  const { held, joined: deduplicated } = await holdKeys(ctx, checked, now);
+  let debounced: Awaited<ReturnType<typeof debounceKeys>> = { opened: [], joined: [] };
   let prepared: Prepared[];
   try {
+    debounced = await debounceKeys(ctx, checked, urls, now);
+    const joined = [...deduplicated, ...debounced.joined];
+    const opened = new Map(debounced.opened.map((p) => [p.index, p]));
+    const fresh = checked.filter((p) => !joined.some((j) => j.index === p.index)).map((p) => opened.get(p.index) ?? p);
     prepared = await offload(ctx, fresh, urls);
     await recordAhead(ctx, prepared, now);
   } catch (error) {
-    await releaseKeys(ctx, held);
+    await releaseKeys(ctx, [...held, ...debounced.opened]);
     throw error;
   }
+  const joined = [...deduplicated, ...debounced.joined];
   const sent: Array<Published & { index: number }> = [];
   const failed: FailedPublish[] = [];
   for (const group of groupByQueue(prepared)) {
@@ -71,7 +78,7 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
     // A key taken for a job that was not sent is let go, so the next publish of it is sent.
     await releaseKeys(
       ctx,
-      held.filter((p) => failed.some((f) => f.index === p.index)),
+      [...held, ...debounced.opened].filter((p) => failed.some((f) => f.index === p.index)),
     );
     throw new PublishBatchError(failed, sent);
   }
@@ -119,11 +126,70 @@ async function holdKeys(
   return { held, joined };
 }
 
-/** Lets go of the keys these items hold (their publish failed before they were sent); best effort. */
+/**
+ * Lets go of the keys these items hold, and closes the debounce cycles they opened (their publish
+ * failed before they were sent; a publish that joined such a cycle meanwhile was answered with a job
+ * that does not come); best effort.
+ */
 async function releaseKeys(ctx: PublishContext, items: readonly Prepared[]): Promise<void> {
   if (items.length === 0) return;
   const jobs = ctx.jobStore();
-  await Promise.allSettled(items.map((p) => jobs.releaseKey(p.task, p.key as string, p.jobId)));
+  await Promise.allSettled(
+    items.map((p) =>
+      p.debounce ? jobs.closeDebounce(p.task, p.key as string, { pending: p.jobId }) : jobs.releaseKey(p.task, p.key as string, p.jobId),
+    ),
+  );
+}
+
+/**
+ * The items whose task has a `debounce` rule, each one write to its key's cycle
+ * (lib/settle/debounce-cycles.ts) with its envelope — its payload, or its claim check's pointer, put
+ * in the bucket first: `opened` the items that opened a cycle, to be sent (delayed by the period),
+ * `joined` the answers for those that joined the open one, which are not. Items of one key in one
+ * batch: the first opens the cycle (when none is open), the others join it, the last one's payload runs.
+ */
+async function debounceKeys(
+  ctx: PublishContext,
+  prepared: readonly Prepared[],
+  urls: QueueUrls,
+  now: number,
+): Promise<{ opened: Prepared[]; joined: Array<Published & { index: number }> }> {
+  const keyed = prepared.filter((p) => p.debounce !== undefined && p.key !== undefined);
+  if (keyed.length === 0) return { opened: [], joined: [] };
+  const ready = await offload(ctx, keyed, urls);
+  for (const p of ready) {
+    if (bodyBytes(p.entry.body) > MAX_DEBOUNCED_BODY_BYTES)
+      throw new MessageTooLargeError(p.task, bodyBytes(p.entry.body), MAX_DEBOUNCED_BODY_BYTES);
+  }
+  const jobs = ctx.jobStore();
+  const opened: Prepared[] = [];
+  const joined: Array<Published & { index: number }> = [];
+  const byKey = new Map<string, Prepared[]>();
+  for (const p of ready) byKey.set(`${p.task} ${p.key}`, [...(byKey.get(`${p.task} ${p.key}`) ?? []), p]);
+  try {
+    await Promise.all(
+      [...byKey.values()].map(async (items) => {
+        for (const p of items) {
+          const job = { task: p.task, key: p.key as string, jobId: p.jobId, body: p.entry.body };
+          const outcome = await publishDebounced(jobs, job, p.debounce as DebounceWindow, now);
+          if (outcome.outcome === 'started') opened.push(p);
+          else
+            joined.push({
+              index: p.index,
+              jobId: outcome.jobId,
+              messageId: '',
+              queue: p.queue.name,
+              runAt: outcome.dueAt,
+              debounced: true,
+            });
+        }
+      }),
+    );
+  } catch (error) {
+    await releaseKeys(ctx, opened);
+    throw error;
+  }
+  return { opened, joined };
 }
 
 /**

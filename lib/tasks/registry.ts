@@ -72,6 +72,14 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; the key's holder is kept in the jobs table)`,
       );
     }
+    if (def.debounce && queue.tracking !== 'full') {
+      throw new TaskDefinitionError(
+        def.name,
+        'debounce',
+        { period: def.debounce.periodSeconds, maxWait: def.debounce.maxWaitSeconds },
+        `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; the key's pending job is kept in the jobs table)`,
+      );
+    }
     checkSubscriptions(config, def);
     registry.set(def.name, def);
   }

@@ -119,6 +119,17 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * ```
    */
   readonly unique?: UniqueRule | UniqueWindow;
+  /**
+   * One run per burst of a key: a job published with a `key` runs `period` after the last publish of
+   * its task and key (or `maxWait` after the first of the burst), once, with the last publish's
+   * payload; every publish of the burst answers with the id of the job that will run, those that
+   * joined it with `debounced: true`. Needs its queue tracked `full`; not with `unique`. See docs/keys.md.
+   * @example
+   * ```ts
+   * debounce: { period: '2s', maxWait: '10s' } // 20 saves in 4 s: one run, 2 s after the last
+   * ```
+   */
+  readonly debounce?: DebounceRule | DebounceWindow;
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -126,7 +137,7 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
 /** A task's `unique` rule, as written. */
 export interface UniqueRule {
   /** The window after a job's publish in which a second one of its key joins it: seconds, or `'90s'`, `'10m'`, `'2h'`, `'1d'` (1 s to 30 days). */
-  readonly for: number | `${number}${'s' | 'm' | 'h' | 'd'}`;
+  readonly for: Duration;
   /** The states of the first job in which a second one joins it. @defaultValue ['queued', 'scheduled', 'waiting', 'running', 'retrying'] (not ended) */
   readonly while?: readonly JobState[];
 }
@@ -141,6 +152,29 @@ export interface UniqueWindow {
 export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = ['queued', 'scheduled', 'waiting', 'running', 'retrying'];
 /** The longest `unique.for`: 30 days. */
 export const MAX_UNIQUE_SECONDS = 30 * 86_400;
+
+/** A task's `debounce` rule, as written. */
+export interface DebounceRule {
+  /** How long after a key's last publish its job runs: seconds, or `'2s'`, `'1m'` (1 s to 15 minutes). */
+  readonly period: Duration;
+  /** The longest a burst is put off: its job runs at most this long after the burst's first publish (`period` to 15 minutes). @defaultValue 15 minutes */
+  readonly maxWait?: Duration;
+}
+
+/** A task's `debounce` rule, resolved. */
+export interface DebounceWindow {
+  readonly periodSeconds: number;
+  readonly maxWaitSeconds: number;
+}
+
+/** A span of time as task options take it: seconds, or a number with a unit (`'90s'`, `'10m'`, `'2h'`, `'1d'`). */
+export type Duration = number | `${number}${'s' | 'm' | 'h' | 'd'}`;
+
+/**
+ * The longest debounce `period` and `maxWait`: 15 minutes, SQS's longest `DelaySeconds` (the job's
+ * message is sent delayed by the period, and held back by visibility no longer than that at a time).
+ */
+export const MAX_DEBOUNCE_SECONDS = 900;
 
 /** A validated task, as the registry and workers hold it. */
 export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
@@ -161,6 +195,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly celeryArgs?: readonly string[];
   /** Its `unique` rule, if any (a definition given again to `toDefinition` keeps it). */
   readonly unique?: UniqueWindow;
+  /** Its `debounce` rule, if any (kept as `unique` is). */
+  readonly debounce?: DebounceWindow;
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -220,6 +256,15 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   }
   const celery = celeryOptions(name, o);
   const unique = o.unique === undefined ? undefined : uniqueWindow(name, o.unique);
+  const debounce = o.debounce === undefined ? undefined : debounceWindow(name, o.debounce);
+  if (unique && debounce) {
+    throw new TaskDefinitionError(
+      name,
+      'debounce',
+      o.debounce,
+      'no debounce on a task with a unique rule (a key is either held or debounced)',
+    );
+  }
   const unrecoverable = o.unrecoverable ?? [];
   if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
     throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
@@ -237,6 +282,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     run: o.run,
     ...(limits ? { limits } : {}),
     ...(unique ? { unique } : {}),
+    ...(debounce ? { debounce } : {}),
     ...celery,
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
@@ -253,9 +299,7 @@ export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
   }
   // A definition validated before (a task bundle's modules are read back through here) carries `forSeconds`.
   const given = 'forSeconds' in rule ? (rule as UniqueWindow).forSeconds : (rule as { for?: unknown }).for;
-  const match = typeof given === 'string' ? /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(given) : null;
-  const seconds =
-    typeof given === 'number' ? given : match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;
+  const seconds = durationSeconds(given);
   if (!(seconds >= 1 && seconds <= MAX_UNIQUE_SECONDS)) {
     throw new TaskDefinitionError(name, 'unique.for', given, "seconds 1..2592000, or '90s', '10m', '2h', '30d' (1 s to 30 days)");
   }
@@ -270,6 +314,45 @@ export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
     throw new TaskDefinitionError(name, 'unique.while', states, `a non-empty list of distinct job states (${allowed.join(', ')})`);
   }
   return { forSeconds: seconds, while: [...states] as JobState[] };
+}
+
+/** A {@link Duration} in seconds; NaN when it is none. */
+function durationSeconds(given: unknown): number {
+  const match = typeof given === 'string' ? /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(given) : null;
+  return typeof given === 'number' ? given : match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;
+}
+
+/**
+ * A task's `debounce` rule, validated: `period` 1 s..15 min, `maxWait` from `period` to 15 min (both
+ * bounded by SQS's longest `DelaySeconds`); `maxWait` defaults to 15 minutes.
+ */
+export function debounceWindow(name: string, rule: unknown): DebounceWindow {
+  if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
+    throw new TaskDefinitionError(name, 'debounce', rule, "{ period: '2s' | seconds, maxWait?: '10s' | seconds }");
+  }
+  // A definition validated before (read back from a task bundle) carries the resolved fields.
+  const resolved = 'periodSeconds' in rule ? (rule as DebounceWindow) : undefined;
+  const period = resolved ? resolved.periodSeconds : (rule as { period?: unknown }).period;
+  const periodSeconds = durationSeconds(period);
+  if (!(periodSeconds >= 1 && periodSeconds <= MAX_DEBOUNCE_SECONDS)) {
+    throw new TaskDefinitionError(
+      name,
+      'debounce.period',
+      period,
+      `seconds 1..${MAX_DEBOUNCE_SECONDS}, or '2s', '1m', '15m' (1 s to 15 minutes: SQS delays a message at most 900 s)`,
+    );
+  }
+  const maxWait = resolved ? resolved.maxWaitSeconds : ((rule as { maxWait?: unknown }).maxWait ?? MAX_DEBOUNCE_SECONDS);
+  const maxWaitSeconds = durationSeconds(maxWait);
+  if (!(maxWaitSeconds >= periodSeconds && maxWaitSeconds <= MAX_DEBOUNCE_SECONDS)) {
+    throw new TaskDefinitionError(
+      name,
+      'debounce.maxWait',
+      maxWait,
+      `seconds from the period (${periodSeconds}) to ${MAX_DEBOUNCE_SECONDS}, or '10s', '5m' (at most 15 minutes: SQS delays a message at most 900 s)`,
+    );
+  }
+  return { periodSeconds, maxWaitSeconds };
 }
 
 /** A task's `celeryName` and `celeryArgs`, validated. */

@@ -31,8 +31,9 @@ export const MAX_FILED_REJECTIONS = 100;
  *   a message with dependencies ──wait──▶ waiting ──last dependency counted──▶ scheduled (due now) ──sweep──▶ queued
  *                                           ├──a dependency failed (policy `fail`), unknown, or a cycle──▶ archived
  *                                           └──cancel──▶ cancelled
- *   a message whose task and key another live job holds (a `unique` task) ──▶ deduplicated, never run,
- *     pointing at that job (`duplicateOf`)
+ *   a message whose task and key another live job holds (a `unique` task), or that joins its key's open
+ *     debounce burst (a `debounce` task, sent from another SDK) ──▶ deduplicated, never run, pointing at
+ *     that job (`duplicateOf`)
  */
 export const JOB_STATES = [
   'queued',
@@ -442,3 +443,45 @@ export interface DeduplicatedJob extends JobRef {
   readonly workerId: string;
   readonly now: number;
 }
+
+/**
+ * A key's debounce cycle under its task's `debounce` rule: the item `<task> debounce <key>` of the
+ * jobs table, from the first publish of a burst until a dispatcher closes it to run its job.
+ * `pending` is the job that will run, `body` the envelope of the burst's last publish (its payload,
+ * or a claim check's pointer); `seq` counts the publishes. The job is due at
+ * `min(dueAt, maxDueAt)`: `dueAt` is the last publish plus the period, `maxDueAt` the first plus `maxWait`.
+ */
+export interface DebounceCycle {
+  readonly pending: string;
+  readonly seq: number;
+  readonly body: string;
+  readonly firstAt: number;
+  readonly dueAt: number;
+  readonly maxDueAt: number;
+}
+
+/** A publish of a key under its task's `debounce` rule: starts a cycle with `jobId`, or joins the open one. */
+export interface DebouncePublish {
+  readonly task: string;
+  readonly key: string;
+  /** The job to run should this publish start the cycle. */
+  readonly jobId: string;
+  /** Its envelope, the payload the job runs with unless a later publish joins. */
+  readonly body: string;
+  readonly now: number;
+  /** `now` plus the period. */
+  readonly dueAt: number;
+  /** `now` plus `maxWait`: kept only by the publish that starts the cycle. */
+  readonly maxDueAt: number;
+  /** An open cycle whose `maxDueAt` is before this was abandoned (see `DEBOUNCE_ABANDONED_MS`): the write is refused with it. */
+  readonly abandonedBefore: number;
+}
+
+/**
+ * A debounce publish's write: landed (`started`: its job is the cycle's `pending` one — it opened the
+ * cycle, or it is that write again, retried by the SDK after it landed; else it joined `pending`), or
+ * refused with the abandoned cycle it found.
+ */
+export type DebounceWrite =
+  | { readonly landed: true; readonly started: boolean; readonly cycle: Omit<DebounceCycle, 'body'> }
+  | { readonly landed: false; readonly cycle: DebounceCycle | undefined };

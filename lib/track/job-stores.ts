@@ -1,9 +1,10 @@
 /**
  * The jobs table's interfaces, one per role: reading records ({@link JobReader}), claiming and
  * completing attempts ({@link ClaimStore}), recording jobs ahead of their run, parking and sweeping
- * ({@link ScheduleStore}), dependencies and tags ({@link FlowStore}), and what operators list and
- * do ({@link OperatorStore}). {@link JobStore} is all of them: the DynamoDB adapter and the
- * in-memory fake implement it, and a consumer that needs one role takes that role's interface.
+ * ({@link ScheduleStore}), dependencies and tags ({@link FlowStore}), keys' unique holds and debounce
+ * bursts ({@link UniqueStore}, {@link DebounceStore}), and what operators list and do
+ * ({@link OperatorStore}). {@link JobStore} is all of them: the DynamoDB adapter and the in-memory
+ * fake implement it, and a consumer that needs one role takes that role's interface.
  */
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type {
@@ -16,6 +17,9 @@ import type {
   ClaimResult,
   Completed,
   Completion,
+  DebounceCycle,
+  DebouncePublish,
+  DebounceWrite,
   DeduplicatedJob,
   DependencyCount,
   DependentEdge,
@@ -176,6 +180,37 @@ export interface UniqueStore extends JobReader {
   recordDeduplicated(job: DeduplicatedJob): Promise<boolean>;
 }
 
+/**
+ * Debounce cycles under tasks' `debounce` rule (lib/settle/debounce-cycles.ts decides with them): one
+ * item per task and key while a burst is open, and one per closed cycle's job with the body it runs.
+ */
+export interface DebounceStore extends JobReader {
+  /**
+   * One publish, one write. Without `over`: opens the key's cycle with `publish.jobId` when none is
+   * open, else joins the open one (its body and `dueAt` become this publish's, `seq` grows); refused
+   * when the open cycle's `maxDueAt` is before `abandonedBefore`, with that cycle. With `over`: opens
+   * a fresh cycle only over that very cycle (same `pending` and `seq`), so of two publishers taking
+   * over one abandoned cycle exactly one wins.
+   */
+  debounce(publish: DebouncePublish, over?: Pick<DebounceCycle, 'pending' | 'seq'>): Promise<DebounceWrite>;
+  /** The key's open cycle (consistent read); undefined when none is open. */
+  debounceCycle(task: string, key: string): Promise<DebounceCycle | undefined>;
+  /**
+   * Keeps the body of `cycle` (about to be closed) under its job's id, for a dispatcher that finds it
+   * closed: refused when the body of a later publish of that same cycle is kept already (`seq` above,
+   * same `firstAt`). Written before the close, so a dispatcher lost between the two finds it.
+   */
+  keepDebouncedBody(cycle: DebounceCycle, now: number): Promise<boolean>;
+  /** The body kept for a closed cycle's job (consistent read); undefined when none is kept. */
+  debouncedBody(jobId: string): Promise<string | undefined>;
+  /**
+   * Closes the key's cycle if it is still the one read: same `pending`, and same `seq` (no publish
+   * joined since) when given; the next publish opens a new one. False when it moved on. Without
+   * `seq` it is a publisher letting go of the cycle its failed send opened.
+   */
+  closeDebounce(task: string, key: string, cycle: Pick<DebounceCycle, 'pending'> & { readonly seq?: number }): Promise<boolean>;
+}
+
 /** What operators list and do to jobs: lists by state, a message's rejections, replay, cancel. */
 export interface OperatorStore extends JobReader {
   list(query: JobQuery): Promise<JobRecord[]>;
@@ -203,4 +238,4 @@ export interface OperatorStore extends JobReader {
  * state it comes from; completions and heartbeats are conditional on the fencing token, so a stale
  * worker whose lease was taken over cannot overwrite the newer outcome.
  */
-export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore {}
+export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore, DebounceStore {}

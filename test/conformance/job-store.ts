@@ -1,8 +1,10 @@
 import { UnrecoverableError } from '../../lib/errors';
+import { DEBOUNCE_ABANDONED_MS } from '../../lib/policy/debounce-rules';
 import { dueShardOf } from '../../lib/policy/due-times';
 import type { JobStoreSettings } from '../../lib/policy/job-rules';
 import { emptyDuration } from '../../lib/policy/stat-sums';
 import { UNIQUE_RECORD_GRACE_MS } from '../../lib/policy/unique-rules';
+import { dueJob, publishDebounced } from '../../lib/settle/debounce-cycles';
 import { holdUniqueKey } from '../../lib/settle/unique-holds';
 import type { LimitStore } from '../../lib/track/fleet-limits';
 import type { ClaimResult, JobRecord, JobRef } from '../../lib/track/job-record';
@@ -1195,6 +1197,136 @@ export function jobStoreConformance(
           await holdUniqueKey(jobs, job(k, 'late-holder', 100_000), rule, 100_000);
           // Published at 1000 (window to 61,000), it reaches a dispatcher only now.
           expect(await holdUniqueKey(jobs, job(k, 'early', 1000), rule, 100_500)).toEqual({ outcome: 'holds' });
+        });
+      });
+    });
+
+    describe('debounce cycles', () => {
+      let n = 0;
+      const key = () => `doc ${Date.now()}-${++n}`;
+      const publish = (k: string, jobId: string, now: number, body = `{"n":${now}}`) => ({
+        task: 'reindex',
+        key: k,
+        jobId,
+        body,
+        now,
+        dueAt: now + 2_000,
+        maxDueAt: now + 10_000,
+        abandonedBefore: now - DEBOUNCE_ABANDONED_MS,
+      });
+
+      it('opens a cycle when none is open; a later publish joins it, its body and due time the latest, the first’s job and maxDueAt kept', async () => {
+        const k = key();
+        expect(await jobs.debounce(publish(k, 'a', 1000))).toEqual({
+          landed: true,
+          started: true,
+          cycle: { pending: 'a', seq: 1, firstAt: 1000, dueAt: 3000, maxDueAt: 11_000 },
+        });
+        expect(await jobs.debounce(publish(k, 'b', 1500, '{"last":true}'))).toEqual({
+          landed: true,
+          started: false,
+          cycle: { pending: 'a', seq: 2, firstAt: 1000, dueAt: 3500, maxDueAt: 11_000 },
+        });
+        expect(await jobs.debounceCycle('reindex', k)).toEqual({
+          pending: 'a',
+          seq: 2,
+          body: '{"last":true}',
+          firstAt: 1000,
+          dueAt: 3500,
+          maxDueAt: 11_000,
+        });
+        // The same key of another task is another cycle; a key with no cycle reads as none.
+        expect(await jobs.debounce({ ...publish(k, 'c', 1500), task: 'other-task' })).toMatchObject({ started: true });
+        expect(await jobs.debounceCycle('reindex', key())).toBeUndefined();
+      });
+
+      it('says a publish written twice (the SDK retrying a write that landed) opened the cycle, so its job is sent', async () => {
+        const k = key();
+        await jobs.debounce(publish(k, 'a', 1000));
+        expect(await jobs.debounce(publish(k, 'a', 1000))).toMatchObject({ landed: true, started: true, cycle: { pending: 'a', seq: 2 } });
+      });
+
+      it('of many publishes of a free key at once, exactly one opens the cycle and every other joins it', async () => {
+        const k = key();
+        const writes = await Promise.all(Array.from({ length: 20 }, (_, i) => jobs.debounce(publish(k, `p${i}`, 5000))));
+        const opened = writes.filter((w) => w.landed && w.started);
+        expect(opened).toHaveLength(1);
+        const pending = `p${writes.findIndex((w) => w.landed && w.started)}`;
+        for (const w of writes) expect(w).toMatchObject({ landed: true, cycle: { pending } });
+        expect((await jobs.debounceCycle('reindex', k))?.seq).toBe(20);
+      });
+
+      it('refuses a publish over an abandoned cycle with it; a fresh cycle opens only over that very cycle', async () => {
+        const k = key();
+        await jobs.debounce(publish(k, 'lost', 1000));
+        const later = 11_000 + DEBOUNCE_ABANDONED_MS + 1;
+        const refused = await jobs.debounce(publish(k, 'b', later));
+        expect(refused).toMatchObject({ landed: false, cycle: { pending: 'lost', seq: 1, maxDueAt: 11_000 } });
+        if (refused.landed || !refused.cycle) throw new Error('expected the abandoned cycle');
+        const [b, c] = await Promise.all([
+          jobs.debounce(publish(k, 'b', later), refused.cycle),
+          jobs.debounce(publish(k, 'c', later), refused.cycle),
+        ]);
+        expect([b, c].filter((w) => w.landed)).toHaveLength(1);
+        const winner = b.landed ? 'b' : 'c';
+        expect(await jobs.debounceCycle('reindex', k)).toMatchObject({ pending: winner, seq: 1, firstAt: later });
+        // The loser's takeover names the cycle as it stands; written plainly, it joins.
+        expect(b.landed ? c : b).toMatchObject({ landed: false, cycle: { pending: winner } });
+        expect(await jobs.debounce(publish(k, 'd', later + 1))).toMatchObject({ landed: true, started: false, cycle: { pending: winner } });
+      });
+
+      it('closes a cycle only as it was read (its job, and its count when given); the next publish opens a new one', async () => {
+        const k = key();
+        await jobs.debounce(publish(k, 'a', 1000));
+        const read = (await jobs.debounceCycle('reindex', k)) as NonNullable<Awaited<ReturnType<JobStore['debounceCycle']>>>;
+        await jobs.debounce(publish(k, 'b', 1200));
+        expect(await jobs.closeDebounce('reindex', k, read)).toBe(false);
+        expect(await jobs.closeDebounce('reindex', k, { pending: 'b' })).toBe(false);
+        expect(await jobs.closeDebounce('reindex', k, { pending: 'a', seq: 2 })).toBe(true);
+        expect(await jobs.debounceCycle('reindex', k)).toBeUndefined();
+        expect(await jobs.debounce(publish(k, 'c', 1300))).toMatchObject({ started: true, cycle: { pending: 'c', seq: 1 } });
+        // A publisher letting go of the cycle its failed send opened: its job alone is checked.
+        await jobs.debounce(publish(k, 'd', 1400));
+        expect(await jobs.closeDebounce('reindex', k, { pending: 'c' })).toBe(true);
+        expect(await jobs.debounceCycle('reindex', k)).toBeUndefined();
+      });
+
+      it('keeps a closed cycle’s body under its job, never over the body of a later publish of that cycle', async () => {
+        const job = `kept-${Date.now()}-${++n}`;
+        const cycle = { pending: job, seq: 3, body: '{"n":3}', firstAt: 1000, dueAt: 3000, maxDueAt: 11_000 };
+        expect(await jobs.debouncedBody(job)).toBeUndefined();
+        expect(await jobs.keepDebouncedBody(cycle, 4000)).toBe(true);
+        expect(await jobs.keepDebouncedBody({ ...cycle, seq: 2, body: '{"n":2}' }, 4100)).toBe(false);
+        expect(await jobs.keepDebouncedBody(cycle, 4200)).toBe(true);
+        expect(await jobs.debouncedBody(job)).toBe('{"n":3}');
+        // Another cycle of the same job id (a raw message's id sent again): its own body.
+        expect(await jobs.keepDebouncedBody({ ...cycle, seq: 1, body: '{"again":1}', firstAt: 90_000 }, 95_000)).toBe(true);
+        expect(await jobs.debouncedBody(job)).toBe('{"again":1}');
+        // A kept body is no job record.
+        expect(await jobs.get(job)).toBeUndefined();
+      });
+
+      describe('closed by dueJob (lib/settle/debounce-cycles.ts)', () => {
+        const rule = { periodSeconds: 2, maxWaitSeconds: 10 };
+        const job = (k: string, jobId: string, n: number) => ({ task: 'reindex', key: k, jobId, body: `{"n":${n}}` });
+
+        it('waits while publishes put the job off, closes it once due with the last body, then runs that body for every later delivery', async () => {
+          const k = key();
+          expect(await publishDebounced(jobs, job(k, 'first', 1), rule, 1000)).toEqual({ outcome: 'started', jobId: 'first', dueAt: 3000 });
+          expect(await publishDebounced(jobs, job(k, 'second', 2), rule, 2000)).toEqual({ outcome: 'joined', jobId: 'first', dueAt: 4000 });
+          expect(await dueJob(jobs, 'reindex', k, 'first', 3000)).toEqual({ kind: 'wait', dueAt: 4000 });
+          expect(await dueJob(jobs, 'reindex', k, 'first', 4000)).toEqual({ kind: 'run', body: '{"n":2}' });
+          expect(await publishDebounced(jobs, job(k, 'third', 3), rule, 4100)).toMatchObject({ outcome: 'started', jobId: 'third' });
+          expect(await dueJob(jobs, 'reindex', k, 'first', 9000)).toEqual({ kind: 'run', body: '{"n":2}' });
+          // No cycle's job and nothing kept for it: a message from elsewhere, a publish at its arrival.
+          expect(await dueJob(jobs, 'reindex', k, 'raw-1', 4200)).toEqual({ kind: 'publish' });
+        });
+
+        it('runs by maxWait after the first publish, however often publishes put it off', async () => {
+          const k = key();
+          for (let t = 0; t <= 12_000; t += 1000) await publishDebounced(jobs, job(k, `p${t}`, t), rule, 10_000 + t);
+          expect(await dueJob(jobs, 'reindex', k, 'p0', 19_999)).toEqual({ kind: 'wait', dueAt: 20_000 });
+          expect(await dueJob(jobs, 'reindex', k, 'p0', 20_000)).toEqual({ kind: 'run', body: '{"n":12000}' });
         });
       });
     });

@@ -67,6 +67,35 @@ describe('taskworker CLI', () => {
     expect(bad.err).toMatch(/--key/);
   });
 
+  it('publish: --key on a debounced task says when the publish joined the key’s pending job, in text and --json, and sends nothing', async () => {
+    const publish = (n: number, ...extra: string[]) =>
+      cli(
+        'publish',
+        'digest-doc',
+        '--payload',
+        JSON.stringify({ journal: '/dev/null', n }),
+        '--key',
+        'doc 9',
+        ...extra,
+        '--version',
+        stack.version,
+        '--config',
+        FIXTURE_CONFIG,
+      );
+    // A 10-minute period: however long each command takes, the later ones join the first one's job.
+    const first = await publish(1, '--json');
+    expect(first.code).toBe(0);
+    const opened = JSON.parse(first.out) as { jobId: string; debounced?: boolean; messageId: string };
+    expect(opened.debounced).toBeUndefined();
+    expect(opened.messageId).not.toBe('');
+    const json = await publish(2, '--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.out)).toMatchObject({ jobId: opened.jobId, debounced: true, messageId: '' });
+    const text = await publish(3);
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(new RegExp(`debounced: job ${opened.jobId} of digest-doc with key "doc 9" is pending on urgent`));
+  });
+
   it('publish: --delay, --queue and --expires-in are honoured (the expiry counted from the publish)', async () => {
     const publish = (...extra: string[]) =>
       cli(
