@@ -5,9 +5,12 @@
  * `TRANSITIONS`.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { archiveTakeOf } from '../policy/archive-fences';
 import { DUE_SLACK_MS } from '../policy/due-times';
 import { appendHistory, expiresAt, historyOf, indexKey, permits } from '../policy/job-rules';
 import {
+  type ArchiveFence,
+  type ArchiveTake,
   type ClaimRequest,
   type ClaimResult,
   type Completed,
@@ -209,6 +212,8 @@ export class DynamoJobClaims {
       resultRef: c.resultRef,
       queueState: indexKey(claimed.queue, c.state),
       dependents: claimed.dependents?.length ?? 0,
+      archiveHolder: c.archiving?.holder,
+      archiveUntil: c.archiving?.until,
     };
     // The record written is known here (its history trimmed before the write): nothing to read back.
     return this.table.write(c.jobId, { params: () => built.template.params(values) }, built, { returns: 'none' });
@@ -237,6 +242,8 @@ export class DynamoJobClaims {
         lastError: o.error,
         reason: o.reason,
         finishedAt: o.state === 'retrying' ? undefined : o.now,
+        archiveHolder: o.state === 'archived' ? o.archiving?.holder : undefined,
+        archiveUntil: o.state === 'archived' ? o.archiving?.until : undefined,
         queueState: indexKey(o.queue, o.state),
         expiresAt: expiresAt(o.now, this.table.settings.retentionDays),
       }),
@@ -261,6 +268,8 @@ export class DynamoJobClaims {
         attempt: r.attempt,
         lastError: r.error,
         envelopeId: r.envelopeId,
+        archiveHolder: r.archiving?.holder,
+        archiveUntil: r.archiving?.until,
         updatedAt: r.now,
         finishedAt: r.now,
         queueState: indexKey(r.queue, 'archived'),
@@ -272,6 +281,40 @@ export class DynamoJobClaims {
     // Filed under the id it carried, landed or not: a redelivery after a crash between the two writes
     // files it then (adding to a set is idempotent). Readers keep only records that carried the id.
     if (r.envelopeId !== undefined) await this.fileRejection(r.envelopeId, r.jobId, r.now);
+    return outcome.landed;
+  }
+
+  async takeArchive(jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake> {
+    const e = new Expression();
+    const holder = e.name('archiveHolder');
+    const outcome = await this.table.write(
+      jobId,
+      e,
+      {
+        update: `SET ${assignments(e, { archiveHolder: fence.holder, archiveUntil: fence.until })}`,
+        // This holder's own (the SDK's retry of this very take), or an open fence that lapsed; a
+        // record without a fence (closed, or never opened) fails both: a missing attribute compares false.
+        condition: `${holder} = ${e.value(fence.holder)} OR ${e.name('archiveUntil')} < ${e.value(now)}`,
+      },
+      { returns: 'none' },
+    );
+    if (outcome.landed) return { outcome: 'taken' };
+    const found = archiveTakeOf(outcome.record, fence.holder, now);
+    // Refused, yet read afterwards as takeable: it changed in between. Come back in a second and look again.
+    return found.outcome === 'taken' ? { outcome: 'held', until: now } : found;
+  }
+
+  async markArchived(jobId: string, holder: string): Promise<boolean> {
+    const e = new Expression();
+    const outcome = await this.table.write(
+      jobId,
+      e,
+      {
+        update: `REMOVE ${e.name('archiveHolder')}, ${e.name('archiveUntil')}`,
+        condition: `${e.name('archiveHolder')} = ${e.value(holder)}`,
+      },
+      { returns: 'none' },
+    );
     return outcome.landed;
   }
 
@@ -325,7 +368,8 @@ export class DynamoJobClaims {
     const outcome = await this.table.write(jobId, e, {
       update:
         `SET ${assignments(e, { state: 'queued', attempt: 0, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
-        `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}, ${e.name('releasedAt')}`,
+        `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}, ${e.name('releasedAt')}, ` +
+        `${e.name('archiveHolder')}, ${e.name('archiveUntil')}`,
       condition: transitionCondition(e, 'replay', identity),
     });
     return outcome.landed;

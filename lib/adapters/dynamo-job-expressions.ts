@@ -211,7 +211,9 @@ export type CompletionSlot =
   | 'resultBytes'
   | 'resultRef'
   | 'queueState'
-  | 'dependents';
+  | 'dependents'
+  | 'archiveHolder'
+  | 'archiveUntil';
 
 const completions = new Map<string, BuiltExpression<CompletionSlot>>();
 
@@ -226,6 +228,7 @@ function completionShape(c: Completion, claimed: JobRecord) {
     resultRef: c.resultRef !== undefined,
     queueState: indexKey(claimed.queue, c.state) !== undefined,
     dependents: (claimed.dependents?.length ?? 0) > 0,
+    archiving: c.state === 'archived' && c.archiving !== undefined,
   };
 }
 
@@ -259,6 +262,10 @@ export function completionExpression(c: Completion, claimed: JobRecord): BuiltEx
       ...(['reason', 'error', 'result', 'resultBytes', 'resultRef', 'queueState'] as const)
         .filter((field) => shape[field])
         .map((field) => `${n(field === 'error' ? 'lastError' : field)} = ${e.slot(field)}`),
+      // An archive's send fence, opened with the end it records (lib/policy/archive-fences.ts).
+      ...(shape.archiving
+        ? [`${n('archiveHolder')} = ${e.slot('archiveHolder')}`, `${n('archiveUntil')} = ${e.slot('archiveUntil')}`]
+        : []),
     ];
     const removes = ['leaseOwner', 'leaseUntil', 'leaseClaim'].map(n);
     return { condition, update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, template: e.template<CompletionSlot>() };

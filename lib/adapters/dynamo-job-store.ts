@@ -2,6 +2,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { JobStoreSettings } from '../policy/job-rules';
 import type {
   AddDependentResult,
+  ArchiveFence,
+  ArchiveTake,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -135,6 +137,14 @@ export class DynamoJobStore implements JobStore {
 
   recordRejected(rejection: Rejection): Promise<boolean> {
     return this.claims.recordRejected(rejection);
+  }
+
+  takeArchive(jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake> {
+    return this.claims.takeArchive(jobId, fence, now);
+  }
+
+  markArchived(jobId: string, holder: string): Promise<boolean> {
+    return this.claims.markArchived(jobId, holder);
   }
 
   rejectionsFor(envelopeId: string): Promise<JobRecord[]> {

@@ -273,6 +273,8 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'cancelRequestedAt',
     'progress',
     'progressAt',
+    'archiveHolder',
+    'archiveUntil',
   ]) {
     if (raw[key] !== undefined && raw[key] !== null) record[key] = raw[key];
   }

@@ -67,7 +67,13 @@ async function runBatch(
 ): Promise<BatchReport> {
   const receivedAt = deps.clock.now();
   const hold = new SettleHold(deps, deps.urls.queues[queue.name] as string, queue.visibilityTimeoutSeconds);
-  const state = new BatchState(hold, receivedAt + queue.visibilityTimeoutSeconds * 1000);
+  // Its archive fences hold until it is settled at the latest: its tasks end a settle margin before
+  // the deadline, its settle within the margin after.
+  const state = new BatchState(
+    hold,
+    receivedAt + queue.visibilityTimeoutSeconds * 1000,
+    options.deadline + deps.config.dispatcher.settleMarginMs,
+  );
   // A CONSUMER span per attempt, open until its hooks have run (none without @opentelemetry/api).
   const spans = batchSpans(deps, queue);
   try {

@@ -10,7 +10,7 @@ import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { edgesOf } from '../policy/dependency-rules';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { propagate } from '../settle/dependents';
-import { completionWrite, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
+import { archiveTakeover, fencedCompletion, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import { holdUniqueKey } from '../settle/unique-holds';
 import type { TaskDefinition, UniqueWindow } from '../tasks/task';
 import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
@@ -73,6 +73,14 @@ export async function claimJob(
       decideArchive(deps, queue, state, message, job, 'id-conflict', conflictError(job, claim.record));
       return undefined;
     case 'finished':
+      if (claim.record.state === 'archived' && claim.record.archiveHolder !== undefined) {
+        // Archived, its archive send perhaps not landed (its fence open): the fence decides.
+        const ended = claim.record;
+        const { reason = 'exhausted', lastError = { type: 'Error', message: 'archived' }, attempt } = ended;
+        const takeover = archiveTakeover(deps, job.id, () => propagateAgain(deps, ended));
+        decideArchive(deps, queue, state, message, job, reason, lastError, { ...base, attempt }, takeover);
+        return undefined;
+      }
       state.decide(
         {
           kind: 'delete',
@@ -116,7 +124,7 @@ export async function claimJob(
       'exhausted',
       error,
       { ...base, attempt },
-      completionWrite(deps, job, attempt, claim.record, { state: 'archived', reason: 'exhausted', error }),
+      fencedCompletion(deps, job, attempt, claim.record, { reason: 'exhausted', error }),
     );
     return undefined;
   }

@@ -1,8 +1,11 @@
+import { archiveTakeOf, mayCloseFence, openFence } from '../policy/archive-fences';
 import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
 import { dueShardOf } from '../policy/due-times';
 import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
 import type {
   AddDependentResult,
+  ArchiveFence,
+  ArchiveTake,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -176,6 +179,7 @@ export class MemoryJobStore implements JobStore {
     if (c.result !== undefined) next.result = c.result;
     if (c.resultBytes !== undefined) next.resultBytes = c.resultBytes;
     if (c.resultRef !== undefined) next.resultRef = c.resultRef;
+    if (c.state === 'archived') Object.assign(next, openFence(c.archiving));
     next.history = this.history(claimed, historyOf(c));
     this.put(next);
     return { landed: true, dependents: structuredClone(record.dependents ?? []) };
@@ -197,6 +201,7 @@ export class MemoryJobStore implements JobStore {
     if (o.error) next.lastError = o.error;
     if (o.reason) next.reason = o.reason;
     if (o.state !== 'retrying') next.finishedAt = o.now;
+    if (o.state === 'archived') Object.assign(next, openFence(o.archiving));
     next.history = this.history(prior, {
       what: o.state,
       when: o.now,
@@ -219,10 +224,27 @@ export class MemoryJobStore implements JobStore {
       updatedAt: r.now,
       finishedAt: r.now,
       ...(r.envelopeId !== undefined ? { envelopeId: r.envelopeId } : {}),
+      ...openFence(r.archiving),
       history: [{ what: 'archived', when: r.now, worker: r.workerId, attempt: r.attempt, detail: r.reason }],
     });
     // The DynamoDB store's pointer item under the envelope id (found here by filtering).
     if (r.envelopeId !== undefined) this.writes += 1;
+    return true;
+  }
+
+  async takeArchive(jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake> {
+    const record = this.jobs.get(jobId);
+    const take = archiveTakeOf(record, fence.holder, now);
+    // The fence alone changes: the record's own times stay those of its end.
+    if (take.outcome === 'taken') this.put({ ...(record as JobRecord), ...openFence(fence) });
+    return take;
+  }
+
+  async markArchived(jobId: string, holder: string): Promise<boolean> {
+    const record = this.jobs.get(jobId);
+    if (!record || !mayCloseFence(record, holder)) return false;
+    const { archiveHolder: _holder, archiveUntil: _until, ...closed } = record;
+    this.put(closed);
     return true;
   }
 
@@ -299,6 +321,9 @@ export class MemoryJobStore implements JobStore {
     delete next.reason;
     delete next.finishedAt;
     delete next.releasedAt;
+    // Replayed from the archive: it holds the message, whatever fence was left open.
+    delete next.archiveHolder;
+    delete next.archiveUntil;
     next.history = this.history(record, { what: 'queued', when: now, detail: 'replayed from the archive' });
     this.put(next);
     return true;

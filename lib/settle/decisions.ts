@@ -12,9 +12,9 @@ import type { JobRecord } from '../track/job-record';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';
-import { completionWrite, type RecordPorts, rejectionWrite, unclaimedWrite } from './records';
+import { completionWrite, fencedCompletion, fencedUnclaimed, type RecordPorts, rejectionWrite, unclaimedWrite } from './records';
 import type { JobReport } from './report';
-import type { BatchState, Decision, RecordWrite } from './settle';
+import type { ArchiveWrite, BatchState, Decision, RecordWrite } from './settle';
 import type { Verdict } from './verdict';
 
 /** A decision that hands the message back to its queue: a visibility change, or leaving it to lapse. */
@@ -84,7 +84,9 @@ export function decideHandBack(deps: Pick<RecordPorts, 'logger'>, at: MessageAt,
 /**
  * Archives a message: its archive record (why, the error, the attempts, under which id), the
  * record write that goes with it (the attempt's, or a rejection's under the message's own id), and
- * its report. The settle sends it to the archive before anything else.
+ * its report. On a tracked queue the write is fenced ({@link ArchiveWrite}): taken now, so the
+ * message is sent to the archive once whatever copies of it other dispatchers receive meanwhile.
+ * The settle sends it to the archive before anything else.
  */
 export function decideArchive(
   deps: RecordPorts,
@@ -95,7 +97,7 @@ export function decideArchive(
   reason: ArchiveReason,
   error: SerializedError & { code?: string },
   base?: Omit<JobReport, 'outcome'>,
-  record?: RecordWrite,
+  record?: ArchiveWrite,
 ): void {
   const rejected = isRejection(reason);
   // A message that never ran is known under its own message id; the id it carried is kept aside.
@@ -116,9 +118,11 @@ export function decideArchive(
     archivedAt: deps.clock.now(),
     workerId: deps.workerId,
   };
-  const write = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
+  const given = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
+  const write =
+    given === undefined ? {} : typeof given === 'function' ? { record: given } : { fence: given.fenced(state.archiveFence(deps.workerId)) };
   state.decide(
-    { kind: 'archive', message, archive: archiveRecord, ...(write ? { record: write } : {}) },
+    { kind: 'archive', message, archive: archiveRecord, ...write },
     {
       ...(base ?? { messageId: message.messageId, attempt: message.receiveCount, ...(job ? { task: job.task } : {}) }),
       ...(jobId !== undefined ? { jobId } : {}),
@@ -194,8 +198,8 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
       const { reason } = verdict;
       const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
       const record = claimed
-        ? completionWrite(deps, job, attempt, claimed, { state: 'archived', reason, error })
-        : unclaimedWrite(deps, queue, job, attempt, 'archived', error, reason);
+        ? fencedCompletion(deps, job, attempt, claimed, { reason, error })
+        : fencedUnclaimed(deps, queue, job, attempt, error, reason);
       decideArchive(deps, queue, state, message, job, reason, error, ran, record);
       return;
     }

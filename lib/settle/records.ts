@@ -5,13 +5,13 @@ import { edgesOf } from '../policy/dependency-rules';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/executor-types';
-import type { JobIdentity, JobRecord } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { ArchiveFence, ArchiveTake, JobIdentity, JobRecord, Rejection } from '../track/job-record';
+import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
 import { type FlowDeps, propagate } from './dependents';
-import type { RecordWrite } from './settle';
+import type { ArchiveWrite, FencedArchive, RecordWrite } from './settle';
 
 /** What a job-record write touches: the jobs table, as this worker, on the clock. */
 export interface RecordPorts {
@@ -67,6 +67,7 @@ export function completionWrite(
     resultBytes?: number;
     resultRef?: PayloadRef;
     retryAt?: number;
+    archiving?: ArchiveFence;
   },
 ): RecordWrite {
   const flows = flowPorts(deps);
@@ -83,6 +84,53 @@ export function completionWrite(
     }
     return completed.landed;
   };
+}
+
+const TAKEN: ArchiveTake = { outcome: 'taken' };
+
+/**
+ * A claimed attempt's archive (tracking `full`): its fenced completion, `archived` with the fence
+ * open, is the take; stale when a newer attempt holds the job. Its next delivery's claim finds the
+ * job ended, and {@link archiveTakeover} the fence.
+ */
+export function fencedCompletion(
+  deps: RecordPorts,
+  job: DecodedJob,
+  token: number,
+  claimed: JobRecord,
+  end: { reason: ArchiveReason; error: SerializedError },
+): ArchiveWrite {
+  return {
+    fenced: (fence) => {
+      const complete = completionWrite(deps, job, token, claimed, { state: 'archived', ...end, archiving: fence });
+      return { take: async () => ((await complete()) ? TAKEN : 'stale'), close: closing(deps, job.id, fence) };
+    },
+  };
+}
+
+/**
+ * A delivery of a job whose record is `archived` with its archive fence still open: the dispatcher
+ * that archived it may have died before its send landed. The fence says whether to send it (the
+ * holder's lease lapsed), wait (it is live) or only delete the copy (closed meanwhile). `before`
+ * runs first (the claim counts the ended job into its dependents again, as for any duplicate).
+ */
+export function archiveTakeover(deps: RecordPorts, jobId: string, before: () => Promise<void>): ArchiveWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs) return undefined;
+  return {
+    fenced: (fence) => ({
+      take: async () => {
+        await before();
+        return jobs.takeArchive(jobId, fence, deps.clock.now());
+      },
+      close: closing(deps, jobId, fence),
+    }),
+  };
+}
+
+/** Closes the fence `fence` of the record `jobId`. */
+function closing(deps: RecordPorts, jobId: string, fence: ArchiveFence): FencedArchive['close'] {
+  return async () => (deps.tracking?.jobs ? deps.tracking.jobs.markArchived(jobId, fence.holder) : true);
 }
 
 /** The fan-in a job's envelope names it a member of, as its record keeps it. */
@@ -123,7 +171,56 @@ export function unclaimedWrite(
   };
 }
 
-/** The record of a message that never ran (malformed, unknown task, id conflict), under its own message id. */
+/**
+ * An unclaimed attempt's archive (tracking `failures`), fenced on the job's record: the outcome
+ * written with the fence open is the take; a record an earlier copy archived goes through its fence
+ * ({@link throughFence}); any other is left alone and the message sent unfenced, at least once.
+ */
+export function fencedUnclaimed(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  job: DecodedJob,
+  attempt: number,
+  error: SerializedError,
+  reason: ArchiveReason,
+): ArchiveWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  return {
+    fenced: (fence) => {
+      let fenced = true;
+      const take = async (): Promise<ArchiveTake> => {
+        const now = deps.clock.now();
+        const result = await jobs.recordUnclaimed({
+          ...ref(deps, queue, job),
+          state: 'archived',
+          attempt,
+          workerId: deps.workerId,
+          now,
+          error,
+          reason,
+          archiving: fence,
+        });
+        if (result === 'recorded') return TAKEN;
+        const existing = result === 'ignored' ? await throughFence(jobs, job.id, fence, now) : undefined;
+        if (existing) return existing;
+        fenced = false;
+        if (result === 'conflict')
+          deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
+        return TAKEN;
+      };
+      const close = closing(deps, job.id, fence);
+      return { take, close: async () => !fenced || close() };
+    },
+  };
+}
+
+/**
+ * The record of a message that never ran (malformed, unknown task, id conflict), under its own
+ * message id, fenced: the rejection written with the fence open is the take; one an earlier copy
+ * archived goes through its fence ({@link throughFence}); any other record under that id is left
+ * alone and the message sent unfenced, at least once.
+ */
 export function rejectionWrite(
   deps: RecordPorts,
   queue: QueueConfig,
@@ -131,25 +228,57 @@ export function rejectionWrite(
   job: DecodedJob | undefined,
   reason: ArchiveReason,
   error: SerializedError,
-): RecordWrite | undefined {
+): ArchiveWrite | undefined {
   const jobs = deps.tracking?.jobs;
   if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
-  return async () => {
-    await jobs.recordRejected({
-      jobId: message.messageId,
-      task: job?.task ?? '',
-      payloadDigest: job ? jobPayloadDigest(job) : '',
-      queue: queue.name,
-      version: deps.tracking?.version ?? '',
-      publishedAt: job?.publishedAt ?? message.sentTimestamp,
-      reason,
-      error,
-      attempt: message.receiveCount,
-      workerId: deps.workerId,
-      now: deps.clock.now(),
-      ...envelopeIdOf(message, job),
-    });
-    return true;
+  return {
+    fenced: (fence) => {
+      let fenced = true;
+      const take = async (): Promise<ArchiveTake> => {
+        const now = deps.clock.now();
+        const written = await jobs.recordRejected({ ...rejectionOf(deps, queue, message, job, reason, error), now, archiving: fence });
+        const existing = written ? TAKEN : await throughFence(jobs, message.messageId, fence, now);
+        fenced = existing !== undefined;
+        return existing ?? TAKEN;
+      };
+      const close = closing(deps, message.messageId, fence);
+      return { take, close: async () => !fenced || close() };
+    },
+  };
+}
+
+/**
+ * The fence of a record a write that would have opened it found there already: taken through the
+ * fence when the record is archived (an earlier copy's archive). Undefined for any other record (a
+ * job's under the same id, or one in a state the outcome may not follow, as an announced `scheduled`
+ * one): it has no fence this message may use, and the message is sent unfenced, at least once.
+ * One read, on this rare path only.
+ */
+async function throughFence(jobs: ClaimStore, jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake | undefined> {
+  return (await jobs.get(jobId))?.state === 'archived' ? jobs.takeArchive(jobId, fence, now) : undefined;
+}
+
+/** A rejected message's record, written under its own message id (its time and fence aside). */
+function rejectionOf(
+  deps: RecordPorts,
+  queue: QueueConfig,
+  message: ReceivedMessage,
+  job: DecodedJob | undefined,
+  reason: ArchiveReason,
+  error: SerializedError,
+): Omit<Rejection, 'now' | 'archiving'> {
+  return {
+    jobId: message.messageId,
+    task: job?.task ?? '',
+    payloadDigest: job ? jobPayloadDigest(job) : '',
+    queue: queue.name,
+    version: deps.tracking?.version ?? '',
+    publishedAt: job?.publishedAt ?? message.sentTimestamp,
+    reason,
+    error,
+    attempt: message.receiveCount,
+    workerId: deps.workerId,
+    ...envelopeIdOf(message, job),
   };
 }
 

@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock';
 import type { QueueConfig, TaskworkerConfig } from '../config/app-config';
 import { describe } from '../errors';
-import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
+import { MAX_BATCH_ENTRIES, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { heldSeconds } from '../policy/archive-fences';
 import { attributeUsage, type UsagePort } from '../policy/cost-attribution';
 import { expiresAt } from '../policy/job-rules';
 import { isEmptyDelta, taskStatsKey } from '../policy/stat-sums';
@@ -9,6 +11,7 @@ import { MINUTE_RETENTION_SECONDS, minutesOfBatch } from '../policy/throughput';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage, SendEntry, VisibilityEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { TaskRegistry } from '../tasks/task';
+import type { ArchiveFence, ArchiveTake } from '../track/job-record';
 import type { StatsStore } from '../track/stats-store';
 import { type ArchiveRecord, archiveEntry } from '../wire/archive-record';
 import type { SettleHold } from './hold';
@@ -42,6 +45,31 @@ export interface StatsPorts {
 export type RecordWrite = () => Promise<boolean>;
 
 /**
+ * An archive's record write on a tracked queue, fenced so that one message is sent to the archive
+ * once (lib/policy/archive-fences.ts). `take` writes the record with the fence open (or takes a
+ * lapsed one over) the moment the archive is decided, before the send; `close` closes it once the
+ * archive holds the message, before the message is deleted. `stale`: the attempt's token no longer
+ * holds the job (a newer attempt ends it).
+ *
+ * Where a dispatcher can die, and what the next copy of the message finds:
+ * - before the take lands: nothing written; the copy is decided afresh.
+ * - between the take and the send: the fence open, the archive without the message, the message
+ *   not deleted. Its copy comes back and finds the fence held (handed back until the lease ends,
+ *   {@link BatchState.settleFences}), then lapsed: it takes the fence over and sends. Nothing lost.
+ * - between the send and the close: the archive holds it, the fence open. The copy takes the lapsed
+ *   fence over and sends again: the one point where a message is archived twice (both entries carry
+ *   its message id), as when a live holder outlives its lease.
+ * - between the close and the delete: the copy finds the fence closed (`sent`) and is only deleted.
+ */
+export interface FencedArchive {
+  readonly take: () => Promise<ArchiveTake | 'stale'>;
+  readonly close: () => Promise<boolean>;
+}
+
+/** An archive's record write: a plain one (after its send), or a fenced one built on the fence its decision takes. */
+export type ArchiveWrite = RecordWrite | { readonly fenced: (fence: ArchiveFence) => FencedArchive };
+
+/**
  * What happens to one message, decided while its batch runs, carried out in the settle.
  * `requeue`: a fresh copy goes to the queue (after `delaySeconds`), then the message is deleted —
  * how a tracked job's message leaves before SQS's redrive would move it to the DLQ.
@@ -53,7 +81,14 @@ export type Decision =
   | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
   /** An event for several subscribers on this queue: one job message each is sent, then the event's message is deleted. */
   | { readonly kind: 'split'; readonly message: ReceivedMessage; readonly copies: readonly SendEntry[]; readonly record?: never }
-  | { readonly kind: 'archive'; readonly message: ReceivedMessage; readonly archive: ArchiveRecord; readonly record?: RecordWrite };
+  /** With `fence` (tracked queues) the record is written as the fence is taken; with `record` (untracked ends) after the send. */
+  | {
+      readonly kind: 'archive';
+      readonly message: ReceivedMessage;
+      readonly archive: ArchiveRecord;
+      readonly record?: RecordWrite;
+      readonly fence?: FencedArchive;
+    };
 
 /** SendMessageBatch takes at most 10 entries. */
 const SEND_BATCH_ENTRIES = MAX_BATCH_ENTRIES;
@@ -67,13 +102,21 @@ const writeRecord = (record: RecordWrite): Promise<RecordResult> =>
     (error: unknown): RecordResult => ({ failed: error }),
   );
 
+/** How taking an archive's fence ended: its answer, or a failure (the jobs table did not answer). */
+type FenceResult = ArchiveTake | 'stale' | { readonly failed: unknown };
+
+const takeFence = (fence: FencedArchive): Promise<FenceResult> => fence.take().catch((error: unknown): FenceResult => ({ failed: error }));
+
 /**
  * One batch's bookkeeping: what was decided for each message, and what makes a decision durable
- * before the batch settles. A decision's job record is written the moment it is decided (an
- * archive's after its archive send, in the settle), so a task that ended is known to have ended
- * even if the process dies before its batch settles: its message coming back finds the job
- * finished and does not run the body again. And every decided message is held invisible until the
- * settle ({@link SettleHold}), so no other dispatcher receives it meanwhile.
+ * before the batch settles. A decision's job record is written the moment it is decided (on a
+ * tracked queue an archive's too, with its fence open, {@link FencedArchive}; an untracked end's
+ * after its archive send, in the settle), so a task that ended is known to have ended even if the
+ * process dies before its batch settles: its message coming back finds the job finished and does
+ * not run the body again. And every decided message is held invisible until the settle
+ * ({@link SettleHold}), so no other dispatcher receives it meanwhile — unless the batch began late
+ * in its messages' visibility (a doorbell's cold start): then a copy may reach another dispatcher,
+ * and the fence keeps it from the archive a second time.
  */
 export class BatchState {
   readonly decisions: Decision[] = [];
@@ -82,16 +125,21 @@ export class BatchState {
   readonly results = new Map<string, string>();
   /** Record writes started when their outcome was decided, by message id. */
   private readonly written = new Map<string, Promise<RecordResult>>();
+  /** Archive fences taken when their archive was decided, by message id. */
+  private readonly fencing = new Map<string, Promise<FenceResult>>();
   /** Where a message's visibility stands when a heartbeat moved it. */
   private readonly visibleUntil = new Map<string, number>();
 
   /**
    * @param hold keeps decided messages invisible until the settle (none: they are left to their visibility)
    * @param receivedVisibleUntil when the batch's messages become visible again, as received
+   * @param settledBy when the batch is settled at the latest (its invocation's deadline and settle
+   *   margin): the end of the archive fences it takes, past which another dispatcher takes one over
    */
   constructor(
     private readonly hold?: SettleHold,
     private readonly receivedVisibleUntil = Number.POSITIVE_INFINITY,
+    private readonly settledBy = receivedVisibleUntil,
   ) {}
 
   decide(decision: Decision, report: JobReport): void {
@@ -99,7 +147,49 @@ export class BatchState {
     this.decisions.push(decision);
     this.reports.set(id, report);
     if (decision.record && decision.kind !== 'archive') this.written.set(id, writeRecord(decision.record));
+    // Taken at once, not in the settle: a copy of the message another dispatcher receives while this
+    // batch runs finds the fence held (or the job ended) instead of archiving it, or running it, again.
+    if (decision.kind === 'archive' && decision.fence) this.fencing.set(id, takeFence(decision.fence));
     if (decision.kind !== 'leave') this.hold?.keep(decision.message, this.visibleUntil.get(id) ?? this.receivedVisibleUntil);
+  }
+
+  /** A fence for one archive this batch decides: a holder no other decision shares, until the batch is settled. */
+  archiveFence(workerId: string): ArchiveFence {
+    return { holder: `${workerId} ${randomBytes(6).toString('base64url')}`, until: this.settledBy };
+  }
+
+  /**
+   * Carries out what each fenced archive's take found, before anything is sent: `taken` stays an
+   * archive (sent, then its fence closed, then deleted); `sent` — the archive holds the message
+   * already — is only deleted (a duplicate); `held` — another live dispatcher sends it — is handed
+   * back until its lease ends, to be decided again (never replaced by a fresh copy, whose new message
+   * id no fence would know); `stale` is left to the newer attempt; a take that failed is left to
+   * come back.
+   */
+  async settleFences(deps: Pick<SettlePorts, 'clock' | 'logger'>): Promise<void> {
+    for (const [id, taking] of this.fencing) {
+      const result = await taking;
+      const index = this.decisions.findIndex((d) => d.message.messageId === id);
+      const decision = this.decisions[index];
+      if (!decision || (result !== 'stale' && 'outcome' in result && result.outcome === 'taken')) continue;
+      const { message } = decision;
+      if (result === 'stale') {
+        this.decisions[index] = { kind: 'leave', message };
+        this.mark(id, { outcome: 'stale' });
+        deps.logger.warn('archive not sent: a newer attempt holds the job', { messageId: id });
+      } else if ('failed' in result) {
+        this.decisions[index] = { kind: 'leave', message };
+        this.mark(id, { unsettled: true, unrecorded: true });
+        deps.logger.error('archive fence not taken; the message is left to come back', { messageId: id, error: describe(result.failed) });
+      } else if (result.outcome === 'sent') {
+        this.decisions[index] = { kind: 'delete', message };
+        this.mark(id, { outcome: 'duplicate' });
+      } else if (result.outcome === 'held') {
+        const seconds = heldSeconds(result.until, deps.clock.now(), MAX_VISIBILITY_SECONDS);
+        this.decisions[index] = { kind: 'visibility', message, seconds };
+        this.mark(id, { outcome: 'deferred' });
+      }
+    }
   }
 
   /** A heartbeat moved the message's visibility to `until`. */
@@ -107,7 +197,7 @@ export class BatchState {
     this.visibleUntil.set(messageId, until);
   }
 
-  /** The decision's record write: the one started when it was decided, or started now (an archive's, after its send). */
+  /** The decision's record write: the one started when it was decided, or started now (an unfenced archive's, after its send). */
   recordOf(decision: Decision): Promise<RecordResult> | undefined {
     return this.written.get(decision.message.messageId) ?? (decision.record ? writeRecord(decision.record) : undefined);
   }
@@ -133,11 +223,13 @@ export interface SettleOptions {
 }
 
 /**
- * Settles a batch, one call per outcome list, in an order that never loses a message: archive
- * sends (and requeued copies, and a split event's jobs) first; then the job records (written when each outcome was decided,
- * an archive's now: a completion must land before its message is deleted, so a crash in between
- * leaves a duplicate the claim stops, never a lost or re-run job); then one delete and one
- * visibility change. A message whose archive send failed is not deleted; one whose
+ * Settles a batch, one call per outcome list, in an order that never loses a message: what each
+ * archive's fence found first (only an archive whose fence this batch took is sent); archive
+ * sends (and requeued copies, and a split event's jobs) next; then the job records (written when
+ * each outcome was decided, an unfenced archive's now: a completion must land before its message
+ * is deleted, so a crash in between leaves a duplicate the claim stops, never a lost or re-run
+ * job) and the sent archives' fences closed; then one delete and one visibility change. A message
+ * whose archive send failed is not deleted (its fence lapses for the next copy to take); one whose
  * completion was rejected (stale token) is left to the newer attempt; one whose record write
  * failed is left to come back.
  */
@@ -150,6 +242,8 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
     state.decisions.flatMap((d) => (d.kind === 'split' ? d.copies.map((c): [string, string] => [c.id, d.message.messageId]) : [])),
   );
   const messageOf = (entryId: string) => splitCopies.get(entryId) ?? entryId;
+  // Fenced archives: only those whose fence this batch holds are sent.
+  await state.settleFences(deps);
   const send = async (what: string, target: string, entries: readonly SendEntry[]) => {
     for (let i = 0; i < entries.length; i += SEND_BATCH_ENTRIES) {
       const sent = await callWithEntryRetries(
@@ -180,6 +274,10 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
   const held = new Set<string>();
   await Promise.all(
     proceeding.map(async (d) => {
+      // The archive holds it: its fence is closed before its message is deleted. A close that
+      // failed leaves the fence to lapse: the message is deleted all the same (nothing is lost),
+      // and only a copy still in another's hands could then send it again.
+      if (d.kind === 'archive' && d.fence) await closeFence(deps, d.message.messageId, d.fence);
       const writing = state.recordOf(d);
       if (!writing) return;
       const result = await writing;
@@ -280,6 +378,14 @@ export async function recordStats(deps: StatsPorts, report: BatchReport): Promis
       }),
     ),
   ]);
+}
+
+async function closeFence(deps: Pick<SettlePorts, 'logger'>, messageId: string, fence: FencedArchive): Promise<void> {
+  const closed = await fence.close().catch((error: unknown) => {
+    deps.logger.warn('archive fence not closed; it lapses by itself', { messageId, error: describe(error) });
+    return true;
+  });
+  if (!closed) deps.logger.warn('archive fence taken over before it was closed: the message may be archived twice', { messageId });
 }
 
 function logFailures(

@@ -149,6 +149,14 @@ export interface JobRecord {
   readonly cancelRequestedAt?: number;
   /** The latest `ctx.progress(data)` of its running attempt, as JSON (at most {@link MAX_PROGRESS_BYTES}). */
   readonly progress?: string;
+  /**
+   * An archive send under way: the record says `archived` (with its reason), but the archive queue
+   * may not hold its message yet. Who sends it (one dispatcher's decision, {@link ArchiveFence}) and
+   * until when no other may (epoch ms); both gone once the archive holds it ({@link ClaimStore.markArchived}).
+   * lib/policy/archive-fences.ts reads them.
+   */
+  readonly archiveHolder?: string;
+  readonly archiveUntil?: number;
   /** When that progress was written (epoch ms). */
   readonly progressAt?: number;
   readonly history: readonly HistoryEntry[];
@@ -271,6 +279,27 @@ export interface Completed {
   readonly dependents: readonly DependentEdge[];
 }
 
+/**
+ * The fence of one message's archive send, kept on the record the archive is for (a rejection's,
+ * under the message's own id; a job's, under its id): `holder` names the one decision that sends
+ * it, `until` (epoch ms) when another dispatcher holding a copy of the message may take it over
+ * (the holder died between taking it and closing it).
+ */
+export interface ArchiveFence {
+  readonly holder: string;
+  readonly until: number;
+}
+
+/**
+ * Taking an archive's fence: `taken` — send it (this holder's, fresh or taken over from a lapsed
+ * one); `sent` — the archive holds it already (the fence was closed), only the copy is deleted;
+ * `held` — another live holder sends it, until `until`: the copy is handed back until then.
+ */
+export type ArchiveTake =
+  | { readonly outcome: 'taken' }
+  | { readonly outcome: 'sent' }
+  | { readonly outcome: 'held'; readonly until: number };
+
 /** How an attempt ended, as written by the worker that holds the token. */
 export interface Completion {
   readonly jobId: string;
@@ -285,6 +314,8 @@ export interface Completion {
   readonly now: number;
   /** For retries: when the next attempt becomes possible (epoch ms), for the history. */
   readonly retryAt?: number;
+  /** For an archive: its send's fence, taken with the completion (the record is `archived` before the send). */
+  readonly archiving?: ArchiveFence;
 }
 
 /**
@@ -298,6 +329,8 @@ export interface UnclaimedOutcome extends JobRef {
   readonly error?: SerializedError;
   readonly workerId: string;
   readonly now: number;
+  /** For an archive: its send's fence, taken with the write. */
+  readonly archiving?: ArchiveFence;
 }
 
 /**
@@ -319,6 +352,8 @@ export interface Rejection extends JobRef {
   readonly attempt: number;
   readonly workerId: string;
   readonly now: number;
+  /** Its archive send's fence, taken with the record (written before the send). */
+  readonly archiving?: ArchiveFence;
 }
 
 /** A job published to run later, as its publisher records it (`scheduled`, {@link JobRecord.announced}). */

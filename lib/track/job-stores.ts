@@ -9,6 +9,8 @@
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type {
   AddDependentResult,
+  ArchiveFence,
+  ArchiveTake,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -68,8 +70,23 @@ export interface ClaimStore extends JobReader {
   /**
    * Creates the record of a message that never ran; false if one exists under that id (nothing
    * changed). One carrying an `envelopeId` is also filed under that id, for {@link OperatorStore.rejectionsFor}.
+   * With `archiving` it is written with its archive fence open (before the archive send), as
+   * {@link complete} and {@link recordUnclaimed} write an archive's end.
    */
   recordRejected(rejection: Rejection): Promise<boolean>;
+  /**
+   * Takes the archive fence of the record `jobId` for `fence.holder` until `fence.until`, where a
+   * rejection, completion or unclaimed outcome that would have opened it found the record there
+   * already: `taken` when its fence is open and lapsed or already this holder's, `sent` when it is
+   * closed (or there is none), `held` (with its end) when another live holder has it
+   * (lib/policy/archive-fences.ts). One conditional write; nothing but the fence changes.
+   */
+  takeArchive(jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake>;
+  /**
+   * Closes the archive fence of `jobId` once the archive holds its message, if `holder` still has
+   * it; false when another took it over (both sent) or it was closed already.
+   */
+  markArchived(jobId: string, holder: string): Promise<boolean>;
   /** Notes a delivery of a finished job that was deleted unrun. */
   recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
   /** The version's recent cancel requests of running jobs (one small eventually consistent read). */

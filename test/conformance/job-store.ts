@@ -438,6 +438,96 @@ export function jobStoreConformance(
       expect((await jobs.list({ state: 'archived', queues: ['urgent'], limit: 100 })).map((r) => r.jobId)).toContain(messageId);
     });
 
+    describe('the archive fence: one send per archived message', () => {
+      const rejected = (messageId: string, holder: string, until: number) => ({
+        jobId: messageId,
+        task: '',
+        payloadDigest: '',
+        queue: 'urgent',
+        version: 'v1',
+        publishedAt: 5,
+        reason: 'malformed' as const,
+        error: { type: 'EnvelopeError', message: 'not json' },
+        attempt: 1,
+        workerId: 'w',
+        now: 50,
+        archiving: { holder, until },
+      });
+
+      it('a rejection opens it; another holder finds it held until it lapses, then takes it over; only its holder closes it', async () => {
+        const messageId = `msg-${++unique}`;
+        expect(await jobs.recordRejected(rejected(messageId, 'first', 1_000))).toBe(true);
+        expect(await jobs.get(messageId)).toMatchObject({ state: 'archived', archiveHolder: 'first', archiveUntil: 1_000 });
+        // A second dispatcher's copy while the first holds it: handed back until the lease ends, nothing written.
+        expect(await jobs.recordRejected(rejected(messageId, 'second', 2_000))).toBe(false);
+        expect(await jobs.takeArchive(messageId, { holder: 'second', until: 2_000 }, 900)).toEqual({ outcome: 'held', until: 1_000 });
+        expect(await jobs.get(messageId)).toMatchObject({ archiveHolder: 'first', archiveUntil: 1_000 });
+        // Its own take again (the SDK's retry after a lost answer) is its own.
+        expect(await jobs.takeArchive(messageId, { holder: 'first', until: 1_000 }, 900)).toEqual({ outcome: 'taken' });
+        // The first died before its send: once its lease lapsed, the second takes over.
+        expect(await jobs.takeArchive(messageId, { holder: 'second', until: 2_000 }, 1_001)).toEqual({ outcome: 'taken' });
+        expect(await jobs.get(messageId)).toMatchObject({ archiveHolder: 'second', archiveUntil: 2_000 });
+        expect(await jobs.markArchived(messageId, 'first')).toBe(false);
+        expect(await jobs.markArchived(messageId, 'second')).toBe(true);
+        const closed = await jobs.get(messageId);
+        expect(closed).toMatchObject({ state: 'archived', reason: 'malformed', finishedAt: 50 });
+        expect(closed).not.toHaveProperty('archiveHolder');
+        expect(closed).not.toHaveProperty('archiveUntil');
+        expect(closed?.history.map((h) => h.what)).toEqual(['archived']);
+        // Closed: every later copy is only deleted, however late.
+        expect(await jobs.takeArchive(messageId, { holder: 'third', until: 9_000 }, 5_000)).toEqual({ outcome: 'sent' });
+        expect(await jobs.markArchived(messageId, 'second')).toBe(false);
+      });
+
+      it('a record without a fence, or no record, is taken as sent and left unchanged', async () => {
+        const job = ref();
+        const claimed = await claim(jobs, job, 10);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete({ jobId: job.jobId, token: claimed.token, state: 'succeeded', workerId: 'w1', now: 11 }, claimed.record);
+        const before = await jobs.get(job.jobId);
+        expect(await jobs.takeArchive(job.jobId, { holder: 'h', until: 100 }, 12)).toEqual({ outcome: 'sent' });
+        expect(await jobs.get(job.jobId)).toEqual(before);
+        expect(await jobs.takeArchive(`msg-${++unique}`, { holder: 'h', until: 100 }, 12)).toEqual({ outcome: 'sent' });
+        expect(await jobs.markArchived(job.jobId, 'h')).toBe(false);
+      });
+
+      it('a claimed attempt archived with its fence: open on the ended record, closed by its holder', async () => {
+        const job = ref();
+        const claimed = await claim(jobs, job, 10);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        const completed = await jobs.complete(
+          {
+            jobId: job.jobId,
+            token: claimed.token,
+            state: 'archived',
+            reason: 'exhausted',
+            error,
+            workerId: 'w1',
+            now: 20,
+            archiving: { holder: 'a', until: 500 },
+          },
+          claimed.record,
+        );
+        expect(completed.landed).toBe(true);
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', reason: 'exhausted', archiveHolder: 'a', archiveUntil: 500 });
+        // Its message's next delivery finds the job ended: the claim says finished, and the fence held.
+        expect((await claim(jobs, job, 30)).outcome).toBe('finished');
+        expect(await jobs.takeArchive(job.jobId, { holder: 'b', until: 900 }, 30)).toEqual({ outcome: 'held', until: 500 });
+        expect(await jobs.markArchived(job.jobId, 'a')).toBe(true);
+        expect(await jobs.takeArchive(job.jobId, { holder: 'b', until: 900 }, 30)).toEqual({ outcome: 'sent' });
+        expect((await jobs.get(job.jobId))?.history.map((h) => h.what)).toEqual(['started', 'archived']);
+      });
+
+      it('an unclaimed archive (tracking failures) opens it too; a later one finds it', async () => {
+        const job = ref();
+        const outcome = { ...job, state: 'archived' as const, attempt: 3, reason: 'exhausted' as const, error, workerId: 'w', now: 40 };
+        expect(await jobs.recordUnclaimed({ ...outcome, archiving: { holder: 'a', until: 400 } })).toBe('recorded');
+        expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', archiveHolder: 'a', archiveUntil: 400 });
+        expect(await jobs.recordUnclaimed({ ...outcome, now: 50, archiving: { holder: 'b', until: 450 } })).toBe('ignored');
+        expect(await jobs.takeArchive(job.jobId, { holder: 'b', until: 450 }, 50)).toEqual({ outcome: 'held', until: 400 });
+      });
+    });
+
     it('files rejected messages under the id they carried, apart from the job of that id, which they never touch', async () => {
       const carried = `py-batch-${++unique}`;
       const rejection = (messageId: string, reason: 'unknown-task' | 'id-conflict' | 'malformed', now: number) => ({

@@ -69,6 +69,8 @@ describe('the claim and completion expressions', () => {
       resultRef: undefined,
       queueState: 'work#retrying',
       dependents: 0,
+      archiveHolder: undefined,
+      archiveUntil: undefined,
     }).ExpressionAttributeValues;
     const used = `${completion.condition} ${completion.update}`.match(/:[a-z]+/g) ?? [];
     expect(new Set(used)).toEqual(new Set(Object.keys(values)));
