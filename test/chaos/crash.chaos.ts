@@ -22,7 +22,7 @@ import type { BatchReport } from '../../lib/settle/report';
 import { subscriberJobId } from '../../lib/wire/event';
 import type { EffectPayload } from './fixtures/tasks/effect';
 import { addedCounters, isQueueStatsWrite } from './helpers/faults';
-import { assignedState, type Exchange, type Phase } from './helpers/relay';
+import { assignedState, type Exchange, type Phase, takesArchiveFence } from './helpers/relay';
 import { killRelayed, type RelayedDispatcher, startRelayed } from './helpers/relayed';
 import {
   auditStack,
@@ -71,6 +71,12 @@ interface Dispatcher extends RelayedDispatcher {
   /** Terminal job records it wrote that landed, and the stats it added that landed. */
   readonly recorded: { succeeded: number; archived: number };
   readonly counted: { succeeded: number; archived: number };
+  /**
+   * Archive fences it took over that landed: a job a killed dispatcher had ended `archived` (its
+   * completion opens the fence) and died before sending. This one sends the archive and counts it,
+   * without a record write of its own (lib/policy/archive-fences.ts).
+   */
+  tookOverArchives: number;
 }
 
 let stack: LocalStack | undefined;
@@ -135,6 +141,8 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
         d.counted.archived += Object.entries(added)
           .filter(([k]) => k.startsWith('archived_'))
           .reduce((n, [, value]) => n + value, 0);
+      } else if (x.phase === 'heartbeat' && takesArchiveFence(x.body)) {
+        d.tookOverArchives += 1;
       } else if (x.phase === 'settle-record') {
         const state = assignedState(x.body);
         if (state !== 'succeeded' && state !== 'archived') return;
@@ -151,6 +159,7 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
         killed: false,
         recorded: { succeeded: 0, archived: 0 },
         counted: { succeeded: 0, archived: 0 },
+        tookOverArchives: 0,
       };
       const hooks = {
         classify,
@@ -281,6 +290,7 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
         table: { succeeded: stats.succeeded, archived: stats.archivedTotal },
         jobs: { succeeded: result.succeeded, archived: result.archived },
         uncountedByKilled: { succeeded: uncounted(killed, 'succeeded'), archived: uncounted(killed, 'archived') },
+        archivesTakenOver: dispatchers.reduce((n, d) => n + d.tookOverArchives, 0),
       },
     };
     // Durable truth: every record in the jobs table (not only the published jobs') is terminal, and
@@ -331,10 +341,16 @@ describe('crash suite: dispatcher processes killed at every point of the loop', 
     expect(killed.map((d) => d.child?.signalCode)).toEqual(killed.map(() => 'SIGKILL'));
     expect(survivors.map((d) => [d.child?.exitCode, d.child?.signalCode])).toEqual(survivors.map(() => [0, null]));
     expect(children.length).toBe(dispatchers.length);
-    // Stats: a dispatcher that stopped cleanly counted everything it recorded. The jobs table and the
-    // stats differ by what killed dispatchers had recorded and not yet counted: never more than the
-    // jobs whose end a killed dispatcher wrote (read from the table), never less than nothing.
-    for (const d of survivors) expect([d.id, d.recorded]).toEqual([d.id, d.counted]);
+    // Stats: a dispatcher that stopped cleanly counted everything it recorded, and the archives it
+    // took over from killed ones. The jobs table and the stats differ by what killed dispatchers had
+    // recorded and not yet counted: never more than the jobs whose end a killed dispatcher wrote
+    // (read from the table), never less than nothing.
+    for (const d of survivors)
+      expect([d.id, d.recorded.succeeded, d.recorded.archived + d.tookOverArchives]).toEqual([
+        d.id,
+        d.counted.succeeded,
+        d.counted.archived,
+      ]);
     const notCounted = result.succeeded + result.archived - stats.succeeded - stats.archivedTotal;
     expect(notCounted).toBeGreaterThanOrEqual(0);
     expect(notCounted).toBeLessThanOrEqual(endedByKilled);

@@ -144,3 +144,12 @@ export function assignedState(body: Record<string, unknown>): string | undefined
   const value = new RegExp(`${placeholder}\\s*=\\s*(:\\w+)`).exec(set)?.[1];
   return value ? values[value]?.S : undefined;
 }
+
+/** Whether an `UpdateItem` body takes an archive fence (`SET #archiveHolder = :h`, lib/policy/archive-fences.ts). */
+export function takesArchiveFence(body: Record<string, unknown>): boolean {
+  const names = (body.ExpressionAttributeNames ?? {}) as Record<string, string>;
+  const placeholder = Object.entries(names).find(([, name]) => name === 'archiveHolder')?.[0];
+  if (!placeholder) return false;
+  const set = /\bSET\s+(.+?)(?:\s+(?:ADD|REMOVE|DELETE)\s|$)/.exec(String(body.UpdateExpression ?? ''))?.[1] ?? '';
+  return new RegExp(`${placeholder}\\s*=`).test(set);
+}
