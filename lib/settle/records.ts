@@ -186,33 +186,21 @@ export function fencedUnclaimed(
 ): ArchiveWrite | undefined {
   const jobs = deps.tracking?.jobs;
   if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
-  return {
-    fenced: (fence) => {
-      let fenced = true;
-      const take = async (): Promise<ArchiveTake> => {
-        const now = deps.clock.now();
-        const result = await jobs.recordUnclaimed({
-          ...ref(deps, queue, job),
-          state: 'archived',
-          attempt,
-          workerId: deps.workerId,
-          now,
-          error,
-          reason,
-          archiving: fence,
-        });
-        if (result === 'recorded') return TAKEN;
-        const existing = result === 'ignored' ? await throughFence(jobs, job.id, fence, now) : undefined;
-        if (existing) return existing;
-        fenced = false;
-        if (result === 'conflict')
-          deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
-        return TAKEN;
-      };
-      const close = closing(deps, job.id, fence);
-      return { take, close: async () => !fenced || close() };
-    },
-  };
+  return fencedOnRecord(deps, jobs, job.id, async (fence, now) => {
+    const result = await jobs.recordUnclaimed({
+      ...ref(deps, queue, job),
+      state: 'archived',
+      attempt,
+      workerId: deps.workerId,
+      now,
+      error,
+      reason,
+      archiving: fence,
+    });
+    if (result === 'conflict')
+      deps.logger.warn('job id belongs to another job; its record was left alone', { jobId: job.id, task: job.task });
+    return result === 'recorded' ? 'opened' : result === 'ignored' ? 'found' : 'left';
+  });
 }
 
 /**
@@ -231,17 +219,48 @@ export function rejectionWrite(
 ): ArchiveWrite | undefined {
   const jobs = deps.tracking?.jobs;
   if (!jobs || trackingOf(deps, queue) === 'off') return undefined;
+  // Under its own message id: the id it carried (if any) is filed beside it.
+  const rejection: Omit<Rejection, 'now' | 'archiving'> = {
+    jobId: message.messageId,
+    task: job?.task ?? '',
+    payloadDigest: job ? jobPayloadDigest(job) : '',
+    queue: queue.name,
+    version: deps.tracking?.version ?? '',
+    publishedAt: job?.publishedAt ?? message.sentTimestamp,
+    reason,
+    error,
+    attempt: message.receiveCount,
+    workerId: deps.workerId,
+    ...envelopeIdOf(message, job),
+  };
+  return fencedOnRecord(deps, jobs, message.messageId, async (fence, now) =>
+    (await jobs.recordRejected({ ...rejection, now, archiving: fence })) ? 'opened' : 'found',
+  );
+}
+
+/**
+ * An archive fenced on the record `jobId` that `open` writes: `opened`, the write opened the fence
+ * (the take); `found`, a record was there already, and the fence is taken through it when it is an
+ * earlier copy's archive ({@link throughFence}), else the message is sent unfenced; `left`, a record
+ * the write may not touch: sent unfenced, at least once. An unfenced send closes nothing.
+ */
+function fencedOnRecord(
+  deps: RecordPorts,
+  jobs: ClaimStore,
+  jobId: string,
+  open: (fence: ArchiveFence, now: number) => Promise<'opened' | 'found' | 'left'>,
+): ArchiveWrite {
   return {
     fenced: (fence) => {
       let fenced = true;
       const take = async (): Promise<ArchiveTake> => {
         const now = deps.clock.now();
-        const written = await jobs.recordRejected({ ...rejectionOf(deps, queue, message, job, reason, error), now, archiving: fence });
-        const existing = written ? TAKEN : await throughFence(jobs, message.messageId, fence, now);
+        const opened = await open(fence, now);
+        const existing = opened === 'opened' ? TAKEN : opened === 'found' ? await throughFence(jobs, jobId, fence, now) : undefined;
         fenced = existing !== undefined;
         return existing ?? TAKEN;
       };
-      const close = closing(deps, message.messageId, fence);
+      const close = closing(deps, jobId, fence);
       return { take, close: async () => !fenced || close() };
     },
   };
@@ -256,30 +275,6 @@ export function rejectionWrite(
  */
 async function throughFence(jobs: ClaimStore, jobId: string, fence: ArchiveFence, now: number): Promise<ArchiveTake | undefined> {
   return (await jobs.get(jobId))?.state === 'archived' ? jobs.takeArchive(jobId, fence, now) : undefined;
-}
-
-/** A rejected message's record, written under its own message id (its time and fence aside). */
-function rejectionOf(
-  deps: RecordPorts,
-  queue: QueueConfig,
-  message: ReceivedMessage,
-  job: DecodedJob | undefined,
-  reason: ArchiveReason,
-  error: SerializedError,
-): Omit<Rejection, 'now' | 'archiving'> {
-  return {
-    jobId: message.messageId,
-    task: job?.task ?? '',
-    payloadDigest: job ? jobPayloadDigest(job) : '',
-    queue: queue.name,
-    version: deps.tracking?.version ?? '',
-    publishedAt: job?.publishedAt ?? message.sentTimestamp,
-    reason,
-    error,
-    attempt: message.receiveCount,
-    workerId: deps.workerId,
-    ...envelopeIdOf(message, job),
-  };
 }
 
 /** The id a rejected message carried (decoded, or read from a malformed body), unless it is its own message id. */
