@@ -318,6 +318,20 @@ export class DynamoJobClaims {
     return outcome.landed;
   }
 
+  async lapseArchive(jobId: string, holder: string, at: number): Promise<boolean> {
+    const e = new Expression();
+    const outcome = await this.table.write(
+      jobId,
+      e,
+      {
+        update: `SET ${assignments(e, { archiveUntil: at })}`,
+        condition: `${e.name('archiveHolder')} = ${e.value(holder)}`,
+      },
+      { returns: 'none' },
+    );
+    return outcome.landed;
+  }
+
   /**
    * Adds a rejected message's id to the item `<envelopeId> rejected` (a string set, one UpdateItem;
    * no job id has a space, so no job can take that key), up to {@link MAX_FILED_REJECTIONS} ids.

@@ -147,6 +147,10 @@ export class DynamoJobStore implements JobStore {
     return this.claims.markArchived(jobId, holder);
   }
 
+  lapseArchive(jobId: string, holder: string, at: number): Promise<boolean> {
+    return this.claims.lapseArchive(jobId, holder, at);
+  }
+
   rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
     return this.claims.rejectionsFor(envelopeId);
   }

@@ -248,6 +248,13 @@ export class MemoryJobStore implements JobStore {
     return true;
   }
 
+  async lapseArchive(jobId: string, holder: string, at: number): Promise<boolean> {
+    const record = this.jobs.get(jobId);
+    if (!record || !mayCloseFence(record, holder)) return false;
+    this.put({ ...record, archiveUntil: at });
+    return true;
+  }
+
   async rejectionsFor(envelopeId: string): Promise<JobRecord[]> {
     return [...this.jobs.values()]
       .filter((r) => r.envelopeId === envelopeId && r.jobId !== envelopeId && r.state === 'archived')

@@ -12,7 +12,15 @@ import type { JobRecord } from '../track/job-record';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';
-import { completionWrite, fencedCompletion, fencedUnclaimed, type RecordPorts, rejectionWrite, unclaimedWrite } from './records';
+import {
+  completionWrite,
+  fencedCompletion,
+  fencedUnclaimed,
+  type RecordPorts,
+  rejectionWrite,
+  trackingOf,
+  unclaimedWrite,
+} from './records';
 import type { JobReport } from './report';
 import type { ArchiveWrite, BatchState, Decision, RecordWrite } from './settle';
 import type { Verdict } from './verdict';
@@ -119,8 +127,17 @@ export function decideArchive(
     workerId: deps.workerId,
   };
   const given = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
+  // A copy met while another holds the job's fence is handed back like any (a fresh copy near its redrive limit).
+  const heldBack =
+    !rejected && job
+      ? (seconds: number) => handedBack(deps, queue, trackingOf(deps, queue), message, job, { kind: 'visibility', seconds })
+      : undefined;
   const write =
-    given === undefined ? {} : typeof given === 'function' ? { record: given } : { fence: given.fenced(state.archiveFence(deps.workerId)) };
+    given === undefined
+      ? {}
+      : typeof given === 'function'
+        ? { record: given }
+        : { fence: given.fenced(state.archiveFence(deps.workerId)), ...(heldBack ? { heldBack } : {}) };
   state.decide(
     { kind: 'archive', message, archive: archiveRecord, ...write },
     {

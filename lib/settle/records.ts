@@ -103,7 +103,7 @@ export function fencedCompletion(
   return {
     fenced: (fence) => {
       const complete = completionWrite(deps, job, token, claimed, { state: 'archived', ...end, archiving: fence });
-      return { take: async () => ((await complete()) ? TAKEN : 'stale'), close: closing(deps, job.id, fence) };
+      return { take: async () => ((await complete()) ? TAKEN : 'stale'), ...endsOf(deps, job.id, fence) };
     },
   };
 }
@@ -123,14 +123,18 @@ export function archiveTakeover(deps: RecordPorts, jobId: string, before: () => 
         await before();
         return jobs.takeArchive(jobId, fence, deps.clock.now());
       },
-      close: closing(deps, jobId, fence),
+      ...endsOf(deps, jobId, fence),
     }),
   };
 }
 
-/** Closes the fence `fence` of the record `jobId`. */
-function closing(deps: RecordPorts, jobId: string, fence: ArchiveFence): FencedArchive['close'] {
-  return async () => (deps.tracking?.jobs ? deps.tracking.jobs.markArchived(jobId, fence.holder) : true);
+/** Closes the fence `fence` of the record `jobId` once sent, or ends its lease now when the send failed. */
+function endsOf(deps: RecordPorts, jobId: string, fence: ArchiveFence): Pick<FencedArchive, 'close' | 'lapse'> {
+  const jobs = deps.tracking?.jobs;
+  return {
+    close: async () => (jobs ? jobs.markArchived(jobId, fence.holder) : true),
+    lapse: async () => (jobs ? jobs.lapseArchive(jobId, fence.holder, deps.clock.now()) : true),
+  };
 }
 
 /** The fan-in a job's envelope names it a member of, as its record keeps it. */
@@ -260,8 +264,9 @@ function fencedOnRecord(
         fenced = existing !== undefined;
         return existing ?? TAKEN;
       };
-      const close = closing(deps, jobId, fence);
-      return { take, close: async () => !fenced || close() };
+      // An unfenced send has no fence to close or lapse.
+      const ends = endsOf(deps, jobId, fence);
+      return { take, close: async () => !fenced || ends.close(), lapse: async () => !fenced || ends.lapse() };
     },
   };
 }

@@ -63,7 +63,10 @@ export type RecordWrite = () => Promise<boolean>;
  */
 export interface FencedArchive {
   readonly take: () => Promise<ArchiveTake | 'stale'>;
+  /** The archive holds the message: the fence closes (later copies are only deleted). */
   readonly close: () => Promise<boolean>;
+  /** The send failed: the fence's lease ends now, so the message's next delivery takes it over at once. */
+  readonly lapse: () => Promise<boolean>;
 }
 
 /** An archive's record write: a plain one (after its send), or a fenced one built on the fence its decision takes. */
@@ -88,6 +91,12 @@ export type Decision =
       readonly archive: ArchiveRecord;
       readonly record?: RecordWrite;
       readonly fence?: FencedArchive;
+      /**
+       * How a copy whose fence another live dispatcher holds is handed back for `seconds`: by its
+       * visibility, or near its redrive limit by a fresh copy (a job's fence keeps its id; without
+       * this, a rejection's, which a fresh copy's new message id would lose, is handed back by its visibility).
+       */
+      readonly heldBack?: (seconds: number) => Decision;
     };
 
 /** SendMessageBatch takes at most 10 entries. */
@@ -162,9 +171,10 @@ export class BatchState {
    * Carries out what each fenced archive's take found, before anything is sent: `taken` stays an
    * archive (sent, then its fence closed, then deleted); `sent` — the archive holds the message
    * already — is only deleted (a duplicate); `held` — another live dispatcher sends it — is handed
-   * back until its lease ends, to be decided again (never replaced by a fresh copy, whose new message
-   * id no fence would know); `stale` is left to the newer attempt; a take that failed is left to
-   * come back.
+   * back until its lease ends, to be decided again (a job's copy near its redrive limit by a fresh
+   * copy, as any hand-back, so SQS does not move it to the DLQ; a rejection's never, as its fence is
+   * its message id, which a fresh copy would not keep); `stale` is left to the newer attempt; a take
+   * that failed is left to come back.
    */
   async settleFences(deps: Pick<SettlePorts, 'clock' | 'logger'>): Promise<void> {
     for (const [id, taking] of this.fencing) {
@@ -186,8 +196,10 @@ export class BatchState {
         this.mark(id, { outcome: 'duplicate' });
       } else if (result.outcome === 'held') {
         const seconds = heldSeconds(result.until, deps.clock.now(), MAX_VISIBILITY_SECONDS);
-        this.decisions[index] = { kind: 'visibility', message, seconds };
-        this.mark(id, { outcome: 'deferred' });
+        const back: Decision =
+          decision.kind === 'archive' && decision.heldBack ? decision.heldBack(seconds) : { kind: 'visibility', message, seconds };
+        this.decisions[index] = back;
+        this.mark(id, { outcome: 'deferred', ...(back.kind === 'requeue' ? { requeued: true } : {}) });
       }
     }
   }
@@ -263,6 +275,13 @@ export async function settle(deps: SettlePorts, queue: QueueConfig, state: Batch
     'archive send',
     deps.urls.archive,
     state.decisions.flatMap((d) => (d.kind === 'archive' ? [archiveEntry(d.message.messageId, d.message.body, d.archive)] : [])),
+  );
+  // A fenced archive whose send failed stays (its message is not deleted), and its lease ends now:
+  // the message's next delivery takes the fence over at once instead of waiting out this invocation.
+  await Promise.all(
+    state.decisions.flatMap((d) =>
+      d.kind === 'archive' && d.fence && notSent.has(d.message.messageId) ? [lapseFence(deps, d.message.messageId, d.fence)] : [],
+    ),
   );
   await send(
     'requeue send',
@@ -386,6 +405,15 @@ async function closeFence(deps: Pick<SettlePorts, 'logger'>, messageId: string, 
     return true;
   });
   if (!closed) deps.logger.warn('archive fence taken over before it was closed: the message may be archived twice', { messageId });
+}
+
+async function lapseFence(deps: Pick<SettlePorts, 'logger'>, messageId: string, fence: FencedArchive): Promise<void> {
+  await fence.lapse().catch((error: unknown) => {
+    deps.logger.warn('archive fence not lapsed after a failed send; its next copy waits for its lease to end', {
+      messageId,
+      error: describe(error),
+    });
+  });
 }
 
 function logFailures(

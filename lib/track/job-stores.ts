@@ -87,6 +87,12 @@ export interface ClaimStore extends JobReader {
    * it; false when another took it over (both sent) or it was closed already.
    */
   markArchived(jobId: string, holder: string): Promise<boolean>;
+  /**
+   * Ends the lease of `holder`'s archive fence on `jobId` at `at`, the fence left open: its send
+   * failed, and the message's next delivery takes the fence over from then instead of waiting out
+   * the lease. False when another took it over or it was closed.
+   */
+  lapseArchive(jobId: string, holder: string, at: number): Promise<boolean>;
   /** Notes a delivery of a finished job that was deleted unrun. */
   recordDuplicate(jobId: string, identity: JobIdentity, workerId: string, now: number): Promise<void>;
   /** The version's recent cancel requests of running jobs (one small eventually consistent read). */

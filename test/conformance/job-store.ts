@@ -479,6 +479,22 @@ export function jobStoreConformance(
         expect(await jobs.markArchived(messageId, 'second')).toBe(false);
       });
 
+      it('a holder whose send failed ends its lease at once, the fence left open: the next copy takes it over; no other holder may', async () => {
+        const messageId = `msg-${++unique}`;
+        expect(await jobs.recordRejected(rejected(messageId, 'first', 10_000))).toBe(true);
+        expect(await jobs.lapseArchive(messageId, 'second', 100)).toBe(false);
+        expect(await jobs.takeArchive(messageId, { holder: 'second', until: 20_000 }, 200)).toEqual({ outcome: 'held', until: 10_000 });
+        expect(await jobs.lapseArchive(messageId, 'first', 100)).toBe(true);
+        expect(await jobs.get(messageId)).toMatchObject({ state: 'archived', archiveHolder: 'first', archiveUntil: 100 });
+        expect(await jobs.takeArchive(messageId, { holder: 'second', until: 20_000 }, 200)).toEqual({ outcome: 'taken' });
+        // Taken over: the first may no longer lapse or close it.
+        expect(await jobs.lapseArchive(messageId, 'first', 300)).toBe(false);
+        expect(await jobs.markArchived(messageId, 'second')).toBe(true);
+        expect(await jobs.lapseArchive(messageId, 'second', 400)).toBe(false);
+        expect(await jobs.get(messageId)).not.toHaveProperty('archiveUntil');
+        expect(await jobs.lapseArchive(`msg-${++unique}`, 'first', 100)).toBe(false);
+      });
+
       it('a record without a fence, or no record, is taken as sent and left unchanged', async () => {
         const job = ref();
         const claimed = await claim(jobs, job, 10);

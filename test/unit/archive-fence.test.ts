@@ -110,13 +110,14 @@ describe('the archive fence: one archive entry per message on a tracked queue', 
     await w.send('urgent', MALFORMED);
     const batch = await receive(w);
     const messageId = (batch[0] as ReceivedMessage).messageId;
-    // Its archive send never lands (the process is gone by then): nothing sent, nothing deleted.
-    const lost: QueueClient = Object.assign(Object.create(w.queues) as QueueClient, {
-      sendBatch: async () => {
-        throw new Error('process killed');
-      },
-    });
-    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS, { deps: { ...w.deps, queues: lost } });
+    // Its archive send never lands, nor anything after it (the process is gone by then): nothing sent, nothing deleted.
+    const killed = async () => {
+      throw new Error('process killed');
+    };
+    const lost: QueueClient = Object.assign(Object.create(w.queues) as QueueClient, { sendBatch: killed });
+    const jobs = Object.assign(Object.create(w.jobs) as typeof w.jobs, { lapseArchive: killed });
+    const tracking = { ...(w.deps.tracking as NonNullable<World['deps']['tracking']>), jobs };
+    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS, { deps: { ...w.deps, queues: lost, tracking } });
     expect(first.jobs[0]).toMatchObject({ outcome: 'archived', unsettled: true });
     expect(archived(w)).toHaveLength(0);
     expect(await w.jobs.get(messageId)).toMatchObject({ state: 'archived', archiveHolder: expect.any(String) });
@@ -130,6 +131,87 @@ describe('the archive fence: one archive entry per message on a tracked queue', 
     const record = await w.jobs.get(messageId);
     expect(record?.archiveHolder).toBeUndefined();
     expect(record?.history.map((h) => h.what)).toEqual(['archived']);
+  });
+
+  it('a send that failed in a live dispatcher ends its lease at once: the next delivery archives the message without waiting', async () => {
+    const w = trackedWorld([]);
+    await w.send('urgent', MALFORMED);
+    const batch = await receive(w);
+    const messageId = (batch[0] as ReceivedMessage).messageId;
+    const refusing: QueueClient = Object.assign(Object.create(w.queues) as QueueClient, {
+      sendBatch: async () => {
+        throw new Error('archive queue unreachable');
+      },
+    });
+    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS, { deps: { ...w.deps, queues: refusing } });
+    expect(first.jobs[0]).toMatchObject({ outcome: 'archived', unsettled: true });
+    expect(await w.jobs.get(messageId)).toMatchObject({ archiveHolder: expect.any(String), archiveUntil: w.clock.now() });
+
+    // Its lease would have run to the invocation's end (2 visibilities away); the copy after one visibility takes it over.
+    w.clock.advance(VISIBILITY_MS + 1_000);
+    await w.run({ forMs: VISIBILITY_MS / 2 });
+    expect(w.reports.flatMap((r) => r.jobs.map((j) => j.outcome))).toEqual(['archived']);
+    expect(archived(w).map((r) => [r?.reason, r?.messageId])).toEqual([['malformed', messageId]]);
+    expect(w.sqs.peek(urgent(w))).toHaveLength(0);
+    expect((await w.jobs.get(messageId))?.archiveHolder).toBeUndefined();
+  });
+
+  it("a job's copy held at its last receive before redrive is replaced by a fresh copy, not redriven to the DLQ", async () => {
+    let failingId = '';
+    let failed = () => {};
+    const ended = new Promise<void>((resolve) => {
+      failed = resolve;
+    });
+    let second: BatchReport | undefined;
+    const w: World = world(
+      [
+        {
+          name: 'failing',
+          queue: 'urgent',
+          timeLimitSeconds: 5,
+          maxRetries: 0,
+          run: () => {
+            failed();
+            throw new Error('boom');
+          },
+        },
+        {
+          name: 'slow',
+          queue: 'urgent',
+          timeLimitSeconds: 5,
+          run: async () => {
+            await ended;
+            await settleTicks();
+            w.clock.advance(VISIBILITY_MS + 1_000);
+            // Its second receive: handed back by its visibility, it would be received once more, then SQS
+            // moves it to the DLQ (maxReceiveCount 3; the dispatcher replaces a job's message a receive early).
+            const copies = (await receive(w)).filter((m) => m.messageId === failingId);
+            expect(copies.map((m) => m.receiveCount)).toEqual([2]);
+            second = await dispatch(w, copies, w.clock.now() + VISIBILITY_MS);
+          },
+        },
+      ],
+      {
+        queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: VISIBILITY_MS / 1000, longPollSeconds: 0, maxReceiveCount: 3 }],
+      },
+      { tracked: true, deadLetters: true },
+    );
+    await w.send('urgent', encodeEnvelope({ task: 'failing', id: 'job-f', payload: {} }));
+    await w.send('urgent', encodeEnvelope({ task: 'slow', id: 'job-s', payload: {} }));
+    const batch = await receive(w);
+    failingId = (batch.find((m) => m.body.includes('"failing"')) as ReceivedMessage).messageId;
+    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS);
+
+    expect(second?.jobs.find((j) => j.messageId === failingId)).toMatchObject({ outcome: 'deferred', requeued: true });
+    // The fresh copy (a new message, the job's id) comes back to find the archive sent: deleted.
+    w.clock.advance(3 * VISIBILITY_MS);
+    await w.run({ forMs: VISIBILITY_MS });
+    expect(archived(w).map((r) => [r?.reason, r?.jobId])).toEqual([['exhausted', 'job-f']]);
+    expect(w.sqs.peek(urgent(w))).toHaveLength(0);
+    expect(w.sqs.peek(`${urgent(w)}-dlq`)).toHaveLength(0);
+    const outcomes = [first, second, ...w.reports].flatMap((r) => r?.jobs.filter((j) => j.jobId === 'job-f').map((j) => j.outcome) ?? []);
+    expect(outcomes).toEqual(['archived', 'deferred', 'duplicate']);
+    expect(w.runs.filter((r) => r.task === 'failing')).toHaveLength(1);
   });
 
   it('a record under the message id that is no archive (a job of that id) is left alone: the message is archived all the same', async () => {
