@@ -60,6 +60,57 @@ const settleTicks = async () => {
   for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
+/**
+ * A job that fails for good (`failing`, id job-f) and a slow one, in one batch: once the failing
+ * job is archived the slow one lets the batch outlive its visibility and hands the failing job's
+ * copy to a second dispatcher. The queue redrives to a DLQ after `maxReceiveCount` receives.
+ */
+async function archivedWhileBatchRuns(maxReceiveCount: number) {
+  let failingId = '';
+  let failed = () => {};
+  const ended = new Promise<void>((resolve) => {
+    failed = resolve;
+  });
+  let second: BatchReport | undefined;
+  let copy: ReceivedMessage | undefined;
+  const w: World = world(
+    [
+      {
+        name: 'failing',
+        queue: 'urgent',
+        timeLimitSeconds: 5,
+        maxRetries: 0,
+        run: () => {
+          failed();
+          throw new Error('boom');
+        },
+      },
+      {
+        name: 'slow',
+        queue: 'urgent',
+        timeLimitSeconds: 5,
+        run: async () => {
+          await ended;
+          await settleTicks();
+          w.clock.advance(VISIBILITY_MS + 1_000);
+          const copies = (await receive(w)).filter((m) => m.messageId === failingId);
+          expect(copies).toHaveLength(1);
+          copy = copies[0];
+          second = await dispatch(w, copies, w.clock.now() + VISIBILITY_MS);
+        },
+      },
+    ],
+    { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: VISIBILITY_MS / 1000, longPollSeconds: 0, maxReceiveCount }] },
+    { tracked: true, deadLetters: true },
+  );
+  await w.send('urgent', encodeEnvelope({ task: 'failing', id: 'job-f', payload: {} }));
+  await w.send('urgent', encodeEnvelope({ task: 'slow', id: 'job-s', payload: {} }));
+  const batch = await receive(w);
+  failingId = (batch.find((m) => m.body.includes('"failing"')) as ReceivedMessage).messageId;
+  const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS);
+  return { w, first, second, copy, failingId };
+}
+
 describe('the archive fence: one archive entry per message on a tracked queue', () => {
   it('two doorbells given the same malformed message, the second while the first is still in its batch: archived once', async () => {
     let second: BatchReport | undefined;
@@ -157,51 +208,10 @@ describe('the archive fence: one archive entry per message on a tracked queue', 
   });
 
   it("a job's copy held at its last receive before redrive is replaced by a fresh copy, not redriven to the DLQ", async () => {
-    let failingId = '';
-    let failed = () => {};
-    const ended = new Promise<void>((resolve) => {
-      failed = resolve;
-    });
-    let second: BatchReport | undefined;
-    const w: World = world(
-      [
-        {
-          name: 'failing',
-          queue: 'urgent',
-          timeLimitSeconds: 5,
-          maxRetries: 0,
-          run: () => {
-            failed();
-            throw new Error('boom');
-          },
-        },
-        {
-          name: 'slow',
-          queue: 'urgent',
-          timeLimitSeconds: 5,
-          run: async () => {
-            await ended;
-            await settleTicks();
-            w.clock.advance(VISIBILITY_MS + 1_000);
-            // Its second receive: handed back by its visibility, it would be received once more, then SQS
-            // moves it to the DLQ (maxReceiveCount 3; the dispatcher replaces a job's message a receive early).
-            const copies = (await receive(w)).filter((m) => m.messageId === failingId);
-            expect(copies.map((m) => m.receiveCount)).toEqual([2]);
-            second = await dispatch(w, copies, w.clock.now() + VISIBILITY_MS);
-          },
-        },
-      ],
-      {
-        queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: VISIBILITY_MS / 1000, longPollSeconds: 0, maxReceiveCount: 3 }],
-      },
-      { tracked: true, deadLetters: true },
-    );
-    await w.send('urgent', encodeEnvelope({ task: 'failing', id: 'job-f', payload: {} }));
-    await w.send('urgent', encodeEnvelope({ task: 'slow', id: 'job-s', payload: {} }));
-    const batch = await receive(w);
-    failingId = (batch.find((m) => m.body.includes('"failing"')) as ReceivedMessage).messageId;
-    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS);
-
+    // Its second receive: handed back by its visibility, it would be received once more, then SQS
+    // moves it to the DLQ (maxReceiveCount 3; the dispatcher replaces a job's message a receive early).
+    const { w, first, second, copy, failingId } = await archivedWhileBatchRuns(3);
+    expect(copy?.receiveCount).toBe(2);
     expect(second?.jobs.find((j) => j.messageId === failingId)).toMatchObject({ outcome: 'deferred', requeued: true });
     // The fresh copy (a new message, the job's id) comes back to find the archive sent: deleted.
     w.clock.advance(3 * VISIBILITY_MS);
@@ -227,43 +237,7 @@ describe('the archive fence: one archive entry per message on a tracked queue', 
   });
 
   it('a claimed job archived for exhaustion while its batch runs on: its copy is neither run nor archived again', async () => {
-    let failingId = '';
-    let failed = () => {};
-    const ended = new Promise<void>((resolve) => {
-      failed = resolve;
-    });
-    let second: BatchReport | undefined;
-    const w: World = trackedWorld([
-      {
-        name: 'failing',
-        queue: 'urgent',
-        timeLimitSeconds: 5,
-        maxRetries: 0,
-        run: () => {
-          failed();
-          throw new Error('boom');
-        },
-      },
-      {
-        name: 'slow',
-        queue: 'urgent',
-        timeLimitSeconds: 5,
-        run: async () => {
-          await ended;
-          await settleTicks();
-          w.clock.advance(VISIBILITY_MS + 1_000);
-          const copies = (await receive(w)).filter((m) => m.messageId === failingId);
-          expect(copies).toHaveLength(1);
-          second = await dispatch(w, copies, w.clock.now() + VISIBILITY_MS);
-        },
-      },
-    ]);
-    await w.send('urgent', encodeEnvelope({ task: 'failing', id: 'job-f', payload: {} }));
-    await w.send('urgent', encodeEnvelope({ task: 'slow', id: 'job-s', payload: {} }));
-    const batch = await receive(w);
-    failingId = (batch.find((m) => m.body.includes('"failing"')) as ReceivedMessage).messageId;
-
-    const first = await dispatch(w, batch, w.clock.now() + 2 * VISIBILITY_MS);
+    const { w, first, second, failingId } = await archivedWhileBatchRuns(10);
 
     // The copy found the job ended and its archive fence held: handed back, its body not run again.
     expect(outcomeOf(second, failingId)).toBe('deferred');
