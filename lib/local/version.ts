@@ -17,6 +17,7 @@ import type { QueueUrls } from '../ports';
 import { Publisher } from '../publish/publisher';
 import { SHARED_PROCESS } from '../run/memory-guard';
 import type { TaskBundle } from '../tasks/bundle';
+import type { LimitStore } from '../track/fleet-limits';
 import type { JobStore } from '../track/job-stores';
 
 /** One release version's queues and tables on an SQS and a DynamoDB endpoint, and what works on them. */
@@ -52,6 +53,8 @@ export type InProcessDispatcherOptions = Omit<DispatcherRuntimeOptions, 'bundle'
   readonly tracked?: boolean;
   /** Wraps the dispatcher's job store (interference with leases, in tests). */
   readonly wrapJobs?: (jobs: JobStore) => JobStore;
+  /** Wraps the dispatcher's fleet-limit store (what the rate limit granted, in tests). */
+  readonly wrapLimits?: (limits: LimitStore) => LimitStore;
 };
 
 /**
@@ -111,9 +114,10 @@ export async function provisionVersion(options: {
         : {}),
       ...(payloads ? { payloads } : {}),
     }),
-    dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, ...rest }) => {
+    dispatcher: ({ sqs, dynamo, tracked = true, wrapJobs, wrapLimits, ...rest }) => {
       // On the version's own client the dispatcher shares its stores (and their write meters).
-      const tracking = dynamo ? versionStores(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits, controls };
+      const stores = dynamo ? versionStores(bundle.config, tables, { client: dynamo }) : { jobs, stats, limits, controls };
+      const tracking = wrapLimits && stores.limits ? { ...stores, limits: wrapLimits(stores.limits) } : stores;
       return new DispatcherRuntime({
         bundle,
         version,

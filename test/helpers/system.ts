@@ -6,6 +6,7 @@ import { type Logger, type QueueClient, silentLogger } from '../../lib/ports';
 import type { Random } from '../../lib/random';
 import type { BatchReport, JobReport } from '../../lib/settle/report';
 import type { TaskBundle } from '../../lib/tasks/bundle';
+import type { LimitStore } from '../../lib/track/fleet-limits';
 import type { JobStore } from '../../lib/track/job-stores';
 import { readArchiveRecord } from '../../lib/wire/archive-record';
 import { buildFixtureBundle, type EmulatorHarness, nextVersion, startHarness, stopHarness } from './emulators';
@@ -17,6 +18,8 @@ export interface SystemOptions {
   readonly tracked?: boolean;
   /** Wraps the job store of one dispatcher (interference with leases). */
   readonly wrapJobs?: (jobs: JobStore) => JobStore;
+  /** Wraps the fleet-limit store of one dispatcher (what the rate limit granted). */
+  readonly wrapLimits?: (limits: LimitStore) => LimitStore;
   readonly logger?: Logger;
   readonly workerId?: string;
   /** The dispatcher's clock (tests that move time). */
@@ -43,6 +46,7 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
       tracked,
       ...(wrap ? { queues: wrap(sqs) } : {}),
       ...(more.wrapJobs ? { wrapJobs: more.wrapJobs } : {}),
+      ...(more.wrapLimits ? { wrapLimits: more.wrapLimits } : {}),
       logger: more.logger ?? options.logger ?? silentLogger,
       workerId: more.workerId ?? options.workerId ?? `dispatcher-${runtimes.length + 1}`,
       ...((more.clock ?? options.clock) ? { clock: (more.clock ?? options.clock) as Clock } : {}),
