@@ -6,6 +6,7 @@
  * locally a retry on a `wakeUp: 'schedule'` queue never came back.
  */
 import {
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
@@ -50,9 +51,12 @@ describe('the local SQS emulator counts', () => {
   it('a message whose visibility lapsed as visible, with no receive since', async () => {
     const { QueueUrl: url = '' } = await sqs.send(new CreateQueueCommand({ QueueName: 'depth-lapsed' }));
     await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'retry me' }));
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 1 }));
+    // Received under a long visibility, so the in-flight count is read before anything lapses however
+    // slow this machine is; then the visibility is cut to 1 s, and it lapses with no receive since.
+    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 300 }));
     expect(Messages).toHaveLength(1);
     expect(await depth(url)).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
+    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: Messages[0]?.ReceiptHandle, VisibilityTimeout: 1 }));
 
     await eventually('the lapsed message to count as visible', async () => (await depth(url)).visible === 1, 10_000);
 
@@ -66,11 +70,14 @@ describe('the local SQS emulator counts', () => {
 
   it('a delayed message whose delay passed as visible', async () => {
     const { QueueUrl: url = '' } = await sqs.send(new CreateQueueCommand({ QueueName: 'depth-delayed' }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'later', DelaySeconds: 1 }));
+    // One message delayed 15 minutes (SQS's most) stays delayed whatever this machine's speed; the
+    // other, delayed 1 s, is counted visible once due, with no receive since.
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'much later', DelaySeconds: 900 }));
     expect(await depth(url)).toEqual({ visible: 0, inFlight: 0, delayed: 1 });
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'later', DelaySeconds: 1 }));
 
     await eventually('the due message to count as visible', async () => (await depth(url)).visible === 1, 10_000);
 
-    expect(await depth(url)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+    expect(await depth(url)).toEqual({ visible: 1, inFlight: 0, delayed: 1 });
   });
 });
