@@ -1,5 +1,4 @@
 import { archiveTakeOf, mayCloseFence, openFence } from '../policy/archive-fences';
-import { COUNT_SHARD_SIZE, shardCount, shardSize } from '../policy/dependency-rules';
 import { dueShardOf } from '../policy/due-times';
 import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
 import type {
@@ -41,6 +40,7 @@ import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/job-record
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { MemoryDebounces } from './memory-debounces';
+import { MemoryDependencyCounts } from './memory-dependency-counts';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -56,8 +56,6 @@ export class MemoryJobStore implements JobStore {
   private readonly parked = new Map<string, { job: ParkedJob; shard: string; sweepLease?: number }>();
   /** A waiting job's body, kept until it is released. */
   private readonly waitingBodies = new Map<string, { body: string; attributes?: Readonly<Record<string, string>> }>();
-  /** Dependency counts: per dependent, shard → counted indices (and which failed); the shards complete. */
-  private readonly counts = new Map<string, CountState>();
   /** tag → job id → when it was tagged. */
   private readonly tagged = new Map<string, Map<string, number>>();
   /** The holds of unique keys: `<task> unique <key>` → its hold, as the DynamoDB items are keyed. */
@@ -68,6 +66,10 @@ export class MemoryJobStore implements JobStore {
   /** Reads of the cancellations item (what a dispatcher's cancel watch costs). */
   cancellationReads = 0;
 
+  /** Dependency counts (lib/fakes/memory-dependency-counts.ts). */
+  private readonly counts = new MemoryDependencyCounts(() => {
+    this.writes += 1;
+  });
   /** Debounce cycles and the bodies of closed ones (lib/fakes/memory-debounces.ts). */
   private readonly debounces = new MemoryDebounces(() => {
     this.writes += 1;
@@ -481,29 +483,11 @@ export class MemoryJobStore implements JobStore {
   }
 
   async countDependency(edge: DependentEdge, dependencyId: string, failed: boolean): Promise<DependencyCount> {
-    const count: CountState = this.counts.get(edge.id) ?? { shards: new Map(), complete: new Set<number>(), size: shardCount(edge.size) };
-    this.counts.set(edge.id, count);
-    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
-    const counted = count.shards.get(shard) ?? new Map<number, boolean>();
-    count.shards.set(shard, counted);
-    if (!counted.has(edge.index)) {
-      this.writes += 1;
-      counted.set(edge.index, failed);
-      if (failed && count.firstFailure === undefined) {
-        this.writes += 1;
-        count.firstFailure = dependencyId;
-      }
-    }
-    if (counted.size === shardSize(edge.size, shard) && !count.complete.has(shard)) {
-      this.writes += 1;
-      count.complete.add(shard);
-    }
-    return countOf(count);
+    return this.counts.count(edge, dependencyId, failed);
   }
 
   async dependencyCount(dependentId: string): Promise<DependencyCount> {
-    const count = this.counts.get(dependentId);
-    return count ? countOf(count) : { complete: false };
+    return this.counts.read(dependentId);
   }
 
   async release(dependentId: string, now: number): Promise<ParkedJob | undefined> {
@@ -559,18 +543,7 @@ export class MemoryJobStore implements JobStore {
   }
 
   async uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }> {
-    const count = this.counts.get(edge.id);
-    if (!count) return { stillFailed: false };
-    const shard = Math.floor(edge.index / COUNT_SHARD_SIZE);
-    const counted = count.shards.get(shard);
-    if (counted?.get(edge.index) === true) {
-      this.writes += 1;
-      counted.delete(edge.index);
-      count.complete.delete(shard);
-    }
-    if (count.firstFailure === dependencyId) delete count.firstFailure;
-    const stillFailed = [...count.shards.values()].some((s) => [...s.values()].some(Boolean));
-    return { stillFailed };
+    return this.counts.uncountFailure(edge, dependencyId);
   }
 
   async reopen(dependentId: string, now: number): Promise<JobRecord | undefined> {
@@ -593,21 +566,6 @@ export class MemoryJobStore implements JobStore {
       .filter((r): r is JobRecord => r !== undefined)
       .map((r) => structuredClone(r));
   }
-}
-
-/** One dependent's count: per shard, the indices counted (true: failed); the shards complete; how many there are. */
-interface CountState {
-  readonly shards: Map<number, Map<number, boolean>>;
-  readonly complete: Set<number>;
-  readonly size: number;
-  firstFailure?: string;
-}
-
-function countOf(count: CountState): DependencyCount {
-  return {
-    complete: count.complete.size === count.size,
-    ...(count.firstFailure !== undefined ? { firstFailure: count.firstFailure } : {}),
-  };
 }
 
 function pickRef(r: JobRef): JobRef {
