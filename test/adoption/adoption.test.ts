@@ -810,11 +810,16 @@ await new SNSClient({ endpoint: process.argv[2] }).send(new PublishCommand({ Top
       ]),
     ) as { jobId: string; runAt: number };
     expect(later.runAt).toBeGreaterThan(Date.now() + 3_500_000);
+    // Read the list once the dispatcher parked the job (the park drops `announced`): the park
+    // rewrites the job's index entry, and a list read in between finds no jobs.
     await eventually(
       'the job to be parked',
-      () =>
-        (JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', later.jobId, '--json'])) as { job: { state: string } }).job.state ===
-        'scheduled',
+      () => {
+        const { job } = JSON.parse(sh(consumer, 'npx', ['taskworker', 'jobs', 'show', later.jobId, '--json'])) as {
+          job: { state: string; announced?: boolean };
+        };
+        return job.state === 'scheduled' && job.announced !== true;
+      },
       60_000,
     );
     expect(sh(consumer, 'npx', ['taskworker', 'jobs', 'list', '--state', 'scheduled'])).toContain(new Date(later.runAt).toISOString());

@@ -210,9 +210,11 @@ describe('operator CLI against taskworker dev', () => {
     const due = new Date(runAt).toISOString();
     // Two writes make the job scheduled, in either order: the publisher's record, and the dev
     // dispatcher's park when the message (sent at once, as any delay past 900 s is) arrives. The park
-    // rewrites the index entry, so the list is read once the park landed: its history entry names a worker.
-    const parked = async () => (await stack.jobs.get(jobId))?.history.some((h) => h.what === 'scheduled' && h.worker !== undefined);
-    await eventually('the dispatcher to park the job', async () => (await parked()) === true);
+    // rewrites the job's index entry, so the list is read once the park landed (it drops `announced`).
+    await eventually('the dispatcher to park the job', async () => {
+      const record = await stack.jobs.get(jobId);
+      return record?.state === 'scheduled' && record.announced !== true;
+    });
     const listed = await run('jobs', 'list', '--state', 'scheduled');
     expect(listed.out).toMatch(new RegExp(`${jobId}\\s+record\\s+urgent\\s+scheduled\\s+0\\s+${due}`));
     expect((await run('jobs', 'show', jobId)).out).toMatch(new RegExp(`due\\s+${due}`));
