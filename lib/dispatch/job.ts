@@ -216,7 +216,8 @@ async function claimAndRun(
     ...(reservation ? { reservation } : {}),
   }).finally(() => unwatch?.());
 
-  deps.runTimes?.observe(def.name, ranOutcome.durationMs);
+  // The slot's hold, on the dispatcher's clock (the claim and the run): what the next start on it waits for.
+  deps.runTimes?.observe(def.name, queue.name, clock.now() - start);
 
   // A value too large for the record is kept in S3 first: the record written next points to it.
   // An onSuccess hook still gets the value itself (it is in memory here), not a read back from S3.

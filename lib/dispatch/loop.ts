@@ -96,7 +96,7 @@ export async function runDispatcher(deps: DispatcherDeps, options: RunOptions): 
     }
     let selection: Awaited<ReturnType<typeof selector.select>>;
     try {
-      selection = await selector.select(candidates, { freeSlots: loop.startable(), slots: slots.size });
+      selection = await selector.select(candidates, { freeSlots: slots.free, slots: slots.size, startableOf: (q) => loop.startableOf(q) });
     } catch (error) {
       await clock.sleep(loop.failed('queue selection failed', error), options.signal);
       continue;
@@ -294,14 +294,19 @@ class DispatchLoop {
     await Promise.race([this.slots.released(), woken]);
   }
 
-  /** How many messages received now would start within the prefetch horizon (at least the free slots). */
-  startable(): number {
-    return this.deps.runTimes ? this.slots.startableWithin(PREFETCH_HORIZON_MS, this.deps.clock.now()) : this.slots.free;
+  /**
+   * How many of `queue`'s messages received now would start within the prefetch horizon: per slot
+   * free by then, as many as its run times here fit (one a slot before its first run).
+   */
+  startableOf(queue: QueueConfig): number {
+    const runTimes = this.deps.runTimes;
+    if (!runTimes) return this.slots.free;
+    return this.slots.startableWithin(PREFETCH_HORIZON_MS, this.deps.clock.now(), runTimes.expectedOfQueue(queue.name));
   }
 
   /** How many to receive from `queue` now: what its batch holds, at most what would start within the horizon. */
   receiveSize(queue: QueueConfig): number {
-    return Math.max(1, Math.min(queue.batchSize, this.startable()));
+    return Math.max(1, Math.min(queue.batchSize, this.startableOf(queue)));
   }
 
   private lightlyUsed(windowMs: number, now: number): boolean {

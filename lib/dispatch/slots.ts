@@ -73,13 +73,22 @@ export class TaskSlots {
   }
 
   /**
-   * How many messages received now would start within `horizonMs`: the free slots, and the held
-   * ones whose holders are expected to end by then (less the callers already waiting for them).
+   * How many messages received now would start within `horizonMs`, less the callers already waiting:
+   * each slot free by then starts one, and when a message is expected to hold its slot `runMs`, as
+   * many more as fit in the rest of the horizon one after another (a slot gets through ten 50 ms
+   * tasks in 500 ms, and a slot running an 8 s task none). Without `runMs`, one a slot.
    */
-  startableWithin(horizonMs: number, now: number): number {
-    let ending = 0;
-    for (const holder of this.holders) if (holder.expectedEnd <= now + horizonMs) ending += 1;
-    return Math.max(0, this.free + ending - this.waiters.length);
+  startableWithin(horizonMs: number, now: number, runMs?: number): number {
+    const until = now + horizonMs;
+    const startsBy = (freeAt: number) => {
+      if (freeAt > until) return 0;
+      if (runMs === undefined) return 1;
+      // A run of 0 ms (a clock that did not move) would count without end: a slot starts at most one a millisecond.
+      return 1 + Math.floor((until - Math.max(now, freeAt)) / Math.max(1, runMs));
+    };
+    let starts = this.free * startsBy(now);
+    for (const holder of this.holders) starts += startsBy(holder.expectedEnd);
+    return Math.max(0, starts - this.waiters.length);
   }
 
   /**

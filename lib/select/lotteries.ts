@@ -1,6 +1,6 @@
 import type { QueueConfig } from '../config/app-config';
 import { weightedPick } from '../random';
-import type { Probe, QueueSelector, Selection, SelectorEnv } from './selector-types';
+import { type Probe, type QueueSelector, receiveSizeIn, type Selection, type SelectorEnv } from './selector-types';
 
 const byPriority = (q: QueueConfig) => q.priority;
 
@@ -30,7 +30,8 @@ export function reducedLottery<M>(env: SelectorEnv<M>, probe: 'receive' | 'attri
       const pool = [...candidates];
       while (pool.length > 0) {
         const queue = lotteryDraw(pool, env);
-        const found = probe === 'receive' ? await env.probes.receive(queue, room?.freeSlots) : await env.probes.attributes(queue);
+        const found =
+          probe === 'receive' ? await env.probes.receive(queue, receiveSizeIn(room, queue)) : await env.probes.attributes(queue);
         if (!found.empty) return taken(queue, found);
         pool.splice(pool.indexOf(queue), 1);
       }
@@ -51,7 +52,7 @@ export function strictPriority<M>(env: SelectorEnv<M>): QueueSelector<M> {
     async select(candidates, room) {
       const ordered = [...candidates].sort((a, b) => b.priority - a.priority);
       for (const queue of ordered) {
-        const found = await env.probes.receive(queue, room?.freeSlots);
+        const found = await env.probes.receive(queue, receiveSizeIn(room, queue));
         if (!found.empty) return taken(queue, found);
       }
       return longPoll(ordered[0] as QueueConfig);

@@ -39,6 +39,18 @@ export interface ReceiveObservation {
 export interface Room {
   readonly freeSlots: number;
   readonly slots: number;
+  /**
+   * How many of `queue`'s messages would start within a moment if received now (its tasks' run
+   * times here counted): a receive asks for no more, so nothing it takes waits in the dispatcher
+   * while a higher queue's work waits in SQS. Absent: {@link freeSlots}.
+   */
+  readonly startableOf?: (queue: QueueConfig) => number;
+}
+
+/** How many messages to ask `queue` for with `room`: what would start within a moment, at most its batch (all of it without a room). */
+export function receiveSizeIn(room: Room | undefined, queue: QueueConfig): number {
+  if (!room) return queue.batchSize;
+  return Math.max(1, Math.min(queue.batchSize, room.startableOf?.(queue) ?? room.freeSlots));
 }
 
 export interface QueueSelector<M> {

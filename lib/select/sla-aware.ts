@@ -1,5 +1,14 @@
 import type { QueueConfig } from '../config/app-config';
-import type { Probe, QueueSelector, ReceiveObservation, Room, Selection, SelectorEnv, SelectorWeights } from './selector-types';
+import {
+  type Probe,
+  type QueueSelector,
+  type ReceiveObservation,
+  type Room,
+  receiveSizeIn,
+  type Selection,
+  type SelectorEnv,
+  type SelectorWeights,
+} from './selector-types';
 
 /**
  * Tuning of the SLA-aware selector. The defaults are what `npm run bench:selectors` measured
@@ -80,9 +89,9 @@ interface QueueState {
  *   top queue never waits behind a run of batches from a lower one. The top (highest-priority)
  *   queue is long-polled instead of probed: one request however long work takes to arrive; it
  *   gets its `iterations` while no other queue is due.
- * - **Room.** A look asks for no more than the dispatcher's free slots (as every receive of the
- *   loop does): what it takes starts at once, never waiting in the dispatcher behind long tasks
- *   while a higher queue's work waits in SQS.
+ * - **Room.** A look asks for no more than would start within a moment ({@link Room.startableOf},
+ *   as every receive of the loop does): what it takes starts at once, never waiting in the
+ *   dispatcher behind long tasks while a higher queue's work waits in SQS.
  * - **Told of work.** Queues a depth reading found messages in ({@link QueueSelector.expect}: the
  *   scheduled invocation's) are looked at first, whatever their pause: the schedule woke the fleet
  *   for that work, and the invocation would otherwise draw the top queue and could end idle first.
@@ -175,7 +184,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
           return { queue, messages: [], waitSeconds: queue.longPollSeconds, receives: othersDue ? 1 : queue.iterations };
         }
         const state = stateOf(queue.name);
-        state.asked = room ? Math.max(1, Math.min(queue.batchSize, room.freeSlots)) : queue.batchSize;
+        state.asked = receiveSizeIn(room, queue);
         const found: Probe<M> = await env.probes.receive(queue, state.asked);
         // The batch's age reaches the selector through `observe`, which the dispatcher calls with it.
         record(queue, found.messages.length, 0);

@@ -85,6 +85,23 @@ describe('TaskSlots', () => {
     for (const lease of [short, long, unknown, await waiting]) lease.release();
   });
 
+  it('counts as many starts per slot as its expected run time fits in the horizon, one a slot free later', async () => {
+    const now = 1_000;
+    const slots = new TaskSlots(3, () => now);
+    const ending = await slots.acquire();
+    const long = await slots.acquire();
+    ending.expectsEnd(now + 200);
+    long.expectsEnd(now + 8_000);
+    // 50 ms runs: the free slot starts 1 + 10 in 500 ms, the one ending at 200 ms 1 + 6, the long one none.
+    expect(slots.startableWithin(500, now, 50)).toBe(11 + 7);
+    // 8 s runs: one a slot free by then.
+    expect(slots.startableWithin(500, now, 8_000)).toBe(2);
+    // A run of 0 ms counts one a millisecond, not without end.
+    expect(slots.startableWithin(500, now, 0)).toBe(501 + 301);
+    ending.release();
+    long.release();
+  });
+
   it('tells watchers about each release', async () => {
     const slots = new TaskSlots(1);
     const lease = await slots.acquire();

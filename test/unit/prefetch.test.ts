@@ -1,0 +1,47 @@
+/**
+ * How much a dispatcher receives at once (lib/dispatch/loop.ts, slots.ts, run-times.ts): what would
+ * start within the prefetch horizon, counted per slot from the run times its tasks have had here.
+ * Short tasks come many to a request even on one slot (a request a task would cost ten times what
+ * SQS must); long ones one at a time, so nothing received waits in the dispatcher behind them while
+ * a higher queue's work waits in SQS. Counted on the simulation's clock: receives, not seconds.
+ */
+import { Simulation } from '../../bench/sim/engine';
+import type { TaskOptions } from '../../lib/tasks/task';
+import { encodeEnvelope } from '../../lib/wire/envelope';
+import { world } from '../helpers/world';
+
+async function oneSlotRun(runMs: number, jobs: number) {
+  const sim = new Simulation();
+  const starts: number[] = [];
+  const task: TaskOptions = {
+    name: 'work',
+    queue: 'urgent',
+    timeLimitSeconds: 10,
+    run: async () => {
+      starts.push(sim.now());
+      await sim.sleep(runMs);
+    },
+  };
+  const w = world([task], { dispatcher: { concurrency: 1 } }, { simulation: sim });
+  for (let i = 0; i < jobs; i++) await w.send('urgent', encodeEnvelope({ task: 'work', id: `j${i}`, payload: { i } }));
+  const summary = await w.run({ forMs: jobs * runMs + 120_000 });
+  const waits = w.reports.flatMap((r) => r.jobs).filter((j) => j.outcome === 'succeeded');
+  return { summary, starts, ran: waits.length, depth: await w.sqs.depth(w.urls.queues.urgent as string) };
+}
+
+describe('prefetch per slot', () => {
+  it('one slot with 50 ms tasks receives them ten to a request once it has seen one run', async () => {
+    const { summary, ran, depth } = await oneSlotRun(50, 60);
+    expect(ran).toBe(60);
+    expect(depth.visible + depth.inFlight).toBe(0);
+    // The first receive takes one (no run time known yet), then 10 a receive: 1 + 6 (and the empty one at the end).
+    expect(summary.receives - summary.emptyReceives).toBe(7);
+  });
+
+  it('one slot with 2 s tasks receives one at a time: none waits in the dispatcher for the slot', async () => {
+    const { summary, ran, starts } = await oneSlotRun(2_000, 12);
+    expect(ran).toBe(12);
+    expect(summary.receives - summary.emptyReceives).toBe(12);
+    expect(starts).toHaveLength(12);
+  });
+});
