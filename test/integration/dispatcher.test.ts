@@ -150,20 +150,22 @@ describe('dispatcher on fauxqs with worker threads', () => {
   it('takes no more near the end of its time budget than it can run: the rest stay in the queue, never received', async () => {
     const s = await fresh();
     const journal = tempFile('journal.jsonl');
-    await s.publisher.publishBatch(Array.from({ length: 10 }, (_, n) => ({ task: 'lull', payload: { journal, ms: 300, n } })));
-    // 4.4 s usable; concurrency 4; a lull needs 4.2 s of budget (its 4 s limit and the kill grace):
-    // the first receive takes at most the four free slots, and by the time they free up no lull fits
-    // the time left, so nothing more is received. How many of the four start depends on how soon the
-    // threads are ready (none, on a machine so loaded that they take over 0.4 s), so what is counted
-    // is what the budget allows: no more than four received, every one received run to success
-    // before the deadline, none handed back, the rest never received.
-    const summary = await s.runtime.invoke(Date.now() + 4600);
+    await s.publisher.publishBatch(Array.from({ length: 10 }, (_, n) => ({ task: 'lull', payload: { journal, ms: 1500, n } })));
+    // 5 s usable; concurrency 4; a lull needs 4.2 s of budget (its 4 s limit and the kill grace) and
+    // runs 1.5 s: the first receive (if the threads are ready within 0.8 s) takes at most the four
+    // free slots, and by the time they free up no lull fits the time left, so nothing more is
+    // received. On a starved machine a message received in time may start too late to end in time:
+    // it goes back at once, unrun (a release), which is what the budget demands. So what is
+    // counted: no more than four received, each run to success or handed back visible, nothing
+    // else received, nothing lost.
+    const summary = await s.runtime.invoke(Date.now() + 5200);
     const outcomes = s.jobs().map((j) => j.outcome);
     expect(outcomes.length).toBeLessThanOrEqual(4);
-    expect(outcomes.filter((o) => o !== 'succeeded')).toEqual([]);
-    expect(readJournal(journal)).toHaveLength(outcomes.length);
-    expect(await s.depth('urgent')).toEqual({ visible: 10 - outcomes.length, inFlight: 0, delayed: 0 });
-    expect(summary.queues.urgent?.released ?? 0).toBe(0);
+    const succeeded = outcomes.filter((o) => o === 'succeeded').length;
+    expect(outcomes.filter((o) => o !== 'succeeded' && o !== 'released')).toEqual([]);
+    expect(readJournal(journal)).toHaveLength(succeeded);
+    expect(await s.depth('urgent')).toEqual({ visible: 10 - succeeded, inFlight: 0, delayed: 0 });
+    expect(summary.queues.urgent?.released ?? 0).toBe(outcomes.length - succeeded);
   });
 });
 
