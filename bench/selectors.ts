@@ -16,7 +16,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { DISPATCHER_DEFAULTS, SELECTOR_NAMES, type SelectorName } from '../lib/config/app-config';
-import type { SlaAwareOptions } from '../lib/select';
+import type { SlaAwareOptions } from '../lib/select/sla-aware';
 import { printResults } from './results';
 import { type QueueOut, type SelectorOut, selectorOut } from './sim/figures';
 import { DEFAULT_FLEET, type FleetSpec, type RunFigures, runSimulation } from './sim/run';

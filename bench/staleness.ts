@@ -100,6 +100,7 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
       'lib/tasks/backoff.ts',
       'lib/tasks/registry.ts',
       'lib/tasks/task.ts',
+      'lib/layout/aws-limits.ts',
       'lib/layout/payloads.ts',
       'lib/layout/queue-url.ts',
       'lib/layout/queues.ts',

@@ -15,7 +15,8 @@ import type { DispatcherLauncher, QueueUrls, ReceivedMessage } from '../../lib/p
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
 import type { TaskExecutor, TaskOutcome, TaskRun } from '../../lib/run/executor-types';
-import { createSelector, type SlaAwareOptions, slaAware } from '../../lib/select';
+import { createSelector } from '../../lib/select/create-selector';
+import { type SlaAwareOptions, slaAware } from '../../lib/select/sla-aware';
 import type { BatchReport } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';

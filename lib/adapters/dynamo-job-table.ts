@@ -15,6 +15,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { SerializedError } from '../errors';
+import { MAX_BATCH_GET_KEYS } from '../layout/aws-limits';
 import { type JobStoreSettings, type JobWrite, type PriorState, TRANSITIONS } from '../policy/job-rules';
 import type { DependentEdge, HistoryEntry, JobIdentity, JobRecord, JobRef, JobState } from '../track/job-record';
 import type { ArchiveReason } from '../wire/archive-reasons';
@@ -27,7 +28,7 @@ export interface CapacityMeter {
 }
 
 /** Keys per BatchGetItem call. */
-export const BATCH_GET = 100;
+export const BATCH_GET = MAX_BATCH_GET_KEYS;
 
 /** The jobs table of a version, on one client, its consumed capacity metered. */
 export class DynamoJobTable {

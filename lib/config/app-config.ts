@@ -1,8 +1,15 @@
 import { ConfigError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
+import { MAX_LAMBDA_TIMEOUT_SECONDS } from '../layout/aws-limits';
 import { DEFAULT_OFFLOAD_ABOVE_BYTES } from '../layout/payloads';
-import { MAX_QUEUE_RETENTION_SECONDS, queueResourceName } from '../layout/queues';
-import { MAX_BATCH_ENTRIES, MAX_QUEUE_NAME_CHARS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { deadLetterQueueName, MAX_QUEUE_RETENTION_SECONDS } from '../layout/queues';
+import {
+  MAX_BATCH_ENTRIES,
+  MAX_QUEUE_NAME_CHARS,
+  MAX_RETENTION_SECONDS,
+  MAX_VISIBILITY_SECONDS,
+  SQS_MESSAGE_LIMIT_BYTES,
+} from '../layout/sqs-limits';
 import {
   type EventDeclaration,
   type EventDeclarationInput,
@@ -169,7 +176,10 @@ export interface TracingConfigInput {
 export type TracingConfig = Required<TracingConfigInput>;
 
 /** The largest `payloads.offloadAboveBytes`: the largest body `publish` sends (SQS's 1 MiB less 8 KiB kept for the archive). */
-export const MAX_OFFLOAD_ABOVE_BYTES = 1_048_576 - 8_192;
+export const MAX_OFFLOAD_ABOVE_BYTES = SQS_MESSAGE_LIMIT_BYTES - 8_192;
+
+/** The longest queue SLA: as long as SQS keeps a message (14 days); a wait past it is not a wait but a loss. */
+export const MAX_SLA_SECONDS = MAX_RETENTION_SECONDS;
 
 /** The whole app: the single source for the CDK stack and the local runtime. */
 export interface TaskworkerConfigInput {
@@ -281,12 +291,12 @@ export function resolveConfig(input: unknown): TaskworkerConfig {
   });
   const dispatcher = resolveDispatcher(root.dispatcher);
   const tracking = resolveTracking(root.tracking);
-  const longestName = queueResourceName(
+  const longestDeadLetterName = deadLetterQueueName(
     app,
     'x'.repeat(20),
     queues.reduce((a, q) => (q.name.length > a.length ? q.name : a), ''),
   );
-  if (`${longestName}-dlq`.length > MAX_QUEUE_NAME_CHARS) {
+  if (longestDeadLetterName.length > MAX_QUEUE_NAME_CHARS) {
     throw new ConfigError('app', app, `a prefix short enough that "<app>-<version>-<queue>-dlq" fits ${MAX_QUEUE_NAME_CHARS} chars`);
   }
   const schedules = resolveSchedules(
@@ -368,12 +378,12 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     longPollSeconds: integerIn(`${path}.longPollSeconds`, q.longPollSeconds ?? d.longPollSeconds, 0, 20),
     iterations: integerIn(`${path}.iterations`, q.iterations ?? d.iterations, 1, 100),
     maxReceiveCount: integerIn(`${path}.maxReceiveCount`, q.maxReceiveCount ?? d.maxReceiveCount, 1, 1000),
-    slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600),
+    slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, MAX_SLA_SECONDS),
     retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
     tracking: oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES),
     wakeUp: oneOf(
       `${path}.wakeUp`,
-      q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, 1_209_600)),
+      q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, MAX_SLA_SECONDS)),
       WAKE_UP_MODES,
     ),
     accept: q.accept === undefined ? d.accept : resolveAccept(`${path}.accept`, q.accept),
@@ -406,7 +416,7 @@ function resolveDispatcher(input: unknown): DispatcherConfig {
   const p = input === undefined ? {} : objectAt('dispatcher', input);
   const d = DISPATCHER_DEFAULTS;
   const concurrency = integerIn('dispatcher.concurrency', p.concurrency ?? d.concurrency, 1, 64);
-  const timeoutSeconds = integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, 900);
+  const timeoutSeconds = integerIn('dispatcher.timeoutSeconds', p.timeoutSeconds ?? d.timeoutSeconds, 10, MAX_LAMBDA_TIMEOUT_SECONDS);
   // The schedule starts one a minute and each runs up to its timeout: this many overlap.
   const overlap = Math.ceil(timeoutSeconds / 60);
   const maxConcurrency = p.maxConcurrency ?? 2 * (overlap + 1);

@@ -13,7 +13,7 @@ import { RunTimes } from '../dispatch/run-times';
 import { describe } from '../errors';
 import type { DispatcherLauncher, DoorbellSwitch, ReceivedMessage } from '../ports';
 import { type MemoryGuardOptions, watchMemory } from '../run/memory-guard';
-import { createSelector } from '../select';
+import { createSelector } from '../select/create-selector';
 import type { QueueSelector } from '../select/selector-types';
 import { type BatchReport, type DispatcherSummary, emptySummary } from '../settle/report';
 import type { ScheduleStore } from '../track/job-stores';

@@ -17,7 +17,14 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+// SQS's longest DelaySeconds (a message due later is held in flight instead) and visibility (how
+// long a message being put back is held while others are).
+import {
+  MAX_QUEUE_DELAY_SECONDS as MAX_DELAY_SECONDS,
+  MAX_VISIBILITY_SECONDS,
+  messageBytes,
+  SQS_MESSAGE_LIMIT_BYTES,
+} from '../layout/sqs-limits';
 import { ARCHIVE_RECORD_ATTRIBUTE } from '../wire/archive-record';
 import { pinnedCopy } from '../wire/event';
 
@@ -114,10 +121,6 @@ const SETTABLE_ATTRIBUTES = [
   'RedrivePolicy',
   'Policy',
 ];
-/** SQS's longest DelaySeconds; a message due later is held in flight instead. */
-const MAX_DELAY_SECONDS = 900;
-/** SQS's longest visibility timeout: how long a message being put back is held while others are. */
-const MAX_VISIBILITY_SECONDS = 43_200;
 
 const QUEUES_FILE = 'queues.json';
 const OBJECTS_DIR = 'objects';

@@ -8,6 +8,7 @@
  * (tracked queues; on untracked ones that rare crash runs it twice — never zero times).
  */
 import type { Clock } from '../clock';
+import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import { SWEEP_LEASE_MS, sweepDelaySeconds } from '../policy/due-times';
 import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
@@ -30,8 +31,6 @@ export interface SweepReport {
   /** Due jobs left parked for the next sweep (send failed, or out of time). */
   readonly left: number;
 }
-
-const SEND_BATCH = 10;
 
 /**
  * Leases parked jobs, sends them to their queues and hands them over: the sweep's step, and a
@@ -59,8 +58,8 @@ async function send(deps: SweepDeps, jobs: readonly ParkedJob[], now: number): P
       deps.logger.error('parked jobs name a queue this version does not have; left parked', { queue, jobs: group.length });
       continue;
     }
-    for (let i = 0; i < group.length; i += SEND_BATCH) {
-      const chunk = group.slice(i, i + SEND_BATCH);
+    for (let i = 0; i < group.length; i += MAX_BATCH_ENTRIES) {
+      const chunk = group.slice(i, i + MAX_BATCH_ENTRIES);
       const entries: SendEntry[] = chunk.map((job, index) => ({
         id: String(index),
         body: job.body,

@@ -1,7 +1,8 @@
 import { type Limits, resolveLimits } from '../config/limit-config';
 import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
-import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
+import { MAX_LAMBDA_TIMEOUT_SECONDS } from '../layout/aws-limits';
+import { MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { JOB_STATES, type JobState } from '../track/job-record';
 import { TASK_NAME_PATTERN } from '../wire/envelope';
 import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
@@ -174,7 +175,7 @@ export type Duration = number | `${number}${'s' | 'm' | 'h' | 'd'}`;
  * The longest debounce `period` and `maxWait`: 15 minutes, SQS's longest `DelaySeconds` (the job's
  * message is sent delayed by the period, and held back by visibility no longer than that at a time).
  */
-export const MAX_DEBOUNCE_SECONDS = 900;
+export const MAX_DEBOUNCE_SECONDS = MAX_QUEUE_DELAY_SECONDS;
 
 /** A validated task, as the registry and workers hold it. */
 export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
@@ -231,8 +232,13 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     throw new TaskDefinitionError(source, 'name', name, `a name matching ${TASK_NAME_PATTERN}`);
   }
   if (typeof o.queue !== 'string' || o.queue.length === 0) throw new TaskDefinitionError(name, 'queue', o.queue, 'a configured queue name');
-  if (typeof o.timeLimitSeconds !== 'number' || !(o.timeLimitSeconds > 0) || o.timeLimitSeconds > 900) {
-    throw new TaskDefinitionError(name, 'timeLimitSeconds', o.timeLimitSeconds, 'a number of seconds in (0, 900]');
+  if (typeof o.timeLimitSeconds !== 'number' || !(o.timeLimitSeconds > 0) || o.timeLimitSeconds > MAX_LAMBDA_TIMEOUT_SECONDS) {
+    throw new TaskDefinitionError(
+      name,
+      'timeLimitSeconds',
+      o.timeLimitSeconds,
+      `a number of seconds in (0, ${MAX_LAMBDA_TIMEOUT_SECONDS}]`,
+    );
   }
   const maxRetries = o.maxRetries ?? 3;
   if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {

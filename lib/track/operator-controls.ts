@@ -4,7 +4,7 @@
  * grows on every change; dispatchers read it at the start of an invocation and at most once per
  * {@link CONTROLS_REFRESH_MS} while they run (never per message), and select as it says.
  */
-import type { QueueConfig } from '../config/app-config';
+import { MAX_SLA_SECONDS, type QueueConfig } from '../config/app-config';
 import { TaskworkerError } from '../errors';
 
 /** One queue's controls. Absent fields are the config's (not paused, deployed priority and SLA). */
@@ -69,8 +69,8 @@ export function parsePriority(value: unknown, field = '--priority'): number {
 /** Parses an operator's SLA in seconds (an integer 1..1,209,600, as in the config). */
 export function parseSlaSeconds(value: unknown, field = '--sla'): number {
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 1_209_600)
-    throw new ControlValueError(field, value, 'whole seconds from 1 to 1209600 (14 days)');
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_SLA_SECONDS)
+    throw new ControlValueError(field, value, `whole seconds from 1 to ${MAX_SLA_SECONDS} (14 days)`);
   return n;
 }
 

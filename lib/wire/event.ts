@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { EnvelopeError } from '../errors';
+import { MAX_SNS_MESSAGE_BYTES } from '../layout/aws-limits';
 import {
   type DecodedJob,
   decodeJobFields,
@@ -22,7 +23,7 @@ export { EVENT_NAME_PATTERN, type EventRef } from './envelope';
  * The largest event body: SNS takes 256 KiB a message. Each subscriber's job envelope (the event's
  * fields and its task and id) is a few hundred bytes more, well inside SQS's 1 MiB.
  */
-export const MAX_EVENT_BYTES = 262_144;
+export const MAX_EVENT_BYTES = MAX_SNS_MESSAGE_BYTES;
 
 /**
  * The event envelope: the body an emitter publishes to its version's SNS topic, delivered raw to

@@ -15,7 +15,7 @@ import type { PublisherOptions } from '../../lib/publish/publish-options';
 import { Publisher } from '../../lib/publish/publisher';
 import { seededRandom } from '../../lib/random';
 import { InlineExecutor } from '../../lib/run/inline-executor';
-import { createSelector } from '../../lib/select';
+import { createSelector } from '../../lib/select/create-selector';
 import type { BatchReport, DispatcherSummary } from '../../lib/settle/report';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask, type TaskContext, type TaskOptions } from '../../lib/tasks/task';

@@ -1,5 +1,5 @@
 import { queueProbes, runDispatcher } from '../../lib/dispatch/loop';
-import { createSelector } from '../../lib/select';
+import { createSelector } from '../../lib/select/create-selector';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from '../helpers/world';

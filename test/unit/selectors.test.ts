@@ -1,7 +1,7 @@
 import { VirtualClock } from '../../lib/clock';
 import type { QueueConfig } from '../../lib/config/app-config';
 import { seededRandom } from '../../lib/random';
-import { createSelector } from '../../lib/select';
+import { createSelector } from '../../lib/select/create-selector';
 import type { Probe, SelectorEnv } from '../../lib/select/selector-types';
 import { kaleQueues } from '../helpers/factories';
 

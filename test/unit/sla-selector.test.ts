@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { VirtualClock } from '../../lib/clock';
 import type { QueueConfig } from '../../lib/config/app-config';
 import { seededRandom } from '../../lib/random';
-import { createSelector, SLA_AWARE_DEFAULTS, slaAware } from '../../lib/select';
+import { createSelector } from '../../lib/select/create-selector';
 import type { Probe, QueueSelector, Selection, SelectorEnv } from '../../lib/select/selector-types';
+import { SLA_AWARE_DEFAULTS, slaAware } from '../../lib/select/sla-aware';
 import { kaleQueues, queueConfig } from '../helpers/factories';
 
 // Kale's queues with SLAs: high 10 s, default 60 s, low 300 s.

@@ -3,11 +3,7 @@ import { lottery, reducedLottery, roundRobin, strictPriority } from './lotteries
 import type { QueueSelector, SelectorEnv } from './selector-types';
 import { slaAware } from './sla-aware';
 
-export * from './lotteries';
-export * from './selector-types';
-export * from './sla-aware';
-
-/** Builds a selector by its config name. */
+/** Builds a selector by its config name (lib/config/app-config.ts: `dispatcher.selector`). */
 export function createSelector<M>(name: SelectorName, env: SelectorEnv<M>): QueueSelector<M> {
   switch (name) {
     case 'sla-aware':
