@@ -230,11 +230,16 @@ describe('job tracking (full mode) on fauxqs + dynalite', () => {
       ),
     );
     // (How the billed time is shared by run time is lib/policy/cost-attribution.ts's unit test: measured run
-    // times compared here would depend on how busy the machine is.)
+    // times compared here would depend on how busy the machine is.) Requests and write units are shared by
+    // message, so every task has some. Billed time is shared by run time within a batch, so a task whose
+    // bodies took 0 ms (doomed throws at once) gets none when it shares a batch with one that ran, and
+    // which jobs share a batch depends on the machine's speed (found beside two busy loops): only spin,
+    // which runs to its 1 s time limit, always has a share.
     for (const cost of costs) {
       expect(cost?.sqsRequests).toBeGreaterThan(0);
       expect(cost?.writeUnits).toBeGreaterThan(0);
-      expect(cost?.lambdaMbMs).toBeGreaterThan(0);
+      expect(cost?.lambdaMbMs).toBeGreaterThanOrEqual(0);
     }
+    expect(costs[3]?.lambdaMbMs).toBeGreaterThan(0);
   });
 });
