@@ -99,6 +99,7 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
       'lib/run/executor-types.ts',
       'lib/tasks/backoff.ts',
       'lib/tasks/registry.ts',
+      'lib/tasks/retry-policy.ts',
       'lib/tasks/task.ts',
       'lib/layout/aws-limits.ts',
       'lib/layout/payloads.ts',

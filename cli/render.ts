@@ -6,7 +6,7 @@ import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/policy/stat-sums';
 import { addCounts, NO_COUNTS, type Throughput } from '../lib/policy/throughput';
 import type { JobResult } from '../lib/publish/results';
-import type { CancelResult, JobRecord } from '../lib/track/job-record';
+import { attemptsUsed, type CancelResult, type JobRecord } from '../lib/track/job-record';
 import type { DurationStats, MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { formatMs, table } from './shared';
 
@@ -84,7 +84,7 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
   const lines = [
     `job ${job.jobId}`,
     `  task      ${job.task || '(none)'}   queue ${job.queue}   version ${job.version}`,
-    `  state     ${job.state}${job.reason ? ` (${job.reason})` : ''}   attempts ${job.attempt}`,
+    `  state     ${job.state}${job.reason ? ` (${job.reason})` : ''}   attempts ${attemptsUsed(job)}${job.retryAfters ? ` (and ${job.retryAfters} run(s) that asked to run again later)` : ''}`,
     `  published ${iso(job.publishedAt)}`,
     ...(job.runAt !== undefined ? [`  due       ${iso(job.runAt)}${relative(job.runAt, start)}`] : []),
     ...(job.startBy !== undefined ? [`  expires   ${iso(job.startBy)}${relative(job.startBy, start)}: no attempt starts after it`] : []),

@@ -254,6 +254,30 @@ export class UnrecoverableError extends TaskworkerError {
   }
 }
 
+/**
+ * Throw from a task to run the job again at a time it names, using none of its attempts: an API that
+ * answered 429 or 503 with `Retry-After`, a resource not ready yet. `after` is ms from now or a Date;
+ * the wait is at most SQS's 12-hour visibility (longer asks wait 12 h). A task's `retry.maxRetryAfters`
+ * (default 10) bounds how many times a job may do this; past it the throw counts as an ordinary failure.
+ * Exact on queues with tracking `full`, which count them on the job's record; elsewhere a re-run at the
+ * asked time uses an attempt.
+ * @example throw new RetryAfterError(Number(res.headers.get('retry-after')) * 1000);
+ */
+export class RetryAfterError extends TaskworkerError {
+  /** ms from the throw until the job may run again. */
+  readonly retryAfterMs: number;
+  constructor(after: number | Date, options?: { cause?: unknown }) {
+    const ms = after instanceof Date ? after.getTime() - Date.now() : after;
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+      throw new TypeError(`RetryAfterError needs ms from now or a valid Date, got ${String(after)}`);
+    }
+    const wait = Math.max(0, Math.round(ms));
+    super(`run again in ${wait} ms`, options);
+    this.name = 'RetryAfterError';
+    this.retryAfterMs = wait;
+  }
+}
+
 /** A task's own `validate` rejected its payload: archived as `invalid-payload`, never retried. */
 export class InvalidPayloadError extends TaskworkerError {
   constructor(message: string, options?: { cause?: unknown }) {

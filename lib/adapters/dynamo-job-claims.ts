@@ -64,7 +64,7 @@ function isOwnCompletion(old: JobRecord, c: Completion): boolean {
   return (
     old.state === c.state &&
     old.updatedAt === c.now &&
-    last?.what === c.state &&
+    last?.what === historyOf(c).what &&
     last.attempt === c.token &&
     last.worker === c.workerId &&
     last.when === c.now
@@ -383,7 +383,7 @@ export class DynamoJobClaims {
       update:
         `SET ${assignments(e, { state: 'queued', attempt: 0, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
         `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}, ${e.name('releasedAt')}, ` +
-        `${e.name('archiveHolder')}, ${e.name('archiveUntil')}`,
+        `${e.name('archiveHolder')}, ${e.name('archiveUntil')}, ${e.name('retryAfters')}`,
       condition: transitionCondition(e, 'replay', identity),
     });
     return outcome.landed;

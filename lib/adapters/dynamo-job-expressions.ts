@@ -221,6 +221,7 @@ const completions = new Map<string, BuiltExpression<CompletionSlot>>();
 function completionShape(c: Completion, claimed: JobRecord) {
   return {
     finished: c.state !== 'retrying',
+    retryAfter: c.state === 'retrying' && c.retryAfter === true,
     reason: c.reason !== undefined,
     error: c.error !== undefined,
     result: c.result !== undefined,
@@ -259,6 +260,8 @@ export function completionExpression(c: Completion, claimed: JobRecord): BuiltEx
       `${n('history')} = ${e.slot('history')}`,
       `${n('expiresAt')} = ${e.slot('expiresAt')}`,
       ...(shape.finished ? [`${n('finishedAt')} = ${e.slot('now')}`] : []),
+      // A re-run the body asked for: counted, so the attempts used are the claims less these.
+      ...(shape.retryAfter ? [`${n('retryAfters')} = if_not_exists(${n('retryAfters')}, ${e.value(0)}) + ${e.value(1)}`] : []),
       ...(['reason', 'error', 'result', 'resultBytes', 'resultRef', 'queueState'] as const)
         .filter((field) => shape[field])
         .map((field) => `${n(field === 'error' ? 'lastError' : field)} = ${e.slot(field)}`),

@@ -258,6 +258,7 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'result',
     'resultBytes',
     'resultRef',
+    'retryAfters',
     'envelopeId',
     'runAt',
     'announced',

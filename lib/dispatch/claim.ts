@@ -112,7 +112,8 @@ export async function claimJob(
       break;
   }
   const attempt = claim.token;
-  if (attempt > def.maxRetries + 1) {
+  // Runs that asked to run again later (RetryAfterError) used no attempt.
+  if (attempt - (claim.record.retryAfters ?? 0) > def.maxRetries + 1) {
     // Earlier attempts were started but never finished: their worker was lost (a crash, a kill).
     const error = workerLostError(claim.record, attempt, def.maxRetries);
     decideArchive(

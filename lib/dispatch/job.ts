@@ -15,6 +15,7 @@ import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
+import type { JobRecord } from '../track/job-record';
 import type { JobReader } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import { cancelWatchFor } from './cancellations';
@@ -177,7 +178,7 @@ async function claimAndRun(
   if (unrun) {
     const { outcome } = unrun;
     const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error: outcome.error };
-    const verdict = unrun.verdict ?? decide(outcome, attempt, def, deps.random);
+    const verdict = unrun.verdict ?? decide(outcome, attempt, def, deps.random, retryAftersOf(claimed));
     decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
     return;
   }
@@ -195,7 +196,8 @@ async function claimAndRun(
       task: def.name,
       jobId: job.id,
       queue: queue.name,
-      attempt,
+      // The attempts the job has used: its claims less the re-runs its body asked for (RetryAfterError).
+      attempt: attempt - (retryAftersOf(claimed) ?? 0),
       payload: job.payload,
       appData: job.appData,
       timeLimitMs: def.timeLimitSeconds * 1000,
@@ -226,7 +228,7 @@ async function claimAndRun(
   const outcome = largeResult !== undefined ? await keepLargeResult(deps, job.id, ranOutcome) : ranOutcome;
 
   // 3. Verdict: the table from the outcome to the job's next step.
-  const verdict = decide(outcome, attempt, def, deps.random);
+  const verdict = decide(outcome, attempt, def, deps.random, retryAftersOf(claimed));
 
   // 4. End: the record the verdict leaves and what happens to the message, written at once.
   const ran = {
@@ -238,4 +240,9 @@ async function claimAndRun(
     ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
   };
   decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
+}
+
+/** The re-runs a claimed job's body asked for so far (its record counts them); undefined unclaimed (nothing counts them). */
+function retryAftersOf(claimed: JobRecord | undefined): number | undefined {
+  return claimed ? (claimed.retryAfters ?? 0) : undefined;
 }

@@ -176,6 +176,7 @@ export class MemoryJobStore implements JobStore {
     delete next.leaseUntil;
     delete next.leaseClaim;
     if (c.state !== 'retrying') next.finishedAt = c.now;
+    if (c.state === 'retrying' && c.retryAfter) next.retryAfters = (record.retryAfters ?? 0) + 1;
     if (c.reason) next.reason = c.reason;
     if (c.error) next.lastError = c.error;
     if (c.result !== undefined) next.result = c.result;
@@ -330,6 +331,8 @@ export class MemoryJobStore implements JobStore {
     delete next.reason;
     delete next.finishedAt;
     delete next.releasedAt;
+    // Its attempts start over, and so do its asks to run later (attempts used = attempt − retryAfters).
+    delete next.retryAfters;
     // Replayed from the archive: it holds the message, whatever fence was left open.
     delete next.archiveHolder;
     delete next.archiveUntil;

@@ -196,7 +196,8 @@ export function historyOf(c: Completion): HistoryEntry {
       : c.state === 'cancelled'
         ? 'stopped on request'
         : c.state === 'retrying' && c.retryAt !== undefined
-          ? `next attempt after ${new Date(c.retryAt).toISOString()}`
+          ? `${c.retryAfter ? 'asked to run again' : 'next attempt'} after ${new Date(c.retryAt).toISOString()}`
           : undefined;
-  return { what: c.state, when: c.now, worker: c.workerId, attempt: c.token, ...(detail ? { detail } : {}) };
+  const what = c.state === 'retrying' && c.retryAfter ? 'retry-after' : c.state;
+  return { what, when: c.now, worker: c.workerId, attempt: c.token, ...(detail ? { detail } : {}) };
 }

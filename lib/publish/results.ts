@@ -8,7 +8,7 @@ import type { SerializedError } from '../errors';
 import { ClaimCheckError, ResultTimeoutError } from '../errors';
 import { RESULT_PREFIX } from '../layout/payloads';
 import type { PayloadStore } from '../ports';
-import type { JobRecord } from '../track/job-record';
+import { attemptsUsed, type JobRecord } from '../track/job-record';
 import type { JobReader } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { PayloadRef } from '../wire/payload-ref';
@@ -87,7 +87,7 @@ export function resultOf(record: JobRecord): JobResult | undefined {
       state: 'succeeded',
       result: record.result === undefined ? undefined : JSON.parse(record.result),
       ...(record.resultBytes !== undefined ? { resultBytes: record.resultBytes } : {}),
-      attempts: record.attempt,
+      attempts: attemptsUsed(record),
       ...ended,
     };
   }
@@ -96,7 +96,7 @@ export function resultOf(record: JobRecord): JobResult | undefined {
     state: 'archived',
     ...(record.reason ? { reason: record.reason } : {}),
     ...(record.lastError ? { error: record.lastError } : {}),
-    attempts: record.attempt,
+    attempts: attemptsUsed(record),
     ...ended,
   };
 }

@@ -10,6 +10,7 @@ export interface TaskRun {
   readonly task: string;
   readonly jobId: string;
   readonly queue: string;
+  /** Attempts the job has used, this one included (runs that asked to run again later, RetryAfterError, use none). */
   readonly attempt: number;
   readonly payload: unknown;
   readonly appData: unknown;
@@ -36,7 +37,8 @@ export interface RunHooks {
   readonly cancel?: AbortSignal;
 }
 
-export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed';
+/** `retry-after`: the body threw RetryAfterError, asking to run again later without using an attempt. */
+export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed' | 'retry-after';
 
 export type TaskOutcome =
   | {
@@ -53,7 +55,14 @@ export type TaskOutcome =
       /** Where the dispatcher kept `largeResult` (it replaces it; never set by a task body). */
       readonly resultRef?: PayloadRef;
     }
-  | { readonly status: 'failed'; readonly kind: FailureKind; readonly durationMs: number; readonly error: SerializedError }
+  | {
+      readonly status: 'failed';
+      readonly kind: FailureKind;
+      readonly durationMs: number;
+      readonly error: SerializedError;
+      /** With kind `retry-after`: ms from the throw until the job may run again. */
+      readonly retryAfterMs?: number;
+    }
   | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
   /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
   | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError };

@@ -5,9 +5,9 @@ import {
   ProgressTooLargeError,
   ResultTooLargeError,
   TimeLimitExceededError,
-  UnrecoverableError,
 } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
+import { retryAfterMsOf, treatmentOf } from '../tasks/retry-policy';
 import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
 import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
@@ -62,8 +62,15 @@ export async function runTaskBody(
     if (signal.aborted) {
       return { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
     }
-    const unrecoverable = error instanceof UnrecoverableError || def.unrecoverable.some((type) => error instanceof type);
-    return { status: 'failed', kind: unrecoverable ? 'unrecoverable' : 'error', durationMs: elapsed(), error: serializeError(error) };
+    const treatment = treatmentOf(error, def.retry);
+    const retryAfterMs = treatment === 'retry-after' ? retryAfterMsOf(error) : undefined;
+    return {
+      status: 'failed',
+      kind: treatment,
+      durationMs: elapsed(),
+      error: serializeError(error),
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    };
   }
 }
 

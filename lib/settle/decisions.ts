@@ -228,6 +228,28 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
       deps.logger.info('job cancelled by an operator', { task: job.task, jobId: job.id, attempt });
       return;
     }
+    case 'retry-after': {
+      // Only a claimed attempt gets here (its record counts the re-runs): fenced by its token.
+      const { seconds } = verdict;
+      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const retryAt = deps.clock.now() + seconds * 1000;
+      const record = claimed
+        ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt, retryAfter: true })
+        : undefined;
+      decideHandBack(
+        deps,
+        at,
+        { kind: 'visibility', seconds, ...(record ? { record } : {}) },
+        { ...ran, outcome: 'retried', retryAfter: true },
+      );
+      deps.logger.info('task asked to run again later; no attempt used', {
+        task: job.task,
+        jobId: job.id,
+        attempt,
+        retryInSeconds: seconds,
+      });
+      return;
+    }
     case 'retry': {
       const { seconds } = verdict;
       const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;

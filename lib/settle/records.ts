@@ -67,6 +67,7 @@ export function completionWrite(
     resultBytes?: number;
     resultRef?: PayloadRef;
     retryAt?: number;
+    retryAfter?: boolean;
     archiving?: ArchiveFence;
   },
 ): RecordWrite {

@@ -38,6 +38,8 @@ export interface JobReport {
   readonly runMs?: number;
   /** The run was stopped at its time limit. */
   readonly timedOut?: boolean;
+  /** A `retried` job whose body asked to run again later (RetryAfterError): no attempt used, not a failure. */
+  readonly retryAfter?: boolean;
   /** True when the settle call for this outcome still failed after retries (the message will come back). */
   readonly unsettled?: boolean;
   /**
@@ -62,7 +64,7 @@ export interface JobReport {
  * lost with their workers) is not one. The one rule the stats table and the metrics count by.
  */
 export function isFailedAttempt(job: JobReport): boolean {
-  return job.runMs !== undefined && (job.outcome === 'retried' || job.outcome === 'archived');
+  return job.runMs !== undefined && !job.retryAfter && (job.outcome === 'retried' || job.outcome === 'archived');
 }
 
 /** One batch, reported once it is settled; observers (metrics, local progress) consume these. */
@@ -227,7 +229,7 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         bump(counters, 'succeeded');
         break;
       case 'retried':
-        bump(counters, 'retried');
+        bump(counters, job.retryAfter ? 'retryAfter' : 'retried');
         break;
       case 'archived':
         bump(archived, job.reason ?? 'exhausted');

@@ -7,6 +7,7 @@ import { JOB_STATES, type JobState } from '../track/job-record';
 import { TASK_NAME_PATTERN } from '../wire/envelope';
 import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
+import { type ErrorClass, type RetryOptions, type RetryPolicy, retryPolicy } from './retry-policy';
 
 /** What a running task knows about itself. */
 export interface TaskContext {
@@ -70,8 +71,7 @@ export interface DependencyOutcome {
   readonly resultBytes?: number;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments
-export type ErrorClass = abstract new (...args: any[]) => Error;
+export type { ErrorClass, ErrorMatcher, RetryOptions, RetryPolicy } from './retry-policy';
 
 /** What a task module default-exports. */
 export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
@@ -87,6 +87,12 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   readonly backoff?: Partial<BackoffPolicy>;
   /** Errors that archive the job at once instead of retrying (UnrecoverableError always does). */
   readonly unrecoverable?: readonly ErrorClass[];
+  /**
+   * Which errors are retried: `never` archives them at once (as `unrecoverable` does), `on` retries
+   * only these, by class or name; `maxRetryAfters` bounds the RetryAfterError re-runs a job takes
+   * without using an attempt. @defaultValue \{ maxRetryAfters: 10 \} (every error retried)
+   */
+  readonly retry?: RetryOptions;
   /** Checks and narrows the payload; a throw archives the job as `invalid-payload`. */
   readonly validate?: (payload: unknown) => P;
   /** Fleet-wide limits on this task's jobs: `{ concurrency?, perSecond?, burst? }`. A job over a limit waits, using no attempt. */
@@ -186,6 +192,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly maxRetries: number;
   readonly backoff: BackoffPolicy;
   readonly unrecoverable: readonly ErrorClass[];
+  /** Its retry policy, `unrecoverable` folded into `never`. */
+  readonly retry: RetryPolicy;
   readonly validate: ((payload: unknown) => P) | undefined;
   readonly limits?: Limits;
   /** The events it subscribes to (empty: none). */
@@ -271,10 +279,8 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
       'no debounce on a task with a unique rule (a key is either held or debounced)',
     );
   }
+  const retry = retryPolicy(name, o.retry, o.unrecoverable);
   const unrecoverable = o.unrecoverable ?? [];
-  if (!Array.isArray(unrecoverable) || unrecoverable.some((c) => typeof c !== 'function')) {
-    throw new TaskDefinitionError(name, 'unrecoverable', unrecoverable, 'an array of error classes');
-  }
   return {
     kind: TASK_KIND,
     name,
@@ -283,6 +289,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     maxRetries,
     backoff,
     unrecoverable,
+    retry,
     validate: o.validate,
     on: [...on],
     run: o.run,

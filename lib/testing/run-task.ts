@@ -17,6 +17,11 @@ export interface RunTaskOptions {
   readonly event?: EventRef;
   /** @defaultValue the attempt */
   readonly fencingToken?: number;
+  /**
+   * Runs of this job before this one that asked to run again later (RetryAfterError), which used no
+   * attempt; with the task's `retry.maxRetryAfters` they decide whether this run's ask is honoured. @defaultValue 0
+   */
+  readonly retryAfters?: number;
   /** @defaultValue the task's own limit */
   readonly timeLimitMs?: number;
   /** After the limit, how long the run may go on before it is given up as timed out. @defaultValue 100 */
@@ -127,7 +132,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
   return {
     status: outcome.status,
     ...(outcome.status === 'succeeded' ? { result: seen.result as R } : { error: seen.error ?? outcome.error }),
-    verdict: decide(outcome, attempt, task, options.random ?? Math.random),
+    verdict: decide(outcome, attempt + (options.retryAfters ?? 0), task, options.random ?? Math.random, options.retryAfters ?? 0),
     heartbeats,
     progress,
     durationMs: outcome.durationMs,

@@ -37,6 +37,8 @@ export interface SpanReport {
   readonly attempt: number;
   readonly outcome: string;
   readonly timedOut?: boolean;
+  /** A `retried` run that asked to run again later (RetryAfterError). */
+  readonly retryAfter?: boolean;
   readonly reason?: string;
   readonly unsettled?: boolean;
   readonly hook?: string;
@@ -163,7 +165,8 @@ function endAttemptSpan(api: NonNullable<ReturnType<typeof otel>>, span: Api.Spa
     ...(report.hook ? { 'taskworker.hook': report.hook } : {}),
     ...(report.error ? { 'error.type': report.error.type } : {}),
   });
-  if (FAILED.has(report.outcome) || report.timedOut) {
+  // A run that asked to run again later (RetryAfterError) did what it meant to: not an error.
+  if ((FAILED.has(report.outcome) && !report.retryAfter) || report.timedOut) {
     span.setStatus({ code: api.SpanStatusCode.ERROR, ...(report.error ? { message: report.error.message } : {}) });
   }
   span.end();

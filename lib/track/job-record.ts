@@ -55,6 +55,8 @@ export type HistoryWhat =
   | 'took-over'
   | 'succeeded'
   | 'retrying'
+  /** The body asked to run again later (RetryAfterError): `retrying`, with no attempt used. */
+  | 'retry-after'
   | 'archived'
   | 'skipped-duplicate'
   | 'scheduled'
@@ -73,6 +75,11 @@ export interface HistoryEntry {
   readonly detail?: string;
 }
 
+/** The attempts a job has used: its runs less those that asked to run again later (RetryAfterError). */
+export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters'>): number {
+  return record.attempt - (record.retryAfters ?? 0);
+}
+
 export interface JobRecord {
   readonly jobId: string;
   readonly task: string;
@@ -85,8 +92,13 @@ export interface JobRecord {
   readonly queue: string;
   readonly version: string;
   readonly state: JobState;
-  /** Runs started (claims), the authoritative attempt count. */
+  /** Runs started (claims), the authoritative attempt count and the fencing token. */
   readonly attempt: number;
+  /**
+   * Of those runs, the ones that ended asking to run again later (RetryAfterError): they used no
+   * attempt, so the attempts a job has used are `attempt − retryAfters`.
+   */
+  readonly retryAfters?: number;
   readonly reason?: ArchiveReason;
   readonly publishedAt?: number;
   readonly firstStartedAt?: number;
@@ -314,6 +326,8 @@ export interface Completion {
   readonly now: number;
   /** For retries: when the next attempt becomes possible (epoch ms), for the history. */
   readonly retryAt?: number;
+  /** A retry the body asked for (RetryAfterError): counted in the record's `retryAfters`, no attempt used. */
+  readonly retryAfter?: boolean;
   /** For an archive: its send's fence, taken with the completion (the record is `archived` before the send). */
   readonly archiving?: ArchiveFence;
 }

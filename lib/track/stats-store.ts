@@ -9,6 +9,8 @@ export const STAT_COUNTERS = [
   'succeeded',
   'failed',
   'retried',
+  /** Runs that asked to run again later (RetryAfterError): not failures, and not in `retried`. */
+  'retryAfter',
   'timedOut',
   'duplicates',
   'released',

@@ -220,6 +220,42 @@ export function jobStoreConformance(
       expect(second.outcome === 'claimed' && second.token).toBe(2);
     });
 
+    it('counts the re-runs a body asked for (retryAfter) on the record, and a claim answers with the count', async () => {
+      const job = ref();
+      let claimed = await claim(jobs, job, 2000);
+      for (let run = 1; run <= 2; run++) {
+        if (claimed.outcome !== 'claimed') throw new Error(`not claimed: ${claimed.outcome}`);
+        const now = 2000 + run * 1000;
+        const c = {
+          jobId: job.jobId,
+          token: claimed.token,
+          state: 'retrying',
+          error,
+          workerId: 'w1',
+          now: now + 100,
+          retryAt: now + 500,
+        } as const;
+        expect(await jobs.complete({ ...c, retryAfter: true }, claimed.record)).toMatchObject({ landed: true });
+        // The same completion sent again (the attempt's token no longer runs) counts nothing more.
+        await jobs.complete({ ...c, retryAfter: true }, claimed.record);
+        expect((await jobs.get(job.jobId))?.retryAfters).toBe(run);
+        claimed = await claim(jobs, job, now + 500);
+      }
+      if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+      expect(claimed.token).toBe(3);
+      expect(claimed.record.retryAfters).toBe(2);
+      const record = await jobs.get(job.jobId);
+      expect(record).toMatchObject({ retryAfters: 2, attempt: 3, state: 'running' });
+      expect(record?.history.filter((h) => h.what === 'retry-after').map((h) => h.attempt)).toEqual([1, 2]);
+      expect(record?.history.find((h) => h.what === 'retry-after')?.detail).toMatch(/^asked to run again after /);
+      // An ordinary retry counts nothing.
+      await jobs.complete(
+        { jobId: job.jobId, token: 3, state: 'retrying', error, workerId: 'w1', now: 9000, retryAt: 9500 },
+        claimed.record,
+      );
+      expect(await jobs.get(job.jobId)).toMatchObject({ retryAfters: 2, state: 'retrying' });
+    });
+
     it('answers a claim with the record as written: new (with every optional field), queued, retrying, announced, taken over', async () => {
       // Entries are compared without their attempt: a store may know it only once the claim is written.
       const bare = (r: JobRecord | undefined) => r && { ...r, history: r.history.map(({ attempt: _attempt, ...entry }) => entry) };
@@ -625,6 +661,25 @@ export function jobStoreConformance(
       expect(await jobs.resetForReplay(job.jobId, job, 20)).toBe(true);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'queued', attempt: 0 });
       expect((await claim(jobs, job, 30)).outcome).toBe('claimed');
+    });
+
+    it('a replay starts the asks to run later over with the attempts', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 100);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.complete(
+        { jobId: job.jobId, token: 1, state: 'retrying', error, workerId: 'w', now: 110, retryAt: 120, retryAfter: true },
+        first.record,
+      );
+      const second = await claim(jobs, job, 130);
+      if (second.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.complete(
+        { jobId: job.jobId, token: 2, state: 'archived', reason: 'exhausted', error, workerId: 'w', now: 140 },
+        second.record,
+      );
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', attempt: 2, retryAfters: 1 });
+      expect(await jobs.resetForReplay(job.jobId, job, 150)).toBe(true);
+      expect((await jobs.get(job.jobId))?.retryAfters).toBeUndefined();
     });
 
     describe('jobs parked until due', () => {

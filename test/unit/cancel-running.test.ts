@@ -36,7 +36,14 @@ const until = async (what: () => Promise<boolean> | boolean, ms = 5_000) => {
 describe('the verdict of a cancelled attempt', () => {
   it.each([1, 4])('is `cancelled` at attempt %d, never a retry', (attempt) => {
     const outcome = { status: 'cancelled', durationMs: 5, error: { type: 'JobCancelledError', message: 'x' } } as const;
-    expect(decide(outcome, attempt, { maxRetries: 3, backoff: { baseSeconds: 1, capSeconds: 1 } }, () => 0.5)).toEqual({
+    expect(
+      decide(
+        outcome,
+        attempt,
+        { maxRetries: 3, backoff: { baseSeconds: 1, capSeconds: 1 }, retry: { never: [], maxRetryAfters: 10 } },
+        () => 0.5,
+      ),
+    ).toEqual({
       kind: 'cancelled',
     });
   });

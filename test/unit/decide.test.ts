@@ -2,7 +2,7 @@ import { fitsInvocation, leaseMs, startWithinMs, stillVisibleToUs, taskNeedMs } 
 import type { TaskOutcome } from '../../lib/run/executor-types';
 import { decide } from '../../lib/settle/verdict';
 
-const def = { maxRetries: 2, backoff: { baseSeconds: 4, capSeconds: 4 } };
+const def = { maxRetries: 2, backoff: { baseSeconds: 4, capSeconds: 4 }, retry: { never: [], maxRetryAfters: 3 } };
 const half = () => 0.5;
 const failed = (kind: 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed'): TaskOutcome => ({
   status: 'failed',
@@ -24,6 +24,44 @@ describe('decide: an outcome to the job’s next step', () => {
     ['a time-out, the last attempt', timedOut, 3, { kind: 'archive', reason: 'timed-out' }],
   ])('%s', (_what, outcome, attempt, verdict) => {
     expect(decide(outcome, attempt, def, half)).toEqual(verdict);
+  });
+});
+
+describe('decide: a RetryAfterError', () => {
+  const asked = (ms: number): TaskOutcome => ({
+    status: 'failed',
+    kind: 'retry-after',
+    durationMs: 5,
+    retryAfterMs: ms,
+    error: { type: 'RetryAfterError', message: 'x' },
+  });
+
+  it('re-runs at the asked time, rounded up to a second, without using an attempt while the record counts fewer than maxRetryAfters', () => {
+    expect(decide(asked(2500), 1, def, half, 0)).toEqual({ kind: 'retry-after', seconds: 3 });
+    // Claim 3 after 2 re-runs is attempt 1 of the 3 that maxRetries 2 allows: still no attempt used.
+    expect(decide(asked(0), 3, def, half, 2)).toEqual({ kind: 'retry-after', seconds: 0 });
+  });
+
+  it('is an ordinary failure once the job took maxRetryAfters re-runs: the asked time, an attempt', () => {
+    // Claims 5 with 3 re-runs taken: attempt 2 used of 3.
+    expect(decide(asked(10_000), 5, def, half, 3)).toEqual({ kind: 'retry', seconds: 10 });
+    // Claims 6 with 3 re-runs: attempt 3 of 3, the last: archived.
+    expect(decide(asked(10_000), 6, def, half, 3)).toEqual({ kind: 'archive', reason: 'exhausted' });
+  });
+
+  it('uses an attempt where no record counts re-runs (tracking other than full), at the asked time', () => {
+    expect(decide(asked(4000), 1, def, half)).toEqual({ kind: 'retry', seconds: 4 });
+    expect(decide(asked(4000), 3, def, half)).toEqual({ kind: 'archive', reason: 'exhausted' });
+  });
+
+  it('waits at most SQS’s 12-hour visibility', () => {
+    expect(decide(asked(7 * 86_400_000), 1, def, half, 0)).toEqual({ kind: 'retry-after', seconds: 43_200 });
+  });
+
+  it('counts the re-runs out of the attempts an ordinary error leaves', () => {
+    // Claim 4 after 2 re-runs: attempt 2 of 3, so an error retries (backoff 4 s × jitter 0.5).
+    expect(decide(failed('error'), 4, def, half, 2)).toEqual({ kind: 'retry', seconds: 2 });
+    expect(decide(failed('error'), 5, def, half, 2)).toEqual({ kind: 'archive', reason: 'exhausted' });
   });
 });
 
