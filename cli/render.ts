@@ -31,6 +31,9 @@ export function renderStatus(status: VersionStatus): string {
     `version ${status.version} · ${status.drained ? 'drained (no message visible, in flight or delayed)' : 'has work'} · archive ${status.archive}`,
     table(['queue', 'priority', 'visible', 'in flight', 'delayed', 'oldest', 'SLA', 'DLQ', `wait p50 (${status.day})`, 'wait p99'], rows),
   ];
+  for (const pause of status.rateLimits) {
+    lines.push(`rate limited: ${pause.scope} held until ${new Date(pause.until).toISOString()} (RateLimitedError)`);
+  }
   if (status.queues.every((q) => q.oldestAgeSeconds === undefined)) {
     lines.push(
       'oldest: ApproximateAgeOfOldestMessage comes from CloudWatch: not on the local emulators, and only where @aws-sdk/client-cloudwatch is installed.',

@@ -111,6 +111,7 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   succeeded: true,
   retrying: true,
   'retry-after': true,
+  'rate-limited': true,
   archived: true,
   'skipped-duplicate': true,
   scheduled: true,
@@ -268,6 +269,7 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     queues: array(queueStatus),
     archive: number,
     drained: boolean,
+    rateLimits: array(object<StatusAnswer['rateLimits'][number]>({ scope: string, until: number })),
     now: number,
     localDispatchers: optional(object<NonNullable<StatusAnswer['localDispatchers']>>({ pid: number, alive: number, died: number })),
     invocations: optional(

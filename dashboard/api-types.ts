@@ -257,6 +257,8 @@ export interface Status {
   readonly archive: number;
   /** Nothing visible, in flight or delayed on any queue. */
   readonly drained: boolean;
+  /** Rate-limit pauses in force (RateLimitedError): scope (`task:…`, `key:…`, `queue:…`) and epoch ms it ends, soonest first. */
+  readonly rateLimits: readonly { readonly scope: string; readonly until: number }[];
   /** The server's clock, epoch ms. */
   readonly now: number;
   readonly localDispatchers?: LocalDispatchers;

@@ -278,6 +278,72 @@ export class RetryAfterError extends TaskworkerError {
   }
 }
 
+/** What a {@link RateLimitedError} pauses, fleet-wide: the job's task, its task and key, or its queue. */
+export type RateLimitScope = 'task' | 'key' | 'queue';
+
+/** How an HTTP response is read by {@link RateLimitedError.fromResponse}: fetch's, axios's or Node's. */
+export interface HttpResponseLike {
+  readonly status?: number;
+  readonly statusCode?: number;
+  readonly headers?: { get(name: string): string | null | undefined } | Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Throw from a task when an API said "too many requests": the job runs again after `for` (ms or a
+ * Date) using none of its attempts, as {@link RetryAfterError} does, and every dispatcher of the
+ * version holds the other jobs of `scope` until then — the task's (default), the task's with this
+ * job's `key`, or the job's queue — while the rest runs. The held jobs are handed back to their
+ * queue until the pause ends, not received again and again. Bounded like RetryAfterError by the
+ * task's `retry.maxRetryAfters`; the pause is at most 12 hours.
+ * @example throw new RateLimitedError({ for: 120_000, scope: 'task' });
+ */
+export class RateLimitedError extends RetryAfterError {
+  readonly scope: RateLimitScope;
+  constructor(options: { for: number | Date; scope?: RateLimitScope; cause?: unknown }) {
+    const scope = options?.scope ?? 'task';
+    if (!['task', 'key', 'queue'].includes(scope)) {
+      throw new TypeError(`RateLimitedError scope must be 'task', 'key' or 'queue', got ${JSON.stringify(scope)}`);
+    }
+    super(options?.for, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = 'RateLimitedError';
+    this.message = `rate limited: ${scope} paused for ${this.retryAfterMs} ms`;
+    this.scope = scope;
+  }
+
+  /**
+   * The error an HTTP response means, else undefined: a 429, or a 503 that names a `Retry-After`,
+   * waits what `Retry-After` says (seconds or an HTTP date), else `defaultMs`.
+   * @example const limited = RateLimitedError.fromResponse(res); if (limited) throw limited;
+   */
+  static fromResponse(
+    response: HttpResponseLike,
+    options: { scope?: RateLimitScope; defaultMs?: number } = {},
+  ): RateLimitedError | undefined {
+    const status = response.status ?? response.statusCode;
+    const header = retryAfterHeader(response.headers);
+    if (status !== 429 && !(status === 503 && header !== undefined)) return undefined;
+    const asked = header === undefined ? undefined : retryAfterHeaderMs(header, Date.now());
+    return new RateLimitedError({ for: asked ?? options.defaultMs ?? 60_000, scope: options.scope ?? 'task' });
+  }
+}
+
+function retryAfterHeader(headers: HttpResponseLike['headers']): string | undefined {
+  if (!headers) return undefined;
+  const raw =
+    typeof (headers as { get?: unknown }).get === 'function'
+      ? (headers as { get(name: string): string | null | undefined }).get('retry-after')
+      : Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
+
+/** `Retry-After` as ms from `now` (RFC 9110 §10.2.3: delay-seconds or an HTTP date); undefined when it is neither. */
+export function retryAfterHeaderMs(value: string, now: number): number | undefined {
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
 /** A task's own `validate` rejected its payload: archived as `invalid-payload`, never retried. */
 export class InvalidPayloadError extends TaskworkerError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -23,6 +23,7 @@ import { holdForDebounce, isDebounced } from './debounce';
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { runOne } from './job';
 import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
+import { holdPaused } from './rate-limits';
 import type { SlotReservation, TaskSlots } from './slots';
 import { holdForDependencies } from './wait';
 
@@ -86,7 +87,7 @@ async function runBatch(
     const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
     const closed = ready.some((p) => isDebounced(deps, queue, p)) ? await holdForDebounce(deps, queue, ready, state) : ready;
     const due = await holdUntilDue(deps, queue, closed, state);
-    const admitted = await admit(deps, queue, due, state, options);
+    const admitted = await admit(deps, queue, holdPaused(deps, queue, due, state), state, options);
     let runnable: Planned[] = [];
     // Slots are taken in message order (the limiter is first come, first served).
     try {
@@ -125,9 +126,9 @@ async function runBatch(
     };
     spans.end(report.jobs);
     await recordStats(deps, report);
-    // A batch held back whole by limits is an empty look for the selector: the queue rests a while
-    // and the others are served, rather than its limited head being received again and again.
-    if (report.jobs.length > 0 && report.jobs.every((j) => j.limited))
+    // A batch held back whole by limits (or rate-limit pauses) is an empty look for the selector: the
+    // queue rests a while and the others are served, rather than its held head being received again and again.
+    if (report.jobs.length > 0 && report.jobs.every((j) => j.limited || j.heldBy !== undefined))
       deps.selector.observe?.({ queue: queue.name, received: 0, oldestAgeMs: 0 });
     return report;
   } catch (error) {

@@ -23,6 +23,7 @@ import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
 import { dependencyOutcomes, type StoredDependencyOutcome } from './dependency-outcomes';
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { keepLargeResult, readDependencyResults } from './job-payloads';
+import { pauseForRateLimit } from './rate-limits';
 import type { SlotLease } from './slots';
 
 /** The outcomes a dependent's task sees; undefined (the message handed back) when the jobs table did not answer. */
@@ -226,6 +227,11 @@ async function claimAndRun(
   const largeResult = ranOutcome.status === 'succeeded' ? ranOutcome.largeResult : undefined;
   if (largeResult !== undefined && (def.onSuccess || config.hooks.onSuccess)) state.results.set(message.messageId, largeResult);
   const outcome = largeResult !== undefined ? await keepLargeResult(deps, job.id, ranOutcome) : ranOutcome;
+
+  // A rate limit pauses its scope fleet-wide before this job's end is written: the sooner the
+  // others hold its scope's jobs, the fewer run into the same limit. (No await otherwise: the
+  // batch's timing stays what it was, as the simulation's clock sees it.)
+  if (outcome.status === 'failed' && outcome.kind === 'rate-limited') await pauseForRateLimit(deps, queue, job, outcome);
 
   // 3. Verdict: the table from the outcome to the job's next step.
   const verdict = decide(outcome, attempt, def, deps.random, retryAftersOf(claimed));

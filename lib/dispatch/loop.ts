@@ -351,7 +351,7 @@ class DispatchLoop {
     }
     const controls = this.deps.controls;
     if (controls?.due()) void controls.get();
-    const candidates = controls ? effectiveQueues(fit, controls.last) : fit;
+    const candidates = controls ? effectiveQueues(fit, controls.last, this.deps.clock.now()) : fit;
     return candidates.length === 0 ? 'all-paused' : candidates;
   }
 

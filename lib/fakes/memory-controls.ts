@@ -16,8 +16,17 @@ export class MemoryControlStore implements ControlStore {
     const next = changed(queues[queue], change, now);
     if (next) queues[queue] = next;
     else delete queues[queue];
-    this.controls = { revision: this.controls.revision + 1, queues };
+    this.controls = { ...this.controls, revision: this.controls.revision + 1, queues };
     this.writes += 1;
     return this.controls;
+  }
+
+  async pause(scope: string, until: number, now: number): Promise<number> {
+    this.writes += 1;
+    const longer = this.controls.pauses[scope];
+    if (longer !== undefined && longer >= until) return longer;
+    const pauses = Object.fromEntries(Object.entries(this.controls.pauses).filter(([, end]) => end >= now));
+    this.controls = { ...this.controls, pauses: { ...pauses, [scope]: until } };
+    return until;
   }
 }

@@ -235,7 +235,11 @@ async function runInvocation(
     const maxConcurrency = ports.maxConcurrency ?? config.dispatcher.maxConcurrency;
     // A paused queue's backlog neither wakes nor scales the fleet.
     decision = await scaleOut({
-      config: { ...config, queues: effectiveQueues(config.queues, current), dispatcher: { ...config.dispatcher, maxConcurrency } },
+      config: {
+        ...config,
+        queues: effectiveQueues(config.queues, current, startedAt),
+        dispatcher: { ...config.dispatcher, maxConcurrency },
+      },
       queues: ports.queues,
       urls: ports.urls,
       logger,

@@ -56,6 +56,14 @@ export interface VersionStatus {
   readonly archive: number;
   /** Nothing visible, in flight or delayed on any queue: safe to destroy once the DLQs and archive are handled. */
   readonly drained: boolean;
+  /** Rate-limit pauses in force (RateLimitedError): each scope held until `until` (epoch ms), the soonest to end first. */
+  readonly rateLimits: readonly RateLimitPause[];
+}
+
+export interface RateLimitPause {
+  /** `task:<task>`, `key:<task>:<key>` or `queue:<queue>`. */
+  readonly scope: string;
+  readonly until: number;
 }
 
 export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus> {
@@ -90,6 +98,10 @@ export async function versionStatus(ctx: OperatorContext): Promise<VersionStatus
     queues,
     archive: archive.visible + archive.inFlight + archive.delayed,
     drained: queues.every((q) => q.depth.visible + q.depth.inFlight + q.depth.delayed === 0),
+    rateLimits: Object.entries(controls.pauses)
+      .filter(([, until]) => until > ctx.clock.now())
+      .map(([scope, until]) => ({ scope, until }))
+      .sort((a, b) => a.until - b.until),
   };
 }
 

@@ -196,8 +196,10 @@ export function historyOf(c: Completion): HistoryEntry {
       : c.state === 'cancelled'
         ? 'stopped on request'
         : c.state === 'retrying' && c.retryAt !== undefined
-          ? `${c.retryAfter ? 'asked to run again' : 'next attempt'} after ${new Date(c.retryAt).toISOString()}`
+          ? c.rateLimited !== undefined
+            ? `${c.rateLimited} paused until ${new Date(c.retryAt).toISOString()}`
+            : `${c.retryAfter ? 'asked to run again' : 'next attempt'} after ${new Date(c.retryAt).toISOString()}`
           : undefined;
-  const what = c.state === 'retrying' && c.retryAfter ? 'retry-after' : c.state;
+  const what = c.state === 'retrying' && c.retryAfter ? (c.rateLimited !== undefined ? 'rate-limited' : 'retry-after') : c.state;
   return { what, when: c.now, worker: c.workerId, attempt: c.token, ...(detail ? { detail } : {}) };
 }

@@ -1,4 +1,4 @@
-import type { SerializedError } from '../errors';
+import type { RateLimitScope, SerializedError } from '../errors';
 import type { DependencyOutcome } from '../tasks/task';
 import type { EventRef } from '../wire/event-ref';
 import type { PayloadRef } from '../wire/payload-ref';
@@ -37,8 +37,11 @@ export interface RunHooks {
   readonly cancel?: AbortSignal;
 }
 
-/** `retry-after`: the body threw RetryAfterError, asking to run again later without using an attempt. */
-export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed' | 'retry-after';
+/**
+ * `retry-after`: the body threw RetryAfterError, asking to run again later without using an
+ * attempt; `rate-limited`: RateLimitedError, the same and its scope paused fleet-wide.
+ */
+export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed' | 'retry-after' | 'rate-limited';
 
 export type TaskOutcome =
   | {
@@ -60,8 +63,10 @@ export type TaskOutcome =
       readonly kind: FailureKind;
       readonly durationMs: number;
       readonly error: SerializedError;
-      /** With kind `retry-after`: ms from the throw until the job may run again. */
+      /** With kind `retry-after` or `rate-limited`: ms from the throw until the job may run again. */
       readonly retryAfterMs?: number;
+      /** With kind `rate-limited`: what the body's RateLimitedError pauses until then. */
+      readonly pauseScope?: RateLimitScope;
     }
   | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
   /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */

@@ -7,7 +7,7 @@ import {
   TimeLimitExceededError,
 } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
-import { retryAfterMsOf, treatmentOf } from '../tasks/retry-policy';
+import { rateLimitOf, retryAfterMsOf, treatmentOf } from '../tasks/retry-policy';
 import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
 import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
@@ -63,13 +63,15 @@ export async function runTaskBody(
       return { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
     }
     const treatment = treatmentOf(error, def.retry);
-    const retryAfterMs = treatment === 'retry-after' ? retryAfterMsOf(error) : undefined;
+    const retryAfterMs = treatment === 'retry-after' || treatment === 'rate-limited' ? retryAfterMsOf(error) : undefined;
+    const pauseScope = treatment === 'rate-limited' ? rateLimitOf(error)?.scope : undefined;
     return {
       status: 'failed',
       kind: treatment,
       durationMs: elapsed(),
       error: serializeError(error),
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...(pauseScope !== undefined ? { pauseScope } : {}),
     };
   }
 }

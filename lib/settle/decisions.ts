@@ -9,6 +9,7 @@ import { MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '
 import type { ReceivedMessage, SendEntry } from '../ports';
 import type { SerializedError, TaskOutcome } from '../run/executor-types';
 import type { JobRecord } from '../track/job-record';
+import { pauseScopeId } from '../track/operator-controls';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';
@@ -233,16 +234,19 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
       const { seconds } = verdict;
       const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
       const retryAt = deps.clock.now() + seconds * 1000;
+      const rateLimited = verdict.rateLimited
+        ? { rateLimited: pauseScopeId(verdict.rateLimited, { task: job.task, queue: at.queue.name, key: job.key }) }
+        : {};
       const record = claimed
-        ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt, retryAfter: true })
+        ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt, retryAfter: true, ...rateLimited })
         : undefined;
       decideHandBack(
         deps,
         at,
         { kind: 'visibility', seconds, ...(record ? { record } : {}) },
-        { ...ran, outcome: 'retried', retryAfter: true },
+        { ...ran, outcome: 'retried', retryAfter: true, ...(verdict.rateLimited ? { rateLimited: true } : {}) },
       );
-      deps.logger.info('task asked to run again later; no attempt used', {
+      deps.logger.info(verdict.rateLimited ? 'task rate limited; no attempt used' : 'task asked to run again later; no attempt used', {
         task: job.task,
         jobId: job.id,
         attempt,

@@ -68,6 +68,7 @@ export function completionWrite(
     resultRef?: PayloadRef;
     retryAt?: number;
     retryAfter?: boolean;
+    rateLimited?: string;
     archiving?: ArchiveFence;
   },
 ): RecordWrite {

@@ -40,6 +40,8 @@ export interface JobReport {
   readonly timedOut?: boolean;
   /** A `retried` job whose body asked to run again later (RetryAfterError): no attempt used, not a failure. */
   readonly retryAfter?: boolean;
+  /** Of those, one whose body was rate limited (RateLimitedError): its scope was paused. */
+  readonly rateLimited?: boolean;
   /** True when the settle call for this outcome still failed after retries (the message will come back). */
   readonly unsettled?: boolean;
   /**
@@ -54,6 +56,8 @@ export interface JobReport {
   readonly error?: SerializedError;
   /** Deferred by a fleet-wide limit (the task's or the queue's): it waits, using no attempt. */
   readonly limited?: boolean;
+  /** Deferred by a rate limit's pause of this scope (`task:…`, `key:…`, `queue:…`): it waits until the pause ends, using no attempt. */
+  readonly heldBy?: string;
   /** Its lifecycle hooks (lib/settle/run-hooks.ts): all ran, one failed or overran, or no time was left for them. */
   readonly hook?: 'ran' | 'failed' | 'skipped';
 }
@@ -229,7 +233,7 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         bump(counters, 'succeeded');
         break;
       case 'retried':
-        bump(counters, job.retryAfter ? 'retryAfter' : 'retried');
+        bump(counters, job.rateLimited ? 'rateLimited' : job.retryAfter ? 'retryAfter' : 'retried');
         break;
       case 'archived':
         bump(archived, job.reason ?? 'exhausted');
@@ -244,8 +248,9 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
         bump(counters, 'scheduled');
         break;
       case 'deferred':
-        // Held back by a fleet-wide limit; a job leased elsewhere is not counted.
+        // Held back by a fleet-wide limit, or by a rate limit's pause; a job leased elsewhere is not counted.
         if (job.limited) bump(counters, 'deferred');
+        if (job.heldBy !== undefined) bump(counters, 'rateLimitHeld');
         break;
       case 'cancelled':
         bump(counters, 'cancelled');

@@ -1,3 +1,4 @@
+import type { RateLimitScope } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import type { Random } from '../random';
 import type { TaskOutcome } from '../run/executor-types';
@@ -9,8 +10,11 @@ import type { ArchiveReason } from '../wire/archive-reasons';
 export type Verdict =
   | { readonly kind: 'succeeded' }
   | { readonly kind: 'retry'; readonly seconds: number }
-  /** The body asked (RetryAfterError) to run again in `seconds`: no attempt used. */
-  | { readonly kind: 'retry-after'; readonly seconds: number }
+  /**
+   * The body asked (RetryAfterError) to run again in `seconds`: no attempt used. `rateLimited`: it
+   * was a RateLimitedError, whose scope the dispatcher paused for as long.
+   */
+  | { readonly kind: 'retry-after'; readonly seconds: number; readonly rateLimited?: RateLimitScope }
   | { readonly kind: 'archive'; readonly reason: ArchiveReason }
   | { readonly kind: 'cancelled' };
 
@@ -24,7 +28,7 @@ export type Verdict =
  * | succeeded                      | any           | succeeded                      |
  * | failed: unrecoverable          | any           | archive `unrecoverable`        |
  * | failed: invalid payload        | any           | archive `invalid-payload`      |
- * | failed: retry-after, counted¹ | any           | retry-after the asked time     |
+ * | failed: retry-after or rate-limited, counted¹ | any | retry-after the asked time |
  * | failed: retry-after, not counted | yes         | retry after the asked time     |
  * | failed (error, crash), timed out | yes         | retry after the backoff        |
  * | failed (error, crash)          | no            | archive `exhausted`            |
@@ -46,9 +50,12 @@ export function decide(
   if (outcome.status === 'succeeded') return { kind: 'succeeded' };
   if (outcome.status === 'failed' && outcome.kind === 'unrecoverable') return { kind: 'archive', reason: 'unrecoverable' };
   if (outcome.status === 'failed' && outcome.kind === 'invalid-payload') return { kind: 'archive', reason: 'invalid-payload' };
-  const asked = outcome.status === 'failed' && outcome.kind === 'retry-after' ? retryAfterSeconds(outcome.retryAfterMs) : undefined;
-  if (asked !== undefined && retryAfters !== undefined && retryAfters < def.retry.maxRetryAfters)
-    return { kind: 'retry-after', seconds: asked };
+  const asks = outcome.status === 'failed' && (outcome.kind === 'retry-after' || outcome.kind === 'rate-limited');
+  const asked = asks ? retryAfterSeconds(outcome.retryAfterMs) : undefined;
+  if (asked !== undefined && retryAfters !== undefined && retryAfters < def.retry.maxRetryAfters) {
+    const scope = outcome.status === 'failed' && outcome.kind === 'rate-limited' ? (outcome.pauseScope ?? 'task') : undefined;
+    return { kind: 'retry-after', seconds: asked, ...(scope ? { rateLimited: scope } : {}) };
+  }
   const used = attempt - (retryAfters ?? 0);
   if (used < def.maxRetries + 1) return { kind: 'retry', seconds: asked ?? retryDelaySeconds(used, def.backoff, random) };
   return { kind: 'archive', reason: outcome.status === 'timed-out' ? 'timed-out' : 'exhausted' };

@@ -6,7 +6,7 @@
  * `name`, or a class name along its prototype chain), so a task bundle's own copy of a library's
  * error class still matches, and so do errors crossing from a worker thread.
  */
-import { TaskDefinitionError, UnrecoverableError } from '../errors';
+import { type RateLimitScope, TaskDefinitionError, UnrecoverableError } from '../errors';
 
 // biome-ignore lint/suspicious/noExplicitAny: error classes take any constructor arguments
 export type ErrorClass = abstract new (...args: any[]) => Error;
@@ -19,7 +19,7 @@ export interface RetryOptions {
   readonly on?: readonly ErrorMatcher[];
   /** These errors are archived at once as `unrecoverable` (beside `unrecoverable` and UnrecoverableError). */
   readonly never?: readonly ErrorMatcher[];
-  /** RetryAfterError re-runs a job may take without using an attempt (0..1000). @defaultValue 10 */
+  /** RetryAfterError (and RateLimitedError) re-runs a job may take without using an attempt (0..1000). @defaultValue 10 */
   readonly maxRetryAfters?: number;
 }
 
@@ -32,8 +32,11 @@ export interface RetryPolicy {
 export const DEFAULT_MAX_RETRY_AFTERS = 10;
 const MAX_RETRY_AFTERS_BOUND = 1_000;
 
-/** How a failed attempt's error is treated: run later without using an attempt, retried, or archived at once. */
-export type ErrorTreatment = 'retry-after' | 'error' | 'unrecoverable';
+/**
+ * How a failed attempt's error is treated: run later without using an attempt (and, rate limited,
+ * with its scope paused), retried, or archived at once.
+ */
+export type ErrorTreatment = 'rate-limited' | 'retry-after' | 'error' | 'unrecoverable';
 
 /** Validates `retry` (and the older `unrecoverable` list, folded into `never`), naming the bad field. */
 export function retryPolicy(task: string, retry: unknown, unrecoverable: unknown): RetryPolicy {
@@ -92,8 +95,21 @@ export function retryAfterMsOf(error: unknown): number | undefined {
   return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
-/** How the task treats `error`: a RetryAfterError first, then `never` (and UnrecoverableError), then `on`. */
+/** The pause a RateLimitedError asks for (by name, as {@link retryAfterMsOf}), else undefined. */
+export function rateLimitOf(error: unknown): { readonly ms: number; readonly scope: RateLimitScope } | undefined {
+  if (!matchesError(error, 'RateLimitedError')) return undefined;
+  const ms = retryAfterMsOf(error);
+  const scope = (error as { scope?: unknown }).scope;
+  if (ms === undefined) return undefined;
+  return { ms, scope: scope === 'key' || scope === 'queue' ? scope : 'task' };
+}
+
+/**
+ * How the task treats `error`: a RateLimitedError first (a RetryAfterError that also pauses its
+ * scope), then a RetryAfterError, then `never` (and UnrecoverableError), then `on`.
+ */
 export function treatmentOf(error: unknown, policy: RetryPolicy): ErrorTreatment {
+  if (rateLimitOf(error) !== undefined) return 'rate-limited';
   if (retryAfterMsOf(error) !== undefined) return 'retry-after';
   if (matchesError(error, UnrecoverableError) || policy.never.some((m) => matchesError(error, m))) return 'unrecoverable';
   if (policy.on && !policy.on.some((m) => matchesError(error, m))) return 'unrecoverable';

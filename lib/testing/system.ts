@@ -1,6 +1,7 @@
 import { VirtualClock } from '../clock';
 import { resolveConfig, type TaskworkerConfig, type TaskworkerConfigInput } from '../config/app-config';
 import { eventRoutes } from '../events/routes';
+import { MemoryControlStore } from '../fakes/memory-controls';
 import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
 import { MemoryJobStore } from '../fakes/memory-job-store';
 import { MemoryPayloadStore } from '../fakes/memory-payloads';
@@ -134,7 +135,8 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     logger: silentLogger,
     workerId: 'test-system',
     observer: { onBatch: (report) => reports.push(report) },
-    tracking: { version: 'test', jobs, stats },
+    // Operator controls and rate-limit pauses (RateLimitedError), as the stats table holds them deployed.
+    tracking: { version: 'test', jobs, stats, controls: new MemoryControlStore() },
     payloads,
   });
   const events = new MemoryEventBus(sqs, urls, eventRoutes(config, 'test', registry));

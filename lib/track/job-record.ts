@@ -57,6 +57,8 @@ export type HistoryWhat =
   | 'retrying'
   /** The body asked to run again later (RetryAfterError): `retrying`, with no attempt used. */
   | 'retry-after'
+  /** The body was rate limited (RateLimitedError): `retrying`, no attempt used, its scope paused. */
+  | 'rate-limited'
   | 'archived'
   | 'skipped-duplicate'
   | 'scheduled'
@@ -328,6 +330,8 @@ export interface Completion {
   readonly retryAt?: number;
   /** A retry the body asked for (RetryAfterError): counted in the record's `retryAfters`, no attempt used. */
   readonly retryAfter?: boolean;
+  /** Of those, a rate limit's (RateLimitedError): the scope it paused (lib/track/operator-controls.ts `pauseScopeId`), for the history. */
+  readonly rateLimited?: string;
   /** For an archive: its send's fence, taken with the completion (the record is `archived` before the send). */
   readonly archiving?: ArchiveFence;
 }

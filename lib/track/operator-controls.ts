@@ -5,7 +5,7 @@
  * {@link CONTROLS_REFRESH_MS} while they run (never per message), and select as it says.
  */
 import { MAX_SLA_SECONDS, type QueueConfig } from '../config/app-config';
-import { TaskworkerError } from '../errors';
+import { type RateLimitScope, TaskworkerError } from '../errors';
 
 /** One queue's controls. Absent fields are the config's (not paused, deployed priority and SLA). */
 export interface QueueControl {
@@ -21,9 +21,55 @@ export interface QueueControl {
 
 /** A version's controls as one read returns them. */
 export interface Controls {
-  /** Grows by one with every change; 0 when nothing was ever set. */
+  /** Grows by one with every operator's change (not with a rate limit's pause); 0 when nothing was ever set. */
   readonly revision: number;
   readonly queues: Readonly<Record<string, QueueControl>>;
+  /**
+   * Rate-limit pauses (RateLimitedError), by scope ({@link pauseScopeId}): epoch ms until which
+   * the jobs of that scope are held. Ended ones may still be listed until a later pause prunes them.
+   */
+  readonly pauses: Readonly<Record<string, number>>;
+}
+
+/** What a rate-limit pause holds: the jobs of a task, of a task with one key, or of a queue. */
+export interface PauseTarget {
+  readonly task: string;
+  readonly queue: string;
+  readonly key?: string | undefined;
+}
+
+/**
+ * The id of the scope a RateLimitedError pauses: `task:<task>`, `key:<task>:<key>` or
+ * `queue:<queue>`. A job without a key asking for `key` pauses its task.
+ */
+export function pauseScopeId(scope: RateLimitScope, target: PauseTarget): string {
+  if (scope === 'queue') return `queue:${target.queue}`;
+  if (scope === 'key' && target.key !== undefined) return `key:${target.task}:${target.key}`;
+  return `task:${target.task}`;
+}
+
+/** The live pause that holds a job at `now` (the one ending last), or undefined. */
+export function pauseHolding(
+  controls: Controls,
+  target: PauseTarget,
+  now: number,
+): { readonly scope: string; readonly until: number } | undefined {
+  const scopes = [
+    `task:${target.task}`,
+    `queue:${target.queue}`,
+    ...(target.key !== undefined ? [`key:${target.task}:${target.key}`] : []),
+  ];
+  let holding: { scope: string; until: number } | undefined;
+  for (const scope of scopes) {
+    const until = controls.pauses[scope];
+    if (until !== undefined && until > now && (!holding || until > holding.until)) holding = { scope, until };
+  }
+  return holding;
+}
+
+/** Whether a rate limit pauses `queue` at `now`. */
+export function queueRateLimited(controls: Controls, queue: string, now: number): boolean {
+  return (controls.pauses[`queue:${queue}`] ?? 0) > now;
 }
 
 /** A change to one queue's controls: `null` removes a field (back to the config). */
@@ -39,9 +85,15 @@ export interface ControlStore {
   read(consistent?: boolean): Promise<Controls>;
   /** Applies `change` to `queue`'s controls at `now`; resolves with the controls after it. A pause keeps its first `pausedAt`. */
   change(queue: string, change: ControlChange, now: number): Promise<Controls>;
+  /**
+   * Pauses `scope` ({@link pauseScopeId}) until `until` (epoch ms), a rate limit's: extends a
+   * shorter pause, never shortens a longer one, and prunes pauses that ended before `now`.
+   * Resolves with the pause in force after it (`until`, or the longer one found).
+   */
+  pause(scope: string, until: number, now: number): Promise<number>;
 }
 
-export const NO_CONTROLS: Controls = { revision: 0, queues: {} };
+export const NO_CONTROLS: Controls = { revision: 0, queues: {}, pauses: {} };
 
 /** How often a running dispatcher reads the controls at most (a pause reaches every dispatcher within about this). */
 export const CONTROLS_REFRESH_MS = 2000;
@@ -94,13 +146,16 @@ export function pausedQueues(controls: Controls): string[] {
 }
 
 /**
- * The queues as the controls say to select them: paused ones left out, priority and SLA overridden.
+ * The queues as the controls say to select them: paused ones left out (with `now`, those a rate
+ * limit pauses too), priority and SLA overridden.
  * Without any control for a queue its config object is returned as it is (same identity), so a
  * version nobody controls selects exactly as before.
  */
-export function effectiveQueues(queues: readonly QueueConfig[], controls: Controls): QueueConfig[] {
+export function effectiveQueues(queues: readonly QueueConfig[], controls: Controls, now?: number): QueueConfig[] {
   const out: QueueConfig[] = [];
   for (const q of queues) {
+    // A queue a rate limit paused (RateLimitedError, scope `queue`) is not received from until it ends.
+    if (now !== undefined && queueRateLimited(controls, q.name, now)) continue;
     const c = controls.queues[q.name];
     if (!c) {
       out.push(q);
@@ -129,6 +184,8 @@ export class ControlsCache {
   private current: Controls = NO_CONTROLS;
   private readAt = Number.NEGATIVE_INFINITY;
   private pending: Promise<Controls> | undefined;
+  /** Pauses this container wrote, kept over reads that may not show them yet. */
+  private readonly own = new Map<string, number>();
   /** Reads made (tests count them). */
   reads = 0;
 
@@ -148,8 +205,9 @@ export class ControlsCache {
       .read()
       .then(
         (controls) => {
-          this.current = controls;
-          return controls;
+          for (const [scope, until] of this.own) if (until <= this.now()) this.own.delete(scope);
+          this.current = withPauses(controls, this.own);
+          return this.current;
         },
         (error: unknown) => {
           this.onError(error);
@@ -172,4 +230,21 @@ export class ControlsCache {
   get last(): Controls {
     return this.current;
   }
+
+  /**
+   * A pause this container wrote itself: in force here at once, not a refresh later (a read that
+   * lands after it and lacks it, eventually consistent, keeps it too).
+   */
+  notePause(scope: string, until: number): void {
+    this.own.set(scope, Math.max(until, this.own.get(scope) ?? 0));
+    this.current = withPauses(this.current, this.own);
+  }
+}
+
+/** `controls` with `pauses` merged in, each scope's later end kept. */
+function withPauses(controls: Controls, pauses: ReadonlyMap<string, number>): Controls {
+  if (pauses.size === 0) return controls;
+  const merged: Record<string, number> = { ...controls.pauses };
+  for (const [scope, until] of pauses) merged[scope] = Math.max(until, merged[scope] ?? 0);
+  return { ...controls, pauses: merged };
 }

@@ -11,6 +11,10 @@ export const STAT_COUNTERS = [
   'retried',
   /** Runs that asked to run again later (RetryAfterError): not failures, and not in `retried`. */
   'retryAfter',
+  /** Runs that were rate limited (RateLimitedError): their scope paused; not failures, not in `retried` nor `retryAfter`. */
+  'rateLimited',
+  /** Receives of jobs a rate limit's pause held back until it ends (each handed back, no attempt used). */
+  'rateLimitHeld',
   'timedOut',
   'duplicates',
   'released',

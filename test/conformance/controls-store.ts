@@ -10,18 +10,18 @@ export function controlStoreConformance(label: string, setup: () => Promise<Cont
     afterAll(teardown);
 
     it('reads no controls (revision 0) before any change', async () => {
-      expect(await store.read()).toEqual({ revision: 0, queues: {} });
+      expect(await store.read()).toEqual({ revision: 0, queues: {}, pauses: {} });
     });
 
     it('pauses a queue once (the first pause keeps its time), resumes it, and counts every change in the revision', async () => {
       const paused = await store.change('urgent', { paused: true }, 1000);
-      expect(paused).toEqual({ revision: 1, queues: { urgent: { pausedAt: 1000, updatedAt: 1000 } } });
+      expect(paused).toEqual({ revision: 1, queues: { urgent: { pausedAt: 1000, updatedAt: 1000 } }, pauses: {} });
       const again = await store.change('urgent', { paused: true }, 2000);
       expect(again.queues.urgent?.pausedAt).toBe(1000);
       expect(again.revision).toBe(2);
       expect(await store.read()).toEqual(again);
       const resumed = await store.change('urgent', { paused: false }, 3000);
-      expect(resumed).toEqual({ revision: 3, queues: {} });
+      expect(resumed).toEqual({ revision: 3, queues: {}, pauses: {} });
       expect(await store.read()).toEqual(resumed);
     });
 
@@ -37,6 +37,27 @@ export function controlStoreConformance(label: string, setup: () => Promise<Cont
       const reset = await store.change('routine', { priority: null, slaSeconds: null }, 5000);
       expect(reset.queues).toEqual({ urgent: { pausedAt: 4200, updatedAt: 4200 } });
       expect(reset.revision).toBe(both.revision + 1);
+    });
+
+    it("rate-limit pauses: extended, never shortened, kept by an operator's change, pruned once ended, revision untouched", async () => {
+      const before = await store.read();
+      expect(await store.pause('task:send-email', 10_000, 1000)).toBe(10_000);
+      // A shorter pause of the same scope (another dispatcher's, told less) leaves the longer one.
+      expect(await store.pause('task:send-email', 8000, 1500)).toBe(10_000);
+      expect(await store.pause('key:send-email:acct-1', 9000, 1500)).toBe(9000);
+      expect((await store.read()).pauses).toEqual({ 'task:send-email': 10_000, 'key:send-email:acct-1': 9000 });
+      expect(await store.pause('task:send-email', 12_000, 2000)).toBe(12_000);
+      // An operator's change neither drops a pause nor is counted against one.
+      const changed = await store.change('routine', { priority: 7 }, 2500);
+      expect(changed.revision).toBe(before.revision + 1);
+      expect((await store.read()).pauses).toEqual({ 'task:send-email': 12_000, 'key:send-email:acct-1': 9000 });
+      // At 9,500 the key's pause has ended: the next pause prunes it, not the live one.
+      await store.pause('queue:urgent', 20_000, 9500);
+      const after = await store.read();
+      expect(after.pauses).toEqual({ 'task:send-email': 12_000, 'queue:urgent': 20_000 });
+      expect(after.revision).toBe(changed.revision);
+      expect(after.queues.routine?.priority).toBe(7);
+      await store.change('routine', { priority: null }, 2600);
     });
 
     it('loses no change when operators change at once', async () => {

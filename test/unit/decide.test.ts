@@ -54,6 +54,20 @@ describe('decide: a RetryAfterError', () => {
     expect(decide(asked(4000), 3, def, half)).toEqual({ kind: 'archive', reason: 'exhausted' });
   });
 
+  it('a RateLimitedError is one too, naming the scope its dispatcher pauses (task when the outcome names none)', () => {
+    const limited = (scope?: 'key'): TaskOutcome => ({
+      status: 'failed',
+      kind: 'rate-limited',
+      durationMs: 5,
+      retryAfterMs: 1500,
+      ...(scope ? { pauseScope: scope } : {}),
+      error: { type: 'RateLimitedError', message: 'x' },
+    });
+    expect(decide(limited('key'), 1, def, half, 0)).toEqual({ kind: 'retry-after', seconds: 2, rateLimited: 'key' });
+    expect(decide(limited(), 1, def, half, 0)).toEqual({ kind: 'retry-after', seconds: 2, rateLimited: 'task' });
+    expect(decide(limited(), 5, def, half, 3)).toEqual({ kind: 'retry', seconds: 2 });
+  });
+
   it('waits at most SQS’s 12-hour visibility', () => {
     expect(decide(asked(7 * 86_400_000), 1, def, half, 0)).toEqual({ kind: 'retry-after', seconds: 43_200 });
   });

@@ -17,6 +17,8 @@ import {
   NO_CONTROLS,
   parsePriority,
   parseSlaSeconds,
+  pauseHolding,
+  pauseScopeId,
 } from '../../lib/track/operator-controls';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
@@ -156,6 +158,7 @@ describe('controls: values and cache', () => {
     const out = effectiveQueues(queues, {
       revision: 2,
       queues: { urgent: { pausedAt: 1, updatedAt: 1 }, routine: { priority: 99, slaSeconds: 5, updatedAt: 2 } },
+      pauses: {},
     });
     expect(out).toEqual([{ ...routine, priority: 99, slaSeconds: 5 }]);
     expect(effectiveQueues(queues, NO_CONTROLS)[0]).toBe(urgent);
@@ -178,6 +181,7 @@ describe('controls: values and cache', () => {
       {
         read: () => (fail ? Promise.reject(new Error('throttled')) : store.read()),
         change: (q, c, at) => store.change(q, c, at),
+        pause: (scope, until, at) => store.pause(scope, until, at),
       },
       () => now,
       (e) => errors.push(e),
@@ -212,5 +216,44 @@ describe('the doorbell switch on Lambda and a paused queue', () => {
     expect(calls).toEqual([]);
     await doorbells.set(true);
     expect(calls).toEqual([{ UUID: 'u-1', Enabled: true }]);
+  });
+});
+
+describe('rate-limit pauses in the controls', () => {
+  const queues = appConfig().queues;
+  const controls = (pauses: Record<string, number>) => ({ ...NO_CONTROLS, pauses });
+
+  it('names scopes, and finds the live pause that holds a job (the one ending last)', () => {
+    const target = { task: 'sync', queue: 'urgent', key: 'acct-1' };
+    expect(pauseScopeId('task', target)).toBe('task:sync');
+    expect(pauseScopeId('key', target)).toBe('key:sync:acct-1');
+    expect(pauseScopeId('key', { task: 'sync', queue: 'urgent' })).toBe('task:sync');
+    expect(pauseScopeId('queue', target)).toBe('queue:urgent');
+    const c = controls({ 'task:sync': 5000, 'key:sync:acct-1': 9000, 'queue:routine': 9999 });
+    expect(pauseHolding(c, target, 1000)).toEqual({ scope: 'key:sync:acct-1', until: 9000 });
+    expect(pauseHolding(c, { ...target, key: 'acct-2' }, 1000)).toEqual({ scope: 'task:sync', until: 5000 });
+    expect(pauseHolding(c, { ...target, key: 'acct-2' }, 5000)).toBeUndefined();
+    expect(pauseHolding(c, { task: 'other', queue: 'urgent' }, 1000)).toBeUndefined();
+  });
+
+  it('leaves a rate-limited queue out of the selection until its pause ends, only when asked with the time', () => {
+    const [urgent, routine] = queues;
+    const c = controls({ 'queue:urgent': 5000 });
+    expect(effectiveQueues(queues, c, 4999)).toEqual([routine]);
+    expect(effectiveQueues(queues, c, 5000)).toEqual([urgent, routine]);
+    expect(effectiveQueues(queues, c)).toEqual([urgent, routine]);
+  });
+
+  it('keeps its own pause over a read that does not show it yet, and drops it once ended', async () => {
+    let now = 0;
+    const store = new MemoryControlStore();
+    const cache = new ControlsCache(store, () => now);
+    cache.notePause('task:sync', 3000);
+    // The store never heard of it (its write failed, or a read is eventually consistent).
+    expect((await cache.get(true)).pauses).toEqual({ 'task:sync': 3000 });
+    await store.pause('task:other', 4000, 0);
+    expect((await cache.get(true)).pauses).toEqual({ 'task:sync': 3000, 'task:other': 4000 });
+    now = 3500;
+    expect((await cache.get(true)).pauses).toEqual({ 'task:other': 4000 });
   });
 });

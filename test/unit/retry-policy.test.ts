@@ -4,7 +4,7 @@
  * the errors it names. Through the public entry points, on the in-memory system (the real dispatcher
  * on fakes, virtual time), reading the job's record, its history and the stats.
  */
-import { defineTask, RetryAfterError, TaskDefinitionError } from 'taskworker';
+import { defineTask, RateLimitedError, RetryAfterError, TaskDefinitionError } from 'taskworker';
 import { createTestSystem, runTask } from 'taskworker/testing';
 
 class Throttled extends Error {
@@ -126,5 +126,140 @@ describe('retry.never and retry.on', () => {
     const define = () => defineTask({ name: 'bad', queue: 'default', timeLimitSeconds: 5, retry: retry as never, run: () => 1 });
     expect(define).toThrow(TaskDefinitionError);
     expect(define).toThrow(field);
+  });
+});
+
+describe('RateLimitedError', () => {
+  /** `calls` runs of task `name`, the first `limited` throwing RateLimitedError for 10 s with `scope`. */
+  function apiTask(name: string, limited: number, scope?: 'task' | 'key' | 'queue') {
+    const calls: { jobId: string; at: number; attempt: number }[] = [];
+    let clockNow = () => 0;
+    const def = defineTask({
+      name,
+      queue: 'default',
+      timeLimitSeconds: 5,
+      maxRetries: 0,
+      run: (_payload, ctx) => {
+        calls.push({ jobId: ctx.jobId, at: clockNow(), attempt: ctx.attempt });
+        if (calls.length <= limited) throw new RateLimitedError({ for: 10_000, ...(scope ? { scope } : {}) });
+      },
+    });
+    return { def, calls, useClock: (now: () => number) => (clockNow = now) };
+  }
+
+  it("pauses its task fleet-wide: the task's later jobs wait for the pause, the other task's run, no attempt is used", async () => {
+    const a = apiTask('call-api', 1);
+    const b = apiTask('other', 0);
+    const system = createTestSystem({ tasks: [a.def, b.def] });
+    a.useClock(() => system.clock.now());
+    b.useClock(() => system.clock.now());
+    const first = await system.publish(a.def, {});
+    await system.drain({ maxMs: 3_000 }).catch(() => undefined);
+    const pausedAt = a.calls[0]?.at as number;
+    // Published while the pause holds: received, held back to its end, then run.
+    const later = await Promise.all([1, 2, 3].map(() => system.publish(a.def, {})));
+    const others = await Promise.all([1, 2, 3].map(() => system.publish(b.def, {})));
+    await system.drain();
+    const thrower = await system.job(first.jobId);
+    expect(thrower).toMatchObject({ state: 'succeeded', retryAfters: 1 });
+    const limited = thrower?.history.find((h) => h.what === 'rate-limited');
+    expect(limited?.detail).toMatch(/^task:call-api paused until /);
+    for (const { jobId } of [...later, first]) {
+      const record = await system.job(jobId);
+      expect(record?.state).toBe('succeeded');
+    }
+    // No run of call-api started before the pause ended; every one saw attempt 1.
+    const reruns = a.calls.slice(1);
+    expect(reruns).toHaveLength(4);
+    for (const run of reruns) {
+      expect(run.at).toBeGreaterThanOrEqual(pausedAt + 10_000);
+      expect(run.attempt).toBe(1);
+    }
+    // The other task never waited for it: its three ran before the pause ended.
+    expect(b.calls).toHaveLength(3);
+    for (const run of b.calls) expect(run.at).toBeLessThan(pausedAt + 10_000);
+    for (const { jobId } of others) expect((await system.job(jobId))?.state).toBe('succeeded');
+    const counters = (await system.stats('default'))?.counters;
+    expect(counters).toMatchObject({ succeeded: 7, rateLimited: 1, rateLimitHeld: 3 });
+    expect(counters?.retried ?? 0).toBe(0);
+    expect(counters?.failed ?? 0).toBe(0);
+  });
+
+  it("scope 'key' holds only that key's jobs of the task", async () => {
+    const a = apiTask('per-account', 1, 'key');
+    const system = createTestSystem({ tasks: [a.def] });
+    a.useClock(() => system.clock.now());
+    await system.publish(a.def, {}, { key: 'acct-1' });
+    await system.drain({ maxMs: 3_000 }).catch(() => undefined);
+    const pausedAt = a.calls[0]?.at as number;
+    const sameKey = await system.publish(a.def, {}, { key: 'acct-1' });
+    const otherKey = await system.publish(a.def, {}, { key: 'acct-2' });
+    await system.drain();
+    const at = (jobId: string) => a.calls.find((c) => c.jobId === jobId)?.at as number;
+    expect(at(sameKey.jobId)).toBeGreaterThanOrEqual(pausedAt + 10_000);
+    expect(at(otherKey.jobId)).toBeLessThan(pausedAt + 10_000);
+    expect((await system.stats('default'))?.counters).toMatchObject({ succeeded: 3, rateLimited: 1, rateLimitHeld: 1 });
+  });
+
+  it("scope 'queue' stops receiving from the queue: every task on it waits, a task on another queue runs", async () => {
+    const a = apiTask('bulk-api', 1, 'queue');
+    const sameQueue = apiTask('same-queue', 0);
+    const elsewhere = apiTask('elsewhere', 0);
+    const elsewhereDef = { ...elsewhere.def, queue: 'other' };
+    const system = createTestSystem({ tasks: [a.def, sameQueue.def, elsewhereDef] });
+    for (const t of [a, sameQueue, elsewhere]) t.useClock(() => system.clock.now());
+    await system.publish(a.def, {});
+    await system.drain({ maxMs: 3_000 }).catch(() => undefined);
+    const pausedAt = a.calls[0]?.at as number;
+    await system.publish(sameQueue.def, {});
+    await system.publish(elsewhereDef, {});
+    await system.drain();
+    expect(sameQueue.calls[0]?.at).toBeGreaterThanOrEqual(pausedAt + 10_000);
+    expect(elsewhere.calls[0]?.at).toBeLessThan(pausedAt + 10_000);
+    expect((await system.stats('default'))?.counters).toMatchObject({ succeeded: 2, rateLimited: 1 });
+  });
+
+  it('past maxRetryAfters a rate limit is an ordinary failure (and still pauses its scope)', async () => {
+    const def = defineTask({
+      name: 'always-limited',
+      queue: 'default',
+      timeLimitSeconds: 5,
+      maxRetries: 0,
+      retry: { maxRetryAfters: 2 },
+      run: () => {
+        throw new RateLimitedError({ for: 1_000 });
+      },
+    });
+    const system = createTestSystem({ tasks: [def] });
+    const { jobId } = await system.publish(def, {});
+    await system.drain();
+    expect(await system.job(jobId)).toMatchObject({
+      state: 'archived',
+      reason: 'exhausted',
+      attempt: 3,
+      retryAfters: 2,
+      lastError: { type: 'RateLimitedError' },
+    });
+  });
+
+  it('reads an HTTP answer: 429 (Retry-After in seconds or as a date), 503 only with Retry-After, anything else nothing', () => {
+    const fetchLike = (status: number, headers: Record<string, string>) => ({ status, headers: new Headers(headers) });
+    expect(RateLimitedError.fromResponse(fetchLike(429, { 'Retry-After': '120' }))?.retryAfterMs).toBe(120_000);
+    const dated = RateLimitedError.fromResponse(fetchLike(429, { 'retry-after': new Date(Date.now() + 30_000).toUTCString() }));
+    expect(dated?.retryAfterMs).toBeGreaterThan(28_000);
+    expect(dated?.retryAfterMs).toBeLessThanOrEqual(30_000);
+    // Node's and axios's answers: statusCode, headers as a plain object.
+    const node = RateLimitedError.fromResponse({ statusCode: 429, headers: { 'retry-after': '5' } }, { scope: 'queue' });
+    expect(node).toMatchObject({ retryAfterMs: 5000, scope: 'queue', name: 'RateLimitedError' });
+    expect(RateLimitedError.fromResponse(fetchLike(429, {}), { defaultMs: 7000 })?.retryAfterMs).toBe(7000);
+    expect(RateLimitedError.fromResponse(fetchLike(429, { 'Retry-After': 'soon' }))?.retryAfterMs).toBe(60_000);
+    expect(RateLimitedError.fromResponse(fetchLike(503, { 'Retry-After': '3' }))?.retryAfterMs).toBe(3000);
+    expect(RateLimitedError.fromResponse(fetchLike(503, {}))).toBeUndefined();
+    expect(RateLimitedError.fromResponse(fetchLike(200, { 'Retry-After': '3' }))).toBeUndefined();
+    expect(new RateLimitedError({ for: 1000 })).toBeInstanceOf(RetryAfterError);
+    expect(() => new RateLimitedError({ for: 1000, scope: 'everything' as 'task' })).toThrow(
+      `RateLimitedError scope must be 'task', 'key' or 'queue', got "everything"`,
+    );
+    expect(() => new RateLimitedError({ for: Number.NaN })).toThrow('needs ms from now or a valid Date, got NaN');
   });
 });

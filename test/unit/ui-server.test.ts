@@ -385,6 +385,8 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
 
       // Both queues under an operator's override, so status lists what was overridden.
       for (const queue of ['urgent', 'routine']) await d.ctx.controls?.change(queue, { priority: 50, slaSeconds: 10 }, d.w.clock.now());
+      // A task a 429 paused (RateLimitedError), so status lists the pauses in force.
+      await d.ctx.controls?.pause('task:ok', d.w.clock.now() + 60_000, d.w.clock.now());
       // A dispatcher invocation that held job a and vanished (so the job is listed whatever its state).
       const now = d.w.clock.now();
       await d.ctx.workers?.beat({

@@ -140,6 +140,15 @@ export function Overview({ meta, version }: { meta: Meta; version: string }) {
           })}
         </tbody>
       </table>
+      {status.rateLimits.length > 0 && (
+        <ul class="rate-limits" data-testid="rate-limits">
+          {status.rateLimits.map((p) => (
+            <li key={p.scope} data-scope={p.scope}>
+              rate limited: <code>{p.scope}</code> held until {utcTime(p.until)} ({duration(Math.max(0, p.until - status.now))} left)
+            </li>
+          ))}
+        </ul>
+      )}
       {edited && !readOnlyPage && (
         <QueueControlForm
           key={edited.queue}

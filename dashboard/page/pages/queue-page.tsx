@@ -120,7 +120,19 @@ export function QueuePage({ meta, version, name }: { meta: Meta; version: string
   if (!days) return <Problem error={error ?? 'loading…'} />;
   const today = days.at(-1);
   const reasons = meta.reasons.filter((r) => days.some((d) => (d.archived[r] ?? 0) > 0));
-  const counters = ['succeeded', 'failed', 'retried', 'retryAfter', 'timedOut', 'duplicates', 'released', 'deferred', 'scheduled'] as const;
+  const counters = [
+    'succeeded',
+    'failed',
+    'retried',
+    'retryAfter',
+    'rateLimited',
+    'rateLimitHeld',
+    'timedOut',
+    'duplicates',
+    'released',
+    'deferred',
+    'scheduled',
+  ] as const;
   const total = (k: (typeof counters)[number]) => days.reduce((n, d) => n + (d.counters[k] ?? 0), 0);
   const period = { wait: mergeDurations(days.map((d) => d.wait)), run: mergeDurations(days.map((d) => d.run)) };
   return (
