@@ -1,12 +1,6 @@
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type ControlChange, type ControlStore, type Controls, changed, type QueueControl } from '../track/operator-controls';
-import { fromAttribute, fromItem, toAttribute } from './dynamo-values';
+import { fromAttribute, fromItem, isConditionFailure, toAttribute } from './dynamo-values';
 
 /** The key of the controls item in the version's stats table (no queue's stats key lacks a `#`, no limit's a `limit:`). */
 export const CONTROLS_KEY = 'controls';
@@ -14,9 +8,6 @@ export const CONTROLS_KEY = 'controls';
 const TRIES = 5;
 /** A rate-limit pause is a top-level attribute of the controls item named this and its scope. */
 const PAUSE_PREFIX = 'pause:';
-
-const lostRace = (error: unknown) =>
-  error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
 /**
  * {@link ControlStore} on the version's stats table: one item, `pk` = `controls`, holding every
@@ -65,7 +56,7 @@ export class DynamoControlStore implements ControlStore {
         );
         return { revision, queues, pauses: current.pauses };
       } catch (error) {
-        if (!lostRace(error) || tries >= TRIES) throw error;
+        if (!isConditionFailure(error) || tries >= TRIES) throw error;
       }
     }
   }
@@ -86,7 +77,7 @@ export class DynamoControlStore implements ControlStore {
       );
       item = out.Attributes;
     } catch (error) {
-      if (!lostRace(error)) throw error;
+      if (!isConditionFailure(error)) throw error;
       // A longer pause of the scope is in force already.
       return (await this.read(true)).pauses[scope] ?? until;
     }
@@ -119,7 +110,7 @@ export class DynamoControlStore implements ControlStore {
         }),
       );
     } catch (error) {
-      if (!lostRace(error)) throw error;
+      if (!isConditionFailure(error)) throw error;
     }
   }
 }

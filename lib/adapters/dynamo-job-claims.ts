@@ -27,8 +27,8 @@ import {
   type UnclaimedResult,
 } from '../track/job-record';
 import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
-import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
-import { Expression, fromItem } from './dynamo-values';
+import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** Claims tried when the job changes between a failed condition and the read that classifies it. */
 const CLAIM_TRIES = 3;

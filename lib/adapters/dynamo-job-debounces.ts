@@ -7,8 +7,8 @@
 import { type AttributeValue, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { debouncedBodyKey, debounceItemKey, expiresAt } from '../policy/job-rules';
 import type { DebounceCycle, DebouncePublish, DebounceWrite } from '../track/job-record';
-import { assignments, type DynamoJobTable, isConditionFailure } from './dynamo-job-table';
-import { Expression, fromItem } from './dynamo-values';
+import { assignments, type DynamoJobTable } from './dynamo-job-table';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** How long after its `maxDueAt` a cycle's item lives before DynamoDB's TTL may delete it (seconds): past any abandonment. */
 const CYCLE_TTL_SLACK_SECONDS = 86_400;

@@ -17,16 +17,8 @@ import type {
   WaitResult,
 } from '../track/job-record';
 import type { ArchiveReason } from '../wire/archive-reasons';
-import {
-  assignments,
-  type DynamoJobTable,
-  encodeEdge,
-  isConditionFailure,
-  refFields,
-  toRecord,
-  transitionCondition,
-} from './dynamo-job-table';
-import { Expression, fromItem } from './dynamo-values';
+import { assignments, type DynamoJobTable, encodeEdge, refFields, toRecord, transitionCondition } from './dynamo-job-table';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /**
  * A dependent's count items live in the jobs table beside the jobs, under keys no job id can take

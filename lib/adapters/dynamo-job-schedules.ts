@@ -18,8 +18,8 @@ import {
   type ParkResult,
 } from '../track/job-record';
 import { PARKED_ONLY } from './dynamo-job-expressions';
-import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
-import { Expression, fromItem } from './dynamo-values';
+import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** The key of the cancellations item ({@link CancelRequests}): no job id has a space. */
 const CANCELLATIONS_KEY = '~ cancellations';

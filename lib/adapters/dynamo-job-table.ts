@@ -8,7 +8,6 @@
 import {
   type AttributeValue,
   BatchGetItemCommand,
-  ConditionalCheckFailedException,
   type ConsumedCapacity,
   type DynamoDBClient,
   GetItemCommand,
@@ -19,7 +18,7 @@ import { MAX_BATCH_GET_KEYS } from '../layout/aws-limits';
 import { type JobStoreSettings, type JobWrite, type PriorState, TRANSITIONS } from '../policy/job-rules';
 import type { DependentEdge, HistoryEntry, JobIdentity, JobRecord, JobRef, JobState } from '../track/job-record';
 import type { ArchiveReason } from '../wire/archive-reasons';
-import { Expression, fromItem } from './dynamo-values';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** Write units consumed, summed from DynamoDB's own ConsumedCapacity answers. */
 export interface CapacityMeter {
@@ -156,9 +155,6 @@ export class DynamoJobTable {
     return items;
   }
 }
-
-export const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
-  error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
 /** `#name = :value` for each defined field. */
 export function assignments(e: Expression, fields: Record<string, unknown>): string {

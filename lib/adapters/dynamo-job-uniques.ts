@@ -7,8 +7,8 @@
 import { type AttributeValue, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expiresAt, indexKey, uniqueItemKey } from '../policy/job-rules';
 import type { DeduplicatedJob, UniqueHold, UniqueTake, UniqueWrite } from '../track/job-record';
-import { assignments, type DynamoJobTable, isConditionFailure, refFields, transitionCondition } from './dynamo-job-table';
-import { Expression, fromItem } from './dynamo-values';
+import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** How long after its window a hold's item lives before DynamoDB's TTL may delete it (seconds). */
 const HOLD_TTL_SLACK_SECONDS = 3_600;

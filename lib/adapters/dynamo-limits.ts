@@ -1,18 +1,9 @@
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { type AcquireRequest, bucket, type LimitStore, type TakeRequest, type TakeResult } from '../track/fleet-limits';
-import { Expression, fromItem } from './dynamo-values';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
 const TRIES = 4;
-
-const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
-  error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
 /**
  * {@link LimitStore} on the version's stats table, one item per limit key (`limit:<key>`), with

@@ -1,4 +1,8 @@
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+
+/** A conditional write's condition did not hold (by class, or by name from another copy of the SDK). */
+export const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
+  error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
 /** JSON-like values to DynamoDB attribute values (strings, numbers, booleans, null, lists, maps). */
 export function toAttribute(value: unknown): AttributeValue {

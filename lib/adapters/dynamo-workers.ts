@@ -1,13 +1,10 @@
-import { ConditionalCheckFailedException, type DynamoDBClient, paginateScan, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, paginateScan, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { TTL_ATTRIBUTE } from '../layout/tables';
 import { type WorkerItem, type WorkerRegistry, workerExpiresAt } from '../track/worker-registry';
-import { Expression, fromItem } from './dynamo-values';
+import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
 /** Worker items' keys in the version's stats table: `worker:<invocation id>` (no stats, limit or controls key starts so). */
 export const WORKER_KEY_PREFIX = 'worker:';
-
-const isConditionFailure = (error: unknown): boolean =>
-  error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 
 /**
  * {@link WorkerRegistry} on the version's stats table: one item per working invocation, written with

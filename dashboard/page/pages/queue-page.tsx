@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { addCost, costUsd, gbSeconds, NO_COST } from '../../../lib/policy/cost-attribution';
 import { bucketQuantile, mean, variance } from '../../../lib/policy/stat-sums';
 import type { TaskCost } from '../../../lib/track/stats-store';
+import { STAT_COUNTERS } from '../../../lib/track/stats-store';
 import type { Meta, QueueDayStats } from '../../api-types';
 import { get, readOnlyPage } from '../api';
 import { HistogramChart, mergeDurations, OutcomeChart, TrendChart } from '../charts';
@@ -120,19 +121,8 @@ export function QueuePage({ meta, version, name }: { meta: Meta; version: string
   if (!days) return <Problem error={error ?? 'loading…'} />;
   const today = days.at(-1);
   const reasons = meta.reasons.filter((r) => days.some((d) => (d.archived[r] ?? 0) > 0));
-  const counters = [
-    'succeeded',
-    'failed',
-    'retried',
-    'retryAfter',
-    'rateLimited',
-    'rateLimitHeld',
-    'timedOut',
-    'duplicates',
-    'released',
-    'deferred',
-    'scheduled',
-  ] as const;
+  // Every counter the stats table keeps, in its order (lib/track/stats-store.ts).
+  const counters = STAT_COUNTERS;
   const total = (k: (typeof counters)[number]) => days.reduce((n, d) => n + (d.counters[k] ?? 0), 0);
   const period = { wait: mergeDurations(days.map((d) => d.wait)), run: mergeDurations(days.map((d) => d.run)) };
   return (
