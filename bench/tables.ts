@@ -322,6 +322,11 @@ interface LimitsDoc extends Recorded {
     readonly case: string;
     readonly seconds: number;
     readonly deferralsPerTask: number;
+    /** The case beside a task a 429 paused: its jobs, and how often each was received (and held back). */
+    readonly pausedJobs?: number;
+    readonly receivesPerHeldJob?: number;
+    /** Each run's seconds (the reported run is the median's). */
+    readonly runs?: readonly number[];
     readonly sqsRequestsPerTask: number;
     readonly dynamoRequestsPerTask: number;
     readonly writeUnitsPerTask: number;
@@ -1261,11 +1266,12 @@ function limitsTable(r: Results): string {
     source('limits', r, 'per task'),
     '',
     table(
-      ['case', 'seconds', 'deferrals', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'],
+      ['case', 'seconds (each run)', 'deferrals', 'receives per held job', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU'],
       r.limits.results.map((x) => [
         x.case,
-        num(x.seconds),
+        x.runs ? `${num(x.seconds)} (${x.runs.map(num).join(', ')})` : num(x.seconds),
         num(x.deferralsPerTask),
+        x.receivesPerHeldJob === undefined ? '—' : num(x.receivesPerHeldJob),
         num(x.sqsRequestsPerTask),
         num(x.dynamoRequestsPerTask),
         num(x.writeUnitsPerTask),
