@@ -10,7 +10,8 @@
  * own cost); a concurrency limit of 3 that binds; a rate of 20 a second that binds; and beside a
  * task a 429 paused (RateLimitedError): N/2 jobs of another task on the same queue, interleaved,
  * whose task is paused for the whole run — what holding them back costs the no-op jobs' throughput
- * (its seconds against the baseline's) and how often each held job is received. Each case runs
+ * (its seconds against the baseline's) and how often each held job is received; the last two
+ * again with 200 ms jobs, where slots rather than receives bound the throughput. Each case runs
  * `--runs` times (default 3); the run with the median seconds is reported.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -38,6 +39,8 @@ interface Case {
   readonly limits?: string;
   /** Jobs of a task paused (a 429's pause) for the whole run, published between the no-op jobs. */
   readonly pausedJobs?: number;
+  /** How long each no-op job takes, ms. @defaultValue 10 (receive-bound: the dispatchers wait on SQS, not on slots) */
+  readonly runMs?: number;
 }
 
 const CASES: readonly Case[] = [
@@ -46,6 +49,9 @@ const CASES: readonly Case[] = [
   { name: 'concurrency 3 (binds)', limits: '{ concurrency: 3 }' },
   { name: '20 a second (binds)', limits: '{ perSecond: 20, burst: 2 }' },
   { name: 'beside a task a 429 paused', pausedJobs: Math.ceil(tasks / 2) },
+  // Jobs that take a while: the slots, not the receives, bound the throughput.
+  { name: 'no limits, 200 ms jobs', runMs: 200 },
+  { name: 'beside a task a 429 paused, 200 ms jobs', pausedJobs: Math.ceil(tasks / 2), runMs: 200 },
 ];
 
 async function measure(c: Case, emulators: { sqsEndpoint: string; dynamodbEndpoint: string }, workDir: string, run: number) {
@@ -58,7 +64,7 @@ async function measure(c: Case, emulators: { sqsEndpoint: string; dynamodbEndpoi
   mkdirSync(join(dir, 'tasks'), { recursive: true });
   writeFileSync(
     join(dir, 'tasks', 'noop.ts'),
-    `export default { name: 'noop', queue: 'work', timeLimitSeconds: 5, ${c.limits ? `limits: ${c.limits}, ` : ''}run: () => new Promise((r) => setTimeout(r, 10)) };`,
+    `export default { name: 'noop', queue: 'work', timeLimitSeconds: 5, ${c.limits ? `limits: ${c.limits}, ` : ''}run: () => new Promise((r) => setTimeout(r, ${c.runMs ?? 10})) };`,
   );
   // Never runs while the pause holds; were it run, it would meet the 429 again.
   writeFileSync(

@@ -14,6 +14,7 @@ import { waitForResult } from '../lib/publish/results';
 import { loadConfigModule } from '../lib/tasks/build';
 import { JOB_STATES, type JobState } from '../lib/track/job-record';
 import { ARCHIVE_REASONS, type ArchiveReason } from '../lib/wire/archive-reasons';
+import { bulkCommand } from './bulk-command';
 import {
   progressBar,
   renderArchive,
@@ -36,6 +37,10 @@ taskworker jobs list --tag T [--limit N] [--cursor C] [--json]
 taskworker jobs flow ID [--json]
 taskworker jobs cancel ID [--flow] [--json]
 taskworker jobs wait ID [--timeout S] [--json]
+taskworker jobs bulk cancel|replay|delete [filters] [--dry-run] [--rate N] [--limit N] [--json]
+  filters: --task T --queue Q --since TIME --until TIME; cancel: --state S --tag T --key K;
+  replay, delete: --reason R (TIME: 90m, 2h, 7d ago, or ISO-8601 with a zone)
+taskworker jobs bulk log [--day YYYY-MM-DD] [--json]
 taskworker stats [--queue Q | --task T] [--day YYYY-MM-DD] [--json]
 taskworker stats --minutes N [--queue Q] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
@@ -60,6 +65,11 @@ const common = {
   tag: { type: 'string' },
   cursor: { type: 'string' },
   flow: { type: 'boolean', default: false },
+  key: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  rate: { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
@@ -134,7 +144,8 @@ function reasonOption(reason: string | undefined): ArchiveReason | undefined {
 const print = (json: boolean, data: unknown, text: () => string) =>
   process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
 
-const JOBS_USAGE = 'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S]';
+const JOBS_USAGE =
+  'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S] | bulk cancel|replay|delete|log …';
 const ARCHIVE_USAGE = 'usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]';
 const subcommandMistake = (command: string, sub: string | undefined) =>
   sub === undefined ? '' : `unknown ${command} command ${JSON.stringify(sub)}; `;
@@ -151,7 +162,9 @@ interface Args {
 export async function operatorCommand(command: string, argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
   const json = values.json ?? false;
-  const limit = integerOption('--limit', values.limit, 20, 1, 10_000);
+  // A bulk operation's limit is its own (up to a million actions); a list's is a page.
+  const bulk = command === 'jobs' && positionals[0] === 'bulk';
+  const limit = integerOption('--limit', values.limit, 20, 1, bulk ? 1_000_000 : 10_000);
   const args: Args = { values, positionals, json, limit };
   switch (command) {
     case 'status':
@@ -198,10 +211,17 @@ async function jobsCommand(args: Args): Promise<number> {
   const { values } = args;
   const [sub, id, ...extra] = args.positionals;
   // A mistyped subcommand is named before anything is looked up (a version, a running dev).
-  if (!['show', 'list', 'flow', 'cancel', 'wait'].includes(sub ?? ''))
+  if (!['show', 'list', 'flow', 'cancel', 'wait', 'bulk'].includes(sub ?? ''))
     throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
   const tagMistake = values.tag === undefined ? undefined : tagProblem(values.tag);
   if (tagMistake) throw new UsageError(`--tag ${quoted(values.tag ?? '')}: ${tagMistake}`);
+  if (sub === 'bulk')
+    return bulkCommand(
+      await context(values),
+      [id, ...extra].filter((w) => w !== undefined),
+      values,
+      args.json,
+    );
   const jobs: JobsArgs = { ...args, ctx: await context(values), id, extra };
   if (sub === 'show') return jobsShow(jobs);
   if (sub === 'flow') return jobsFlow(jobs);
@@ -278,11 +298,11 @@ async function jobsCancel(args: JobsArgs): Promise<number> {
   const { ctx, json, values } = args;
   const id = onlyId(args, 'usage: taskworker jobs cancel ID [--flow]');
   if (values.flow) {
-    const result = await cancelFlow(flowDepsOf(ctx), id);
+    const result = await cancelFlow(flowDepsOf(ctx), id, ctx.config.queues);
     print(json, result, () => renderFlowCancel(result));
     return result.cancelled.length > 0 ? 0 : 1;
   }
-  const cancelled = await cancelJob(flowDepsOf(ctx), id);
+  const cancelled = await cancelJob(flowDepsOf(ctx), id, ctx.config.queues);
   print(json, cancelled, () => renderCancel(id, cancelled));
   return cancelled.outcome === 'cancelled' || cancelled.outcome === 'requested' ? 0 : 1;
 }

@@ -166,7 +166,12 @@ export function renderResult(r: JobResult): string {
 export function renderCancel(jobId: string, result: CancelResult): string {
   switch (result.outcome) {
     case 'cancelled': {
-      const was = result.record.runAt !== undefined ? `it was due ${iso(result.record.runAt)}` : 'it was waiting for other jobs';
+      const was =
+        result.record.runAt !== undefined
+          ? `it was due ${iso(result.record.runAt)}`
+          : result.record.dependsOn !== undefined
+            ? 'it was waiting for other jobs'
+            : 'its message is deleted when a dispatcher next receives it';
       const dependents = result.record.dependents?.length ?? 0;
       return `cancelled job ${jobId} (${was}); it will not run${dependents > 0 ? `; its ${dependents} dependent(s) count it as failed` : ''}`;
     }
@@ -175,7 +180,9 @@ export function renderCancel(jobId: string, result: CancelResult): string {
     case 'not-scheduled':
       return result.record.state === 'cancelled'
         ? `job ${jobId} was already cancelled`
-        : `job ${jobId} is ${result.record.state}: already handed to its queue, not cancelled (only a job scheduled for later, waiting for other jobs, or running can be)`;
+        : result.record.state === 'queued' || result.record.state === 'retrying'
+          ? `job ${jobId} is ${result.record.state} on a queue not tracked full: its dispatchers do not claim, so a cancel cannot stop it`
+          : `job ${jobId} is ${result.record.state}: it has ended, nothing to cancel`;
     case 'unknown':
       return `no job ${jobId}: nothing to cancel (unknown id, expired by its retention, its queue is not tracked full, or published without a record)`;
   }

@@ -23,7 +23,7 @@ export function registerJobActions({ route, context, options }: RouteContext): v
   route('/api/job/cancel', async (input) => {
     const { ctx, id } = await jobOf(input);
     // Its dependents learn it: counted as a failed dependency (archived, or run if they ignore it).
-    const result = await cancelJob(flowDepsOf(ctx), id);
+    const result = await cancelJob(flowDepsOf(ctx), id, ctx.config.queues);
     options.log(`cancel ${id} in ${ctx.version}: ${result.outcome}`);
     return result;
   });
@@ -46,7 +46,7 @@ export function registerJobActions({ route, context, options }: RouteContext): v
 
   route('/api/flow/cancel', async (input) => {
     const { ctx, id } = await jobOf(input);
-    const result = await cancelFlow(flowDepsOf(ctx), id);
+    const result = await cancelFlow(flowDepsOf(ctx), id, ctx.config.queues);
     options.log(
       `cancel flow of ${id} in ${ctx.version}: ${result.cancelled.length} cancelled, ${result.notCancelled.length} not cancelled${result.unknown ? ' (no such job)' : ''}`,
     );

@@ -9,6 +9,7 @@ import type * as S3 from '@aws-sdk/client-s3';
 import { DynamoControlStore } from '../adapters/dynamo-controls';
 import { DynamoJobStore } from '../adapters/dynamo-job-store';
 import { DynamoLimitStore } from '../adapters/dynamo-limits';
+import { DynamoOperationLog } from '../adapters/dynamo-operation-log';
 import { DynamoStatsStore } from '../adapters/dynamo-stats-store';
 import { DynamoWorkerRegistry } from '../adapters/dynamo-workers';
 import { S3PayloadStore } from '../adapters/s3';
@@ -64,9 +65,16 @@ function jobStoreOn(config: TaskworkerConfig, table: string, client: DynamoDBCli
 function statsStoresOn(
   table: string,
   client: DynamoDBClient,
-): { stats: DynamoStatsStore; limits: DynamoLimitStore; controls: DynamoControlStore; workers: DynamoWorkerRegistry } {
+): {
+  stats: DynamoStatsStore;
+  limits: DynamoLimitStore;
+  controls: DynamoControlStore;
+  workers: DynamoWorkerRegistry;
+  operations: DynamoOperationLog;
+} {
   return {
     stats: new DynamoStatsStore(table, client),
+    operations: new DynamoOperationLog(table, client),
     limits: new DynamoLimitStore(table, client),
     controls: new DynamoControlStore(table, client),
     workers: new DynamoWorkerRegistry(table, client),
@@ -84,6 +92,7 @@ export function trackingFor(
   limits?: DynamoLimitStore;
   controls?: DynamoControlStore;
   workers?: DynamoWorkerRegistry;
+  operations?: DynamoOperationLog;
 } {
   const client = dynamoClientFrom(dynamo);
   return {
@@ -103,6 +112,7 @@ export function versionStores(
   limits: DynamoLimitStore;
   controls: DynamoControlStore;
   workers: DynamoWorkerRegistry;
+  operations: DynamoOperationLog;
 } {
   const client = dynamoClientFrom(dynamo);
   return { jobs: jobStoreOn(config, tables.jobs, client), ...statsStoresOn(tables.stats, client) };

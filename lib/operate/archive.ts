@@ -18,6 +18,12 @@ export interface ArchiveFilter {
   readonly messageIds?: readonly string[];
   /** Only the archive entries of this job. */
   readonly jobId?: string;
+  /** Only messages archived from this queue. */
+  readonly queue?: string;
+  /** Only messages archived at or after this time (epoch ms). */
+  readonly since?: number;
+  /** Only messages archived before this time (epoch ms). */
+  readonly until?: number;
 }
 
 export interface ArchivedMessage {
@@ -30,7 +36,10 @@ const matches = (filter: ArchiveFilter, record: ArchiveRecord | undefined, messa
   (filter.reason === undefined || record?.reason === filter.reason) &&
   (filter.task === undefined || record?.task === filter.task) &&
   (filter.messageIds === undefined || filter.messageIds.includes(messageId)) &&
-  (filter.jobId === undefined || record?.jobId === filter.jobId);
+  (filter.jobId === undefined || record?.jobId === filter.jobId) &&
+  (filter.queue === undefined || record?.queue === filter.queue) &&
+  (filter.since === undefined || (record?.archivedAt ?? Number.NEGATIVE_INFINITY) >= filter.since) &&
+  (filter.until === undefined || (record?.archivedAt ?? Number.POSITIVE_INFINITY) < filter.until);
 
 /** How long scanned archive messages stay hidden, so a scan does not see one twice. */
 const SCAN_VISIBILITY_SECONDS = 120;
@@ -112,12 +121,15 @@ export async function replayArchived(
   filter: ArchiveFilter,
   limit: number,
   onProgress?: (done: number) => void,
+  /** Awaited before each replay (a bulk run's rate). */
+  pace?: () => Promise<void>,
 ): Promise<ReplayResult> {
   let replayed = 0;
   const skipped: Array<{ messageId: string; why: string }> = [];
   await walkArchive(ctx, async (message, record) => {
     if (!matches(filter, record, message.messageId)) return 'kept';
     if (replayed >= limit) return 'stop';
+    await pace?.();
     const origin = record ? ctx.urls.queues[record.queue] : undefined;
     if (!record || !origin) {
       skipped.push({ messageId: message.messageId, why: record ? `queue ${record.queue} is not configured` : 'no archive record' });
@@ -155,6 +167,36 @@ export async function replayArchived(
     return 'consumed';
   });
   return { replayed, skipped };
+}
+
+/**
+ * Deletes archived messages matching the filter from the archive, at most `limit`, each after
+ * `pace`; resolves with how many. Their job records stay as they are (`archived`): the record, not
+ * the message, is the job's history.
+ */
+export async function deleteArchived(
+  ctx: OperatorContext,
+  filter: ArchiveFilter,
+  limit: number,
+  onProgress?: (done: number) => void,
+  pace?: () => Promise<void>,
+): Promise<number> {
+  let deleted = 0;
+  await walkArchive(ctx, async (message, record) => {
+    if (!matches(filter, record, message.messageId)) return 'kept';
+    if (deleted >= limit) return 'stop';
+    await pace?.();
+    const out = await callWithEntryRetries(
+      [{ id: message.messageId, receiptHandle: message.receiptHandle }],
+      (entries) => ctx.queues.deleteBatch(ctx.urls.archive, entries),
+      ctx.clock,
+    );
+    if (out.failed.length > 0) return 'kept';
+    deleted += 1;
+    onProgress?.(deleted);
+    return 'consumed';
+  });
+  return deleted;
 }
 
 /** A job's body as it is replayed: its id pinned (a job published without one was known by its first message's id), an expired one's expiry left out. */

@@ -6,7 +6,9 @@
  * and every walk stops at a bound: a fan-in of 100,000 members is counted from its first members, not listed.
  */
 
+import type { QueueConfig } from '../config/app-config';
 import { dependencyIds, edgesOf } from '../policy/dependency-rules';
+import { cancelCannotStop } from '../policy/job-rules';
 import { silentLogger } from '../ports';
 import { type FlowDeps, propagate } from '../settle/dependents';
 import type { CancelResult, JobRecord } from '../track/job-record';
@@ -118,13 +120,22 @@ export async function flowOf(jobs: FlowStore, jobId: string, limit = RELATED_REA
 }
 
 /**
- * Cancels a parked or waiting job, and counts it, failed, into the jobs waiting for it: those that
+ * Cancels a queued, retrying, parked or waiting job, and counts it, failed, into the jobs waiting for it: those that
  * `fail` with a dependency are archived `dependency-failed`, those that `ignore` it run once their
  * other dependencies end. Asked again for a job already cancelled, it counts it again (idempotent):
  * an earlier call interrupted after the cancel and before the count is finished this way. A running
  * job is asked to stop (`requested`): its dispatcher ends it `cancelled` and counts it the same way.
  */
-export async function cancelJob(deps: FlowDeps, jobId: string): Promise<CancelResult> {
+export async function cancelJob(
+  deps: FlowDeps,
+  jobId: string,
+  /** The version's queues: a queued or retrying job of one that is not tracked `full` cannot be stopped ({@link cancelCannotStop}). */
+  queues: readonly Pick<QueueConfig, 'name' | 'tracking'>[],
+): Promise<CancelResult> {
+  if (queues.some((q) => q.tracking !== 'full')) {
+    const record = await deps.jobs.get(jobId);
+    if (record && cancelCannotStop(record, queues)) return { outcome: 'not-scheduled', record };
+  }
   const result = await deps.jobs.cancel(jobId, deps.clock.now());
   if (result.outcome !== 'unknown' && result.record.state === 'cancelled') {
     await propagate(deps, jobId, true, edgesOf(result.record));
@@ -139,7 +150,12 @@ export async function cancelJob(deps: FlowDeps, jobId: string): Promise<CancelRe
  * archived or released on the way. A dependent not yet registered on its dependency (its message
  * not yet taken by a dispatcher) is not found; it learns of the cancel when it registers.
  */
-export async function cancelFlow(deps: FlowDeps, jobId: string, limit = FLOW_CANCEL_LIMIT): Promise<FlowCancelResult> {
+export async function cancelFlow(
+  deps: FlowDeps,
+  jobId: string,
+  queues: readonly Pick<QueueConfig, 'name' | 'tracking'>[],
+  limit = FLOW_CANCEL_LIMIT,
+): Promise<FlowCancelResult> {
   const root = await deps.jobs.get(jobId);
   if (!root) return { root: jobId, cancelled: [], notCancelled: [], unknown: true, complete: true };
   const records: JobRecord[] = [root];
@@ -156,8 +172,9 @@ export async function cancelFlow(deps: FlowDeps, jobId: string, limit = FLOW_CAN
   const cancelled: JobRecord[] = [];
   const notCancelled: Array<{ jobId: string; state: JobRecord['state'] }> = [];
   for (const record of records) {
-    // A running member is left to `jobs cancel ID`: a flow's cancel stops what has not started.
-    if (record.state === 'running') {
+    // A running member is left to `jobs cancel ID`: a flow's cancel stops what has not started
+    // (and can be stopped: not a queued member of a queue whose dispatchers do not claim).
+    if (record.state === 'running' || cancelCannotStop(record, queues)) {
       notCancelled.push({ jobId: record.jobId, state: record.state });
       continue;
     }

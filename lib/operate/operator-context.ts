@@ -10,6 +10,7 @@ import type { MetricsThroughput } from '../policy/throughput';
 import type { DeadLetterMover, OldestAge, PayloadStore, QueueClient, QueueDirectory, QueueLister, QueueUrls } from '../ports';
 import { type StoredResultReader, storedResultReader } from '../publish/results';
 import type { JobStore } from '../track/job-stores';
+import type { OperationLog } from '../track/operation-log';
 import type { ControlStore } from '../track/operator-controls';
 import type { StatsStore } from '../track/stats-store';
 import type { WorkerRegistry } from '../track/worker-registry';
@@ -40,6 +41,8 @@ export interface OperatorContext {
   readonly controls?: ControlStore;
   /** The worker registry (`taskworker workers`); without it no worker is listed. */
   readonly workers?: WorkerRegistry;
+  /** The operations log (bulk operations, who ran them); without it they are not logged. */
+  readonly operations?: OperationLog;
   readonly clock: Clock;
   /** Reads a result the dispatcher kept in the version's bucket (over 1 KB); without it such a result shows its size only. */
   readonly readStoredResult?: StoredResultReader;
@@ -84,7 +87,11 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
   const queues = sqsQueues(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
   let s3: PayloadStore | undefined;
-  const { jobs, stats, controls, workers } = versionStores(options.config, tableNames(options.config.app, options.version), options.dynamo);
+  const { jobs, stats, controls, workers, operations } = versionStores(
+    options.config,
+    tableNames(options.config.app, options.version),
+    options.dynamo,
+  );
   return {
     config: options.config,
     version: options.version,
@@ -94,6 +101,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     stats,
     controls,
     workers,
+    operations,
     clock: options.clock ?? systemClock,
     // The S3 client (and @aws-sdk/client-s3) is made only when a kept result is first read.
     readStoredResult: storedResultReader(() => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import type { QueueConfig } from '../config/app-config';
 import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from '../track/job-record';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -100,7 +101,11 @@ export const TRANSITIONS = {
   sweep: { from: ['scheduled'], sameJob: false },
   /** The sweep sent it: it is a queued job again. */
   handOver: { from: ['scheduled'], sameJob: false },
-  cancel: { from: ['scheduled', 'waiting'], sameJob: false },
+  /**
+   * An operator cancels a job that has not started (or is between attempts): a queued or retrying
+   * job's message is deleted when a dispatcher next receives it, its claim finding the job ended.
+   */
+  cancel: { from: ['scheduled', 'waiting', 'queued', 'retrying'], sameJob: false },
   /**
    * An operator runs a parked job now: its `runAt` and body (the same envelope, due now) rewritten
    * while it is parked as read (not announced, no sweep holding it), for the sweep's path to send.
@@ -177,6 +182,18 @@ export function payloadDigest(payload: unknown): string {
     .update(stringify(payload ?? null) ?? 'null')
     .digest('base64url')
     .slice(0, 22);
+}
+
+/**
+ * Whether a cancel would not stop the job: a queued or retrying job of a queue whose dispatchers do
+ * not claim (tracking other than `full`) runs when its message comes whatever its record says.
+ */
+export function cancelCannotStop(
+  record: Pick<JobRecord, 'state' | 'queue'>,
+  queues: readonly Pick<QueueConfig, 'name' | 'tracking'>[],
+): boolean {
+  if (record.state !== 'queued' && record.state !== 'retrying') return false;
+  return queues.find((q) => q.name === record.queue)?.tracking !== 'full';
 }
 
 /** Whether a claim at `now` may take the job: new, queued, retrying, due, or running on a lapsed lease. */

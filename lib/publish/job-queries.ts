@@ -1,6 +1,7 @@
 /** What a publisher asks of its jobs once published: cancel one, wait for its result, list those with a tag. */
 import { PublishOptionError, ResultUnavailableError } from '../errors';
 import { edgesOf } from '../policy/dependency-rules';
+import { cancelCannotStop } from '../policy/job-rules';
 import { silentLogger } from '../ports';
 import { propagate } from '../settle/dependents';
 import type { CancelResult, JobRecord } from '../track/job-record';
@@ -13,6 +14,10 @@ export async function cancelJob(ctx: PublishContext, jobId: string): Promise<Can
   if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId))
     throw new PublishOptionError('jobId', jobId, '1..128 printable ASCII characters');
   const jobs = ctx.jobStore();
+  if (ctx.config.queues.some((q) => q.tracking !== 'full')) {
+    const record = await jobs.get(jobId);
+    if (record && cancelCannotStop(record, ctx.config.queues)) return { outcome: 'not-scheduled', record };
+  }
   const result = await jobs.cancel(jobId, ctx.clock.now());
   // The jobs waiting for it learn it will not succeed: `fail` ones are archived, `ignore` ones run.
   if (result.outcome === 'cancelled') {

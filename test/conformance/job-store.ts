@@ -744,7 +744,7 @@ export function jobStoreConformance(
         expect((await claim(jobs, job, base + 1)).outcome).toBe('claimed');
       });
 
-      it('cancels a parked job, not one already handed over; a cancelled job never claims', async () => {
+      it('cancels a parked job, and one already handed over (queued, its message in SQS); a cancelled job never claims', async () => {
         const job = ref();
         await park(job, base);
         expect(await jobs.cancel(job.jobId, base - 10)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
@@ -759,7 +759,9 @@ export function jobStoreConformance(
         await park(handed, base);
         await jobs.leaseForSweep(handed.jobId, base - 100, base + 100);
         await jobs.handOver(handed.jobId, base + 100, base - 50);
-        expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'queued' } });
+        expect(await jobs.cancel(handed.jobId, base - 40)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+        // Its message, when a dispatcher receives it, finds the job ended.
+        expect((await claim(jobs, handed, base)).outcome).toBe('finished');
       });
 
       it('reads a parked job as the sweep would send it; brings it forward once, as read: due now with its new body, then swept and claimed', async () => {

@@ -9,6 +9,7 @@ import { createUiApp } from '../../dashboard/server/server';
 import type { UiOptions } from '../../dashboard/server/ui-options';
 import { MoveTaskUnavailableError } from '../../lib/errors';
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
+import { MemoryOperationLog } from '../../lib/fakes/memory-operation-log';
 import { MemoryPayloadStore } from '../../lib/fakes/memory-payloads';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import type { OperatorContext } from '../../lib/operate/operator-context';
@@ -93,6 +94,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
     stats: w.stats,
     controls: new MemoryControlStore(),
     workers: new MemoryWorkerRegistry(),
+    operations: new MemoryOperationLog(),
     clock: w.clock,
     readStoredResult: storedResultReader(() => payloads.store),
   };

@@ -167,6 +167,21 @@ describe('operator CLI against taskworker dev', () => {
     expect(await archived()).toBe(4);
   });
 
+  it('jobs bulk replay --dry-run: the count the archive filter gives, a sample, nothing moved, nothing logged', async () => {
+    const listed = JSON.parse((await run('archive', 'list', '--reason', 'exhausted', '--json')).out) as unknown[];
+    const dry = await run('jobs', 'bulk', 'replay', '--reason', 'exhausted', '--dry-run', '--json');
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.out)).toMatchObject({ action: 'replay', dryRun: true, matched: listed.length, done: 0 });
+    const text = await run('jobs', 'bulk', 'replay', '--reason', 'exhausted', '--dry-run');
+    expect(text.out).toContain(`dry run: replay would act on ${listed.length} archived message(s) (nothing changed)`);
+    expect(await archived()).toBe(4);
+    expect(JSON.parse((await run('jobs', 'bulk', 'log', '--json')).out)).toEqual([]);
+    const wrong = await run('jobs', 'bulk', 'replay', '--tag', 'nightly');
+    expect(wrong.code).toBe(2);
+    expect(wrong.err.trim().split('\n')).toHaveLength(1);
+    expect(wrong.err).toContain('--tag "nightly": expected no --tag for replay');
+  });
+
   it('archive replay: back to the origin queue with attempts reset; the job runs again', async () => {
     writeFileSync(gate, 'open');
     const result = await run('archive', 'replay', '--task', 'gated', '--json');
@@ -227,7 +242,7 @@ describe('operator CLI against taskworker dev', () => {
     expect(await stack.jobs.get(jobId)).toMatchObject({ state: 'cancelled', runAt });
     const ran = await run('jobs', 'cancel', ids.record as string);
     expect(ran.code).toBe(1);
-    expect(ran.out).toContain(`job ${ids.record} is succeeded: already handed to its queue, not cancelled`);
+    expect(ran.out).toContain(`job ${ids.record} is succeeded: it has ended, nothing to cancel`);
     const noZone = await run('publish', 'record', '--payload', '{}', '--at', '2027-01-01T09:00');
     expect(noZone.code).toBe(2);
     expect(noZone.err).toMatch(/--at 2027-01-01T09:00: expected an ISO-8601 time with a zone/);
@@ -252,5 +267,34 @@ describe('operator CLI against taskworker dev', () => {
     });
     const untracked = await stack.publisher.publish('record', { journal, n: 8 }, { queue: 'bulk' });
     await expect(stack.publisher.result(untracked)).rejects.toThrow(/queue "bulk" cannot be awaited: it is tracked "off"/);
+  });
+
+  it('jobs bulk cancel: the parked jobs of a task by key, at most --rate a second, logged with who ran it', async () => {
+    process.env.TASKWORKER_OPERATOR = 'ops@example';
+    const later = await Promise.all(
+      ['a', 'a', 'b'].map((key) => stack.publisher.publish('record', { journal, n: 50 }, { delaySeconds: 3_600, key })),
+    );
+    const dry = JSON.parse((await run('jobs', 'bulk', 'cancel', '--task', 'record', '--key', 'a', '--dry-run', '--json')).out);
+    expect(dry).toMatchObject({ matched: 2, done: 0 });
+    const done = JSON.parse((await run('jobs', 'bulk', 'cancel', '--task', 'record', '--key', 'a', '--rate', '4', '--json')).out);
+    expect(done).toMatchObject({ matched: 2, done: 2, skipped: [] });
+    // Two cancels at 4 a second: a quarter of a second apart at least.
+    expect(done.endedAt - done.startedAt).toBeGreaterThanOrEqual(250);
+    const states = await Promise.all(later.map(async (p) => (await stack.jobs.get(p.jobId))?.state));
+    expect(states).toEqual(['cancelled', 'cancelled', 'scheduled']);
+    const log = JSON.parse((await run('jobs', 'bulk', 'log', '--json')).out);
+    expect(log).toEqual([
+      expect.objectContaining({
+        who: 'ops@example',
+        action: 'bulk cancel',
+        filter: { task: 'record', key: 'a' },
+        matched: 2,
+        done: 2,
+        ratePerSecond: 4,
+      }),
+    ]);
+    expect((await run('jobs', 'bulk', 'log')).out).toMatch(
+      /ops@example {2}bulk cancel {2}\{"task":"record","key":"a"\} {2}matched 2, done 2 at ≤ 4\/s/,
+    );
   });
 });

@@ -61,7 +61,7 @@ describe('cancelling a running job (fakes)', () => {
         queue: 'urgent',
         timeLimitSeconds: 20,
         async run(_payload, ctx) {
-          cancelled = await cancelJob(flows(w), ctx.jobId);
+          cancelled = await cancelJob(flows(w), ctx.jobId, w.config.queues);
           await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
           reason = ctx.signal.reason;
           beat = await ctx.heartbeat().catch((e: unknown) => e);
@@ -97,7 +97,7 @@ describe('cancelling a running job (fakes)', () => {
         queue: 'urgent',
         timeLimitSeconds: 20,
         async run(_payload, ctx) {
-          await cancelJob(flows(w), ctx.jobId);
+          await cancelJob(flows(w), ctx.jobId, w.config.queues);
           const end = Date.now() + 1_800;
           while (Date.now() < end) await new Promise((r) => setTimeout(r, 20));
           return 'too late';
@@ -122,7 +122,7 @@ describe('cancelling a running job (fakes)', () => {
         async run(_payload, ctx) {
           await w.send('urgent', envelope('ok', 'dependent', { dependsOn: [ctx.jobId] }));
           await until(async () => (await w.jobs.get('dependent'))?.state === 'waiting');
-          await cancelJob(flows(w), ctx.jobId);
+          await cancelJob(flows(w), ctx.jobId, w.config.queues);
           await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
         },
       },
