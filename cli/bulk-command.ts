@@ -1,6 +1,13 @@
 /** `taskworker jobs bulk`: cancel, replay or delete many jobs by filter, with a dry run, a rate, progress and a log. */
-import { hostname, userInfo } from 'node:os';
-import { BULK_ACTIONS, type BulkAction, type BulkFilter, type BulkResult, CANCELLABLE_STATES, runBulk } from '../lib/operate/bulk';
+import {
+  BULK_ACTIONS,
+  type BulkAction,
+  type BulkFilter,
+  type BulkResult,
+  CANCELLABLE_STATES,
+  operatorName,
+  runBulk,
+} from '../lib/operate/bulk';
 import type { OperatorContext } from '../lib/operate/operator-context';
 import { utcDay } from '../lib/policy/stat-sums';
 import type { JobState } from '../lib/track/job-record';
@@ -36,11 +43,6 @@ export function timeOption(name: string, text: string, now: number): number {
   } catch {
     throw new UsageError(`${name} ${text}: expected a time ago (90m, 2h, 7d) or an ISO-8601 time with a zone, e.g. 2027-01-01T09:00:00Z`);
   }
-}
-
-/** Who runs it, for the operations log: TASKWORKER_OPERATOR, else the local user at this host. */
-export function operatorName(): string {
-  return process.env.TASKWORKER_OPERATOR ?? `${userInfo().username}@${hostname()}`;
 }
 
 /** The filter the options give, checked (the action's own rules are checked by runBulk). */

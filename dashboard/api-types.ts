@@ -13,6 +13,9 @@
  */
 
 import type {
+  BulkAction,
+  BulkFilter,
+  BulkResult,
   FlowCancelResult,
   FlowView,
   JobCounts,
@@ -25,8 +28,11 @@ import type {
 } from '../lib/operate/answers';
 import type { EventsView } from '../lib/operate/events';
 import type { FiledRejection } from '../lib/operate/rejections';
+import type { OperationEntry } from '../lib/track/operation-log';
 
 export type {
+  BulkAction,
+  BulkResult,
   CountSource,
   FlowCancelResult,
   FlowView,
@@ -121,6 +127,25 @@ export type ReplayRequest = VersionQuery & {
   readonly messageIds?: readonly string[];
   /** At most this many (1..100000, 10000 when absent). */
   readonly limit?: number;
+};
+
+/**
+ * A bulk operation (`taskworker jobs bulk`, lib/operate/bulk.ts): the action, its filter, and
+ * whether it only counts (`dryRun`: the page's confirm step names the count it gives).
+ */
+export type BulkRequest = VersionQuery &
+  Partial<Readonly<Record<keyof BulkFilter, string | number>>> & {
+    readonly action: BulkAction;
+    readonly dryRun?: boolean;
+    /** At most this many actions a second. */
+    readonly ratePerSecond?: number;
+    /** At most this many actions. */
+    readonly limit?: number;
+  };
+
+export type BulkLogQuery = VersionQuery & {
+  /** YYYY-MM-DD (UTC). @defaultValue today */
+  readonly day?: string;
 };
 
 export type RedriveRequest = VersionQuery & {
@@ -350,6 +375,10 @@ export interface Api {
   readonly '/api/job/retry': Route<'POST', RetryRequest, RetryResult>;
   readonly '/api/archive/replay': Route<'POST', ReplayRequest, ReplayResult>;
   readonly '/api/dlq/redrive': Route<'POST', RedriveRequest, readonly RedriveResult[]>;
+  /** Cancel, replay or delete many jobs by filter, or (dryRun) count them; a run is logged. */
+  readonly '/api/bulk': Route<'POST', BulkRequest, BulkResult>;
+  /** A day's bulk operations: who ran which, on what, how many. */
+  readonly '/api/bulk/log': Route<'GET', BulkLogQuery, readonly OperationEntry[]>;
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
   readonly '/api/job/run-now': Route<'POST', RunNowRequest, RunNowResult>;
   readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
@@ -386,6 +415,8 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/job/retry': 'POST',
   '/api/archive/replay': 'POST',
   '/api/dlq/redrive': 'POST',
+  '/api/bulk': 'POST',
+  '/api/bulk/log': 'GET',
   '/api/job/cancel': 'POST',
   '/api/job/run-now': 'POST',
   '/api/flow/cancel': 'POST',

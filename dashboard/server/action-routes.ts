@@ -1,5 +1,6 @@
 /** The API's actions (POSTs; the guard has checked the token and read-only mode): each one logged in a line. */
 import { type ArchiveFilter, replayArchived } from '../../lib/operate/archive';
+import { type BulkAction, type BulkFilter, operatorName, runBulk } from '../../lib/operate/bulk';
 import { redriveDeadLetters } from '../../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf } from '../../lib/operate/flow-commands';
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
@@ -66,6 +67,52 @@ export function registerQueueActions({ route, context, queueNames, options }: Ro
     const limit = integerParam('limit', input.limit === undefined ? undefined : String(input.limit), 10_000, 1, 100_000);
     const result = await replayArchived(ctx, filter, limit);
     options.log(`replay ${JSON.stringify(filter)} in ${ctx.version}: ${result.replayed} replayed, ${result.skipped.length} skipped`);
+    return result;
+  });
+
+  // `taskworker jobs bulk`: the page asks a dry run first, names its count in the confirm step, then runs it.
+  route('/api/bulk', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const action = stringParam('action', input.action);
+    const time = (name: 'since' | 'until') => {
+      const value = input[name];
+      if (value === undefined || value === null || value === '') return undefined;
+      const at = typeof value === 'number' ? value : Date.parse(String(value));
+      if (!Number.isFinite(at)) throw new RequestError(`${name} ${JSON.stringify(value)}: expected epoch ms or an ISO-8601 time`);
+      return at;
+    };
+    const since = time('since');
+    const until = time('until');
+    const filter: BulkFilter = {
+      ...archiveFilter(input),
+      ...Object.fromEntries(
+        (['queue', 'state', 'tag', 'key'] as const).flatMap((f) => {
+          const value = stringParam(f, input[f]);
+          return value === undefined ? [] : [[f, value]];
+        }),
+      ),
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+    };
+    const number = (name: 'limit' | 'ratePerSecond') => {
+      const value = input[name];
+      if (value === undefined || value === null) return undefined;
+      if (typeof value !== 'number') throw new RequestError(`${name}: expected a number, got ${JSON.stringify(value)}`);
+      return value;
+    };
+    const limit = number('limit');
+    const ratePerSecond = number('ratePerSecond');
+    const result = await runBulk(ctx, action as BulkAction, filter, {
+      dryRun: input.dryRun === true,
+      who: `dashboard (${operatorName()})`,
+      ...(limit !== undefined ? { limit } : {}),
+      ...(ratePerSecond !== undefined ? { ratePerSecond } : {}),
+    });
+    if (!result.dryRun) {
+      options.log(
+        `bulk ${action} ${JSON.stringify(filter)} in ${ctx.version}: ${result.done} of ${result.matched} done, ${result.skipped.length} skipped`,
+      );
+    }
     return result;
   });
 

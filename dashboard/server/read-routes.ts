@@ -8,7 +8,7 @@ import type { OperatorContext } from '../../lib/operate/operator-context';
 import { lookUpJob } from '../../lib/operate/rejections';
 import { statsHistory, throughput, versionStatus } from '../../lib/operate/version-status';
 import { listWorkers } from '../../lib/operate/worker-views';
-import { taskStatsKey } from '../../lib/policy/stat-sums';
+import { taskStatsKey, utcDay } from '../../lib/policy/stat-sums';
 import { JOB_STATES, type JobRecord, type JobState } from '../../lib/track/job-record';
 import { ARCHIVE_REASONS } from '../../lib/wire/archive-reasons';
 import { describeError } from './request-guard';
@@ -171,5 +171,12 @@ export function registerJobReads({ route, context, queueNames }: RouteContext): 
   route('/api/archive/count', async (query) => {
     const ctx = await context(query.version);
     return countArchived(ctx, archiveFilter(query));
+  });
+
+  route('/api/bulk/log', async (query) => {
+    const ctx = await context(query.version);
+    const day = query.day ?? utcDay(ctx.clock.now());
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new RequestError(`day ${JSON.stringify(day)}: expected YYYY-MM-DD`);
+    return ctx.operations ? ctx.operations.day(day) : [];
   });
 }

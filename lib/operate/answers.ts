@@ -224,3 +224,59 @@ export type RunNowResult =
   | { readonly outcome: 'announced'; readonly record: JobRecord }
   | { readonly outcome: 'not-scheduled'; readonly record: JobRecord }
   | { readonly outcome: 'unknown' };
+
+/** The states a bulk cancel takes by default: every job not ended, not running. */
+export const OPEN_STATES: readonly JobState[] = ['queued', 'retrying', 'scheduled', 'waiting'];
+/** The states a bulk cancel may be asked for (`running`: each is asked to stop, as `jobs cancel` does). */
+export const CANCELLABLE_STATES: readonly JobState[] = [...OPEN_STATES, 'running'];
+
+/** What `jobs bulk` (lib/operate/bulk.ts) acts with. */
+export type BulkAction = 'cancel' | 'replay' | 'delete';
+
+export interface BulkFilter {
+  /** Jobs (or archived messages) of this task. */
+  readonly task?: string;
+  /** Jobs (or archived messages) of this queue. */
+  readonly queue?: string;
+  /** cancel: jobs in this state. @defaultValue every state of {@link OPEN_STATES} */
+  readonly state?: JobState;
+  /** cancel: jobs with this tag (read from the tag index, without a scan). */
+  readonly tag?: string;
+  /** cancel: jobs with this key. */
+  readonly key?: string;
+  /** replay and delete: messages archived for this reason. */
+  readonly reason?: ArchiveReason;
+  /** Epoch ms, inclusive: published at or after (cancel), archived at or after (replay, delete). */
+  readonly since?: number;
+  /** Epoch ms, exclusive: published before (cancel), archived before (replay, delete). */
+  readonly until?: number;
+}
+
+/** One job or archived message a bulk operation selected. */
+export interface BulkItem {
+  readonly id: string;
+  readonly task?: string;
+  readonly queue?: string;
+  /** The job's state (cancel) or the archive's reason (replay, delete). */
+  readonly what?: string;
+  /** Published (cancel) or archived (replay, delete) at, epoch ms. */
+  readonly at?: number;
+}
+
+export interface BulkResult {
+  readonly action: BulkAction;
+  readonly filter: BulkFilter;
+  readonly dryRun: boolean;
+  /** What the filter selected (counted up to the limit). */
+  readonly matched: number;
+  /** The count stopped at the limit: more match. */
+  readonly capped: boolean;
+  /** Acted on (0 in a dry run). */
+  readonly done: number;
+  /** Selected but not acted on, with why (a job that ended meanwhile, a send that failed). */
+  readonly skipped: ReadonlyArray<{ readonly id: string; readonly why: string }>;
+  /** The first few selected, for a dry run's "these". */
+  readonly sample: readonly BulkItem[];
+  readonly startedAt: number;
+  readonly endedAt: number;
+}

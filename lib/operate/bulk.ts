@@ -9,42 +9,20 @@
  * open state; a replayed or deleted message is no longer in the archive), so a second run picks up
  * what the first did not reach.
  */
+import { hostname, userInfo } from 'node:os';
 import type { Clock } from '../clock';
 import { TaskworkerError } from '../errors';
-import type { JobRecord, JobState } from '../track/job-record';
+import type { JobRecord } from '../track/job-record';
 import type { OperationEntry } from '../track/operation-log';
-import type { ArchiveReason } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
+import { type BulkAction, type BulkFilter, type BulkItem, type BulkResult, CANCELLABLE_STATES, OPEN_STATES } from './answers';
 import { type ArchiveFilter, countArchived, deleteArchived, listArchived, replayArchived } from './archive';
 import { cancelJob, flowDepsOf, listTaggedPage } from './flow-commands';
 import type { OperatorContext } from './operator-context';
 
-export type BulkAction = 'cancel' | 'replay' | 'delete';
+export { type BulkAction, type BulkFilter, type BulkItem, type BulkResult, CANCELLABLE_STATES, OPEN_STATES } from './answers';
+
 export const BULK_ACTIONS: readonly BulkAction[] = ['cancel', 'replay', 'delete'];
-
-/** The states a bulk cancel takes by default: every job not ended, not running. */
-export const OPEN_STATES: readonly JobState[] = ['queued', 'retrying', 'scheduled', 'waiting'];
-/** The states a bulk cancel may be asked for (`running`: each is asked to stop, as `jobs cancel` does). */
-export const CANCELLABLE_STATES: readonly JobState[] = [...OPEN_STATES, 'running'];
-
-export interface BulkFilter {
-  /** Jobs (or archived messages) of this task. */
-  readonly task?: string;
-  /** Jobs (or archived messages) of this queue. */
-  readonly queue?: string;
-  /** cancel: jobs in this state. @defaultValue every state of {@link OPEN_STATES} */
-  readonly state?: JobState;
-  /** cancel: jobs with this tag (read from the tag index, without a scan). */
-  readonly tag?: string;
-  /** cancel: jobs with this key. */
-  readonly key?: string;
-  /** replay and delete: messages archived for this reason. */
-  readonly reason?: ArchiveReason;
-  /** Epoch ms, inclusive: published at or after (cancel), archived at or after (replay, delete). */
-  readonly since?: number;
-  /** Epoch ms, exclusive: published before (cancel), archived before (replay, delete). */
-  readonly until?: number;
-}
 
 export interface BulkOptions {
   readonly dryRun?: boolean;
@@ -58,33 +36,9 @@ export interface BulkOptions {
   readonly onProgress?: (done: number, of: number | undefined) => void;
 }
 
-/** One job or archived message a bulk operation selected. */
-export interface BulkItem {
-  readonly id: string;
-  readonly task?: string;
-  readonly queue?: string;
-  /** The job's state (cancel) or the archive's reason (replay, delete). */
-  readonly what?: string;
-  /** Published (cancel) or archived (replay, delete) at, epoch ms. */
-  readonly at?: number;
-}
-
-export interface BulkResult {
-  readonly action: BulkAction;
-  readonly filter: BulkFilter;
-  readonly dryRun: boolean;
-  /** What the filter selected (counted up to the limit). */
-  readonly matched: number;
-  /** The count stopped at the limit: more match. */
-  readonly capped: boolean;
-  /** Acted on (0 in a dry run). */
-  readonly done: number;
-  /** Selected but not acted on, with why (a job that ended meanwhile, a send that failed). */
-  readonly skipped: ReadonlyArray<{ readonly id: string; readonly why: string }>;
-  /** The first few selected, for a dry run's "these". */
-  readonly sample: readonly BulkItem[];
-  readonly startedAt: number;
-  readonly endedAt: number;
+/** Who runs an operation, for the operations log: TASKWORKER_OPERATOR, else the local user at this host. */
+export function operatorName(): string {
+  return process.env.TASKWORKER_OPERATOR ?? `${userInfo().username}@${hostname()}`;
 }
 
 /** The most a bulk operation acts on (or counts) unless asked for fewer. */

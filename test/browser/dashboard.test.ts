@@ -11,6 +11,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { exactDuration } from '../../dashboard/page/format';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import { listArchived } from '../../lib/operate/archive';
 import { countJobStates } from '../../lib/operate/job-counts';
 import type { OperatorContext } from '../../lib/operate/operator-context';
 import { throughput } from '../../lib/operate/version-status';
@@ -214,6 +215,33 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect((await ctx.jobs.get('xss-1'))?.result).toBe(JSON.stringify({ posted: XSS }));
     await page.goto(`${ui.url}#/job/xss-1`);
     await until(async () => (await page.locator('h2 .badge').textContent()) === 'succeeded', 'the job page to say succeeded');
+  });
+
+  it('deletes every archived message a filter matches after a confirm that names the count, and logs it', async () => {
+    const flag = join(scratch, 'never-up');
+    const ids = ['bulk-1', 'bulk-2', 'bulk-3'];
+    for (const id of ids) await stack.publisher.publish('ledger', { flag, note: id }, { id });
+    for (const id of ids) await until(async () => (await jobState(id)) === 'archived', `${id} to be archived`);
+    const archivedLedger = (await listArchived(ctx, { task: 'ledger', reason: 'exhausted' }, 100)).length;
+    await page.goto(`${ui.url}#/archive?reason=exhausted&task=ledger`);
+    await page.locator('tr', { has: page.locator('a', { hasText: 'bulk-3' }) }).waitFor();
+    await page.click('button:has-text("Delete all matching…")');
+    const question = (await page.locator('[role="dialog"] p').textContent()) ?? '';
+    expect(question).toContain(
+      `Delete ${archivedLedger} archived message(s) from the archive (their job records stay), matching reason exhausted, task ledger?`,
+    );
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await page.locator('[data-testid="action-outcome"]').waitFor();
+    expect(await page.locator('[data-testid="action-outcome"]').textContent()).toBe(
+      `deleted from the archive ${archivedLedger} of ${archivedLedger}`,
+    );
+    expect(await listArchived(ctx, { task: 'ledger', reason: 'exhausted' }, 100)).toEqual([]);
+    for (const id of ids) expect(await jobState(id)).toBe('archived');
+    await page.reload();
+    await page.locator('[data-testid="bulk-log"] summary').click();
+    expect(await page.locator('[data-testid="bulk-log"] li').last().textContent()).toContain(
+      `bulk delete {"reason":"exhausted","task":"ledger"} — ${archivedLedger} of ${archivedLedger} done`,
+    );
   });
 
   it("the publish form refuses a payload the task's validate refuses, and publishes a good one", async () => {

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { Meta, ReplayResult } from '../../api-types';
 import { get, post } from '../api';
+import { BulkButton, BulkLog } from '../bulk-action';
 import { utcTime } from '../format';
 import { href } from '../routing';
 import { useConfirm } from '../use-confirm';
@@ -42,18 +43,25 @@ export function ArchivePage({ meta, version, params }: { meta: Meta; version: st
             })
           }
         />
-        <ActionButton
+        <BulkButton
+          version={version}
+          action="replay"
           label="Replay all matching…"
-          onClick={async () => {
-            const { count, capped } = await get('/api/archive/count', { version, reason, task });
-            confirm.ask({
-              question: `Replay ${capped ? 'at least ' : ''}${count} archived message(s)${reason ? ` with reason ${reason}` : ''}${task ? ` of task ${task}` : ''}?`,
-              action: async () => replayed(await post('/api/archive/replay', { version, reason, task, limit: count })),
-            });
-          }}
+          filter={{ reason, task }}
+          confirm={confirm}
+          done={reload}
+        />
+        <BulkButton
+          version={version}
+          action="delete"
+          label="Delete all matching…"
+          filter={{ reason, task }}
+          confirm={confirm}
+          done={reload}
         />
       </div>
       {confirm.view}
+      <BulkLog version={version} />
       <Problem error={error} />
       {messages && (
         <table class="grid" data-testid="archive">

@@ -1,9 +1,12 @@
 /** The jobs list (#/jobs): a tab per state with its count, filters by queue, task and tag, a page of jobs at a time. */
 import { useEffect, useState } from 'preact/hooks';
+import { CANCELLABLE_STATES } from '../../../lib/operate/answers';
 import type { Meta, StateCount } from '../../api-types';
 import { get } from '../api';
+import { BulkButton } from '../bulk-action';
 import { exactDuration, jobRunMs, jobWaitMs, utcTime } from '../format';
 import { href } from '../routing';
+import { useConfirm } from '../use-confirm';
 import { REFRESH_MS, useData } from '../use-data';
 import { Choice, Problem } from '../widgets';
 
@@ -85,6 +88,7 @@ export function JobsPageView({ meta, version, params }: { meta: Meta; version: s
     // A scan reads the whole table's worth of capacity: once, not every few seconds.
     (p) => p.scanned === true,
   );
+  const confirm = useConfirm();
   const [find, setFind] = useState('');
   const [tagInput, setTagInput] = useState(tag);
   useEffect(() => setTagInput(tag), [tag]);
@@ -147,6 +151,16 @@ export function JobsPageView({ meta, version, params }: { meta: Meta; version: s
             index, running from the live workers); not refreshed
           </span>
         )}
+        {(tag || (CANCELLABLE_STATES as readonly string[]).includes(state)) && (
+          <BulkButton
+            version={version}
+            action="cancel"
+            label="Cancel all matching…"
+            filter={tag ? { tag } : { state, queue, task }}
+            confirm={confirm}
+            done={() => setCursors([])}
+          />
+        )}
         {page?.fromWorkers && (
           <span class="note" data-testid="from-workers">
             running: {page.fromWorkers.running} held by the live dispatchers at their last beat (every 15 s), confirmed running now, newest
@@ -155,6 +169,7 @@ export function JobsPageView({ meta, version, params }: { meta: Meta; version: s
           </span>
         )}
       </div>
+      {confirm.view}
       <Problem error={error} />
       {page && (
         <>
