@@ -43,22 +43,17 @@ export function ArchivePage({ meta, version, params }: { meta: Meta; version: st
             })
           }
         />
-        <BulkButton
-          version={version}
-          action="replay"
-          label="Replay all matching…"
-          filter={{ reason, task }}
-          confirm={confirm}
-          done={reload}
-        />
-        <BulkButton
-          version={version}
-          action="delete"
-          label="Delete all matching…"
-          filter={{ reason, task }}
-          confirm={confirm}
-          done={reload}
-        />
+        {(['replay', 'delete'] as const).map((action) => (
+          <BulkButton
+            key={action}
+            version={version}
+            action={action}
+            label={`${action === 'replay' ? 'Replay' : 'Delete'} all matching…`}
+            filter={{ reason, task }}
+            confirm={confirm}
+            done={reload}
+          />
+        ))}
       </div>
       {confirm.view}
       <BulkLog version={version} />
