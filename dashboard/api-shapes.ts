@@ -69,6 +69,14 @@ export function array<T>(item: Shape<T>): Shape<readonly T[]> {
     Array.isArray(value) ? value.flatMap((v, i) => item(v, `${at}[${i}]`)) : [`${at}: expected a list, got ${shown(value)}`];
 }
 
+/** A pair (a JSON list of exactly two), each checked. */
+export function pair<A, B>(first: Shape<A>, second: Shape<B>): Shape<readonly [A, B]> {
+  return (value, at) =>
+    Array.isArray(value) && value.length === 2
+      ? [...first(value[0], `${at}[0]`), ...second(value[1], `${at}[1]`)]
+      : [`${at}: expected a pair, got ${shown(value)}`];
+}
+
 /** An object used as a map: every value checked (the keys are the data's, not the type's). */
 export function record<T>(item: Shape<T>): Shape<Readonly<Record<string, T>>> {
   return (value, at) =>
@@ -323,6 +331,7 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     jobs: array(object<ApiResponse<'/api/flow'>['jobs'][number]>({ ...relatedJobFields, depth: number })),
     counts: record(number),
     complete: boolean,
+    edges: array(pair(string, string)),
   }),
   '/api/archive': array(archivedMessage),
   '/api/archive/count': object<ApiResponse<'/api/archive/count'>>({ count: number, capped: boolean }),

@@ -124,6 +124,8 @@ export interface FlowView {
   readonly counts: Readonly<Partial<Record<RelatedState, number>>>;
   /** False when the walk stopped at its bound: more jobs are connected than were read. */
   readonly complete: boolean;
+  /** The links between the jobs read: `[dependency, dependent]` (the dependent waits for the dependency). */
+  readonly edges: ReadonlyArray<readonly [string, string]>;
 }
 
 /** What `jobs cancel --flow` did: the jobs it cancelled, and those it found but could not cancel (running, ended). */

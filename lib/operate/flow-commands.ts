@@ -93,6 +93,7 @@ export async function flowOf(jobs: FlowStore, jobId: string, limit = RELATED_REA
   const root = await jobs.get(jobId);
   if (!root) return undefined;
   const found: Array<RelatedJob & { depth: number }> = [{ ...related(jobId, root), depth: 0 }];
+  const read = new Map<string, JobRecord>([[jobId, root]]);
   const seen = new Set([jobId]);
   let frontier = [root];
   let complete = true;
@@ -110,13 +111,27 @@ export async function flowOf(jobs: FlowStore, jobId: string, limit = RELATED_REA
     const wanted = ids.slice(0, Math.max(0, room));
     const records = new Map((await jobs.getMany(wanted)).map((r) => [r.jobId, r]));
     for (const id of wanted) found.push({ ...related(id, records.get(id)), depth });
+    for (const [id, record] of records) read.set(id, record);
     frontier = wanted.map((id) => records.get(id)).filter((r): r is JobRecord => r !== undefined);
     if (found.length >= limit) {
       if (frontier.some((r) => neighbours(r).some((id) => !seen.has(id)))) complete = false;
       break;
     }
   }
-  return { root: jobId, jobs: found, counts: countStates(found), complete };
+  return { root: jobId, jobs: found, counts: countStates(found), complete, edges: flowEdges(read, new Set(found.map((j) => j.jobId))) };
+}
+
+/** The links among `shown` jobs, each once: from what a record waits for and from what waits for it. */
+function flowEdges(records: ReadonlyMap<string, JobRecord>, shown: ReadonlySet<string>): Array<readonly [string, string]> {
+  const edges = new Map<string, readonly [string, string]>();
+  const add = (from: string, to: string) => {
+    if (shown.has(from) && shown.has(to) && from !== to) edges.set(`${from}\u0000${to}`, [from, to]);
+  };
+  for (const [id, record] of records) {
+    for (const dependency of dependencyIds(record)) add(dependency, id);
+    for (const dependent of edgesOf(record)) add(id, dependent.id);
+  }
+  return [...edges.values()];
 }
 
 /**

@@ -300,6 +300,14 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(
       (await page.locator('[data-testid="flow"] tr[data-job]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-job')))).sort(),
     ).toEqual(['ui-dep', 'ui-root']);
+    // Drawn: both jobs as nodes, one link from what is waited for to what waits.
+    const graph = page.locator('[data-testid="flow-graph"]');
+    expect(await graph.getAttribute('data-folded')).toBe('no');
+    expect((await graph.locator('[data-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')))).sort()).toEqual([
+      'ui-dep',
+      'ui-root',
+    ]);
+    expect(await graph.locator('polyline.edge').count()).toBe(1);
     await shoot('flow');
     await page.goto(`${ui.url}#/job/ui-root`);
     await page.click('button:has-text("Cancel with its dependents")');
@@ -308,6 +316,27 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(await page.locator('[data-testid="action-outcome"]').textContent()).toBe('cancelled 2 job(s)');
     expect([await jobState('ui-root'), await jobState('ui-dep')]).toEqual(['cancelled', 'cancelled']);
     await until(async () => (await page.locator('h2 .badge').textContent()) === 'cancelled', 'the job page to say cancelled');
+  });
+
+  it('draws a chord of 200 as a graph: the callback as its own node, the members folded into counts by state; a node opens its job', async () => {
+    const members = Array.from({ length: 200 }, (_, i) => ({ task: 'greet', payload: { name: `m${i}` } }));
+    const { callback } = await stack.publisher.chord(members, { task: 'greet', payload: { name: 'all' }, options: { id: 'ui-chord' } });
+    await page.goto(`${ui.url}#/flow/${callback.jobId}`);
+    const graph = page.locator('[data-testid="flow-graph"][data-folded="yes"]');
+    await graph.waitFor();
+    await graph.locator(`[data-node="${callback.jobId}"]`).waitFor();
+    // The folded nodes count the 200 members between them, whatever states they are in as the page reads them.
+    const counts = await graph
+      .locator('g.node[data-count]')
+      .evaluateAll((nodes) => nodes.filter((n) => !n.closest('a')).map((n) => Number(n.getAttribute('data-count'))));
+    expect(counts.reduce((a, n) => a + n, 0)).toBe(200);
+    expect(await graph.locator('polyline.edge').count()).toBe(counts.length);
+    await shoot('flow-chord');
+    await graph.locator(`a:has([data-node="${callback.jobId}"])`).click();
+    await until(
+      async () => (await page.locator('[data-testid="job-id"]').textContent()) === callback.jobId,
+      'the node to open the callback',
+    );
   });
 
   it("the jobs page filters by tag: the tag's jobs in every state, as the tag index has them", async () => {
