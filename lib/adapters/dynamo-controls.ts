@@ -45,10 +45,12 @@ export class DynamoControlStore implements ControlStore {
             TableName: this.tableName,
             Key: { pk: { S: CONTROLS_KEY } },
             UpdateExpression: 'SET #revision = :next, #queues = :queues',
-            ConditionExpression: 'attribute_not_exists(#pk) OR #revision = :seen',
-            ExpressionAttributeNames: { '#pk': 'pk', '#revision': 'revision', '#queues': 'queues' },
+            // Revision 0 was read as no revision at all: no item yet, or one a rate limit's pause
+            // created (its attributes are the pauses alone).
+            ConditionExpression: current.revision === 0 ? 'attribute_not_exists(#revision)' : '#revision = :seen',
+            ExpressionAttributeNames: { '#revision': 'revision', '#queues': 'queues' },
             ExpressionAttributeValues: {
-              ':seen': { N: String(current.revision) },
+              ...(current.revision === 0 ? {} : { ':seen': { N: String(current.revision) } }),
               ':next': { N: String(revision) },
               ':queues': toAttribute(queues),
             },

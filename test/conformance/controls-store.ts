@@ -75,3 +75,27 @@ export function controlStoreConformance(label: string, setup: () => Promise<Cont
     });
   });
 }
+
+/** A version whose first control is a rate limit's pause: an operator's first change still lands, the pause kept. */
+export function controlStorePauseFirstConformance(label: string, setup: () => Promise<ControlStore>, teardown: () => Promise<void>): void {
+  describe(`ControlStore conformance, a pause before any change: ${label}`, () => {
+    let store: ControlStore;
+    beforeAll(async () => {
+      store = await setup();
+    });
+    afterAll(teardown);
+
+    it("an operator's first change lands on the item a pause created, revision 1, the pause kept", async () => {
+      await store.pause('task:send-email', 50_000, 1000);
+      expect(await store.read()).toEqual({ revision: 0, queues: {}, pauses: { 'task:send-email': 50_000 } });
+      const changed = await store.change('urgent', { paused: true }, 2000);
+      expect(changed).toEqual({
+        revision: 1,
+        queues: { urgent: { pausedAt: 2000, updatedAt: 2000 } },
+        pauses: { 'task:send-email': 50_000 },
+      });
+      expect(await store.read()).toEqual(changed);
+      expect((await store.change('urgent', { paused: false }, 3000)).revision).toBe(2);
+    });
+  });
+}

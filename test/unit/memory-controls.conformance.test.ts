@@ -1,7 +1,13 @@
 import { MemoryControlStore } from '../../lib/fakes/memory-controls';
-import { controlStoreConformance } from '../conformance/controls-store';
+import { controlStoreConformance, controlStorePauseFirstConformance } from '../conformance/controls-store';
 
 controlStoreConformance(
+  'in-memory fake',
+  async () => new MemoryControlStore(),
+  async () => {},
+);
+
+controlStorePauseFirstConformance(
   'in-memory fake',
   async () => new MemoryControlStore(),
   async () => {},
