@@ -56,6 +56,21 @@ describe('flowGraph', () => {
     ]);
   });
 
+  it('draws a state only one folded member is in as that job, a node that opens it, still counted', () => {
+    const members = Array.from({ length: 200 }, (_, i) => job(`cb.${i}`, i < 199 ? 'succeeded' : 'running', 1, 'part'));
+    const graph = flowGraph({
+      root: 'cb',
+      jobs: [job('cb', 'waiting', 0, 'merge'), ...members],
+      edges: members.map((m) => [m.jobId, 'cb'] as const),
+    });
+    expect(graph.nodes.map((n) => [n.label, n.count, n.jobId])).toEqual([
+      ['cb', 1, 'cb'],
+      ['199 succeeded · part', 199, undefined],
+      ['cb.199', 1, 'cb.199'],
+    ]);
+    expect(graph.edges).toHaveLength(2);
+  });
+
   it('groups states as the badges colour them', () => {
     expect(['queued', 'retrying', 'succeeded', 'cancelled', 'unknown', 'deduplicated'].map(stateGroup)).toEqual([
       'waiting',
