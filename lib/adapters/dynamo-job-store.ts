@@ -26,6 +26,7 @@ import type {
   ProgressWrite,
   Rejection,
   ScheduleRequest,
+  ScheduleTicks,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -43,6 +44,7 @@ import { DynamoJobQueries } from './dynamo-job-queries';
 import { DynamoJobSchedules } from './dynamo-job-schedules';
 import { type CapacityMeter, DynamoJobTable } from './dynamo-job-table';
 import { DynamoJobUniques } from './dynamo-job-uniques';
+import { DynamoScheduleTicks } from './dynamo-schedule-ticks';
 
 /**
  * {@link JobStore} on a DynamoDB table (layout in lib/layout/tables.ts). Every write is one
@@ -62,6 +64,7 @@ export class DynamoJobStore implements JobStore {
   private readonly queries: DynamoJobQueries;
   private readonly uniques: DynamoJobUniques;
   private readonly debounces: DynamoJobDebounces;
+  private readonly ticks: DynamoScheduleTicks;
 
   constructor(
     tableName: string,
@@ -77,6 +80,7 @@ export class DynamoJobStore implements JobStore {
     this.queries = new DynamoJobQueries(this.table);
     this.uniques = new DynamoJobUniques(this.table);
     this.debounces = new DynamoJobDebounces(this.table);
+    this.ticks = new DynamoScheduleTicks(this.table);
   }
 
   debounce(publish: DebouncePublish, over?: Pick<DebounceCycle, 'pending' | 'seq'>): Promise<DebounceWrite> {
@@ -97,6 +101,18 @@ export class DynamoJobStore implements JobStore {
 
   closeDebounce(task: string, key: string, cycle: Pick<DebounceCycle, 'pending'> & { readonly seq?: number }): Promise<boolean> {
     return this.debounces.closeDebounce(task, key, cycle);
+  }
+
+  scheduleTicks(schedule: string): Promise<ScheduleTicks | undefined> {
+    return this.ticks.scheduleTicks(schedule);
+  }
+
+  noteTick(schedule: string, at: number, counts: { readonly missed: number; readonly caughtUp: number }, now: number): Promise<boolean> {
+    return this.ticks.noteTick(schedule, at, counts, now);
+  }
+
+  countSkipped(schedule: string, now: number): Promise<void> {
+    return this.ticks.countSkipped(schedule, now);
   }
 
   holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite> {

@@ -83,7 +83,7 @@ export class DynamoJobUniques {
           updatedAt: job.now,
           finishedAt: job.now,
           queueState: indexKey(job.queue, 'deduplicated'),
-          history: [{ what: 'deduplicated', when: job.now, worker: job.workerId, detail: `joined ${job.duplicateOf}` }],
+          history: [{ what: 'deduplicated', when: job.now, worker: job.workerId, detail: job.detail ?? `joined ${job.duplicateOf}` }],
           expiresAt: expiresAt(job.now, this.table.settings.retentionDays),
         })}`,
         condition: transitionCondition(e, 'deduplicate'),

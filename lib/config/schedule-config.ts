@@ -3,6 +3,7 @@
  * lib/policy/recurring-ticks.ts's; cron fields are checked by lib/policy/cron-expressions.ts where schedules run.
  */
 import { ConfigError } from '../errors';
+import { type Duration, durationSeconds } from './durations';
 
 export interface ScheduleInput {
   /** Unique within the app: letters, digits, `.`, `_`, `-` (≤ 64). Part of every tick's job id. */
@@ -19,7 +20,26 @@ export interface ScheduleInput {
   readonly timezone?: string;
   /** Queue to publish to. @defaultValue the task's own queue */
   readonly queue?: string;
+  /**
+   * A tick that comes while the schedule's previous run is still live (queued, running, retrying):
+   * `skip` records it `deduplicated` pointing at that run, never run; `buffer-one` keeps one such
+   * tick waiting and runs it when the run ends (further ones are skipped); `allow` runs it beside.
+   * Needs the queue tracked `full` (the jobs table sees the runs). @defaultValue 'skip' on a `full`
+   * tracked queue, else 'allow'
+   */
+  readonly overlap?: ScheduleOverlap;
+  /**
+   * How far back ticks missed while the version's schedules were disabled or not delivered are run
+   * once each when ticks resume (`'1h'`, seconds; at most 7 days); older ones are counted missed.
+   * Needs the queue tracked `full`. @defaultValue none: missed ticks are counted, not run
+   */
+  readonly catchUp?: Duration;
 }
+
+export type ScheduleOverlap = 'skip' | 'buffer-one' | 'allow';
+export const SCHEDULE_OVERLAPS: readonly ScheduleOverlap[] = ['skip', 'buffer-one', 'allow'];
+/** The longest `catchUp`: a week of missed ticks. */
+export const MAX_CATCH_UP_SECONDS = 7 * 86_400;
 
 export interface ScheduleConfig {
   readonly name: string;
@@ -29,6 +49,10 @@ export interface ScheduleConfig {
   readonly rate?: { readonly value: number; readonly unit: RateUnit };
   readonly timezone: string;
   readonly queue?: string;
+  /** Absent: the default (`skip` where the queue is tracked `full`, else `allow`), decided with the tasks. */
+  readonly overlap?: ScheduleOverlap;
+  /** Seconds; 0 when missed ticks are only counted. */
+  readonly catchUpSeconds: number;
 }
 
 type RateUnit = 'minute' | 'hour' | 'day';
@@ -58,12 +82,27 @@ export function resolveSchedules(input: unknown, queueNames: readonly string[]):
     if (s.queue !== undefined && !queueNames.includes(s.queue as string)) {
       throw new ConfigError(`${path}.queue`, s.queue, `one of the configured queues (${queueNames.join(', ')})`);
     }
+    if (s.overlap !== undefined && !SCHEDULE_OVERLAPS.includes(s.overlap as ScheduleOverlap)) {
+      throw new ConfigError(`${path}.overlap`, s.overlap, SCHEDULE_OVERLAPS.map((o) => `'${o}'`).join(', '));
+    }
+    // A resolved config is a valid input too: its catch-up is already `catchUpSeconds`.
+    const catchUpSeconds = s.catchUpSeconds !== undefined ? s.catchUpSeconds : s.catchUp === undefined ? 0 : durationSeconds(s.catchUp);
+    if (
+      typeof catchUpSeconds !== 'number' ||
+      !Number.isFinite(catchUpSeconds) ||
+      catchUpSeconds < 0 ||
+      catchUpSeconds > MAX_CATCH_UP_SECONDS
+    ) {
+      throw new ConfigError(`${path}.catchUp`, s.catchUp ?? s.catchUpSeconds, "a span up to 7 days: seconds, or '30m', '1h', '2d'");
+    }
     const base = {
       name: s.name,
       task: s.task,
       payload: s.payload ?? null,
       timezone,
       ...(s.queue !== undefined ? { queue: s.queue as string } : {}),
+      ...(s.overlap !== undefined ? { overlap: s.overlap as ScheduleOverlap } : {}),
+      catchUpSeconds,
     };
     if (s.cron !== undefined) {
       const cron = typeof s.cron === 'string' ? s.cron.trim() : s.cron;

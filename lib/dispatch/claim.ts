@@ -8,6 +8,7 @@ import { leaseMs, taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { edgesOf } from '../policy/dependency-rules';
+import { type Tick, tickOf } from '../policy/recurring-ticks';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { propagate } from '../settle/dependents';
 import { archiveTakeover, fencedCompletion, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
@@ -16,6 +17,7 @@ import type { TaskDefinition, UniqueWindow } from '../tasks/task';
 import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
+import { catchUpBefore, overlapOf, scheduleTurn } from './schedule-turns';
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 export const CLAIM_RETRY_SECONDS = 10;
@@ -26,7 +28,7 @@ export const CLAIM_RETRY_SECONDS = 10;
  * duplicate (deleted), held elsewhere or unanswered (handed back), or attempts all lost (archived).
  */
 export async function claimJob(
-  deps: RecordPorts & Pick<DispatcherDeps, 'config'>,
+  deps: RecordPorts & Pick<DispatcherDeps, 'config' | 'urls'>,
   at: MessageAt,
   def: TaskDefinition,
   start: number,
@@ -37,6 +39,9 @@ export async function claimJob(
   const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
   let claim: ClaimResult;
   try {
+    // A schedule's tick catches up the ticks missed before it, then runs, waits or is skipped as its overlap says.
+    const tick = tickOf(job, deps.config.schedules);
+    if (tick && !(await tickTurn(deps, at, tick, start))) return undefined;
     // A `unique` task's keyed job holds its key, or joins the live job that does (never run).
     const holder = def.unique && job.key !== undefined ? await joinedHolder(deps, at, def, start) : undefined;
     if (holder !== undefined) {
@@ -161,6 +166,46 @@ async function joinedHolder(
     now,
   });
   return recorded ? outcome.holder : undefined;
+}
+
+/**
+ * A tick's catch-up and overlap turn: true when it goes on to its claim; false when it was decided
+ * here (skipped: recorded `deduplicated` and deleted; waiting: handed back until it asks again).
+ */
+async function tickTurn(
+  deps: RecordPorts & Pick<DispatcherDeps, 'config' | 'urls'>,
+  at: MessageAt,
+  tick: Tick,
+  now: number,
+): Promise<boolean> {
+  const { queue, state, message, job } = at;
+  const jobs = deps.tracking?.jobs as JobStore;
+  if (!tick.owed) await catchUpBefore(deps, jobs, queue, tick, now);
+  const turn = await scheduleTurn(jobs, tick, job.id, now);
+  const base = { messageId: message.messageId, jobId: job.id, task: job.task, attempt: 0 };
+  if (turn.kind === 'run') return true;
+  if (turn.kind === 'wait') {
+    decideHandBack(
+      deps,
+      at,
+      { kind: 'visibility', seconds: turn.seconds },
+      { ...base, outcome: 'deferred', heldBy: `schedule:${tick.schedule.name}` },
+    );
+    return false;
+  }
+  const recorded = await jobs.recordDeduplicated({
+    ...ref(deps, queue, job),
+    duplicateOf: turn.runner,
+    detail: `skipped: schedule ${tick.schedule.name}'s run ${turn.runner} is live (overlap ${overlapOf(tick)})`,
+    workerId: deps.workerId,
+    now,
+  });
+  // A tick with a record of its own already (it ran, or was skipped before) goes to its claim, which knows what to do.
+  if (!recorded) return true;
+  await jobs.countSkipped(tick.schedule.name, now);
+  deps.logger.info('schedule tick skipped: the previous run is live', { jobId: job.id, runner: turn.runner });
+  state.decide({ kind: 'delete', message, record: async () => true }, { ...base, outcome: 'duplicate' });
+  return false;
 }
 
 /** Ends an attempt is recorded with (each history entry carries the attempt it ended). */

@@ -28,6 +28,7 @@ import type {
   ProgressWrite,
   Rejection,
   ScheduleRequest,
+  ScheduleTicks,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -60,6 +61,7 @@ export class MemoryJobStore implements JobStore {
   private readonly tagged = new Map<string, Map<string, number>>();
   /** The holds of unique keys: `<task> unique <key>` → its hold, as the DynamoDB items are keyed. */
   private readonly holds = new Map<string, UniqueHold>();
+  private readonly ticks = new Map<string, ScheduleTicks>();
   /** The cancellations item. */
   private cancelRequests: CancelRequests = { version: 0, requests: {} };
   writes = 0;
@@ -266,6 +268,36 @@ export class MemoryJobStore implements JobStore {
       .map((r) => structuredClone(r));
   }
 
+  async scheduleTicks(schedule: string): Promise<ScheduleTicks | undefined> {
+    const ticks = this.ticks.get(schedule);
+    return ticks ? { ...ticks } : undefined;
+  }
+
+  async noteTick(
+    schedule: string,
+    at: number,
+    counts: { readonly missed: number; readonly caughtUp: number },
+    now: number,
+  ): Promise<boolean> {
+    const ticks = this.ticks.get(schedule) ?? { schedule, missed: 0, caughtUp: 0, skipped: 0 };
+    if (ticks.lastTick !== undefined && ticks.lastTick >= at) return false;
+    this.writes += 1;
+    this.ticks.set(schedule, {
+      ...ticks,
+      lastTick: at,
+      missed: ticks.missed + counts.missed,
+      caughtUp: ticks.caughtUp + counts.caughtUp,
+      ...(counts.missed > 0 ? { lastMissedAt: now } : {}),
+    });
+    return true;
+  }
+
+  async countSkipped(schedule: string, now: number): Promise<void> {
+    const ticks = this.ticks.get(schedule) ?? { schedule, missed: 0, caughtUp: 0, skipped: 0 };
+    this.writes += 1;
+    this.ticks.set(schedule, { ...ticks, skipped: ticks.skipped + 1, lastSkippedAt: now });
+  }
+
   async holdKey(take: UniqueTake, over?: UniqueHold): Promise<UniqueWrite> {
     const id = uniqueItemKey(take.task, take.key);
     const current = this.holds.get(id);
@@ -294,7 +326,7 @@ export class MemoryJobStore implements JobStore {
       duplicateOf: job.duplicateOf,
       updatedAt: job.now,
       finishedAt: job.now,
-      history: [{ what: 'deduplicated', when: job.now, worker: job.workerId, detail: `joined ${job.duplicateOf}` }],
+      history: [{ what: 'deduplicated', when: job.now, worker: job.workerId, detail: job.detail ?? `joined ${job.duplicateOf}` }],
     });
     return true;
   }

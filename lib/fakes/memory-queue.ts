@@ -48,7 +48,14 @@ export class MemoryQueueService implements QueueClient {
   private readonly queues = new Map<string, MemoryQueue>();
   readonly requests: RequestCounts = { receive: 0, sendBatch: 0, deleteBatch: 0, changeVisibilityBatch: 0, depth: 0 };
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    /**
+     * How often a long poll looks again: 20 ms, near SQS's prompt answer. A simulation of hours
+     * takes a coarser step (a message then waits up to that long for its long poll).
+     */
+    private readonly pollMs = 20,
+  ) {}
 
   createQueue(name: string, options: MemoryQueueOptions = {}): string {
     const url = `memory://queues/${name}`;
@@ -75,7 +82,7 @@ export class MemoryQueueService implements QueueClient {
     for (;;) {
       const taken = this.take(queue, request);
       if (taken.length > 0 || this.clock.now() >= until || signal?.aborted) return taken;
-      await this.clock.sleep(Math.min(20, until - this.clock.now()), signal);
+      await this.clock.sleep(Math.min(this.pollMs, until - this.clock.now()), signal);
     }
   }
 

@@ -54,14 +54,88 @@ export function eventBridgeExpression(schedule: ScheduleConfig, field = 'cron'):
   return expression;
 }
 
-/** The next `count` fire times after `from`: for `rate`, counted from `since` (when the schedule started). */
+/**
+ * The next `count` fire times after `from`: for `rate`, counted from `since` (when the schedule
+ * started). A crontab in a time zone follows EventBridge Scheduler's documented daylight-saving
+ * rules, so `taskworker dev`, catch-up and backfill fire when the stack would: a wall time the
+ * spring change skips does not fire (cron-parser would move it an hour on), and a wall time the
+ * autumn change repeats fires once, at its first occurrence.
+ */
 export function nextFireTimes(schedule: ScheduleConfig, from: Date, count: number, since: Date = from): Date[] {
+  const times: Date[] = [];
+  for (const time of fireTimes(schedule, from, since)) {
+    if (times.length === count) break;
+    times.push(time);
+  }
+  return times;
+}
+
+/** The fire times after `from`, lazily (see {@link nextFireTimes}). */
+export function* fireTimes(schedule: ScheduleConfig, from: Date, since: Date = from): Generator<Date, never> {
   if (schedule.rate) {
     const every = schedule.rate.value * RATE_MS[schedule.rate.unit];
     const elapsed = Math.max(0, from.getTime() - since.getTime());
-    const first = since.getTime() + (Math.floor(elapsed / every) + 1) * every;
-    return Array.from({ length: count }, (_, i) => new Date(first + i * every));
+    for (let at = since.getTime() + (Math.floor(elapsed / every) + 1) * every; ; at += every) yield new Date(at);
   }
   const parsed = CronExpressionParser.parse(schedule.cron as string, { tz: schedule.timezone, currentDate: from, strict: false });
-  return parsed.take(count).map((d) => d.toDate());
+  if (FIXED_ZONES.has(schedule.timezone)) {
+    for (;;) yield parsed.next().toDate();
+  }
+  const wall = wallClock(schedule.timezone);
+  const minutes = new Set(parsed.fields.minute.values.map(Number));
+  const hours = new Set(parsed.fields.hour.values.map(Number));
+  for (;;) {
+    const next = parsed.next().toDate();
+    const at = wall(next);
+    if (!minutes.has(at.minute) || !hours.has(at.hour)) continue;
+    if (DST_SHIFTS_MS.some((shift) => wall(new Date(next.getTime() - shift)).text === at.text)) continue;
+    yield next;
+  }
+}
+
+/**
+ * The fire times in `[from, to)`, oldest first, at most `max` of them, and how many more the span
+ * holds past those (counted up to {@link MAX_COUNTED}). For `rate`, counted from `since`.
+ */
+export function fireTimesBetween(
+  schedule: ScheduleConfig,
+  from: Date,
+  to: Date,
+  max: number,
+  since: Date = from,
+): { readonly times: Date[]; readonly beyond: number } {
+  const times: Date[] = [];
+  let beyond = 0;
+  for (const next of fireTimes(schedule, new Date(from.getTime() - 1), since)) {
+    if (next.getTime() >= to.getTime() || times.length + beyond >= max + MAX_COUNTED) break;
+    if (times.length < max) times.push(next);
+    else beyond++;
+  }
+  return { times, beyond };
+}
+
+/** How many fire times past the first `max` {@link fireTimesBetween} counts before it stops. */
+export const MAX_COUNTED = 20_000;
+
+/** Zones with no daylight saving, whose fire times need no wall-clock check. */
+const FIXED_ZONES: ReadonlySet<string> = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']);
+
+/** The offsets a daylight-saving change moves clocks by: an hour, or half an hour (Lord Howe Island). */
+const DST_SHIFTS_MS = [3_600_000, 1_800_000];
+
+/** A time's wall clock in a zone: its hour, minute, and all its fields as text. */
+function wallClock(timeZone: string): (time: Date) => { readonly hour: number; readonly minute: number; readonly text: string } {
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
+  return (time) => {
+    const parts = Object.fromEntries(format.formatToParts(time).map((p) => [p.type, p.value]));
+    return { hour: Number(parts.hour), minute: Number(parts.minute), text: format.format(time) };
+  };
 }

@@ -30,6 +30,11 @@ export function uniqueItemKey(task: string, key: string): string {
   return `${task} unique ${key}`;
 }
 
+/** The jobs table's item of a schedule's ticks (ScheduleTicks, lib/track/job-record.ts); no job id has a space. */
+export function scheduleItemKey(schedule: string): string {
+  return `~ schedule ${schedule}`;
+}
+
 /**
  * The jobs table's item of a key's open debounce cycle (`debounce` rule). Like the unique hold's, no
  * job id has a space, so no job takes that key.

@@ -20,16 +20,56 @@ export function scheduledTimeText(time: Date): string {
 }
 
 /**
+ * Why a tick runs though EventBridge Scheduler did not send it now: `catch-up`, a tick missed while
+ * the schedules were off, sent on recovery; `backfill`, one an operator asked for
+ * (`taskworker schedules backfill`). Such a tick is owed: it is never skipped for overlap, it waits
+ * its turn.
+ */
+export type OwedTick = 'catch-up' | 'backfill';
+
+/**
  * The message body one tick sends (envelope v1): the job id is `schedule:<name>:<scheduled time>`,
- * so two deliveries of one tick are one job. `scheduledTime` is the tick's time, or in the stack
+ * so two deliveries of one tick are one job, and a caught-up or backfilled tick is the same job as
+ * the real one of that time. `scheduledTime` is the tick's time, or in the stack
  * {@link SCHEDULED_TIME_KEYWORD}, which EventBridge Scheduler fills in.
  */
-export function tickBody(schedule: ScheduleConfig, scheduledTime: string): string {
+export function tickBody(schedule: ScheduleConfig, scheduledTime: string, owed?: OwedTick): string {
   return JSON.stringify({
     v: 1,
     task: schedule.task,
     payload: schedule.payload,
-    id: `schedule:${schedule.name}:${scheduledTime}`,
-    appData: { schedule: schedule.name, scheduledTime },
+    id: tickJobId(schedule.name, scheduledTime),
+    appData: { schedule: schedule.name, scheduledTime, ...(owed ? { owed } : {}) },
   });
+}
+
+export function tickJobId(schedule: string, scheduledTime: string): string {
+  return `schedule:${schedule}:${scheduledTime}`;
+}
+
+/** A received job that is one of the config's schedule ticks. */
+export interface Tick {
+  readonly schedule: ScheduleConfig;
+  /** Epoch ms of its scheduled time. */
+  readonly at: number;
+  readonly owed?: OwedTick;
+}
+
+/**
+ * The tick a job is, or undefined: its id, its `appData` and its task must all be a configured
+ * schedule's tick (a publisher that only borrows the id or the appData gets no schedule policy).
+ */
+export function tickOf(
+  job: { readonly id: string; readonly task: string; readonly appData?: unknown },
+  schedules: readonly ScheduleConfig[],
+): Tick | undefined {
+  if (!job.id.startsWith('schedule:') || typeof job.appData !== 'object' || job.appData === null) return undefined;
+  const data = job.appData as { schedule?: unknown; scheduledTime?: unknown; owed?: unknown };
+  const schedule = schedules.find((s) => s.name === data.schedule);
+  if (!schedule || schedule.task !== job.task || typeof data.scheduledTime !== 'string') return undefined;
+  if (job.id !== tickJobId(schedule.name, data.scheduledTime)) return undefined;
+  const at = Date.parse(data.scheduledTime);
+  if (!Number.isFinite(at)) return undefined;
+  const owed = data.owed === 'catch-up' || data.owed === 'backfill' ? data.owed : undefined;
+  return { schedule, at, ...(owed ? { owed } : {}) };
 }

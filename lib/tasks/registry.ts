@@ -121,6 +121,23 @@ function checkSchedules(config: TaskworkerConfig, registry: TaskRegistry): void 
         `a queue whose visibilityTimeoutSeconds fits task ${def.name}'s timeLimitSeconds ${def.timeLimitSeconds}`,
       );
     }
+    // Overlap and catch-up see the schedule's runs in the jobs table, which only a `full` tracked queue keeps.
+    if (queue && queue.tracking !== 'full') {
+      if (schedule.overlap !== undefined && schedule.overlap !== 'allow') {
+        throw new ConfigError(
+          `schedules[${i}].overlap`,
+          schedule.overlap,
+          `'allow' (queue ${queue.name} is not tracked 'full', so runs are not seen)`,
+        );
+      }
+      if (schedule.catchUpSeconds > 0) {
+        throw new ConfigError(
+          `schedules[${i}].catchUp`,
+          schedule.catchUpSeconds,
+          `none (queue ${queue.name} is not tracked 'full', so ticks are not kept)`,
+        );
+      }
+    }
     if (def.validate) {
       try {
         def.validate(schedule.payload);

@@ -1,3 +1,4 @@
+import { type Duration, durationSeconds } from '../config/durations';
 import { type Limits, resolveLimits } from '../config/limit-config';
 import { TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
@@ -174,8 +175,7 @@ export interface DebounceWindow {
   readonly maxWaitSeconds: number;
 }
 
-/** A span of time as task options take it: seconds, or a number with a unit (`'90s'`, `'10m'`, `'2h'`, `'1d'`). */
-export type Duration = number | `${number}${'s' | 'm' | 'h' | 'd'}`;
+export type { Duration };
 
 /**
  * The longest debounce `period` and `maxWait`: 15 minutes, SQS's longest `DelaySeconds` (the job's
@@ -303,8 +303,6 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   };
 }
 
-const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
-
 /** A task's `unique` rule, validated: `for` in seconds (1 s..30 days), `while` distinct job states. */
 export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
   if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
@@ -327,12 +325,6 @@ export function uniqueWindow(name: string, rule: unknown): UniqueWindow {
     throw new TaskDefinitionError(name, 'unique.while', states, `a non-empty list of distinct job states (${allowed.join(', ')})`);
   }
   return { forSeconds: seconds, while: [...states] as JobState[] };
-}
-
-/** A {@link Duration} in seconds; NaN when it is none. */
-function durationSeconds(given: unknown): number {
-  const match = typeof given === 'string' ? /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(given) : null;
-  return typeof given === 'number' ? given : match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;
 }
 
 /**

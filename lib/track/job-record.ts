@@ -456,10 +456,28 @@ export type UniqueWrite = { readonly landed: true } | { readonly landed: false; 
 
 /** A job that joined another of its task and key: recorded `deduplicated`, never run. */
 export interface DeduplicatedJob extends JobRef {
-  readonly key: string;
+  readonly key?: string;
   readonly duplicateOf: string;
   readonly workerId: string;
   readonly now: number;
+  /** What its history says; `joined <duplicateOf>` when absent. */
+  readonly detail?: string;
+}
+
+/**
+ * What the jobs table keeps per schedule (its `~ schedule <name>` item): the latest tick a
+ * dispatcher saw (catch-up counts the missed ones from it), and the ticks counted missed (past the
+ * catch-up window), caught up and skipped (overlap), each with when it last happened.
+ */
+export interface ScheduleTicks {
+  readonly schedule: string;
+  /** Epoch ms of the latest tick seen. */
+  readonly lastTick?: number;
+  readonly missed: number;
+  readonly caughtUp: number;
+  readonly skipped: number;
+  readonly lastMissedAt?: number;
+  readonly lastSkippedAt?: number;
 }
 
 /**

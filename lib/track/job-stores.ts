@@ -33,6 +33,7 @@ import type {
   ProgressWrite,
   Rejection,
   ScheduleRequest,
+  ScheduleTicks,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -244,4 +245,16 @@ export interface OperatorStore extends JobReader {
  * state it comes from; completions and heartbeats are conditional on the fencing token, so a stale
  * worker whose lease was taken over cannot overwrite the newer outcome.
  */
-export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore, DebounceStore {}
+export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore, DebounceStore, TickStore {}
+
+/** The schedules' tick items (lib/dispatch/schedule-turns.ts keeps them): one per schedule. */
+export interface TickStore {
+  scheduleTicks(schedule: string): Promise<ScheduleTicks | undefined>;
+  /**
+   * Raises the schedule's latest tick to `at`, never lowering it, adding the counts in the same
+   * write; false (nothing added) when a tick as late was noted first.
+   */
+  noteTick(schedule: string, at: number, counts: { readonly missed: number; readonly caughtUp: number }, now: number): Promise<boolean>;
+  /** Counts one tick skipped for overlap. */
+  countSkipped(schedule: string, now: number): Promise<void>;
+}

@@ -1154,6 +1154,46 @@ export function jobStoreConformance(
       });
     });
 
+    describe('schedule ticks', () => {
+      let n = 0;
+      const schedule = () => `nightly-${Date.now()}-${++n}`;
+
+      it('raises the latest tick and never lowers it, adding the counts only with a raise', async () => {
+        const name = schedule();
+        expect(await jobs.scheduleTicks(name)).toBeUndefined();
+        expect(await jobs.noteTick(name, 60_000, { missed: 0, caughtUp: 0 }, 61_000)).toBe(true);
+        expect(await jobs.noteTick(name, 240_000, { missed: 1, caughtUp: 1 }, 241_000)).toBe(true);
+        // A tick as late or earlier (a redelivery, a late copy) adds nothing.
+        expect(await jobs.noteTick(name, 240_000, { missed: 5, caughtUp: 5 }, 242_000)).toBe(false);
+        expect(await jobs.noteTick(name, 120_000, { missed: 5, caughtUp: 5 }, 243_000)).toBe(false);
+        expect(await jobs.scheduleTicks(name)).toEqual({
+          schedule: name,
+          lastTick: 240_000,
+          missed: 1,
+          caughtUp: 1,
+          skipped: 0,
+          lastMissedAt: 241_000,
+        });
+      });
+
+      it('of many dispatchers noting ticks at once, the latest tick stands and each raise is counted once', async () => {
+        const name = schedule();
+        const raised = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => jobs.noteTick(name, (i % 4) * 60_000 + 60_000, { missed: 1, caughtUp: 0 }, 1_000)),
+        );
+        const ticks = await jobs.scheduleTicks(name);
+        expect(ticks?.lastTick).toBe(240_000);
+        expect(ticks?.missed).toBe(raised.filter(Boolean).length);
+      });
+
+      it('counts skipped ticks, with when the last one was', async () => {
+        const name = schedule();
+        await jobs.countSkipped(name, 5_000);
+        await jobs.countSkipped(name, 7_000);
+        expect(await jobs.scheduleTicks(name)).toEqual({ schedule: name, missed: 0, caughtUp: 0, skipped: 2, lastSkippedAt: 7_000 });
+      });
+    });
+
     describe('unique keys', () => {
       let n = 0;
       const key = () => `user ${Date.now()}-${++n}`;

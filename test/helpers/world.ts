@@ -47,6 +47,8 @@ export interface World<C extends VirtualClock | Simulation = VirtualClock> {
 
 type WorldOptions = {
   tracked?: boolean;
+  /** The in-memory queue's long-poll step (lib/fakes/memory-queue.ts): coarser for a simulated day. */
+  pollMs?: number;
   deadLetters?: boolean;
   usage?: DispatcherDeps['usage'];
   payloads?: DispatcherDeps['payloads'];
@@ -64,7 +66,7 @@ export function world(
   options: WorldOptions & { simulation?: Simulation } = {},
 ): World<VirtualClock | Simulation> {
   const clock = options.simulation ?? new VirtualClock();
-  const sqs = new MemoryQueueService(clock);
+  const sqs = new MemoryQueueService(clock, options.pollMs);
   const queues = new FaultyQueue(sqs);
   const config = appConfig(configOverrides);
   // With deadLetters, each queue redrives to `<name>-dlq` after its maxReceiveCount, as deployed.
