@@ -39,6 +39,8 @@ const HOLD_SECONDS = 30 * 86_400;
  */
 const MAX_WAIT_SECONDS = 60;
 const MIN_WAIT_SECONDS = 5;
+/** How far past now a tick's time may be and still count as sent at its time (clocks differ a little). */
+const FUTURE_SLACK_MS = 5 * 60_000;
 /** The most missed ticks one recovery sends; the rest of the window is counted missed. */
 export const MAX_CAUGHT_UP = 1_000;
 
@@ -97,6 +99,11 @@ export async function catchUpBefore(
   now: number,
 ): Promise<CatchUp> {
   const { schedule } = tick;
+  if (tick.at > now + FUTURE_SLACK_MS) {
+    // Not a tick EventBridge Scheduler sent (it sends at the tick's time): it must not move the schedule's clock.
+    deps.logger.warn('a tick from the future leaves the schedule’s latest tick as it is', { schedule: schedule.name, at: tick.at });
+    return { caughtUp: 0, missed: 0 };
+  }
   const last = (await jobs.scheduleTicks(schedule.name))?.lastTick;
   if (last !== undefined && last >= tick.at) return { caughtUp: 0, missed: 0 };
   let owed: Date[] = [];

@@ -8,8 +8,10 @@ import { Simulation } from '../../bench/sim/engine';
 import type { ScheduleInput } from '../../lib/config/schedule-config';
 import { fireTimesBetween } from '../../lib/policy/cron-expressions';
 import { scheduledTimeText, tickBody, tickJobId } from '../../lib/policy/recurring-ticks';
-import type { TaskOptions } from '../../lib/tasks/task';
+import { createRegistry } from '../../lib/tasks/registry';
+import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import type { JobRecord } from '../../lib/track/job-record';
+import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
 
 const MINUTE = 60_000;
@@ -150,12 +152,37 @@ describe('a schedule’s catch-up', () => {
       await w.send('routine', tickBody(config, at(5)));
       await w.send('routine', tickBody(config, at(5)));
       await sim.sleep(MINUTE);
-      // An old tick arriving late (a redelivery) is no recovery.
+      // An old tick arriving late (a redelivery) is no recovery; one from the future (a careless or
+      // hostile publisher) runs, but does not move the schedule's latest tick.
       await w.send('routine', tickBody(config, at(3)));
+      await sim.sleep(MINUTE);
+      await w.send('routine', tickBody(config, at(48)));
     })();
     await w.run({ forMs: 6 * 60 * MINUTE + 10 * MINUTE });
     await sending;
-    expect(runs.map((r) => r.tick).sort()).toEqual([at(0), at(3), at(5)]);
+    expect(runs.map((r) => r.tick).sort()).toEqual([at(0), at(3), at(5), at(48)]);
     expect(await w.jobs.scheduleTicks('reports')).toMatchObject({ lastTick: START + 5 * 60 * MINUTE, missed: 4, caughtUp: 0 });
+  });
+});
+
+describe('a schedule’s policies need the jobs table', () => {
+  const task = defineTask({ name: 'report', queue: 'urgent', timeLimitSeconds: 5, run: () => undefined });
+  const onFailuresQueue = (schedule: Record<string, unknown>) =>
+    appConfig({
+      queues: [{ name: 'urgent', priority: 1, visibilityTimeoutSeconds: 30, tracking: 'failures' }],
+      schedules: [{ name: 'reports', task: 'report', cron: '0 * * * *', ...schedule }],
+    });
+
+  it.each([
+    [{ overlap: 'skip' }, 'schedules[0].overlap'],
+    [{ overlap: 'buffer-one' }, 'schedules[0].overlap'],
+    [{ catchUp: '1h' }, 'schedules[0].catchUp'],
+  ])('refuses %j on a queue not tracked full, naming the field', (schedule, field) => {
+    expect(() => createRegistry([task], onFailuresQueue(schedule))).toThrow(expect.objectContaining({ field }));
+  });
+
+  it("runs every tick there when overlap is not given ('allow' is the only one it can keep)", () => {
+    expect(() => createRegistry([task], onFailuresQueue({}))).not.toThrow();
+    expect(() => createRegistry([task], onFailuresQueue({ overlap: 'allow' }))).not.toThrow();
   });
 });

@@ -40,6 +40,38 @@ describe('schedules in the config', () => {
     ]);
   });
 
+  it("reads overlap and catchUp: catch-up in seconds (none by default), overlap left to the queue's tracking when not given", () => {
+    expect(one({ cron: '0 * * * *' })).toMatchObject({ catchUpSeconds: 0 });
+    expect(one({ cron: '0 * * * *' }).overlap).toBeUndefined();
+    expect(one({ cron: '0 * * * *', overlap: 'buffer-one', catchUp: '1h' })).toMatchObject({ overlap: 'buffer-one', catchUpSeconds: 3600 });
+    expect(one({ cron: '0 * * * *', catchUp: 900 })).toMatchObject({ catchUpSeconds: 900 });
+  });
+
+  // EventBridge Scheduler's documented rules: "When the time shifts forward in Spring, your schedule
+  // invocation gets skipped if the cron expression falls on a non-existent date and time. When the
+  // time shifts back in the Fall, your schedule runs only once and doesn't repeat its invocation."
+  it.each([
+    ['Europe/Berlin', '30 2 * * *', '2027-03-27T12:00:00Z', ['2027-03-29T00:30:00.000Z', '2027-03-30T00:30:00.000Z']],
+    ['America/New_York', '30 2 * * *', '2027-03-13T12:00:00Z', ['2027-03-15T06:30:00.000Z', '2027-03-16T06:30:00.000Z']],
+    ['Europe/Berlin', '30 2 * * *', '2027-10-30T12:00:00Z', ['2027-10-31T00:30:00.000Z', '2027-11-01T01:30:00.000Z']],
+    [
+      'Europe/Berlin',
+      '0 * * * *',
+      '2027-10-30T23:30:00Z',
+      ['2027-10-31T00:00:00.000Z', '2027-10-31T02:00:00.000Z', '2027-10-31T03:00:00.000Z'],
+    ],
+    [
+      'America/New_York',
+      '*/30 1 * * *',
+      '2027-11-07T04:00:00Z',
+      ['2027-11-07T05:00:00.000Z', '2027-11-07T05:30:00.000Z', '2027-11-08T06:00:00.000Z'],
+    ],
+    ['Europe/Berlin', '*/30 * * * *', '2027-03-28T00:20:00Z', ['2027-03-28T00:30:00.000Z', '2027-03-28T01:00:00.000Z', '2027-03-28T01:30:00.000Z']],
+  ])("in %s, %s after %s fires as EventBridge Scheduler does across daylight saving: a skipped wall time not at all, a repeated one once", (timezone, cron, from, expected) => {
+    const s = one({ cron, timezone });
+    expect(nextFireTimes(s, new Date(from), expected.length).map((d) => d.toISOString())).toEqual(expected);
+  });
+
   it('derives the job id of a tick from the schedule and its time, as EventBridge Scheduler writes the time', () => {
     const s = one({ cron: '0 * * * *', payload: { shard: 2 } });
     const time = scheduledTimeText(new Date('2026-11-22T13:00:00.250Z'));
@@ -67,6 +99,10 @@ describe('schedules in the config', () => {
     [{ cron: '0 * * * *', queue: 'bulk' }, /schedules\[0\]\.queue = "bulk": expected one of the configured queues \(urgent, routine\)/],
     [{ cron: '0 * * * *', name: 'has space' }, /schedules\[0\]\.name = "has space"/],
     [{ cron: '0 * * * *', task: '' }, /schedules\[0\]\.task = ""/],
+    [{ cron: '0 * * * *', overlap: 'queue' }, /schedules\[0\]\.overlap = "queue": expected 'skip', 'buffer-one', 'allow'/],
+    [{ cron: '0 * * * *', catchUp: '8d' }, /schedules\[0\]\.catchUp = "8d": expected a span up to 7 days/],
+    [{ cron: '0 * * * *', catchUp: 'soon' }, /schedules\[0\]\.catchUp = "soon"/],
+    [{ cron: '0 * * * *', catchUp: -60 }, /schedules\[0\]\.catchUp = -60/],
   ])('refuses %j naming the field and the value', (input, message) => {
     expect(() => checked(input)).toThrow(ConfigError);
     expect(() => checked(input)).toThrow(message);
