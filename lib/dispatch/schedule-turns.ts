@@ -18,8 +18,8 @@
 import type { QueueConfig } from '../config/app-config';
 import type { ScheduleOverlap } from '../config/schedule-config';
 import { fireTimesBetween, MAX_COUNTED } from '../policy/cron-expressions';
-import { type OwedTick, scheduledTimeText, type Tick, tickBody } from '../policy/recurring-ticks';
-import { callWithEntryRetries } from '../retry-entries';
+import { scheduledTimeText, type Tick } from '../policy/recurring-ticks';
+import { sendOwed } from '../settle/owed-ticks';
 import { holdUniqueKey } from '../settle/unique-holds';
 import type { JobState } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
@@ -119,7 +119,7 @@ export async function catchUpBefore(
     if (older.beyond >= MAX_COUNTED)
       deps.logger.warn('missed ticks counted up to the bound', { schedule: schedule.name, bound: MAX_COUNTED });
   }
-  if (owed.length > 0) await sendOwed(deps, queue, tick, owed, 'catch-up');
+  if (owed.length > 0) await sendOwed(deps, deps.urls.queues[queue.name] as string, schedule, owed, 'catch-up');
   await jobs.noteTick(schedule.name, tick.at, { missed, caughtUp: owed.length }, now);
   if (owed.length > 0 || missed > 0) {
     deps.logger.warn('ticks missed before this one', {
@@ -130,22 +130,4 @@ export async function catchUpBefore(
     });
   }
   return { caughtUp: owed.length, missed };
-}
-
-/** Sends ticks the schedule owes to its queue, ten to a batch; throws if any could not be sent. */
-export async function sendOwed(
-  deps: Pick<DispatcherDeps, 'queues' | 'urls' | 'clock'>,
-  queue: QueueConfig,
-  tick: Pick<Tick, 'schedule'>,
-  times: readonly Date[],
-  owed: OwedTick,
-): Promise<void> {
-  const url = deps.urls.queues[queue.name] as string;
-  for (let i = 0; i < times.length; i += 10) {
-    const entries = times
-      .slice(i, i + 10)
-      .map((time, j) => ({ id: String(j), body: tickBody(tick.schedule, scheduledTimeText(time), owed) }));
-    const { failed } = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(url, e), deps.clock);
-    if (failed.length > 0) throw new Error(`owed ticks not sent to ${queue.name}: ${failed.map((f) => f.message).join('; ')}`);
-  }
 }

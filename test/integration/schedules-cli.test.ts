@@ -53,4 +53,11 @@ describe('taskworker schedules', () => {
     expect(out.err.trim().split('\n')).toHaveLength(1);
     expect(out.err).toMatch(/schedules\[0\]\.cron = "0 3 \* \* 8": expected a valid crontab/);
   });
+
+  it('backfill says in one line what it needs, before it looks for a version', async () => {
+    const out = await cli('schedules', 'backfill', 'refresh-index', '--from', '2027-01-01T00:00:00Z', '--config', EXAMPLE_CONFIG_FILE);
+    expect(out.code).toBe(2);
+    expect(out.err.trim().split('\n')).toHaveLength(1);
+    expect(out.err).toMatch(/usage: taskworker schedules backfill NAME --from TIME --to TIME/);
+  });
 });

@@ -10,9 +10,10 @@ import { fireTimesBetween } from '../../lib/policy/cron-expressions';
 import { scheduledTimeText, tickBody, tickJobId } from '../../lib/policy/recurring-ticks';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import { BackfillRequestError, backfillSchedule } from '../../lib/operate/schedule-backfill';
 import type { JobRecord } from '../../lib/track/job-record';
 import { appConfig } from '../helpers/factories';
-import { world } from '../helpers/world';
+import { operatorContextOf, world } from '../helpers/world';
 
 const MINUTE = 60_000;
 const START = Date.UTC(2027, 0, 4, 0, 0, 0);
@@ -162,6 +163,44 @@ describe('a schedule’s catch-up', () => {
     await sending;
     expect(runs.map((r) => r.tick).sort()).toEqual([at(0), at(3), at(5), at(48)]);
     expect(await w.jobs.scheduleTicks('reports')).toMatchObject({ lastTick: START + 5 * 60 * MINUTE, missed: 4, caughtUp: 0 });
+  });
+});
+
+describe('taskworker schedules backfill', () => {
+  it('a 7-day backfill of a daily schedule makes 7 jobs, and the real tick in the range is not doubled', async () => {
+    const DAY = 24 * 60 * MINUTE;
+    const { sim, w, runs, config, record } = scheduleWorld({ cron: '0 6 * * *' }, 1_000);
+    // The real tick of day 3 ran (the schedule was on that day only).
+    const real = scheduledTimeText(new Date(START + 3 * DAY + 6 * 60 * MINUTE));
+    await sim.runUntil(START + 10 * DAY);
+    await w.send('routine', tickBody(config, real));
+    await w.run({ forMs: 10 * MINUTE });
+    expect(runs.map((r) => r.tick)).toEqual([real]);
+    const ctx = operatorContextOf(w);
+    const request = { name: 'reports', queue: 'routine', from: START, to: START + 7 * DAY };
+    const dry = await backfillSchedule(ctx, { ...request, dryRun: true });
+    expect(dry).toMatchObject({ ticks: 7, recorded: 1, sent: 0, sample: expect.arrayContaining(['2027-01-04T06:00:00Z']) });
+    expect(w.sqs.peek(w.urls.queues.routine as string)).toHaveLength(0);
+    expect(await backfillSchedule(ctx, { ...request, dryRun: false })).toMatchObject({ ticks: 7, recorded: 1, sent: 7 });
+    await w.run({ forMs: 10 * MINUTE });
+    const days = Array.from({ length: 7 }, (_, d) => scheduledTimeText(new Date(START + d * DAY + 6 * 60 * MINUTE)));
+    expect(runs.map((r) => r.tick).sort()).toEqual(days);
+    for (const day of days) expect(await record(day)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    // The backfilled copy of the real tick was a duplicate of its job, never run again.
+    expect(runs.filter((r) => r.tick === real)).toHaveLength(1);
+  });
+
+  it.each([
+    [{ name: 'nightly' }, 'schedule'],
+    [{ to: START - 2 * 60 * MINUTE }, '--to'],
+    [{ to: START + 400 * 24 * 60 * MINUTE }, '--to'],
+    [{ from: START - 40 * 24 * 60 * MINUTE, to: START }, '--from'],
+  ])('refuses %j naming the option', async (change, field) => {
+    const { w } = scheduleWorld({ cron: '*/5 * * * *' }, 1_000);
+    const request = { name: 'reports', queue: 'routine', from: START - 60 * MINUTE, to: START, dryRun: true, ...change };
+    const thrown = await backfillSchedule(operatorContextOf(w), request).catch((error: unknown) => error);
+    expect(thrown).toBeInstanceOf(BackfillRequestError);
+    expect(thrown).toMatchObject({ field });
   });
 });
 
