@@ -151,7 +151,7 @@ export function publisherOf(
   return new Publisher({ config: w.config, version: 'v1', queues: w.sqs, urls: w.urls, jobs: w.jobs, clock: w.clock, ...options });
 }
 
-export function operatorContextOf(w: World): OperatorContext {
+export function operatorContextOf(w: World<VirtualClock | Simulation>): OperatorContext {
   return {
     config: w.config,
     version: 'v1',
