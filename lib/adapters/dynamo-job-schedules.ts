@@ -118,23 +118,10 @@ export class DynamoJobSchedules {
   async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {
     const e = new Expression();
     const lease = e.name('sweepLease');
-    try {
-      const out = await this.table.dynamo.send(
-        new UpdateItemCommand({
-          TableName: this.table.tableName,
-          Key: { jobId: { S: jobId } },
-          UpdateExpression: `SET ${lease} = ${e.value(leaseUntil)}`,
-          ConditionExpression: `${transitionCondition(e, 'sweep')} AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
-          ReturnConsumedCapacity: 'TOTAL',
-          ...e.params(),
-        }),
-      );
-      this.table.meter(out, 'write');
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.table.update(jobId, e, {
+      update: `SET ${lease} = ${e.value(leaseUntil)}`,
+      condition: `${transitionCondition(e, 'sweep')} AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
+    });
   }
 
   async handOver(jobId: string, leaseUntil: number, now: number): Promise<boolean> {

@@ -83,6 +83,27 @@ export class DynamoJobTable {
     }
   }
 
+  /** One conditional UpdateItem on any item of the table, returning nothing: whether it landed. */
+  async update(key: string, e: Pick<Expression, 'params'>, expr: { update: string; condition: string }): Promise<boolean> {
+    try {
+      const out = await this.dynamo.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { jobId: { S: key } },
+          UpdateExpression: expr.update,
+          ConditionExpression: expr.condition,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...e.params(),
+        }),
+      );
+      this.meter(out, 'write');
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
   /**
    * Keeps the newest `historyLimit` entries: removes the oldest ones from the head of the list, on
    * condition the list is still the length it was read at (an append racing in trims itself).

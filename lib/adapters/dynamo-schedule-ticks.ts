@@ -7,7 +7,7 @@ import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { scheduleItemKey } from '../policy/job-rules';
 import type { ScheduleTicks } from '../track/job-record';
 import type { DynamoJobTable } from './dynamo-job-table';
-import { Expression, fromItem, isConditionFailure } from './dynamo-values';
+import { Expression, fromItem } from './dynamo-values';
 
 export class DynamoScheduleTicks {
   constructor(private readonly table: DynamoJobTable) {}
@@ -36,23 +36,10 @@ export class DynamoScheduleTicks {
     const adds = [`${n('missed')} ${e.value(counts.missed)}`, `${n('caughtUp')} ${e.value(counts.caughtUp)}`];
     const sets = [`${n('lastTick')} = ${e.value(at)}`, `${n('updatedAt')} = ${e.value(now)}`];
     if (counts.missed > 0) sets.push(`${n('lastMissedAt')} = ${e.value(now)}`);
-    try {
-      const out = await this.table.dynamo.send(
-        new UpdateItemCommand({
-          TableName: this.table.tableName,
-          Key: { jobId: { S: scheduleItemKey(schedule) } },
-          UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
-          ConditionExpression: `attribute_not_exists(${n('lastTick')}) OR ${n('lastTick')} < ${e.value(at)}`,
-          ReturnConsumedCapacity: 'TOTAL',
-          ...e.params(),
-        }),
-      );
-      this.table.meter(out, 'write');
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return this.table.update(scheduleItemKey(schedule), e, {
+      update: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
+      condition: `attribute_not_exists(${n('lastTick')}) OR ${n('lastTick')} < ${e.value(at)}`,
+    });
   }
 
   async countSkipped(schedule: string, now: number): Promise<void> {
