@@ -18,9 +18,14 @@ export function utcTime(ms: number | undefined): string {
 const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
 
 /** The texts of a worker's row on the workers page, at `now` (the view's time). */
-export function workerCells(w: WorkerView, now: number): { since: string; deadlineIn: string; lastHeard: string; weights: string } {
+export function workerCells(
+  w: WorkerView,
+  now: number,
+): { since: string; deadlineIn: string; lastHeard: string; weights: string; usage: string } {
   return {
     since: utcTime(w.startedAt),
+    // Memory against the dispatcher's rssLimitMb (its memory guard's limit), CPU since its previous beat.
+    usage: w.usage ? `${w.usage.rssMb} of ${w.usage.limitMb} MB · CPU ${w.usage.cpuPercent}%` : '–',
     deadlineIn: w.deadline > now ? seconds(w.deadline - now) : 'passed',
     lastHeard: `${seconds(now - w.heardAt)} ago`,
     weights: workerWeights(w, now) ?? '',

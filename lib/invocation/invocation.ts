@@ -21,7 +21,7 @@ import { type Controls, ControlsCache, effectiveQueues, NO_CONTROLS, pausedQueue
 import type { WorkerPlace } from '../track/worker-registry';
 import { batchItemFailures, doorbellBatches, type SqsEventRecord } from './doorbell';
 import { sweepDue } from './parked-sweep';
-import { WorkerPresence } from './presence';
+import { processUsage, WorkerPresence } from './presence';
 import {
   doorbellsStepAside,
   type FleetCount,
@@ -203,6 +203,7 @@ function presenceOf(
         startedAt: run.startedAt,
         deadline: run.deadline,
         ...(selector.weights ? { weights: () => selector.weights?.() } : {}),
+        usage: processUsage(ports.memory?.rss ?? (() => process.memoryUsage.rss()), ports.config.dispatcher.rssLimitMb),
       })
     : undefined;
 }

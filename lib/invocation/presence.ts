@@ -11,7 +11,14 @@ import { describe } from '../errors';
 import type { Logger } from '../ports';
 import type { SelectorWeights } from '../select/selector-types';
 import type { BatchReport } from '../settle/report';
-import { BEAT_INTERVAL_MS, fitItem, type WorkerItem, type WorkerPlace, type WorkerRegistry } from '../track/worker-registry';
+import {
+  BEAT_INTERVAL_MS,
+  fitItem,
+  type WorkerItem,
+  type WorkerPlace,
+  type WorkerRegistry,
+  type WorkerUsage,
+} from '../track/worker-registry';
 
 export interface PresenceOptions {
   readonly registry: WorkerRegistry;
@@ -25,6 +32,30 @@ export interface PresenceOptions {
   readonly deadline: number;
   /** The selector's weights at its last selection, when it tells them. */
   readonly weights?: () => SelectorWeights | undefined;
+  /** Its process's memory and CPU now (see {@link processUsage}); none where the process is not its own. */
+  readonly usage?: () => WorkerUsage | undefined;
+}
+
+/**
+ * A sampler of this process's resident set (read by `rss`, the memory guard's reading) and of the
+ * CPU it used since the previous sample, per wall-clock time: 100 is one core busy throughout.
+ * Undefined when `rss` reads 0 (a shared process, whose memory is not the dispatcher's own).
+ */
+export function processUsage(rss: () => number, limitMb: number): () => WorkerUsage | undefined {
+  let last = { cpu: process.cpuUsage(), at: performance.now() };
+  return () => {
+    const bytes = rss();
+    if (bytes <= 0) return undefined;
+    const now = { cpu: process.cpuUsage(), at: performance.now() };
+    const usedMicros = now.cpu.user - last.cpu.user + (now.cpu.system - last.cpu.system);
+    const wallMs = now.at - last.at;
+    last = now;
+    return {
+      rssMb: Math.round(bytes / 1_048_576),
+      limitMb,
+      cpuPercent: wallMs > 0 ? Math.round(usedMicros / 10 / wallMs) : 0,
+    };
+  };
 }
 
 export class WorkerPresence {
@@ -94,6 +125,7 @@ export class WorkerPresence {
       heardAt: now,
       jobs: [...new Set(this.holding.values())],
       ...(weights && Object.keys(weights.shares).length > 0 ? { weights: roundWeights(weights.shares), weightsAt: weights.at } : {}),
+      ...usageNow(this.o.usage),
     });
   }
 
@@ -112,6 +144,11 @@ export class WorkerPresence {
       this.o.logger.warn(`could not write this invocation's ${step} to the worker registry`, { error: describe(error) });
     });
   }
+}
+
+function usageNow(sample: (() => WorkerUsage | undefined) | undefined): { usage?: WorkerUsage } {
+  const usage = sample?.();
+  return usage ? { usage } : {};
 }
 
 /** Shares to three decimals: the item stays small and the view reads them as percentages. */

@@ -4,7 +4,7 @@
  */
 
 import type { JobRecord, JobState } from '../track/job-record';
-import type { JobFate, WorkerPlace } from '../track/worker-registry';
+import type { JobFate, WorkerPlace, WorkerUsage } from '../track/worker-registry';
 import type { ArchiveReason } from '../wire/archive-reasons';
 
 /** A record filed under a message id because of its envelope, and why it is filed there (lib/operate/rejections.ts). */
@@ -155,6 +155,8 @@ export interface WorkerView {
   readonly weights?: Readonly<Record<string, number>>;
   /** When that selection was (epoch ms). */
   readonly weightsAt?: number;
+  /** Its process's resident set against `dispatcher.rssLimitMb` and CPU since its previous beat, at its last beat (absent in a shared process). */
+  readonly usage?: WorkerUsage;
   /**
    * Live: the jobs of its last beat that its record still shows running under its lease. Vanished:
    * every job of its last beat, with what became of it.

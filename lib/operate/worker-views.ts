@@ -44,6 +44,7 @@ function view(w: WorkerItem, now: number, record: (id: string) => Parameters<typ
     deadline: w.deadline,
     heardAt: w.heardAt,
     ...(w.weights ? { weights: w.weights, ...(w.weightsAt !== undefined ? { weightsAt: w.weightsAt } : {}) } : {}),
+    ...(w.usage ? { usage: w.usage } : {}),
     jobs: status === 'live' ? fates.filter((f) => f.heldByWorker) : fates,
     moreJobs: Math.max(0, (w.held ?? w.jobs.length) - w.jobs.length),
   };
@@ -61,6 +62,12 @@ export function workerWeights(w: Pick<WorkerView, 'role' | 'weights' | 'weightsA
     return `weights at its last selection${when}: ${shares.join(', ')}`;
   }
   return w.role === 'doorbell' ? "weights: none, it selects no queue (a doorbell runs the batch its queue's trigger gave it)" : undefined;
+}
+
+/** Its memory and CPU at its last beat, in one line (the text view and the dashboard say the same); undefined without them. */
+export function workerUsage(w: Pick<WorkerView, 'usage'>): string | undefined {
+  const u = w.usage;
+  return u ? `memory ${u.rssMb} MB of ${u.limitMb} MB (rssLimitMb), CPU ${u.cpuPercent}% of a core since its previous beat` : undefined;
 }
 
 /** Seconds ago or ahead, for the text view. */
@@ -85,6 +92,8 @@ export function renderWorkers(view: WorkersView): string {
     );
     const weighs = workerWeights(w, view.now);
     if (weighs) lines.push(`  ${weighs}`);
+    const usage = workerUsage(w);
+    if (usage) lines.push(`  ${usage}`);
     if (w.jobs.length === 0 && w.moreJobs === 0) lines.push(w.status === 'live' ? '  holds no job' : '  held no job');
     for (const j of w.jobs) lines.push(`  ${j.jobId}${j.task ? ` ${j.task}` : ''}: ${j.fate}`);
     if (w.moreJobs > 0) lines.push(`  … and ${w.moreJobs} more job(s) (not carried by its beat)`);

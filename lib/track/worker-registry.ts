@@ -25,6 +25,12 @@ export interface WorkerPlace {
   readonly container?: string;
 }
 
+export interface WorkerUsage {
+  readonly rssMb: number;
+  readonly limitMb: number;
+  readonly cpuPercent: number;
+}
+
 /** One working invocation as it last said. */
 export interface WorkerItem {
   /** The invocation: `<workerId>@<startedAt>`. */
@@ -51,6 +57,12 @@ export interface WorkerItem {
   readonly weights?: Readonly<Record<string, number>>;
   /** When that selection was (epoch ms). */
   readonly weightsAt?: number;
+  /**
+   * Its container's process at `heardAt`, as its memory guard reads it: resident set against
+   * `dispatcher.rssLimitMb`, and CPU used since the previous beat (100 = one core busy throughout).
+   * Absent where the process is shared with others (in-process tests, benchmarks): not its own.
+   */
+  readonly usage?: WorkerUsage;
   /** When it ended cleanly (epoch ms). */
   readonly endedAt?: number;
 }

@@ -711,6 +711,7 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
       jobs: [],
       held: 0,
       weights: { fast: 0.8, slow: 0.2 },
+      usage: { rssMb: 212, limitMb: 1536, cpuPercent: 43 },
     });
     await page.goto(`${ui.url}#/workers`);
     const gone = page.locator('[data-testid="workers"] tr[data-worker="gone-1"]');
@@ -721,6 +722,8 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(await live.getAttribute('data-status')).toBe('live');
     expect(await live.textContent()).toContain('fast 80%, slow 20%');
     expect(await live.textContent()).toContain('req-live');
+    expect(await live.locator('[data-field="usage"]').textContent()).toBe('212 of 1536 MB · CPU 43%');
+    expect(await gone.locator('[data-field="usage"]').textContent()).toBe('–');
     await shoot('workers');
     await gone.locator('a', { hasText: 'held-ui' }).click();
     await page.locator('[data-testid="job-id"]', { hasText: 'held-ui' }).waitFor();

@@ -6,11 +6,11 @@
  */
 import { Simulation } from '../../bench/sim/engine';
 import type { ScheduleInput } from '../../lib/config/schedule-config';
+import { BackfillRequestError, backfillSchedule } from '../../lib/operate/schedule-backfill';
 import { fireTimesBetween } from '../../lib/policy/cron-expressions';
 import { scheduledTimeText, tickBody, tickJobId } from '../../lib/policy/recurring-ticks';
 import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
-import { BackfillRequestError, backfillSchedule } from '../../lib/operate/schedule-backfill';
 import type { JobRecord } from '../../lib/track/job-record';
 import { appConfig } from '../helpers/factories';
 import { operatorContextOf, world } from '../helpers/world';

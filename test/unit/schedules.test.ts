@@ -66,11 +66,19 @@ describe('schedules in the config', () => {
       '2027-11-07T04:00:00Z',
       ['2027-11-07T05:00:00.000Z', '2027-11-07T05:30:00.000Z', '2027-11-08T06:00:00.000Z'],
     ],
-    ['Europe/Berlin', '*/30 * * * *', '2027-03-28T00:20:00Z', ['2027-03-28T00:30:00.000Z', '2027-03-28T01:00:00.000Z', '2027-03-28T01:30:00.000Z']],
-  ])("in %s, %s after %s fires as EventBridge Scheduler does across daylight saving: a skipped wall time not at all, a repeated one once", (timezone, cron, from, expected) => {
-    const s = one({ cron, timezone });
-    expect(nextFireTimes(s, new Date(from), expected.length).map((d) => d.toISOString())).toEqual(expected);
-  });
+    [
+      'Europe/Berlin',
+      '*/30 * * * *',
+      '2027-03-28T00:20:00Z',
+      ['2027-03-28T00:30:00.000Z', '2027-03-28T01:00:00.000Z', '2027-03-28T01:30:00.000Z'],
+    ],
+  ])(
+    'in %s, %s after %s fires as EventBridge Scheduler does across daylight saving: a skipped wall time not at all, a repeated one once',
+    (timezone, cron, from, expected) => {
+      const s = one({ cron, timezone });
+      expect(nextFireTimes(s, new Date(from), expected.length).map((d) => d.toISOString())).toEqual(expected);
+    },
+  );
 
   it('derives the job id of a tick from the schedule and its time, as EventBridge Scheduler writes the time', () => {
     const s = one({ cron: '0 * * * *', payload: { shard: 2 } });

@@ -82,8 +82,15 @@ describe("the workers page's row (dashboard/page/format.ts workerCells): UTC, as
       deadlineIn: '255 s',
       lastHeard: '5 s ago',
       weights: 'weights at its last selection (7 s ago): urgent 71%, default 29%',
+      usage: '–',
     });
     expect(utcTime(started)).toBe(utcTime(Date.parse('2026-11-27T07:12:07.065Z')));
+  });
+
+  it('gives its memory against rssLimitMb and its CPU since the previous beat, as its beat carried them', () => {
+    expect(workerCells({ ...worker, usage: { rssMb: 412, limitMb: 1536, cpuPercent: 37 } }, started + 45_000).usage).toBe(
+      '412 of 1536 MB · CPU 37%',
+    );
   });
 
   it('says when its deadline passed, and that a doorbell selects no queue', () => {

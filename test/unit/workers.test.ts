@@ -11,7 +11,7 @@ import { MemoryLimitStore } from '../../lib/fakes/memory-limits';
 import { MemoryQueueService } from '../../lib/fakes/memory-queue';
 import { MemoryWorkerRegistry } from '../../lib/fakes/memory-workers';
 import { createInvocation } from '../../lib/invocation/invocation';
-import { WorkerPresence } from '../../lib/invocation/presence';
+import { processUsage, WorkerPresence } from '../../lib/invocation/presence';
 import { listWorkers, renderWorkers } from '../../lib/operate/worker-views';
 import { silentLogger } from '../../lib/ports';
 import { seededRandom } from '../../lib/random';
@@ -70,6 +70,46 @@ describe('a worker item', () => {
     expect(item.jobs.length).toBeGreaterThan(10);
     expect(item.jobs.length).toBeLessThan(60);
     expect(JSON.stringify(item).length).toBeLessThan(1024);
+  });
+});
+
+describe("a worker's memory and CPU", () => {
+  it('samples its own process: resident set against the limit, CPU used per wall time since the previous sample', () => {
+    const sample = processUsage(() => 300 * 1_048_576, 1536);
+    const spinUntil = process.cpuUsage().user + 30_000;
+    while (process.cpuUsage().user < spinUntil) {
+      // 30 ms of CPU: the next sample must see it.
+    }
+    const usage = sample();
+    expect(usage).toMatchObject({ rssMb: 300, limitMb: 1536 });
+    expect(usage?.cpuPercent).toBeGreaterThan(0);
+  });
+
+  it('says nothing in a process shared with others (its resident set is not its own)', () => {
+    expect(processUsage(() => 0, 1536)()).toBeUndefined();
+  });
+
+  it('is carried by its beat and printed by taskworker workers', async () => {
+    const workers = new MemoryWorkerRegistry();
+    const presence = new WorkerPresence({
+      registry: workers,
+      clock: new VirtualClock(),
+      logger: silentLogger,
+      workerId: 'box-2',
+      role: 'plain',
+      place: {},
+      startedAt: Date.UTC(2026, 0, 1),
+      deadline: Date.UTC(2026, 0, 1) + 60_000,
+      usage: () => ({ rssMb: 512, limitMb: 1536, cpuPercent: 61 }),
+    });
+    presence.working();
+    await new Promise((resolve) => setImmediate(resolve));
+    const [item] = await workers.list();
+    expect(item?.usage).toEqual({ rssMb: 512, limitMb: 1536, cpuPercent: 61 });
+    const clock = new VirtualClock(Date.UTC(2026, 0, 1) + 1_000);
+    const view = await listWorkers({ workers, jobs: new MemoryJobStore({ historyLimit: 5, retentionDays: 1 }), clock });
+    expect(renderWorkers(view)).toContain('  memory 512 MB of 1536 MB (rssLimitMb), CPU 61% of a core since its previous beat');
+    await presence.end();
   });
 });
 

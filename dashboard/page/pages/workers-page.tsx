@@ -27,6 +27,9 @@ export function WorkersPage({ version }: { version: string }) {
               <th>since</th>
               <th>deadline in</th>
               <th>last heard</th>
+              <th title="resident set against dispatcher.rssLimitMb, and CPU used since the previous beat (100% = one core)">
+                memory · CPU
+              </th>
               <th>weights</th>
               <th>jobs</th>
             </tr>
@@ -43,6 +46,9 @@ export function WorkersPage({ version }: { version: string }) {
                   <td data-field="since">{cells.since}</td>
                   <td class="num">{cells.deadlineIn}</td>
                   <td class="num">{cells.lastHeard}</td>
+                  <td class="num" data-field="usage">
+                    {cells.usage}
+                  </td>
                   <td data-field="weights">{cells.weights}</td>
                   <td>
                     {w.jobs.length === 0 && w.moreJobs === 0 ? (w.status === 'live' ? 'none' : 'held none') : ''}
