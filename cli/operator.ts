@@ -3,7 +3,7 @@ import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/aws/cloudwatch
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';
-import { type ArchiveFilter, listArchived, replayArchived } from '../lib/operate/archive';
+import { type ArchiveFilter, listArchived, replayArchived, shownArchived } from '../lib/operate/archive';
 import { redriveDeadLetters } from '../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
@@ -359,7 +359,7 @@ async function archiveCommand(args: Args): Promise<number> {
   const filter: ArchiveFilter = { ...(reason ? { reason } : {}), ...(values.task ? { task: values.task } : {}) };
   if (sub === 'list') {
     const messages = await listArchived(ctx, filter, limit);
-    print(json, messages, () => renderArchive(messages));
+    print(json, messages.map(shownArchived), () => renderArchive(messages));
     return 0;
   }
   if (sub === 'replay') return archiveReplay(args, ctx, filter);

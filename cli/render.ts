@@ -100,6 +100,7 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
   if (job.lastError) lines.push(`  error     ${job.lastError.type}: ${job.lastError.message}`);
   if (job.envelopeId !== undefined)
     lines.push(`  carried   id ${job.envelopeId}: kept under its message id, it never ran as that job (${whyFiled(job, job.envelopeId)})`);
+  if (job.payload !== undefined) lines.push(`  payload   ${job.payload}`);
   if (job.result !== undefined) lines.push(`  result    ${job.result}`);
   else if (job.resultRef !== undefined)
     lines.push(

@@ -171,6 +171,7 @@ const jobRecord = object<JobRecord>({
   dependents: optional(array(object<NonNullable<JobRecord['dependents']>[number]>({ id: string, index: number, size: number }))),
   tags: optional(array(string)),
   key: optional(string),
+  payload: optional(string),
   duplicateOf: optional(string),
   cancelRequestedAt: optional(number),
   progress: optional(string),
@@ -207,6 +208,7 @@ const archiveRecord = object<ArchiveRecordView>({
   task: optional(string),
   jobId: optional(string),
   errorType: optional(string),
+  redact: optional(array(string)),
 });
 
 const archivedMessage = object<ArchivedMessage>({ messageId: string, body: string, record: optional(archiveRecord) });

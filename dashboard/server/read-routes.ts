@@ -1,5 +1,5 @@
 /** The API's reads (GETs): a version's meta, status, throughput, history, workers and events; its jobs, one job, a flow and the archive. */
-import { countArchived, listArchived } from '../../lib/operate/archive';
+import { countArchived, listArchived, shownArchived } from '../../lib/operate/archive';
 import { listEvents } from '../../lib/operate/events';
 import { flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flow-commands';
 import { countJobStates } from '../../lib/operate/job-counts';
@@ -135,9 +135,9 @@ export function registerJobReads({ route, context, queueNames }: RouteContext): 
         404,
       );
     }
-    // The jobs table keeps a payload's digest, not the payload: an archived job's is in the archive.
+    // An archived job's payload is in the archive (whole: the one its record keeps may be none, or cut); redacted as its task says.
     const [[archived], relations] = await Promise.all([
-      job.state === 'archived' ? listArchived(ctx, { jobId: job.jobId }, 1) : [],
+      job.state === 'archived' ? (await listArchived(ctx, { jobId: job.jobId }, 1)).map(shownArchived) : [],
       jobRelations(ctx.jobs, job),
     ]);
     const inFlow = relations.dependencies !== undefined || relations.dependents !== undefined;
@@ -165,7 +165,7 @@ export function registerJobReads({ route, context, queueNames }: RouteContext): 
 
   route('/api/archive', async (query) => {
     const ctx = await context(query.version);
-    return listArchived(ctx, archiveFilter(query), integerParam('limit', query.limit, 50, 1, 500));
+    return (await listArchived(ctx, archiveFilter(query), integerParam('limit', query.limit, 50, 1, 500))).map(shownArchived);
   });
 
   route('/api/archive/count', async (query) => {

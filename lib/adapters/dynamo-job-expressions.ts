@@ -35,6 +35,7 @@ function cached<S extends string>(cache: Map<string, BuiltExpression<S>>, key: s
 export const PARKED_ONLY = ['dueShard', 'body', 'attributes', 'sweepLease'] as const;
 
 export type ClaimSlot =
+  | 'payload'
   | 'task'
   | 'payloadDigest'
   | 'queue'
@@ -62,6 +63,7 @@ function claimShape(r: ClaimRequest) {
     event: r.event !== undefined,
     startBy: r.startBy !== undefined,
     key: r.key !== undefined,
+    payload: r.payload !== undefined,
   };
 }
 
@@ -103,6 +105,8 @@ export function claimExpression(what: 'started' | 'took-over', r: ClaimRequest):
       ...(shape.event ? [`${n('event')} = ${e.slot('event')}`] : []),
       ...(shape.startBy ? [`${n('startBy')} = ${e.slot('startBy')}`] : []),
       ...(shape.key ? [`${n('key')} = ${e.slot('key')}`] : []),
+      // The first claim's: a later one (a retry, a takeover) leaves it as it is.
+      ...(shape.payload ? [`${n('payload')} = if_not_exists(${n('payload')}, ${e.slot('payload')})`] : []),
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.slot('entry')})`,
       `${n('expiresAt')} = ${e.slot('expiresAt')}`,
     ];
@@ -160,6 +164,7 @@ export function claimValues(r: ClaimRequest, entry: HistoryEntry, due: number, e
     event: r.event,
     startBy: r.startBy,
     key: r.key,
+    payload: r.payload,
     entry: [entry],
     expiresAt,
   };
@@ -195,6 +200,7 @@ export function claimedRecord(old: JobRecord | undefined, r: ClaimRequest, entry
     ...(r.event !== undefined ? { event: r.event } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
     ...(r.key !== undefined ? { key: r.key } : {}),
+    ...(r.payload !== undefined ? { payload: old?.payload ?? r.payload } : {}),
     history: [...(old?.history ?? []), entry],
   };
 }

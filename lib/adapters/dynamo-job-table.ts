@@ -288,6 +288,7 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'event',
     'startBy',
     'key',
+    'payload',
     'duplicateOf',
     'cancelRequestedAt',
     'progress',

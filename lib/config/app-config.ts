@@ -141,6 +141,13 @@ export interface TrackingConfigInput {
   readonly statsRetentionDays?: number;
   /** Most recent transitions kept in a job's history. @defaultValue 20 */
   readonly historyLimit?: number;
+  /**
+   * Payloads up to this many bytes of JSON (after the task's `redact`) are kept on the job's record
+   * by its first claim, so every job's page shows its payload; larger ones are not (a claim-checked
+   * one is in the bucket). Each KB a record grows costs a write unit on each of its writes (claim,
+   * completion). 0 keeps none. @defaultValue 512
+   */
+  readonly keepPayloadBytes?: number;
 }
 
 export type TrackingConfig = Required<TrackingConfigInput>;
@@ -249,7 +256,9 @@ export const QUEUE_DEFAULTS = {
   accept: ['taskworker'],
 } as const satisfies Omit<QueueConfig, 'name' | 'priority' | 'wakeUp'>;
 
-export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20 };
+export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20, keepPayloadBytes: 512 };
+/** The most `tracking.keepPayloadBytes` allows: past 4 KB each write of the record costs 5 units or more. */
+export const MAX_KEPT_PAYLOAD_BYTES = 4096;
 
 /** The default `rssLimitMb`, as a share of `memoryMb`. */
 export const RSS_LIMIT_SHARE = 0.9;
@@ -359,6 +368,7 @@ function resolveTracking(input: unknown): TrackingConfig {
     jobRetentionDays: integerIn('tracking.jobRetentionDays', t.jobRetentionDays ?? d.jobRetentionDays, 1, 3650),
     statsRetentionDays: integerIn('tracking.statsRetentionDays', t.statsRetentionDays ?? d.statsRetentionDays, 1, 3650),
     historyLimit: integerIn('tracking.historyLimit', t.historyLimit ?? d.historyLimit, 1, 200),
+    keepPayloadBytes: integerIn('tracking.keepPayloadBytes', t.keepPayloadBytes ?? d.keepPayloadBytes, 0, MAX_KEPT_PAYLOAD_BYTES),
   };
 }
 

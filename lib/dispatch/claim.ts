@@ -9,6 +9,7 @@ import { describe } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import { edgesOf } from '../policy/dependency-rules';
 import { type Tick, tickOf } from '../policy/recurring-ticks';
+import { keptPayload } from '../policy/redaction';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { propagate } from '../settle/dependents';
 import { archiveTakeover, fencedCompletion, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
@@ -51,9 +52,11 @@ export async function claimJob(
     }
     // Tags are indexed before the job can end, so a tag finds it in every state (idempotent per delivery).
     if (job.tags) await jobs.tagJob(job.id, job.tags, job.publishedAt);
+    const kept = keptPayload(job.payload, def.redact, deps.config.tracking.keepPayloadBytes);
     claim = await jobs.claim({
       ...ref(deps, queue, job),
       ...membership(job),
+      ...(kept !== undefined ? { payload: kept } : {}),
       workerId: deps.workerId,
       now: start,
       leaseUntil: start + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),

@@ -154,6 +154,7 @@ export class MemoryJobStore implements JobStore {
     base.leaseUntil = r.leaseUntil;
     if (r.memberOf) base.memberOf = r.memberOf;
     if (r.event) base.event = { ...r.event };
+    if (r.payload !== undefined && prior?.payload === undefined) base.payload = r.payload;
     delete base.announced;
     if (r.claimId) base.leaseClaim = r.claimId;
     else delete base.leaseClaim;

@@ -2,6 +2,7 @@
 import { MAX_BATCH_ENTRIES } from '../layout/sqs-limits';
 import { edgesOf } from '../policy/dependency-rules';
 import { jobPayloadDigest } from '../policy/job-rules';
+import { redact } from '../policy/redaction';
 import type { ReceivedMessage } from '../ports';
 import { callWithEntryRetries, chunk } from '../retry-entries';
 import { reopenDependents } from '../settle/dependents';
@@ -30,6 +31,25 @@ export interface ArchivedMessage {
   readonly messageId: string;
   readonly record: ArchiveRecord | undefined;
   readonly body: string;
+}
+
+/**
+ * An archived message as every view shows it: its body's payload with the task's `redact` fields
+ * masked (the archive record carries the paths). The message in the archive stays whole: a replay
+ * sends it back as it was. A body that is not a JSON envelope is shown as it is.
+ */
+export function shownArchived(message: ArchivedMessage): ArchivedMessage {
+  const paths = message.record?.redact;
+  if (!paths || paths.length === 0) return message;
+  let envelope: unknown;
+  try {
+    envelope = JSON.parse(message.body);
+  } catch {
+    return message;
+  }
+  if (typeof envelope !== 'object' || envelope === null || !('payload' in envelope)) return message;
+  const payload = (envelope as { payload: unknown }).payload;
+  return { ...message, body: JSON.stringify({ ...envelope, payload: redact(payload, paths) }) };
 }
 
 const matches = (filter: ArchiveFilter, record: ArchiveRecord | undefined, messageId: string) =>

@@ -111,6 +111,7 @@ export function decideArchive(
   const rejected = isRejection(reason);
   // A message that never ran is known under its own message id; the id it carried is kept aside.
   const jobId = rejected ? message.messageId : job?.id;
+  const redact = job ? deps.registry?.get(job.task)?.redact : undefined;
   const archiveRecord: ArchiveRecord = {
     reason,
     detail: error.message,
@@ -126,6 +127,7 @@ export function decideArchive(
     sentTimestamp: message.sentTimestamp,
     archivedAt: deps.clock.now(),
     workerId: deps.workerId,
+    ...(redact ? { redact } : {}),
   };
   const given = record ?? (rejected ? rejectionWrite(deps, queue, message, job, reason, error) : undefined);
   // A copy met while another holds the job's fence is handed back like any (a fresh copy near its redrive limit).

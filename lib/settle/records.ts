@@ -5,6 +5,7 @@ import { edgesOf } from '../policy/dependency-rules';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
 import type { SerializedError } from '../run/executor-types';
+import type { TaskRegistry } from '../tasks/task';
 import type { ArchiveFence, ArchiveTake, JobIdentity, JobRecord, Rejection } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
@@ -22,6 +23,8 @@ export interface RecordPorts {
   /** Where a released dependent is sent (a job that ends counts itself into those waiting for it). */
   readonly queues: QueueClient;
   readonly urls: QueueUrls;
+  /** The tasks, where their rules matter to a record (an archived job's `redact` paths). */
+  readonly registry?: Pick<TaskRegistry, 'get'>;
 }
 
 /** The ports that carry a job's end on to the jobs waiting for it. */

@@ -138,6 +138,13 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * ```
    */
   readonly debounce?: DebounceRule | DebounceWindow;
+  /**
+   * Payload fields never shown nor kept: dotted paths (`'card.number'`; a path through an array
+   * applies to each element) whose values become `"[redacted]"` in the payload the jobs table keeps
+   * (`tracking.keepPayloadBytes`), on the dashboard and in `jobs show` and `archive list`. The run
+   * still gets the whole payload.
+   */
+  readonly redact?: readonly string[];
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
@@ -206,6 +213,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly unique?: UniqueWindow;
   /** Its `debounce` rule, if any (kept as `unique` is). */
   readonly debounce?: DebounceWindow;
+  /** Payload fields masked wherever the payload is kept or shown. */
+  readonly redact?: readonly string[];
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -281,6 +290,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   }
   const retry = retryPolicy(name, o.retry, o.unrecoverable);
   const unrecoverable = o.unrecoverable ?? [];
+  const redact = o.redact === undefined ? undefined : redactPaths(name, o.redact);
   return {
     kind: TASK_KIND,
     name,
@@ -296,11 +306,33 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     ...(limits ? { limits } : {}),
     ...(unique ? { unique } : {}),
     ...(debounce ? { debounce } : {}),
+    ...(redact && redact.length > 0 ? { redact } : {}),
     ...celery,
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     ...(o.onArchived ? { onArchived: o.onArchived } : {}),
   };
+}
+
+/** A dotted path of payload keys: no empty segment, no spaces. */
+const REDACT_PATH = /^[^.\s]+(\.[^.\s]+)*$/;
+
+/** A task's `redact` paths, validated: distinct dotted paths, at most 50. */
+function redactPaths(name: string, paths: unknown): string[] {
+  if (
+    !Array.isArray(paths) ||
+    paths.length > 50 ||
+    paths.some((p) => typeof p !== 'string' || !REDACT_PATH.test(p)) ||
+    new Set(paths).size !== paths.length
+  ) {
+    throw new TaskDefinitionError(
+      name,
+      'redact',
+      paths,
+      "a list of up to 50 distinct dotted payload paths, e.g. ['card.number', 'password']",
+    );
+  }
+  return [...paths];
 }
 
 /** A task's `unique` rule, validated: `for` in seconds (1 s..30 days), `while` distinct job states. */

@@ -91,6 +91,11 @@ export interface JobRecord {
    * this job (it is archived as `id-conflict`).
    */
   readonly payloadDigest?: string;
+  /**
+   * The payload as JSON text with its task's `redact` fields masked, kept by the first claim when it
+   * is at most `tracking.keepPayloadBytes` long (so the dashboard and `jobs show` show every job's).
+   */
+  readonly payload?: string;
   readonly queue: string;
   readonly version: string;
   readonly state: JobState;
@@ -274,6 +279,11 @@ export interface ClaimRequest extends JobRef {
    * Without it a claim that finds the job running is never taken as ours.
    */
   readonly claimId?: string;
+  /**
+   * The payload as JSON text, redacted (its task's `redact`), when it is kept on the record
+   * (`tracking.keepPayloadBytes`); written by the first claim only.
+   */
+  readonly payload?: string;
 }
 
 /**

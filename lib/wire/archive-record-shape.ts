@@ -30,4 +30,6 @@ export interface ArchiveRecord {
    * Only bodies within a few hundred bytes of 1 MiB need it (the publisher leaves 8 KiB free).
    */
   readonly bodyTruncatedFrom?: number;
+  /** The task's `redact` paths: every view masks them in the body's payload (the body itself stays whole, for replay). */
+  readonly redact?: readonly string[];
 }

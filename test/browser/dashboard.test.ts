@@ -343,6 +343,19 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     );
   });
 
+  it("a running job's page shows its payload as its first claim kept it, the task's redact fields masked", async () => {
+    const card = { number: '4111 1111 1111 1111', expiry: '12/29' };
+    await stack.publisher.publish('nap', { ms: 4_500, card }, { id: 'ui-paying' });
+    await until(async () => (await jobState('ui-paying')) === 'running', 'the nap to start');
+    await page.goto(`${ui.url}#/job/ui-paying`);
+    const payload = page.locator('[data-testid="payload"]');
+    await payload.waitFor();
+    expect(JSON.parse((await payload.textContent()) ?? '')).toEqual({ ms: 4_500, card: { number: '[redacted]', expiry: '12/29' } });
+    expect(await page.locator('main').textContent()).not.toContain(card.number);
+    // The table holds it masked too: the number never reached it.
+    expect((await ctx.jobs.get('ui-paying'))?.payload).toBe('{"ms":4500,"card":{"number":"[redacted]","expiry":"12/29"}}');
+  });
+
   it("the jobs page filters by tag: the tag's jobs in every state, as the tag index has them", async () => {
     await stack.publisher.publish('greet', { name: 'tagged' }, { id: 'ui-tagged', tags: ['ui-flow'] });
     await until(async () => (await jobState('ui-tagged')) === 'succeeded', 'ui-tagged to succeed');

@@ -67,6 +67,21 @@ export function jobStoreConformance(
     });
     afterAll(teardown);
 
+    it('keeps the payload its first claim brings; a later claim leaves it; the record as the claim returns it says the same', async () => {
+      const job = ref();
+      const first = await jobs.claim({ ...job, workerId: 'w1', now: 1000, leaseUntil: 11_000, payload: '{"n":1}' });
+      if (first.outcome !== 'claimed') throw new Error(first.outcome);
+      expect(first.record.payload).toBe('{"n":1}');
+      await jobs.complete({ jobId: job.jobId, token: first.token, state: 'retrying', error, workerId: 'w1', now: 1001 }, first.record);
+      const second = await jobs.claim({ ...job, workerId: 'w2', now: 2000, leaseUntil: 12_000, payload: '{"n":2}' });
+      expect(second.outcome === 'claimed' && second.record.payload).toBe('{"n":1}');
+      expect((await jobs.get(job.jobId))?.payload).toBe('{"n":1}');
+      // A claim that brings none (a payload over the bound) keeps none.
+      const other = ref();
+      const bare = await claim(jobs, other, 3000);
+      expect(bare.outcome === 'claimed' && bare.record.payload).toBeUndefined();
+    });
+
     it('claims a new job: running, attempt 1, token 1, a started entry', async () => {
       const job = ref();
       const result = await claim(jobs, job, 2000);

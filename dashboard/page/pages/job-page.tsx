@@ -296,9 +296,12 @@ export function JobPage({ version, id }: { version: string; id: string }) {
       <h3>Payload</h3>
       {envelope ? (
         <pre data-testid="payload">{JSON.stringify(envelope.payload, null, 2)}</pre>
+      ) : job.payload !== undefined ? (
+        <pre data-testid="payload">{pretty(job.payload)}</pre>
       ) : (
-        <p class="note">
-          The jobs table keeps a digest of the payload, not the payload: it is shown for archived jobs (from the archive message).
+        <p class="note" data-testid="payload-not-kept">
+          Not kept: the jobs table keeps payloads up to tracking.keepPayloadBytes from the job's first claim (this one was larger, not
+          claimed yet, or kept none); an archived job's is shown from its archive message.
         </p>
       )}
       {envelope?.appData !== undefined && (
