@@ -9,7 +9,8 @@
  * the job and stats stores consumed. A second pass runs tasks that fail once and then succeed. A
  * last one publishes no-op tasks with a 1 s delay to a `full` queue: the publisher's one `scheduled`
  * write per delayed publish (issue 25) is its "queued" column, and the dispatcher then claims over
- * that record.
+ * that record. The last publishes 500-byte payloads, which the claim keeps on the record
+ * (`tracking.keepPayloadBytes`): what keeping a payload costs.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,10 +43,16 @@ async function measure(
   workDir: string,
   run: number,
   delaySeconds = 0,
+  /** Pads each payload's JSON to about this many bytes (0: a small one), to show what keeping it costs. */
+  payloadBytes = 0,
 ) {
   const provisioned = await oneQueueVersion({ workDir, run, version: `r${run}`, mode, sqs, dynamo });
   const options = delaySeconds > 0 ? { delaySeconds } : {};
-  await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: { at: Date.now() }, options })));
+  const payload = () => {
+    const small = { at: Date.now() };
+    return payloadBytes > 0 ? { ...small, pad: 'x'.repeat(Math.max(0, payloadBytes - JSON.stringify(small).length - 10)) } : small;
+  };
+  await provisioned.publisher.publishBatch(Array.from({ length: tasks }, () => ({ task, payload: payload(), options })));
   const { jobs, stats } = provisioned;
   const queuedUnits = jobs.capacity.writeUnits;
   let settled = 0;
@@ -70,6 +77,7 @@ async function measure(
     mode,
     task,
     delaySeconds,
+    payloadBytes,
     tasks,
     batches,
     queuedWriteUnitsPerTask: round(queuedUnits / tasks),
@@ -99,6 +107,8 @@ async function main() {
     }
     // Delayed publishes: one `scheduled` record each, written by the publisher (none for immediate ones).
     results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, 1));
+    // A 500-byte payload, kept on the record by its claim (tracking.keepPayloadBytes 512, the default).
+    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, 0, 500));
   } finally {
     sqs.destroy();
     dynamo.destroy();
@@ -111,7 +121,7 @@ async function main() {
   const header = ['mode', 'task', 'publisher WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
   const rows = results.map((r) => [
     r.mode,
-    `${r.task === 'noop' ? 'succeeds' : 'fails once'}${r.delaySeconds > 0 ? `, delayed ${r.delaySeconds} s` : ''}`,
+    `${r.task === 'noop' ? 'succeeds' : 'fails once'}${r.delaySeconds > 0 ? `, delayed ${r.delaySeconds} s` : ''}${r.payloadBytes > 0 ? `, ${r.payloadBytes} B payload kept` : ''}`,
     r.queuedWriteUnitsPerTask,
     r.jobWriteUnitsPerTask,
     r.statsWriteUnitsPerTask,
