@@ -39,10 +39,13 @@ export async function claimJob(
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   const needMs = taskNeedMs(def.timeLimitSeconds, deps.config.dispatcher.killGraceMs);
   let claim: ClaimResult;
+  let claimedAt = start;
   try {
     // A schedule's tick catches up the ticks missed before it, then runs, waits or is skipped as its overlap says.
     const tick = tickOf(job, deps.config.schedules);
     if (tick && !(await tickTurn(deps, at, tick, start))) return undefined;
+    // A tick's run starts once its turn came (a run before it may have ended only now).
+    claimedAt = tick ? deps.clock.now() : start;
     // A `unique` task's keyed job holds its key, or joins the live job that does (never run).
     const holder = def.unique && job.key !== undefined ? await joinedHolder(deps, at, def, start) : undefined;
     if (holder !== undefined) {
@@ -58,8 +61,8 @@ export async function claimJob(
       ...membership(job),
       ...(kept !== undefined ? { payload: kept } : {}),
       workerId: deps.workerId,
-      now: start,
-      leaseUntil: start + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),
+      now: claimedAt,
+      leaseUntil: claimedAt + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),
       claimId: randomBytes(9).toString('base64url'),
     });
   } catch (error) {
@@ -103,7 +106,10 @@ export async function claimJob(
       );
       return undefined;
     case 'leased': {
-      const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(((claim.record.leaseUntil ?? start) - start) / 1000) + 1));
+      const seconds = Math.min(
+        MAX_VISIBILITY_SECONDS,
+        Math.max(1, Math.ceil(((claim.record.leaseUntil ?? claimedAt) - claimedAt) / 1000) + 1),
+      );
       decideHandBack(
         deps,
         at,

@@ -82,13 +82,16 @@ export type System = Awaited<ReturnType<typeof system>>;
  * For one test file: the emulators and the fixture bundle once, and a fresh system per test
  * (`fresh(options)`), closed after the test.
  */
-export function systemPerTest(): (options?: SystemOptions) => Promise<System> {
+export function systemPerTest(
+  /** The app's config (default: test/fixtures/taskworker.config.ts), bundled with its tasks. */
+  configFile?: string,
+): (options?: SystemOptions) => Promise<System> {
   let h: EmulatorHarness | undefined;
   let bundle: TaskBundle | undefined;
   let current: System | undefined;
   beforeAll(async () => {
     h = await startHarness();
-    bundle = await buildFixtureBundle();
+    bundle = await buildFixtureBundle(configFile);
   });
   afterAll(() => stopHarness(h));
   afterEach(async () => {

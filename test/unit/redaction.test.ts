@@ -12,7 +12,12 @@ import { defineTask, type TaskOptions } from '../../lib/tasks/task';
 import { operatorContextOf, world } from '../helpers/world';
 
 describe('redact', () => {
-  const payload = { user: 'ada', card: { number: '4111 1111 1111 1111', expiry: '12/29' }, cards: [{ number: '1' }, { number: '2' }], password: 'p' };
+  const payload = {
+    user: 'ada',
+    card: { number: '4111 1111 1111 1111', expiry: '12/29' },
+    cards: [{ number: '1' }, { number: '2' }],
+    password: 'p',
+  };
 
   it('masks each dotted path, through arrays, and leaves the original as it was', () => {
     const before = structuredClone(payload);
