@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { resolveConfig } from '../lib/config/app-config';
+import { resolveConfig, type TaskworkerConfig } from '../lib/config/app-config';
 import type { ScheduleConfig, ScheduleOverlap } from '../lib/config/schedule-config';
 import { operatorContext } from '../lib/operate/operator-context';
 import { backfillSchedule } from '../lib/operate/schedule-backfill';
@@ -9,11 +9,12 @@ import { createRegistry } from '../lib/tasks/registry';
 import { timeOption } from './bulk-command';
 import { operatorTarget } from './operator';
 import { loadTaskDefinitions } from './publish';
-import { findConfigFile, integerOption, table, UsageError } from './shared';
+import { findConfigFile, integerOption, table, UsageError, useLocalEndpointsIfRunning } from './shared';
 
-export const SCHEDULES_USAGE = `taskworker schedules [--next N] [--config FILE] [--json]
+export const SCHEDULES_USAGE = `taskworker schedules [--next N] [--version V] [--config FILE] [--json]
   Lists the config's recurring tasks: what each publishes where, its expression locally (crontab)
-  and in AWS (EventBridge Scheduler), its overlap and catch-up, and its next N fire times (default 3).
+  and in AWS (EventBridge Scheduler), its overlap and catch-up, and its next N fire times (default 3);
+  with --version, what that version saw of each: its last tick, ticks skipped, missed, caught up.
 taskworker schedules backfill NAME --from TIME --to TIME [--dry-run] [--version V] [--config FILE] [--json]
   Sends schedule NAME's ticks in [--from, --to) to its queue, as the jobs their real ticks are (a
   tick that ran does not run again); TIME is ISO-8601 with a zone, or 90m, 2h, 7d ago.`;
@@ -31,13 +32,25 @@ export interface ScheduleListing {
   readonly catchUpSeconds: number;
   /** ISO-8601 UTC; empty for a rate (it counts from when the schedule starts: creation in AWS, start of `taskworker dev`). */
   readonly next: readonly string[];
+  /** With `--version`: what that version's dispatchers saw of its ticks (none yet: zeros, no last tick). */
+  readonly ticks?: {
+    readonly lastTick?: string;
+    readonly skipped: number;
+    readonly missed: number;
+    readonly caughtUp: number;
+  };
 }
 
 export async function schedulesCommand(argv: string[]): Promise<void> {
   if (argv[0] === 'backfill') return backfillCommand(argv.slice(1));
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string' }, json: { type: 'boolean', default: false }, next: { type: 'string' } },
+    options: {
+      config: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      next: { type: 'string' },
+      version: { type: 'string' },
+    },
     strict: true,
   });
   const configFile = findConfigFile(values.config);
@@ -47,10 +60,11 @@ export async function schedulesCommand(argv: string[]): Promise<void> {
   checkCrontabs(config);
   const count = integerOption('--next', values.next, 3, 1, 100);
   const now = new Date();
-  const listings = config.schedules.map((s): ScheduleListing => {
+  const ticks = values.version === undefined ? undefined : await versionTicks(config, values.version);
+  const listings = config.schedules.map((s, i): ScheduleListing => {
     const queue = s.queue ?? registry.get(s.task)?.queue ?? '';
     const full = config.queues.find((q) => q.name === queue)?.tracking === 'full';
-    return listing(s, queue, full, now, count);
+    return { ...listing(s, queue, full, now, count), ...(ticks ? { ticks: ticks[i] } : {}) };
   });
   if (values.json) {
     process.stdout.write(`${JSON.stringify(listings, null, 2)}\n`);
@@ -74,6 +88,30 @@ export async function schedulesCommand(argv: string[]): Promise<void> {
         l.next.length > 0 ? l.next.join(', ') : 'counted from when it starts',
       ]),
     )}\n`,
+  );
+  if (!ticks) return;
+  process.stdout.write(
+    `\nin version ${values.version}:\n${table(
+      ['schedule', 'last tick (UTC)', 'skipped (overlap)', 'missed', 'caught up'],
+      listings.map((l) => [l.name, l.ticks?.lastTick ?? 'none yet', l.ticks?.skipped ?? 0, l.ticks?.missed ?? 0, l.ticks?.caughtUp ?? 0]),
+    )}\n`,
+  );
+}
+
+/** What version `version`'s dispatchers saw of each schedule's ticks (its jobs table), in config order. */
+async function versionTicks(config: TaskworkerConfig, version: string): Promise<NonNullable<ScheduleListing['ticks']>[]> {
+  useLocalEndpointsIfRunning();
+  const ctx = await operatorContext({ config, version });
+  return Promise.all(
+    config.schedules.map(async (s) => {
+      const t = await ctx.jobs.scheduleTicks(s.name);
+      return {
+        ...(t?.lastTick !== undefined ? { lastTick: new Date(t.lastTick).toISOString() } : {}),
+        skipped: t?.skipped ?? 0,
+        missed: t?.missed ?? 0,
+        caughtUp: t?.caughtUp ?? 0,
+      };
+    }),
   );
 }
 

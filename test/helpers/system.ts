@@ -73,7 +73,15 @@ export async function system(h: EmulatorHarness, bundle: TaskBundle, options: Sy
     await Promise.all(runtimes.map((r) => r.close()));
     dynamo.destroy();
   };
-  return { version, urls, tables, tracking, runtime, dispatcher, publisher, reports, jobs, archive, depth, drained, close, sqs };
+  // What points a CLI command run in this process (tests' `cli(...)`) at these emulators.
+  const env = {
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_SQS: h.emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: h.emulators.dynamodbEndpoint,
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+  };
+  return { version, urls, tables, tracking, runtime, dispatcher, publisher, reports, jobs, archive, depth, drained, close, sqs, env };
 }
 
 export type System = Awaited<ReturnType<typeof system>>;

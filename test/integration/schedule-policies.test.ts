@@ -6,11 +6,13 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ScheduleListing } from '../../cli/schedules-command';
 import { resolveConfig } from '../../lib/config/app-config';
 import type { ScheduleInput } from '../../lib/config/schedule-config';
 import { scheduledTimeText, tickBody, tickJobId } from '../../lib/policy/recurring-ticks';
 import type { JobRecord } from '../../lib/track/job-record';
 import fixture from '../fixtures/taskworker.config';
+import { cli } from '../helpers/cli';
 import { FIXTURE_CONFIG } from '../helpers/emulators';
 import { eventually, readJournal } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';
@@ -47,8 +49,8 @@ describe('schedule policies on the emulators', () => {
     const s = await fresh({ tracked: true });
     const stops = [start(s, s.runtime), start(s)];
     const ticks: string[] = [];
+    const now = Date.now();
     try {
-      const now = Date.now();
       for (let k = 0; k < 12; k++) {
         const at = minute(now, k);
         ticks.push(tickJobId('naps', scheduledTimeText(new Date(at))));
@@ -80,6 +82,23 @@ describe('schedule policies on the emulators', () => {
       expect(r.history.at(-1)?.detail).toMatch(/^skipped: schedule naps's run schedule:naps:\S+ is live \(overlap skip\)$/);
     }
     expect(await s.tracking?.jobs?.scheduleTicks('naps')).toMatchObject({ skipped: skipped.length });
+    // `taskworker schedules --version V` says the same, from the version's jobs table.
+    const saved = { ...process.env };
+    try {
+      Object.assign(process.env, s.env);
+      const json = await cli('schedules', '--config', configFile, '--version', s.version, '--json');
+      expect(json.code).toBe(0);
+      const listed = JSON.parse(json.out) as ScheduleListing[];
+      expect(listed.find((l) => l.name === 'naps')).toMatchObject({
+        overlap: 'skip',
+        ticks: { lastTick: new Date(minute(now, 11)).toISOString(), skipped: skipped.length, missed: 0, caughtUp: 0 },
+      });
+      expect(listed.find((l) => l.name === 'catching')?.ticks).toEqual({ skipped: 0, missed: 0, caughtUp: 0 });
+      const text = await cli('schedules', '--config', configFile, '--version', s.version);
+      expect(text.out).toMatch(new RegExp(`in version ${s.version}:[\\s\\S]*naps\\s+\\S+Z\\s+${skipped.length}\\s+0\\s+0`));
+    } finally {
+      process.env = saved;
+    }
   });
 
   it("catchUp '10m': the ticks missed between two real ones run once each, as the real ticks' jobs", async () => {
