@@ -8,7 +8,8 @@ import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 
 /**
- * The benchmarks' app: one queue `work` (tracking `mode`, visibility 30 s, no long poll), the
+ * The benchmarks' app: one queue `work` (tracking `mode`, visibility 30 s, no long poll, succeeded
+ * jobs listed from the index as the config's default has it unless told), the
  * task modules of `workDir/tasks`, built as the artifact is and provisioned on the emulators as
  * version `version`.
  */
@@ -20,6 +21,8 @@ export async function oneQueueVersion(options: {
   readonly sqs: SQSClient;
   readonly dynamo: DynamoDBClient;
   readonly recordQueued?: boolean;
+  /** The queue's `listSucceeded`; the config's default (on for `full`) when absent. */
+  readonly listSucceeded?: boolean;
 }) {
   const configFile = join(options.workDir, `config-${options.run}.json`);
   writeFileSync(
@@ -27,7 +30,16 @@ export async function oneQueueVersion(options: {
     JSON.stringify({
       app: 'bench',
       tasksDir: 'tasks',
-      queues: [{ name: 'work', priority: 1, visibilityTimeoutSeconds: 30, longPollSeconds: 0, tracking: options.mode }],
+      queues: [
+        {
+          name: 'work',
+          priority: 1,
+          visibilityTimeoutSeconds: 30,
+          longPollSeconds: 0,
+          tracking: options.mode,
+          ...(options.listSucceeded === undefined ? {} : { listSucceeded: options.listSucceeded }),
+        },
+      ],
       dispatcher: { concurrency: 10 },
     }),
   );

@@ -43,6 +43,7 @@ export type BenchmarkName =
   | 'e2e'
   | 'idle'
   | 'scheduled'
+  | 'tracking'
   | 'flows'
   | 'events'
   | 'payloads'
@@ -135,6 +136,12 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
     kind: 'emulators',
     paths: ['bench/idle.ts', 'bench/prices.ts', 'bench/sim/', 'lib/', 'functions/', LOCK],
     except: UNRUN,
+  },
+  // Write units per task and tracking mode: the real dispatcher in-process on the emulators.
+  tracking: {
+    kind: 'emulators',
+    paths: ['bench/tracking.ts', 'bench/tracking-rows.ts', 'bench/one-queue.ts', 'bench/prices.ts', 'lib/', LOCK],
+    except: UNRUN_NO_FAKES,
   },
   scheduled: {
     kind: 'emulators',

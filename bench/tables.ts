@@ -30,6 +30,7 @@ import {
   resultsFile,
   staleNote,
 } from './staleness';
+import { TRACKING_HEADER, type TrackingResult, trackingRow } from './tracking-rows';
 
 /** The Markdown files that hold generated blocks, and the blocks each must hold (paths from the repository's root). */
 export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
@@ -56,6 +57,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'idle:wake',
     'idle:monthly',
     'idle:under-load',
+    'tracking',
     'scheduled',
     'flows',
     'events',
@@ -307,6 +309,11 @@ interface Units {
   readonly readUnits: number;
 }
 
+interface TrackingDoc extends Recorded {
+  readonly tasksPerRun: number;
+  readonly results: readonly TrackingResult[];
+}
+
 interface ScheduledDoc extends Recorded {
   readonly results: ReadonlyArray<{
     readonly mode: string;
@@ -468,6 +475,7 @@ interface Documents {
   readonly e2e: E2eDoc;
   readonly idle: IdleDoc;
   readonly scheduled: ScheduledDoc;
+  readonly tracking: TrackingDoc;
   readonly flows: FlowsDoc;
   readonly events: EventsDoc;
   readonly payloads: PayloadsDoc;
@@ -1137,6 +1145,30 @@ function idleUnderLoad(r: Results): string {
 // ---------------------------------------------------------------------------------------------
 // The rest of the emulator benchmarks.
 
+function trackingTable(r: Results): string {
+  const t = r.tracking;
+  const listed = t.results.find(
+    (x) => x.mode === 'full' && x.task === 'noop' && x.listSucceeded && x.delaySeconds === 0 && x.payloadBytes === 0,
+  );
+  const unlisted = t.results.find((x) => x.mode === 'full' && x.task === 'noop' && !x.listSucceeded);
+  const listing =
+    listed && unlisted
+      ? ` Listing succeeded jobs newest first (\`listSucceeded\`, on by default on a \`full\` queue) costs ` +
+        `${round(listed.totalWriteUnitsPerTask - unlisted.totalWriteUnitsPerTask, 3)} WCU per succeeded job ` +
+        `(${unlisted.totalWriteUnitsPerTask} → ${listed.totalWriteUnitsPerTask}), ` +
+        `$${round((listed.totalWriteUnitsPerTask - unlisted.totalWriteUnitsPerTask) * PRICES.dynamoPerMillionWriteUnits, 3)} per million jobs at on-demand prices.`
+      : '';
+  return [
+    source('tracking', r, `${t.tasksPerRun} tasks per run, batches of 10`),
+    '',
+    table(TRACKING_HEADER, t.results.map(trackingRow)),
+    '',
+    `dynalite meters the table's writes, not its indexes': the index column is each item still in the state index at the end ` +
+      `(a listed success, an archived job), at its size plus 100 bytes by the KB, as DynamoDB bills an index write; a job that ` +
+      `passed through \`retrying\` also wrote and removed an entry there (2 more units, not counted).${listing}`,
+  ].join('\n');
+}
+
 function scheduledTable(r: Results): string {
   const rows: string[][] = [];
   for (const x of r.scheduled.results) {
@@ -1474,6 +1506,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'idle:monthly': idleMonthly,
   'idle:under-load': idleUnderLoad,
   scheduled: scheduledTable,
+  tracking: trackingTable,
   flows: flowsTable,
   events: eventsTable,
   payloads: payloadsTable,

@@ -1,6 +1,6 @@
 // Runs a TypeScript entry point (a benchmark) the way the CLI is built: bundled by esbuild into
 // dist/run/, then executed with the remaining arguments.
-//   node scripts/run-ts.mjs bench/tracking-writes.ts --json
+//   node scripts/run-ts.mjs bench/tracking.ts --json
 import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
 import { build } from 'esbuild';

@@ -7,7 +7,7 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { archiveTakeOf } from '../policy/archive-fences';
 import { DUE_SLACK_MS } from '../policy/due-times';
-import { appendHistory, expiresAt, historyOf, indexKey, permits } from '../policy/job-rules';
+import { appendHistory, expiresAt, historyOf, indexKey, permits, stateIndexKey } from '../policy/job-rules';
 import {
   type ArchiveFence,
   type ArchiveTake,
@@ -198,7 +198,8 @@ export class DynamoJobClaims {
 
   /** One fenced completion, on condition the record's dependents are still those of `claimed`. */
   private async completeOnce(c: Completion, claimed: JobRecord) {
-    const built = completionExpression(c, claimed);
+    const queueState = stateIndexKey(this.table.settings, claimed.queue, c.state, c.jobId);
+    const built = completionExpression(c, claimed, queueState);
     const values: Record<CompletionSlot, unknown> = {
       token: c.token,
       state: c.state,
@@ -210,7 +211,7 @@ export class DynamoJobClaims {
       result: c.result,
       resultBytes: c.resultBytes,
       resultRef: c.resultRef,
-      queueState: indexKey(claimed.queue, c.state),
+      queueState,
       dependents: claimed.dependents?.length ?? 0,
       archiveHolder: c.archiving?.holder,
       archiveUntil: c.archiving?.until,
@@ -221,6 +222,7 @@ export class DynamoJobClaims {
 
   async recordUnclaimed(o: UnclaimedOutcome): Promise<UnclaimedResult> {
     const write = o.state === 'succeeded' ? 'unclaimedSuccess' : 'unclaimedFailure';
+    const queueState = stateIndexKey(this.table.settings, o.queue, o.state, o.jobId);
     const e = new Expression();
     const history = e.name('history');
     const entry: HistoryEntry = {
@@ -244,14 +246,14 @@ export class DynamoJobClaims {
         finishedAt: o.state === 'retrying' ? undefined : o.now,
         archiveHolder: o.state === 'archived' ? o.archiving?.holder : undefined,
         archiveUntil: o.state === 'archived' ? o.archiving?.until : undefined,
-        queueState: indexKey(o.queue, o.state),
+        queueState,
         expiresAt: expiresAt(o.now, this.table.settings.retentionDays),
       }),
       `${e.name('publishedAt')} = if_not_exists(${e.name('publishedAt')}, ${e.value(o.publishedAt)})`,
       `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.value([entry])})`,
     ];
     const outcome = await this.table.write(o.jobId, e, {
-      update: `SET ${sets.join(', ')}${indexKey(o.queue, o.state) ? '' : ` REMOVE ${e.name('queueState')}`}`,
+      update: `SET ${sets.join(', ')}${queueState ? '' : ` REMOVE ${e.name('queueState')}`}`,
       condition: transitionCondition(e, write, o),
     });
     if (outcome.landed) return 'recorded';

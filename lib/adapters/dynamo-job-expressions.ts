@@ -10,7 +10,7 @@
  * fifth of that for this one (bench:e2e's profile, issue 33).
  */
 
-import { indexKey, TRANSITIONS } from '../policy/job-rules';
+import { TRANSITIONS } from '../policy/job-rules';
 import type { ClaimRequest, Completion, HistoryEntry, JobRecord } from '../track/job-record';
 import { Expression, type Template } from './dynamo-values';
 
@@ -224,7 +224,7 @@ export type CompletionSlot =
 const completions = new Map<string, BuiltExpression<CompletionSlot>>();
 
 /** The fields a completion sets beside its state, time, history and expiry. */
-function completionShape(c: Completion, claimed: JobRecord) {
+function completionShape(c: Completion, claimed: JobRecord, queueState: string | undefined) {
   return {
     finished: c.state !== 'retrying',
     retryAfter: c.state === 'retrying' && c.retryAfter === true,
@@ -233,7 +233,7 @@ function completionShape(c: Completion, claimed: JobRecord) {
     result: c.result !== undefined,
     resultBytes: c.resultBytes !== undefined,
     resultRef: c.resultRef !== undefined,
-    queueState: indexKey(claimed.queue, c.state) !== undefined,
+    queueState: queueState !== undefined,
     dependents: (claimed.dependents?.length ?? 0) > 0,
     archiving: c.state === 'archived' && c.archiving !== undefined,
   };
@@ -245,8 +245,8 @@ function completionShape(c: Completion, claimed: JobRecord) {
  * the completion knows (none, or as many as it read). It sets the end state, the history as the
  * completion writes it (trimmed to the limit before the write), and removes the lease.
  */
-export function completionExpression(c: Completion, claimed: JobRecord): BuiltExpression<CompletionSlot> {
-  const shape = completionShape(c, claimed);
+export function completionExpression(c: Completion, claimed: JobRecord, queueState: string | undefined): BuiltExpression<CompletionSlot> {
+  const shape = completionShape(c, claimed, queueState);
   const key = Object.entries(shape)
     .filter(([, has]) => has)
     .map(([field]) => field)

@@ -1,7 +1,7 @@
 /** What operators and publishers ask of the jobs table: jobs by state (index or scan) and by tag. */
 import { type AttributeValue, QueryCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
-import { expiresAt, INDEXED_STATES, indexKey } from '../policy/job-rules';
+import { expiresAt, indexKey, listedFromIndex, succeededIndexKeys } from '../policy/job-rules';
 import type { JobQuery, JobRecord } from '../track/job-record';
 import { assignments, type DynamoJobTable, toRecord } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';
@@ -54,33 +54,17 @@ export class DynamoJobQueries {
   }
 
   /**
-   * Retrying and archived jobs come from the sparse per-queue index, newest first. Other states
-   * are not indexed (so success costs no index write): they are found by a filtered Scan.
+   * Jobs in an indexed state (retrying, archived, …, and succeeded on a queue that lists them) come
+   * from the sparse per-queue index, newest first, a page of `limit` from each of the state's keys.
+   * Other states are not indexed (so they cost no index write): they are found by a filtered Scan.
    */
   async list(q: JobQuery): Promise<JobRecord[]> {
     const found: JobRecord[] = [];
-    if (INDEXED_STATES.includes(q.state)) {
-      for (const queue of q.queues) {
-        let start: Record<string, AttributeValue> | undefined;
-        do {
-          const e = new Expression();
-          const out = await this.table.dynamo.send(
-            new QueryCommand({
-              TableName: this.table.tableName,
-              IndexName: JOBS_BY_QUEUE_STATE_INDEX,
-              KeyConditionExpression:
-                `${e.name('queueState')} = ${e.value(indexKey(queue, q.state))}` +
-                (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
-              ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
-              ScanIndexForward: false,
-              ...(start ? { ExclusiveStartKey: start } : {}),
-              ...e.params(),
-            }),
-          );
-          found.push(...(out.Items ?? []).map(toRecord));
-          start = out.LastEvaluatedKey;
-        } while (start && found.length < q.limit * q.queues.length);
-      }
+    if (listedFromIndex(this.table.settings.listSucceeded, q.state, q.queues)) {
+      const keys = q.queues.flatMap((queue) =>
+        q.state === 'succeeded' ? succeededIndexKeys(queue) : [indexKey(queue, q.state) as string],
+      );
+      await Promise.all(keys.map(async (key) => found.push(...(await this.newestInIndex(key, q)))));
     } else {
       let start: Record<string, AttributeValue> | undefined;
       do {
@@ -104,5 +88,31 @@ export class DynamoJobQueries {
       } while (start && found.length < q.limit);
     }
     return found.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, q.limit);
+  }
+
+  /** Up to `q.limit` jobs under one state index key, newest update first (read a page of that size at a time: a filter may drop some). */
+  private async newestInIndex(key: string, q: JobQuery): Promise<JobRecord[]> {
+    const found: JobRecord[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const out = await this.table.dynamo.send(
+        new QueryCommand({
+          TableName: this.table.tableName,
+          IndexName: JOBS_BY_QUEUE_STATE_INDEX,
+          KeyConditionExpression:
+            `${e.name('queueState')} = ${e.value(key)}` +
+            (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
+          ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
+          ScanIndexForward: false,
+          Limit: q.limit,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      found.push(...(out.Items ?? []).map(toRecord));
+      start = out.LastEvaluatedKey;
+    } while (start && found.length < q.limit);
+    return found;
   }
 }

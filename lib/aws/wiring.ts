@@ -19,6 +19,7 @@ import { UsageMeter } from '../adapters/usage-meter';
 import type { TaskworkerConfig } from '../config/app-config';
 import { ConfigError } from '../errors';
 import { tableNames } from '../layout/tables';
+import { listedSucceeded } from '../policy/job-rules';
 import type { QueueClient, QueueUrls } from '../ports';
 import {
   type DynamoClientOption,
@@ -59,7 +60,15 @@ export function versionJobStore(config: TaskworkerConfig, version: string, dynam
 }
 
 function jobStoreOn(config: TaskworkerConfig, table: string, client: DynamoDBClient): DynamoJobStore {
-  return new DynamoJobStore(table, { historyLimit: config.tracking.historyLimit, retentionDays: config.tracking.jobRetentionDays }, client);
+  return new DynamoJobStore(
+    table,
+    {
+      historyLimit: config.tracking.historyLimit,
+      retentionDays: config.tracking.jobRetentionDays,
+      listSucceeded: listedSucceeded(config.queues),
+    },
+    client,
+  );
 }
 
 function statsStoresOn(

@@ -68,6 +68,15 @@ export interface QueueConfigInput {
   /** Job records kept for this queue's jobs. @defaultValue 'full' */
   readonly tracking?: TrackingMode;
   /**
+   * Succeeded jobs carry the jobs table's state index key, so `jobs list --state succeeded` and the
+   * dashboard's succeeded tab list them newest first, page after page, without a scan. It costs one
+   * index write per succeeded job (its record's size in write units: 1 for a record under 1 KB;
+   * `npm run bench:tracking` measures it), spread over {@link SUCCEEDED_INDEX_SHARDS} index keys per
+   * queue so no key runs hot. Only on a `full` queue (the others keep no record of a success).
+   * @defaultValue true when `tracking` is `full`
+   */
+  readonly listSucceeded?: boolean;
+  /**
    * What starts a dispatcher when a message arrives in an idle version. `doorbell`: an SQS trigger
    * on this queue invokes the doorbell function at once (within a second; the trigger's pollers
    * cost about what Lambda's own SQS trigger costs idle); every task on the queue must then fit one
@@ -254,7 +263,7 @@ export const QUEUE_DEFAULTS = {
   retentionSeconds: 345_600,
   tracking: 'full',
   accept: ['taskworker'],
-} as const satisfies Omit<QueueConfig, 'name' | 'priority' | 'wakeUp'>;
+} as const satisfies Omit<QueueConfig, 'name' | 'priority' | 'wakeUp' | 'listSucceeded'>;
 
 export const TRACKING_DEFAULTS: TrackingConfig = { jobRetentionDays: 7, statsRetentionDays: 30, historyLimit: 20, keepPayloadBytes: 512 };
 /** The most `tracking.keepPayloadBytes` allows: past 4 KB each write of the record costs 5 units or more. */
@@ -375,6 +384,7 @@ function resolveTracking(input: unknown): TrackingConfig {
 function resolveQueue(path: string, input: unknown): QueueConfig {
   const q = objectAt(path, input);
   const d = QUEUE_DEFAULTS;
+  const tracking = oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES);
   return {
     name: stringMatching(`${path}.name`, q.name, QUEUE_PATTERN, 'lowercase letters, digits and "_", starting with a letter, ≤ 40 chars'),
     priority: integerIn(`${path}.priority`, q.priority, 1, 100),
@@ -390,7 +400,8 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     maxReceiveCount: integerIn(`${path}.maxReceiveCount`, q.maxReceiveCount ?? d.maxReceiveCount, 1, 1000),
     slaSeconds: integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, MAX_SLA_SECONDS),
     retentionSeconds: integerIn(`${path}.retentionSeconds`, q.retentionSeconds ?? d.retentionSeconds, 60, MAX_QUEUE_RETENTION_SECONDS),
-    tracking: oneOf(`${path}.tracking`, q.tracking ?? d.tracking, TRACKING_MODES),
+    tracking,
+    listSucceeded: resolveListSucceeded(`${path}.listSucceeded`, q.listSucceeded, tracking),
     wakeUp: oneOf(
       `${path}.wakeUp`,
       q.wakeUp ?? defaultWakeUp(integerIn(`${path}.slaSeconds`, q.slaSeconds ?? d.slaSeconds, 1, MAX_SLA_SECONDS)),
@@ -400,6 +411,17 @@ function resolveQueue(path: string, input: unknown): QueueConfig {
     ...withLimits(resolveLimits(q.limits, `${path}.limits`)),
   };
 }
+
+function resolveListSucceeded(field: string, value: unknown, tracking: TrackingMode): boolean {
+  if (value === undefined) return tracking === 'full';
+  if (typeof value !== 'boolean') throw new ConfigError(field, value, 'true or false');
+  if (value && tracking !== 'full')
+    throw new ConfigError(field, value, `false on a queue whose tracking is '${tracking}' (it keeps no record of a success)`);
+  return value;
+}
+
+/** Index keys a queue's succeeded jobs spread over: each key takes DynamoDB's 1,000 writes a second, so a queue lists up to 4,000 successes a second. */
+export const SUCCEEDED_INDEX_SHARDS = 4;
 
 function resolveAccept(field: string, value: unknown): readonly MessageFormat[] {
   const expected = `a non-empty list of distinct formats from ${MESSAGE_FORMATS.join(', ')}`;

@@ -1,6 +1,6 @@
 /** `jobs list` and the dashboard's job lists: jobs by state, a page at a time, with a cursor. */
 import { TaskworkerError } from '../errors';
-import { INDEXED_STATES } from '../policy/job-rules';
+import { listedFromIndex, listedSucceeded } from '../policy/job-rules';
 import type { JobRecord, JobState } from '../track/job-record';
 import type { OperatorContext } from './operator-context';
 import { runningJobs } from './running';
@@ -59,15 +59,16 @@ function readCursor(cursor: string): PageMark {
  * One page of jobs in a state, newest update first. A page ends at an update time and the next
  * starts at that same time minus the jobs already shown, so jobs updated in the same millisecond
  * are neither skipped nor shown twice. Running jobs come from the live workers' beats, newest start
- * first ({@link JobsPage.fromWorkers}); the other states without an index (queued, succeeded, and
- * running without a worker registry) give one page of what a scan found first ({@link JobsPage.scanned}).
+ * first ({@link JobsPage.fromWorkers}); the other states without an index (queued, succeeded on a
+ * queue that does not list them, and running without a worker registry) give one page of what a
+ * scan found first ({@link JobsPage.scanned}).
  */
 export async function listJobsPage(ctx: OperatorContext, q: JobsPageQuery): Promise<JobsPage> {
   if (q.state === 'running' && ctx.workers) {
     const running = await runningJobs({ workers: ctx.workers, jobs: ctx.jobs, clock: ctx.clock }, q);
     return { jobs: running.jobs.slice(0, q.limit), fromWorkers: { running: running.jobs.length, uncarried: running.uncarried } };
   }
-  if (!INDEXED_STATES.includes(q.state)) {
+  if (!listedFromIndex(listedSucceeded(ctx.config.queues), q.state, q.queues)) {
     const jobs = await ctx.jobs.list({
       state: q.state,
       queues: q.queues,

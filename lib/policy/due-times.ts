@@ -3,10 +3,9 @@
  * message whose `runAt` is ahead, and the delay a sweep gives a parked job. Pure: the caller passes
  * `now`, so tests drive it with any clock.
  */
-import { createHash } from 'node:crypto';
 import { PublishOptionError } from '../errors';
 import { MAX_QUEUE_DELAY_SECONDS } from '../layout/sqs-limits';
-import { DUE_SLACK_MS } from './job-rules';
+import { DUE_SLACK_MS, shardOf } from './job-rules';
 
 export { DUE_SLACK_MS } from './job-rules';
 
@@ -101,5 +100,5 @@ export function sweepDelaySeconds(runAt: number, now: number): number {
 
 /** The index partition a parked job goes to: stable for the id, even over the shards. */
 export function dueShardOf(jobId: string, shards = DUE_SHARDS): string {
-  return String(createHash('sha256').update(jobId).digest().readUInt32BE(0) % shards);
+  return String(shardOf(jobId, shards));
 }

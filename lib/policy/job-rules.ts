@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
-import type { QueueConfig } from '../config/app-config';
+import { type QueueConfig, SUCCEEDED_INDEX_SHARDS } from '../config/app-config';
 import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from '../track/job-record';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -10,6 +10,13 @@ export interface JobStoreSettings {
   readonly historyLimit: number;
   /** Days a record lives after its last write (DynamoDB TTL). */
   readonly retentionDays: number;
+  /** Queues whose succeeded jobs carry the state index key (`listSucceeded`); none when absent. */
+  readonly listSucceeded?: readonly string[];
+}
+
+/** The queues of a config whose succeeded jobs are listed from the index. */
+export function listedSucceeded(queues: readonly Pick<QueueConfig, 'name' | 'listSucceeded'>[]): string[] {
+  return queues.filter((q) => q.listSucceeded).map((q) => q.name);
 }
 
 /** States operators list by queue; only these carry the sparse index key, so success writes no index entry. */
@@ -20,6 +27,32 @@ export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'c
 
 export function indexKey(queue: string, state: JobState): string | undefined {
   return INDEXED_STATES.includes(state) ? `${queue}#${state}` : undefined;
+}
+
+/** Which of `shards` index partitions an item of `id` goes to: stable for the id, even over the shards. */
+export function shardOf(id: string, shards: number): number {
+  return createHash('sha256').update(id).digest().readUInt32BE(0) % shards;
+}
+
+/**
+ * The index keys a queue's succeeded jobs spread over (`listSucceeded`): a success is by far the
+ * commonest write, and one key takes at most DynamoDB's 1,000 writes a second.
+ */
+export function succeededIndexKeys(queue: string): string[] {
+  return Array.from({ length: SUCCEEDED_INDEX_SHARDS }, (_, shard) => `${queue}#succeeded#${shard}`);
+}
+
+/** The index key a job's record carries in `state`: {@link indexKey}'s, and a listed queue's success's. */
+export function stateIndexKey(settings: JobStoreSettings, queue: string, state: JobState, jobId: string): string | undefined {
+  if (state !== 'succeeded') return indexKey(queue, state);
+  if (!settings.listSucceeded?.includes(queue)) return undefined;
+  return succeededIndexKeys(queue)[shardOf(jobId, SUCCEEDED_INDEX_SHARDS)];
+}
+
+/** Whether jobs in `state` of every one of `queues` are listed from the index (newest first), not found by a scan. */
+export function listedFromIndex(listSucceeded: readonly string[] | undefined, state: JobState, queues: readonly string[]): boolean {
+  if (state === 'succeeded') return queues.length > 0 && queues.every((queue) => listSucceeded?.includes(queue));
+  return INDEXED_STATES.includes(state);
 }
 
 /**

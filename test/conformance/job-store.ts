@@ -26,7 +26,8 @@ const claim = (store: JobStore, job: JobRef, now: number, worker = 'w1', leaseMs
 const error = { type: 'Error', message: 'boom' };
 
 /** The settings both stores are built with for the suite: a short history, so every write meets the cap. */
-export const CONFORMANCE_SETTINGS: JobStoreSettings = { historyLimit: 4, retentionDays: 7 };
+/** `listed`'s succeeded jobs carry the state index key (`listSucceeded`); every other queue's do not. */
+export const CONFORMANCE_SETTINGS: JobStoreSettings = { historyLimit: 4, retentionDays: 7, listSucceeded: ['listed'] };
 const LIMIT = CONFORMANCE_SETTINGS.historyLimit;
 
 /** Claims and fails a job until its history is exactly at the limit; it is left `retrying`. */
@@ -668,6 +669,28 @@ export function jobStoreConformance(
       if (first.outcome !== 'claimed') throw new Error('not claimed');
       await jobs.complete({ jobId: job.jobId, token: 1, state: 'succeeded', workerId: 'w1', now: 2100 }, first.record);
       expect((await jobs.list({ state: 'succeeded', queues: [queue], limit: 10 })).map((r) => r.jobId)).toEqual([job.jobId]);
+    });
+
+    it('lists succeeded jobs of a listing queue newest first over its index keys, a page at a time', async () => {
+      // 40 jobs ending in an order that is not their publish order; the newest first, whichever key each went to.
+      const ends = Array.from({ length: 40 }, (_, i) => 5000 + ((i * 17) % 40));
+      for (const [i, now] of ends.entries()) {
+        const job = ref({ queue: 'listed', jobId: `listed-${i}` });
+        const claimed = await claim(jobs, job, now - 10);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        await jobs.complete({ jobId: job.jobId, token: 1, state: 'succeeded', workerId: 'w1', now }, claimed.record);
+      }
+      const newest = await jobs.list({ state: 'succeeded', queues: ['listed'], limit: 10 });
+      expect(newest.map((r) => r.updatedAt)).toEqual(Array.from({ length: 10 }, (_, i) => 5039 - i));
+      const older = await jobs.list({ state: 'succeeded', queues: ['listed'], limit: 10, updatedAtMost: 5029 });
+      expect(older.map((r) => r.updatedAt)).toEqual(Array.from({ length: 10 }, (_, i) => 5029 - i));
+      const last = await jobs.list({ state: 'succeeded', queues: ['listed'], limit: 100, updatedAtMost: 5009 });
+      expect(last).toHaveLength(10);
+      // A success recorded without a claim (a `failures` queue's retry that then succeeded) is listed the same way.
+      const unclaimed = ref({ queue: 'listed', jobId: 'listed-unclaimed' });
+      await jobs.recordUnclaimed({ ...unclaimed, state: 'retrying', attempt: 1, error, workerId: 'w', now: 5900 });
+      expect(await jobs.recordUnclaimed({ ...unclaimed, state: 'succeeded', attempt: 2, workerId: 'w', now: 6000 })).toBe('recorded');
+      expect((await jobs.list({ state: 'succeeded', queues: ['listed'], limit: 1 })).map((r) => r.jobId)).toEqual(['listed-unclaimed']);
     });
 
     it('resets an archived job for replay: queued, attempts 0', async () => {

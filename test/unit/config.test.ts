@@ -68,6 +68,21 @@ describe('resolveConfig', () => {
     expect(error.message).toContain(field);
   });
 
+  it('lists succeeded jobs from the index on full queues unless told not to, and refuses it where no success is recorded', () => {
+    const withTracking = (tracking: string, listSucceeded?: unknown) => ({
+      ...kale,
+      queues: [{ ...kale.queues[0], tracking, ...(listSucceeded === undefined ? {} : { listSucceeded }) }],
+    });
+    expect(resolveConfig(withTracking('full')).queues[0]?.listSucceeded).toBe(true);
+    expect(resolveConfig(withTracking('full', false)).queues[0]?.listSucceeded).toBe(false);
+    expect(resolveConfig(withTracking('failures')).queues[0]?.listSucceeded).toBe(false);
+    expect(resolveConfig(withTracking('off')).queues[0]?.listSucceeded).toBe(false);
+    const refused = configErrorOf(withTracking('failures', true));
+    expect(refused.field).toBe('queues[0].listSucceeded');
+    expect(refused.message).toContain("tracking is 'failures'");
+    expect(configErrorOf(withTracking('full', 'yes')).field).toBe('queues[0].listSucceeded');
+  });
+
   it('limits the resident set to 90 % of memoryMb unless told otherwise', () => {
     expect(resolveConfig(kale).dispatcher).toMatchObject({ memoryMb: 1024, rssLimitMb: 921 });
     expect(resolveConfig({ ...kale, dispatcher: { memoryMb: 2048 } }).dispatcher.rssLimitMb).toBe(1843);

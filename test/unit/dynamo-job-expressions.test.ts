@@ -38,13 +38,13 @@ describe('the claim and completion expressions', () => {
   it('are built once per shape: a second job of the same shape reuses the text and the names', () => {
     expect(claimExpression('started', { ...request, jobId: 'job-2', now: 3000 })).toBe(claimExpression('started', request));
     expect(claimExpression('started', { ...request, tags: ['a'] })).not.toBe(claimExpression('started', request));
-    expect(completionExpression({ ...success, now: 9000 }, claimed)).toBe(completionExpression(success, claimed));
+    expect(completionExpression({ ...success, now: 9000 }, claimed, undefined)).toBe(completionExpression(success, claimed, undefined));
   });
 
   it('group nothing in parentheses, and name each attribute and each repeated value once', () => {
     const claim = claimExpression('started', request);
     const takeOver = claimExpression('took-over', request);
-    const completion = completionExpression(success, claimed);
+    const completion = completionExpression(success, claimed, undefined);
     for (const built of [claim, takeOver, completion]) expect(grouping(built.condition)).toEqual([]);
     const claimParams = claim.template.params(claimValues(request, { what: 'started', when: 2000, worker: 'w1' }, 2500, 99));
     // 23 names and 25 values before (issue 33): the time, the task and the digest were given once per use.
@@ -55,7 +55,7 @@ describe('the claim and completion expressions', () => {
   });
 
   it('fill every slot a shape uses, and only those', () => {
-    const completion = completionExpression({ ...success, state: 'retrying', error: { type: 'Error', message: 'x' } }, claimed);
+    const completion = completionExpression({ ...success, state: 'retrying', error: { type: 'Error', message: 'x' } }, claimed, undefined);
     const values = completion.template.params({
       token: 1,
       state: 'retrying',

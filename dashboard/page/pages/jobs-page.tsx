@@ -34,7 +34,7 @@ function countTitle(c: StateCount | undefined, cap: number): string {
     case 'workers':
       return "held by the live dispatchers at their last beat (every 15 s), confirmed running; '+': more than their beats could name";
     case 'today':
-      return 'succeeded today (UTC), from the stats table: succeeded jobs have no index, so counting every one would be a scan';
+      return 'succeeded today (UTC), from the stats table: counting every succeeded job would read each one';
     case 'index':
       return `from the index, read up to ${cap} per queue ('+': more than that)`;
   }
@@ -146,9 +146,12 @@ export function JobsPageView({ meta, version, params }: { meta: Meta; version: s
         )}
         {page?.scanned && (
           <span class="note" data-testid="scanned">
-            {state}: the first {page.jobs.length} a scan of the jobs table found, not necessarily the newest ({state} jobs have no index:
-            one would cost an index write on every job; retrying, archived, scheduled, waiting and cancelled are listed newest first from an
-            index, running from the live workers); not refreshed
+            {state}: the first {page.jobs.length} a scan of the jobs table found, not necessarily the newest (
+            {state === 'succeeded'
+              ? 'a queue shown has listSucceeded off: its successes carry no index key'
+              : `${state} jobs have no index: one would cost an index write on every job`}
+            ; retrying, archived, scheduled, waiting, cancelled and succeeded are listed newest first from an index, running from the live
+            workers); not refreshed
           </span>
         )}
         {(tag || (CANCELLABLE_STATES as readonly string[]).includes(state)) && (

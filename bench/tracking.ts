@@ -2,20 +2,28 @@
  * DynamoDB write units per task, per tracking mode, measured on dynalite (which reports
  * ConsumedCapacity with DynamoDB's rules: 1 WCU per KB written, rounded up per item).
  *
- *   npx tsx bench/tracking-writes.ts [--tasks N] [--json]
+ *   npm run bench:tracking -- [--tasks N] [--json]
  *
  * For each mode it publishes N no-op tasks through the library (full mode also records each as
  * `queued`), runs the real dispatcher (worker threads) until they settle, and reads the units
  * the job and stats stores consumed. A second pass runs tasks that fail once and then succeed. A
  * last one publishes no-op tasks with a 1 s delay to a `full` queue: the publisher's one `scheduled`
  * write per delayed publish (issue 25) is its "queued" column, and the dispatcher then claims over
- * that record. The last publishes 500-byte payloads, which the claim keeps on the record
- * (`tracking.keepPayloadBytes`): what keeping a payload costs.
+ * that record. Then 500-byte payloads, which the claim keeps on the record
+ * (`tracking.keepPayloadBytes`): what keeping a payload costs. The last turns `listSucceeded` off.
+ *
+ * dynalite meters the table's own writes but not its indexes'. What the `byQueueState` index costs
+ * is counted from the items themselves: each item still carrying its index key when the run ends
+ * (a listed success, an archived job) cost one index write of its size (DynamoDB's rule: the item
+ * plus 100 bytes, by the KB, rounded up; the size by dynalite's own `itemSize`). A job that passed
+ * through `retrying` also wrote and then removed an entry there: not counted here.
+ *
+ *   npm run bench:tracking -- --json > bench/results/tracking.json && npm run bench:tables
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
@@ -24,6 +32,7 @@ import { silentLogger } from '../lib/ports';
 import { oneQueueVersion } from './one-queue';
 import { printTable } from './prices';
 import { printResults } from './results';
+import { TRACKING_HEADER, trackingRow } from './tracking-rows';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -35,6 +44,29 @@ const TASKS_DIR = {
     "export default { name: 'flaky', queue: 'work', timeLimitSeconds: 5, maxRetries: 2, backoff: { baseSeconds: 0, capSeconds: 0 }, run(_p, ctx) { if (ctx.attempt < 2) throw new Error('once'); } };",
 };
 
+/** dynalite's own item sizing (DynamoDB's rules), which its ConsumedCapacity uses. */
+const { itemSize } = require('dynalite/db') as { itemSize: (item: Record<string, AttributeValue>) => number };
+
+/** DynamoDB's index entry overhead, per item, on top of its attributes. */
+const INDEX_ENTRY_OVERHEAD_BYTES = 100;
+
+/** The write units of the index entries the jobs table's items carry at the end (see the file's comment). */
+async function indexEntryUnits(dynamo: DynamoDBClient, table: string): Promise<number> {
+  let units = 0;
+  for await (const page of paginateScan({ client: dynamo }, { TableName: table, FilterExpression: 'attribute_exists(queueState)' })) {
+    for (const item of page.Items ?? []) units += Math.ceil((itemSize(item) + INDEX_ENTRY_OVERHEAD_BYTES) / 1024);
+  }
+  return units;
+}
+
+interface Options {
+  readonly delaySeconds?: number;
+  /** Pads each payload's JSON to about this many bytes (0: a small one), to show what keeping it costs. */
+  readonly payloadBytes?: number;
+  /** The queue's `listSucceeded`; the default (on for `full`) when absent. */
+  readonly listSucceeded?: boolean;
+}
+
 async function measure(
   mode: TrackingMode,
   task: 'noop' | 'flaky',
@@ -42,11 +74,18 @@ async function measure(
   dynamo: DynamoDBClient,
   workDir: string,
   run: number,
-  delaySeconds = 0,
-  /** Pads each payload's JSON to about this many bytes (0: a small one), to show what keeping it costs. */
-  payloadBytes = 0,
+  { delaySeconds = 0, payloadBytes = 0, listSucceeded }: Options = {},
 ) {
-  const provisioned = await oneQueueVersion({ workDir, run, version: `r${run}`, mode, sqs, dynamo });
+  const provisioned = await oneQueueVersion({
+    workDir,
+    run,
+    version: `r${run}`,
+    mode,
+    sqs,
+    dynamo,
+    ...(listSucceeded === undefined ? {} : { listSucceeded }),
+  });
+  const listed = provisioned.bundle.config.queues[0]?.listSucceeded ?? false;
   const options = delaySeconds > 0 ? { delaySeconds } : {};
   const payload = () => {
     const small = { at: Date.now() };
@@ -73,17 +112,20 @@ async function measure(
   await running;
   await runtime.close();
   const dispatcherJobUnits = jobs.capacity.writeUnits - queuedUnits;
+  const indexUnits = await indexEntryUnits(dynamo, provisioned.tables.jobs);
   return {
     mode,
     task,
     delaySeconds,
     payloadBytes,
+    listSucceeded: listed,
     tasks,
     batches,
     queuedWriteUnitsPerTask: round(queuedUnits / tasks),
     jobWriteUnitsPerTask: round(dispatcherJobUnits / tasks),
     statsWriteUnitsPerTask: round(stats.capacity.writeUnits / tasks),
-    totalWriteUnitsPerTask: round((jobs.capacity.writeUnits + stats.capacity.writeUnits) / tasks),
+    indexWriteUnitsPerTask: round(indexUnits / tasks),
+    totalWriteUnitsPerTask: round((jobs.capacity.writeUnits + stats.capacity.writeUnits + indexUnits) / tasks),
   };
 }
 
@@ -106,29 +148,21 @@ async function main() {
       for (const mode of ['full', 'failures', 'off'] as const) results.push(await measure(mode, task, sqs, dynamo, workDir, ++run));
     }
     // Delayed publishes: one `scheduled` record each, written by the publisher (none for immediate ones).
-    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, 1));
+    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, { delaySeconds: 1 }));
     // A 500-byte payload, kept on the record by its claim (tracking.keepPayloadBytes 512, the default).
-    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, 0, 500));
+    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, { payloadBytes: 500 }));
+    // Succeeded jobs not listed from the index (`listSucceeded: false`): what listing them costs is the difference.
+    results.push(await measure('full', 'noop', sqs, dynamo, workDir, ++run, { listSucceeded: false }));
   } finally {
     sqs.destroy();
     dynamo.destroy();
     await emulators.stop();
   }
   if (json) {
-    printResults({ bench: 'tracking-writes', tasksPerRun: tasks, results });
+    printResults({ bench: 'tracking', tasksPerRun: tasks, results });
     return;
   }
-  const header = ['mode', 'task', 'publisher WCU/task', 'dispatcher job WCU/task', 'stats WCU/task', 'total WCU/task', 'batches'];
-  const rows = results.map((r) => [
-    r.mode,
-    `${r.task === 'noop' ? 'succeeds' : 'fails once'}${r.delaySeconds > 0 ? `, delayed ${r.delaySeconds} s` : ''}${r.payloadBytes > 0 ? `, ${r.payloadBytes} B payload kept` : ''}`,
-    r.queuedWriteUnitsPerTask,
-    r.jobWriteUnitsPerTask,
-    r.statsWriteUnitsPerTask,
-    r.totalWriteUnitsPerTask,
-    r.batches,
-  ]);
-  printTable(header, rows);
+  printTable(TRACKING_HEADER, results.map(trackingRow));
 }
 
 void main().catch((error) => {
