@@ -68,6 +68,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'mixed',
   ],
   'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
+  'docs/guarantees.md': ['tracking'],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1153,10 +1154,10 @@ function trackingTable(r: Results): string {
   const unlisted = t.results.find((x) => x.mode === 'full' && x.task === 'noop' && !x.listSucceeded);
   const listing =
     listed && unlisted
-      ? ` Listing succeeded jobs newest first (\`listSucceeded\`, on by default on a \`full\` queue) costs ` +
-        `${round(listed.totalWriteUnitsPerTask - unlisted.totalWriteUnitsPerTask, 3)} WCU per succeeded job ` +
-        `(${unlisted.totalWriteUnitsPerTask} → ${listed.totalWriteUnitsPerTask}), ` +
-        `$${round((listed.totalWriteUnitsPerTask - unlisted.totalWriteUnitsPerTask) * PRICES.dynamoPerMillionWriteUnits, 3)} per million jobs at on-demand prices.`
+      ? ` Listing succeeded jobs newest first (\`listSucceeded\`, on by default on a \`full\` queue) costs the index's ` +
+        `${round(listed.indexWriteUnitsPerTask - unlisted.indexWriteUnitsPerTask, 3)} WCU per succeeded job ` +
+        `(total ${unlisted.totalWriteUnitsPerTask} → ${listed.totalWriteUnitsPerTask} WCU per job with the stats' share), ` +
+        `$${round((listed.indexWriteUnitsPerTask - unlisted.indexWriteUnitsPerTask) * PRICES.dynamoPerMillionWriteUnits, 3)} per million jobs at on-demand prices.`
       : '';
   return [
     source('tracking', r, `${t.tasksPerRun} tasks per run, batches of 10`),
@@ -1428,7 +1429,8 @@ function readmeE2e(r: Results): string {
     source('e2e', r),
     '',
     `- **End to end** (\`npm run bench:e2e -- --json\`, on the emulators): **${requests.join(' / ')} SQS requests per task** at ` +
-      `saturation in every tracking mode; DynamoDB ${full?.dynamoWriteUnitsPerTask} WCU per task with \`full\` tracking, ` +
+      `saturation in every tracking mode; DynamoDB ${full?.dynamoWriteUnitsPerTask} WCU per task with \`full\` tracking ` +
+      `(and one more with the succeeded list, \`listSucceeded\`: [bench:tracking](guarantees.md#job-tracking)), ` +
       `${off?.dynamoWriteUnitsPerTask} with it off. No-op throughput with tracking off: ${times(doc.ratios.taskworkerOffVsSqsConsumer)} ` +
       `sqs-consumer and ${times(doc.ratios.taskworkerOffVsRaw)} a bare receive/delete loop` +
       `${doc.instances ? ` (${doc.instances.count} instances and ${doc.instances.count} loops)` : ' (one instance, one loop)'} with tasks in killable threads (the default); ` +
