@@ -91,6 +91,8 @@ export function consoleLine(line: string, dispatcher: number, level: ConsoleLeve
   const parsed = parseLogLine(line);
   if (!parsed) return `[dispatcher ${dispatcher}] ${line}`;
   const lineLevel = String(parsed.level ?? 'INFO').toUpperCase() as ConsoleLevel;
+  // A task's own line (ctx.log, console) is shown whatever the level, as its raw output was: the job's id and attempt first.
+  if (parsed.source === 'task') return taskLine(parsed, dispatcher, lineLevel);
   if (LOG_LEVELS.indexOf(lineLevel) < LOG_LEVELS.indexOf(level)) return undefined;
   const fields = Object.entries(parsed)
     .filter(([key]) => !CONTEXT_KEYS.has(key))
@@ -99,9 +101,21 @@ export function consoleLine(line: string, dispatcher: number, level: ConsoleLeve
   return `[dispatcher ${dispatcher}] ${lineLevel} ${String(parsed.message ?? '')}${fields ? `  ${fields}` : ''}`;
 }
 
-/** Whether a JSON log line is at or above `level` (lines that are not JSON always are). */
+/** A task's line: `[dispatcher 0] [job ID #1] INFO message  key=value …` (the job's task and queue left out). */
+function taskLine(parsed: Record<string, unknown>, dispatcher: number, level: string): string {
+  const fields = Object.entries(parsed)
+    .filter(([key]) => !CONTEXT_KEYS.has(key) && !TASK_KEYS.has(key))
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ');
+  return `[dispatcher ${dispatcher}] [job ${String(parsed.jobId)} #${String(parsed.attempt)}] ${level} ${String(parsed.message ?? '')}${fields ? `  ${fields}` : ''}`;
+}
+
+const TASK_KEYS = new Set(['source', 'jobId', 'attempt', 'task', 'queue']);
+
+/** Whether a JSON log line is at or above `level` (lines that are not JSON, and a task's own lines, always are). */
 export function atLeast(line: string, level: ConsoleLevel): boolean {
   const parsed = parseLogLine(line);
+  if (parsed?.source === 'task') return true;
   const lineLevel = String(parsed?.level ?? 'ERROR').toUpperCase() as ConsoleLevel;
   return LOG_LEVELS.indexOf(lineLevel) >= LOG_LEVELS.indexOf(level);
 }

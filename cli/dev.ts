@@ -37,7 +37,7 @@ export async function devCommand(argv: string[]): Promise<void> {
   // Other commands (status) read how many dispatchers run from the state file: kept current.
   let ready: LocalStack | undefined;
   const announce = () => {
-    if (ready) announceLocalStack(ready, dev.configFile);
+    if (ready) announceLocalStack(ready, dev.configFile, dev.logFile);
   };
   const stack: LocalStack = await startLocalStack(stackOptions(dev, log, announce));
   ready = stack;

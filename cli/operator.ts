@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util';
 import { cloudWatchOldestAge, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
+import { versionJobLogs } from '../lib/aws/job-log-readers';
 import { systemClock } from '../lib/clock';
 import { resolveConfig } from '../lib/config/app-config';
 import { ResultUnavailableError } from '../lib/errors';
 import { type ArchiveFilter, listArchived, replayArchived, shownArchived } from '../lib/operate/archive';
 import { redriveDeadLetters } from '../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
+import { type JobLogs, jobLogs } from '../lib/operate/job-logs';
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';
@@ -22,6 +24,9 @@ import {
   renderFlow,
   renderFlowCancel,
   renderJobList,
+  renderJobLogLine,
+  renderJobLogs,
+  renderJobLogsHeader,
   renderLookup,
   renderResult,
   renderStats,
@@ -37,6 +42,7 @@ taskworker jobs list --tag T [--limit N] [--cursor C] [--json]
 taskworker jobs flow ID [--json]
 taskworker jobs cancel ID [--flow] [--json]
 taskworker jobs wait ID [--timeout S] [--json]
+taskworker jobs logs ID [--follow] [--json]
 taskworker jobs bulk cancel|replay|delete [filters] [--dry-run] [--rate N] [--limit N] [--json]
   filters: --task T --queue Q --since TIME --until TIME; cancel: --state S --tag T --key K;
   replay, delete: --reason R (TIME: 90m, 2h, 7d ago, or ISO-8601 with a zone)
@@ -70,6 +76,7 @@ const common = {
   until: { type: 'string' },
   rate: { type: 'string' },
   'dry-run': { type: 'boolean', default: false },
+  follow: { type: 'boolean', default: false },
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
@@ -115,12 +122,14 @@ async function context(values: Values): Promise<Context> {
   const { local, version, config } = await operatorTarget(values);
   const oldestAge = cloudWatchOldestAge();
   const metricsThroughput = cloudWatchThroughput();
+  const logs = versionJobLogs(local, config, version);
   return {
     ...(await operatorContext({
       config,
       version,
       ...(oldestAge ? { oldestAge } : {}),
       ...(metricsThroughput ? { metricsThroughput } : {}),
+      ...(logs ? { jobLogs: logs } : {}),
     })),
     local,
   };
@@ -211,7 +220,7 @@ async function jobsCommand(args: Args): Promise<number> {
   const { values } = args;
   const [sub, id, ...extra] = args.positionals;
   // A mistyped subcommand is named before anything is looked up (a version, a running dev).
-  if (!['show', 'list', 'flow', 'cancel', 'wait', 'bulk'].includes(sub ?? ''))
+  if (!['show', 'list', 'flow', 'cancel', 'wait', 'logs', 'bulk'].includes(sub ?? ''))
     throw new UsageError(`${subcommandMistake('jobs', sub)}${JOBS_USAGE}`);
   const tagMistake = values.tag === undefined ? undefined : tagProblem(values.tag);
   if (tagMistake) throw new UsageError(`--tag ${quoted(values.tag ?? '')}: ${tagMistake}`);
@@ -230,6 +239,7 @@ async function jobsCommand(args: Args): Promise<number> {
   if (sub === 'list') return jobsList(jobs);
   if (sub === 'cancel') return jobsCancel(jobs);
   if (sub === 'wait') return jobsWait(jobs);
+  if (sub === 'logs') return jobsLogs(jobs);
   throw new UsageError(JOBS_USAGE);
 }
 
@@ -326,6 +336,38 @@ async function jobsWait(args: JobsArgs): Promise<number> {
   );
   print(json, result, () => renderResult(result));
   return result.state === 'succeeded' ? 0 : 1;
+}
+
+/** How often `jobs logs --follow` reads again. */
+const FOLLOW_EVERY_MS = 2_000;
+
+async function jobsLogs(args: JobsArgs): Promise<number> {
+  const { ctx, json, values } = args;
+  const id = onlyId(args, 'usage: taskworker jobs logs ID [--follow] [--json]');
+  const first = await jobLogs(ctx, id);
+  if (!values.follow) {
+    print(json, first, () => renderJobLogs(first));
+    return 0;
+  }
+  // Following: each line once, as JSON lines with --json; until the job has ended and one read after that found nothing new.
+  const shown = new Set<string>();
+  const show = (logs: JobLogs) => {
+    for (const line of logs.lines) {
+      const key = JSON.stringify(line);
+      if (shown.has(key)) continue;
+      shown.add(key);
+      process.stdout.write(`${json ? JSON.stringify(line) : renderJobLogLine(line)}\n`);
+    }
+  };
+  if (!json) process.stdout.write(`${renderJobLogsHeader(first)} (following until it ends; Ctrl-C stops)\n`);
+  show(first);
+  let logs = first;
+  while (!logs.ended) {
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
+    logs = await jobLogs(ctx, id);
+    show(logs);
+  }
+  return 0;
 }
 
 async function statsCommand({ values, json }: Args): Promise<number> {

@@ -1,11 +1,13 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage } from '../lib/operate/archive';
+import type { JobLogs } from '../lib/operate/job-logs';
 import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { VersionStatus } from '../lib/operate/version-status';
 import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
 import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/policy/stat-sums';
 import { addCounts, NO_COUNTS, type Throughput } from '../lib/policy/throughput';
 import type { JobResult } from '../lib/publish/results';
+import type { JobLogEntry } from '../lib/track/job-logs';
 import { attemptsUsed, type CancelResult, type JobRecord } from '../lib/track/job-record';
 import type { DurationStats, MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { formatMs, table } from './shared';
@@ -317,3 +319,28 @@ export function progressBar(done: number, total: number, width = 30): string {
   const filled = total === 0 ? width : Math.round((done / total) * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`;
 }
+
+/** Where a job's lines were read, and over what window. */
+export function renderJobLogsHeader(logs: JobLogs): string {
+  return `job ${logs.jobId}: log lines from ${logs.where}, ${isoUtc(logs.from)} to ${isoUtc(logs.to)}`;
+}
+
+/** One line of a job's log: its time, attempt, level and message, then its own fields; the dispatcher's lines say so. */
+export function renderJobLogLine(line: JobLogEntry): string {
+  const fields = Object.entries(line.fields)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ');
+  const who = line.source === 'task' ? `#${line.attempt ?? '?'}` : '[dispatcher]';
+  return `${line.time.replace('T', ' ').replace('Z', ' UTC')}  ${who} ${line.level.toUpperCase()}  ${line.message}${fields ? `  ${fields}` : ''}`;
+}
+
+export function renderJobLogs(logs: JobLogs): string {
+  return [
+    renderJobLogsHeader(logs),
+    ...(logs.lines.length === 0
+      ? [`no lines${logs.ended ? '' : ' yet (the job has not ended: --follow waits for more)'}`]
+      : logs.lines.map(renderJobLogLine)),
+  ].join('\n');
+}
+
+const isoUtc = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC');

@@ -31,8 +31,9 @@ export function findConfigFile(explicit: string | undefined): string {
 export { clearDevState, type DevState, devStateByEndpoint, readDevState } from '../lib/aws/dev-file';
 
 /** Records a running local stack for the other commands in this directory (and below it). */
-export function announceLocalStack(stack: LocalStack, configFile: string): void {
+export function announceLocalStack(stack: LocalStack, configFile: string, logFile?: string): void {
   writeDevState({
+    ...(logFile ? { logFile } : {}),
     pid: process.pid,
     version: stack.version,
     region: stack.region,

@@ -11,6 +11,7 @@
 
 import type { SubscriberView } from '../lib/operate/events';
 import type { FiledRejection } from '../lib/operate/rejections';
+import type { JobLogEntry } from '../lib/track/job-logs';
 import { type HistoryWhat, JOB_STATES, type JobRecord } from '../lib/track/job-record';
 import type { MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { ARCHIVE_REASONS } from '../lib/wire/archive-reasons';
@@ -334,6 +335,23 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     counts: record(number),
     complete: boolean,
     edges: array(pair(string, string)),
+  }),
+  '/api/job/logs': object<ApiResponse<'/api/job/logs'>>({
+    jobId: string,
+    where: string,
+    from: number,
+    to: number,
+    ended: boolean,
+    lines: array(
+      object<JobLogEntry>({
+        time: string,
+        level: string,
+        message: string,
+        source: member(['task', 'dispatcher']),
+        attempt: optional(number),
+        fields: record((_value: unknown, _at: string) => []),
+      }),
+    ),
   }),
   '/api/archive': array(archivedMessage),
   '/api/archive/count': object<ApiResponse<'/api/archive/count'>>({ count: number, capped: boolean }),

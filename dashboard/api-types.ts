@@ -19,6 +19,7 @@ import type {
   FlowCancelResult,
   FlowView,
   JobCounts,
+  JobLogs,
   JobRelations,
   RedriveResult,
   ReplayResult,
@@ -369,6 +370,8 @@ export interface Api {
   readonly '/api/job': Route<'GET', JobQuery, JobView>;
   /** The flow a job belongs to: the jobs linked to it both ways, transitively, read up to a bound. */
   readonly '/api/flow': Route<'GET', JobQuery, FlowView>;
+  /** The job's log lines (`jobs logs`): its body's `ctx.log` and `console`, and the dispatcher's lines naming it. */
+  readonly '/api/job/logs': Route<'GET', JobQuery, JobLogs>;
   readonly '/api/archive': Route<'GET', ArchiveQuery, readonly ArchivedMessage[]>;
   readonly '/api/archive/count': Route<'GET', ArchiveCountQuery, ArchiveCount>;
   /** An archived job back to its queue, attempts reset: `archive replay` of that one job. */
@@ -410,6 +413,7 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/jobs/counts': 'GET',
   '/api/job': 'GET',
   '/api/flow': 'GET',
+  '/api/job/logs': 'GET',
   '/api/archive': 'GET',
   '/api/archive/count': 'GET',
   '/api/job/retry': 'POST',

@@ -33,6 +33,7 @@ export {
   defineTask,
   type TaskContext,
   type TaskDefinition,
+  type TaskLog,
   type TaskOptions,
   type UniqueRule,
   type UniqueWindow,

@@ -3,6 +3,7 @@ import { countArchived, listArchived, shownArchived } from '../../lib/operate/ar
 import { listEvents } from '../../lib/operate/events';
 import { flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/operate/flow-commands';
 import { countJobStates } from '../../lib/operate/job-counts';
+import { JobLogsUnavailableError, jobLogs } from '../../lib/operate/job-logs';
 import { listJobsPage } from '../../lib/operate/job-pages';
 import type { OperatorContext } from '../../lib/operate/operator-context';
 import { lookUpJob } from '../../lib/operate/rejections';
@@ -147,6 +148,14 @@ export function registerJobReads({ route, context, queueNames }: RouteContext): 
       ...(inFlow ? { relations } : {}),
       ...filedUnderMessageIds,
     };
+  });
+
+  route('/api/job/logs', async (query) => {
+    const ctx = await context(query.version);
+    const id = query.id;
+    if (!id) throw new RequestError('id: required');
+    if (!ctx.jobLogs) throw new RequestError(new JobLogsUnavailableError(ctx.version).message, 404);
+    return jobLogs(ctx, id);
   });
 
   route('/api/flow', async (query) => {

@@ -18,6 +18,8 @@ export interface DevState {
   readonly dispatchersAlive?: number;
   /** Dispatcher processes that ended while dev ran (and were replaced). */
   readonly dispatchersDied?: number;
+  /** Dev's log file (absolute): every line its dispatchers write, a job's own lines among them (`jobs logs`). */
+  readonly logFile?: string;
 }
 
 export const DEV_DIR = '.taskworker';

@@ -3,6 +3,7 @@
  * dashboard's server sends them and its page reads them (dashboard/api-types.ts).
  */
 
+import type { JobLogEntry } from '../track/job-logs';
 import type { JobRecord, JobState } from '../track/job-record';
 import type { JobFate, WorkerPlace, WorkerUsage } from '../track/worker-registry';
 import type { ArchiveReason } from '../wire/archive-reasons';
@@ -283,4 +284,17 @@ export interface BulkResult {
   readonly sample: readonly BulkItem[];
   readonly startedAt: number;
   readonly endedAt: number;
+}
+
+/** A job's log lines as `jobs logs` and the job page read them (lib/operate/job-logs.ts). */
+export interface JobLogs {
+  readonly jobId: string;
+  /** Where the lines were read (dev's log file, or CloudWatch Logs' group). */
+  readonly where: string;
+  /** Epoch ms bounds of what was read. */
+  readonly from: number;
+  readonly to: number;
+  /** The job has ended (its record is in a final state): no more lines will come. */
+  readonly ended: boolean;
+  readonly lines: readonly JobLogEntry[];
 }

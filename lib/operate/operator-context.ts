@@ -9,6 +9,7 @@ import { tableNames } from '../layout/tables';
 import type { MetricsThroughput } from '../policy/throughput';
 import type { DeadLetterMover, OldestAge, PayloadStore, QueueClient, QueueDirectory, QueueLister, QueueUrls } from '../ports';
 import { type StoredResultReader, storedResultReader } from '../publish/results';
+import type { JobLogReader } from '../track/job-logs';
 import type { JobStore } from '../track/job-stores';
 import type { OperationLog } from '../track/operation-log';
 import type { ControlStore } from '../track/operator-controls';
@@ -50,6 +51,8 @@ export interface OperatorContext {
   readonly oldestAge?: OldestAge;
   /** Jobs per queue and minute from CloudWatch (AWS); without it {@link throughput} reads the stats table's minute counters. */
   readonly metricsThroughput?: MetricsThroughput;
+  /** Where the version's job log lines are read (dev's log file, CloudWatch Logs); without it `jobs logs` says it cannot. */
+  readonly jobLogs?: JobLogReader;
 }
 
 /** Seconds, per queue resource name; undefined where unknown. */
@@ -63,6 +66,8 @@ export interface OperatorOptions {
   readonly oldestAge?: OldestAge;
   /** Jobs per queue and minute, e.g. {@link cloudWatchThroughput}'s (AWS only). */
   readonly metricsThroughput?: MetricsThroughput;
+  /** Where the version's job log lines are read. */
+  readonly jobLogs?: JobLogReader;
   readonly clock?: Clock;
 }
 
@@ -109,6 +114,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
       return s3;
     }),
     ...(options.oldestAge ? { oldestAge: options.oldestAge } : {}),
+    ...(options.jobLogs ? { jobLogs: options.jobLogs } : {}),
     ...(options.metricsThroughput ? { metricsThroughput: options.metricsThroughput } : {}),
   };
 }

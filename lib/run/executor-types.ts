@@ -1,5 +1,5 @@
 import type { RateLimitScope, SerializedError } from '../errors';
-import type { DependencyOutcome } from '../tasks/task';
+import type { DependencyOutcome, TaskLogLevel } from '../tasks/task';
 import type { EventRef } from '../wire/event-ref';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -35,6 +35,8 @@ export interface RunHooks {
    * and its thread is terminated after the kill grace if it does not end.
    */
   readonly cancel?: AbortSignal;
+  /** Where the body's log lines go (`ctx.log`, `console`), one JSON line each; without it, the process's stdout and stderr. */
+  log?(line: string, level: TaskLogLevel): void;
 }
 
 /**

@@ -12,6 +12,7 @@ import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/ta
 import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './executor-types';
+import { inJobLogScope, taskLog } from './job-log';
 
 /**
  * Runs one task body and classifies how it ended. Shared by the worker thread and the inline
@@ -34,6 +35,7 @@ export async function runTaskBody(
     const invalid = new InvalidPayloadError(error instanceof Error ? error.message : String(error), { cause: error });
     return { status: 'failed', kind: 'invalid-payload', durationMs: elapsed(), error: serializeError(invalid) };
   }
+  const bindings = { jobId: run.jobId, attempt: run.attempt, task: run.task, queue: run.queue };
   const ctx: TaskContext = {
     jobId: run.jobId,
     task: run.task,
@@ -51,9 +53,10 @@ export async function runTaskBody(
     progress: (data) => {
       hooks.progress?.(progressJson(data));
     },
+    log: taskLog(bindings, hooks.log),
   };
   try {
-    const kept = keptResult(await def.run(payload, ctx));
+    const kept = keptResult(await inJobLogScope(bindings, hooks.log, () => def.run(payload, ctx)));
     return { status: 'succeeded', durationMs: elapsed(), ...kept };
   } catch (error) {
     if (signal.reason instanceof JobCancelledError) {

@@ -10,6 +10,12 @@ import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
 import { type ErrorClass, type RetryOptions, type RetryPolicy, retryPolicy } from './retry-policy';
 
+export const TASK_LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type TaskLogLevel = (typeof TASK_LOG_LEVELS)[number];
+
+/** `ctx.log`: one JSON line per call, with the job's id and attempt; `fields` are added to it (they never replace those). */
+export type TaskLog = { readonly [L in TaskLogLevel]: (message: string, fields?: Record<string, unknown>) => void };
+
 /** What a running task knows about itself. */
 export interface TaskContext {
   readonly jobId: string;
@@ -49,6 +55,16 @@ export interface TaskContext {
    * ```
    */
   progress(data: unknown): void;
+  /**
+   * The job's log: one JSON line per call carrying the job's id and attempt (and `fields`), shown on
+   * the job's page and by `taskworker jobs logs ID`. What the body prints with `console` is written
+   * the same way. On AWS the lines are in the dispatcher's log group (CloudWatch Logs).
+   * @example
+   * ```ts
+   * ctx.log.info('charged', { amountCents: 1200 });
+   * ```
+   */
+  readonly log: TaskLog;
   /**
    * How each job this one waited for ended, in the order they were named (`dependsOn`, or a
    * fan-in's members `<id>.0` …): read from the jobs table when it starts. Empty for a job with no

@@ -1,6 +1,7 @@
 import type { Random } from '../random';
 import type { TaskOutcome } from '../run/executor-types';
 import { InlineExecutor } from '../run/inline-executor';
+import type { TaskLogLine } from '../run/job-log';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
 import type { EventRef } from '../wire/event-ref';
@@ -57,6 +58,8 @@ export interface TaskRunResult<R = unknown> {
   readonly heartbeats: number;
   /** Every value the task passed to `ctx.progress(data)`, in order, as the job record would keep it (JSON, parsed back). */
   readonly progress: readonly unknown[];
+  /** Every line the task wrote with `ctx.log` or `console`, in order, as the job's log keeps it (here, not on stdout). */
+  readonly logs: readonly TaskLogLine[];
   readonly durationMs: number;
 }
 
@@ -104,6 +107,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
   } as TaskDefinition;
   let heartbeats = 0;
   const progress: unknown[] = [];
+  const logs: TaskLogLine[] = [];
   const executor = new InlineExecutor(new Map([[task.name, watched]]), options.killGraceMs ?? 100);
   const outcome = await executor.run(
     {
@@ -126,6 +130,9 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       progress: (json) => {
         progress.push(JSON.parse(json));
       },
+      log: (line) => {
+        logs.push(JSON.parse(line) as TaskLogLine);
+      },
       ...(options.cancel ? { cancel: options.cancel } : {}),
     },
   );
@@ -135,6 +142,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
     verdict: decide(outcome, attempt + (options.retryAfters ?? 0), task, options.random ?? Math.random, options.retryAfters ?? 0),
     heartbeats,
     progress,
+    logs,
     durationMs: outcome.durationMs,
   };
 }

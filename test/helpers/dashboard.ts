@@ -18,6 +18,7 @@ import type { DeadLetterMover, QueueClient } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
 import { storedResultReader } from '../../lib/publish/results';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import type { JobLogEntry } from '../../lib/track/job-logs';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { type World, world } from './world';
 
@@ -85,7 +86,10 @@ export function dashboard(options: Partial<UiOptions> = {}) {
     },
     { tracked: true, deadLetters: true, payloads },
   );
+  // Job log lines as a reader would find them (dev's file and CloudWatch have their own tests).
+  const jobLogLines = new Map<string, JobLogEntry[]>();
   const ctx: OperatorContext = {
+    jobLogs: { where: 'the test', linesOf: async (jobId) => jobLogLines.get(jobId) ?? [] },
     config: w.config,
     version: 'v1',
     queues: operatorQueues(w),
@@ -131,7 +135,7 @@ export function dashboard(options: Partial<UiOptions> = {}) {
     clock: w.clock,
     payloads,
   });
-  return { w, ctx, app, get, post, logged, publisher, payloads };
+  return { w, ctx, app, get, post, logged, publisher, payloads, jobLogLines };
 }
 
 /** A job held by a dispatcher right now (running, its lease live), with no message anywhere. */

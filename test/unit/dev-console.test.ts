@@ -1,4 +1,5 @@
 import { consoleLine, exitLine, failureLines, stateLine, userFrame } from '../../cli/dev-console';
+import { taskLogLine } from '../../lib/run/job-log';
 
 describe('what taskworker dev prints', () => {
   it('a failed attempt: task, job, attempt, error and the first frame in the user code', () => {
@@ -81,6 +82,11 @@ describe('what taskworker dev prints', () => {
     expect(consoleLine(json, 0, 'WARN')).toBe('[dispatcher 0] WARN archiving message  queue=default reason=malformed');
     expect(consoleLine(json, 0, 'ERROR')).toBeUndefined();
     expect(consoleLine('hello from a task', 1, 'ERROR')).toBe('[dispatcher 1] hello from a task');
+  });
+
+  it("a task's own JSON line is shown whatever the level, its job and attempt first", () => {
+    const line = taskLogLine('info', { jobId: 'j-7', attempt: 2, task: 'charge', queue: 'default' }, 'charged', { cents: 1200 });
+    expect(consoleLine(line, 0, 'ERROR')).toBe('[dispatcher 0] [job j-7 #2] INFO charged  cents=1200');
   });
 });
 

@@ -403,6 +403,9 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         held: 1,
         weights: { urgent: 0.9, routine: 0.1 },
       });
+      d.jobLogLines.set('a', [
+        { time: new Date(now).toISOString(), level: 'info', message: 'hello', source: 'task', attempt: 1, fields: { n: 1 } },
+      ]);
       // Typed by the table, as the page sends them; the GETs run first, then the actions.
       const requests: { readonly [P in ApiPath]: ApiRequest<P> } = {
         '/api/meta': {},
@@ -412,6 +415,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/jobs/counts': { queue: 'routine' },
         '/api/job': { id: 'a' },
         '/api/flow': { id: 'a' },
+        '/api/job/logs': { id: 'a' },
         '/api/archive': {},
         '/api/archive/count': { reason: 'exhausted' },
         // Before the replay below takes every archived message back to its queue.

@@ -350,7 +350,58 @@ export function JobPage({ version, id }: { version: string; id: string }) {
           </li>
         ))}
       </ol>
+      <JobLogLines version={version} id={job.jobId} />
       {filed.length > 0 && <FiledRejections id={id} filed={filed} own={true} />}
     </section>
+  );
+}
+
+/** How often a live job's log lines are read again (locally a read of dev's log file; on AWS a Logs Insights query, billed by what it scans). */
+const LOGS_REFRESH_MS = 2_000;
+
+/** The job's log lines (`taskworker jobs logs`): its body's and the dispatcher's, oldest first, read again until the job has ended. */
+function JobLogLines({ version, id }: { version: string; id: string }) {
+  const { data, error } = useData(
+    () => get('/api/job/logs', { version, id }),
+    [version, id],
+    LOGS_REFRESH_MS,
+    (logs) => logs.ended,
+  );
+  return (
+    <>
+      <h3>Logs</h3>
+      {error && (
+        <p class="note" data-testid="logs-unavailable">
+          {error}
+        </p>
+      )}
+      {data && (
+        <>
+          <p class="hint">
+            from {data.where}, {utcTime(data.from)} to {utcTime(data.to)}
+            {data.ended ? '' : ' (read again every 2 s until the job ends)'}
+          </p>
+          {data.lines.length === 0 ? (
+            <p data-testid="no-log-lines">No lines{data.ended ? '.' : ' yet.'}</p>
+          ) : (
+            <table class="grid" data-testid="log-lines">
+              <tbody>
+                {data.lines.map((line, i) => (
+                  <tr key={i} class={`log-${line.level}`}>
+                    <td>{line.time.replace('T', ' ').replace('Z', ' UTC')}</td>
+                    <td>{line.source === 'task' ? `attempt ${line.attempt ?? '?'}` : 'dispatcher'}</td>
+                    <td>{line.level}</td>
+                    <td data-field="message">
+                      {line.message}
+                      {Object.keys(line.fields).length > 0 && <code> {JSON.stringify(line.fields)}</code>}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+    </>
   );
 }
