@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { cachedFor, packagedAssetsDir, serveUi } from '../dashboard/server/serve';
 import { cloudWatchOldestAge, cloudWatchRecentInvocations, cloudWatchThroughput } from '../lib/aws/cloudwatch-clients';
+import { versionJobLogs } from '../lib/aws/job-log-readers';
 import { sqsQueues } from '../lib/aws/wiring';
 import { deployedVersions, operatorContext } from '../lib/operate/operator-context';
 import type { TaskDefinition } from '../lib/tasks/task';
@@ -38,8 +39,16 @@ export async function uiCommand(argv: string[]): Promise<void> {
   // Throughput from CloudWatch on AWS (cached a minute: its datapoints are per minute); locally the stats table's minute counters.
   const cloudWatchJobs = local ? undefined : cloudWatchThroughput();
   const metricsThroughput = cloudWatchJobs && cachedFor(60_000, cloudWatchJobs);
-  const contextFor = (v: string) =>
-    operatorContext({ config, version: v, ...(oldestAge ? { oldestAge } : {}), ...(metricsThroughput ? { metricsThroughput } : {}) });
+  const contextFor = (v: string) => {
+    const jobLogs = versionJobLogs(local, config, v);
+    return operatorContext({
+      config,
+      version: v,
+      ...(oldestAge ? { oldestAge } : {}),
+      ...(metricsThroughput ? { metricsThroughput } : {}),
+      ...(jobLogs ? { jobLogs } : {}),
+    });
+  };
   // The version shown first must exist: a missing region, credentials or version is one line now, not a page of errors.
   const first = contextFor(version);
   await first;

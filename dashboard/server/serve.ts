@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
+import { fileJobLogs } from '../../lib/adapters/file-job-logs';
 import type { LocalStack } from '../../lib/local/dev';
 import { operatorContext } from '../../lib/operate/operator-context';
 import { createUiApp } from './server';
@@ -61,9 +62,17 @@ export async function serveUi(options: ServeUiOptions): Promise<RunningUi> {
 /** The dashboard's view of a local stack running in this process (the demo, the browser tests). */
 export async function localStackUi(
   stack: LocalStack,
+  /** The file the stack's output lines are written to (as `taskworker dev`'s log): the job pages read their lines there. */
+  options: { readonly logFile?: string } = {},
 ): Promise<Omit<UiOptions, 'token' | 'tokenForReads' | 'acceptsHost' | 'readOnly' | 'log'>> {
   const config = stack.bundle.config;
-  const ctx = await operatorContext({ config, version: stack.version, sqs: { client: stack.sqs }, dynamo: { client: stack.dynamo } });
+  const ctx = await operatorContext({
+    config,
+    version: stack.version,
+    sqs: { client: stack.sqs },
+    dynamo: { client: stack.dynamo },
+    ...(options.logFile ? { jobLogs: fileJobLogs(options.logFile) } : {}),
+  });
   return {
     app: config.app,
     defaultVersion: stack.version,

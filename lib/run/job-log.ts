@@ -40,7 +40,8 @@ export const MAX_TASK_LOG_MESSAGE_CHARS = 8_192;
 /** Where one attempt's lines go: the process's streams, or the run's own hook (the test kit's `runTask`). */
 export type TaskLogSink = (line: string, level: TaskLogLevel) => void;
 
-const toStreams: TaskLogSink = (line, level) => (level === 'warn' || level === 'error' ? process.stderr : process.stdout).write(`${line}\n`);
+const toStreams: TaskLogSink = (line, level) =>
+  (level === 'warn' || level === 'error' ? process.stderr : process.stdout).write(`${line}\n`);
 
 const scope = new AsyncLocalStorage<{ readonly bindings: JobLogBindings; readonly sink: TaskLogSink }>();
 

@@ -4,7 +4,7 @@
  * the fixture app in test/fixtures/dashboard). What the page shows is checked against the tables
  * and queues. TASKWORKER_SCREENSHOTS=docs/screenshots writes docs/dashboard.md's screenshots.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -29,6 +29,7 @@ let browser: Browser;
 let page: Page;
 let scratch: string;
 let shots: string;
+let devLog: string;
 const dialogs: string[] = [];
 const pageErrors: string[] = [];
 
@@ -61,6 +62,7 @@ beforeAll(async () => {
   shots = process.env.TASKWORKER_SCREENSHOTS ? resolve(process.env.TASKWORKER_SCREENSHOTS) : join(scratch, 'shots');
   mkdirSync(shots, { recursive: true });
   const assetsDir = join(scratch, 'assets');
+  devLog = join(scratch, 'dev.log');
   await (require('../../scripts/ui-page.cjs') as { buildUiPage: (dir: string) => Promise<void> }).buildUiPage(assetsDir);
   stack = await startLocalStack({
     configFile: CONFIG,
@@ -68,9 +70,10 @@ beforeAll(async () => {
     dispatchers: 2,
     invocationSeconds: 8,
     logLevel: 'ERROR',
-    onOutput: () => {},
+    // Every line the dispatchers write, as `taskworker dev` keeps them in its log file: the job pages read their lines there.
+    onOutput: (line) => appendFileSync(devLog, `${line}\n`),
   });
-  const common = { ...(await localStackUi(stack)), assetsDir, port: 0, log: () => {} };
+  const common = { ...(await localStackUi(stack, { logFile: devLog })), assetsDir, port: 0, log: () => {} };
   ctx = await common.contextFor(stack.version);
   ui = await serveUi({ ...common, readOnly: false });
   readOnlyUi = await serveUi({ ...common, readOnly: true });
@@ -354,6 +357,27 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(await page.locator('main').textContent()).not.toContain(card.number);
     // The table holds it masked too: the number never reached it.
     expect((await ctx.jobs.get('ui-paying'))?.payload).toBe('{"ms":4500,"card":{"number":"[redacted]","expiry":"12/29"}}');
+  });
+
+  it("a job's page shows its log lines (ctx.log and console) while it runs and after, as dev's log file has them", async () => {
+    await stack.publisher.publish('nap', { ms: 3_000 }, { id: 'ui-logs' });
+    await page.goto(`${ui.url}#/job/ui-logs`);
+    const lines = page.locator('[data-testid="log-lines"] tr');
+    const messages = () => lines.evaluateAll((trs) => trs.map((tr) => tr.querySelector('[data-field="message"]')?.textContent ?? ''));
+    // While it naps: the line it wrote before, read again every 2 s.
+    await until(async () => (await messages()).some((m) => m.startsWith('napping')), 'the running job page to show its first line');
+    expect(await jobState('ui-logs')).toBe('running');
+    await until(async () => (await messages()).some((m) => m === 'woke after 3000 ms'), 'the line it printed after its nap');
+    const shown = await messages();
+    expect(shown[0]).toBe('napping {"ms":3000}');
+    expect(await lines.first().locator('td').nth(1).textContent()).toBe('attempt 1');
+    // The durable truth: dev's log file holds exactly these lines of the job's.
+    const own = readFileSync(devLog, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{') && (JSON.parse(l) as { jobId?: string }).jobId === 'ui-logs');
+    expect(own.map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(['napping', 'woke after 3000 ms']);
+    expect(shown).toHaveLength(own.length);
+    await shoot('job-logs');
   });
 
   it("the jobs page filters by tag: the tag's jobs in every state, as the tag index has them", async () => {

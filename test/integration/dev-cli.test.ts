@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { JobShowAnswer } from '../../lib/operate/answers';
+import type { JobLogs } from '../../lib/operate/job-logs';
 import { ensureBuilt } from '../helpers/built';
 import { eventually } from '../helpers/run';
 
@@ -86,6 +87,10 @@ beforeAll(async () => {
     "export default { app: 'shop', queues: [{ name: 'default', priority: 10, visibilityTimeoutSeconds: 10, longPollSeconds: 0 }] };\n",
   );
   writeTask('flaky', FLAKY("throw new DownstreamError('inventory said 503 for item ' + payload.item);"));
+  writeTask(
+    'chatty',
+    "export default { name: 'chatty', queue: 'default', timeLimitSeconds: 2, run(p: { n: number }, ctx: { log: { info(m: string, f?: object): void } }) { ctx.log.info('hello', { n: p.n }); console.warn('careful with', p.n); } };\n",
+  );
   writeTask(
     'crash',
     "export default { name: 'crash', queue: 'default', timeLimitSeconds: 2, run() { process.kill(process.pid, 'SIGKILL'); } };\n",
@@ -173,6 +178,35 @@ describe('taskworker dev, used from other shells', () => {
     expect(job.state).toBe('archived');
     expect(job.lastError.stack).toContain(`${join(project, 'tasks', 'flaky.ts')}:12:`);
     expect(job.lastError.stack).not.toContain('tasks.cjs');
+  });
+
+  it("jobs logs: a job's own lines (ctx.log, console) from dev's log file, with --json and --follow; the console shows them whatever the level", async () => {
+    const published = run(project, ['publish', 'chatty', '--payload', '{"n":7}', '--json']);
+    const { jobId } = JSON.parse(published.stdout) as { jobId: string };
+    expect(run(project, ['jobs', 'wait', jobId, '--timeout', '30']).code).toBe(0);
+    await eventually("the job's lines in dev's log", () => run(project, ['jobs', 'logs', jobId]).stdout.includes('careful with 7'), 10_000);
+    const text = run(project, ['jobs', 'logs', jobId]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('log lines from .taskworker/dev.log');
+    expect(text.stdout).toMatch(/ #1 INFO {2}hello {2}n=7$/m);
+    expect(text.stdout).toMatch(/ #1 WARN {2}careful with 7$/m);
+    const json = JSON.parse(run(project, ['jobs', 'logs', jobId, '--json']).stdout) as JobLogs;
+    expect(json).toMatchObject({ jobId, ended: true, where: '.taskworker/dev.log' });
+    expect(json.lines.map((l) => [l.source, l.attempt, l.level, l.message, l.fields])).toEqual([
+      ['task', 1, 'info', 'hello', { n: 7 }],
+      ['task', 1, 'warn', 'careful with 7', {}],
+    ]);
+    // Following a job that has ended prints its lines and returns.
+    const followed = run(project, ['jobs', 'logs', jobId, '--follow', '--json']);
+    expect(followed.code).toBe(0);
+    expect(
+      followed.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { message: string }).message),
+    ).toEqual(['hello', 'careful with 7']);
+    await eventually("the job's lines on dev's console", () => err.includes(`[job ${jobId} #1] INFO hello  n=7`), 15_000);
+    expect(run(project, ['jobs', 'logs']).stderr).toContain('usage: taskworker jobs logs ID');
   });
 
   it('keeps JSON log lines off the console and in .taskworker/dev.log', () => {

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileJobLogs, jobLogEntryOf } from '../../lib/adapters/file-job-logs';
 import { jobLogQuery } from '../../lib/adapters/cloudwatch-logs';
+import { fileJobLogs, jobLogEntryOf } from '../../lib/adapters/file-job-logs';
 import { MAX_TASK_LOG_MESSAGE_CHARS, taskLogLine } from '../../lib/run/job-log';
 import { defineTask } from '../../lib/tasks/task';
 import { runTask } from '../../lib/testing';
@@ -61,7 +61,9 @@ describe("a job's log lines", () => {
   it('cut a long message and write a field JSON cannot (a cycle, a BigInt) without throwing', () => {
     const cyclic: Record<string, unknown> = { n: 1n };
     cyclic.self = cyclic;
-    const line = JSON.parse(taskLogLine('info', { jobId: 'j', attempt: 1, task: 't', queue: 'q' }, 'x'.repeat(MAX_TASK_LOG_MESSAGE_CHARS + 5), { cyclic }));
+    const line = JSON.parse(
+      taskLogLine('info', { jobId: 'j', attempt: 1, task: 't', queue: 'q' }, 'x'.repeat(MAX_TASK_LOG_MESSAGE_CHARS + 5), { cyclic }),
+    );
     expect(line.message).toHaveLength(MAX_TASK_LOG_MESSAGE_CHARS + '… (5 more characters)'.length);
     expect(line.cyclic).toEqual({ n: 1, self: expect.stringMatching(/^\[Circular/) });
   });
@@ -73,10 +75,36 @@ describe("a job's log lines", () => {
     const lines = [
       JSON.stringify({ level: 'info', time: at(1_000), message: 'early', source: 'task', jobId: 'j-1', attempt: 1, task: 't', queue: 'q' }),
       'plain text a task printed before it was captured: j-1',
-      JSON.stringify({ level: 'INFO', time: at(5_000), message: 'archiving message', service: 'taskworker-dispatcher', jobId: 'j-1', reason: 'exhausted' }),
-      JSON.stringify({ level: 'info', time: at(6_000), message: 'other job', source: 'task', jobId: 'j-10', attempt: 1, task: 't', queue: 'q' }),
+      JSON.stringify({
+        level: 'INFO',
+        time: at(5_000),
+        message: 'archiving message',
+        service: 'taskworker-dispatcher',
+        jobId: 'j-1',
+        reason: 'exhausted',
+      }),
+      JSON.stringify({
+        level: 'info',
+        time: at(6_000),
+        message: 'other job',
+        source: 'task',
+        jobId: 'j-10',
+        attempt: 1,
+        task: 't',
+        queue: 'q',
+      }),
       '{"broken json j-1',
-      JSON.stringify({ level: 'warn', time: at(9_000), message: 'late', source: 'task', jobId: 'j-1', attempt: 2, task: 't', queue: 'q', n: 3 }),
+      JSON.stringify({
+        level: 'warn',
+        time: at(9_000),
+        message: 'late',
+        source: 'task',
+        jobId: 'j-1',
+        attempt: 2,
+        task: 't',
+        queue: 'q',
+        n: 3,
+      }),
     ];
     writeFileSync(file, `${lines.join('\n')}\n`);
     const reader = fileJobLogs(file, '.taskworker/dev.log');
@@ -92,6 +120,8 @@ describe("a job's log lines", () => {
   });
 
   it('are asked of Logs Insights by the jobId field, the id quoted', () => {
-    expect(jobLogQuery('order-"7"')).toBe('fields @timestamp, @message | filter jobId = "order-\\"7\\"" | sort @timestamp asc | limit 1000');
+    expect(jobLogQuery('order-"7"')).toBe(
+      'fields @timestamp, @message | filter jobId = "order-\\"7\\"" | sort @timestamp asc | limit 1000',
+    );
   });
 });
