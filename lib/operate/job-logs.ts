@@ -6,7 +6,6 @@
  */
 import { TaskworkerError } from '../errors';
 import { TERMINAL_STATES } from '../policy/job-rules';
-import type { JobLogEntry } from '../track/job-logs';
 import type { JobLogs } from './answers';
 import type { OperatorContext } from './operator-context';
 

@@ -89,14 +89,20 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
     expect(seen.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `job-${i}`));
   });
 
-  it('a state without an index is one page of what a scan found, marked so, with no cursor', async () => {
+  it('succeeded jobs of queues that list them page newest first; a state without an index is one page of what a scan found, marked so, with no cursor', async () => {
     const d = dashboard();
     for (let i = 0; i < 4; i++) await d.w.send('urgent', encodeEnvelope({ task: 'ok', payload: i, id: `s-${i}` }));
     await d.w.run();
-    const page = await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?state=succeeded&limit=2'));
-    expect(page.jobs).toHaveLength(2);
-    expect(page.scanned).toBe(true);
-    expect(page.next).toBeUndefined();
+    const listed = await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?state=succeeded&limit=2'));
+    expect(listed.jobs).toHaveLength(2);
+    expect(listed.scanned).toBeUndefined();
+    expect(listed.next).toBeDefined();
+    // Queued jobs have no index: the page says it scanned.
+    await d.ctx.controls?.change('routine', { paused: true }, d.w.clock.now());
+    for (let i = 0; i < 3; i++) await d.publisher.publish('ok', i, { queue: 'routine', id: `q-${i}` });
+    const scanned = await json<ApiResponse<'/api/jobs'>>(await d.get('/api/jobs?state=queued&limit=2'));
+    expect(scanned.scanned).toBe(true);
+    expect(scanned.next).toBeUndefined();
   });
 
   it('a job page carries the archived message of an archived job (its payload), as data', async () => {
