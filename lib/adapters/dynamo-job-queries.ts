@@ -1,5 +1,5 @@
 /** What operators and publishers ask of the jobs table: jobs by state (index or scan) and by tag. */
-import { type AttributeValue, QueryCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, QueryCommand, type QueryCommandInput, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
 import { expiresAt, indexKey, listedFromIndex, succeededIndexKeys } from '../policy/job-rules';
 import type { JobQuery, JobRecord } from '../track/job-record';
@@ -30,26 +30,14 @@ export class DynamoJobQueries {
   }
 
   async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
-    const ids: string[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const e = new Expression();
-      const out = await this.table.dynamo.send(
-        new QueryCommand({
-          TableName: this.table.tableName,
-          IndexName: JOBS_BY_TAG_INDEX,
-          KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}${before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''}`,
-          ScanIndexForward: false,
-          Limit: limit,
-          ReturnConsumedCapacity: 'TOTAL',
-          ...(start ? { ExclusiveStartKey: start } : {}),
-          ...e.params(),
-        }),
-      );
-      this.table.meter(out, 'read');
-      for (const item of out.Items ?? []) ids.push(String(fromItem(item).tagged));
-      start = out.LastEvaluatedKey;
-    } while (start && ids.length < limit);
+    const ids = await this.newestFirst(
+      limit,
+      (e) => ({
+        IndexName: JOBS_BY_TAG_INDEX,
+        KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}${before !== undefined ? ` AND ${e.name('taggedAt')} < ${e.value(before)}` : ''}`,
+      }),
+      (item) => String(fromItem(item).tagged),
+    );
     return this.table.getMany(ids.slice(0, limit));
   }
 
@@ -90,29 +78,47 @@ export class DynamoJobQueries {
     return found.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, q.limit);
   }
 
-  /** Up to `q.limit` jobs under one state index key, newest update first (read a page of that size at a time: a filter may drop some). */
-  private async newestInIndex(key: string, q: JobQuery): Promise<JobRecord[]> {
-    const found: JobRecord[] = [];
+  /** Up to `q.limit` jobs under one state index key, newest update first. */
+  private newestInIndex(key: string, q: JobQuery): Promise<JobRecord[]> {
+    return this.newestFirst(
+      q.limit,
+      (e) => ({
+        IndexName: JOBS_BY_QUEUE_STATE_INDEX,
+        KeyConditionExpression:
+          `${e.name('queueState')} = ${e.value(key)}` +
+          (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
+        ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
+      }),
+      toRecord,
+    );
+  }
+
+  /** An index read newest first, a page of `limit` at a time (a filter may drop some), until `limit` items are taken or it ends. */
+  private async newestFirst<T>(
+    limit: number,
+    query: (e: Expression) => Pick<QueryCommandInput, 'IndexName' | 'KeyConditionExpression' | 'FilterExpression'>,
+    take: (item: Record<string, AttributeValue>) => T,
+  ): Promise<T[]> {
+    const found: T[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
       const e = new Expression();
+      const asked = query(e);
       const out = await this.table.dynamo.send(
         new QueryCommand({
           TableName: this.table.tableName,
-          IndexName: JOBS_BY_QUEUE_STATE_INDEX,
-          KeyConditionExpression:
-            `${e.name('queueState')} = ${e.value(key)}` +
-            (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
-          ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
+          ...asked,
           ScanIndexForward: false,
-          Limit: q.limit,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
           ...(start ? { ExclusiveStartKey: start } : {}),
           ...e.params(),
         }),
       );
-      found.push(...(out.Items ?? []).map(toRecord));
+      this.table.meter(out, 'read');
+      found.push(...(out.Items ?? []).map(take));
       start = out.LastEvaluatedKey;
-    } while (start && found.length < q.limit);
+    } while (start && found.length < limit);
     return found;
   }
 }
