@@ -1,7 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jobLogQuery } from '../../lib/adapters/cloudwatch-logs';
+import * as CloudWatchLogs from '@aws-sdk/client-cloudwatch-logs';
+import { insightsJobLogs, jobLogQuery } from '../../lib/adapters/cloudwatch-logs';
 import { fileJobLogs, jobLogEntryOf } from '../../lib/adapters/file-job-logs';
 import { MAX_TASK_LOG_MESSAGE_CHARS, taskLogLine } from '../../lib/run/job-log';
 import { defineTask } from '../../lib/tasks/task';
@@ -122,6 +123,56 @@ describe("a job's log lines", () => {
   it('are asked of Logs Insights by the jobId field, the id quoted', () => {
     expect(jobLogQuery('order-"7"')).toBe(
       'fields @timestamp, @message | filter jobId = "order-\\"7\\"" | sort @timestamp asc | limit 1000',
+    );
+  });
+});
+
+describe('the Logs Insights reader (error paths: no CloudWatch here)', () => {
+  /** A stand-in client answering each command from a script (only the SDK's command classes are real). */
+  function scripted(statuses: string[], rows: { field: string; value: string }[][] = []) {
+    const sent: string[] = [];
+    const client = {
+      send: async (command: { constructor: { name: string } }) => {
+        sent.push(command.constructor.name);
+        if (command.constructor.name === 'StartQueryCommand') return { queryId: 'q-1' };
+        if (command.constructor.name === 'GetQueryResultsCommand') return { status: statuses.shift() ?? 'Running', results: rows };
+        return {};
+      },
+    };
+    return { sent, client: client as unknown as CloudWatchLogs.CloudWatchLogsClient };
+  }
+
+  it('polls until the query completes and keeps only the job’s JSON lines', async () => {
+    const line = JSON.stringify({
+      level: 'info',
+      time: '2026-01-01T00:00:00.000Z',
+      message: 'hi',
+      source: 'task',
+      jobId: 'j-1',
+      attempt: 1,
+    });
+    const { sent, client } = scripted(
+      ['Scheduled', 'Running', 'Complete'],
+      [[{ field: '@message', value: `${line}\n` }], [{ field: '@message', value: 'START RequestId: x' }]],
+    );
+    const reader = insightsJobLogs(
+      { sdk: CloudWatchLogs, client },
+      async () => '/aws/lambda/shop-v1-dispatcher',
+      async () => {},
+    );
+    expect((await reader.linesOf('j-1', { from: 0, to: 1 })).map((l) => l.message)).toEqual(['hi']);
+    expect(sent).toEqual(['StartQueryCommand', 'GetQueryResultsCommand', 'GetQueryResultsCommand', 'GetQueryResultsCommand']);
+  });
+
+  it('names the log group and the status of a query that failed', async () => {
+    const { client } = scripted(['Failed']);
+    const reader = insightsJobLogs(
+      { sdk: CloudWatchLogs, client },
+      async () => '/aws/lambda/shop-v1-dispatcher',
+      async () => {},
+    );
+    await expect(reader.linesOf('j-1', { from: 0, to: 1 })).rejects.toThrow(
+      'the Logs Insights query over /aws/lambda/shop-v1-dispatcher ended Failed',
     );
   });
 });
