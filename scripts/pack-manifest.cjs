@@ -61,7 +61,7 @@ const TOOLKIT = 'taskworker-toolkit';
 const TOOLKIT_DEPENDENCIES = ['esbuild', 'cron-parser', '@aws-sdk/client-s3'];
 
 /** Optional peers only the toolkit loads (`taskworker dev`'s emulators, the dashboard's CloudWatch reads, `jobs logs` on AWS). */
-const TOOLKIT_PEERS = ['fauxqs', 'dynalite', '@aws-sdk/client-cloudwatch', '@aws-sdk/client-cloudwatch-logs', '@aws-sdk/client-lambda'];
+const TOOLKIT_PEERS = ['fauxqs', 'dynalite', '@aws-sdk/client-cloudwatch', '@aws-sdk/client-cloudwatch-logs'];
 
 const without = (record, names) => Object.fromEntries(Object.entries(record ?? {}).filter(([name]) => !names.includes(name)));
 

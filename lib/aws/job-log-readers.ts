@@ -1,12 +1,12 @@
 /**
  * Where a version's job log lines are read: a running `taskworker dev`'s log file, or on AWS
- * CloudWatch Logs, where `@aws-sdk/client-cloudwatch-logs` and `@aws-sdk/client-lambda` (to find
- * the function's log group) are installed (optional peers: a publisher does not need them).
- * Undefined where neither is at hand (`jobs logs` then says how).
+ * CloudWatch Logs, where `@aws-sdk/client-cloudwatch-logs` is installed (an optional peer: a
+ * publisher does not need it; the function's log group is found with the Lambda client the CLI
+ * carries). Undefined where neither is at hand (`jobs logs` then says how).
  */
 import { relative } from 'node:path';
 import type * as CloudWatchLogs from '@aws-sdk/client-cloudwatch-logs';
-import type * as Lambda from '@aws-sdk/client-lambda';
+import { GetFunctionConfigurationCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { insightsJobLogs } from '../adapters/cloudwatch-logs';
 import { fileJobLogs } from '../adapters/file-job-logs';
 import type { TaskworkerConfig } from '../config/app-config';
@@ -17,17 +17,15 @@ export function versionJobLogs(local: DevState | undefined, config: TaskworkerCo
   if (local) return local.logFile ? fileJobLogs(local.logFile, relative(process.cwd(), local.logFile) || local.logFile) : undefined;
   if (process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL) return undefined;
   let sdk: typeof CloudWatchLogs;
-  let lambdaSdk: typeof Lambda;
   try {
     sdk = require('@aws-sdk/client-cloudwatch-logs') as typeof CloudWatchLogs;
-    lambdaSdk = require('@aws-sdk/client-lambda') as typeof Lambda;
   } catch {
     return undefined;
   }
   const functionName = `${config.app}-${version}-dispatcher`;
   let group: Promise<string> | undefined;
   const logGroup = () => {
-    group ??= dispatcherLogGroup(lambdaSdk, functionName).catch((error: unknown) => {
+    group ??= dispatcherLogGroup(functionName).catch((error: unknown) => {
       group = undefined;
       throw error;
     });
@@ -37,8 +35,7 @@ export function versionJobLogs(local: DevState | undefined, config: TaskworkerCo
 }
 
 /** The dispatcher function's log group: its logging config's, else Lambda's default name. */
-async function dispatcherLogGroup(sdk: typeof Lambda, functionName: string): Promise<string> {
-  const { LambdaClient, GetFunctionConfigurationCommand } = sdk;
+async function dispatcherLogGroup(functionName: string): Promise<string> {
   const lambda = new LambdaClient({});
   try {
     const fn = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: functionName }));

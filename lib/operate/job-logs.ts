@@ -20,7 +20,7 @@ const NO_RECORD_WINDOW_MS = 24 * 3_600_000;
 export class JobLogsUnavailableError extends TaskworkerError {
   constructor(version: string) {
     super(
-      `version ${version}'s job logs cannot be read here: locally they are in a running taskworker dev's log file; on AWS reading them needs the CloudWatch Logs and Lambda clients (npm install @aws-sdk/client-cloudwatch-logs @aws-sdk/client-lambda)`,
+      `version ${version}'s job logs cannot be read here: locally they are in a running taskworker dev's log file; on AWS reading them needs the CloudWatch Logs client (npm install @aws-sdk/client-cloudwatch-logs)`,
     );
     this.name = 'JobLogsUnavailableError';
   }

@@ -81,6 +81,8 @@ const CODE_LOADING_SITES: Record<string, string> = {
     'the SQS emulator, by its fixed package name, for taskworker dev (an optional peer dependency; ES modules only)',
   "lib/aws/cloudwatch-clients.ts: sdk = require('@aws-sdk/client-cloudwatch') as typeof CloudWatch;":
     "the CloudWatch client, by its fixed package name, for status's oldest-message age (an optional peer dependency)",
+  "lib/aws/job-log-readers.ts: sdk = require('@aws-sdk/client-cloudwatch-logs') as typeof CloudWatchLogs;":
+    'the CloudWatch Logs client, by its fixed package name, for jobs logs on AWS (an optional peer dependency)',
   "functions/dispatcher-handler.ts: sdk: () => require('@aws-sdk/client-s3'),":
     'the S3 client, by its fixed package name, bundled into the artifact and evaluated when the first claim-checked payload comes',
   'lib/adapters/s3.ts: const loaded = (await import(S3_MODULE)) as typeof S3 & { default?: typeof S3 };':
