@@ -154,7 +154,7 @@ const print = (json: boolean, data: unknown, text: () => string) =>
   process.stdout.write(`${json ? JSON.stringify(data, null, 2) : text()}\n`);
 
 const JOBS_USAGE =
-  'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S] | bulk cancel|replay|delete|log …';
+  'usage: taskworker jobs show ID | list --state S | list --tag T | flow ID | cancel ID [--flow] | wait ID [--timeout S] | logs ID [--follow] | bulk cancel|replay|delete|log …';
 const ARCHIVE_USAGE = 'usage: taskworker archive list|replay [--reason R] [--task T] [--limit N]';
 const subcommandMistake = (command: string, sub: string | undefined) =>
   sub === undefined ? '' : `unknown ${command} command ${JSON.stringify(sub)}; `;
