@@ -386,24 +386,32 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
   });
 
   it("a job's page shows its log lines (ctx.log and console) while it runs and after, as dev's log file has them", async () => {
-    await stack.publisher.publish('nap', { ms: 3_000 }, { id: 'ui-logs' });
+    const flag = join(scratch, 'waiter-flag');
+    await stack.publisher.publish('waiter', { flag }, { id: 'ui-logs' });
     await page.goto(`${ui.url}#/job/ui-logs`);
     const lines = page.locator('[data-testid="log-lines"] tr');
     const messages = () => lines.evaluateAll((trs) => trs.map((tr) => tr.querySelector('[data-field="message"]')?.textContent ?? ''));
-    // While it naps: the line it wrote before, read again every 2 s.
-    await until(async () => (await messages()).some((m) => m.startsWith('napping')), 'the running job page to show its first line');
-    expect(await jobState('ui-logs')).toBe('running');
-    await until(async () => (await messages()).some((m) => m === 'woke after 3000 ms'), 'the line it printed after its nap');
-    const shown = await messages();
-    expect(shown[0]).toBe('napping {"ms":3000}');
+    // While it waits for the flag (not created yet, so it cannot have ended): the line it wrote first, read again every 2 s.
+    // (Its lines, not the previous page's: the page is this job's once its id shows.)
+    await until(async () => (await page.locator('[data-testid="job-id"]').textContent()) === 'ui-logs', 'the job page to open');
+    const first = await until(async () => {
+      const shown = await messages();
+      return shown.length > 0 ? shown : undefined;
+    }, 'the running job page to show its first line');
+    expect(first[0]).toBe(`waiting for the flag {"flag":${JSON.stringify(flag)}}`);
     expect(await lines.first().locator('td').nth(1).textContent()).toBe('attempt 1');
-    // The durable truth: dev's log file holds exactly these lines of the job's.
-    const own = readFileSync(devLog, 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith('{') && (JSON.parse(l) as { jobId?: string }).jobId === 'ui-logs');
-    expect(own.map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(['napping', 'woke after 3000 ms']);
-    expect(shown).toHaveLength(own.length);
     await shoot('job-logs');
+    writeFileSync(flag, 'up');
+    await until(async () => (await jobState('ui-logs')) === 'succeeded', 'the waiter to end');
+    // The durable truth: once it has ended, the page shows exactly the job's lines dev's log file holds.
+    const own = () =>
+      readFileSync(devLog, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{') && (JSON.parse(l) as { jobId?: string }).jobId === 'ui-logs')
+        .map((l) => (JSON.parse(l) as { message: string }).message);
+    await until(async () => (await messages()).length === 2 && own().length === 2, 'its second line on the page');
+    expect((await messages())[1]).toBe(own()[1]);
+    expect(own()[0]).toBe('waiting for the flag');
   });
 
   it("the jobs page filters by tag: the tag's jobs in every state, as the tag index has them", async () => {

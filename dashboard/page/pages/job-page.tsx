@@ -350,7 +350,7 @@ export function JobPage({ version, id }: { version: string; id: string }) {
           </li>
         ))}
       </ol>
-      <JobLogLines version={version} id={job.jobId} />
+      <JobLogLines key={`${version} ${job.jobId}`} version={version} id={job.jobId} />
       {filed.length > 0 && <FiledRejections id={id} filed={filed} own={true} />}
     </section>
   );
