@@ -77,6 +77,16 @@ export type MalformedCode =
   | 'bad-event'
   | 'bad-payload-ref';
 
+/** A batch task's `runBatch` returned something other than one result per item (or nothing): every item of the call fails with it. */
+export class BatchResultError extends TaskworkerError {
+  readonly task: string;
+  constructor(task: string, problem: string) {
+    super(`runBatch of task ${task} ${problem}: return nothing, or one result (or Error) per item in the order given`);
+    this.name = 'BatchResultError';
+    this.task = task;
+  }
+}
+
 /** A dependency's return value was too large for its job record, so its dependent cannot read it. */
 export class ResultTooLargeError extends TaskworkerError {
   readonly jobId: string;

@@ -23,8 +23,11 @@ const POLL_MS = 500;
 
 /** The Logs Insights query for one job's lines, oldest first. */
 export function jobLogQuery(jobId: string): string {
-  // Job ids are printable and have no spaces; JSON's quoting is a valid Insights string literal.
-  return `fields @timestamp, @message | filter jobId = ${JSON.stringify(jobId)} | sort @timestamp asc | limit ${MAX_JOB_LOG_LINES}`;
+  // Job ids are printable and have no spaces; JSON's quoting is a valid Insights string literal. A
+  // batch call's lines name their jobs in an array (`jobIds`), found as the quoted id in the message
+  // (a regex, its special characters escaped); the reader checks each line's fields again.
+  const quoted = JSON.stringify(jobId).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return `fields @timestamp, @message | filter jobId = ${JSON.stringify(jobId)} or @message like /${quoted}/ | sort @timestamp asc | limit ${MAX_JOB_LOG_LINES}`;
 }
 
 /** Thrown when a query ends other than complete (failed, cancelled, timed out) or is not done in time. */

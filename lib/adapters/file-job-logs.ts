@@ -1,12 +1,13 @@
 /**
  * A job's log lines from a file of JSON lines: `taskworker dev`'s log (`.taskworker/dev.log`), where
- * every line its dispatcher processes write lands. A line is the job's when its `jobId` is the id.
+ * every line its dispatcher processes write lands. A line is the job's when its `jobId` is the id, or
+ * its `jobIds` (a batch call's line) name it.
  */
 import { readFile } from 'node:fs/promises';
 import type { JobLogEntry, JobLogReader } from '../track/job-logs';
 
 /** The fields every job line carries, shown apart from its own. */
-const BOUND_FIELDS = new Set(['level', 'time', 'message', 'source', 'jobId', 'attempt', 'task', 'queue', 'service']);
+const BOUND_FIELDS = new Set(['level', 'time', 'message', 'source', 'jobId', 'attempt', 'task', 'queue', 'service', 'jobIds']);
 
 /** A JSON log line as a job's entry, when it names `jobId`; undefined for any other line. */
 export function jobLogEntryOf(line: string, jobId: string): JobLogEntry | undefined {
@@ -18,14 +19,17 @@ export function jobLogEntryOf(line: string, jobId: string): JobLogEntry | undefi
   } catch {
     return undefined;
   }
-  if (typeof parsed !== 'object' || parsed === null || parsed.jobId !== jobId) return undefined;
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const own = parsed.jobId === jobId;
+  if (!own && !(Array.isArray(parsed.jobIds) && parsed.jobIds.includes(jobId))) return undefined;
   const fields = Object.fromEntries(Object.entries(parsed).filter(([key]) => !BOUND_FIELDS.has(key)));
   return {
     time: typeof parsed.time === 'string' ? parsed.time : '',
     level: typeof parsed.level === 'string' ? parsed.level.toLowerCase() : 'info',
     message: typeof parsed.message === 'string' ? parsed.message : '',
     source: parsed.source === 'task' ? 'task' : 'dispatcher',
-    ...(typeof parsed.attempt === 'number' ? { attempt: parsed.attempt } : {}),
+    // A batch call's `attempt` is its first item's: the others' are on their own records.
+    ...(own && typeof parsed.attempt === 'number' ? { attempt: parsed.attempt } : {}),
     fields,
   };
 }

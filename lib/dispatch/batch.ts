@@ -17,6 +17,7 @@ import { batchSpans } from '../trace/consumer';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/fleet-limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
+import { batchCallsOn } from './batch-calls';
 import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
 import { holdForDebounce, isDebounced } from './debounce';
@@ -98,7 +99,13 @@ async function runBatch(
         : admitted.runnable;
       announce(deps, queue, batch, runnable);
       const running = runnable.map((p) =>
-        slots.run((lease) => spans.run(p, () => runOne(deps, queue, p, receivedAt, options, state, lease)), reservation),
+        slots.run(
+          (lease) =>
+            spans.run(p, () =>
+              runOne(deps, queue, p, receivedAt, options, state, lease, p.def.batch ? batchCallsOn(slots, deps) : undefined),
+            ),
+          reservation,
+        ),
       );
       // Each runnable message took its set-aside slot as it was mapped: the rest (parked, waiting,
       // held back, archived) go back now, not when the batch's slowest task ends.

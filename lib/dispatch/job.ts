@@ -18,6 +18,7 @@ import type { DependencyOutcome } from '../tasks/task';
 import type { JobRecord } from '../track/job-record';
 import type { JobReader } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
+import type { BatchCalls } from './batch-calls';
 import { cancelWatchFor } from './cancellations';
 import { CLAIM_RETRY_SECONDS, claimJob, leaseRenewal } from './claim';
 import { dependencyOutcomes, type StoredDependencyOutcome } from './dependency-outcomes';
@@ -84,17 +85,20 @@ export async function runOne(
   options: RunOptions,
   state: BatchState,
   lease: SlotLease,
+  /** Where a batch task's item runs (its task's calls on these slots); none for any other task. */
+  calls?: BatchCalls,
 ): Promise<void> {
   // A rate token booked ahead: the job starts when it is earned (before its worker is set aside).
   const early = (planned.startAt ?? 0) - deps.clock.now();
   if (early > 0) await deps.clock.sleep(early, options.signal);
   let reservation: RunReservation | undefined;
-  if (deps.executor.reserve) {
+  // A batch item runs in its call, which takes a thread of its own when it starts.
+  if (deps.executor.reserve && !calls) {
     reservation = await reserveWorker(deps, queue, planned, receivedAt, options, state);
     if (!reservation) return;
   }
   try {
-    await claimAndRun(deps, queue, planned, receivedAt, options, state, lease, reservation);
+    await claimAndRun(deps, queue, planned, receivedAt, options, state, lease, reservation, calls);
   } finally {
     // Given back when the job did not run here (handed back, a duplicate, ended before running); a run took it.
     reservation?.release();
@@ -145,10 +149,13 @@ async function claimAndRun(
   state: BatchState,
   lease: SlotLease,
   reservation: RunReservation | undefined,
+  calls: BatchCalls | undefined,
 ): Promise<void> {
   const { message, job, def } = planned;
   const { clock, config } = deps;
-  const needMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
+  const callMs = taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs);
+  // A batch item may wait for its call to fill before the call's time limit starts.
+  const needMs = callMs + (calls ? (def.batch?.maxWaitMs ?? 0) : 0);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   const at = { queue, mode: trackingOf(deps, queue), state, message, job };
   const released = { ...base, outcome: 'released' as const, attempt: message.receiveCount };
@@ -192,35 +199,45 @@ async function claimAndRun(
   const watch = claimed && jobs ? cancelWatchFor(jobs, deps.logger) : undefined;
   const cancel = new AbortController();
   const unwatch = watch?.watch(job.id, () => cancel.abort());
-  const ranOutcome = await runAttempt(deps, {
-    run: {
-      task: def.name,
-      jobId: job.id,
-      queue: queue.name,
-      // The attempts the job has used: its claims less the re-runs its body asked for (RetryAfterError).
-      attempt: attempt - (retryAftersOf(claimed) ?? 0),
-      payload: job.payload,
-      appData: job.appData,
-      timeLimitMs: def.timeLimitSeconds * 1000,
-      fencingToken: attempt,
-      ...(dependencies.length > 0 ? { dependencies } : {}),
-      ...(job.event ? { event: job.event } : {}),
+  // A batch item gives its slot back as it joins its call: the call takes one for all its items.
+  if (calls) {
+    deps.runTimes?.observe(def.name, queue.name, clock.now() - start);
+    lease.release();
+  }
+  const ranOutcome = await runAttempt(
+    calls
+      ? { ...deps, executor: calls.itemExecutor(def, options.deadline - config.dispatcher.settleMarginMs - callMs, options.signal) }
+      : deps,
+    {
+      run: {
+        task: def.name,
+        jobId: job.id,
+        queue: queue.name,
+        // The attempts the job has used: its claims less the re-runs its body asked for (RetryAfterError).
+        attempt: attempt - (retryAftersOf(claimed) ?? 0),
+        payload: job.payload,
+        appData: job.appData,
+        timeLimitMs: def.timeLimitSeconds * 1000,
+        fencingToken: attempt,
+        ...(dependencies.length > 0 ? { dependencies } : {}),
+        ...(job.event ? { event: job.event } : {}),
+      },
+      message,
+      url: deps.urls.queues[queue.name] as string,
+      visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
+      hardEnd: start + needMs,
+      visibleUntil: receivedAt + queue.visibilityTimeoutSeconds * 1000,
+      onVisibility: (until) => state.movedVisibility(message.messageId, until),
+      ...(claimed && jobs
+        ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }
+        : {}),
+      ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
+      ...(reservation ? { reservation } : {}),
     },
-    message,
-    url: deps.urls.queues[queue.name] as string,
-    visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
-    hardEnd: start + needMs,
-    visibleUntil: receivedAt + queue.visibilityTimeoutSeconds * 1000,
-    onVisibility: (until) => state.movedVisibility(message.messageId, until),
-    ...(claimed && jobs
-      ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }
-      : {}),
-    ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
-    ...(reservation ? { reservation } : {}),
-  }).finally(() => unwatch?.());
+  ).finally(() => unwatch?.());
 
   // The slot's hold, on the dispatcher's clock (the claim and the run): what the next start on it waits for.
-  deps.runTimes?.observe(def.name, queue.name, clock.now() - start);
+  if (!calls) deps.runTimes?.observe(def.name, queue.name, clock.now() - start);
 
   // A value too large for the record is kept in S3 first: the record written next points to it.
   // An onSuccess hook still gets the value itself (it is in memory here), not a read back from S3.
@@ -244,6 +261,7 @@ async function claimAndRun(
     runMs: outcome.durationMs,
     ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
     ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
+    ...(outcome.call ? { call: outcome.call } : {}),
   };
   decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
 }

@@ -22,6 +22,23 @@ export interface TaskRun {
   readonly dependencies?: readonly DependencyOutcome[];
   /** The event it runs for (a subscriber's job). */
   readonly event?: EventRef;
+  /**
+   * A batch task's call (lib/dispatch/batch-calls.ts): its items, each one job's part of the run
+   * above (whose own payload is then unused), and the `batch.key` value they share. The outcome
+   * reports each item's end in `items`.
+   */
+  readonly batch?: { readonly items: readonly BatchRunItem[]; readonly key?: string };
+}
+
+/** One job of a batch call, as the thread gets it. */
+export interface BatchRunItem {
+  readonly jobId: string;
+  readonly payload: unknown;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  readonly appData: unknown;
+  readonly dependencies?: readonly DependencyOutcome[];
+  readonly event?: EventRef;
 }
 
 /** Calls a running task can make back into the dispatcher, and the dispatcher's way to stop it. */
@@ -45,34 +62,46 @@ export interface RunHooks {
  */
 export type FailureKind = 'error' | 'unrecoverable' | 'invalid-payload' | 'crashed' | 'retry-after' | 'rate-limited';
 
-export type TaskOutcome =
-  | {
-      readonly status: 'succeeded';
-      readonly durationMs: number;
-      readonly result?: string;
-      /** The size of a return value too large to keep on the record (its JSON, bytes): the record says so instead. */
-      readonly resultBytes?: number;
-      /**
-       * The JSON of a return value too large for the record but within a claim check's 10 MiB: the
-       * dispatcher keeps it in the version's bucket (its `resultRef`) before the record is written.
-       */
-      readonly largeResult?: string;
-      /** Where the dispatcher kept `largeResult` (it replaces it; never set by a task body). */
-      readonly resultRef?: PayloadRef;
-    }
-  | {
-      readonly status: 'failed';
-      readonly kind: FailureKind;
-      readonly durationMs: number;
-      readonly error: SerializedError;
-      /** With kind `retry-after` or `rate-limited`: ms from the throw until the job may run again. */
-      readonly retryAfterMs?: number;
-      /** With kind `rate-limited`: what the body's RateLimitedError pauses until then. */
-      readonly pauseScope?: RateLimitScope;
-    }
-  | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
-  /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
-  | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError };
+/** A batch item's outcome says which call it ended in: its size, and whether this is its first item (counted once per call). */
+export interface InCall {
+  readonly call?: { readonly size: number; readonly first: boolean };
+}
+
+export type TaskOutcome = InCall &
+  (
+    | {
+        readonly status: 'succeeded';
+        readonly durationMs: number;
+        readonly result?: string;
+        /** The size of a return value too large to keep on the record (its JSON, bytes): the record says so instead. */
+        readonly resultBytes?: number;
+        /**
+         * The JSON of a return value too large for the record but within a claim check's 10 MiB: the
+         * dispatcher keeps it in the version's bucket (its `resultRef`) before the record is written.
+         */
+        readonly largeResult?: string;
+        /** Where the dispatcher kept `largeResult` (it replaces it; never set by a task body). */
+        readonly resultRef?: PayloadRef;
+        /**
+         * A batch call's body returned (or threw): how each item ended, in the order of the run's
+         * `batch.items`. A call stopped from outside (its time limit, a crash) has no items: each ends as the call did.
+         */
+        readonly items?: readonly TaskOutcome[];
+      }
+    | {
+        readonly status: 'failed';
+        readonly kind: FailureKind;
+        readonly durationMs: number;
+        readonly error: SerializedError;
+        /** With kind `retry-after` or `rate-limited`: ms from the throw until the job may run again. */
+        readonly retryAfterMs?: number;
+        /** With kind `rate-limited`: what the body's RateLimitedError pauses until then. */
+        readonly pauseScope?: RateLimitScope;
+      }
+    | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
+    /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
+    | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError }
+  );
 
 /** A worker set aside for one run by {@link TaskExecutor.reserve}: handed to `run`, or released. */
 export interface RunReservation {

@@ -20,6 +20,11 @@ export interface JobLogBindings {
   readonly attempt: number;
   readonly task: string;
   readonly queue: string;
+  /**
+   * A batch call's lines: the id of every job in the call (`jobId` and `attempt` are its first
+   * item's). Each item's job page finds them by this.
+   */
+  readonly jobIds?: readonly string[];
 }
 
 /** The `source` of a task's own lines, beside the dispatcher's. */
@@ -63,6 +68,7 @@ export function taskLogLine(level: TaskLogLevel, bindings: JobLogBindings, messa
       attempt: bindings.attempt,
       task: bindings.task,
       queue: bindings.queue,
+      ...(bindings.jobIds ? { jobIds: bindings.jobIds } : {}),
     }) ?? ''
   );
 }

@@ -1,4 +1,5 @@
 import {
+  BatchResultError,
   InvalidPayloadError,
   JobCancelledError,
   LeaseLostError,
@@ -8,7 +9,14 @@ import {
 } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
 import { rateLimitOf, retryAfterMsOf, treatmentOf } from '../tasks/retry-policy';
-import type { DependencyOutcome, TaskContext, TaskDefinition } from '../tasks/task';
+import {
+  type BatchContext,
+  type BatchItem,
+  batchResultsProblem,
+  type DependencyOutcome,
+  type TaskContext,
+  type TaskDefinition,
+} from '../tasks/task';
 import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './executor-types';
@@ -26,6 +34,7 @@ export async function runTaskBody(
   signal: AbortSignal,
   hooks: RunHooks,
 ): Promise<TaskOutcome> {
+  if (run.batch) return runBatchBody(def, run, run.batch, deadline, signal, hooks);
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   let payload: unknown;
@@ -59,24 +68,109 @@ export async function runTaskBody(
     const kept = keptResult(await inJobLogScope(bindings, hooks.log, () => def.run(payload, ctx)));
     return { status: 'succeeded', durationMs: elapsed(), ...kept };
   } catch (error) {
-    if (signal.reason instanceof JobCancelledError) {
-      return { status: 'cancelled', durationMs: elapsed(), error: serializeError(signal.reason) };
-    }
-    if (signal.aborted) {
-      return { status: 'timed-out', durationMs: elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
-    }
-    const treatment = treatmentOf(error, def.retry);
-    const retryAfterMs = treatment === 'retry-after' || treatment === 'rate-limited' ? retryAfterMsOf(error) : undefined;
-    const pauseScope = treatment === 'rate-limited' ? rateLimitOf(error)?.scope : undefined;
-    return {
-      status: 'failed',
-      kind: treatment,
-      durationMs: elapsed(),
-      error: serializeError(error),
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      ...(pauseScope !== undefined ? { pauseScope } : {}),
-    };
+    return thrownOutcome(error, def, run, signal, elapsed());
   }
+}
+
+/** How a body's throw ends it: cancelled or timed out when its signal fired, else a failure its task's retry rules classify. */
+function thrownOutcome(error: unknown, def: TaskDefinition, run: TaskRun, signal: AbortSignal, durationMs: number): TaskOutcome {
+  if (signal.reason instanceof JobCancelledError) {
+    return { status: 'cancelled', durationMs, error: serializeError(signal.reason) };
+  }
+  if (signal.aborted) {
+    return { status: 'timed-out', durationMs, error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) };
+  }
+  return failureOf(error, def, durationMs);
+}
+
+/** A thrown (or, for a batch item, returned) error as a failed outcome, classified by the task's retry rules. */
+function failureOf(error: unknown, def: TaskDefinition, durationMs: number): TaskOutcome {
+  const treatment = treatmentOf(error, def.retry);
+  const retryAfterMs = treatment === 'retry-after' || treatment === 'rate-limited' ? retryAfterMsOf(error) : undefined;
+  const pauseScope = treatment === 'rate-limited' ? rateLimitOf(error)?.scope : undefined;
+  return {
+    status: 'failed',
+    kind: treatment,
+    durationMs,
+    error: serializeError(error),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    ...(pauseScope !== undefined ? { pauseScope } : {}),
+  };
+}
+
+/**
+ * One call of a batch task: each item's payload through `validate` (one it refuses ends
+ * `invalid-payload` on its own and is not in the call), then `runBatch` once with the rest. Its
+ * outcome is `succeeded` with `items`, one outcome per item: a returned Error fails its item alone;
+ * a throw (or a return that is not one result per item) fails every item in the call.
+ */
+async function runBatchBody(
+  def: TaskDefinition,
+  run: TaskRun,
+  batch: NonNullable<TaskRun['batch']>,
+  deadline: number,
+  signal: AbortSignal,
+  hooks: RunHooks,
+): Promise<TaskOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const runBatch = def.runBatch;
+  const outcomes: TaskOutcome[] = [];
+  const called: Array<{ readonly at: number; readonly item: BatchItem }> = [];
+  for (const [at, item] of batch.items.entries()) {
+    try {
+      const payload = def.validate ? def.validate(item.payload) : item.payload;
+      called.push({ at, item: { ...item, payload, dependencies: dependenciesFor(item.dependencies) } });
+    } catch (error) {
+      const invalid = new InvalidPayloadError(error instanceof Error ? error.message : String(error), { cause: error });
+      outcomes[at] = { status: 'failed', kind: 'invalid-payload', durationMs: 0, error: serializeError(invalid) };
+    }
+  }
+  const bindings = {
+    jobId: run.jobId,
+    attempt: run.attempt,
+    task: run.task,
+    queue: run.queue,
+    jobIds: called.map((c) => c.item.jobId),
+  };
+  const ctx: BatchContext = {
+    task: run.task,
+    queue: run.queue,
+    ...(batch.key !== undefined ? { key: batch.key } : {}),
+    signal,
+    deadline,
+    heartbeat: async () => {
+      if (!(await hooks.heartbeat())) throw new LeaseLostError(run.jobId, run.fencingToken);
+    },
+    log: taskLog(bindings, hooks.log),
+  };
+  if (called.length > 0) {
+    let ended: (i: number) => TaskOutcome;
+    try {
+      if (!runBatch) throw new TypeError(`task ${def.name} has no runBatch`);
+      const results = await inJobLogScope(bindings, hooks.log, () =>
+        runBatch(
+          called.map((c) => c.item),
+          ctx,
+        ),
+      );
+      const problem = batchResultsProblem(results, called.length);
+      if (problem) throw new BatchResultError(def.name, problem);
+      const durationMs = elapsed();
+      ended = (i) => {
+        const result = (results as ReadonlyArray<unknown> | undefined)?.[i];
+        if (result instanceof Error) return failureOf(result, def, durationMs);
+        return { status: 'succeeded', durationMs, ...keptResult(result) };
+      };
+    } catch (error) {
+      const failed = thrownOutcome(error, def, run, signal, elapsed());
+      ended = () => failed;
+    }
+    called.forEach((c, i) => {
+      outcomes[c.at] = ended(i);
+    });
+  }
+  return { status: 'succeeded', durationMs: elapsed(), items: outcomes };
 }
 
 /**

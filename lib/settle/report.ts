@@ -58,6 +58,8 @@ export interface JobReport {
   readonly limited?: boolean;
   /** Deferred by a rate limit's pause of this scope (`task:…`, `key:…`, `queue:…`): it waits until the pause ends, using no attempt. */
   readonly heldBy?: string;
+  /** A batch task's job: the call it ran in (its size; `first` on one item per call, for counting calls). */
+  readonly call?: { readonly size: number; readonly first: boolean };
   /** Its lifecycle hooks (lib/settle/run-hooks.ts): all ran, one failed or overran, or no time was left for them. */
   readonly hook?: 'ran' | 'failed' | 'skipped';
 }
@@ -226,6 +228,10 @@ export function statsOfBatch(report: BatchReport, now: number): QueueDayStats {
     if (job.waitMs !== undefined) wait = withSample(wait, job.waitMs);
     if (job.runMs !== undefined) run = withSample(run, job.runMs);
     if (job.timedOut) bump(counters, 'timedOut');
+    if (job.call) {
+      bump(counters, 'batched');
+      if (job.call.first) bump(counters, 'batches');
+    }
     if (isFailedAttempt(job)) bump(counters, 'failed');
     if (job.unrecorded) continue;
     switch (job.outcome) {

@@ -1,6 +1,6 @@
 import { type Duration, durationSeconds } from '../config/durations';
 import { type Limits, resolveLimits } from '../config/limit-config';
-import { TaskDefinitionError } from '../errors';
+import { BatchResultError, describeValue, TaskDefinitionError } from '../errors';
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_LAMBDA_TIMEOUT_SECONDS } from '../layout/aws-limits';
 import { MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
@@ -74,6 +74,78 @@ export interface TaskContext {
   /** The event this run is for, when the task runs as a subscriber (`on`): its id, name, emitting app and time. */
   readonly event?: EventRef;
 }
+
+/** One job of a batch task's call (`runBatch`): what `run` gets as its payload and context, per job. */
+export interface BatchItem<P = unknown> {
+  readonly jobId: string;
+  /** The job's payload, through `validate` when the task has one (a payload it refuses is not in the call). */
+  readonly payload: P;
+  /** Attempts this job has used, this one included. */
+  readonly attempt: number;
+  /** This job's fencing token: guard its own writes with it, as `ctx.fencingToken` in `run`. */
+  readonly fencingToken: number;
+  readonly appData: unknown;
+  /** How the jobs it waited for ended (see `TaskContext.dependencies`). */
+  readonly dependencies: readonly DependencyOutcome[];
+  /** The event it runs for (a subscriber's job). */
+  readonly event?: EventRef;
+}
+
+/** What a batch task's call knows about itself. */
+export interface BatchContext {
+  readonly task: string;
+  readonly queue: string;
+  /** The value of the task's `batch.key` that every item of this call shares; undefined without a key (or for items without one). */
+  readonly key?: string;
+  /** Fires at the call's time limit (`timeLimitSeconds` counts for the whole call), then the thread is terminated. */
+  readonly signal: AbortSignal;
+  /** Epoch ms at which the time limit is reached. */
+  readonly deadline: number;
+  /**
+   * Extends every item's message visibility and lease (long calls are heartbeated automatically).
+   * Rejects with LeaseLostError only when every item was taken over; an item taken over alone has its
+   * outcome refused by its fencing token, the others are kept.
+   */
+  heartbeat(): Promise<void>;
+  /** The call's log: one JSON line per call, carrying every item's job id (`jobIds`), shown on each item's job page. */
+  readonly log: TaskLog;
+}
+
+/**
+ * What `runBatch` returns: nothing (every item succeeded, no result), or one entry per item, in the
+ * order given: an `Error` fails that item alone (retried, or archived, by the task's retry rules as a
+ * throw from `run` is), anything else is that item's result. A throw fails every item.
+ */
+export type BatchResults<R = unknown> = undefined | void | ReadonlyArray<R | Error>;
+
+/** A task's `batch` rule, as written. */
+export interface BatchRule<P = unknown> {
+  /** The most items in one call: 1..1000. */
+  readonly maxSize: number;
+  /**
+   * How long the first item of a call waits for more before the call starts: 0..60000 ms. A lone job
+   * runs within it. @defaultValue 1000
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Items of one call share this: a payload field (a dotted path, `'accountId'`) or a function of the
+   * payload. Items whose value is missing (undefined or null) share a call of their own.
+   */
+  readonly key?: string | ((payload: P) => unknown);
+}
+
+/** A task's `batch` rule, resolved. */
+export interface BatchWindow {
+  readonly maxSize: number;
+  readonly maxWaitMs: number;
+  readonly key?: string | ((payload: unknown) => unknown);
+}
+
+/** The most items one batch call takes. */
+export const MAX_BATCH_SIZE = 1000;
+/** The longest a batch call waits for items. */
+export const MAX_BATCH_WAIT_MS = 60_000;
+export const DEFAULT_BATCH_WAIT_MS = 1000;
 
 /** What a dependent's task sees of one dependency. */
 export interface DependencyOutcome {
@@ -161,8 +233,21 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * still gets the whole payload.
    */
   readonly redact?: readonly string[];
+  /**
+   * Runs its jobs in calls of many (`runBatch`): a call takes up to `maxSize` jobs' items (those that
+   * share `key`), starting once it is full or `maxWaitMs` after its first item. Each job is still
+   * claimed, fenced, retried and recorded on its own. Needs `runBatch` instead of `run`. See docs/tasks.md.
+   * @example
+   * ```ts
+   * batch: { maxSize: 100, maxWaitMs: 2000, key: 'accountId' }
+   * ```
+   */
+  readonly batch?: BatchRule<P>;
   // Method syntax on purpose: a task typed for its payload still fits where any task is accepted.
-  run(payload: P, ctx: TaskContext): R | Promise<R>;
+  /** The body, once per job. Exactly one of `run` and `runBatch`. */
+  run?(payload: P, ctx: TaskContext): R | Promise<R>;
+  /** The body of a `batch` task, once per call: its items in order, and one result or Error per item (see {@link BatchResults}). */
+  runBatch?(items: ReadonlyArray<BatchItem<P>>, ctx: BatchContext): BatchResults<R> | Promise<BatchResults<R>>;
 }
 
 /** A task's `unique` rule, as written. */
@@ -231,6 +316,10 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly debounce?: DebounceWindow;
   /** Payload fields masked wherever the payload is kept or shown. */
   readonly redact?: readonly string[];
+  /** Its `batch` rule: its jobs run in calls of `runBatch`. */
+  readonly batch?: BatchWindow;
+  /** A batch task's body; its `run` is then one call of a single item (what `runTask` and a lone job run). */
+  runBatch?(items: ReadonlyArray<BatchItem<P>>, ctx: BatchContext): BatchResults<R> | Promise<BatchResults<R>>;
   run(payload: P, ctx: TaskContext): R | Promise<R>;
 }
 
@@ -281,7 +370,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   if (!(backoff.baseSeconds >= 0) || !(backoff.capSeconds >= backoff.baseSeconds) || backoff.capSeconds > MAX_VISIBILITY_SECONDS) {
     throw new TaskDefinitionError(name, 'backoff', backoff, `0 ≤ baseSeconds ≤ capSeconds ≤ ${MAX_VISIBILITY_SECONDS}`);
   }
-  if (typeof o.run !== 'function') throw new TaskDefinitionError(name, 'run', o.run, 'a function (payload, ctx) => result');
+  const body = taskBody(name, o);
   if (o.validate !== undefined && typeof o.validate !== 'function') {
     throw new TaskDefinitionError(name, 'validate', o.validate, 'a function (payload) => payload');
   }
@@ -318,7 +407,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     retry,
     validate: o.validate,
     on: [...on],
-    run: o.run,
+    ...body,
     ...(limits ? { limits } : {}),
     ...(unique ? { unique } : {}),
     ...(debounce ? { debounce } : {}),
@@ -328,6 +417,82 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     ...(o.onArchived ? { onArchived: o.onArchived } : {}),
   };
+}
+
+/** A task's body: `run`, or a `batch` rule with `runBatch` (its `run` made from it: a call of one item). */
+function taskBody(name: string, o: Partial<TaskOptions> & { kind?: string }): Pick<TaskDefinition, 'run' | 'runBatch' | 'batch'> {
+  const { runBatch } = o;
+  if (o.batch === undefined && runBatch === undefined) {
+    if (typeof o.run !== 'function') throw new TaskDefinitionError(name, 'run', o.run, 'a function (payload, ctx) => result');
+    return { run: o.run };
+  }
+  if (typeof runBatch !== 'function') {
+    throw new TaskDefinitionError(name, 'runBatch', runBatch, 'a function (items, ctx) => results, with a batch rule');
+  }
+  // A definition validated before (read back from a task bundle) carries the `run` made here: it is made again.
+  if (o.run !== undefined && o.kind !== TASK_KIND) {
+    throw new TaskDefinitionError(name, 'run', o.run, 'no run on a batch task (runBatch is its body)');
+  }
+  const batch = batchWindow(name, o.batch);
+  return { batch, runBatch, run: (payload, ctx) => runAlone(runBatch, payload, ctx) };
+}
+
+/** One job run as a call of its own: the item's Error thrown, its result returned. */
+async function runAlone(runBatch: NonNullable<TaskOptions['runBatch']>, payload: unknown, ctx: TaskContext): Promise<unknown> {
+  const item: BatchItem = {
+    jobId: ctx.jobId,
+    payload,
+    attempt: ctx.attempt,
+    fencingToken: ctx.fencingToken,
+    appData: ctx.appData,
+    dependencies: ctx.dependencies,
+    ...(ctx.event ? { event: ctx.event } : {}),
+  };
+  const results = await runBatch([item], {
+    task: ctx.task,
+    queue: ctx.queue,
+    signal: ctx.signal,
+    deadline: ctx.deadline,
+    heartbeat: ctx.heartbeat,
+    log: ctx.log,
+  });
+  if (results === undefined) return undefined;
+  const problem = batchResultsProblem(results, 1);
+  if (problem) throw new BatchResultError(ctx.task, problem);
+  const [only] = results as ReadonlyArray<unknown>;
+  if (only instanceof Error) throw only;
+  return only;
+}
+
+/** What is wrong with what `runBatch` returned for `size` items, or undefined. */
+export function batchResultsProblem(results: unknown, size: number): string | undefined {
+  if (results === undefined) return undefined;
+  if (!Array.isArray(results)) return `returned ${describeValue(results)}, not an array of ${size} results`;
+  if (results.length !== size) return `returned ${results.length} results for ${size} items`;
+  return undefined;
+}
+
+/** A task's `batch` rule, validated. */
+export function batchWindow(name: string, rule: unknown): BatchWindow {
+  if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
+    throw new TaskDefinitionError(name, 'batch', rule, "{ maxSize: 1..1000, maxWaitMs?: 0..60000, key?: 'field' | (payload) => value }");
+  }
+  const { maxSize, maxWaitMs = DEFAULT_BATCH_WAIT_MS, key } = rule as BatchRule;
+  if (!Number.isInteger(maxSize) || maxSize < 1 || maxSize > MAX_BATCH_SIZE) {
+    throw new TaskDefinitionError(name, 'batch.maxSize', maxSize, `an integer 1..${MAX_BATCH_SIZE}`);
+  }
+  if (!Number.isInteger(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > MAX_BATCH_WAIT_MS) {
+    throw new TaskDefinitionError(name, 'batch.maxWaitMs', maxWaitMs, `an integer number of ms 0..${MAX_BATCH_WAIT_MS}`);
+  }
+  if (key !== undefined && typeof key !== 'function' && !(typeof key === 'string' && REDACT_PATH.test(key))) {
+    throw new TaskDefinitionError(
+      name,
+      'batch.key',
+      key,
+      "a dotted payload path ('accountId', 'account.id') or a function (payload) => value",
+    );
+  }
+  return { maxSize, maxWaitMs, ...(key !== undefined ? { key: key as NonNullable<BatchWindow['key']> } : {}) };
 }
 
 /** A dotted path of payload keys: no empty segment, no spaces. */

@@ -16,6 +16,9 @@ export const STAT_COUNTERS = [
   /** Receives of jobs a rate limit's pause held back until it ends (each handed back, no attempt used). */
   'rateLimitHeld',
   'timedOut',
+  /** Batch tasks' calls (`runBatch`), and the jobs run in them: `batched / batches` is the calls' mean size. */
+  'batches',
+  'batched',
   'duplicates',
   'released',
   'scheduled',

@@ -79,15 +79,34 @@ export function world(
     archive: sqs.createQueue('archive'),
   };
   const runs: World['runs'] = [];
-  const recorded = tasks.map((t) =>
-    defineTask({
+  const recorded = tasks.map((t) => {
+    const { run, runBatch } = t;
+    // A batch task's calls are recorded item by item (`ctx` is then the call's).
+    if (runBatch) {
+      return defineTask({
+        ...t,
+        runBatch: (items, ctx) => {
+          for (const item of items) {
+            runs.push({
+              task: t.name,
+              payload: item.payload,
+              attempt: item.attempt,
+              appData: item.appData,
+              ctx: ctx as unknown as TaskContext,
+            });
+          }
+          return runBatch(items, ctx);
+        },
+      });
+    }
+    return defineTask({
       ...t,
       run: (payload: unknown, ctx) => {
         runs.push({ task: t.name, payload, attempt: ctx.attempt, appData: ctx.appData, ctx });
-        return t.run(payload, ctx);
+        return (run as NonNullable<typeof run>)(payload, ctx);
       },
-    }),
-  );
+    });
+  });
   const registry = createRegistry(recorded, config);
   const reports: BatchReport[] = [];
   const random = seededRandom(5);
