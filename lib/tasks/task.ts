@@ -116,6 +116,7 @@ export interface BatchContext {
  * order given: an `Error` fails that item alone (retried, or archived, by the task's retry rules as a
  * throw from `run` is), anything else is that item's result. A throw fails every item.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a body with no return statement (every item succeeded) is typed void.
 export type BatchResults<R = unknown> = undefined | void | ReadonlyArray<R | Error>;
 
 /** A task's `batch` rule, as written. */
