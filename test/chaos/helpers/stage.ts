@@ -92,6 +92,9 @@ export interface Published {
   readonly task: string;
 }
 
+/** The tasks whose fenced effect (test/chaos/fixtures/tasks/_fenced.ts) the audit counts. */
+const EFFECT_TASKS = new Set(['effect', 'effect-batch']);
+
 /** Everything the suites assert about a drained system, counted from the tables and queues themselves. */
 export interface Audit {
   readonly published: number;
@@ -114,7 +117,7 @@ export interface Audit {
   /** Jobs started more than once (`started`/`took-over` entries > 1). */
   readonly restartedJobs: number;
   readonly effects?: {
-    /** Jobs of the `effect` task whose guarded effect landed exactly once / more than once / never. */
+    /** Jobs of the effect tasks whose guarded effect landed exactly once / more than once / never. */
     readonly once: number;
     readonly overApplied: readonly string[];
     readonly missing: readonly string[];
@@ -193,7 +196,7 @@ export async function audit(input: AuditInput): Promise<Audit> {
     let rerunBodies = 0;
     let bodies = 0;
     for (const { jobId, task } of input.published) {
-      if (task !== 'effect') continue;
+      if (!EFFECT_TASKS.has(task)) continue;
       const item = items.get(jobId);
       const applies = Number(item?.applies ?? 0);
       const runs = Number(item?.runs ?? 0);
