@@ -120,10 +120,23 @@ describe("a job's log lines", () => {
     expect(jobLogEntryOf('{"jobId":"j-1x","level":"info"}', 'j-1')).toBeUndefined();
   });
 
-  it('are asked of Logs Insights by the jobId field, the id quoted', () => {
-    expect(jobLogQuery('order-"7"')).toBe(
-      'fields @timestamp, @message | filter jobId = "order-\\"7\\"" | sort @timestamp asc | limit 1000',
-    );
+  it('are asked of Logs Insights by the jobId field, the id quoted, or by the quoted id in a batch call\'s jobIds', () => {
+    const query = jobLogQuery('order-"7"/a.b');
+    expect(query).toMatch(/^fields @timestamp, @message \| filter jobId = "order-\\"7\\"\/a\.b" or @message like \/.+\/ \| sort @timestamp asc \| limit 1000$/);
+    // The regex finds the id in a batch call's line (as JSON writes it) and not a longer id.
+    const regex = new RegExp((/ like \/(.+)\/ \|/.exec(query) as RegExpExecArray)[1] as string);
+    const line = (ids: string[]) => taskLogLine('info', { jobId: 'x', attempt: 1, task: 't', queue: 'q', jobIds: ids }, 'm');
+    expect(regex.test(line(['a', 'order-"7"/a.b']))).toBe(true);
+    expect(regex.test(line(['order-"7"/a.bc', 'order-"7"/aXb']))).toBe(false);
+  });
+
+  it("finds a batch call's lines for each of its jobs, without the first item's attempt on the others", () => {
+    const line = taskLogLine('info', { jobId: 'j-1', attempt: 3, task: 't', queue: 'q', jobIds: ['j-1', 'j-2'] }, 'loaded', { rows: 2 });
+    expect(jobLogEntryOf(line, 'j-1')).toMatchObject({ message: 'loaded', attempt: 3, fields: { rows: 2 } });
+    const other = jobLogEntryOf(line, 'j-2');
+    expect(other).toMatchObject({ message: 'loaded', fields: { rows: 2 } });
+    expect(other).not.toHaveProperty('attempt');
+    expect(jobLogEntryOf(line, 'j-3')).toBeUndefined();
   });
 });
 
