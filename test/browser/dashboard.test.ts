@@ -170,6 +170,26 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     await shoot('task-cost');
   });
 
+  it("a batch task's page counts its calls and the jobs they ran, as the stats table has them", async () => {
+    const published = await stack.publisher.publishBatch(Array.from({ length: 30 }, (_, n) => ({ task: 'tally', payload: { n } })));
+    await until(async () => {
+      const states = await Promise.all(published.map((p) => jobState(p.jobId)));
+      return states.every((s) => s === 'succeeded');
+    }, 'the 30 tally jobs to succeed');
+    const day = await until(async () => {
+      const stats = await ctx.stats.get('task:tally', new Date().toISOString().slice(0, 10));
+      return (stats?.counters.batched ?? 0) >= 30 ? stats : undefined;
+    }, "the stats to count the tally jobs' calls");
+    const calls = day.counters.batches ?? 0;
+    // Two dispatchers of four slots, calls of up to 50 waiting 1.5 s: far fewer calls than jobs.
+    expect(calls).toBeGreaterThanOrEqual(1);
+    expect(calls).toBeLessThanOrEqual(10);
+    await page.goto(`${ui.url}#/queue/task:tally`);
+    const line = page.locator('p.batch-calls');
+    await line.waitFor();
+    expect(await line.textContent()).toContain(`Batch calls: ${calls}, running 30 jobs — ${(30 / calls).toFixed(1)} a call on average.`);
+  });
+
   it('opens a job by id: its state, result, expiry and history from the jobs table', async () => {
     const expiresAt = new Date(Date.now() + 3_600_000);
     await stack.publisher.publish('greet', { name: 'Ada' }, { id: 'hello-ui', expiresAt });

@@ -120,9 +120,11 @@ describe("a job's log lines", () => {
     expect(jobLogEntryOf('{"jobId":"j-1x","level":"info"}', 'j-1')).toBeUndefined();
   });
 
-  it('are asked of Logs Insights by the jobId field, the id quoted, or by the quoted id in a batch call\'s jobIds', () => {
+  it("are asked of Logs Insights by the jobId field, the id quoted, or by the quoted id in a batch call's jobIds", () => {
     const query = jobLogQuery('order-"7"/a.b');
-    expect(query).toMatch(/^fields @timestamp, @message \| filter jobId = "order-\\"7\\"\/a\.b" or @message like \/.+\/ \| sort @timestamp asc \| limit 1000$/);
+    expect(query).toMatch(
+      /^fields @timestamp, @message \| filter jobId = "order-\\"7\\"\/a\.b" or @message like \/.+\/ \| sort @timestamp asc \| limit 1000$/,
+    );
     // The regex finds the id in a batch call's line (as JSON writes it) and not a longer id.
     const regex = new RegExp((/ like \/(.+)\/ \|/.exec(query) as RegExpExecArray)[1] as string);
     const line = (ids: string[]) => taskLogLine('info', { jobId: 'x', attempt: 1, task: 't', queue: 'q', jobIds: ids }, 'm');

@@ -178,6 +178,12 @@ export function QueuePage({ meta, version, name }: { meta: Meta; version: string
               </tr>
             </tbody>
           </table>
+          {total('batches') > 0 && (
+            <p class="batch-calls">
+              Batch calls: {total('batches')}, running {total('batched')} jobs — {(total('batched') / total('batches')).toFixed(1)} a call
+              on average.
+            </p>
+          )}
           {isTask && <CostTable days={days} />}
           <h3>Archived by reason</h3>
           <ul>
