@@ -52,7 +52,19 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a limit that with killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
       );
     }
-    checkDoorbellFits(config, { name: def.name, queue: def.queue, needMs });
+    // A batch task's job may wait for its call to fill before the call's limit starts.
+    if (
+      def.batch &&
+      !fitsInvocation(0, needMs + def.batch.maxWaitMs, config.dispatcher.timeoutSeconds * 1000, config.dispatcher.settleMarginMs)
+    ) {
+      throw new TaskDefinitionError(
+        def.name,
+        'batch.maxWaitMs',
+        def.batch.maxWaitMs,
+        `a wait that with timeLimitSeconds ${def.timeLimitSeconds}, killGraceMs and settleMarginMs fits dispatcher.timeoutSeconds ${config.dispatcher.timeoutSeconds}`,
+      );
+    }
+    checkDoorbellFits(config, { name: def.name, queue: def.queue, needMs: needMs + (def.batch?.maxWaitMs ?? 0) });
     // On an untracked queue (`failures`, `off`) SQS's receive count is the attempt count, so the
     // attempts must end before its redrive. A `full` tracked queue counts attempts in the job
     // record and requeues a message before its redrive (lib/dispatch/batch.ts): no such bound there.

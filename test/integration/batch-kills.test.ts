@@ -1,20 +1,17 @@
 /**
- * Batch tasks under SIGKILLs, on the emulators: three dispatcher processes run `effect-batch` (calls
- * of up to 25 jobs of one account, each item's effect fenced by its own token) while a seeded
- * schedule kills one at a random moment every 0.6–1.5 s, and the stack starts a replacement for
- * each. Read from the jobs table and the effects table: every job succeeded once, each item's
- * effect applied exactly once, no call mixed accounts or passed 25 items, and calls did gather
- * several items.
+ * Batch tasks on the emulators, dispatchers as processes running the real Lambda handler (thread
+ * pool and all): `effect-batch` runs calls of up to 100 jobs of one account, each item's effect
+ * fenced by its own token (test/chaos/fixtures/tasks/_fenced.ts). Assertions read the jobs table
+ * and the effects table: what each job ended as, how many bodies ran it, how often its effect
+ * landed, and each call's own record (its key, its items' accounts, its size).
  */
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
 import type { BatchEffectPayload } from '../chaos/fixtures/tasks/effect-batch';
-import { auditStack, CHAOS_CONFIG, createEffectsTable, type Published, scanAll, until } from '../chaos/helpers/stage';
+import { auditStack, BATCHES_CONFIG, createEffectsTable, type Published, scanAll, until } from '../chaos/helpers/stage';
 
-const JOBS = 240;
 const ACCOUNTS = 3;
-const KILLS = 5;
 
 let stack: LocalStack | undefined;
 afterEach(async () => {
@@ -22,66 +19,98 @@ afterEach(async () => {
   stack = undefined;
 });
 
-it('applies each item of a batch task once under dispatcher kills; calls hold one account and at most 25 items', async () => {
-  const random = seededRandom(Number(process.env.CHAOS_SEED ?? 20_261_129));
-  stack = await startLocalStack({ configFile: CHAOS_CONFIG, version: 'batches', dispatchers: 3, logLevel: 'ERROR' });
-  const local = stack;
-  const table = await createEffectsTable(local.dynamo, 'batch-kill-effects');
+/** Publishes `jobs` effect-batch jobs over the accounts, in waves of 50; `payload(n)` adds to each. */
+async function publish(local: LocalStack, table: string, jobs: number, payload: (n: number) => Partial<BatchEffectPayload>) {
   const published: Published[] = [];
-  for (let n = 0; n < JOBS; n += 30) {
-    const wave = await Promise.all(
-      Array.from({ length: Math.min(30, JOBS - n) }, (_, i) => {
-        const payload: BatchEffectPayload = { table, account: `acct-${(n + i) % ACCOUNTS}`, ms: 100 + Math.floor(random() * 400) };
-        return local.publisher.publish('effect-batch', payload);
-      }),
+  for (let n = 0; n < jobs; n += 50) {
+    const wave = await local.publisher.publishBatch(
+      Array.from({ length: Math.min(50, jobs - n) }, (_, i) => ({
+        task: 'effect-batch',
+        payload: { table, account: `acct-${(n + i) % ACCOUNTS}`, ...payload(n + i) } satisfies BatchEffectPayload,
+      })),
     );
     published.push(...wave.map((p) => ({ jobId: p.jobId, task: 'effect-batch' })));
   }
-  let kills = 0;
-  const killing = (async () => {
-    while (kills < KILLS) {
-      await new Promise((resolve) => setTimeout(resolve, 600 + Math.floor(random() * 900)));
-      const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null);
-      const child = alive[Math.floor(random() * alive.length)];
-      if (child?.kill('SIGKILL')) kills += 1;
-    }
-  })();
+  return published;
+}
+
+/** Until every published job succeeded and the queue is empty. */
+async function drained(local: LocalStack, published: readonly Published[], ready: () => boolean = () => true): Promise<boolean> {
+  const ids = new Set(published.map((p) => p.jobId));
   const queues = new SqsQueueClient(local.sqs);
-  const done = await until(
+  return until(
     async () => {
-      if (kills < KILLS) return false;
+      if (!ready()) return false;
       const records = await scanAll(local.dynamo, local.tables.jobs);
-      const succeeded = records.filter((r) => r.state === 'succeeded' && published.some((p) => p.jobId === r.jobId)).length;
-      if (succeeded < JOBS) return false;
+      if (records.filter((r) => r.state === 'succeeded' && ids.has(String(r.jobId))).length < ids.size) return false;
       const d = await queues.depth(local.urls.queues.work as string);
       return d.visible + d.inFlight + d.delayed === 0;
     },
     180_000,
     1000,
   );
-  await killing;
-  await local.stopDispatchers();
-  const audit = await auditStack(local, { published, effectsTable: table, depth: (url) => queues.depth(url) });
-  expect({ done, kills }).toEqual({ done: true, kills: KILLS });
-  expect(audit.lost).toEqual([]);
-  expect(audit.completedTwice).toEqual([]);
-  expect(audit.succeeded).toBe(JOBS);
-  expect(audit.effects).toMatchObject({ once: JOBS, overApplied: [], missing: [] });
+}
+
+/** Every call's record: one account (its key), at most 100 items. */
+async function callsOf(local: LocalStack, table: string) {
   const calls = (await scanAll(local.dynamo, table)).filter((e) => String(e.pk).startsWith('call#'));
   for (const call of calls) {
     expect(call.accounts).toEqual([call.key]);
-    expect(Number(call.size)).toBeLessThanOrEqual(25);
+    expect(Number(call.size)).toBeLessThanOrEqual(100);
   }
+  return calls.map((c) => Number(c.size));
+}
+
+it('1,050 jobs over 3 accounts: calls of one account and at most 100, each item once, 7 failing items retried alone', async () => {
+  stack = await startLocalStack({ configFile: BATCHES_CONFIG, version: 'batches', dispatchers: 2, logLevel: 'ERROR' });
+  const local = stack;
+  const table = await createEffectsTable(local.dynamo, 'batch-effects');
+  const failing = new Set([3, 140, 141, 500, 777, 901, 1049]);
+  const published = await publish(local, table, 1050, (n) => (failing.has(n) ? { failFirst: true } : {}));
+  expect(await drained(local, published)).toBe(true);
+  await local.stopDispatchers();
+  const queues = new SqsQueueClient(local.sqs);
+  const audit = await auditStack(local, { published, effectsTable: table, depth: (url) => queues.depth(url) });
+  expect(audit).toMatchObject({ succeeded: 1050, lost: [], completedTwice: [], leftInQueues: 0, leftInDeadLetterQueues: 0 });
+  expect(audit.effects).toMatchObject({ once: 1050, overApplied: [], missing: [] });
+  // Only the failed items ran again: two bodies each, every other item one.
+  const effects = new Map((await scanAll(local.dynamo, table)).map((e) => [String(e.pk), e]));
+  const runs = published.map((p) => Number(effects.get(p.jobId)?.runs));
+  expect(runs.flatMap((r, n) => (r === 1 ? [] : [[n, r]]))).toEqual([...failing].map((n) => [n, 2]));
+  const records = new Map((await scanAll(local.dynamo, local.tables.jobs)).map((r) => [String(r.jobId), r]));
+  expect(published.filter((p) => records.get(p.jobId)?.attempt !== 1).length).toBe(failing.size);
+  const sizes = await callsOf(local, table);
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(1050 + failing.size);
+  // Gathered across receives (one takes at most 10 messages): a call waits up to 3 s for its items.
+  expect(Math.max(...sizes)).toBeGreaterThan(10);
+  expect(sizes.length).toBeLessThan(1057 / 2);
+}, 300_000);
+
+it('applies each item once under dispatcher kills: five SIGKILLs at random moments while 240 jobs run', async () => {
+  const random = seededRandom(Number(process.env.CHAOS_SEED ?? 20_261_129));
+  stack = await startLocalStack({ configFile: BATCHES_CONFIG, version: 'batch-kills', dispatchers: 3, logLevel: 'ERROR' });
+  const local = stack;
+  const table = await createEffectsTable(local.dynamo, 'batch-kill-effects');
+  const published = await publish(local, table, 240, () => ({ ms: 100 + Math.floor(random() * 400) }));
+  let kills = 0;
+  const killing = (async () => {
+    while (kills < 5) {
+      await new Promise((resolve) => setTimeout(resolve, 600 + Math.floor(random() * 900)));
+      const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null);
+      if (alive[Math.floor(random() * alive.length)]?.kill('SIGKILL')) kills += 1;
+    }
+  })();
+  expect(await drained(local, published, () => kills === 5)).toBe(true);
+  await killing;
+  await local.stopDispatchers();
+  const queues = new SqsQueueClient(local.sqs);
+  const audit = await auditStack(local, { published, effectsTable: table, depth: (url) => queues.depth(url) });
+  expect(audit).toMatchObject({ succeeded: 240, lost: [], completedTwice: [] });
+  expect(audit.effects).toMatchObject({ once: 240, overApplied: [], missing: [] });
+  // The kills hit jobs in flight (claimed, gathering or in a call): they were started again, their effect still once.
+  expect(audit.restartedJobs).toBeGreaterThan(0);
+  const sizes = await callsOf(local, table);
+  expect((audit.effects?.bodies ?? 0) / sizes.length).toBeGreaterThan(2);
   if (process.env.SHOW_CALLS)
-    console.log(
-      JSON.stringify({
-        calls: calls.length,
-        bodies: audit.effects?.bodies,
-        rerun: audit.effects?.rerunBodies,
-        restarted: audit.restartedJobs,
-        sizes: calls.map((c) => Number(c.size)),
-      }),
-    );
-  // Calls gathered items (the bodies that ran, killed ones included, over the calls made).
-  expect((audit.effects?.bodies ?? 0) / calls.length).toBeGreaterThan(2);
+    console.log(JSON.stringify({ calls: sizes.length, bodies: audit.effects?.bodies, restarted: audit.restartedJobs }));
 }, 300_000);

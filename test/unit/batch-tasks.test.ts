@@ -1,4 +1,6 @@
+import { resolveConfig } from '../../lib/config/app-config';
 import { BatchResultError } from '../../lib/errors';
+import { createRegistry } from '../../lib/tasks/registry';
 import { defineTask } from '../../lib/tasks/task';
 import { createTestSystem, runTask } from '../../lib/testing';
 
@@ -69,6 +71,41 @@ describe('batch tasks (batch, runBatch)', () => {
     expect(stats?.counters.batches).toBe(w.calls.length);
   });
 
+  it('ends every item of a call stopped by its time limit timed out; each retries and succeeds in a later call', async () => {
+    let calls = 0;
+    const sizes: number[] = [];
+    const task = defineTask<{ n: number }, number>({
+      name: 'stuck-once',
+      queue: 'default',
+      timeLimitSeconds: 1,
+      backoff: { baseSeconds: 0, capSeconds: 0 },
+      batch: { maxSize: 10, maxWaitMs: 100 },
+      async runBatch(items) {
+        calls += 1;
+        sizes.push(items.length);
+        // The first call ignores its signal: it is given up at the limit (and the kill grace).
+        if (calls === 1) await new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+        return items.map((i) => i.payload.n);
+      },
+    });
+    const system = createTestSystem({
+      tasks: [task],
+      config: { app: 't', queues: [{ name: 'default', priority: 1, visibilityTimeoutSeconds: 30 }], dispatcher: { killGraceMs: 100 } },
+    });
+    const ids = [];
+    for (let n = 0; n < 5; n += 1) ids.push((await system.publish(task, { n })).jobId);
+    const drained = await system.drain();
+    expect(drained.succeeded).toBe(5);
+    expect(sizes).toEqual([5, 5]);
+    for (const id of ids) {
+      const record = await system.job(id);
+      expect(record).toMatchObject({ state: 'succeeded', attempt: 2 });
+    }
+    const timedOut = system.reports.flatMap((r) => r.jobs).filter((j) => j.timedOut);
+    expect(timedOut.map((j) => j.jobId).sort()).toEqual([...ids].sort());
+    expect(timedOut.every((j) => j.outcome === 'retried' && j.error?.type === 'TimeLimitExceededError')).toBe(true);
+  });
+
   it('refuses a batch rule it cannot honour, naming the field', () => {
     const base = { name: 'b', queue: 'default', timeLimitSeconds: 5, runBatch: () => undefined };
     expect(() => defineTask({ ...base, batch: { maxSize: 0 } })).toThrow(/batch\.maxSize = 0/);
@@ -93,5 +130,28 @@ describe('batch tasks (batch, runBatch)', () => {
     const run = await runTask(short, {});
     expect(run.error).toBeInstanceOf(BatchResultError);
     expect(String((run.error as Error).message)).toMatch(/returned 0 results for 1 items/);
+  });
+});
+
+describe('a batch task in an app', () => {
+  it('refuses at start a wait that with the call cannot fit an invocation, naming batch.maxWaitMs', () => {
+    const slowBatch = (maxWaitMs: number) =>
+      defineTask({
+        name: 'slow-batch',
+        queue: 'default',
+        timeLimitSeconds: 50,
+        batch: { maxSize: 10, maxWaitMs },
+        runBatch: () => undefined,
+      });
+    const config = (timeoutSeconds: number) =>
+      resolveConfig({
+        app: 'a',
+        queues: [{ name: 'default', priority: 1, visibilityTimeoutSeconds: 100 }],
+        dispatcher: { timeoutSeconds },
+      });
+    expect(() => createRegistry([slowBatch(20_000)], config(60))).toThrow(
+      /batch\.maxWaitMs = 20000: expected a wait that with timeLimitSeconds 50/,
+    );
+    expect(() => createRegistry([slowBatch(20_000)], config(120))).not.toThrow();
   });
 });

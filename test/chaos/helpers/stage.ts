@@ -13,6 +13,7 @@ export const MEMORY_CONFIG = join(__dirname, '..', 'fixtures', 'memory.config.ts
 export const SIGTERM_CONFIG = join(__dirname, '..', 'fixtures', 'sigterm.config.ts');
 export const ONE_SLOT_CONFIG = join(__dirname, '..', 'fixtures', 'one-slot.config.ts');
 export const JOURNAL_CONFIG = join(__dirname, '..', 'fixtures', 'journal.config.ts');
+export const BATCHES_CONFIG = join(__dirname, '..', 'fixtures', 'batches.config.ts');
 export const STARVED_CONFIG = join(__dirname, '..', 'fixtures', 'starved.config.ts');
 
 const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
