@@ -264,6 +264,25 @@ export class UnrecoverableError extends TaskworkerError {
   }
 }
 
+/** What a step broke: its order or name against the kept steps, its result, or their number. */
+export type StepProblem = 'order' | 'duplicate-name' | 'bad-name' | 'after-failure' | 'too-large' | 'not-json' | 'too-many';
+
+/**
+ * A body's `ctx.step.run` that cannot be kept or replayed: run again, it would break the same way
+ * (a step order that differs from the kept one, a name used twice, a result too large), so the job is
+ * archived at once (`unrecoverable`) naming the step.
+ */
+export class StepError extends UnrecoverableError {
+  readonly problem: StepProblem;
+  readonly step: string;
+  constructor(problem: StepProblem, step: string, detail: string) {
+    super(`step ${JSON.stringify(step)}: ${detail}`);
+    this.name = 'StepError';
+    this.problem = problem;
+    this.step = step;
+  }
+}
+
 /**
  * Throw from a task to run the job again at a time it names, using none of its attempts: an API that
  * answered 429 or 503 with `Retry-After`, a resource not ready yet. `after` is ms from now or a Date;

@@ -23,6 +23,8 @@ import {
   type ProgressWrite,
   type Rejection,
   type ScheduleRequest,
+  type StepEntry,
+  type StepWrite,
   type UnclaimedOutcome,
   type UnclaimedResult,
 } from '../track/job-record';
@@ -163,6 +165,26 @@ export class DynamoJobClaims {
         condition:
           `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)} ` +
           `AND attribute_not_exists(${e.name('cancelRequestedAt')})`,
+      },
+      { returns: 'none' },
+    );
+    return outcome.landed;
+  }
+
+  async keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
+    const e = new Expression();
+    const steps = e.name('steps');
+    const entry: StepEntry = { name: step.name, ...(step.result !== undefined ? { result: step.result } : {}), attempt: token, at: now };
+    // Appended in the order the body ran its steps: the record must hold exactly the ones before it.
+    const inOrder = step.index === 0 ? `attribute_not_exists(${steps})` : `size(${steps}) = ${e.value(step.index)}`;
+    const outcome = await this.table.write(
+      jobId,
+      e,
+      {
+        update: `SET ${steps} = list_append(if_not_exists(${steps}, ${e.value([])}), ${e.value([entry])}), ${assignments(e, { updatedAt: now })}`,
+        condition:
+          `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)} ` +
+          `AND attribute_not_exists(${e.name('cancelRequestedAt')}) AND ${inOrder}`,
       },
       { returns: 'none' },
     );

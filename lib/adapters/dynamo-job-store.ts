@@ -27,6 +27,7 @@ import type {
   Rejection,
   ScheduleRequest,
   ScheduleTicks,
+  StepWrite,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -141,6 +142,10 @@ export class DynamoJobStore implements JobStore {
 
   extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean> {
     return this.claims.extendLease(jobId, token, leaseUntil, now, progress);
+  }
+
+  keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
+    return this.claims.keepStep(jobId, token, step, now);
   }
 
   complete(completion: Completion, claimed: JobRecord): Promise<Completed> {

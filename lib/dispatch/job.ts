@@ -8,14 +8,14 @@ import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs,
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { dependencyIds } from '../policy/dependency-rules';
 import { runAttempt } from '../run/attempt';
-import { type RunReservation, serializeError, type TaskOutcome } from '../run/executor-types';
+import { type RunReservation, serializeError, type TaskOutcome, type TaskRun } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
-import type { JobRecord } from '../track/job-record';
+import type { JobRecord, StepWrite } from '../track/job-record';
 import type { JobReader } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import type { BatchCalls } from './batch-calls';
@@ -221,6 +221,7 @@ async function claimAndRun(
         fencingToken: attempt,
         ...(dependencies.length > 0 ? { dependencies } : {}),
         ...(job.event ? { event: job.event } : {}),
+        ...(claimed?.steps?.length ? { steps: keptSteps(claimed) } : {}),
       },
       message,
       url: deps.urls.queues[queue.name] as string,
@@ -233,6 +234,7 @@ async function claimAndRun(
         : {}),
       ...(watch ? { cancel: cancel.signal, onLeaseRefused: () => watch.poke() } : {}),
       ...(reservation ? { reservation } : {}),
+      ...(claimed && jobs ? { keepStep: (step: StepWrite) => jobs.keepStep(job.id, attempt, step, clock.now()) } : {}),
     },
   ).finally(() => unwatch?.());
 
@@ -264,6 +266,11 @@ async function claimAndRun(
     ...(outcome.call ? { call: outcome.call } : {}),
   };
   decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
+}
+
+/** The steps earlier attempts kept, as the body gets them back. */
+function keptSteps(claimed: JobRecord): NonNullable<TaskRun['steps']> {
+  return (claimed.steps ?? []).map((s) => ({ name: s.name, ...(s.result !== undefined ? { result: s.result } : {}) }));
 }
 
 /** The re-runs a claimed job's body asked for so far (its record counts them); undefined unclaimed (nothing counts them). */

@@ -29,6 +29,8 @@ import type {
   Rejection,
   ScheduleRequest,
   ScheduleTicks,
+  StepEntry,
+  StepWrite,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -168,6 +170,15 @@ export class MemoryJobStore implements JobStore {
     const record = this.jobs.get(jobId);
     if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token || record.cancelRequestedAt !== undefined) return false;
     this.put({ ...record, leaseUntil, updatedAt: now, ...(progress ? { progress: progress.json, progressAt: progress.at } : {}) });
+    return true;
+  }
+
+  async keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
+    const record = this.jobs.get(jobId);
+    if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token || record.cancelRequestedAt !== undefined) return false;
+    if ((record.steps?.length ?? 0) !== step.index || (step.index === 0 && record.steps !== undefined)) return false;
+    const entry: StepEntry = { name: step.name, ...(step.result !== undefined ? { result: step.result } : {}), attempt: token, at: now };
+    this.put({ ...record, steps: [...(record.steps ?? []), entry], updatedAt: now });
     return true;
   }
 

@@ -8,7 +8,7 @@ import type { Clock } from '../clock';
 import { describe, JobCancelledError } from '../errors';
 import type { Logger, QueueClient, ReceivedMessage } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
-import type { ProgressWrite } from '../track/job-record';
+import type { ProgressWrite, StepWrite } from '../track/job-record';
 import { type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
 import { autoHeartbeat } from './heartbeat';
 
@@ -50,6 +50,8 @@ export interface AttemptRequest {
   readonly cancel?: AbortSignal;
   /** The worker set aside for this run before its job was claimed ({@link TaskExecutor.reserve}). */
   readonly reservation?: RunReservation;
+  /** Keeps a step's result on the job's record, fenced by the claim; none: no claim, steps are not kept. */
+  readonly keepStep?: (step: StepWrite) => Promise<boolean>;
 }
 
 /** Runs the attempt; never throws. */
@@ -109,7 +111,7 @@ export async function runAttempt(ports: AttemptPorts, request: AttemptRequest): 
   try {
     const outcome = await ports.executor.run(
       request.run,
-      { heartbeat, progress: onProgress, ...(cancel ? { cancel } : {}) },
+      { heartbeat, progress: onProgress, ...(cancel ? { cancel } : {}), ...(request.keepStep ? { step: request.keepStep } : {}) },
       request.reservation,
     );
     // Cancelled while it ran: whatever the body did after the request, the attempt ends here.

@@ -1,5 +1,6 @@
 import type { RateLimitScope, SerializedError } from '../errors';
 import type { DependencyOutcome, TaskLogLevel } from '../tasks/task';
+import type { StepWrite } from '../track/job-record';
 import type { EventRef } from '../wire/event-ref';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -28,6 +29,8 @@ export interface TaskRun {
    * reports each item's end in `items`.
    */
   readonly batch?: { readonly items: readonly BatchRunItem[]; readonly key?: string };
+  /** The steps earlier attempts kept (`ctx.step.run`), in order: returned again without running. */
+  readonly steps?: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
 }
 
 /** One job of a batch call, as the thread gets it. */
@@ -54,6 +57,11 @@ export interface RunHooks {
   readonly cancel?: AbortSignal;
   /** Where the body's log lines go (`ctx.log`, `console`), one JSON line each; without it, the process's stdout and stderr. */
   log?(line: string, level: TaskLogLevel): void;
+  /**
+   * Keeps a step's result on the job's record (`ctx.step.run`), fenced by the attempt's token; false
+   * when the attempt no longer holds the job. Without it steps are not kept: each attempt runs them all.
+   */
+  step?(step: StepWrite): Promise<boolean>;
 }
 
 /**

@@ -21,6 +21,7 @@ import { MAX_PROGRESS_BYTES } from '../track/job-record';
 import { MAX_PAYLOAD_REF_BYTES } from '../wire/payload-ref';
 import { type RunHooks, serializeError, type TaskOutcome, type TaskRun } from './executor-types';
 import { inJobLogScope, taskLog } from './job-log';
+import { taskSteps } from './steps';
 
 /**
  * Runs one task body and classifies how it ended. Shared by the worker thread and the inline
@@ -63,6 +64,7 @@ export async function runTaskBody(
       hooks.progress?.(progressJson(data));
     },
     log: taskLog(bindings, hooks.log),
+    step: taskSteps(run, hooks),
   };
   try {
     const kept = keptResult(await inJobLogScope(bindings, hooks.log, () => def.run(payload, ctx)));

@@ -3,7 +3,15 @@ import { describe, JobCancelledError, TimeLimitExceededError, WorkerCrashedError
 import { type Logger, silentLogger } from '../ports';
 import { activeTraceparent } from '../trace/otel';
 import { type RunHooks, type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
-import { type CancelRequest, type HeartbeatAnswer, REPORT_PORT, type RunRequest, type ThreadMessage, WORKER_FLAG } from './worker-thread';
+import {
+  type CancelRequest,
+  type HeartbeatAnswer,
+  REPORT_PORT,
+  type RunRequest,
+  type StepAnswer,
+  type ThreadMessage,
+  WORKER_FLAG,
+} from './worker-thread';
 
 export interface ThreadPoolOptions {
   /** Path of the built tasks bundle (`tasks.cjs`); each thread loads it once. */
@@ -338,8 +346,18 @@ class ThreadRun {
         (ok) => this.answer(message.beat, ok),
         () => this.answer(message.beat, false),
       );
+    } else if (message.type === 'step') {
+      const keep = this.hooks.step ? this.hooks.step(message.step) : Promise.resolve(true);
+      void keep.then(
+        (kept) => this.answerStep({ type: 'step-answer', ask: message.ask, kept }),
+        (error: unknown) => this.answerStep({ type: 'step-answer', ask: message.ask, kept: false, error: describe(error) }),
+      );
     }
   };
+
+  private answerStep(answer: StepAnswer): void {
+    if (!this.settled) this.thread.worker.postMessage(answer);
+  }
 
   /** What the thread reported and this thread has not read yet (it was busy): read now, in order. */
   private readReports(): void {

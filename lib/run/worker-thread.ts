@@ -1,6 +1,7 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { definitionsFromModules, type TaskModuleEntry } from '../tasks/modules';
 import { withRemoteParent } from '../trace/otel';
+import type { StepWrite } from '../track/job-record';
 import { serializeError, type TaskOutcome, type TaskRun } from './executor-types';
 import { deadlineSignal, runTaskBody } from './task-body';
 
@@ -43,6 +44,22 @@ export interface HeartbeatAnswer {
   readonly ok: boolean;
 }
 
+/** Thread → pool: the task asks a step's result kept (`ctx.step.run`). */
+export interface StepRequest {
+  readonly type: 'step';
+  readonly runId: number;
+  readonly ask: number;
+  readonly step: StepWrite;
+}
+
+/** Pool → thread: whether the step was kept (false: the attempt lost the job), or why the write failed. */
+export interface StepAnswer {
+  readonly type: 'step-answer';
+  readonly ask: number;
+  readonly kept: boolean;
+  readonly error?: string;
+}
+
 /** Thread → pool: the task reported progress (JSON, size checked). */
 export interface ProgressReport {
   readonly type: 'progress';
@@ -68,7 +85,7 @@ export interface RunStarted {
   readonly at: number;
 }
 
-export type ThreadMessage = ThreadReady | RunStarted | RunDone | HeartbeatRequest | ProgressReport;
+export type ThreadMessage = ThreadReady | RunStarted | RunDone | HeartbeatRequest | ProgressReport | StepRequest;
 
 /**
  * The body of a pool thread. Every tasks bundle calls this at load; it only acts inside a
@@ -83,12 +100,19 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
   const registry = new Map(definitionsFromModules(modules).map((def) => [def.name, def]));
   const beats = new Map<number, (ok: boolean) => void>();
   let nextBeat = 1;
+  const asks = new Map<number, (answer: StepAnswer) => void>();
+  let nextAsk = 1;
   /** The run in progress and how to stop it (one run per thread at a time). */
   let current: { readonly runId: number; readonly stop: () => void } | undefined;
-  port.on('message', async (request: RunRequest | HeartbeatAnswer | CancelRequest) => {
+  port.on('message', async (request: RunRequest | HeartbeatAnswer | CancelRequest | StepAnswer) => {
     if (request.type === 'heartbeat-answer') {
       beats.get(request.beat)?.(request.ok);
       beats.delete(request.beat);
+      return;
+    }
+    if (request.type === 'step-answer') {
+      asks.get(request.ask)?.(request);
+      asks.delete(request.ask);
       return;
     }
     if (request.type === 'cancel') {
@@ -106,6 +130,12 @@ export function startTaskWorker(modules: readonly TaskModuleEntry[]): void {
       progress: (json: string) => {
         report({ type: 'progress', runId: request.runId, json });
       },
+      step: (step: StepWrite) =>
+        new Promise<boolean>((resolve, reject) => {
+          const ask = nextAsk++;
+          asks.set(ask, (answer) => (answer.error === undefined ? resolve(answer.kept) : reject(new Error(answer.error))));
+          report({ type: 'step', runId: request.runId, ask, step });
+        }),
     };
     const def = registry.get(run.task);
     let outcome: TaskOutcome;

@@ -66,6 +66,19 @@ export interface TaskContext {
    */
   readonly log: TaskLog;
   /**
+   * Durable steps: `ctx.step.run(name, fn)` runs `fn` once per job. Its result is kept on the job's
+   * record (fenced by this attempt's token); a later attempt of the same job (after a failure, a
+   * time-out or a dispatcher killed mid-way) gets the kept result back without running `fn` again.
+   * Steps run in the same order on every attempt, names unique within the job; results are JSON up
+   * to 1 KB. Needs the queue tracked `full` (elsewhere every attempt runs every step). See docs/tasks.md.
+   * @example
+   * ```ts
+   * const charge = await ctx.step.run('charge', () => gateway.charge(order));
+   * await ctx.step.run('email', () => mailer.receipt(order, charge.id));
+   * ```
+   */
+  readonly step: TaskSteps;
+  /**
    * How each job this one waited for ended, in the order they were named (`dependsOn`, or a
    * fan-in's members `<id>.0` …): read from the jobs table when it starts. Empty for a job with no
    * dependencies. A chain's step finds the previous step's return value in `dependencies[0].result`.
@@ -147,6 +160,17 @@ export const MAX_BATCH_SIZE = 1000;
 /** The longest a batch call waits for items. */
 export const MAX_BATCH_WAIT_MS = 60_000;
 export const DEFAULT_BATCH_WAIT_MS = 1000;
+
+/** `ctx.step`: a job's durable steps. */
+export interface TaskSteps {
+  /**
+   * Runs `fn` as the step `name` and keeps its result, or returns the result an earlier attempt of
+   * this job kept for it. Throws StepError (the job archived at once) for a step out of the kept
+   * order, a name used twice, a step after one that failed in this attempt, or a result that is not
+   * JSON or passes 1 KB; LeaseLostError when a newer attempt holds the job.
+   */
+  run<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+}
 
 /** What a dependent's task sees of one dependency. */
 export interface DependencyOutcome {

@@ -32,6 +32,11 @@ export interface RunTaskOptions {
    * `LeaseLostError`, as when a newer attempt took the job over.
    */
   readonly heartbeat?: () => boolean | Promise<boolean>;
+  /**
+   * The steps earlier attempts of this job kept (`ctx.step.run`), in order: the run gets them back
+   * without running them, as a retry on the deployed system does. @defaultValue []
+   */
+  readonly steps?: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
   /** The backoff's jitter for the verdict. @defaultValue Math.random */
   readonly random?: Random;
   /**
@@ -58,6 +63,8 @@ export interface TaskRunResult<R = unknown> {
   readonly heartbeats: number;
   /** Every value the task passed to `ctx.progress(data)`, in order, as the job record would keep it (JSON, parsed back). */
   readonly progress: readonly unknown[];
+  /** The steps this run kept (`ctx.step.run`), in order, as the job's record would add them: give them to the next `runTask` as `steps`. */
+  readonly steps: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
   /** Every line the task wrote with `ctx.log` or `console`, in order, as the job's log keeps it (here, not on stdout). */
   readonly logs: readonly TaskLogLine[];
   readonly durationMs: number;
@@ -108,6 +115,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
   let heartbeats = 0;
   const progress: unknown[] = [];
   const logs: TaskLogLine[] = [];
+  const steps: Array<{ name: string; result?: string }> = [];
   const executor = new InlineExecutor(new Map([[task.name, watched]]), options.killGraceMs ?? 100);
   const outcome = await executor.run(
     {
@@ -121,6 +129,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       fencingToken: options.fencingToken ?? attempt,
       ...(options.dependencies ? { dependencies: options.dependencies } : {}),
       ...(options.event ? { event: options.event } : {}),
+      ...(options.steps ? { steps: options.steps } : {}),
     },
     {
       heartbeat: async () => {
@@ -133,6 +142,10 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       log: (line) => {
         logs.push(JSON.parse(line) as TaskLogLine);
       },
+      step: async ({ name, result }) => {
+        steps.push({ name, ...(result !== undefined ? { result } : {}) });
+        return true;
+      },
       ...(options.cancel ? { cancel: options.cancel } : {}),
     },
   );
@@ -143,6 +156,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
     heartbeats,
     progress,
     logs,
+    steps,
     durationMs: outcome.durationMs,
   };
 }

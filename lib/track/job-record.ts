@@ -82,6 +82,26 @@ export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters'>)
   return record.attempt - (record.retryAfters ?? 0);
 }
 
+/** One step a job's body kept (`ctx.step.run`): its name, its result's JSON, and the attempt that ran it. */
+export interface StepEntry {
+  readonly name: string;
+  /** The step's return value as JSON; absent when it returned nothing. */
+  readonly result?: string;
+  readonly attempt: number;
+  /** Epoch ms it was kept. */
+  readonly at: number;
+}
+
+/** A step's result as a body asks it kept: the step's place in the job's sequence (0-based), name and JSON. */
+export interface StepWrite {
+  readonly index: number;
+  readonly name: string;
+  readonly result?: string;
+}
+
+/** The most steps a job keeps: the record holds them (at most 1 KB of result each), and an item holds 400 KB. */
+export const MAX_STEPS = 200;
+
 export interface JobRecord {
   readonly jobId: string;
   readonly task: string;
@@ -179,6 +199,8 @@ export interface JobRecord {
   /** When that progress was written (epoch ms). */
   readonly progressAt?: number;
   readonly history: readonly HistoryEntry[];
+  /** The steps its body kept (`ctx.step.run`), in the order they ran: later attempts return them without running them again. */
+  readonly steps?: readonly StepEntry[];
 }
 
 /** The most JSON `ctx.progress(data)` may carry. */

@@ -34,6 +34,7 @@ import type {
   Rejection,
   ScheduleRequest,
   ScheduleTicks,
+  StepWrite,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -61,6 +62,12 @@ export interface ClaimStore extends JobReader {
    * attempt's latest progress with it when there is one.
    */
   extendLease(jobId: string, token: number, leaseUntil: number, now: number, progress?: ProgressWrite): Promise<boolean>;
+  /**
+   * Keeps a step's result on the job's record, fenced: only while attempt `token` holds the job
+   * (running, not cancelled) and the record holds exactly `step.index` steps before it (steps are
+   * kept in the order they ran). False when it did not land: the attempt lost the job.
+   */
+  keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean>;
   /**
    * Ends an attempt. `landed` false when the token no longer holds the job (the outcome was
    * rejected). `dependents` are the jobs waiting for it as the completion found them (a dependent
