@@ -293,6 +293,7 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'cancelRequestedAt',
     'progress',
     'progressAt',
+    'steps',
     'archiveHolder',
     'archiveUntil',
   ]) {

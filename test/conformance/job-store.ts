@@ -188,6 +188,31 @@ export function jobStoreConformance(
       expect(await jobs.extendLease(job.jobId, first.token + 1, 99_000, 2600)).toBe(false);
     });
 
+    it('keeps steps only for the token that holds the job, each in its place; a takeover sees them and goes on from there', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000, 'w1', 1000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 0, name: 'charge', result: '{"id":"c1"}' }, 2100)).toBe(true);
+      // Out of place: a second write of step 1, or step 3 before step 2.
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 0, name: 'charge', result: '{"id":"c2"}' }, 2150)).toBe(false);
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 2, name: 'label' }, 2160)).toBe(false);
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 1, name: 'notify' }, 2200)).toBe(true);
+      // The lease lapses; a takeover holds the job: the old token's step is refused, the new one's kept after the two.
+      const second = await claim(jobs, job, 5000, 'w2', 1000);
+      if (second.outcome !== 'claimed') throw new Error('not taken over');
+      expect(second.record.steps?.map((s) => s.name)).toEqual(['charge', 'notify']);
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 2, name: 'label', result: '"zombie"' }, 5100)).toBe(false);
+      expect(await jobs.keepStep(job.jobId, second.token, { index: 2, name: 'label', result: '"ok"' }, 5200)).toBe(true);
+      expect((await jobs.get(job.jobId))?.steps).toEqual([
+        { name: 'charge', result: '{"id":"c1"}', attempt: first.token, at: 2100 },
+        { name: 'notify', attempt: first.token, at: 2200 },
+        { name: 'label', result: '"ok"', attempt: second.token, at: 5200 },
+      ]);
+      // Ended, the job keeps no more steps.
+      await jobs.complete({ jobId: job.jobId, token: second.token, state: 'succeeded', workerId: 'w2', now: 5500 }, second.record);
+      expect(await jobs.keepStep(job.jobId, second.token, { index: 3, name: 'late' }, 5600)).toBe(false);
+    });
+
     it('writes progress with a lease extension of the token that holds the job', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000);
