@@ -8,7 +8,7 @@
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
-import type { BatchEffectPayload } from '../chaos/fixtures/tasks/effect-batch';
+import type { BatchEffectPayload } from '../chaos/fixtures/batch-tasks/effect-batch';
 import { auditStack, BATCHES_CONFIG, createEffectsTable, type Published, scanAll, until } from '../chaos/helpers/stage';
 
 const ACCOUNTS = 3;
