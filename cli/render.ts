@@ -110,6 +110,23 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
     );
   else if (job.resultBytes !== undefined) lines.push(`  result    ${job.resultBytes} bytes of JSON, too large to keep (not stored)`);
   lines.push(...renderRelations(job, relations));
+  if (job.steps && job.steps.length > 0) {
+    lines.push(
+      '  steps',
+      table(
+        ['  #', 'step', 'attempt', 'kept', 'result'],
+        job.steps.map((s, i) => [
+          `  ${i + 1}`,
+          s.name,
+          String(s.attempt),
+          iso(s.at),
+          s.result === undefined
+            ? ''
+            : `${Buffer.byteLength(s.result)} B  ${s.result.length > 60 ? `${s.result.slice(0, 59)}…` : s.result}`,
+        ]),
+      ),
+    );
+  }
   lines.push(
     '  history',
     table(

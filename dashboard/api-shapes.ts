@@ -177,6 +177,9 @@ const jobRecord = object<JobRecord>({
   cancelRequestedAt: optional(number),
   progress: optional(string),
   progressAt: optional(number),
+  steps: optional(
+    array(object<NonNullable<JobRecord['steps']>[number]>({ name: string, result: optional(string), attempt: number, at: number })),
+  ),
   event: optional(object<EventRef>({ id: string, name: string, source: optional(string), emittedAt: number })),
 });
 

@@ -1,6 +1,8 @@
+import { renderJob } from '../../cli/render';
 import { StepError } from '../../lib/errors';
 import { defineTask, type TaskContext } from '../../lib/tasks/task';
 import { createTestSystem, runTask } from '../../lib/testing';
+import type { JobRecord } from '../../lib/track/job-record';
 
 /** A five-step job: step 2 fails on its first try; every run of each step's body is counted. */
 function fiveSteps() {
@@ -45,6 +47,11 @@ describe('durable steps (ctx.step.run)', () => {
     expect(ran).toEqual(['charge', 'reserve', 'reserve', 'label', 'notify', 'close']);
     const record = await system.job(jobId);
     expect(record).toMatchObject({ state: 'succeeded', attempt: 2, result: JSON.stringify('label for ch-o-1') });
+    // `jobs show` lists them: place, name, the attempt that kept it, and the result's size and JSON.
+    const shown = renderJob(record as JobRecord);
+    expect(shown).toMatch(/ {2}steps\n/);
+    expect(shown).toMatch(/ {2}1 +charge +1 +\S+ +15 B {2}\{"id":"ch-o-1"\}/);
+    expect(shown).toMatch(/ {2}4 +notify +2 +\S+ *\n/);
     expect(record?.steps?.map((s) => [s.name, s.result, s.attempt])).toEqual([
       ['charge', JSON.stringify({ id: 'ch-o-1' }), 1],
       ['reserve', '7', 2],

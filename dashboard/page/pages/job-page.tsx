@@ -339,6 +339,35 @@ export function JobPage({ version, id }: { version: string; id: string }) {
           </pre>
         </>
       )}
+      {job.steps && job.steps.length > 0 && (
+        <>
+          <h3>Steps</h3>
+          <table class="grid steps" data-testid="steps">
+            <thead>
+              <tr>
+                <th>#</th>
+                <th>step</th>
+                <th>attempt</th>
+                <th>kept</th>
+                <th>result</th>
+              </tr>
+            </thead>
+            <tbody>
+              {job.steps.map((s, i) => (
+                <tr key={s.name}>
+                  <td class="num">{i + 1}</td>
+                  <td>{s.name}</td>
+                  <td class="num">{s.attempt}</td>
+                  <td>{utcTime(s.at)}</td>
+                  <td>
+                    <code>{s.result ?? ''}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
       <h3>History</h3>
       <ol class="timeline">
         {job.history.map((h, i) => (
