@@ -190,6 +190,20 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(await line.textContent()).toContain(`Batch calls: ${calls}, running 30 jobs — ${(30 / calls).toFixed(1)} a call on average.`);
   });
 
+  it("a job's page lists its kept steps in order: name, the attempt that kept it, the result, as the jobs table has them", async () => {
+    const { jobId } = await stack.publisher.publish('checkout', { order: 'o-9' });
+    await until(async () => (await jobState(jobId)) === 'succeeded', 'the checkout job to succeed');
+    const record = await ctx.jobs.get(jobId);
+    expect(record?.steps?.map((s) => s.name)).toEqual(['charge', 'reserve', 'receipt']);
+    await page.goto(`${ui.url}#/job/${encodeURIComponent(jobId)}`);
+    const steps = page.locator('[data-testid="steps"] tbody tr');
+    await steps.first().waitFor();
+    const rows = (await steps.allTextContents()).map((t) => t.replace(/\s+/g, ' ').trim());
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toMatch(/^1charge1.*\{"id":"ch-o-9"\}$/);
+    expect(rows[2]).toMatch(/^3receipt1.*"receipt for ch-o-9"$/);
+  });
+
   it('opens a job by id: its state, result, expiry and history from the jobs table', async () => {
     const expiresAt = new Date(Date.now() + 3_600_000);
     await stack.publisher.publish('greet', { name: 'Ada' }, { id: 'hello-ui', expiresAt });
