@@ -8,6 +8,7 @@
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { seededRandom } from '../../lib/random';
+import type { JobRecord } from '../../lib/track/job-record';
 import type { BatchEffectPayload } from '../chaos/fixtures/batch-tasks/effect-batch';
 import { auditStack, BATCHES_CONFIG, createEffectsTable, type Published, scanAll, until } from '../chaos/helpers/stage';
 
@@ -73,14 +74,19 @@ it('1,050 jobs over 3 accounts: calls of one account and at most 100, each item 
   const audit = await auditStack(local, { published, effectsTable: table, depth: (url) => queues.depth(url) });
   expect(audit).toMatchObject({ succeeded: 1050, lost: [], completedTwice: [], leftInQueues: 0, leftInDeadLetterQueues: 0 });
   expect(audit.effects).toMatchObject({ once: 1050, overApplied: [], missing: [] });
-  // Only the failed items ran again: two bodies each, every other item one.
+  // Only the failed items were retried: each of them twice or more (once failing), and no other job
+  // has a retry in its history. (A busy machine may still run another item twice when its call
+  // waits past the item's lease and another dispatcher takes it over: a `took-over`, never a retry;
+  // its effect still lands once, as above.)
   const effects = new Map((await scanAll(local.dynamo, table)).map((e) => [String(e.pk), e]));
-  const runs = published.map((p) => Number(effects.get(p.jobId)?.runs));
-  expect(runs.flatMap((r, n) => (r === 1 ? [] : [[n, r]]))).toEqual([...failing].map((n) => [n, 2]));
-  const records = new Map((await scanAll(local.dynamo, local.tables.jobs)).map((r) => [String(r.jobId), r]));
-  expect(published.filter((p) => records.get(p.jobId)?.attempt !== 1).length).toBe(failing.size);
+  const records = new Map((await scanAll(local.dynamo, local.tables.jobs)).map((r) => [String(r.jobId), r as unknown as JobRecord]));
+  const retried = published.flatMap((p, n) => (records.get(p.jobId)?.history.some((h) => h.what === 'retrying') ? [n] : []));
+  expect(retried).toEqual([...failing].sort((a, b) => a - b));
+  for (const n of failing) expect(Number(effects.get((published[n] as Published).jobId)?.runs)).toBeGreaterThanOrEqual(2);
+  const reran = published.filter((p, n) => !failing.has(n) && Number(effects.get(p.jobId)?.runs) > 1);
+  for (const p of reran) expect(records.get(p.jobId)?.history.map((h) => h.what)).toContain('took-over');
   const sizes = await callsOf(local, table);
-  expect(sizes.reduce((a, b) => a + b, 0)).toBe(1050 + failing.size);
+  expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1050 + failing.size);
   // Gathered across receives (one takes at most 10 messages): a call waits up to 3 s for its items.
   expect(Math.max(...sizes)).toBeGreaterThan(10);
   expect(sizes.length).toBeLessThan(1057 / 2);
