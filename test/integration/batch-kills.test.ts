@@ -42,13 +42,14 @@ async function drained(local: LocalStack, published: readonly Published[], ready
   return until(
     async () => {
       if (!ready()) return false;
-      const records = await scanAll(local.dynamo, local.tables.jobs);
-      if (records.filter((r) => r.state === 'succeeded' && ids.has(String(r.jobId))).length < ids.size) return false;
+      // The depth first: a scan of the jobs table is work for the emulator the dispatchers use.
       const d = await queues.depth(local.urls.queues.work as string);
-      return d.visible + d.inFlight + d.delayed === 0;
+      if (d.visible + d.inFlight + d.delayed > 0) return false;
+      const records = await scanAll(local.dynamo, local.tables.jobs);
+      return records.filter((r) => r.state === 'succeeded' && ids.has(String(r.jobId))).length === ids.size;
     },
     240_000,
-    1000,
+    2000,
   );
 }
 
@@ -74,14 +75,18 @@ it('1,050 jobs over 3 accounts: calls of one account and at most 100, each item 
   const audit = await auditStack(local, { published, effectsTable: table, depth: (url) => queues.depth(url) });
   expect(audit).toMatchObject({ succeeded: 1050, lost: [], completedTwice: [], leftInQueues: 0, leftInDeadLetterQueues: 0 });
   expect(audit.effects).toMatchObject({ once: 1050, overApplied: [], missing: [] });
-  // Only the failed items were retried: each of them twice or more (once failing), and no other job
-  // has a retry in its history. (A busy machine may still run another item twice when its call
+  // Only the failed items were retried for their own Error: each ran twice or more, and no other job
+  // was retried for it. (A busy machine may still run another item twice when its call
   // waits past the item's lease and another dispatcher takes it over: a `took-over`, never a retry;
   // its effect still lands once, as above.)
   const effects = new Map((await scanAll(local.dynamo, table)).map((e) => [String(e.pk), e]));
   const records = new Map((await scanAll(local.dynamo, local.tables.jobs)).map((r) => [String(r.jobId), r as unknown as JobRecord]));
   const retried = published.flatMap((p, n) => (records.get(p.jobId)?.history.some((h) => h.what === 'retrying') ? [n] : []));
-  expect(retried).toEqual([...failing].sort((a, b) => a - b));
+  expect(retried).toEqual(expect.arrayContaining([...failing]));
+  // Any other retry is its whole call's (a call past its time limit on a busy machine), never a sibling's returned Error.
+  for (const n of retried.filter((i) => !failing.has(i))) {
+    expect(records.get((published[n] as Published).jobId)?.lastError?.message ?? '').not.toMatch(/rejected on purpose/);
+  }
   for (const n of failing) expect(Number(effects.get((published[n] as Published).jobId)?.runs)).toBeGreaterThanOrEqual(2);
   const reran = published.filter((p, n) => !failing.has(n) && Number(effects.get(p.jobId)?.runs) > 1);
   for (const p of reran) expect(records.get(p.jobId)?.history.map((h) => h.what)).toContain('took-over');
