@@ -8,7 +8,7 @@ import { bucketQuantile, mean, QLESS_BUCKETS, variance } from '../lib/policy/sta
 import { addCounts, NO_COUNTS, type Throughput } from '../lib/policy/throughput';
 import type { JobResult } from '../lib/publish/results';
 import type { JobLogEntry } from '../lib/track/job-logs';
-import { attemptsUsed, type CancelResult, type JobRecord } from '../lib/track/job-record';
+import { attemptsUsed, type CancelResult, type JobRecord, type StepEntry } from '../lib/track/job-record';
 import type { DurationStats, MinuteCounts, QueueDayStats, TaskCost } from '../lib/track/stats-store';
 import { formatMs, table } from './shared';
 
@@ -114,15 +114,20 @@ export function renderJob(job: JobRecord, relations?: JobRelations): string {
     lines.push(
       '  steps',
       table(
-        ['  #', 'step', 'attempt', 'kept', 'result'],
+        ['  #', 'step', 'attempt', 'kept', 'result or wait'],
         job.steps.map((s, i) => [
           `  ${i + 1}`,
           s.name,
           String(s.attempt),
           iso(s.at),
-          s.result === undefined
-            ? ''
-            : `${Buffer.byteLength(s.result)} B  ${s.result.length > 60 ? `${s.result.slice(0, 59)}…` : s.result}`,
+          [
+            stepWaitText(job, s),
+            s.result === undefined
+              ? ''
+              : `${Buffer.byteLength(s.result)} B  ${s.result.length > 60 ? `${s.result.slice(0, 59)}…` : s.result}`,
+          ]
+            .filter(Boolean)
+            .join('  '),
         ]),
       ),
     );
@@ -361,3 +366,14 @@ export function renderJobLogs(logs: JobLogs): string {
 }
 
 const isoUtc = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC');
+
+/** A sleep's or a token wait's step as `jobs show` lists it: its time, and how a token wait ended (or what it waits for). */
+export function stepWaitText(job: Pick<JobRecord, 'state' | 'waitToken'>, step: StepEntry): string {
+  const wait = step.wait;
+  if (!wait) return '';
+  if (wait.kind === 'sleep') return `sleep until ${iso(wait.until)}`;
+  if (wait.kind === 'continue') return 'continued in a new invocation';
+  if (step.completedAt !== undefined) return `token completed ${iso(step.completedAt)}`;
+  if (job.waitToken === wait.token && job.state === 'waiting-token') return `waits for token ${wait.token} until ${iso(wait.until)}`;
+  return job.waitToken === wait.token ? `token timed out ${iso(wait.until)}` : `token ${wait.token}, not yet waited for`;
+}

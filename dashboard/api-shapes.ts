@@ -129,6 +129,9 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   cancelled: true,
   'cancel-requested': true,
   deduplicated: true,
+  sleeping: true,
+  'waiting-token': true,
+  'token-completed': true,
 };
 
 const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });

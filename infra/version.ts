@@ -97,6 +97,12 @@ export interface GrantPublishOptions {
    */
   readonly cancel?: boolean;
   /**
+   * Also let the grantee complete the tokens jobs wait for (`Publisher.completeToken`:
+   * `dynamodb:GetItem` and `dynamodb:UpdateItem` on the jobs table).
+   * @default false
+   */
+  readonly tokens?: boolean;
+  /**
    * Also let the grantee wait for results (`Publisher.result`: `dynamodb:GetItem` on the jobs table,
    * and `s3:GetObject` on the version's bucket under `results/`, where a result over 1 KB is kept).
    * @default false
@@ -280,8 +286,8 @@ export class TaskworkerVersion extends Construct {
       grant = grant.combine(iam.Grant.addToPrincipal({ grantee, actions: RESULT_READ_ACTIONS, resourceArns: [objects(RESULT_PREFIX)] }));
     }
     const tableActions = [
-      ...(options.cancel || options.results ? ['dynamodb:GetItem'] : []),
-      ...(options.recordQueued || options.delay || options.cancel || options.flows ? ['dynamodb:UpdateItem'] : []),
+      ...(options.cancel || options.tokens || options.results ? ['dynamodb:GetItem'] : []),
+      ...(options.recordQueued || options.delay || options.cancel || options.tokens || options.flows ? ['dynamodb:UpdateItem'] : []),
       ...(options.flows ? ['dynamodb:BatchGetItem'] : []),
     ];
     if (tableActions.length === 0) return grant;

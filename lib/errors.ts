@@ -200,6 +200,18 @@ export class PublishOptionError extends TaskworkerError {
   }
 }
 
+/** A token's completion given something it cannot take: text that is not a token, or a value that is not JSON of at most 1 KB. */
+export class TokenValueError extends TaskworkerError {
+  readonly field: 'token' | 'value';
+  readonly value: unknown;
+  constructor(field: 'token' | 'value', value: unknown, expected: string) {
+    super(`Invalid ${field} ${describeValue(value)}: expected ${expected}`);
+    this.name = 'TokenValueError';
+    this.field = field;
+    this.value = value;
+  }
+}
+
 /**
  * A key's debounce cycle changed hands at every one of a publish's writes (other publishers kept
  * taking over the abandoned cycles it found): nothing was sent; publishing again is safe.
@@ -265,7 +277,18 @@ export class UnrecoverableError extends TaskworkerError {
 }
 
 /** What a step broke: its order or name against the kept steps, its result, or their number. */
-export type StepProblem = 'order' | 'duplicate-name' | 'bad-name' | 'after-failure' | 'too-large' | 'not-json' | 'too-many';
+export type StepProblem =
+  | 'order'
+  | 'duplicate-name'
+  | 'bad-name'
+  | 'after-failure'
+  | 'too-large'
+  | 'not-json'
+  | 'too-many'
+  /** A sleep's duration or a wait's timeout that is not 0..1 year (ms, '90s', '2h', '7d', or a Date). */
+  | 'bad-duration'
+  /** A sleep or a wait where nothing keeps steps (a queue without tracking `full`). */
+  | 'untracked';
 
 /**
  * A body's `ctx.step.run` that cannot be kept or replayed: run again, it would break the same way
@@ -280,6 +303,32 @@ export class StepError extends UnrecoverableError {
     this.name = 'StepError';
     this.problem = problem;
     this.step = step;
+  }
+}
+
+/**
+ * A step (`ctx.step.run` of a task with `stepTimeLimitSeconds`) that ran past its limit: the attempt
+ * fails (and is retried, from its kept steps).
+ */
+export class StepTimeLimitError extends TaskworkerError {
+  constructor(
+    readonly step: string,
+    readonly limitMs: number,
+  ) {
+    super(`step ${JSON.stringify(step)} ran past its ${limitMs / 1000} s limit (stepTimeLimitSeconds)`);
+    this.name = 'StepTimeLimitError';
+  }
+}
+
+/**
+ * How a body's sleep or wait ends its attempt (`ctx.step.sleep`, `waitForToken`, a continuation):
+ * thrown out of the body, which must let it pass. The attempt's outcome is the park, whatever the
+ * body does after catching it.
+ */
+export class StepParked extends Error {
+  constructor(readonly step: string) {
+    super(`the job parks at step ${JSON.stringify(step)}; its attempt ends here`);
+    this.name = 'StepParked';
   }
 }
 

@@ -24,6 +24,7 @@ export type { LocalDevPublisherOptions, Published, PublisherOptions, PublishItem
 export { Publisher } from './publish/publisher';
 export { type JobResult, resultOf, type WaitOptions } from './publish/results';
 export { seededRandom } from './random';
+export type { TokenResult } from './settle/step-tokens';
 export { type BackoffPolicy, DEFAULT_BACKOFF, retryDelaySeconds } from './tasks/backoff';
 export {
   type DebounceRule,

@@ -6,11 +6,12 @@
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { archiveTakeOf } from '../policy/archive-fences';
-import { DUE_SLACK_MS } from '../policy/due-times';
+import { DUE_SLACK_MS, dueShardOf } from '../policy/due-times';
 import { appendHistory, expiresAt, historyOf, indexKey, permits, stateIndexKey } from '../policy/job-rules';
 import {
   type ArchiveFence,
   type ArchiveTake,
+  type AttemptPark,
   type ClaimRequest,
   type ClaimResult,
   type Completed,
@@ -25,8 +26,10 @@ import {
   type ScheduleRequest,
   type StepEntry,
   type StepWrite,
+  tokenJob,
   type UnclaimedOutcome,
   type UnclaimedResult,
+  waitOf,
 } from '../track/job-record';
 import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
@@ -174,9 +177,9 @@ export class DynamoJobClaims {
   async keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
     const e = new Expression();
     const steps = e.name('steps');
-    const entry: StepEntry = { name: step.name, ...(step.result !== undefined ? { result: step.result } : {}), attempt: token, at: now };
+    const entry = stepEntry(step, token, now);
     // Appended in the order the body ran its steps: the record must hold exactly the ones before it.
-    const inOrder = step.index === 0 ? `attribute_not_exists(${steps})` : `size(${steps}) = ${e.value(step.index)}`;
+    const inOrder = stepsBefore(e, step.index);
     const outcome = await this.table.write(
       jobId,
       e,
@@ -185,6 +188,50 @@ export class DynamoJobClaims {
         condition:
           `${transitionCondition(e, 'heartbeat')} AND ${e.name('attempt')} = ${e.value(token)} ` +
           `AND attribute_not_exists(${e.name('cancelRequestedAt')}) AND ${inOrder}`,
+      },
+      { returns: 'none' },
+    );
+    return outcome.landed;
+  }
+
+  async parkAttempt(p: AttemptPark): Promise<boolean> {
+    const e = new Expression();
+    const steps = e.name('steps');
+    const entry: HistoryEntry = { what: p.state, when: p.now, worker: p.workerId, attempt: p.token, detail: p.detail };
+    const step = p.step ? stepEntry(p.step, p.token, p.now) : undefined;
+    const waited = p.waitToken !== undefined ? tokenJob(p.waitToken) : undefined;
+    if (p.waitToken !== undefined && !waited) return false;
+    const sets = [
+      assignments(e, {
+        state: p.state,
+        runAt: p.runAt,
+        body: p.body,
+        attributes: p.attributes && Object.keys(p.attributes).length > 0 ? p.attributes : undefined,
+        dueShard: dueShardOf(p.jobId),
+        queueState: indexKey(p.queue, p.state),
+        updatedAt: p.now,
+        waitToken: p.waitToken,
+        history: appendHistory(p.history, entry, this.table.settings.historyLimit),
+        expiresAt: expiresAt(Math.max(p.now, p.runAt), this.table.settings.retentionDays),
+      }),
+      ...(step ? [`${steps} = list_append(if_not_exists(${steps}, ${e.value([])}), ${e.value([step])})`] : []),
+    ];
+    const conditions = [
+      transitionCondition(e, 'parkAttempt'),
+      `${e.name('attempt')} = ${e.value(p.token)}`,
+      `attribute_not_exists(${e.name('cancelRequestedAt')})`,
+      ...(p.step ? [stepsBefore(e, p.step.index)] : []),
+      // A token wait parks on the token its step kept (before anyone heard of it).
+      ...(waited ? [`${steps}[${waited.index}].${e.name('wait')}.${e.name('token')} = ${e.value(p.waitToken)}`] : []),
+    ];
+    const outcome = await this.table.write(
+      p.jobId,
+      e,
+      {
+        update:
+          `SET ${sets.join(', ')} ADD ${e.name('parks')} ${e.value(1)} ` +
+          `REMOVE ${['leaseOwner', 'leaseUntil', 'leaseClaim', 'progress', 'progressAt', 'sweepLease'].map((n) => e.name(n)).join(', ')}`,
+        condition: conditions.join(' AND '),
       },
       { returns: 'none' },
     );
@@ -412,4 +459,21 @@ export class DynamoJobClaims {
     });
     return outcome.landed;
   }
+}
+
+/** A step as its record keeps it: a wait's end set on the writer's clock. */
+function stepEntry(step: StepWrite, token: number, now: number): StepEntry {
+  return {
+    name: step.name,
+    ...(step.result !== undefined ? { result: step.result } : {}),
+    attempt: token,
+    at: now,
+    ...(step.wait ? { wait: waitOf(step.wait, now) } : {}),
+  };
+}
+
+/** The condition that the record holds exactly the `index` steps before a new one. */
+function stepsBefore(e: Expression, index: number): string {
+  const steps = e.name('steps');
+  return index === 0 ? `attribute_not_exists(${steps})` : `size(${steps}) = ${e.value(index)}`;
 }

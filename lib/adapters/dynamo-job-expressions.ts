@@ -10,7 +10,7 @@
  * fifth of that for this one (bench:e2e's profile, issue 33).
  */
 
-import { TRANSITIONS } from '../policy/job-rules';
+import { DUE_GATED_STATES, TRANSITIONS } from '../policy/job-rules';
 import type { ClaimRequest, Completion, HistoryEntry, JobRecord } from '../track/job-record';
 import { Expression, type Template } from './dynamo-values';
 
@@ -125,17 +125,17 @@ export function claimExpression(what: 'started' | 'took-over', r: ClaimRequest):
  */
 function startCondition(e: Expression, sameJob: string): string {
   const from: readonly string[] = TRANSITIONS.claim.from;
-  const ready = from.filter((s) => s !== 'absent' && s !== 'scheduled');
-  if (!from.includes('absent') || !from.includes('scheduled'))
-    throw new Error('the claim expression assumes absent and scheduled claimable');
+  const parked: readonly string[] = DUE_GATED_STATES;
+  const ready = from.filter((s) => s !== 'absent' && !parked.includes(s));
+  if (!from.includes('absent') || !parked.every((s) => from.includes(s)))
+    throw new Error('the claim expression assumes absent and every parked state claimable');
   const state = e.name('state');
-  const scheduled = `${state} = ${e.value('scheduled')} AND ${sameJob}`;
   return [
     `attribute_not_exists(${e.name('jobId')})`,
     `${state} IN (${ready.map((s) => e.value(s)).join(', ')}) AND ${sameJob}`,
     // A comparison, not attribute_exists(): the emulator evaluates functions far slower.
-    `${scheduled} AND ${e.name('runAt')} <= ${e.slot('due')}`,
-    `${scheduled} AND ${e.name('announced')} = ${e.value(true)}`,
+    `${state} IN (${parked.map((s) => e.value(s)).join(', ')}) AND ${sameJob} AND ${e.name('runAt')} <= ${e.slot('due')}`,
+    `${state} = ${e.value('scheduled')} AND ${sameJob} AND ${e.name('announced')} = ${e.value(true)}`,
   ].join(' OR ');
 }
 

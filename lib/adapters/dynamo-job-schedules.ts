@@ -6,7 +6,7 @@
 import { type AttributeValue, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_DUE_INDEX } from '../layout/tables';
 import { dueShardOf } from '../policy/due-times';
-import { expiresAt, indexKey, permits } from '../policy/job-rules';
+import { expiresAt, indexKey, isParked, permits } from '../policy/job-rules';
 import {
   CANCELLATIONS_KEPT_MS,
   type CancelRequests,
@@ -16,6 +16,8 @@ import {
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
+  type TokenCompletion,
+  tokenJob,
 } from '../track/job-record';
 import { PARKED_ONLY } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
@@ -74,6 +76,9 @@ export class DynamoJobSchedules {
       this.table.meter(out, 'read');
       for (const item of out.Items ?? []) {
         const raw = fromItem(item) as Record<string, unknown>;
+        // A token wait is sent at its timeout, not ahead: until then a completion may still resume it.
+        // (Left out here: a query's filter may not name the index's sort key.)
+        if (raw.state === 'waiting-token' && Number(raw.runAt) > now) continue;
         found.push({
           jobId: String(raw.jobId),
           queue: String(raw.queue),
@@ -91,7 +96,8 @@ export class DynamoJobSchedules {
     const item = await this.table.getItem(jobId);
     if (!item) return undefined;
     const raw = fromItem(item) as Record<string, unknown>;
-    if (raw.state !== 'scheduled' || raw.announced === true || typeof raw.body !== 'string' || raw.dueShard === undefined) return undefined;
+    if (!isParked(raw as Pick<JobRecord, 'state' | 'announced'>) || typeof raw.body !== 'string' || raw.dueShard === undefined)
+      return undefined;
     return {
       jobId,
       queue: String(raw.queue),
@@ -113,6 +119,43 @@ export class DynamoJobSchedules {
         ` AND (attribute_not_exists(${lease}) OR ${lease} < ${e.value(now)})`,
     });
     return outcome.landed;
+  }
+
+  async completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
+    const named = tokenJob(token);
+    if (!named) return { outcome: 'unknown' };
+    const e = new Expression();
+    const history = e.name('history');
+    const step = `${e.name('steps')}[${named.index}]`;
+    const entry: HistoryEntry = { what: 'token-completed', when: now };
+    const outcome = await this.table.write(named.jobId, e, {
+      update:
+        `SET ${step}.${e.name('completedAt')} = ${e.value(now)}` +
+        (value !== undefined ? `, ${step}.${e.name('result')} = ${e.value(value)}` : '') +
+        `, ${assignments(e, { runAt: now, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])})`,
+      condition:
+        `${transitionCondition(e, 'completeToken')} AND ${e.name('waitToken')} = ${e.value(token)} ` +
+        `AND attribute_not_exists(${step}.${e.name('completedAt')})`,
+    });
+    if (outcome.landed) {
+      const parked = await this.parkedJob(named.jobId);
+      // Sent meanwhile by a sweep (its timeout came): the value is kept all the same, and that send runs it.
+      return parked
+        ? { outcome: 'completed', jobId: named.jobId, parked }
+        : { outcome: 'not-waiting', jobId: named.jobId, state: 'queued' };
+    }
+    const record = outcome.record;
+    const kept = record?.steps?.[named.index];
+    if (!record || kept?.wait?.token !== token) return { outcome: 'unknown' };
+    if (kept.completedAt !== undefined) {
+      return {
+        outcome: 'completed-already',
+        jobId: named.jobId,
+        completedAt: kept.completedAt,
+        ...(kept.result !== undefined ? { value: kept.result } : {}),
+      };
+    }
+    return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
   }
 
   async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {

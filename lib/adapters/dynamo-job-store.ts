@@ -4,6 +4,7 @@ import type {
   AddDependentResult,
   ArchiveFence,
   ArchiveTake,
+  AttemptPark,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -28,6 +29,7 @@ import type {
   ScheduleRequest,
   ScheduleTicks,
   StepWrite,
+  TokenCompletion,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -146,6 +148,14 @@ export class DynamoJobStore implements JobStore {
 
   keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
     return this.claims.keepStep(jobId, token, step, now);
+  }
+
+  parkAttempt(park: AttemptPark): Promise<boolean> {
+    return this.claims.parkAttempt(park);
+  }
+
+  completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
+    return this.schedules.completeToken(token, value, now);
   }
 
   complete(completion: Completion, claimed: JobRecord): Promise<Completed> {

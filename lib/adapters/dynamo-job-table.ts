@@ -276,6 +276,8 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'resultBytes',
     'resultRef',
     'retryAfters',
+    'parks',
+    'waitToken',
     'envelopeId',
     'runAt',
     'announced',

@@ -15,7 +15,7 @@ import { propagate } from '../settle/dependents';
 import { archiveTakeover, fencedCompletion, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import { holdUniqueKey } from '../settle/unique-holds';
 import type { TaskDefinition, UniqueWindow } from '../tasks/task';
-import type { ClaimResult, JobRecord, ProgressWrite } from '../track/job-record';
+import { attemptsUsed, type ClaimResult, type JobRecord, type ProgressWrite } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
 import { catchUpBefore, overlapOf, scheduleTurn } from './schedule-turns';
@@ -126,8 +126,8 @@ export async function claimJob(
       break;
   }
   const attempt = claim.token;
-  // Runs that asked to run again later (RetryAfterError) used no attempt.
-  if (attempt - (claim.record.retryAfters ?? 0) > def.maxRetries + 1) {
+  // Runs that asked to run again later (RetryAfterError) or parked at a step used no attempt.
+  if (attemptsUsed(claim.record) > def.maxRetries + 1) {
     // Earlier attempts were started but never finished: their worker was lost (a crash, a kill).
     const error = workerLostError(claim.record, attempt, def.maxRetries);
     decideArchive(

@@ -8,7 +8,7 @@ import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs,
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { dependencyIds } from '../policy/dependency-rules';
 import { runAttempt } from '../run/attempt';
-import { type RunReservation, serializeError, type TaskOutcome, type TaskRun } from '../run/executor-types';
+import { type FailedOutcome, type KeptStep, type RunReservation, serializeError, type TaskRun } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';
@@ -65,7 +65,7 @@ function endBeforeRunning(
   job: DecodedJob,
   claimed: { readonly cancelRequestedAt?: number } | undefined,
   now: number,
-): { outcome: Exclude<TaskOutcome, { status: 'succeeded' }>; verdict?: Verdict } | undefined {
+): { outcome: FailedOutcome; verdict?: Verdict } | undefined {
   if (job.expiresAt !== undefined && now > job.expiresAt) {
     const error = serializeError(new JobExpiredError(job.id, job.expiresAt, now));
     return { outcome: { status: 'failed', kind: 'error', durationMs: 0, error }, verdict: { kind: 'archive', reason: 'expired' } };
@@ -186,7 +186,7 @@ async function claimAndRun(
   if (unrun) {
     const { outcome } = unrun;
     const ran = { ...base, attempt, waitMs: Math.max(0, start - job.publishedAt), error: outcome.error };
-    const verdict = unrun.verdict ?? decide(outcome, attempt, def, deps.random, retryAftersOf(claimed));
+    const verdict = unrun.verdict ?? decide(outcome, runsOf(attempt, claimed), def, deps.random, retryAftersOf(claimed));
     decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
     return;
   }
@@ -213,8 +213,8 @@ async function claimAndRun(
         task: def.name,
         jobId: job.id,
         queue: queue.name,
-        // The attempts the job has used: its claims less the re-runs its body asked for (RetryAfterError).
-        attempt: attempt - (retryAftersOf(claimed) ?? 0),
+        // The attempts the job has used: its claims less the re-runs its body asked for (RetryAfterError) and its parks.
+        attempt: runsOf(attempt, claimed) - (retryAftersOf(claimed) ?? 0),
         payload: job.payload,
         appData: job.appData,
         timeLimitMs: def.timeLimitSeconds * 1000,
@@ -253,7 +253,7 @@ async function claimAndRun(
   if (outcome.status === 'failed' && outcome.kind === 'rate-limited') await pauseForRateLimit(deps, queue, job, outcome);
 
   // 3. Verdict: the table from the outcome to the job's next step.
-  const verdict = decide(outcome, attempt, def, deps.random, retryAftersOf(claimed));
+  const verdict = decide(outcome, runsOf(attempt, claimed), def, deps.random, retryAftersOf(claimed));
 
   // 4. End: the record the verdict leaves and what happens to the message, written at once.
   const ran = {
@@ -262,18 +262,30 @@ async function claimAndRun(
     waitMs: Math.max(0, start - job.publishedAt),
     runMs: outcome.durationMs,
     ...(outcome.status === 'timed-out' ? { timedOut: true } : {}),
-    ...(outcome.status !== 'succeeded' ? { error: outcome.error } : {}),
+    ...(outcome.status !== 'succeeded' && outcome.status !== 'parked' ? { error: outcome.error } : {}),
     ...(outcome.call ? { call: outcome.call } : {}),
   };
   decideAttemptEnd(deps, at, { attempt, ...(claimed ? { claimed } : {}), outcome, ran }, verdict);
 }
 
 /** The steps earlier attempts kept, as the body gets them back. */
-function keptSteps(claimed: JobRecord): NonNullable<TaskRun['steps']> {
-  return (claimed.steps ?? []).map((s) => ({ name: s.name, ...(s.result !== undefined ? { result: s.result } : {}) }));
+function keptSteps(claimed: JobRecord): KeptStep[] {
+  return (claimed.steps ?? []).map((s) => ({
+    name: s.name,
+    ...(s.result !== undefined ? { result: s.result } : {}),
+    ...(s.wait ? { wait: s.wait } : {}),
+    // The job parked on this very token (the record names the token it last waited for).
+    ...(s.wait?.token !== undefined && s.wait.token === claimed.waitToken ? { waited: true } : {}),
+    ...(s.completedAt !== undefined ? { completedAt: s.completedAt } : {}),
+  }));
 }
 
 /** The re-runs a claimed job's body asked for so far (its record counts them); undefined unclaimed (nothing counts them). */
 function retryAftersOf(claimed: JobRecord | undefined): number | undefined {
   return claimed ? (claimed.retryAfters ?? 0) : undefined;
+}
+
+/** A claimed job's runs less those that ended parked at a step (a sleep, a wait, a continuation: they used no attempt). */
+function runsOf(attempt: number, claimed: JobRecord | undefined): number {
+  return attempt - (claimed?.parks ?? 0);
 }

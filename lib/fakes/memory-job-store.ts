@@ -1,10 +1,11 @@
 import { archiveTakeOf, mayCloseFence, openFence } from '../policy/archive-fences';
 import { dueShardOf } from '../policy/due-times';
-import { appendHistory, historyOf, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
+import { appendHistory, historyOf, isParked, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
 import type {
   AddDependentResult,
   ArchiveFence,
   ArchiveTake,
+  AttemptPark,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -31,6 +32,7 @@ import type {
   ScheduleTicks,
   StepEntry,
   StepWrite,
+  TokenCompletion,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -39,7 +41,7 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS } from '../track/job-record';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, tokenJob, waitOf } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { MemoryDebounces } from './memory-debounces';
@@ -177,9 +179,72 @@ export class MemoryJobStore implements JobStore {
     const record = this.jobs.get(jobId);
     if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token || record.cancelRequestedAt !== undefined) return false;
     if ((record.steps?.length ?? 0) !== step.index || (step.index === 0 && record.steps !== undefined)) return false;
-    const entry: StepEntry = { name: step.name, ...(step.result !== undefined ? { result: step.result } : {}), attempt: token, at: now };
-    this.put({ ...record, steps: [...(record.steps ?? []), entry], updatedAt: now });
+    this.put({ ...record, steps: [...(record.steps ?? []), stepEntry(step, token, now)], updatedAt: now });
     return true;
+  }
+
+  async parkAttempt(p: AttemptPark): Promise<boolean> {
+    const record = this.jobs.get(p.jobId);
+    if (permits('parkAttempt', record) !== 'ok' || record?.attempt !== p.token || record.cancelRequestedAt !== undefined) return false;
+    const count = record.steps?.length ?? 0;
+    if (p.step && count !== p.step.index) return false;
+    const waited = p.waitToken !== undefined ? tokenJob(p.waitToken) : undefined;
+    if (p.waitToken !== undefined && record.steps?.[waited?.index ?? -1]?.wait?.token !== p.waitToken) return false;
+    const next: Mutable<JobRecord> = {
+      ...record,
+      state: p.state,
+      runAt: p.runAt,
+      parks: (record.parks ?? 0) + 1,
+      updatedAt: p.now,
+      ...(p.step ? { steps: [...(record.steps ?? []), stepEntry(p.step, p.token, p.now)] } : {}),
+    };
+    delete next.leaseOwner;
+    delete next.leaseUntil;
+    delete next.leaseClaim;
+    delete next.progress;
+    delete next.progressAt;
+    if (p.waitToken !== undefined) next.waitToken = p.waitToken;
+    next.history = this.history(record, { what: p.state, when: p.now, worker: p.workerId, attempt: p.token, detail: p.detail });
+    this.put(next);
+    const job: ParkedJob = {
+      jobId: p.jobId,
+      queue: record.queue,
+      runAt: p.runAt,
+      body: p.body,
+      ...(p.attributes ? { attributes: p.attributes } : {}),
+    };
+    this.parked.set(p.jobId, { job, shard: dueShardOf(p.jobId) });
+    return true;
+  }
+
+  async completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
+    const named = tokenJob(token);
+    const record = named ? this.jobs.get(named.jobId) : undefined;
+    const step = named ? record?.steps?.[named.index] : undefined;
+    if (!named || !record || step?.wait?.token !== token) return { outcome: 'unknown' };
+    if (step.completedAt !== undefined) {
+      return {
+        outcome: 'completed-already',
+        jobId: named.jobId,
+        completedAt: step.completedAt,
+        ...(step.result !== undefined ? { value: step.result } : {}),
+      };
+    }
+    const parked = this.parked.get(named.jobId);
+    if (permits('completeToken', record) !== 'ok' || record.waitToken !== token || !parked) {
+      return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
+    }
+    const steps = [...(record.steps ?? [])];
+    steps[named.index] = { ...step, completedAt: now, ...(value !== undefined ? { result: value } : {}) };
+    parked.job = { ...parked.job, runAt: now };
+    this.put({
+      ...record,
+      steps,
+      runAt: now,
+      updatedAt: now,
+      history: this.history(record, { what: 'token-completed', when: now, detail: step.name }),
+    });
+    return { outcome: 'completed', jobId: named.jobId, parked: structuredClone(parked.job) };
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<Completed> {
@@ -415,17 +480,21 @@ export class MemoryJobStore implements JobStore {
   }
 
   async dueJobs(shard: string, until: number, now: number, limit: number): Promise<ParkedJob[]> {
-    return [...this.parked.values()]
-      .filter((p) => p.shard === shard && p.job.runAt <= until && (p.sweepLease ?? 0) < now)
-      .sort((a, b) => a.job.runAt - b.job.runAt)
-      .slice(0, limit)
-      .map((p) => structuredClone(p.job));
+    return (
+      [...this.parked.values()]
+        .filter((p) => p.shard === shard && p.job.runAt <= until && (p.sweepLease ?? 0) < now)
+        // A token wait is sent at its timeout, not ahead: until then a completion may still resume it.
+        .filter((p) => this.jobs.get(p.job.jobId)?.state !== 'waiting-token' || p.job.runAt <= now)
+        .sort((a, b) => a.job.runAt - b.job.runAt)
+        .slice(0, limit)
+        .map((p) => structuredClone(p.job))
+    );
   }
 
   async parkedJob(jobId: string): Promise<ParkedJob | undefined> {
     const parked = this.parked.get(jobId);
     const record = this.jobs.get(jobId);
-    return parked && record?.state === 'scheduled' && !record.announced ? structuredClone(parked.job) : undefined;
+    return parked && isParked(record) ? structuredClone(parked.job) : undefined;
   }
 
   async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
@@ -626,5 +695,16 @@ function pickRef(r: JobRef): JobRef {
     ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
     ...(r.key !== undefined ? { key: r.key } : {}),
+  };
+}
+
+/** A step as its record keeps it: a wait's end set on the store's clock. */
+function stepEntry(step: StepWrite, token: number, now: number): StepEntry {
+  return {
+    name: step.name,
+    ...(step.result !== undefined ? { result: step.result } : {}),
+    attempt: token,
+    at: now,
+    ...(step.wait ? { wait: waitOf(step.wait, now) } : {}),
   };
 }

@@ -3,6 +3,7 @@
  * archive, by the same replay as `taskworker archive replay` (lib/operate/archive.ts); run a
  * delayed job now, by the sweep's own path (lib/settle/parked-sends.ts).
  */
+import { DUE_GATED_STATES } from '../policy/job-rules';
 import { silentLogger } from '../ports';
 import { sendParked } from '../settle/parked-sends';
 import { envelopeWithout } from '../wire/envelope';
@@ -37,6 +38,7 @@ export async function retryJob(ctx: OperatorContext, jobId: string): Promise<Ret
  * step sends it — lease, send, hand over — so two senders never both send it and a crash between
  * leaves it parked and due for the next sweep. A job published with a delay of 15 minutes or less
  * (`announced`) cannot be: its message waits in SQS, which cannot bring a delayed message forward.
+ * A job its body parked at a step runs now too: a sleep ends early, a token wait as if timed out (`null`).
  *
  * @example
  * const result = await runJobNow(ctx, 'report-2026-12');
@@ -45,7 +47,7 @@ export async function retryJob(ctx: OperatorContext, jobId: string): Promise<Ret
 export async function runJobNow(ctx: OperatorContext, jobId: string): Promise<RunNowResult> {
   const record = await ctx.jobs.get(jobId);
   if (!record) return { outcome: 'unknown' };
-  if (record.state !== 'scheduled') return { outcome: 'not-scheduled', record };
+  if (!DUE_GATED_STATES.includes(record.state)) return { outcome: 'not-scheduled', record };
   if (record.announced) return { outcome: 'announced', record };
   const parked = await ctx.jobs.parkedJob(jobId);
   const now = ctx.clock.now();
@@ -53,7 +55,7 @@ export async function runJobNow(ctx: OperatorContext, jobId: string): Promise<Ru
   if (!parked || !due || !(await ctx.jobs.bringForward(parked, due.body, now))) {
     // Not parked as read: a sweep holds it (its due time is near), or it moved on.
     const current = (await ctx.jobs.get(jobId)) ?? record;
-    if (current.state !== 'scheduled') return { outcome: 'not-scheduled', record: current };
+    if (!DUE_GATED_STATES.includes(current.state)) return { outcome: 'not-scheduled', record: current };
     return current.announced ? { outcome: 'announced', record: current } : { outcome: 'sweeping', record: current };
   }
   const sent = await sendParked({ jobs: ctx.jobs, queues: ctx.queues, urls: ctx.urls, clock: ctx.clock, logger: silentLogger }, [due], now);

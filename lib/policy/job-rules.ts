@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import { type QueueConfig, SUCCEEDED_INDEX_SHARDS } from '../config/app-config';
-import type { Completion, HistoryEntry, JobIdentity, JobRecord, JobState } from '../track/job-record';
+import {
+  type Completion,
+  type HistoryEntry,
+  type JobIdentity,
+  type JobRecord,
+  type JobState,
+  STEP_PARKED_STATES,
+} from '../track/job-record';
 import type { PayloadRef } from '../wire/payload-ref';
 
 /** Settings both job stores apply identically. */
@@ -20,7 +27,16 @@ export function listedSucceeded(queues: readonly Pick<QueueConfig, 'name' | 'lis
 }
 
 /** States operators list by queue; only these carry the sparse index key, so success writes no index entry. */
-export const INDEXED_STATES: readonly JobState[] = ['retrying', 'archived', 'scheduled', 'cancelled', 'waiting', 'deduplicated'];
+export const INDEXED_STATES: readonly JobState[] = [
+  'retrying',
+  'archived',
+  'scheduled',
+  'cancelled',
+  'waiting',
+  'deduplicated',
+  'sleeping',
+  'waiting-token',
+];
 
 /** States a job never leaves. */
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled', 'deduplicated'];
@@ -116,7 +132,7 @@ export const TRANSITIONS = {
    * A dispatcher starts an attempt; a parked `scheduled` job only once due (see {@link isDue}), an
    * `announced` one whenever its message arrives (SQS held it until then).
    */
-  claim: { from: ['absent', 'queued', 'retrying', 'scheduled'], sameJob: true },
+  claim: { from: ['absent', 'queued', 'retrying', 'scheduled', 'sleeping', 'waiting-token'], sameJob: true },
   /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
   takeOver: { from: ['running'], sameJob: true },
   /** Also refused once a cancel was asked (`cancelRequestedAt`): the attempt no longer holds the job. */
@@ -131,24 +147,31 @@ export const TRANSITIONS = {
   deduplicate: { from: ['absent'], sameJob: false },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },
-  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated'], sameJob: true },
+  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated', 'sleeping', 'waiting-token'], sameJob: true },
   replay: { from: ['archived'], sameJob: true },
   /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced` record, not a parked one). */
   park: { from: ['absent', 'queued', 'scheduled'], sameJob: true },
   /** A sweep takes a parked job to send it (when no other sweep's lease is live). */
-  sweep: { from: ['scheduled'], sameJob: false },
+  sweep: { from: ['scheduled', 'sleeping', 'waiting-token'], sameJob: false },
   /** The sweep sent it: it is a queued job again. */
-  handOver: { from: ['scheduled'], sameJob: false },
+  handOver: { from: ['scheduled', 'sleeping', 'waiting-token'], sameJob: false },
+  /**
+   * The attempt's holder ends it parked at a step (a sleep, a token wait, a continuation), fenced by
+   * its token like a completion; also refused once a cancel was asked.
+   */
+  parkAttempt: { from: ['running'], sameJob: false },
+  /** A token's completion resumes the job waiting for it (the token it names, not an earlier wait's). */
+  completeToken: { from: ['waiting-token'], sameJob: false },
   /**
    * An operator cancels a job that has not started (or is between attempts): a queued or retrying
    * job's message is deleted when a dispatcher next receives it, its claim finding the job ended.
    */
-  cancel: { from: ['scheduled', 'waiting', 'queued', 'retrying'], sameJob: false },
+  cancel: { from: ['scheduled', 'waiting', 'queued', 'retrying', 'sleeping', 'waiting-token'], sameJob: false },
   /**
    * An operator runs a parked job now: its `runAt` and body (the same envelope, due now) rewritten
    * while it is parked as read (not announced, no sweep holding it), for the sweep's path to send.
    */
-  bringForward: { from: ['scheduled'], sameJob: false },
+  bringForward: { from: ['scheduled', 'sleeping', 'waiting-token'], sameJob: false },
   /** An operator asks a running job to stop: its heartbeats are refused from then on, and it ends `cancelled`. */
   requestCancel: { from: ['running'], sameJob: false },
   /**
@@ -160,7 +183,10 @@ export const TRANSITIONS = {
    * Any recorded job takes a dependent: one that has not ended counts it when it ends; one that has
    * is counted at once by the dependent (the edge kept all the same, for `jobs show` and a replay).
    */
-  addDependent: { from: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'succeeded', 'archived', 'cancelled'], sameJob: false },
+  addDependent: {
+    from: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'succeeded', 'archived', 'cancelled', 'sleeping', 'waiting-token'],
+    sameJob: false,
+  },
   /** Its last dependency counted: it becomes a parked job due now, sent by the sweep's path. */
   release: { from: ['waiting'], sameJob: false },
   /** A dependency failed (policy `fail`), is unknown, or closes a cycle. */
@@ -178,7 +204,7 @@ export type JobWrite = keyof typeof TRANSITIONS;
 export function permits(write: JobWrite, record: JobRecord | undefined, identity?: JobIdentity, now?: number): 'ok' | 'state' | 'conflict' {
   const rule = TRANSITIONS[write];
   if (record && rule.sameJob && identity && !sameJob(record, identity)) return 'conflict';
-  if (write === 'claim' && record?.state === 'scheduled' && !record.announced && (now === undefined || !isDue(record, now))) return 'state';
+  if (write === 'claim' && record && isParked(record) && (now === undefined || !isDue(record, now))) return 'state';
   if (write === 'park' && record?.state === 'scheduled' && !record.announced) return 'state';
   if ((write === 'sweep' || write === 'bringForward') && record?.announced) return 'state';
   if (write === 'wait' && record?.state === 'queued' && record.releasedAt !== undefined) return 'state';
@@ -191,6 +217,14 @@ export function permits(write: JobWrite, record: JobRecord | undefined, identity
  * the publisher's and dispatcher's clocks differ a little.
  */
 export const DUE_SLACK_MS = 1_000;
+
+/** The states a job is parked in, due at its `runAt`: scheduled, and parked at a step. */
+export const DUE_GATED_STATES: readonly JobState[] = ['scheduled', ...STEP_PARKED_STATES];
+
+/** Whether a record is parked in the jobs table until its `runAt` (not an announced one: SQS holds its message). */
+export function isParked(record: Pick<JobRecord, 'state' | 'announced'> | undefined): boolean {
+  return record !== undefined && DUE_GATED_STATES.includes(record.state) && !record.announced;
+}
 
 /** Whether a parked job may start at `now` (its swept copy may arrive before the sweep marks it handed over). */
 export function isDue(record: Pick<JobRecord, 'runAt'>, now: number): boolean {

@@ -4,6 +4,7 @@ import { edgesOf } from '../policy/dependency-rules';
 import { cancelCannotStop } from '../policy/job-rules';
 import { silentLogger } from '../ports';
 import { propagate } from '../settle/dependents';
+import { completeStepToken, type TokenResult } from '../settle/step-tokens';
 import type { CancelResult, JobRecord } from '../track/job-record';
 import { JOB_ID_PATTERN, tagListProblem } from '../wire/envelope';
 import type { PublishContext } from './publish-context';
@@ -57,4 +58,9 @@ export async function taggedJobs(
   const problem = tagListProblem([tag]);
   if (problem) throw new PublishOptionError('tag', tag, `a tag: it ${problem}`);
   return ctx.jobStore().jobsByTag(tag, options.limit ?? 50, options.before);
+}
+
+export async function completeToken(ctx: PublishContext, token: string, value: unknown): Promise<TokenResult> {
+  const deps = { jobs: ctx.jobStore(), queues: ctx.queues, urls: await ctx.queueUrls(), clock: ctx.clock, logger: silentLogger };
+  return completeStepToken(deps, token, value);
 }

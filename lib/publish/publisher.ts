@@ -6,12 +6,13 @@ import { LocalDevNotFoundError } from '../errors';
 import { payloadBucketNear } from '../layout/payloads';
 import { queueResourceName } from '../layout/queues';
 import type { EventBus, PayloadStore, QueueClient, QueueUrls } from '../ports';
+import type { TokenResult } from '../settle/step-tokens';
 import type { TaskDefinition } from '../tasks/task';
 import { startPublishSpan } from '../trace/producer';
 import type { CancelResult, JobRecord, JobRef } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import { emitEvent } from './emit';
-import { cancelJob, jobResult, taggedJobs } from './job-queries';
+import { cancelJob, completeToken, jobResult, taggedJobs } from './job-queries';
 import type { PublishContext } from './publish-context';
 import { chainItems, chordItems } from './publish-flows';
 import type {
@@ -140,6 +141,17 @@ export class Publisher {
    */
   async cancel(jobId: string): Promise<CancelResult> {
     return cancelJob(this.context, jobId);
+  }
+
+  /**
+   * Completes a token a job waits for (`ctx.step.waitForToken`): the job resumes with `value` (JSON,
+   * at most 1 KB; none: `null`) as the wait's return, at once. Refused, saying why: a token completed
+   * before (`completed-already`, with when and its value: the first completion stands), a wait that
+   * timed out or a job cancelled (`not-waiting`), or a token no job has (`unknown`). Needs
+   * `dynamodb:GetItem` and `dynamodb:UpdateItem` on the jobs table (`grantPublish(role, { tokens: true })`).
+   */
+  async completeToken(token: string, value?: unknown): Promise<TokenResult> {
+    return completeToken(this.context, token, value);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { RateLimitScope, SerializedError } from '../errors';
 import type { DependencyOutcome, TaskLogLevel } from '../tasks/task';
-import type { StepWrite } from '../track/job-record';
+import type { StepWait, StepWaitAsk, StepWrite } from '../track/job-record';
 import type { EventRef } from '../wire/event-ref';
 import type { PayloadRef } from '../wire/payload-ref';
 
@@ -29,8 +29,31 @@ export interface TaskRun {
    * reports each item's end in `items`.
    */
   readonly batch?: { readonly items: readonly BatchRunItem[]; readonly key?: string };
-  /** The steps earlier attempts kept (`ctx.step.run`), in order: returned again without running. */
-  readonly steps?: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
+  /** The steps earlier attempts kept (`ctx.step.run`, sleeps, waits), in order: returned again without running. */
+  readonly steps?: readonly KeptStep[];
+}
+
+/** A step an earlier attempt kept, as the body gets it back. */
+export interface KeptStep {
+  readonly name: string;
+  readonly result?: string;
+  /** A sleep's or a wait's step: where the job parked (or, for a token wait, was about to). */
+  readonly wait?: StepWait;
+  /** A token wait the job did park on (it has been resumed since): completed (`completedAt`, `result`) or timed out. */
+  readonly waited?: boolean;
+  readonly completedAt?: number;
+}
+
+/**
+ * A body that ended its attempt at a step to park the job: a sleep, a token wait, or a continuation
+ * (its next step would not fit the attempt's time). `keep`: the park write appends the step as
+ * number `index` (a sleep); a token wait's step was kept before it, and a continuation keeps none.
+ */
+export interface StepPark {
+  readonly index: number;
+  readonly name: string;
+  readonly wait: StepWaitAsk;
+  readonly keep: boolean;
 }
 
 /** One job of a batch call, as the thread gets it. */
@@ -107,9 +130,14 @@ export type TaskOutcome = InCall &
         readonly pauseScope?: RateLimitScope;
       }
     | { readonly status: 'timed-out'; readonly durationMs: number; readonly error: SerializedError }
+    /** The body parked its job at a step (`ctx.step.sleep`, `waitForToken`, a continuation): it resumes when due, no attempt used. */
+    | { readonly status: 'parked'; readonly durationMs: number; readonly park: StepPark }
     /** An operator cancelled the job while it ran (or before its attempt started): whatever the body did, it ends here. */
     | { readonly status: 'cancelled'; readonly durationMs: number; readonly error: SerializedError }
   );
+
+/** An outcome that ended the job's attempt unsuccessfully: it carries the error. */
+export type FailedOutcome = Exclude<TaskOutcome, { status: 'succeeded' | 'parked' }>;
 
 /** A worker set aside for one run by {@link TaskExecutor.reserve}: handed to `run`, or released. */
 export interface RunReservation {

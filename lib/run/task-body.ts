@@ -46,6 +46,10 @@ export async function runTaskBody(
     return { status: 'failed', kind: 'invalid-payload', durationMs: elapsed(), error: serializeError(invalid) };
   }
   const bindings = { jobId: run.jobId, attempt: run.attempt, task: run.task, queue: run.queue };
+  const steps = taskSteps(run, hooks, {
+    deadline,
+    ...(def.stepTimeLimitSeconds !== undefined ? { stepTimeLimitMs: def.stepTimeLimitSeconds * 1000 } : {}),
+  });
   const ctx: TaskContext = {
     jobId: run.jobId,
     task: run.task,
@@ -64,14 +68,18 @@ export async function runTaskBody(
       hooks.progress?.(progressJson(data));
     },
     log: taskLog(bindings, hooks.log),
-    step: taskSteps(run, hooks),
+    step: steps.steps,
   };
+  let ended: TaskOutcome;
   try {
     const kept = keptResult(await inJobLogScope(bindings, hooks.log, () => def.run(payload, ctx)));
-    return { status: 'succeeded', durationMs: elapsed(), ...kept };
+    ended = { status: 'succeeded', durationMs: elapsed(), ...kept };
   } catch (error) {
-    return thrownOutcome(error, def, run, signal, elapsed());
+    ended = thrownOutcome(error, def, run, signal, elapsed());
   }
+  // Parked at a step: nothing after the sleep or wait counts, however the body went on (unless it was stopped).
+  const park = steps.parked();
+  return park && !signal.aborted ? { status: 'parked', durationMs: ended.durationMs, park } : ended;
 }
 
 /** How a body's throw ends it: cancelled or timed out when its signal fired, else a failure its task's retry rules classify. */

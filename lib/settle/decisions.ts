@@ -7,7 +7,7 @@
 import type { QueueConfig } from '../config/app-config';
 import { MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import type { ReceivedMessage, SendEntry } from '../ports';
-import type { SerializedError, TaskOutcome } from '../run/executor-types';
+import type { FailedOutcome, SerializedError, TaskOutcome } from '../run/executor-types';
 import type { JobRecord } from '../track/job-record';
 import { pauseScopeId } from '../track/operator-controls';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
@@ -17,6 +17,7 @@ import {
   completionWrite,
   fencedCompletion,
   fencedUnclaimed,
+  parkWrite,
   type RecordPorts,
   rejectionWrite,
   trackingOf,
@@ -188,6 +189,7 @@ export interface EndedAttempt {
  * | retry     | `retrying`, with its retry time | visible again after the backoff    | `retried`   |
  * | archive   | `archived`, with the reason     | sent to the archive, then deleted  | `archived`  |
  * | cancelled | `cancelled` (dependents: failed) | deleted (no retry)                | `cancelled` |
+ * | park      | `sleeping` / `waiting-token`, its body kept, due at the step's time | deleted | `scheduled` |
  *
  * The record is the claim's fenced completion on a `full` queue, an unclaimed outcome on a
  * `failures` one (a success only when an earlier delivery may have left a `retrying` record).
@@ -216,7 +218,7 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
     }
     case 'archive': {
       const { reason } = verdict;
-      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const error = (outcome as FailedOutcome).error;
       const record = claimed
         ? fencedCompletion(deps, job, attempt, claimed, { reason, error })
         : fencedUnclaimed(deps, queue, job, attempt, error, reason);
@@ -225,16 +227,25 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
     }
     case 'cancelled': {
       // Only a claimed attempt can be cancelled (the request is on its record): fenced by its token.
-      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const error = (outcome as FailedOutcome).error;
       const record = claimed ? completionWrite(deps, job, attempt, claimed, { state: 'cancelled', error }) : undefined;
       state.decide({ kind: 'delete', message, ...(record ? { record } : {}) }, { ...ran, outcome: 'cancelled' });
       deps.logger.info('job cancelled by an operator', { task: job.task, jobId: job.id, attempt });
       return;
     }
+    case 'park': {
+      // Only a claimed attempt parks (a body without a job record cannot sleep): fenced by its token.
+      const record = claimed ? parkWrite(deps, at, attempt, claimed, verdict.park) : undefined;
+      state.decide(
+        { kind: 'delete', message, ...(record ? { record } : {}) },
+        { ...ran, outcome: 'scheduled', parked: verdict.park.wait.kind },
+      );
+      return;
+    }
     case 'retry-after': {
       // Only a claimed attempt gets here (its record counts the re-runs): fenced by its token.
       const { seconds } = verdict;
-      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const error = (outcome as FailedOutcome).error;
       const retryAt = deps.clock.now() + seconds * 1000;
       const rateLimited = verdict.rateLimited
         ? { rateLimited: pauseScopeId(verdict.rateLimited, { task: job.task, queue: at.queue.name, key: job.key }) }
@@ -258,7 +269,7 @@ export function decideAttemptEnd(deps: RecordPorts, at: MessageAt, ended: EndedA
     }
     case 'retry': {
       const { seconds } = verdict;
-      const error = (outcome as Exclude<TaskOutcome, { status: 'succeeded' }>).error;
+      const error = (outcome as FailedOutcome).error;
       const retryAt = deps.clock.now() + seconds * 1000;
       const record = claimed
         ? completionWrite(deps, job, attempt, claimed, { state: 'retrying', error, retryAt })

@@ -1,17 +1,19 @@
 /** The job-record writes a batch makes, each run in the settle before its message is settled. */
 import type { Clock } from '../clock';
 import type { QueueConfig } from '../config/app-config';
+import { MAX_QUEUE_DELAY_SECONDS } from '../layout/sqs-limits';
 import { edgesOf } from '../policy/dependency-rules';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { Logger, QueueClient, QueueUrls, ReceivedMessage } from '../ports';
-import type { SerializedError } from '../run/executor-types';
+import type { SerializedError, StepPark } from '../run/executor-types';
 import type { TaskRegistry } from '../tasks/task';
-import type { ArchiveFence, ArchiveTake, JobIdentity, JobRecord, Rejection } from '../track/job-record';
+import { type ArchiveFence, type ArchiveTake, type JobIdentity, type JobRecord, type Rejection, waitOf } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
-import { type DecodedJob, readableEnvelopeId } from '../wire/envelope';
+import { type DecodedJob, pinEnvelope, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
 import { type FlowDeps, propagate } from './dependents';
+import { sendParked } from './parked-sends';
 import type { ArchiveWrite, FencedArchive, RecordWrite } from './settle';
 
 /** What a job-record write touches: the jobs table, as this worker, on the clock. */
@@ -89,6 +91,63 @@ export function completionWrite(
     }
     return completed.landed;
   };
+}
+
+/**
+ * A claimed attempt that ends parked at a step (fenced by its token): the job is kept in the jobs
+ * table with its message's body (id and publish time pinned) until the step's time, and the message
+ * deleted. A sleep or a continuation due within SQS's 15 minutes is sent at once, delayed by the
+ * time left, as the sweep would send it a minute later; a token wait only ever at its timeout (by
+ * the sweep) or its completion.
+ */
+export function parkWrite(
+  deps: RecordPorts,
+  at: { readonly queue: QueueConfig; readonly message: ReceivedMessage; readonly job: DecodedJob },
+  token: number,
+  claimed: JobRecord,
+  park: StepPark,
+): RecordWrite {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs) throw new Error('parkWrite needs a job store');
+  return async () => {
+    const now = deps.clock.now();
+    const { job, message, queue } = at;
+    const wait = waitOf(park.wait, now);
+    const state = park.wait.kind === 'token' ? 'waiting-token' : 'sleeping';
+    const body = pinEnvelope(message.body, job);
+    const attributes = Object.keys(message.attributes).length > 0 ? message.attributes : undefined;
+    const landed = await jobs.parkAttempt({
+      jobId: job.id,
+      queue: queue.name,
+      token,
+      state,
+      runAt: wait.until,
+      body,
+      ...(attributes ? { attributes } : {}),
+      ...(park.keep ? { step: { index: park.index, name: park.name, wait: { kind: wait.kind, until: wait.until } } } : {}),
+      ...(park.wait.token !== undefined ? { waitToken: park.wait.token } : {}),
+      detail: parkDetail(park, wait.until),
+      history: claimed.history,
+      workerId: deps.workerId,
+      now,
+    });
+    if (landed && park.wait.kind !== 'token' && wait.until - now <= MAX_QUEUE_DELAY_SECONDS * 1000) {
+      // Sent now or by the next sweep: a failed send leaves it parked, never lost.
+      const parked = { jobId: job.id, queue: queue.name, runAt: wait.until, body, ...(attributes ? { attributes } : {}) };
+      await sendParked({ jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger }, [parked], now).catch(
+        () => undefined,
+      );
+    }
+    return landed;
+  };
+}
+
+/** What a park's history entry says. */
+function parkDetail(park: StepPark, until: number): string {
+  const at = new Date(until).toISOString();
+  if (park.wait.kind === 'sleep') return `step ${JSON.stringify(park.name)}: sleeps until ${at}`;
+  if (park.wait.kind === 'token') return `step ${JSON.stringify(park.name)}: waits for its token until ${at}`;
+  return `continues in a new invocation before step ${JSON.stringify(park.name)}`;
 }
 
 const TAKEN: ArchiveTake = { outcome: 'taken' };

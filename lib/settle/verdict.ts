@@ -1,7 +1,7 @@
 import type { RateLimitScope } from '../errors';
 import { MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
 import type { Random } from '../random';
-import type { TaskOutcome } from '../run/executor-types';
+import type { StepPark, TaskOutcome } from '../run/executor-types';
 import { retryDelaySeconds } from '../tasks/backoff';
 import type { TaskDefinition } from '../tasks/task';
 import type { ArchiveReason } from '../wire/archive-reasons';
@@ -16,7 +16,9 @@ export type Verdict =
    */
   | { readonly kind: 'retry-after'; readonly seconds: number; readonly rateLimited?: RateLimitScope }
   | { readonly kind: 'archive'; readonly reason: ArchiveReason }
-  | { readonly kind: 'cancelled' };
+  | { readonly kind: 'cancelled' }
+  /** The body parked its job at a step (a sleep, a token wait, a continuation): no attempt used. */
+  | { readonly kind: 'park'; readonly park: StepPark };
 
 /**
  * The table from an attempt's outcome to its job's next step. Pure: the backoff's jitter comes from
@@ -26,6 +28,7 @@ export type Verdict =
  * | ------------------------------ | ------------- | ------------------------------ |
  * | cancelled (an operator's cancel) | any         | cancelled (no retry)           |
  * | succeeded                      | any           | succeeded                      |
+ * | parked at a step               | any           | park (sleep, wait, continue)   |
  * | failed: unrecoverable          | any           | archive `unrecoverable`        |
  * | failed: invalid payload        | any           | archive `invalid-payload`      |
  * | failed: retry-after or rate-limited, counted¹ | any | retry-after the asked time |
@@ -48,6 +51,7 @@ export function decide(
 ): Verdict {
   if (outcome.status === 'cancelled') return { kind: 'cancelled' };
   if (outcome.status === 'succeeded') return { kind: 'succeeded' };
+  if (outcome.status === 'parked') return { kind: 'park', park: outcome.park };
   if (outcome.status === 'failed' && outcome.kind === 'unrecoverable') return { kind: 'archive', reason: 'unrecoverable' };
   if (outcome.status === 'failed' && outcome.kind === 'invalid-payload') return { kind: 'archive', reason: 'invalid-payload' };
   const asks = outcome.status === 'failed' && (outcome.kind === 'retry-after' || outcome.kind === 'rate-limited');

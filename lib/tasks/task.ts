@@ -170,6 +170,25 @@ export interface TaskSteps {
    * JSON or passes 1 KB; LeaseLostError when a newer attempt holds the job.
    */
   run<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Sleeps as the step `name`: the attempt ends here (no attempt used) and the job is parked in the
+   * jobs table until the time, costing nothing meanwhile; it then runs again, its kept steps returned
+   * without running, and this call returns. `duration`: ms, or `'90s'`, `'2h'`, `'7d'` (up to a
+   * year); or a Date to sleep until. Needs a queue with tracking `full` (StepError otherwise).
+   * Do not catch what it throws: the attempt ends at a sleep.
+   */
+  sleep(name: string, duration: number | string | Date): Promise<void>;
+  /**
+   * Waits as the step `name` for its token to be completed (`publisher.completeToken(token, value)`,
+   * `taskworker tokens complete`, the dashboard): the job is parked until then, or until `timeout`
+   * (ms or `'3d'`, up to a year), and this returns the value given, or `null` at the timeout.
+   * `notify(token)` runs before the job parks — send the token to whoever completes it (it runs
+   * again should the attempt end before the job parked; a token is the same on every attempt).
+   */
+  waitForToken<T = unknown>(
+    name: string,
+    options: { readonly timeout: number | string; readonly notify?: (token: string) => unknown | Promise<unknown> },
+  ): Promise<T | null>;
 }
 
 /** What a dependent's task sees of one dependency. */
@@ -195,6 +214,13 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
   readonly queue: string;
   /** Hard time limit in seconds: the AbortSignal fires, then the thread is terminated. */
   readonly timeLimitSeconds: number;
+  /**
+   * A stepped task's limit per step (`ctx.step.run`), 1 s up to `timeLimitSeconds`: a step that runs
+   * longer fails its attempt (StepTimeLimitError, retried). Before a new step that might not end within
+   * the attempt's time limit, the attempt ends and the job continues from its kept steps in the
+   * next invocation (no attempt used): the job's work may add up past Lambda's 15 minutes.
+   */
+  readonly stepTimeLimitSeconds?: number;
   /** Retries after the first attempt. @defaultValue 3 */
   readonly maxRetries?: number;
   /** Delay between attempts. @defaultValue \{ baseSeconds: 2, capSeconds: 300 \} */
@@ -279,7 +305,7 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
 export interface UniqueRule {
   /** The window after a job's publish in which a second one of its key joins it: seconds, or `'90s'`, `'10m'`, `'2h'`, `'1d'` (1 s to 30 days). */
   readonly for: Duration;
-  /** The states of the first job in which a second one joins it. @defaultValue ['queued', 'scheduled', 'waiting', 'running', 'retrying'] (not ended) */
+  /** The states of the first job in which a second one joins it. @defaultValue every state but the ended ones */
   readonly while?: readonly JobState[];
 }
 
@@ -290,7 +316,15 @@ export interface UniqueWindow {
 }
 
 /** A job that has not ended. */
-export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = ['queued', 'scheduled', 'waiting', 'running', 'retrying'];
+export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = [
+  'queued',
+  'scheduled',
+  'waiting',
+  'running',
+  'retrying',
+  'sleeping',
+  'waiting-token',
+];
 /** The longest `unique.for`: 30 days. */
 export const MAX_UNIQUE_SECONDS = 30 * 86_400;
 
@@ -322,6 +356,7 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly name: string;
   readonly queue: string;
   readonly timeLimitSeconds: number;
+  readonly stepTimeLimitSeconds?: number;
   readonly maxRetries: number;
   readonly backoff: BackoffPolicy;
   readonly unrecoverable: readonly ErrorClass[];
@@ -387,6 +422,18 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
       `a number of seconds in (0, ${MAX_LAMBDA_TIMEOUT_SECONDS}]`,
     );
   }
+  const { stepTimeLimitSeconds } = o;
+  if (
+    stepTimeLimitSeconds !== undefined &&
+    (typeof stepTimeLimitSeconds !== 'number' || !(stepTimeLimitSeconds >= 1) || stepTimeLimitSeconds > o.timeLimitSeconds)
+  ) {
+    throw new TaskDefinitionError(
+      name,
+      'stepTimeLimitSeconds',
+      stepTimeLimitSeconds,
+      `a number of seconds in [1, timeLimitSeconds (${o.timeLimitSeconds})]`,
+    );
+  }
   const maxRetries = o.maxRetries ?? 3;
   if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {
     throw new TaskDefinitionError(name, 'maxRetries', maxRetries, 'an integer 0..100');
@@ -426,6 +473,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     name,
     queue: o.queue,
     timeLimitSeconds: o.timeLimitSeconds,
+    ...(stepTimeLimitSeconds !== undefined ? { stepTimeLimitSeconds } : {}),
     maxRetries,
     backoff,
     unrecoverable,

@@ -1,9 +1,10 @@
 import type { Random } from '../random';
-import type { TaskOutcome } from '../run/executor-types';
+import type { KeptStep, StepPark, TaskOutcome } from '../run/executor-types';
 import { InlineExecutor } from '../run/inline-executor';
 import type { TaskLogLine } from '../run/job-log';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome, TaskDefinition } from '../tasks/task';
+import { waitOf } from '../track/job-record';
 import type { EventRef } from '../wire/event-ref';
 
 export interface RunTaskOptions {
@@ -36,7 +37,7 @@ export interface RunTaskOptions {
    * The steps earlier attempts of this job kept (`ctx.step.run`), in order: the run gets them back
    * without running them, as a retry on the deployed system does. @defaultValue []
    */
-  readonly steps?: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
+  readonly steps?: readonly KeptStep[];
   /** The backoff's jitter for the verdict. @defaultValue Math.random */
   readonly random?: Random;
   /**
@@ -63,8 +64,14 @@ export interface TaskRunResult<R = unknown> {
   readonly heartbeats: number;
   /** Every value the task passed to `ctx.progress(data)`, in order, as the job record would keep it (JSON, parsed back). */
   readonly progress: readonly unknown[];
-  /** The steps this run kept (`ctx.step.run`), in order, as the job's record would add them: give them to the next `runTask` as `steps`. */
-  readonly steps: ReadonlyArray<{ readonly name: string; readonly result?: string }>;
+  /**
+   * The steps this run kept (`ctx.step.run`, a sleep, a token wait), in order, as the job's record
+   * would add them after those it was given: give both to the next `runTask` as `steps` (a sleep's step then returns; a token
+   * wait's returns once marked `waited`, with `completedAt` and its value's JSON as `result`, or `null` without).
+   */
+  readonly steps: readonly KeptStep[];
+  /** Where the body parked its job (status `parked`): a sleep, a token wait, or a continuation. */
+  readonly parked?: StepPark;
   /** Every line the task wrote with `ctx.log` or `console`, in order, as the job's log keeps it (here, not on stdout). */
   readonly logs: readonly TaskLogLine[];
   readonly durationMs: number;
@@ -115,7 +122,7 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
   let heartbeats = 0;
   const progress: unknown[] = [];
   const logs: TaskLogLine[] = [];
-  const steps: Array<{ name: string; result?: string }> = [];
+  const steps: KeptStep[] = [];
   const executor = new InlineExecutor(new Map([[task.name, watched]]), options.killGraceMs ?? 100);
   const outcome = await executor.run(
     {
@@ -142,16 +149,23 @@ export async function runTask<P, R>(task: TaskDefinition<P, R>, payload: unknown
       log: (line) => {
         logs.push(JSON.parse(line) as TaskLogLine);
       },
-      step: async ({ name, result }) => {
-        steps.push({ name, ...(result !== undefined ? { result } : {}) });
+      step: async ({ name, result, wait }) => {
+        steps.push({ name, ...(result !== undefined ? { result } : {}), ...(wait ? { wait: waitOf(wait, Date.now()) } : {}) });
         return true;
       },
       ...(options.cancel ? { cancel: options.cancel } : {}),
     },
   );
+  // A sleep's step is kept by the park itself, as the record would keep it.
+  if (outcome.status === 'parked' && outcome.park.keep)
+    steps.push({ name: outcome.park.name, wait: waitOf(outcome.park.wait, Date.now()) });
   return {
     status: outcome.status,
-    ...(outcome.status === 'succeeded' ? { result: seen.result as R } : { error: seen.error ?? outcome.error }),
+    ...(outcome.status === 'succeeded'
+      ? { result: seen.result as R }
+      : outcome.status === 'parked'
+        ? { parked: outcome.park }
+        : { error: seen.error ?? outcome.error }),
     verdict: decide(outcome, attempt + (options.retryAfters ?? 0), task, options.random ?? Math.random, options.retryAfters ?? 0),
     heartbeats,
     progress,

@@ -31,6 +31,9 @@ export const MAX_FILED_REJECTIONS = 100;
  *   a message with dependencies ──wait──▶ waiting ──last dependency counted──▶ scheduled (due now) ──sweep──▶ queued
  *                                           ├──a dependency failed (policy `fail`), unknown, or a cycle──▶ archived
  *                                           └──cancel──▶ cancelled
+ *   running ──its body sleeps (`ctx.step.sleep`) or continues in a new invocation──▶ sleeping ──sweep (due)──▶ queued
+ *   running ──its body waits for a token (`ctx.step.waitForToken`)──▶ waiting-token ──token completed, or its
+ *     timeout (the sweep)──▶ queued        (both also: ──cancel──▶ cancelled; a due copy's claim ──▶ running)
  *   a message whose task and key another live job holds (a `unique` task), or that joins its key's open
  *     debounce burst (a `debounce` task, sent from another SDK) ──▶ deduplicated, never run, pointing at
  *     that job (`duplicateOf`)
@@ -45,6 +48,8 @@ export const JOB_STATES = [
   'cancelled',
   'waiting',
   'deduplicated',
+  'sleeping',
+  'waiting-token',
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
@@ -66,7 +71,13 @@ export type HistoryWhat =
   | 'waiting'
   | 'released'
   | 'cancel-requested'
-  | 'deduplicated';
+  | 'deduplicated'
+  /** Its body slept at a step, or ended its attempt to continue in a new invocation: parked until due, no attempt used. */
+  | 'sleeping'
+  /** Its body waits for a token at a step: parked until the token is completed or the wait times out, no attempt used. */
+  | 'waiting-token'
+  /** Its awaited token was completed: due now. */
+  | 'token-completed';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -77,9 +88,25 @@ export interface HistoryEntry {
   readonly detail?: string;
 }
 
-/** The attempts a job has used: its runs less those that asked to run again later (RetryAfterError). */
-export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters'>): number {
-  return record.attempt - (record.retryAfters ?? 0);
+/** The attempts a job has used: its runs less those that asked to run again later (RetryAfterError) or parked at a step. */
+export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters' | 'parks'>): number {
+  return record.attempt - (record.retryAfters ?? 0) - (record.parks ?? 0);
+}
+
+/** The states of a job parked at one of its steps: due at `runAt` (a sleep's end, a wait's timeout). */
+export const STEP_PARKED_STATES = ['sleeping', 'waiting-token'] as const;
+export type StepParkedState = (typeof STEP_PARKED_STATES)[number];
+
+/**
+ * Where a body parked its job at a step: a sleep until `until`, a wait for `token` (until its
+ * timeout), or (`continue`) the end of an attempt whose next step would not fit its invocation.
+ */
+export interface StepWait {
+  readonly kind: 'sleep' | 'token' | 'continue';
+  /** Epoch ms it ends: a sleep's due time, a wait's timeout, now for a continuation. */
+  readonly until: number;
+  /** A token wait's token: what `completeToken` names. */
+  readonly token?: string;
 }
 
 /** One step a job's body kept (`ctx.step.run`): its name, its result's JSON, and the attempt that ran it. */
@@ -90,6 +117,10 @@ export interface StepEntry {
   readonly attempt: number;
   /** Epoch ms it was kept. */
   readonly at: number;
+  /** A sleep's or a wait's step: where the job parked. */
+  readonly wait?: StepWait;
+  /** A token wait's completion (epoch ms): its value is `result`. None at resumption: the wait timed out (`null`). */
+  readonly completedAt?: number;
 }
 
 /** A step's result as a body asks it kept: the step's place in the job's sequence (0-based), name and JSON. */
@@ -97,7 +128,68 @@ export interface StepWrite {
   readonly index: number;
   readonly name: string;
   readonly result?: string;
+  /** A sleep's or a wait's step, as the body asks it. */
+  readonly wait?: StepWaitAsk;
 }
+
+/** A step's wait as the body asks it: until a time, or for a span the dispatcher's clock starts. */
+export interface StepWaitAsk {
+  readonly kind: StepWait['kind'];
+  readonly until?: number;
+  readonly forMs?: number;
+  readonly token?: string;
+}
+
+/** A wait asked for, its end on the dispatcher's clock. */
+export function waitOf(ask: StepWaitAsk, now: number): StepWait {
+  return { kind: ask.kind, until: ask.until ?? now + (ask.forMs ?? 0), ...(ask.token !== undefined ? { token: ask.token } : {}) };
+}
+
+/** A token: its job's id, the wait's step number and a random part, `<jobId>:<index>:<nonce>`. */
+export function stepToken(jobId: string, index: number, nonce: string): string {
+  return `${jobId}:${index}:${nonce}`;
+}
+
+/** The job a token belongs to and its step number; undefined for text that is not a token. */
+export function tokenJob(token: string): { readonly jobId: string; readonly index: number } | undefined {
+  const match = typeof token === 'string' ? /^([\x21-\x7e]{1,128}):(\d{1,3}):[A-Za-z0-9_-]{16,64}$/.exec(token) : null;
+  return match ? { jobId: match[1] as string, index: Number(match[2]) } : undefined;
+}
+
+/**
+ * An attempt that ends parked at a step (fenced by its token like a completion): the record becomes
+ * `state` with `runAt` and the body the sweep sends then, its `parks` one higher (no attempt used),
+ * and `step`, when given, appended as step number `step.index` (a token wait's step was kept before).
+ */
+export interface AttemptPark {
+  readonly jobId: string;
+  readonly queue: string;
+  readonly token: number;
+  /** A token wait's token (its step kept it before): the record waits for it. */
+  readonly waitToken?: string;
+  readonly state: StepParkedState;
+  readonly runAt: number;
+  readonly body: string;
+  readonly attributes?: Readonly<Record<string, string>>;
+  readonly step?: StepWrite;
+  /** What the history entry says. */
+  readonly detail: string;
+  /** The history as the attempt's claim left it: the park's entry is added to it (within the history's limit). */
+  readonly history: readonly HistoryEntry[];
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/**
+ * A token's completion: `completed` (the job is due now; `parked` is what to send), or refused —
+ * `unknown` (no job has it), `completed-already` (its value and when), `not-waiting` (the wait timed
+ * out, or was cancelled: the job's state given).
+ */
+export type TokenCompletion =
+  | { readonly outcome: 'completed'; readonly jobId: string; readonly parked: ParkedJob }
+  | { readonly outcome: 'unknown' }
+  | { readonly outcome: 'completed-already'; readonly jobId: string; readonly completedAt: number; readonly value?: string }
+  | { readonly outcome: 'not-waiting'; readonly jobId: string; readonly state: JobState };
 
 /** The most steps a job keeps: the record holds them (at most 1 KB of result each), and an item holds 400 KB. */
 export const MAX_STEPS = 200;
@@ -126,6 +218,10 @@ export interface JobRecord {
    * attempt, so the attempts a job has used are `attempt − retryAfters`.
    */
   readonly retryAfters?: number;
+  /** Of those runs, the ones that ended parked at a step (a sleep, a wait, a continuation): no attempt used either. */
+  readonly parks?: number;
+  /** The token a `waiting-token` job waits for (its step's): a completion must name it. */
+  readonly waitToken?: string;
   readonly reason?: ArchiveReason;
   readonly publishedAt?: number;
   readonly firstStartedAt?: number;

@@ -11,6 +11,7 @@ import type {
   AddDependentResult,
   ArchiveFence,
   ArchiveTake,
+  AttemptPark,
   CancelRequests,
   CancelResult,
   ClaimRequest,
@@ -35,6 +36,7 @@ import type {
   ScheduleRequest,
   ScheduleTicks,
   StepWrite,
+  TokenCompletion,
   UnclaimedOutcome,
   UnclaimedResult,
   UniqueHold,
@@ -74,6 +76,12 @@ export interface ClaimStore extends JobReader {
    * added after the claim is seen: the write is conditional on the list it read).
    */
   complete(completion: Completion, claimed: JobRecord): Promise<Completed>;
+  /**
+   * Ends an attempt parked at a step ({@link AttemptPark}): the job is kept until `runAt` with the
+   * body to send then, in the due index the sweep reads. False when the token no longer holds the
+   * job, a cancel was asked, or the steps kept are not the ones before `park.step`.
+   */
+  parkAttempt(park: AttemptPark): Promise<boolean>;
   recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
   /**
    * Creates the record of a message that never ran; false if one exists under that id (nothing
@@ -139,6 +147,12 @@ export interface ScheduleStore extends JobReader {
    * `handOver`) then sends it.
    */
   bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean>;
+  /**
+   * Completes the token a `waiting-token` job waits for: its step's result becomes `value` (JSON) and
+   * the job is due `now`, in one write conditional on the job waiting for that very token. The
+   * caller sends it then (the sweep's path); a completion lost before that send is sent by the next sweep.
+   */
+  completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion>;
   /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
   /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */

@@ -213,6 +213,130 @@ export function jobStoreConformance(
       expect(await jobs.keepStep(job.jobId, second.token, { index: 3, name: 'late' }, 5600)).toBe(false);
     });
 
+    it('parks an attempt at a sleep and at a token wait, fenced; a token completes once; the sweep sends a token wait only at its timeout', async () => {
+      const job = ref();
+      const token = (index: number) => `${job.jobId}:${index}:abcdefghijklmnop`;
+      const first = await claim(jobs, job, 2000, 'w1', 60_000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      expect(await jobs.keepStep(job.jobId, first.token, { index: 0, name: 'charge', result: '"c1"' }, 2100)).toBe(true);
+      const nap = {
+        jobId: job.jobId,
+        queue: job.queue,
+        token: first.token,
+        state: 'sleeping' as const,
+        runAt: 100_000,
+        body: 'BODY',
+        step: { index: 1, name: 'nap', wait: { kind: 'sleep' as const, until: 100_000 } },
+        detail: 'sleeps',
+        history: first.record.history,
+        workerId: 'w1',
+        now: 2200,
+      };
+      // Out of place (step 3 before step 2), or a token that does not hold the job: refused.
+      expect(await jobs.parkAttempt({ ...nap, step: { ...nap.step, index: 2 } })).toBe(false);
+      expect(await jobs.parkAttempt({ ...nap, token: first.token + 1 })).toBe(false);
+      expect(await jobs.parkAttempt(nap)).toBe(true);
+      const asleep = await jobs.get(job.jobId);
+      expect(asleep).toMatchObject({ state: 'sleeping', runAt: 100_000, parks: 1, attempt: first.token });
+      expect(asleep?.leaseOwner).toBeUndefined();
+      expect(asleep?.steps?.[1]).toEqual({ name: 'nap', attempt: first.token, at: 2200, wait: { kind: 'sleep', until: 100_000 } });
+      expectCapped(asleep, 'sleeping');
+      // The zombie's second park, and a heartbeat of its token, find the job no longer its.
+      expect(await jobs.parkAttempt(nap)).toBe(false);
+      expect(await jobs.extendLease(job.jobId, first.token, 90_000, 2300)).toBe(false);
+      expect(await jobs.list({ state: 'sleeping', queues: [job.queue], limit: 1000 })).toEqual(
+        expect.arrayContaining([expect.objectContaining({ jobId: job.jobId })]),
+      );
+      expect(await jobs.parkedJob(job.jobId)).toMatchObject({ jobId: job.jobId, body: 'BODY', runAt: 100_000 });
+      // Not due: a copy's claim does not take it; due, it does, with its steps.
+      expect((await claim(jobs, job, 50_000, 'w2')).outcome).not.toBe('claimed');
+      const shard = dueShardOf(job.jobId);
+      expect((await jobs.dueJobs(shard, 100_000, 99_000, 1000)).map((d) => d.jobId)).toContain(job.jobId);
+      const second = await claim(jobs, job, 100_000, 'w2', 60_000);
+      if (second.outcome !== 'claimed') throw new Error(`not claimed when due: ${second.outcome}`);
+      expect(second.record.steps?.map((s) => s.name)).toEqual(['charge', 'nap']);
+      expect(second.record.parks).toBe(1);
+
+      // A token wait: its step kept first (with the token), then the park names that token.
+      const approve = { kind: 'token' as const, forMs: 60_000, token: token(2) };
+      expect(await jobs.keepStep(job.jobId, second.token, { index: 2, name: 'approve', wait: approve }, 100_100)).toBe(true);
+      const waiting = {
+        ...nap,
+        token: second.token,
+        state: 'waiting-token' as const,
+        runAt: 200_000,
+        history: second.record.history,
+        now: 100_200,
+      };
+      const { step: _step, ...withoutStep } = waiting;
+      expect(await jobs.parkAttempt({ ...withoutStep, waitToken: token(1) })).toBe(false);
+      expect(await jobs.parkAttempt({ ...withoutStep, waitToken: token(2) })).toBe(true);
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'waiting-token', waitToken: token(2), parks: 2, runAt: 200_000 });
+      // The sweep reads it only at its timeout: until then a completion may resume it.
+      expect((await jobs.dueJobs(shard, 200_000, 150_000, 1000)).map((d) => d.jobId)).not.toContain(job.jobId);
+      expect(await jobs.completeToken(`${job.jobId}:2:zzzzzzzzzzzzzzzz`, '"no"', 150_000)).toEqual({ outcome: 'unknown' });
+      expect(await jobs.completeToken('not a token', '"no"', 150_000)).toEqual({ outcome: 'unknown' });
+      const completed = await jobs.completeToken(token(2), '"yes"', 150_000);
+      expect(completed).toMatchObject({
+        outcome: 'completed',
+        jobId: job.jobId,
+        parked: { jobId: job.jobId, runAt: 150_000, body: 'BODY' },
+      });
+      expect(await jobs.completeToken(token(2), '"again"', 150_100)).toEqual({
+        outcome: 'completed-already',
+        jobId: job.jobId,
+        completedAt: 150_000,
+        value: '"yes"',
+      });
+      const resumed = await jobs.get(job.jobId);
+      expect(resumed?.steps?.[2]).toMatchObject({ name: 'approve', completedAt: 150_000, result: '"yes"', wait: { token: token(2) } });
+      expect((await jobs.dueJobs(shard, 150_000, 150_000, 1000)).map((d) => d.jobId)).toContain(job.jobId);
+      const third = await claim(jobs, job, 150_500, 'w3', 60_000);
+      if (third.outcome !== 'claimed') throw new Error(`not claimed after the completion: ${third.outcome}`);
+      // Running again: a late completion of the same token is refused as completed already.
+      expect((await jobs.completeToken(token(2), '"late"', 151_000)).outcome).toBe('completed-already');
+
+      // Another job's wait that timed out (claimed at its timeout): its token's completion is refused.
+      const other = ref();
+      const o1 = await claim(jobs, other, 2000, 'w1', 60_000);
+      if (o1.outcome !== 'claimed') throw new Error('not claimed');
+      const otherToken = `${other.jobId}:0:abcdefghijklmnop`;
+      await jobs.keepStep(other.jobId, o1.token, { index: 0, name: 'ok?', wait: { kind: 'token', forMs: 1000, token: otherToken } }, 2100);
+      expect(
+        await jobs.parkAttempt({
+          ...withoutStep,
+          jobId: other.jobId,
+          token: o1.token,
+          waitToken: otherToken,
+          runAt: 3100,
+          history: o1.record.history,
+          now: 2100,
+        }),
+      ).toBe(true);
+      expect((await jobs.dueJobs(dueShardOf(other.jobId), 3100, 3100, 1000)).map((d) => d.jobId)).toContain(other.jobId);
+      expect((await claim(jobs, other, 3200, 'w2')).outcome).toBe('claimed');
+      expect(await jobs.completeToken(otherToken, '"too late"', 3300)).toEqual({
+        outcome: 'not-waiting',
+        jobId: other.jobId,
+        state: 'running',
+      });
+
+      // A sleeping job is cancelled like a parked one: it never runs.
+      const sleeper = ref();
+      const s1 = await claim(jobs, sleeper, 2000);
+      if (s1.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.parkAttempt({
+        ...nap,
+        jobId: sleeper.jobId,
+        token: s1.token,
+        step: { ...nap.step, index: 0 },
+        history: s1.record.history,
+      });
+      expect(await jobs.cancel(sleeper.jobId, 3000)).toMatchObject({ outcome: 'cancelled', record: { state: 'cancelled' } });
+      expect(await jobs.parkedJob(sleeper.jobId)).toBeUndefined();
+      expect((await claim(jobs, sleeper, 200_000, 'w2')).outcome).toBe('finished');
+    });
+
     it('writes progress with a lease extension of the token that holds the job', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000);
