@@ -10,6 +10,7 @@ import { PUBLISH_USAGE, publishCommand } from './publish';
 import { QUEUES_USAGE, queuesCommand } from './queues-command';
 import { SCHEDULES_USAGE, schedulesCommand } from './schedules-command';
 import { UsageError } from './shared';
+import { TOKENS_USAGE, tokensCommand } from './tokens-command';
 import { UI_USAGE, uiCommand } from './ui-command';
 import { WORKERS_USAGE, workersCommand } from './workers-command';
 
@@ -29,6 +30,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   dlq: OPERATOR_USAGE,
   queues: QUEUES_USAGE,
   workers: WORKERS_USAGE,
+  tokens: TOKENS_USAGE,
   ui: UI_USAGE,
 };
 
@@ -95,6 +97,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await queuesCommand(rest);
       case 'workers':
         return await workersCommand(rest);
+      case 'tokens':
+        return await tokensCommand(rest);
       case 'status':
       case 'jobs':
       case 'stats':

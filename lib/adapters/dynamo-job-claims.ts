@@ -196,7 +196,8 @@ export class DynamoJobClaims {
 
   async parkAttempt(p: AttemptPark): Promise<boolean> {
     const e = new Expression();
-    const steps = e.name('steps');
+    // Named only where used: DynamoDB refuses an expression with a name it does not use.
+    const steps = () => e.name('steps');
     const entry: HistoryEntry = { what: p.state, when: p.now, worker: p.workerId, attempt: p.token, detail: p.detail };
     const step = p.step ? stepEntry(p.step, p.token, p.now) : undefined;
     const waited = p.waitToken !== undefined ? tokenJob(p.waitToken) : undefined;
@@ -214,7 +215,7 @@ export class DynamoJobClaims {
         history: appendHistory(p.history, entry, this.table.settings.historyLimit),
         expiresAt: expiresAt(Math.max(p.now, p.runAt), this.table.settings.retentionDays),
       }),
-      ...(step ? [`${steps} = list_append(if_not_exists(${steps}, ${e.value([])}), ${e.value([step])})`] : []),
+      ...(step ? [`${steps()} = list_append(if_not_exists(${steps()}, ${e.value([])}), ${e.value([step])})`] : []),
     ];
     const conditions = [
       transitionCondition(e, 'parkAttempt'),
@@ -222,7 +223,7 @@ export class DynamoJobClaims {
       `attribute_not_exists(${e.name('cancelRequestedAt')})`,
       ...(p.step ? [stepsBefore(e, p.step.index)] : []),
       // A token wait parks on the token its step kept (before anyone heard of it).
-      ...(waited ? [`${steps}[${waited.index}].${e.name('wait')}.${e.name('token')} = ${e.value(p.waitToken)}`] : []),
+      ...(waited ? [`${steps()}[${waited.index}].${e.name('wait')}.${e.name('token')} = ${e.value(p.waitToken)}`] : []),
     ];
     const outcome = await this.table.write(
       p.jobId,

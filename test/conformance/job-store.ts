@@ -321,6 +321,25 @@ export function jobStoreConformance(
         state: 'running',
       });
 
+      // A continuation keeps no step: parked due now, its steps as they were.
+      const hauler = ref();
+      const h1 = await claim(jobs, hauler, 2000);
+      if (h1.outcome !== 'claimed') throw new Error('not claimed');
+      expect(await jobs.keepStep(hauler.jobId, h1.token, { index: 0, name: 'part-1' }, 2100)).toBe(true);
+      const { step: _none, ...continuation } = nap;
+      expect(
+        await jobs.parkAttempt({
+          ...continuation,
+          jobId: hauler.jobId,
+          token: h1.token,
+          runAt: 2200,
+          history: h1.record.history,
+          now: 2200,
+        }),
+      ).toBe(true);
+      expect(await jobs.get(hauler.jobId)).toMatchObject({ state: 'sleeping', runAt: 2200, parks: 1, steps: [{ name: 'part-1' }] });
+      expect((await claim(jobs, hauler, 2300, 'w2')).outcome).toBe('claimed');
+
       // A sleeping job is cancelled like a parked one: it never runs.
       const sleeper = ref();
       const s1 = await claim(jobs, sleeper, 2000);
