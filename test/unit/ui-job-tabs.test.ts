@@ -50,6 +50,8 @@ describe("taskworker ui: the jobs page's tabs (GET /api/jobs/counts, GET /api/jo
       cancelled: [1, false, 'index'],
       waiting: [0, false, 'index'],
       deduplicated: [0, false, 'index'],
+      sleeping: [0, false, 'index'],
+      'waiting-token': [0, false, 'index'],
     });
     // One queue's: the routine queue's archives only.
     expect(await counts(d, '?queue=routine')).toMatchObject({
