@@ -244,6 +244,7 @@ const replayResult = object<ReplayResult>({
 type CancelAnswer = ApiResponse<'/api/job/cancel'>;
 type RetryAnswer = ApiResponse<'/api/job/retry'>;
 type RunNowAnswer = ApiResponse<'/api/job/run-now'>;
+type TokenAnswer = ApiResponse<'/api/token/complete'>;
 type ControlAnswer = ApiResponse<'/api/queue/control'>;
 type StatusAnswer = ApiResponse<'/api/status'>;
 type WorkersAnswer = ApiResponse<'/api/workers'>;
@@ -432,6 +433,21 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
     object<Extract<RunNowAnswer, { outcome: 'announced' }>>({ outcome: member(['announced']), record: jobRecord }),
     object<Extract<RunNowAnswer, { outcome: 'not-scheduled' }>>({ outcome: member(['not-scheduled']), record: jobRecord }),
     object<Extract<RunNowAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
+  ),
+  '/api/token/complete': oneOf(
+    object<Extract<TokenAnswer, { outcome: 'completed' }>>({ outcome: member(['completed']), jobId: string, sent: boolean }),
+    object<Extract<TokenAnswer, { outcome: 'completed-already' }>>({
+      outcome: member(['completed-already']),
+      jobId: string,
+      completedAt: number,
+      value: optional(string),
+    }),
+    object<Extract<TokenAnswer, { outcome: 'not-waiting' }>>({
+      outcome: member(['not-waiting']),
+      jobId: string,
+      state: member(JOB_STATES),
+    }),
+    object<Extract<TokenAnswer, { outcome: 'unknown' }>>({ outcome: member(['unknown']) }),
   ),
   '/api/flow/cancel': object<ApiResponse<'/api/flow/cancel'>>({
     root: string,

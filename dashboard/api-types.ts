@@ -54,7 +54,7 @@ export type {
 export type { EventsView, SubscriberView } from '../lib/operate/events';
 
 import type { Throughput } from '../lib/policy/throughput';
-import type { CancelResult, JobRecord, JobState } from '../lib/track/job-record';
+import type { CancelResult, JobRecord, JobState, TokenCompletion } from '../lib/track/job-record';
 import type { QueueDayStats } from '../lib/track/stats-store';
 import type { ArchiveReason } from '../lib/wire/archive-reasons';
 import type { ArchiveRecord } from '../lib/wire/archive-record-shape';
@@ -161,6 +161,15 @@ export type RetryRequest = VersionQuery & { readonly id: string };
 
 /** Runs a job parked until later now: made due now and sent to its queue by the sweep's path. */
 export type RunNowRequest = VersionQuery & { readonly id: string };
+/**
+ * A token's completion as lib/settle/step-tokens.ts answers it (spelled out here: that module runs on
+ * Node, this file is read by the page too): completed (and sent), or refused saying why.
+ */
+export type TokenResult =
+  | { readonly outcome: 'completed'; readonly jobId: string; readonly sent: boolean }
+  | Exclude<TokenCompletion, { readonly outcome: 'completed' }>;
+/** A token a job waits for (`ctx.step.waitForToken`) and the value it resumes with (JSON; none: `null`). */
+export type TokenRequest = VersionQuery & { readonly token: string; readonly value?: unknown };
 
 /** Pauses or resumes a queue, or sets or resets its priority and SLA over the config (`taskworker queues …`). */
 export type QueueControlRequest = VersionQuery & {
@@ -384,6 +393,8 @@ export interface Api {
   readonly '/api/bulk/log': Route<'GET', BulkLogQuery, readonly OperationEntry[]>;
   readonly '/api/job/cancel': Route<'POST', CancelRequest, CancelResult>;
   readonly '/api/job/run-now': Route<'POST', RunNowRequest, RunNowResult>;
+  /** `taskworker tokens complete`: the waiting job resumes with the value; a second completion is refused naming the first. */
+  readonly '/api/token/complete': Route<'POST', TokenRequest, TokenResult>;
   readonly '/api/flow/cancel': Route<'POST', FlowCancelRequest, FlowCancelResult>;
   readonly '/api/publish': Route<'POST', PublishRequest, Published>;
   readonly '/api/queue/control': Route<'POST', QueueControlRequest, QueueControlResult>;
@@ -423,6 +434,7 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/bulk/log': 'GET',
   '/api/job/cancel': 'POST',
   '/api/job/run-now': 'POST',
+  '/api/token/complete': 'POST',
   '/api/flow/cancel': 'POST',
   '/api/publish': 'POST',
   '/api/queue/control': 'POST',

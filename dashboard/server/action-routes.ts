@@ -1,4 +1,6 @@
 /** The API's actions (POSTs; the guard has checked the token and read-only mode): each one logged in a line. */
+
+import { TokenValueError } from '../../lib/errors';
 import { type ArchiveFilter, replayArchived } from '../../lib/operate/archive';
 import { type BulkAction, type BulkFilter, operatorName, runBulk } from '../../lib/operate/bulk';
 import { redriveDeadLetters } from '../../lib/operate/dead-letters';
@@ -6,7 +8,9 @@ import { cancelFlow, cancelJob, flowDepsOf } from '../../lib/operate/flow-comman
 import { retryJob, runJobNow } from '../../lib/operate/job-actions';
 import { controlQueue } from '../../lib/operate/queue-controls';
 import { MAX_SCHEDULE_SECONDS } from '../../lib/policy/due-times';
+import { silentLogger } from '../../lib/ports';
 import { Publisher } from '../../lib/publish/publisher';
+import { completeStepToken } from '../../lib/settle/step-tokens';
 import { ControlValueError, parsePriority, parseSlaSeconds } from '../../lib/track/operator-controls';
 import { archiveFilter, integerParam, RequestError, stringParam } from './request-params';
 import type { RouteContext } from './route-context';
@@ -43,6 +47,25 @@ export function registerJobActions({ route, context, options }: RouteContext): v
     const result = await runJobNow(ctx, id);
     options.log(`run now ${id} in ${ctx.version}: ${result.outcome}`);
     return result;
+  });
+
+  // A token a job waits for, completed as `taskworker tokens complete` does (lib/settle/step-tokens.ts).
+  route('/api/token/complete', async (input) => {
+    const ctx = await context(stringParam('version', input.version));
+    const token = stringParam('token', input.token);
+    if (!token) throw new RequestError('token: required');
+    try {
+      const result = await completeStepToken(
+        { jobs: ctx.jobs, queues: ctx.queues, urls: ctx.urls, clock: ctx.clock, logger: silentLogger },
+        token,
+        input.value,
+      );
+      options.log(`complete token ${token} in ${ctx.version}: ${result.outcome}`);
+      return result;
+    } catch (error) {
+      if (error instanceof TokenValueError) throw new RequestError(error.message);
+      throw error;
+    }
   });
 
   route('/api/flow/cancel', async (input) => {

@@ -8,6 +8,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFile
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { PAGE_META, TOKEN_HEADER } from '../../dashboard/api-types';
 import { exactDuration } from '../../dashboard/page/format';
 import { localStackUi, type RunningUi, serveUi } from '../../dashboard/server/serve';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
@@ -202,6 +203,48 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     expect(rows).toHaveLength(3);
     expect(rows[0]).toMatch(/^1charge1.*\{"id":"ch-o-9"\}$/);
     expect(rows[2]).toMatch(/^3receipt1.*"receipt for ch-o-9"$/);
+  });
+
+  it("completes a job's token from its page after a confirm: the job resumes with the value; a second completion is refused", async () => {
+    const { jobId } = await stack.publisher.publish('approve', { order: 'o-4' });
+    await until(async () => (await jobState(jobId)) === 'waiting-token', 'the approve job to wait for its token');
+    const token = (await ctx.jobs.get(jobId))?.waitToken as string;
+    await page.goto(`${ui.url}#/job/${encodeURIComponent(jobId)}`);
+    const form = page.locator('[data-testid="token-form"]');
+    await form.waitFor();
+    expect((await page.locator('[data-testid="steps"] [data-field="wait"]').nth(1).textContent()) ?? '').toMatch(
+      /^waits for its token until /,
+    );
+    await form.locator('input[name="value"]').fill('{"approved": true}');
+    await form.locator('button[type="submit"]').click();
+    expect(await page.locator('[role="dialog"]').textContent()).toContain(`Complete token ${token} with {"approved":true}?`);
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(
+      async () => (await page.locator('[data-testid="action-outcome"]').textContent()) === 'completed: the job resumes now',
+      'the token outcome',
+    );
+    await until(async () => (await jobState(jobId)) === 'succeeded', 'the approve job to resume and succeed');
+    expect((await ctx.jobs.get(jobId))?.result).toBe(JSON.stringify('o-4 approved'));
+    // The page's own token (as its POSTs send it): the server refuses the second completion, naming the first.
+    const again = await page.evaluate(
+      async ([version, t, header, meta]) => {
+        const pageToken = (globalThis as unknown as InPage).document.querySelector(`meta[name="${meta}"]`)?.getAttribute('content') ?? '';
+        const body = JSON.stringify({ version, token: t, value: 1 });
+        const r = await fetch('/api/token/complete', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [header]: pageToken },
+          body,
+        });
+        return r.json();
+      },
+      [stack.version, token, TOKEN_HEADER, PAGE_META.token] as const,
+    );
+    expect(again).toMatchObject({ outcome: 'completed-already', jobId, value: JSON.stringify({ approved: true }) });
+    await until(
+      async () =>
+        ((await page.locator('[data-testid="steps"] [data-field="wait"]').nth(1).textContent()) ?? '').startsWith('token completed'),
+      'the steps table to say the token was completed',
+    );
   });
 
   it('opens a job by id: its state, result, expiry and history from the jobs table', async () => {

@@ -432,6 +432,8 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/bulk': { version: 'v1', action: 'replay', ratePerSecond: 100 },
         '/api/bulk/log': {},
         '/api/job/run-now': { version: 'v1', id: 'later' },
+        // No job waits for it: refused as unknown (a completion's path is shown in test/unit/steps.test.ts and the Chromium test).
+        '/api/token/complete': { version: 'v1', token: 'later:0:AAAAAAAAAAAAAAAA', value: { ok: true } },
         '/api/job/cancel': { version: 'v1', id: 'later' },
         '/api/flow/cancel': { version: 'v1', id: 'q' },
         '/api/publish': { version: 'v1', task: 'ok', payload: { n: 1 }, delaySeconds: 60 },

@@ -4,9 +4,24 @@ import { get, post } from '../api';
 import { errorText, exactDuration, jobRunMs, jobWaitMs, pretty, utcTime } from '../format';
 import { ENDED, FiledRejections, Related } from '../job-relations';
 import { href } from '../routing';
+import { TokenForm } from '../token-form';
 import { useConfirm } from '../use-confirm';
 import { REFRESH_MS, useData } from '../use-data';
 import { ActionButton, Problem } from '../widgets';
+
+/** The states a job is parked in until its time: it can be run now, or cancelled. */
+const PARKED = ['scheduled', 'sleeping', 'waiting-token'];
+
+/** A sleep's or a token wait's step: its time, and how the wait ended (or what it waits for). */
+function stepWait(job: JobRecord, step: NonNullable<JobRecord['steps']>[number]): string {
+  const wait = step.wait;
+  if (!wait) return '';
+  if (wait.kind === 'sleep') return `sleep until ${utcTime(wait.until)}`;
+  if (wait.kind === 'continue') return 'continued in a new invocation';
+  if (step.completedAt !== undefined) return `token completed ${utcTime(step.completedAt)}`;
+  if (job.waitToken === wait.token && job.state === 'waiting-token') return `waits for its token until ${utcTime(wait.until)}`;
+  return job.waitToken === wait.token ? `token timed out ${utcTime(wait.until)}` : 'token kept, not yet waited for';
+}
 
 export function JobPage({ version, id }: { version: string; id: string }) {
   const { data, error, reload } = useData(
@@ -221,7 +236,10 @@ export function JobPage({ version, id }: { version: string; id: string }) {
               : 'Its message is not in the archive (replayed already, or past the archive’s retention): nothing to retry here.'}
           </p>
         ))}
-      {job.state === 'scheduled' &&
+      {job.state === 'waiting-token' && job.waitToken !== undefined && (
+        <TokenForm version={version} token={job.waitToken} ask={confirm.ask} reload={reload} />
+      )}
+      {PARKED.includes(job.state) &&
         (job.announced ? (
           <p class="note" data-testid="not-runnable-now">
             Delayed in SQS until {utcTime(job.runAt)} (published with a delay of 15 minutes or less): SQS cannot bring a delayed message
@@ -232,7 +250,12 @@ export function JobPage({ version, id }: { version: string; id: string }) {
             label="Run now"
             onClick={() =>
               confirm.ask({
-                question: `Run job ${job.jobId} now instead of at ${utcTime(job.runAt)}? It is sent to ${job.queue} at once.`,
+                question:
+                  job.state === 'sleeping'
+                    ? `Wake job ${job.jobId} now instead of at ${utcTime(job.runAt)}? Its sleep ends and it goes on at once, on ${job.queue}.`
+                    : job.state === 'waiting-token'
+                      ? `Run job ${job.jobId} now, ending its wait as if timed out (the wait returns null)?`
+                      : `Run job ${job.jobId} now instead of at ${utcTime(job.runAt)}? It is sent to ${job.queue} at once.`,
                 action: async () => {
                   const r = await post('/api/job/run-now', { version, id: job.jobId });
                   reload();
@@ -255,7 +278,7 @@ export function JobPage({ version, id }: { version: string; id: string }) {
             }
           />
         ))}
-      {(job.state === 'scheduled' || job.state === 'waiting' || (job.state === 'running' && job.cancelRequestedAt === undefined)) && (
+      {(PARKED.includes(job.state) || job.state === 'waiting' || (job.state === 'running' && job.cancelRequestedAt === undefined)) && (
         <ActionButton
           label="Cancel job"
           onClick={() =>
@@ -349,6 +372,7 @@ export function JobPage({ version, id }: { version: string; id: string }) {
                 <th>step</th>
                 <th>attempt</th>
                 <th>kept</th>
+                <th>wait</th>
                 <th>result</th>
               </tr>
             </thead>
@@ -359,6 +383,7 @@ export function JobPage({ version, id }: { version: string; id: string }) {
                   <td>{s.name}</td>
                   <td class="num">{s.attempt}</td>
                   <td>{utcTime(s.at)}</td>
+                  <td data-field="wait">{stepWait(job, s)}</td>
                   <td>
                     <code>{s.result ?? ''}</code>
                   </td>
