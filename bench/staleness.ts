@@ -50,7 +50,8 @@ export type BenchmarkName =
   | 'limits'
   | 'reality'
   | 'load'
-  | 'mixed';
+  | 'mixed'
+  | 'steps';
 
 /** What a benchmark's figures come from. */
 export interface Measured {
@@ -142,6 +143,12 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
     kind: 'emulators',
     paths: ['bench/tracking.ts', 'bench/tracking-rows.ts', 'bench/one-queue.ts', 'bench/prices.ts', 'lib/', LOCK],
     except: UNRUN_NO_FAKES,
+  },
+  // Durable steps, sleeps and token waits: the real dispatcher in-process on the emulators; the peers from list prices.
+  steps: {
+    kind: 'emulators',
+    paths: ['bench/steps.ts', 'bench/one-queue.ts', 'bench/meter.ts', 'bench/prices.ts', 'lib/', LOCK],
+    except: UNRUN,
   },
   scheduled: {
     kind: 'emulators',

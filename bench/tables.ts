@@ -66,6 +66,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'reality',
     'load',
     'mixed',
+    'steps',
   ],
   'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
   'docs/guarantees.md': ['tracking'],
@@ -325,6 +326,18 @@ interface ScheduledDoc extends Recorded {
   }>;
 }
 
+interface StepsDoc extends Recorded {
+  readonly jobsPerWorkload: number;
+  readonly perItem: Readonly<Record<'step' | 'sleep' | 'tokenWait', Units & { readonly dollarsPerMillion: number }>>;
+  readonly workflow: {
+    readonly perJob: Units;
+    readonly peers: Readonly<Record<string, { readonly perMillionWorkflows: number; readonly modelled: boolean }>>;
+  };
+  readonly latency: Readonly<
+    Record<'afterSleepDue' | 'afterTokenCompleted', { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }>
+  >;
+}
+
 interface LimitsDoc extends Recorded {
   readonly results: ReadonlyArray<{
     readonly case: string;
@@ -476,6 +489,7 @@ interface Documents {
   readonly e2e: E2eDoc;
   readonly idle: IdleDoc;
   readonly scheduled: ScheduledDoc;
+  readonly steps: StepsDoc;
   readonly tracking: TrackingDoc;
   readonly flows: FlowsDoc;
   readonly events: EventsDoc;
@@ -1170,6 +1184,46 @@ function trackingTable(r: Results): string {
   ].join('\n');
 }
 
+function stepsTable(r: Results): string {
+  const doc = r.steps;
+  if (!doc) return source('steps', r);
+  const items: Array<[string, string]> = [
+    ['step', 'a `ctx.step.run` (over a job without steps)'],
+    ['sleep', 'a `ctx.step.sleep` of a day: park, sweep, resume'],
+    ['tokenWait', 'a `ctx.step.waitForToken`: park, completion, resume'],
+  ];
+  const peerNames: Record<string, string> = {
+    taskworker: 'taskworker (measured on the emulators)',
+    stepFunctionsStandard: 'Step Functions Standard (list prices: 11 transitions, 10 Lambda invocations)',
+    lambdaDurableFunctions: 'Lambda durable functions (list prices: 11 durable operations, 2 invocations; data charges not modelled)',
+  };
+  const latencyNames: Record<string, string> = {
+    afterSleepDue: 'a 2 s sleep, from its due time',
+    afterTokenCompleted: 'a token wait, from its completion',
+  };
+  return [
+    source('steps', r, `${doc.jobsPerWorkload} jobs per workload`),
+    '',
+    table(
+      ['each', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU', '$ per million'],
+      items.map(([key, name]) => {
+        const u = doc.perItem[key as keyof StepsDoc['perItem']];
+        return [name, num(u.sqsRequests), num(u.dynamoRequests), num(u.writeUnits), num(u.readUnits), num(u.dollarsPerMillion)];
+      }),
+    ),
+    '',
+    table(
+      ['10 steps and a day’s sleep', '$ per million workflows'],
+      Object.entries(doc.workflow.peers).map(([k, p]) => [peerNames[k] ?? k, num(p.perMillionWorkflows)]),
+    ),
+    '',
+    table(
+      ['resumed after', 'p50 ms', 'p99 ms', 'max ms'],
+      Object.entries(doc.latency).map(([k, l]) => [latencyNames[k] ?? k, num(l.p50Ms), num(l.p99Ms), num(l.maxMs)]),
+    ),
+  ].join('\n');
+}
+
 function scheduledTable(r: Results): string {
   const rows: string[][] = [];
   for (const x of r.scheduled.results) {
@@ -1508,6 +1562,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'idle:monthly': idleMonthly,
   'idle:under-load': idleUnderLoad,
   scheduled: scheduledTable,
+  steps: stepsTable,
   tracking: trackingTable,
   flows: flowsTable,
   events: eventsTable,
