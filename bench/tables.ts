@@ -70,6 +70,7 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
   ],
   'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
   'docs/guarantees.md': ['tracking'],
+  'docs/tasks.md': ['steps'],
 };
 
 // ---------------------------------------------------------------------------------------------
