@@ -5,19 +5,23 @@
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { JobRecord } from '../../lib/track/job-record';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
+import { cli } from '../helpers/cli';
 
 let stack: LocalStack;
+const saved = { ...process.env };
 let table: string;
 /** The sleeper, published first: the other cases run while it sleeps. */
 let sleeper: { jobId: string; publishedAt: number };
 
 beforeAll(async () => {
   stack = await startLocalStack({ configFile: CHAOS_CONFIG, version: 'waits', dispatchers: 1, logLevel: 'ERROR' });
+  Object.assign(process.env, stack.env);
   table = await createEffectsTable(stack.dynamo, 'wait-effects');
   const published = await stack.publisher.publish('waiter', { table, mode: 'sleep', sleepMs: 90_000 });
   sleeper = { jobId: published.jobId, publishedAt: Date.now() };
 }, 120_000);
 afterAll(async () => {
+  process.env = saved;
   await stack?.stop();
 });
 
@@ -52,6 +56,43 @@ it('a token wait: the job waits (no attempt) until its token is completed, resum
   expect(job).toMatchObject({ parks: 1 });
   expect(job.history.filter((h) => h.what === 'started')).toHaveLength(2);
   expect(job.history.filter((h) => h.what === 'token-completed')).toHaveLength(1);
+}, 150_000);
+
+it('from the CLI: jobs list --state waiting-token finds the job, tokens complete resumes it, a second completion exits 1 naming the first; a sleeping job is cancelled', async () => {
+  const run = (...argv: string[]) => cli(...argv, '--version', stack.version, '--config', CHAOS_CONFIG);
+  const { jobId } = await stack.publisher.publish('waiter', { table, mode: 'token' });
+  expect(await until(async () => (await record(jobId))?.state === 'waiting-token', 60_000, 250)).toBe(true);
+  const listed = await run('jobs', 'list', '--state', 'waiting-token', '--json');
+  expect(listed.code).toBe(0);
+  expect(JSON.stringify(JSON.parse(listed.out))).toContain(jobId);
+  const token = (await record(jobId))?.waitToken as string;
+  const shown = await run('jobs', 'show', jobId);
+  expect(shown.out).toContain(`waits for token ${token} until `);
+  const done = await run('tokens', 'complete', token, '--value', '{"approved":"cli"}');
+  expect(done).toMatchObject({ code: 0, out: `completed ${token}: job ${jobId} resumes now\n` });
+  const again = await run('tokens', 'complete', token, '--value', '2');
+  expect(again.code).toBe(1);
+  expect(again.out).toMatch(
+    new RegExp(`^refused: .* was completed at \\S+ with \\{"approved":"cli"\\} \\(job ${jobId}\\); the first completion stands\\n$`),
+  );
+  const bad = await run('tokens', 'complete', 'not-a-token');
+  expect(bad.code).not.toBe(0);
+  expect(bad.err.trim().split('\n')).toHaveLength(1);
+  expect(bad.err).toContain('Invalid token "not-a-token"');
+  expect(await until(async () => (await record(jobId))?.state === 'succeeded', 60_000, 250)).toBe(true);
+  expect(JSON.parse((await record(jobId))?.result ?? 'null')).toMatchObject({ waited: { approved: 'cli' } });
+
+  // A job asleep for an hour, cancelled: it never runs its second step.
+  const sleepy = await stack.publisher.publish('waiter', { table, mode: 'sleep', sleepMs: 3_600_000 });
+  expect(await until(async () => (await record(sleepy.jobId))?.state === 'sleeping', 60_000, 250)).toBe(true);
+  const cancelled = await run('jobs', 'cancel', sleepy.jobId);
+  expect(cancelled.code).toBe(0);
+  expect((await record(sleepy.jobId))?.state).toBe('cancelled');
+  const all = await effects();
+  expect([counted(all, sleepy.jobId, 'before'), counted(all, sleepy.jobId, 'after')]).toEqual([
+    { tries: 1, done: 1 },
+    { tries: 0, done: 0 },
+  ]);
 }, 150_000);
 
 it('a job whose steps add up past its time limit continues in new attempts from its kept steps, each step once, no attempt used', async () => {
