@@ -24,12 +24,11 @@ import {
   type ProgressWrite,
   type Rejection,
   type ScheduleRequest,
-  type StepEntry,
   type StepWrite,
+  stepEntryOf,
   tokenJob,
   type UnclaimedOutcome,
   type UnclaimedResult,
-  waitOf,
 } from '../track/job-record';
 import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
@@ -177,7 +176,7 @@ export class DynamoJobClaims {
   async keepStep(jobId: string, token: number, step: StepWrite, now: number): Promise<boolean> {
     const e = new Expression();
     const steps = e.name('steps');
-    const entry = stepEntry(step, token, now);
+    const entry = stepEntryOf(step, token, now);
     // Appended in the order the body ran its steps: the record must hold exactly the ones before it.
     const inOrder = stepsBefore(e, step.index);
     const outcome = await this.table.write(
@@ -199,7 +198,7 @@ export class DynamoJobClaims {
     // Named only where used: DynamoDB refuses an expression with a name it does not use.
     const steps = () => e.name('steps');
     const entry: HistoryEntry = { what: p.state, when: p.now, worker: p.workerId, attempt: p.token, detail: p.detail };
-    const step = p.step ? stepEntry(p.step, p.token, p.now) : undefined;
+    const step = p.step ? stepEntryOf(p.step, p.token, p.now) : undefined;
     const waited = p.waitToken !== undefined ? tokenJob(p.waitToken) : undefined;
     if (p.waitToken !== undefined && !waited) return false;
     const sets = [
@@ -460,17 +459,6 @@ export class DynamoJobClaims {
     });
     return outcome.landed;
   }
-}
-
-/** A step as its record keeps it: a wait's end set on the writer's clock. */
-function stepEntry(step: StepWrite, token: number, now: number): StepEntry {
-  return {
-    name: step.name,
-    ...(step.result !== undefined ? { result: step.result } : {}),
-    attempt: token,
-    at: now,
-    ...(step.wait ? { wait: waitOf(step.wait, now) } : {}),
-  };
 }
 
 /** The condition that the record holds exactly the `index` steps before a new one. */

@@ -18,6 +18,7 @@ import {
   type ParkResult,
   type TokenCompletion,
   tokenJob,
+  tokenRefusal,
 } from '../track/job-record';
 import { PARKED_ONLY } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
@@ -144,18 +145,7 @@ export class DynamoJobSchedules {
         ? { outcome: 'completed', jobId: named.jobId, parked }
         : { outcome: 'not-waiting', jobId: named.jobId, state: 'queued' };
     }
-    const record = outcome.record;
-    const kept = record?.steps?.[named.index];
-    if (!record || kept?.wait?.token !== token) return { outcome: 'unknown' };
-    if (kept.completedAt !== undefined) {
-      return {
-        outcome: 'completed-already',
-        jobId: named.jobId,
-        completedAt: kept.completedAt,
-        ...(kept.result !== undefined ? { value: kept.result } : {}),
-      };
-    }
-    return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
+    return tokenRefusal(token, outcome.record);
   }
 
   async leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {

@@ -8,7 +8,7 @@ import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs,
 import { describe, JobCancelledError, JobExpiredError } from '../errors';
 import { dependencyIds } from '../policy/dependency-rules';
 import { runAttempt } from '../run/attempt';
-import { type FailedOutcome, type KeptStep, type RunReservation, serializeError, type TaskRun } from '../run/executor-types';
+import { type FailedOutcome, type KeptStep, type RunReservation, serializeError } from '../run/executor-types';
 import type { MessageAt } from '../settle/decisions';
 import { decideAttemptEnd, decideHandBack } from '../settle/decisions';
 import { trackingOf } from '../settle/records';

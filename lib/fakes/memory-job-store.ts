@@ -30,7 +30,6 @@ import type {
   Rejection,
   ScheduleRequest,
   ScheduleTicks,
-  StepEntry,
   StepWrite,
   TokenCompletion,
   UnclaimedOutcome,
@@ -41,7 +40,7 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, tokenJob, waitOf } from '../track/job-record';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, stepEntryOf, tokenJob, tokenRefusal } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import { MemoryDebounces } from './memory-debounces';
@@ -179,7 +178,7 @@ export class MemoryJobStore implements JobStore {
     const record = this.jobs.get(jobId);
     if (permits('heartbeat', record) !== 'ok' || record?.attempt !== token || record.cancelRequestedAt !== undefined) return false;
     if ((record.steps?.length ?? 0) !== step.index || (step.index === 0 && record.steps !== undefined)) return false;
-    this.put({ ...record, steps: [...(record.steps ?? []), stepEntry(step, token, now)], updatedAt: now });
+    this.put({ ...record, steps: [...(record.steps ?? []), stepEntryOf(step, token, now)], updatedAt: now });
     return true;
   }
 
@@ -196,7 +195,7 @@ export class MemoryJobStore implements JobStore {
       runAt: p.runAt,
       parks: (record.parks ?? 0) + 1,
       updatedAt: p.now,
-      ...(p.step ? { steps: [...(record.steps ?? []), stepEntry(p.step, p.token, p.now)] } : {}),
+      ...(p.step ? { steps: [...(record.steps ?? []), stepEntryOf(p.step, p.token, p.now)] } : {}),
     };
     delete next.leaseOwner;
     delete next.leaseUntil;
@@ -221,18 +220,18 @@ export class MemoryJobStore implements JobStore {
     const named = tokenJob(token);
     const record = named ? this.jobs.get(named.jobId) : undefined;
     const step = named ? record?.steps?.[named.index] : undefined;
-    if (!named || !record || step?.wait?.token !== token) return { outcome: 'unknown' };
-    if (step.completedAt !== undefined) {
-      return {
-        outcome: 'completed-already',
-        jobId: named.jobId,
-        completedAt: step.completedAt,
-        ...(step.result !== undefined ? { value: step.result } : {}),
-      };
-    }
-    const parked = this.parked.get(named.jobId);
-    if (permits('completeToken', record) !== 'ok' || record.waitToken !== token || !parked) {
-      return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
+    const parked = named ? this.parked.get(named.jobId) : undefined;
+    if (
+      !named ||
+      !record ||
+      !step ||
+      !parked ||
+      step.wait?.token !== token ||
+      step.completedAt !== undefined ||
+      permits('completeToken', record) !== 'ok' ||
+      record.waitToken !== token
+    ) {
+      return tokenRefusal(token, record && structuredClone(record));
     }
     const steps = [...(record.steps ?? [])];
     steps[named.index] = { ...step, completedAt: now, ...(value !== undefined ? { result: value } : {}) };
@@ -695,16 +694,5 @@ function pickRef(r: JobRef): JobRef {
     ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
     ...(r.key !== undefined ? { key: r.key } : {}),
-  };
-}
-
-/** A step as its record keeps it: a wait's end set on the store's clock. */
-function stepEntry(step: StepWrite, token: number, now: number): StepEntry {
-  return {
-    name: step.name,
-    ...(step.result !== undefined ? { result: step.result } : {}),
-    attempt: token,
-    at: now,
-    ...(step.wait ? { wait: waitOf(step.wait, now) } : {}),
   };
 }

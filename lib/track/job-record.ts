@@ -145,6 +145,36 @@ export function waitOf(ask: StepWaitAsk, now: number): StepWait {
   return { kind: ask.kind, until: ask.until ?? now + (ask.forMs ?? 0), ...(ask.token !== undefined ? { token: ask.token } : {}) };
 }
 
+/** A step as a job record keeps it: a wait's end set on the writer's clock. */
+export function stepEntryOf(step: StepWrite, token: number, now: number): StepEntry {
+  return {
+    name: step.name,
+    ...(step.result !== undefined ? { result: step.result } : {}),
+    attempt: token,
+    at: now,
+    ...(step.wait ? { wait: waitOf(step.wait, now) } : {}),
+  };
+}
+
+/**
+ * Why a token's completion did not land on `record` (as read after the refused write): no such
+ * token, completed already (naming that completion), or its job no longer waiting for it.
+ */
+export function tokenRefusal(token: string, record: JobRecord | undefined): Exclude<TokenCompletion, { readonly outcome: 'completed' }> {
+  const named = tokenJob(token);
+  const kept = named ? record?.steps?.[named.index] : undefined;
+  if (!named || !record || kept?.wait?.token !== token) return { outcome: 'unknown' };
+  if (kept.completedAt !== undefined) {
+    return {
+      outcome: 'completed-already',
+      jobId: named.jobId,
+      completedAt: kept.completedAt,
+      ...(kept.result !== undefined ? { value: kept.result } : {}),
+    };
+  }
+  return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
+}
+
 /** A token: its job's id, the wait's step number and a random part, `<jobId>:<index>:<nonce>`. */
 export function stepToken(jobId: string, index: number, nonce: string): string {
   return `${jobId}:${index}:${nonce}`;
