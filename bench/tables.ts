@@ -1220,7 +1220,10 @@ function stepsTable(r: Results): string {
     '',
     table(
       ['resumed after', 'p50 ms', 'p99 ms', 'max ms'],
-      Object.entries(doc.latency).map(([k, l]) => [latencyNames[k] ?? k, num(l.p50Ms), num(l.p99Ms), num(l.maxMs)]),
+      (['afterSleepDue', 'afterTokenCompleted'] as const).map((k) => {
+        const l = doc.latency[k];
+        return [`${latencyNames[k]} (${doc.latency.samples} jobs)`, num(l.p50Ms), num(l.p99Ms), num(l.maxMs)];
+      }),
     ),
   ].join('\n');
 }
