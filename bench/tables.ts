@@ -334,7 +334,7 @@ interface StepsDoc extends Recorded {
     readonly perJob: Units;
     readonly peers: Readonly<Record<string, { readonly perMillionWorkflows: number; readonly modelled: boolean }>>;
   };
-  readonly latency: Readonly<
+  readonly latency: { readonly samples: number } & Readonly<
     Record<'afterSleepDue' | 'afterTokenCompleted', { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }>
   >;
 }
