@@ -132,6 +132,8 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   sleeping: true,
   'waiting-token': true,
   'token-completed': true,
+  'waiting-event': true,
+  'event-received': true,
 };
 
 const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });

@@ -288,7 +288,9 @@ export type StepProblem =
   /** A sleep's duration or a wait's timeout that is not 0..1 year (ms, '90s', '2h', '7d', or a Date). */
   | 'bad-duration'
   /** A sleep or a wait where nothing keeps steps (a queue without tracking `full`). */
-  | 'untracked';
+  | 'untracked'
+  /** A wait for an event the task does not declare in `waitsFor`. */
+  | 'undeclared-event';
 
 /**
  * A body's `ctx.step.run` that cannot be kept or replayed: run again, it would break the same way

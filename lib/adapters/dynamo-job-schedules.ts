@@ -6,7 +6,7 @@
 import { type AttributeValue, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { JOBS_DUE_INDEX } from '../layout/tables';
 import { dueShardOf } from '../policy/due-times';
-import { expiresAt, indexKey, isParked, permits } from '../policy/job-rules';
+import { expiresAt, indexKey, isParked, permits, TIMED_OUT_ONLY } from '../policy/job-rules';
 import {
   CANCELLATIONS_KEPT_MS,
   type CancelRequests,
@@ -79,7 +79,7 @@ export class DynamoJobSchedules {
         const raw = fromItem(item) as Record<string, unknown>;
         // A token wait is sent at its timeout, not ahead: until then a completion may still resume it.
         // (Left out here: a query's filter may not name the index's sort key.)
-        if (raw.state === 'waiting-token' && Number(raw.runAt) > now) continue;
+        if (TIMED_OUT_ONLY.includes(raw.state as JobRecord['state']) && Number(raw.runAt) > now) continue;
         found.push({
           jobId: String(raw.jobId),
           queue: String(raw.queue),

@@ -9,6 +9,7 @@
  * An item gives its own slot back once it is handed here: the slots count calls, not items, so a
  * dispatcher of 10 slots gathers calls of 100.
  */
+import { payloadAt } from '../policy/payload-paths';
 import type { Clock } from '../clock';
 import { describe, JobCancelledError, WorkerCrashedError } from '../errors';
 import type { Logger } from '../ports';
@@ -55,18 +56,9 @@ export function batchCallsOn(slots: TaskSlots, ports: BatchCallPorts): BatchCall
 export function batchKeyOf(def: TaskDefinition, payload: unknown): string | undefined {
   const key = def.batch?.key;
   if (key === undefined) return undefined;
-  const value = typeof key === 'function' ? key(payload) : pathValue(payload, key);
+  const value = typeof key === 'function' ? key(payload) : payloadAt(payload, key);
   if (value === undefined || value === null) return undefined;
   return typeof value === 'string' ? value : JSON.stringify(value);
-}
-
-function pathValue(payload: unknown, path: string): unknown {
-  let at: unknown = payload;
-  for (const part of path.split('.')) {
-    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, part)) return undefined;
-    at = (at as Record<string, unknown>)[part];
-  }
-  return at;
 }
 
 export class BatchCalls {

@@ -1,6 +1,6 @@
 import { archiveTakeOf, mayCloseFence, openFence } from '../policy/archive-fences';
 import { dueShardOf } from '../policy/due-times';
-import { appendHistory, historyOf, isParked, type JobStoreSettings, permits, TERMINAL_STATES, uniqueItemKey } from '../policy/job-rules';
+import { appendHistory, historyOf, isParked, type JobStoreSettings, permits, TERMINAL_STATES, TIMED_OUT_ONLY, uniqueItemKey } from '../policy/job-rules';
 import type {
   AddDependentResult,
   ArchiveFence,
@@ -483,7 +483,7 @@ export class MemoryJobStore implements JobStore {
       [...this.parked.values()]
         .filter((p) => p.shard === shard && p.job.runAt <= until && (p.sweepLease ?? 0) < now)
         // A token wait is sent at its timeout, not ahead: until then a completion may still resume it.
-        .filter((p) => this.jobs.get(p.job.jobId)?.state !== 'waiting-token' || p.job.runAt <= now)
+        .filter((p) => !TIMED_OUT_ONLY.includes(this.jobs.get(p.job.jobId)?.state ?? 'queued') || p.job.runAt <= now)
         .sort((a, b) => a.job.runAt - b.job.runAt)
         .slice(0, limit)
         .map((p) => structuredClone(p.job))

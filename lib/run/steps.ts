@@ -9,8 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { durationSeconds } from '../config/durations';
 import { LeaseLostError, StepError, StepParked, StepTimeLimitError } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
-import type { TaskSteps } from '../tasks/task';
-import { MAX_STEPS, type StepWaitAsk, stepToken } from '../track/job-record';
+import { payloadAt } from '../policy/payload-paths';
+import type { EventWaitRule, ReceivedEvent, TaskSteps } from '../tasks/task';
+import { eventWaitKey, MAX_STEPS, type StepWaitAsk, stepToken } from '../track/job-record';
 import type { KeptStep, RunHooks, StepPark, TaskRun } from './executor-types';
 
 /** Step names: 1..128 characters. */
@@ -25,6 +26,8 @@ export interface StepLimits {
   readonly deadline: number;
   /** The task's `stepTimeLimitSeconds`, in ms. */
   readonly stepTimeLimitMs?: number;
+  /** The events the task may wait for (`waitsFor`). */
+  readonly waits?: readonly EventWaitRule[];
 }
 
 /** The body's steps, and where it parked its job (read once the body ended). */
@@ -66,7 +69,7 @@ export function taskSteps(
     used.set(name, index);
     const prior = kept[index];
     if (prior && (prior.name !== name || (prior.wait?.kind ?? 'run') !== kind)) {
-      const kinds: Record<string, string> = { run: '', sleep: 'the sleep ', token: 'the token wait ' };
+      const kinds: Record<string, string> = { run: '', sleep: 'the sleep ', token: 'the token wait ', event: 'the event wait ' };
       const asked = kind === 'run' ? '' : ` (${kinds[kind]?.trim()})`;
       throw new StepError(
         'order',
@@ -83,6 +86,25 @@ export function taskSteps(
     parkedAt = park;
     await previous.catch(() => undefined);
     throw new StepParked(park.name);
+  };
+
+  /**
+   * A wait's step kept with its token before the job parks on it (so every attempt names the same
+   * token, and a completion that comes before the park still finds the step): the one kept before,
+   * or a new one.
+   */
+  const keptWait = async (index: number, name: string, prior: KeptStep | undefined, ask: StepWaitAsk): Promise<StepWaitAsk> => {
+    const token = prior?.wait?.token;
+    if (token !== undefined) return { ...ask, token };
+    const wait: StepWaitAsk = { ...ask, token: stepToken(run.jobId, index, randomBytes(12).toString('base64url')) };
+    const before = previous;
+    const keeping = (async () => {
+      await before.catch(() => undefined);
+      if (!(await hooks.step?.({ index, name, wait }))) throw new LeaseLostError(run.jobId, run.fencingToken);
+    })();
+    previous = keeping;
+    await keeping;
+    return wait;
   };
 
   const untracked = (name: string) =>
@@ -159,21 +181,30 @@ export function taskSteps(
         const refusal = untracked(name);
         if (refusal) throw refusal;
         const forMs = spanMs(name, options?.timeout);
-        // The token is kept before anyone hears of it, so every attempt names the same one.
-        let token = prior?.wait?.token;
-        if (token === undefined) {
-          token = stepToken(run.jobId, index, randomBytes(12).toString('base64url'));
-          const wait: StepWaitAsk = { kind: 'token', forMs, token };
-          const before = previous;
-          const keeping = (async () => {
-            await before.catch(() => undefined);
-            if (!(await hooks.step?.({ index, name, wait }))) throw new LeaseLostError(run.jobId, run.fencingToken);
-          })();
-          previous = keeping;
-          await keeping;
+        const wait = await keptWait(index, name, prior, { kind: 'token', forMs });
+        if (options.notify && wait.token !== undefined) await options.notify(wait.token);
+        return park({ index, name, wait, keep: false });
+      },
+
+      async waitForEvent<T>(
+        name: string,
+        options: { readonly event: string; readonly timeout: number | string },
+      ): Promise<ReceivedEvent<T> | null> {
+        const { index, prior } = place(name, 'event');
+        if (prior?.completedAt !== undefined) return parsed(prior.result) as ReceivedEvent<T>;
+        if (prior?.waited) return null;
+        const refusal = untracked(name);
+        if (refusal) throw refusal;
+        const rule = limits.waits?.find((r) => r.event === options?.event);
+        if (!rule) {
+          const declared = (limits.waits ?? []).map((r) => r.event).join(', ') || 'none';
+          throw new StepError('undeclared-event', name, `event ${JSON.stringify(options?.event)} is not in the task's waitsFor (${declared})`);
         }
-        if (options.notify) await options.notify(token);
-        return park({ index, name, wait: { kind: 'token', forMs, token }, keep: false });
+        const forMs = spanMs(name, options.timeout);
+        // The key its waiters are found by: the event, and the matched field's value in this job's payload.
+        const key = eventWaitKey(rule.event, rule.match !== undefined ? { path: rule.match, value: payloadAt(run.payload, rule.match) } : undefined);
+        const wait = await keptWait(index, name, prior, { kind: 'event', forMs, event: rule.event, key });
+        return park({ index, name, wait, keep: false });
       },
     },
   };

@@ -49,6 +49,7 @@ export async function runTaskBody(
   const steps = taskSteps(run, hooks, {
     deadline,
     ...(def.stepTimeLimitSeconds !== undefined ? { stepTimeLimitMs: def.stepTimeLimitSeconds * 1000 } : {}),
+    ...(def.waitsFor.length > 0 ? { waits: def.waitsFor } : {}),
   });
   const ctx: TaskContext = {
     jobId: run.jobId,

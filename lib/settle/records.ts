@@ -113,7 +113,7 @@ export function parkWrite(
     const now = deps.clock.now();
     const { job, message, queue } = at;
     const wait = waitOf(park.wait, now);
-    const state = park.wait.kind === 'token' ? 'waiting-token' : 'sleeping';
+    const state = park.wait.kind === 'token' ? 'waiting-token' : park.wait.kind === 'event' ? 'waiting-event' : 'sleeping';
     const body = pinEnvelope(message.body, job);
     const attributes = Object.keys(message.attributes).length > 0 ? message.attributes : undefined;
     const landed = await jobs.parkAttempt({

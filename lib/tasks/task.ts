@@ -189,6 +189,27 @@ export interface TaskSteps {
     name: string,
     options: { readonly timeout: number | string; readonly notify?: (token: string) => unknown | Promise<unknown> },
   ): Promise<T | null>;
+  /**
+   * Waits as the step `name` for one of the app's events that the task declares in `waitsFor`: the
+   * job is parked until such an event arrives after the wait began — one whose payload has at the
+   * declared `match` field the value this job's payload has there — or until `timeout` (ms or
+   * `'3d'`, up to a year). Returns the event (its payload when its JSON is at most 1 KB), or `null`
+   * at the timeout. Two matching events resume it once (the first).
+   */
+  waitForEvent<T = unknown>(name: string, options: { readonly event: string; readonly timeout: number | string }): Promise<ReceivedEvent<T> | null>;
+}
+
+/** An event a task's body may wait for, and the payload field (a dotted path) a waiting job matches on. */
+export interface EventWaitRule {
+  readonly event: string;
+  readonly match?: string;
+}
+
+/** An event that resumed a `ctx.step.waitForEvent`: its id, name, source and time, and its payload (when its JSON is at most 1 KB). */
+export interface ReceivedEvent<T = unknown> extends EventRef {
+  readonly payload?: T;
+  /** The size of a payload too large to keep on the job's record (its JSON, bytes): the payload is left out. */
+  readonly payloadBytes?: number;
 }
 
 /** What a dependent's task sees of one dependency. */
@@ -243,6 +264,13 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    * in the config's `events` or received through its `subscriptions`.
    */
   readonly on?: string | readonly string[];
+  /**
+   * The events its body may wait for (`ctx.step.waitForEvent`): each an event the app declares or
+   * receives, with the payload field a waiting job matches on — the event resumes the jobs whose own
+   * payload has the same value there (`{ event: 'payment.confirmed', match: 'order' }`); none, or a
+   * bare name: every waiting job of that event. The version subscribes this task's queue to them.
+   */
+  readonly waitsFor?: ReadonlyArray<string | EventWaitRule>;
   /**
    * The Celery task name this task answers to on a queue that accepts Celery's messages
    * (`accept: ['taskworker', 'celery']`): a Celery `send_task('tasks.add', ...)` runs this task,
@@ -324,6 +352,7 @@ export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = [
   'retrying',
   'sleeping',
   'waiting-token',
+  'waiting-event',
 ];
 /** The longest `unique.for`: 30 days. */
 export const MAX_UNIQUE_SECONDS = 30 * 86_400;
@@ -366,6 +395,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly limits?: Limits;
   /** The events it subscribes to (empty: none). */
   readonly on: readonly string[];
+  /** The events its body may wait for, each with the field it matches on (empty: none). */
+  readonly waitsFor: readonly EventWaitRule[];
   /** The Celery task name it answers to, if any. */
   readonly celeryName?: string;
   /** The payload keys of a Celery message's positional args, if declared. */
@@ -454,6 +485,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
   if (!Array.isArray(on) || on.some((e) => typeof e !== 'string' || !EVENT_NAME_PATTERN.test(e)) || new Set(on).size !== on.length) {
     throw new TaskDefinitionError(name, 'on', o.on, 'an event name or a list of distinct event names (e.g. "orders.created")');
   }
+  const waitsFor = eventWaits(name, o.waitsFor);
   const celery = celeryOptions(name, o);
   const unique = o.unique === undefined ? undefined : uniqueWindow(name, o.unique);
   const debounce = o.debounce === undefined ? undefined : debounceWindow(name, o.debounce);
@@ -480,6 +512,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     retry,
     validate: o.validate,
     on: [...on],
+    waitsFor,
     ...body,
     ...(limits ? { limits } : {}),
     ...(unique ? { unique } : {}),
@@ -587,6 +620,23 @@ function redactPaths(name: string, paths: unknown): string[] {
     );
   }
   return [...paths];
+}
+
+/** A task's `waitsFor`, validated: distinct events, each a name with an optional dotted payload path to match on. */
+function eventWaits(name: string, given: unknown): EventWaitRule[] {
+  if (given === undefined) return [];
+  const expected = "a list of event names or { event, match?: 'payload.path' }, each event once";
+  if (!Array.isArray(given)) throw new TaskDefinitionError(name, 'waitsFor', given, expected);
+  const rules = given.map((g): EventWaitRule => {
+    const rule = typeof g === 'string' ? { event: g } : (g as Partial<EventWaitRule> | null);
+    if (!rule || typeof rule.event !== 'string' || !EVENT_NAME_PATTERN.test(rule.event)) throw new TaskDefinitionError(name, 'waitsFor', g, expected);
+    if (rule.match !== undefined && (typeof rule.match !== 'string' || !REDACT_PATH.test(rule.match))) {
+      throw new TaskDefinitionError(name, 'waitsFor.match', rule.match, "a dotted payload path, e.g. 'order' or 'order.id'");
+    }
+    return { event: rule.event, ...(rule.match !== undefined ? { match: rule.match } : {}) };
+  });
+  if (new Set(rules.map((r) => r.event)).size !== rules.length) throw new TaskDefinitionError(name, 'waitsFor', given, expected);
+  return rules;
 }
 
 /** A task's `unique` rule, validated: `for` in seconds (1 s..30 days), `while` distinct job states. */

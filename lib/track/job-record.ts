@@ -50,6 +50,7 @@ export const JOB_STATES = [
   'deduplicated',
   'sleeping',
   'waiting-token',
+  'waiting-event',
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
@@ -77,7 +78,11 @@ export type HistoryWhat =
   /** Its body waits for a token at a step: parked until the token is completed or the wait times out, no attempt used. */
   | 'waiting-token'
   /** Its awaited token was completed: due now. */
-  | 'token-completed';
+  | 'token-completed'
+  /** Its body waits for an event at a step: parked until a matching event arrives or the wait times out, no attempt used. */
+  | 'waiting-event'
+  /** A matching event arrived for its wait: due now. */
+  | 'event-received';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -94,7 +99,7 @@ export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters' |
 }
 
 /** The states of a job parked at one of its steps: due at `runAt` (a sleep's end, a wait's timeout). */
-export const STEP_PARKED_STATES = ['sleeping', 'waiting-token'] as const;
+export const STEP_PARKED_STATES = ['sleeping', 'waiting-token', 'waiting-event'] as const;
 export type StepParkedState = (typeof STEP_PARKED_STATES)[number];
 
 /**
@@ -102,11 +107,14 @@ export type StepParkedState = (typeof STEP_PARKED_STATES)[number];
  * timeout), or (`continue`) the end of an attempt whose next step would not fit its invocation.
  */
 export interface StepWait {
-  readonly kind: 'sleep' | 'token' | 'continue';
+  readonly kind: 'sleep' | 'token' | 'event' | 'continue';
   /** Epoch ms it ends: a sleep's due time, a wait's timeout, now for a continuation. */
   readonly until: number;
-  /** A token wait's token: what `completeToken` names. */
+  /** A token wait's token: what `completeToken` names (an event wait's too: the event completes it). */
   readonly token?: string;
+  /** An event wait's event, and the key its waiters are found by ({@link eventWaitKey}). */
+  readonly event?: string;
+  readonly key?: string;
 }
 
 /** One step a job's body kept (`ctx.step.run`): its name, its result's JSON, and the attempt that ran it. */
@@ -138,11 +146,29 @@ export interface StepWaitAsk {
   readonly until?: number;
   readonly forMs?: number;
   readonly token?: string;
+  readonly event?: string;
+  readonly key?: string;
 }
 
 /** A wait asked for, its end on the dispatcher's clock. */
 export function waitOf(ask: StepWaitAsk, now: number): StepWait {
-  return { kind: ask.kind, until: ask.until ?? now + (ask.forMs ?? 0), ...(ask.token !== undefined ? { token: ask.token } : {}) };
+  return {
+    kind: ask.kind,
+    until: ask.until ?? now + (ask.forMs ?? 0),
+    ...(ask.token !== undefined ? { token: ask.token } : {}),
+    ...(ask.event !== undefined ? { event: ask.event } : {}),
+    ...(ask.key !== undefined ? { key: ask.key } : {}),
+  };
+}
+
+/**
+ * The key an event wait's job is found by when the event arrives: the event's name, and the matched
+ * field's path and its value in the job's payload as JSON (none: every such event matches). Kept as
+ * a tag of the job (`<jobId> tag <key>`, the `byTag` index), so the dispatcher that receives the
+ * event finds its waiters with one query per declared match.
+ */
+export function eventWaitKey(event: string, match?: { readonly path: string; readonly value: unknown }): string {
+  return match ? `~waits ${event} ${match.path}=${JSON.stringify(match.value ?? null)}` : `~waits ${event}`;
 }
 
 /** A step as a job record keeps it: a wait's end set on the writer's clock. */
