@@ -17,9 +17,11 @@ import {
   type ParkRequest,
   type ParkResult,
   type TokenCompletion,
+  tokenHistory,
   tokenJob,
   tokenRefusal,
 } from '../track/job-record';
+import type { EventRef } from '../wire/event-ref';
 import { PARKED_ONLY } from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
 import { Expression, fromItem, isConditionFailure } from './dynamo-values';
@@ -122,13 +124,13 @@ export class DynamoJobSchedules {
     return outcome.landed;
   }
 
-  async completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
+  async completeToken(token: string, value: string | undefined, now: number, by?: EventRef): Promise<TokenCompletion> {
     const named = tokenJob(token);
     if (!named) return { outcome: 'unknown' };
     const e = new Expression();
     const history = e.name('history');
     const step = `${e.name('steps')}[${named.index}]`;
-    const entry: HistoryEntry = { what: 'token-completed', when: now };
+    const entry: HistoryEntry = tokenHistory(undefined, now, by);
     const outcome = await this.table.write(named.jobId, e, {
       update:
         `SET ${step}.${e.name('completedAt')} = ${e.value(now)}` +

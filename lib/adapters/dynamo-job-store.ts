@@ -40,6 +40,7 @@ import type {
 } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
+import type { EventRef } from '../wire/event-ref';
 import { DynamoJobClaims } from './dynamo-job-claims';
 import { DynamoJobDebounces } from './dynamo-job-debounces';
 import { DynamoJobFlows } from './dynamo-job-flows';
@@ -154,8 +155,8 @@ export class DynamoJobStore implements JobStore {
     return this.claims.parkAttempt(park);
   }
 
-  completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
-    return this.schedules.completeToken(token, value, now);
+  completeToken(token: string, value: string | undefined, now: number, by?: EventRef): Promise<TokenCompletion> {
+    return this.schedules.completeToken(token, value, now, by);
   }
 
   complete(completion: Completion, claimed: JobRecord): Promise<Completed> {

@@ -9,9 +9,10 @@
  * An item gives its own slot back once it is handed here: the slots count calls, not items, so a
  * dispatcher of 10 slots gathers calls of 100.
  */
-import { payloadAt } from '../policy/payload-paths';
+
 import type { Clock } from '../clock';
 import { describe, JobCancelledError, WorkerCrashedError } from '../errors';
+import { payloadAt } from '../policy/payload-paths';
 import type { Logger } from '../ports';
 import { type BatchRunItem, type RunHooks, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from '../run/executor-types';
 import type { TaskDefinition } from '../tasks/task';

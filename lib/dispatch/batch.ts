@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config/app-config';
 import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
-import { subscribersOn } from '../events/routes';
+import { subscribersOn, waitersOn } from '../events/routes';
 import { bodyBytes, MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
 import type { ReceivedMessage, SendEntry } from '../ports';
@@ -11,12 +12,14 @@ import { SettleHold } from '../settle/hold';
 import { ref } from '../settle/records';
 import type { BatchReport, JobReport } from '../settle/report';
 import { type HookJob, runHooks } from '../settle/run-hooks';
-import { BatchState, recordStats, type SettleOptions, settle } from '../settle/settle';
+import { BatchState, type RecordWrite, recordStats, type SettleOptions, settle } from '../settle/settle';
+import { resumeEventWaiters } from '../settle/step-tokens';
 import type { TaskDefinition } from '../tasks/task';
 import { batchSpans } from '../trace/consumer';
 import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/fleet-limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
+import type { PayloadRef } from '../wire/payload-ref';
 import { batchCallsOn } from './batch-calls';
 import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
@@ -243,8 +246,9 @@ function planEvent(
   state: BatchState,
 ): Planned | undefined {
   const subscribers = subscribersOn(deps.registry, queue.name, event.name);
+  const waits = waitersOn(deps.registry, queue.name, event.name);
   const [only] = subscribers;
-  if (!only) {
+  if (!only && waits.length === 0) {
     decideArchive(deps, queue, state, message, undefined, 'no-subscriber', {
       type: 'NoSubscriberError',
       message: `event ${JSON.stringify(event.name)} has no subscriber on queue ${queue.name} in this version`,
@@ -253,7 +257,8 @@ function planEvent(
   }
   // Once for the event, before a split copies its pointer to every subscriber.
   if (refusedRef(deps, queue, state, message, undefined, event.payloadRef)) return undefined;
-  if (subscribers.length === 1) {
+  const resume = waits.length > 0 ? waitersWrite(deps, event, waits) : undefined;
+  if (only && subscribers.length === 1 && !resume) {
     return { message: { ...message, body: subscriberEnvelope(event, only.name) }, job: subscriberJob(event, only.name), def: only };
   }
   const copies = subscribers.map((def, i) => ({
@@ -261,8 +266,42 @@ function planEvent(
     body: subscriberEnvelope(event, def.name),
     ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
   }));
-  state.decide({ kind: 'split', message, copies }, { messageId: message.messageId, jobId: event.id, outcome: 'split', attempt: 0 });
+  state.decide(
+    { kind: 'split', message, copies, ...(resume ? { record: resume } : {}) },
+    { messageId: message.messageId, jobId: event.id, outcome: 'split', attempt: 0 },
+  );
   return undefined;
+}
+
+/**
+ * The write that resumes the jobs waiting on this queue for `event` (lib/settle/step-tokens.ts),
+ * made before the event's message is deleted: a failure leaves the message to come back. Without a
+ * jobs table no job can wait: nothing to do.
+ */
+function waitersWrite(
+  deps: DispatcherDeps,
+  event: DecodedEvent,
+  waits: ReadonlyArray<{ readonly match?: string }>,
+): RecordWrite | undefined {
+  const jobs = deps.tracking?.jobs;
+  if (!jobs) return undefined;
+  const payloads = deps.payloads;
+  return async () => {
+    const resumed = await resumeEventWaiters(
+      {
+        jobs,
+        queues: deps.queues,
+        urls: deps.urls,
+        clock: deps.clock,
+        logger: deps.logger,
+        ...(payloads ? { readPayload: (ref: PayloadRef) => readClaimCheck(payloads.store, ref) } : {}),
+      },
+      event,
+      waits,
+    );
+    if (resumed > 0) deps.logger.info('event resumed the jobs waiting for it', { event: event.name, eventId: event.id, resumed });
+    return true;
+  };
 }
 
 /**

@@ -30,7 +30,16 @@ const RUN_HOLD = ':schedule';
 /** The hold of the one tick `buffer-one` keeps waiting. */
 const BUFFER_HOLD = ':schedule-buffer';
 /** A run is live in these states: a tick waits or is skipped while the previous run is in one. */
-const LIVE_STATES: readonly JobState[] = ['queued', 'scheduled', 'waiting', 'running', 'retrying', 'sleeping', 'waiting-token', 'waiting-event'];
+const LIVE_STATES: readonly JobState[] = [
+  'queued',
+  'scheduled',
+  'waiting',
+  'running',
+  'retrying',
+  'sleeping',
+  'waiting-token',
+  'waiting-event',
+];
 /** A hold's window: the longest a `unique` key is held. Liveness, not the window, ends a run's hold. */
 const HOLD_SECONDS = 30 * 86_400;
 /**

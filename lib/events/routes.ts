@@ -22,8 +22,9 @@ export interface EventRoute {
 }
 
 /**
- * The subscriptions the version needs: for every queue with subscriber tasks, one per topic its
- * events come through. An event no task of this version takes is not subscribed at all.
+ * The subscriptions the version needs: for every queue with subscriber tasks (or tasks waiting for
+ * events), one per topic its events come through. An event no task of this version takes or waits
+ * for is not subscribed at all.
  */
 export function eventRoutes(config: TaskworkerConfig, version: string, registry: TaskRegistry): EventRoute[] {
   const topicOf = (event: string): EventTopic | undefined => {
@@ -33,7 +34,8 @@ export function eventRoutes(config: TaskworkerConfig, version: string, registry:
   };
   const routes = new Map<string, { queue: string; topic: EventTopic; events: Set<string> }>();
   for (const def of registry.values()) {
-    for (const event of def.on) {
+    // A task's waited events reach its queue as its subscriptions do: the dispatcher resumes the waiting jobs.
+    for (const event of new Set([...def.on, ...def.waitsFor.map((w) => w.event)])) {
       const topic = topicOf(event);
       if (!topic) continue; // the registry refuses such a task; a bare registry here just has no route
       const key = `${def.queue}\n${topic.topicArn ?? eventTopicName(topic.app, topic.version)}`;
@@ -57,4 +59,14 @@ export function filterPolicy(route: Pick<EventRoute, 'events'>): { readonly even
 /** The tasks on `queue` that subscribe to `event`, in name order (each gets its own job). */
 export function subscribersOn(registry: TaskRegistry, queue: string, event: string): TaskDefinition[] {
   return [...registry.values()].filter((def) => def.queue === queue && def.on.includes(event)).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The waits on `queue` for `event`: each task waiting for it there, with the payload field its jobs match on. */
+export function waitersOn(registry: TaskRegistry, queue: string, event: string): Array<{ readonly task: string; readonly match?: string }> {
+  return [...registry.values()]
+    .filter((def) => def.queue === queue)
+    .flatMap((def) =>
+      def.waitsFor.filter((w) => w.event === event).map((w) => ({ task: def.name, ...(w.match !== undefined ? { match: w.match } : {}) })),
+    )
+    .sort((a, b) => a.task.localeCompare(b.task));
 }

@@ -1,6 +1,15 @@
 import { archiveTakeOf, mayCloseFence, openFence } from '../policy/archive-fences';
 import { dueShardOf } from '../policy/due-times';
-import { appendHistory, historyOf, isParked, type JobStoreSettings, permits, TERMINAL_STATES, TIMED_OUT_ONLY, uniqueItemKey } from '../policy/job-rules';
+import {
+  appendHistory,
+  historyOf,
+  isParked,
+  type JobStoreSettings,
+  permits,
+  TERMINAL_STATES,
+  TIMED_OUT_ONLY,
+  uniqueItemKey,
+} from '../policy/job-rules';
 import type {
   AddDependentResult,
   ArchiveFence,
@@ -40,9 +49,10 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, stepEntryOf, tokenJob, tokenRefusal } from '../track/job-record';
+import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, stepEntryOf, tokenHistory, tokenJob, tokenRefusal } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
+import type { EventRef } from '../wire/event-ref';
 import { MemoryDebounces } from './memory-debounces';
 import { MemoryDependencyCounts } from './memory-dependency-counts';
 
@@ -216,7 +226,7 @@ export class MemoryJobStore implements JobStore {
     return true;
   }
 
-  async completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion> {
+  async completeToken(token: string, value: string | undefined, now: number, by?: EventRef): Promise<TokenCompletion> {
     const named = tokenJob(token);
     const record = named ? this.jobs.get(named.jobId) : undefined;
     const step = named ? record?.steps?.[named.index] : undefined;
@@ -241,7 +251,7 @@ export class MemoryJobStore implements JobStore {
       steps,
       runAt: now,
       updatedAt: now,
-      history: this.history(record, { what: 'token-completed', when: now, detail: step.name }),
+      history: this.history(record, tokenHistory(step.name, now, by)),
     });
     return { outcome: 'completed', jobId: named.jobId, parked: structuredClone(parked.job) };
   }

@@ -231,7 +231,15 @@ export type RunNowResult =
   | { readonly outcome: 'unknown' };
 
 /** The states a bulk cancel takes by default: every job not ended, not running. */
-export const OPEN_STATES: readonly JobState[] = ['queued', 'retrying', 'scheduled', 'waiting', 'sleeping', 'waiting-token', 'waiting-event'];
+export const OPEN_STATES: readonly JobState[] = [
+  'queued',
+  'retrying',
+  'scheduled',
+  'waiting',
+  'sleeping',
+  'waiting-token',
+  'waiting-event',
+];
 /** The states a bulk cancel may be asked for (`running`: each is asked to stop, as `jobs cancel` does). */
 export const CANCELLABLE_STATES: readonly JobState[] = [...OPEN_STATES, 'running'];
 

@@ -148,7 +148,10 @@ export const TRANSITIONS = {
   deduplicate: { from: ['absent'], sameJob: false },
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },
-  duplicate: { from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: true },
+  duplicate: {
+    from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated', 'sleeping', 'waiting-token', 'waiting-event'],
+    sameJob: true,
+  },
   replay: { from: ['archived'], sameJob: true },
   /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced` record, not a parked one). */
   park: { from: ['absent', 'queued', 'scheduled'], sameJob: true },
@@ -185,7 +188,19 @@ export const TRANSITIONS = {
    * is counted at once by the dependent (the edge kept all the same, for `jobs show` and a replay).
    */
   addDependent: {
-    from: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'succeeded', 'archived', 'cancelled', 'sleeping', 'waiting-token', 'waiting-event'],
+    from: [
+      'queued',
+      'running',
+      'retrying',
+      'scheduled',
+      'waiting',
+      'succeeded',
+      'archived',
+      'cancelled',
+      'sleeping',
+      'waiting-token',
+      'waiting-event',
+    ],
     sameJob: false,
   },
   /** Its last dependency counted: it becomes a parked job due now, sent by the sweep's path. */

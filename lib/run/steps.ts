@@ -198,11 +198,18 @@ export function taskSteps(
         const rule = limits.waits?.find((r) => r.event === options?.event);
         if (!rule) {
           const declared = (limits.waits ?? []).map((r) => r.event).join(', ') || 'none';
-          throw new StepError('undeclared-event', name, `event ${JSON.stringify(options?.event)} is not in the task's waitsFor (${declared})`);
+          throw new StepError(
+            'undeclared-event',
+            name,
+            `event ${JSON.stringify(options?.event)} is not in the task's waitsFor (${declared})`,
+          );
         }
         const forMs = spanMs(name, options.timeout);
         // The key its waiters are found by: the event, and the matched field's value in this job's payload.
-        const key = eventWaitKey(rule.event, rule.match !== undefined ? { path: rule.match, value: payloadAt(run.payload, rule.match) } : undefined);
+        const key = eventWaitKey(
+          rule.event,
+          rule.match !== undefined ? { path: rule.match, value: payloadAt(run.payload, rule.match) } : undefined,
+        );
         const wait = await keptWait(index, name, prior, { kind: 'event', forMs, event: rule.event, key });
         return park({ index, name, wait, keep: false });
       },

@@ -98,7 +98,7 @@ export function completionWrite(
  * table with its message's body (id and publish time pinned) until the step's time, and the message
  * deleted. A sleep or a continuation due within SQS's 15 minutes is sent at once, delayed by the
  * time left, as the sweep would send it a minute later; a token wait only ever at its timeout (by
- * the sweep) or its completion.
+ * the sweep) or its completion, and an event wait the same (its completion an event's).
  */
 export function parkWrite(
   deps: RecordPorts,
@@ -116,6 +116,9 @@ export function parkWrite(
     const state = park.wait.kind === 'token' ? 'waiting-token' : park.wait.kind === 'event' ? 'waiting-event' : 'sleeping';
     const body = pinEnvelope(message.body, job);
     const attributes = Object.keys(message.attributes).length > 0 ? message.attributes : undefined;
+    // An event wait is found by its key when the event comes: tagged before it parks (a tag left by a
+    // park that did not land is passed over: only a job waiting on that key is resumed).
+    if (park.wait.kind === 'event' && park.wait.key !== undefined) await jobs.tagJob(job.id, [park.wait.key], now);
     const landed = await jobs.parkAttempt({
       jobId: job.id,
       queue: queue.name,
@@ -131,7 +134,7 @@ export function parkWrite(
       workerId: deps.workerId,
       now,
     });
-    if (landed && park.wait.kind !== 'token' && wait.until - now <= MAX_QUEUE_DELAY_SECONDS * 1000) {
+    if (landed && park.wait.kind !== 'token' && park.wait.kind !== 'event' && wait.until - now <= MAX_QUEUE_DELAY_SECONDS * 1000) {
       // Sent now or by the next sweep: a failed send leaves it parked, never lost.
       const parked = { jobId: job.id, queue: queue.name, runAt: wait.until, body, ...(attributes ? { attributes } : {}) };
       await sendParked({ jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger }, [parked], now).catch(
@@ -147,6 +150,7 @@ function parkDetail(park: StepPark, until: number): string {
   const at = new Date(until).toISOString();
   if (park.wait.kind === 'sleep') return `step ${JSON.stringify(park.name)}: sleeps until ${at}`;
   if (park.wait.kind === 'token') return `step ${JSON.stringify(park.name)}: waits for its token until ${at}`;
+  if (park.wait.kind === 'event') return `step ${JSON.stringify(park.name)}: waits for event ${park.wait.event} until ${at}`;
   return `continues in a new invocation before step ${JSON.stringify(park.name)}`;
 }
 

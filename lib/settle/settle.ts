@@ -82,8 +82,11 @@ export type Decision =
   | { readonly kind: 'delete'; readonly message: ReceivedMessage; readonly record?: RecordWrite }
   | { readonly kind: 'visibility'; readonly message: ReceivedMessage; readonly seconds: number; readonly record?: RecordWrite }
   | { readonly kind: 'requeue'; readonly message: ReceivedMessage; readonly copy: SendEntry; readonly record?: RecordWrite }
-  /** An event for several subscribers on this queue: one job message each is sent, then the event's message is deleted. */
-  | { readonly kind: 'split'; readonly message: ReceivedMessage; readonly copies: readonly SendEntry[]; readonly record?: never }
+  /**
+   * An event for several subscribers on this queue (or for jobs waiting for it): one job message each
+   * is sent, `record` resumes the waiting jobs, then the event's message is deleted.
+   */
+  | { readonly kind: 'split'; readonly message: ReceivedMessage; readonly copies: readonly SendEntry[]; readonly record?: RecordWrite }
   /** With `fence` (tracked queues) the record is written as the fence is taken; with `record` (untracked ends) after the send. */
   | {
       readonly kind: 'archive';

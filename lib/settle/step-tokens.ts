@@ -6,7 +6,11 @@
  */
 import { TokenValueError } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
-import { type TokenCompletion, tokenJob } from '../track/job-record';
+import { payloadAt } from '../policy/payload-paths';
+import { eventWaitKey, type TokenCompletion, tokenJob } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
+import type { DecodedEvent } from '../wire/event';
+import type { PayloadRef } from '../wire/payload-ref';
 import { type SweepDeps, sendParked } from './parked-sends';
 
 /** How a completion went: `completed` (sent: its job is on its queue; else the next sweep sends it), or why it was refused. */
@@ -41,4 +45,67 @@ function valueJson(value: unknown): string | undefined {
     );
   }
   return json;
+}
+
+/** Records read per key's page while finding an event's waiters. */
+const WAITERS_PAGE = 200;
+
+/** Where an event's waiters are found and resumed: the jobs table (with its tag index) and the queues. */
+export interface WaiterDeps extends SweepDeps {
+  readonly jobs: SweepDeps['jobs'] & Pick<JobStore, 'jobsByTag'>;
+  /** Reads a claim-checked event payload (the dispatcher's payload store); none: only inline payloads match. */
+  readonly readPayload?: (ref: PayloadRef) => Promise<unknown>;
+}
+
+/**
+ * Resumes the jobs on a queue that wait for `event` (`ctx.step.waitForEvent`; `waits`: the waiting
+ * tasks there, each with the field its jobs match on): for each match, the jobs tagged with its key
+ * (the event's value at that field) that wait for it since before the event was emitted are
+ * completed like a token — one conditional write each, so a second matching event, or this one
+ * delivered twice, resumes nobody again — and sent. Returns how many it resumed. Throws when the
+ * jobs table does not answer: the event's message then comes back, and what was resumed stays so.
+ */
+export async function resumeEventWaiters(
+  deps: WaiterDeps,
+  event: DecodedEvent,
+  waits: ReadonlyArray<{ readonly match?: string }>,
+): Promise<number> {
+  const payload = event.payloadRef && deps.readPayload ? await deps.readPayload(event.payloadRef) : event.payload;
+  const keys = new Set(
+    waits.map((w) => eventWaitKey(event.name, w.match !== undefined ? { path: w.match, value: payloadAt(payload, w.match) } : undefined)),
+  );
+  const received = receivedEvent(event, payload);
+  let resumed = 0;
+  for (const key of keys) {
+    let before: number | undefined;
+    for (;;) {
+      const page = await deps.jobs.jobsByTag(key, WAITERS_PAGE, before);
+      for (const record of page) {
+        const step = record.steps?.find((s) => s.wait?.key === key && s.wait.token === record.waitToken);
+        // An event emitted before the wait began is not one it waits for.
+        if (record.state !== 'waiting-event' || !step || record.waitToken === undefined || step.at > event.emittedAt) continue;
+        const done = await deps.jobs.completeToken(record.waitToken, received, deps.clock.now(), event);
+        if (done.outcome !== 'completed') continue;
+        resumed += 1;
+        await sendParked(deps, [done.parked], deps.clock.now()).catch(() => undefined);
+      }
+      if (page.length < WAITERS_PAGE) break;
+      before = Math.min(...page.map((r) => r.updatedAt));
+    }
+  }
+  return resumed;
+}
+
+/** What a wait gets back: the event's reference, with its payload when its JSON is at most 1 KB. */
+function receivedEvent(event: DecodedEvent, payload: unknown): string {
+  const ref = {
+    id: event.id,
+    name: event.name,
+    ...(event.source !== undefined ? { source: event.source } : {}),
+    emittedAt: event.emittedAt,
+  };
+  const json = JSON.stringify({ ...ref, payload: payload ?? null });
+  return Buffer.byteLength(json) <= MAX_RESULT_BYTES
+    ? json
+    : JSON.stringify({ ...ref, payloadBytes: Buffer.byteLength(JSON.stringify(payload ?? null)) });
 }

@@ -99,14 +99,18 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
   return registry;
 }
 
-/** Every event a task subscribes to is one its app can receive: its own, or one it subscribes to. */
+/** Every event a task subscribes to or waits for is one its app can receive: its own, or one it subscribes to. */
 function checkSubscriptions(config: TaskworkerConfig, def: TaskDefinition): void {
   const receivable = [...config.events.map((e) => e.name), ...config.subscriptions.flatMap((s) => s.events)];
-  for (const name of def.on) {
+  const named: Array<['on' | 'waitsFor', string]> = [
+    ...def.on.map((name): ['on', string] => ['on', name]),
+    ...def.waitsFor.map((w): ['waitsFor', string] => ['waitsFor', w.event]),
+  ];
+  for (const [field, name] of named) {
     if (!receivable.includes(name)) {
       throw new TaskDefinitionError(
         def.name,
-        'on',
+        field,
         name,
         `an event the app declares in events or receives through subscriptions (${receivable.join(', ') || 'none'})`,
       );

@@ -196,7 +196,10 @@ export interface TaskSteps {
    * `'3d'`, up to a year). Returns the event (its payload when its JSON is at most 1 KB), or `null`
    * at the timeout. Two matching events resume it once (the first).
    */
-  waitForEvent<T = unknown>(name: string, options: { readonly event: string; readonly timeout: number | string }): Promise<ReceivedEvent<T> | null>;
+  waitForEvent<T = unknown>(
+    name: string,
+    options: { readonly event: string; readonly timeout: number | string },
+  ): Promise<ReceivedEvent<T> | null>;
 }
 
 /** An event a task's body may wait for, and the payload field (a dotted path) a waiting job matches on. */
@@ -629,7 +632,8 @@ function eventWaits(name: string, given: unknown): EventWaitRule[] {
   if (!Array.isArray(given)) throw new TaskDefinitionError(name, 'waitsFor', given, expected);
   const rules = given.map((g): EventWaitRule => {
     const rule = typeof g === 'string' ? { event: g } : (g as Partial<EventWaitRule> | null);
-    if (!rule || typeof rule.event !== 'string' || !EVENT_NAME_PATTERN.test(rule.event)) throw new TaskDefinitionError(name, 'waitsFor', g, expected);
+    if (!rule || typeof rule.event !== 'string' || !EVENT_NAME_PATTERN.test(rule.event))
+      throw new TaskDefinitionError(name, 'waitsFor', g, expected);
     if (rule.match !== undefined && (typeof rule.match !== 'string' || !REDACT_PATH.test(rule.match))) {
       throw new TaskDefinitionError(name, 'waitsFor.match', rule.match, "a dotted payload path, e.g. 'order' or 'order.id'");
     }

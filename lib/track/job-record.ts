@@ -201,6 +201,13 @@ export function tokenRefusal(token: string, record: JobRecord | undefined): Excl
   return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
 }
 
+/** The history entry of a token's completion: by an event (`event-received`, naming it), or by someone (`token-completed`, naming the step). */
+export function tokenHistory(step: string | undefined, now: number, by?: EventRef): HistoryEntry {
+  return by
+    ? { what: 'event-received', when: now, detail: `${by.name} ${by.id}` }
+    : { what: 'token-completed', when: now, ...(step !== undefined ? { detail: step } : {}) };
+}
+
 /** A token: its job's id, the wait's step number and a random part, `<jobId>:<index>:<nonce>`. */
 export function stepToken(jobId: string, index: number, nonce: string): string {
   return `${jobId}:${index}:${nonce}`;

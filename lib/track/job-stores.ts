@@ -7,6 +7,7 @@
  * fake implement it, and a consumer that needs one role takes that role's interface.
  */
 import type { ArchiveReason } from '../wire/archive-reasons';
+import type { EventRef } from '../wire/event-ref';
 import type {
   AddDependentResult,
   ArchiveFence,
@@ -151,8 +152,9 @@ export interface ScheduleStore extends JobReader {
    * Completes the token a `waiting-token` job waits for: its step's result becomes `value` (JSON) and
    * the job is due `now`, in one write conditional on the job waiting for that very token. The
    * caller sends it then (the sweep's path); a completion lost before that send is sent by the next sweep.
+   * `by`: the event that completes an event wait's token (its history says so).
    */
-  completeToken(token: string, value: string | undefined, now: number): Promise<TokenCompletion>;
+  completeToken(token: string, value: string | undefined, now: number, by?: EventRef): Promise<TokenCompletion>;
   /** Takes a parked job for one sweep until `leaseUntil`; false if it is no longer parked or another sweep holds it. */
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean>;
   /** After the sweep sent it: scheduled → queued, under the sweep's lease. False when it moved on meanwhile (claimed, cancelled). */
