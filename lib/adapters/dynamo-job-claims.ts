@@ -222,7 +222,13 @@ export class DynamoJobClaims {
       `attribute_not_exists(${e.name('cancelRequestedAt')})`,
       ...(p.step ? [stepsBefore(e, p.step.index)] : []),
       // A token wait parks on the token its step kept (before anyone heard of it).
-      ...(waited ? [`${steps()}[${waited.index}].${e.name('wait')}.${e.name('token')} = ${e.value(p.waitToken)}`] : []),
+      ...(waited
+        ? [
+            `${steps()}[${waited.index}].${e.name('wait')}.${e.name('token')} = ${e.value(p.waitToken)}`,
+            // A wait completed before its park (while the attempt settled) is not parked on: the park continues instead.
+            `attribute_not_exists(${steps()}[${waited.index}].${e.name('completedAt')})`,
+          ]
+        : []),
     ];
     const outcome = await this.table.write(
       p.jobId,

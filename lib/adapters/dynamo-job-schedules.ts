@@ -131,21 +131,26 @@ export class DynamoJobSchedules {
     const history = e.name('history');
     const step = `${e.name('steps')}[${named.index}]`;
     const entry: HistoryEntry = tokenHistory(undefined, now, by);
+    const state = e.name('state');
+    const waitToken = e.name('waitToken');
+    const t = e.value(token);
     const outcome = await this.table.write(named.jobId, e, {
+      // Due now (a running job's runAt is read by nothing: its park, finding the value, continues at once).
       update:
         `SET ${step}.${e.name('completedAt')} = ${e.value(now)}` +
         (value !== undefined ? `, ${step}.${e.name('result')} = ${e.value(value)}` : '') +
         `, ${assignments(e, { runAt: now, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])})`,
+      // tokenCompletable's rule: the step holds the token, not completed; parked on it, or running and not parked on it yet.
       condition:
-        `${transitionCondition(e, 'completeToken')} AND ${e.name('waitToken')} = ${e.value(token)} ` +
-        `AND attribute_not_exists(${step}.${e.name('completedAt')})`,
+        `${transitionCondition(e, 'completeToken')} AND ${step}.${e.name('wait')}.${e.name('token')} = ${t} ` +
+        `AND attribute_not_exists(${step}.${e.name('completedAt')}) ` +
+        `AND (${waitToken} = ${t} AND ${state} <> ${e.value('running')} OR ${state} = ${e.value('running')} AND (attribute_not_exists(${waitToken}) OR ${waitToken} <> ${t}))`,
     });
     if (outcome.landed) {
+      if (outcome.record?.state === 'running') return { outcome: 'completed', jobId: named.jobId };
       const parked = await this.parkedJob(named.jobId);
       // Sent meanwhile by a sweep (its timeout came): the value is kept all the same, and that send runs it.
-      return parked
-        ? { outcome: 'completed', jobId: named.jobId, parked }
-        : { outcome: 'not-waiting', jobId: named.jobId, state: 'queued' };
+      return { outcome: 'completed', jobId: named.jobId, ...(parked ? { parked } : {}) };
     }
     return tokenRefusal(token, outcome.record);
   }

@@ -49,7 +49,15 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import { CANCELLATIONS_KEPT_MS, MAX_FILED_REJECTIONS, stepEntryOf, tokenHistory, tokenJob, tokenRefusal } from '../track/job-record';
+import {
+  CANCELLATIONS_KEPT_MS,
+  MAX_FILED_REJECTIONS,
+  stepEntryOf,
+  tokenCompletable,
+  tokenHistory,
+  tokenJob,
+  tokenRefusal,
+} from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { EventRef } from '../wire/event-ref';
@@ -198,7 +206,9 @@ export class MemoryJobStore implements JobStore {
     const count = record.steps?.length ?? 0;
     if (p.step && count !== p.step.index) return false;
     const waited = p.waitToken !== undefined ? tokenJob(p.waitToken) : undefined;
-    if (p.waitToken !== undefined && record.steps?.[waited?.index ?? -1]?.wait?.token !== p.waitToken) return false;
+    const waitStep = record.steps?.[waited?.index ?? -1];
+    // A wait completed before its park (the completion came while the attempt was settling): not parked on.
+    if (p.waitToken !== undefined && (waitStep?.wait?.token !== p.waitToken || waitStep.completedAt !== undefined)) return false;
     const next: Mutable<JobRecord> = {
       ...record,
       state: p.state,
@@ -230,22 +240,11 @@ export class MemoryJobStore implements JobStore {
     const named = tokenJob(token);
     const record = named ? this.jobs.get(named.jobId) : undefined;
     const step = named ? record?.steps?.[named.index] : undefined;
-    const parked = named ? this.parked.get(named.jobId) : undefined;
-    if (
-      !named ||
-      !record ||
-      !step ||
-      !parked ||
-      step.wait?.token !== token ||
-      step.completedAt !== undefined ||
-      permits('completeToken', record) !== 'ok' ||
-      record.waitToken !== token
-    ) {
-      return tokenRefusal(token, record && structuredClone(record));
-    }
+    if (!named || !record || !step || !tokenCompletable(token, record)) return tokenRefusal(token, record && structuredClone(record));
     const steps = [...(record.steps ?? [])];
     steps[named.index] = { ...step, completedAt: now, ...(value !== undefined ? { result: value } : {}) };
-    parked.job = { ...parked.job, runAt: now };
+    const parked = this.parked.get(named.jobId);
+    if (parked && record.state !== 'running') parked.job = { ...parked.job, runAt: now };
     this.put({
       ...record,
       steps,
@@ -253,7 +252,8 @@ export class MemoryJobStore implements JobStore {
       updatedAt: now,
       history: this.history(record, tokenHistory(step.name, now, by)),
     });
-    return { outcome: 'completed', jobId: named.jobId, parked: structuredClone(parked.job) };
+    const due = parked && record.state !== 'running' ? structuredClone(parked.job) : undefined;
+    return { outcome: 'completed', jobId: named.jobId, ...(due ? { parked: due } : {}) };
   }
 
   async complete(c: Completion, claimed: JobRecord): Promise<Completed> {

@@ -165,7 +165,11 @@ export const TRANSITIONS = {
    */
   parkAttempt: { from: ['running'], sameJob: false },
   /** A token's completion resumes the job waiting for it (the token it names, not an earlier wait's). */
-  completeToken: { from: ['waiting-token', 'waiting-event'], sameJob: false },
+  /**
+   * (Also a running job whose attempt kept the wait's step but has not parked on it yet: the value is
+   * kept, and the park, finding it, continues at once. Never a wait the job parked on and left.)
+   */
+  completeToken: { from: ['waiting-token', 'waiting-event', 'running'], sameJob: false },
   /**
    * An operator cancels a job that has not started (or is between attempts): a queued or retrying
    * job's message is deleted when a dispatcher next receives it, its claim finding the job ended.

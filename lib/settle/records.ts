@@ -134,6 +134,7 @@ export function parkWrite(
       workerId: deps.workerId,
       now,
     });
+    if (!landed && park.wait.token !== undefined) return continueAfterCompletion(deps, at, token, claimed, park, now);
     if (landed && park.wait.kind !== 'token' && park.wait.kind !== 'event' && wait.until - now <= MAX_QUEUE_DELAY_SECONDS * 1000) {
       // Sent now or by the next sweep: a failed send leaves it parked, never lost.
       const parked = { jobId: job.id, queue: queue.name, runAt: wait.until, body, ...(attributes ? { attributes } : {}) };
@@ -143,6 +144,27 @@ export function parkWrite(
     }
     return landed;
   };
+}
+
+/**
+ * A wait's park that did not land because its token was completed meanwhile (while the attempt
+ * settled): if the attempt still holds the job, it ends as a continuation instead — due now, sent at
+ * once — and the next attempt gets the value from the kept step. Otherwise the attempt lost the job
+ * (false: stale, as any fenced write).
+ */
+async function continueAfterCompletion(
+  deps: RecordPorts,
+  at: { readonly queue: QueueConfig; readonly message: ReceivedMessage; readonly job: DecodedJob },
+  token: number,
+  claimed: JobRecord,
+  park: StepPark,
+  now: number,
+): Promise<boolean> {
+  const jobs = deps.tracking?.jobs;
+  const record = await jobs?.get(at.job.id);
+  const step = record?.steps?.[park.index];
+  if (!jobs || record?.state !== 'running' || record.attempt !== token || step?.completedAt === undefined) return false;
+  return parkWrite(deps, at, token, claimed, { index: park.index, name: park.name, wait: { kind: 'continue', forMs: 0 }, keep: false })();
 }
 
 /** What a park's history entry says. */

@@ -7,7 +7,7 @@
 import { TokenValueError } from '../errors';
 import { MAX_RESULT_BYTES } from '../policy/job-rules';
 import { payloadAt } from '../policy/payload-paths';
-import { eventWaitKey, type TokenCompletion, tokenJob } from '../track/job-record';
+import { eventWaitKey, type TokenCompletion, tokenCompletable, tokenJob } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { DecodedEvent } from '../wire/event';
 import type { PayloadRef } from '../wire/payload-ref';
@@ -25,6 +25,8 @@ export async function completeStepToken(deps: SweepDeps, token: string, value: u
   const now = deps.clock.now();
   const done = await deps.jobs.completeToken(token, json, now);
   if (done.outcome !== 'completed') return done;
+  // Not parked (its attempt has yet to park on the wait, or a sweep sent it meanwhile): it resumes without this send.
+  if (!done.parked) return { outcome: 'completed', jobId: done.jobId, sent: false };
   const sent = await sendParked(deps, [done.parked], now).catch(() => ({ sent: 0 }));
   return { outcome: 'completed', jobId: done.jobId, sent: sent.sent === 1 };
 }
@@ -81,13 +83,14 @@ export async function resumeEventWaiters(
     for (;;) {
       const page = await deps.jobs.jobsByTag(key, WAITERS_PAGE, before);
       for (const record of page) {
-        const step = record.steps?.find((s) => s.wait?.key === key && s.wait.token === record.waitToken);
-        // An event emitted before the wait began is not one it waits for.
-        if (record.state !== 'waiting-event' || !step || record.waitToken === undefined || step.at > event.emittedAt) continue;
-        const done = await deps.jobs.completeToken(record.waitToken, received, deps.clock.now(), event);
+        // The wait on this key it is in (parked on it, or kept and about to park); an event emitted before the wait began is not one it waits for.
+        const step = record.steps?.find((s) => s.wait?.key === key && s.wait.token !== undefined && tokenCompletable(s.wait.token, record));
+        const token = step?.wait?.token;
+        if (!step || token === undefined || step.at > event.emittedAt) continue;
+        const done = await deps.jobs.completeToken(token, received, deps.clock.now(), event);
         if (done.outcome !== 'completed') continue;
         resumed += 1;
-        await sendParked(deps, [done.parked], deps.clock.now()).catch(() => undefined);
+        if (done.parked) await sendParked(deps, [done.parked], deps.clock.now()).catch(() => undefined);
       }
       if (page.length < WAITERS_PAGE) break;
       before = Math.min(...page.map((r) => r.updatedAt));

@@ -201,6 +201,19 @@ export function tokenRefusal(token: string, record: JobRecord | undefined): Excl
   return { outcome: 'not-waiting', jobId: named.jobId, state: record.state };
 }
 
+/**
+ * Whether a completion of `token` may land on `record`: the wait's step holds it, not completed, and
+ * the job waits on it — parked on it (`waitToken`), or running the attempt that kept it and has yet to
+ * park (a job that parked on it and was resumed since timed out: `waitToken` says so).
+ */
+export function tokenCompletable(token: string, record: JobRecord | undefined): boolean {
+  const named = tokenJob(token);
+  const step = named ? record?.steps?.[named.index] : undefined;
+  if (!record || !step || step.wait?.token !== token || step.completedAt !== undefined) return false;
+  if (record.state === 'running') return record.waitToken !== token;
+  return (record.state === 'waiting-token' || record.state === 'waiting-event') && record.waitToken === token;
+}
+
 /** The history entry of a token's completion: by an event (`event-received`, naming it), or by someone (`token-completed`, naming the step). */
 export function tokenHistory(step: string | undefined, now: number, by?: EventRef): HistoryEntry {
   return by
@@ -249,7 +262,8 @@ export interface AttemptPark {
  * out, or was cancelled: the job's state given).
  */
 export type TokenCompletion =
-  | { readonly outcome: 'completed'; readonly jobId: string; readonly parked: ParkedJob }
+  /** `parked`: what to send now; none when the job is not parked (its attempt has yet to park on the wait, or a sweep sent it meanwhile). */
+  | { readonly outcome: 'completed'; readonly jobId: string; readonly parked?: ParkedJob }
   | { readonly outcome: 'unknown' }
   | { readonly outcome: 'completed-already'; readonly jobId: string; readonly completedAt: number; readonly value?: string }
   | { readonly outcome: 'not-waiting'; readonly jobId: string; readonly state: JobState };

@@ -356,6 +356,36 @@ export function jobStoreConformance(
       expect((await claim(jobs, sleeper, 200_000, 'w2')).outcome).toBe('finished');
     });
 
+    it('completes a token its running attempt kept but has not parked on yet: the park is then refused, and the value kept', async () => {
+      const job = ref();
+      const token = `${job.jobId}:0:abcdefghijklmnop`;
+      const first = await claim(jobs, job, 2000, 'w1', 60_000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      expect(
+        await jobs.keepStep(job.jobId, first.token, { index: 0, name: 'ok?', wait: { kind: 'token', forMs: 60_000, token } }, 2100),
+      ).toBe(true);
+      // Completed while the attempt settles: landed, nothing to send (the job is not parked).
+      expect(await jobs.completeToken(token, '"early"', 2150)).toEqual({ outcome: 'completed', jobId: job.jobId });
+      expect((await jobs.get(job.jobId))?.steps?.[0]).toMatchObject({ completedAt: 2150, result: '"early"' });
+      const park = {
+        jobId: job.jobId,
+        queue: job.queue,
+        token: first.token,
+        state: 'waiting-token' as const,
+        runAt: 62_100,
+        body: 'BODY',
+        waitToken: token,
+        detail: 'waits',
+        history: first.record.history,
+        workerId: 'w1',
+        now: 2200,
+      };
+      // The park on a completed wait does not land: the attempt still holds the job.
+      expect(await jobs.parkAttempt(park)).toBe(false);
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'running', attempt: first.token });
+      expect((await jobs.completeToken(token, '"again"', 2300)).outcome).toBe('completed-already');
+    });
+
     it('writes progress with a lease extension of the token that holds the job', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000);
