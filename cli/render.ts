@@ -373,7 +373,9 @@ export function stepWaitText(job: Pick<JobRecord, 'state' | 'waitToken'>, step: 
   if (!wait) return '';
   if (wait.kind === 'sleep') return `sleep until ${iso(wait.until)}`;
   if (wait.kind === 'continue') return 'continued in a new invocation';
-  if (step.completedAt !== undefined) return `token completed ${iso(step.completedAt)}`;
+  const what = wait.kind === 'event' ? `event ${wait.event}` : 'token';
+  if (step.completedAt !== undefined) return `${what} ${wait.kind === 'event' ? 'received' : 'completed'} ${iso(step.completedAt)}`;
   if (job.waitToken === wait.token && job.state === 'waiting-token') return `waits for token ${wait.token} until ${iso(wait.until)}`;
-  return job.waitToken === wait.token ? `token timed out ${iso(wait.until)}` : `token ${wait.token}, not yet waited for`;
+  if (job.waitToken === wait.token && job.state === 'waiting-event') return `waits for ${what} (${wait.key}) until ${iso(wait.until)}`;
+  return job.waitToken === wait.token ? `${what} timed out ${iso(wait.until)}` : `${what}, not yet waited for`;
 }

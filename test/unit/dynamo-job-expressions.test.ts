@@ -48,10 +48,10 @@ describe('the claim and completion expressions', () => {
     for (const built of [claim, takeOver, completion]) expect(grouping(built.condition)).toEqual([]);
     const claimParams = claim.template.params(claimValues(request, { what: 'started', when: 2000, worker: 'w1' }, 2500, 99));
     // 23 names and 25 values before (issue 33): the time, the task and the digest were given once per use.
-    // Two values more since (issue 36): the states a job parks at a step in, `sleeping` and `waiting-token`.
+    // Three values more since (issue 36): the states a job parks at a step in, `sleeping`, `waiting-token`, `waiting-event`.
     expect(Object.keys(claimParams.ExpressionAttributeNames)).toHaveLength(23);
-    expect(Object.keys(claimParams.ExpressionAttributeValues)).toHaveLength(21);
-    expect(claim.condition.length + claim.update.length).toBeLessThanOrEqual(420);
+    expect(Object.keys(claimParams.ExpressionAttributeValues)).toHaveLength(22);
+    expect(claim.condition.length + claim.update.length).toBeLessThanOrEqual(425);
     expect(completion.condition.length + completion.update.length).toBeLessThanOrEqual(120);
   });
 

@@ -10,7 +10,7 @@ import { REFRESH_MS, useData } from '../use-data';
 import { ActionButton, Problem } from '../widgets';
 
 /** The states a job is parked in until its time: it can be run now, or cancelled. */
-const PARKED = ['scheduled', 'sleeping', 'waiting-token'];
+const PARKED = ['scheduled', 'sleeping', 'waiting-token', 'waiting-event'];
 
 /** A sleep's or a token wait's step: its time, and how the wait ended (or what it waits for). */
 function stepWait(job: JobRecord, step: NonNullable<JobRecord['steps']>[number]): string {
@@ -18,9 +18,11 @@ function stepWait(job: JobRecord, step: NonNullable<JobRecord['steps']>[number])
   if (!wait) return '';
   if (wait.kind === 'sleep') return `sleep until ${utcTime(wait.until)}`;
   if (wait.kind === 'continue') return 'continued in a new invocation';
-  if (step.completedAt !== undefined) return `token completed ${utcTime(step.completedAt)}`;
+  const what = wait.kind === 'event' ? `event ${wait.event}` : 'token';
+  if (step.completedAt !== undefined) return `${what} ${wait.kind === 'event' ? 'received' : 'completed'} ${utcTime(step.completedAt)}`;
   if (job.waitToken === wait.token && job.state === 'waiting-token') return `waits for its token until ${utcTime(wait.until)}`;
-  return job.waitToken === wait.token ? `token timed out ${utcTime(wait.until)}` : 'token kept, not yet waited for';
+  if (job.waitToken === wait.token && job.state === 'waiting-event') return `waits for ${what} until ${utcTime(wait.until)}`;
+  return job.waitToken === wait.token ? `${what} timed out ${utcTime(wait.until)}` : `${what} kept, not yet waited for`;
 }
 
 export function JobPage({ version, id }: { version: string; id: string }) {
