@@ -21,7 +21,7 @@ import { fireTimesBetween, MAX_COUNTED } from '../policy/cron-expressions';
 import { scheduledTimeText, type Tick } from '../policy/recurring-ticks';
 import { sendOwed } from '../settle/owed-ticks';
 import { holdUniqueKey } from '../settle/unique-holds';
-import type { JobState } from '../track/job-record';
+import { LIVE_STATES } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import type { DispatcherDeps } from './dispatcher-deps';
 
@@ -29,17 +29,6 @@ import type { DispatcherDeps } from './dispatcher-deps';
 const RUN_HOLD = ':schedule';
 /** The hold of the one tick `buffer-one` keeps waiting. */
 const BUFFER_HOLD = ':schedule-buffer';
-/** A run is live in these states: a tick waits or is skipped while the previous run is in one. */
-const LIVE_STATES: readonly JobState[] = [
-  'queued',
-  'scheduled',
-  'waiting',
-  'running',
-  'retrying',
-  'sleeping',
-  'waiting-token',
-  'waiting-event',
-];
 /** A hold's window: the longest a `unique` key is held. Liveness, not the window, ends a run's hold. */
 const HOLD_SECONDS = 30 * 86_400;
 /**

@@ -39,8 +39,7 @@ export const INDEXED_STATES: readonly JobState[] = [
   'waiting-event',
 ];
 
-/** States a job never leaves. */
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled', 'deduplicated'];
+export { TERMINAL_STATES } from '../track/job-record';
 
 export function indexKey(queue: string, state: JobState): string | undefined {
   return INDEXED_STATES.includes(state) ? `${queue}#${state}` : undefined;

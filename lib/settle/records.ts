@@ -134,7 +134,7 @@ export function parkWrite(
       workerId: deps.workerId,
       now,
     });
-    if (!landed && park.wait.token !== undefined) return continueAfterCompletion(deps, at, token, claimed, park, now);
+    if (!landed && park.wait.token !== undefined) return continueAfterCompletion(deps, at, token, claimed, park);
     if (landed && park.wait.kind !== 'token' && park.wait.kind !== 'event' && wait.until - now <= MAX_QUEUE_DELAY_SECONDS * 1000) {
       // Sent now or by the next sweep: a failed send leaves it parked, never lost.
       const parked = { jobId: job.id, queue: queue.name, runAt: wait.until, body, ...(attributes ? { attributes } : {}) };
@@ -158,7 +158,6 @@ async function continueAfterCompletion(
   token: number,
   claimed: JobRecord,
   park: StepPark,
-  now: number,
 ): Promise<boolean> {
   const jobs = deps.tracking?.jobs;
   const record = await jobs?.get(at.job.id);

@@ -4,7 +4,7 @@ import { BatchResultError, describeValue, TaskDefinitionError } from '../errors'
 import { HOOK_NAMES, type JobHooks } from '../hook-types';
 import { MAX_LAMBDA_TIMEOUT_SECONDS } from '../layout/aws-limits';
 import { MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS } from '../layout/sqs-limits';
-import { JOB_STATES, type JobState } from '../track/job-record';
+import { JOB_STATES, type JobState, LIVE_STATES } from '../track/job-record';
 import { TASK_NAME_PATTERN } from '../wire/envelope';
 import { EVENT_NAME_PATTERN, type EventRef } from '../wire/event-ref';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff';
@@ -347,16 +347,7 @@ export interface UniqueWindow {
 }
 
 /** A job that has not ended. */
-export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = [
-  'queued',
-  'scheduled',
-  'waiting',
-  'running',
-  'retrying',
-  'sleeping',
-  'waiting-token',
-  'waiting-event',
-];
+export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = LIVE_STATES;
 /** The longest `unique.for`: 30 days. */
 export const MAX_UNIQUE_SECONDS = 30 * 86_400;
 

@@ -54,6 +54,12 @@ export const JOB_STATES = [
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
+/** States a job never leaves. */
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'archived', 'cancelled', 'deduplicated'];
+
+/** The states of a job that has not ended (in `JOB_STATES`' order). */
+export const LIVE_STATES: readonly JobState[] = JOB_STATES.filter((s) => !TERMINAL_STATES.includes(s));
+
 /** What can happen to a job, as its history records it. */
 export type HistoryWhat =
   | 'queued'
