@@ -23,6 +23,8 @@ export async function oneQueueVersion(options: {
   readonly recordQueued?: boolean;
   /** The queue's `listSucceeded`; the config's default (on for `full`) when absent. */
   readonly listSucceeded?: boolean;
+  /** Events the app declares (for tasks that wait for them). */
+  readonly events?: readonly string[];
 }) {
   const configFile = join(options.workDir, `config-${options.run}.json`);
   writeFileSync(
@@ -41,6 +43,7 @@ export async function oneQueueVersion(options: {
         },
       ],
       dispatcher: { concurrency: 10 },
+      ...(options.events ? { events: options.events.map((name) => ({ name })) } : {}),
     }),
   );
   const { tasksFile } = await buildTasksBundle({ configFile, outFile: join(options.workDir, `tasks-${options.run}.cjs`) });

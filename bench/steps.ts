@@ -9,9 +9,12 @@
  * - `steps`: ten `ctx.step.run` steps → the cost of one step;
  * - `sleep`: `ctx.step.sleep('1d')` — parked, the clock moved a day on, swept, resumed → one sleep;
  * - `token`: `ctx.step.waitForToken` — parked, each token completed (`publisher.completeToken`), resumed → one wait;
+ * - `event`: `ctx.step.waitForEvent` matched on `order` — parked, each job's event delivered to the queue as the
+ *   topic's raw delivery puts it there (its SNS publish priced, not run), resumed → one wait for an event;
  * - `workflow`: five steps, a day's sleep, five steps: the workflow the peers are priced for.
  * Resume latency (real time, 40 jobs each, started a quarter second apart so none waits for a slot):
- * a 2 s sleep's resume after its due time, and a token wait's after its completion.
+ * a 2 s sleep's resume after its due time, a token wait's after its completion, an event wait's after
+ * its event was sent.
  *
  * The peers are modelled from list prices (us-east-1), not run: Step Functions Standard bills each
  * state transition (10 Lambda task states and a Wait state: 11), and each task a Lambda invocation;
@@ -34,6 +37,7 @@ import { silentLogger } from '../lib/ports';
 import type { JobOutcome } from '../lib/settle/report';
 import type { JobRecord } from '../lib/track/job-record';
 import type { JobStore } from '../lib/track/job-stores';
+import { encodeEventEnvelope } from '../lib/wire/event';
 import { meter, newMeter, type Usage, usage, usageMinus, usagePer } from './meter';
 import { oneQueueVersion } from './one-queue';
 import { PRICES, printTable, quantile, round, runBenchmark } from './prices';
@@ -63,12 +67,14 @@ const TASKS: Record<string, string> = {
     "export default { name: 'sleep', queue: 'work', timeLimitSeconds: 10, async run(_p, ctx) { await ctx.step.sleep('nap', '1d'); } };",
   token:
     "export default { name: 'token', queue: 'work', timeLimitSeconds: 10, async run(_p, ctx) { return ctx.step.waitForToken('ok', { timeout: '1d' }); } };",
+  event:
+    "export default { name: 'event', queue: 'work', timeLimitSeconds: 10, waitsFor: [{ event: 'order.paid', match: 'order' }], async run(_p, ctx) { return ctx.step.waitForEvent('paid', { event: 'order.paid', timeout: '1d' }); } };",
   workflow:
     "export default { name: 'workflow', queue: 'work', timeLimitSeconds: 10, async run(_p, ctx) { for (let i = 0; i < 5; i++) await ctx.step.run('a' + i, () => i); await ctx.step.sleep('day', '1d'); for (let i = 0; i < 5; i++) await ctx.step.run('b' + i, () => i); } };",
   nap: "export default { name: 'nap', queue: 'work', timeLimitSeconds: 10, async run(_p, ctx) { await ctx.step.sleep('nap', 2000); } };",
 };
 
-type Workload = 'plain' | 'steps' | 'sleep' | 'token' | 'workflow';
+type Workload = 'plain' | 'steps' | 'sleep' | 'token' | 'event' | 'workflow';
 
 interface Measured {
   readonly workload: Workload;
@@ -86,7 +92,24 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
   const dynamo = meter(new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamodbEndpoint, credentials }), dynamoMeter);
   // Reads the benchmark makes itself (tokens, latencies) go through a client nobody meters.
   const reader = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamodbEndpoint, credentials });
-  const provisioned = await oneQueueVersion({ workDir, run: 1, version: 'steps', mode: 'full', sqs, dynamo });
+  const provisioned = await oneQueueVersion({ workDir, run: 1, version: 'steps', mode: 'full', sqs, dynamo, events: ['order.paid'] });
+  const queues = new SqsQueueClient(sqs);
+  /** Delivers an `order.paid` event for each order to the queue, as the topic's raw delivery does. */
+  const deliver = async (orders: readonly number[]) => {
+    const url = provisioned.urls.queues.work as string;
+    for (let i = 0; i < orders.length; i += 10) {
+      const entries = orders.slice(i, i + 10).map((order, j) => ({
+        id: String(j),
+        body: encodeEventEnvelope({
+          event: 'order.paid',
+          payload: { order, paid: true },
+          id: `paid-${order}-${clock.now()}`,
+          emittedAt: clock.now(),
+        }),
+      }));
+      await queues.sendBatch(url, entries);
+    }
+  };
   const clock = { shift: 0, now: () => Date.now() + clock.shift, sleep: systemClock.sleep };
   const store = trackingFor(provisioned.bundle.config, provisioned.tables, { client: reader }).jobs as JobStore;
   const sweepStore = trackingFor(provisioned.bundle.config, provisioned.tables, { client: dynamo }).jobs as JobStore;
@@ -107,8 +130,9 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
     await running;
     await runtime.close();
   };
+  let orders = 0;
   const publish = async (task: string, n: number) => {
-    const published = await provisioned.publisher.publishBatch(Array.from({ length: n }, (_, i) => ({ task, payload: { i } })));
+    const published = await provisioned.publisher.publishBatch(Array.from({ length: n }, () => ({ task, payload: { order: ++orders } })));
     return published.map((p) => p.jobId);
   };
 
@@ -133,6 +157,11 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
       );
       if (swept.sent !== jobs) throw new Error(`the sweep sent ${swept.sent} of ${jobs}`);
       phase('sweep');
+    } else if (workload === 'event') {
+      await runUntil(workload, 'scheduled', jobs);
+      phase('run to the wait');
+      await deliver(Array.from({ length: jobs }, (_, i) => orders - jobs + 1 + i));
+      phase('deliver the events');
     } else if (workload === 'token') {
       await runUntil(workload, 'scheduled', jobs);
       phase('run to the wait');
@@ -162,9 +191,14 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
       };
       const napIds: string[] = [];
       const tokenIds: string[] = [];
+      const eventIds: string[] = [];
+      const eventOrders = new Map<string, number>();
       await spaced(LATENCY_SAMPLES, async () => {
         napIds.push(...(await publish('nap', 1)));
         tokenIds.push(...(await publish('token', 1)));
+        const [id] = await publish('event', 1);
+        eventIds.push(id as string);
+        eventOrders.set(id as string, orders);
       });
       const settled = async (ids: string[], ok: (r: JobRecord) => boolean) => {
         for (;;) {
@@ -180,14 +214,23 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
         completedAt.set(r.jobId, Date.now());
         await provisioned.publisher.completeToken(r.waitToken as string, 1);
       });
+      const sentAt = new Map<string, number>();
+      const eventWaiting = await settled(eventIds, (r) => r.state === 'waiting-event');
+      await spaced(eventWaiting.length, async (i) => {
+        const r = eventWaiting[i] as JobRecord;
+        sentAt.set(r.jobId, Date.now());
+        await deliver([eventOrders.get(r.jobId) as number]);
+      });
       const resumedAt = (r: JobRecord) => r.history.filter((h) => h.what === 'started').at(-1)?.when ?? 0;
       const naps = await settled(napIds, (r) => r.state === 'succeeded');
       const tokens = await settled(tokenIds, (r) => r.state === 'succeeded');
       const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
       const afterSleep = sorted(naps.map((r) => resumedAt(r) - (r.steps?.[0]?.wait?.until ?? 0)));
       const afterToken = sorted(tokens.map((r) => resumedAt(r) - (completedAt.get(r.jobId) ?? 0)));
+      const events = await settled(eventIds, (r) => r.state === 'succeeded');
+      const afterEvent = sorted(events.map((r) => resumedAt(r) - (sentAt.get(r.jobId) ?? 0)));
       const summary = (xs: number[]) => ({ p50Ms: quantile(xs, 0.5), p99Ms: quantile(xs, 0.99), maxMs: xs.at(-1) ?? 0 });
-      return { afterSleepDue: summary(afterSleep), afterTokenCompleted: summary(afterToken) };
+      return { afterSleepDue: summary(afterSleep), afterTokenCompleted: summary(afterToken), afterEventSent: summary(afterEvent) };
     } finally {
       stop.abort();
       await running;
@@ -197,7 +240,7 @@ async function measureAll(emulators: { sqsEndpoint: string; dynamodbEndpoint: st
 
   try {
     const measured: Measured[] = [];
-    for (const w of ['plain', 'steps', 'sleep', 'token', 'workflow'] as const) measured.push(await measure(w));
+    for (const w of ['plain', 'steps', 'sleep', 'token', 'event', 'workflow'] as const) measured.push(await measure(w));
     return { measured, latency: await latencies() };
   } finally {
     sqs.destroy();
@@ -235,6 +278,8 @@ async function main() {
     step: over(by('steps'), plain, 10),
     sleep: over(by('sleep'), plain),
     tokenWait: over(by('token'), plain),
+    // The event's SNS publish is not run here (the bench sends what its raw delivery would): one request more.
+    eventWait: { ...over(by('event'), plain), snsPublishes: 1 },
   };
   const workflow = by('workflow');
   const peers = {

@@ -329,13 +329,16 @@ interface ScheduledDoc extends Recorded {
 
 interface StepsDoc extends Recorded {
   readonly jobsPerWorkload: number;
-  readonly perItem: Readonly<Record<'step' | 'sleep' | 'tokenWait', Units & { readonly dollarsPerMillion: number }>>;
+  readonly perItem: Readonly<Record<'step' | 'sleep' | 'tokenWait' | 'eventWait', Units & { readonly dollarsPerMillion: number }>>;
   readonly workflow: {
     readonly perJob: Units;
     readonly peers: Readonly<Record<string, { readonly perMillionWorkflows: number; readonly modelled: boolean }>>;
   };
   readonly latency: { readonly samples: number } & Readonly<
-    Record<'afterSleepDue' | 'afterTokenCompleted', { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }>
+    Record<
+      'afterSleepDue' | 'afterTokenCompleted' | 'afterEventSent',
+      { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }
+    >
   >;
 }
 
@@ -1192,6 +1195,7 @@ function stepsTable(r: Results): string {
     ['step', 'a `ctx.step.run` (over a job without steps)'],
     ['sleep', 'a `ctx.step.sleep` of a day: park, sweep, resume'],
     ['tokenWait', 'a `ctx.step.waitForToken`: park, completion, resume'],
+    ['eventWait', 'a `ctx.step.waitForEvent`: park, the event (its SNS publish priced), resume'],
   ];
   const peerNames: Record<string, string> = {
     taskworker: 'taskworker (measured on the emulators)',
@@ -1201,6 +1205,7 @@ function stepsTable(r: Results): string {
   const latencyNames: Record<string, string> = {
     afterSleepDue: 'a 2 s sleep, from its due time',
     afterTokenCompleted: 'a token wait, from its completion',
+    afterEventSent: 'an event wait, from its event reaching the queue',
   };
   return [
     source('steps', r, `${doc.jobsPerWorkload} jobs per workload`),
@@ -1220,7 +1225,7 @@ function stepsTable(r: Results): string {
     '',
     table(
       ['resumed after', 'p50 ms', 'p99 ms', 'max ms'],
-      (['afterSleepDue', 'afterTokenCompleted'] as const).map((k) => {
+      (['afterSleepDue', 'afterTokenCompleted', 'afterEventSent'] as const).map((k) => {
         const l = doc.latency[k];
         return [`${latencyNames[k]} (${doc.latency.samples} jobs)`, num(l.p50Ms), num(l.p99Ms), num(l.maxMs)];
       }),
