@@ -1,7 +1,7 @@
 import { defineTask } from '../../lib/tasks/task';
 import { createTestSystem } from '../../lib/testing';
 
-it('event waits in the test system', async () => {
+it('a wait for an event: one not matching its order passes over it; two matching resume it once, with the first; another times out with null', async () => {
   const task = defineTask<{ order: string }, unknown>({
     name: 'pay-wait',
     queue: 'default',
