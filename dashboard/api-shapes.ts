@@ -134,6 +134,7 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   'token-completed': true,
   'waiting-event': true,
   'event-received': true,
+  'waiting-key': true,
 };
 
 const durations = object<QueueDayStats['wait']>({ count: number, sum: number, sumSquares: number, buckets: record(number) });

@@ -11,7 +11,7 @@ export const MAX_DRAWN = 120;
 
 /** How a state reads at a glance (the node's colour). */
 export const STATE_GROUPS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ['waiting', ['waiting', 'scheduled', 'queued', 'sleeping', 'waiting-token', 'waiting-event']],
+  ['waiting', ['waiting', 'scheduled', 'queued', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key']],
   ['running', ['running', 'retrying']],
   ['done', ['succeeded']],
   ['failed', ['archived', 'cancelled']],

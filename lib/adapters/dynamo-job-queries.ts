@@ -1,5 +1,12 @@
 /** What operators and publishers ask of the jobs table: jobs by state (index or scan) and by tag. */
-import { type AttributeValue, QueryCommand, type QueryCommandInput, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  ScanCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
 import { expiresAt, indexKey, listedFromIndex, succeededIndexKeys } from '../policy/job-rules';
 import type { JobQuery, JobRecord } from '../track/job-record';
@@ -29,8 +36,35 @@ export class DynamoJobQueries {
     );
   }
 
+  async untagJob(jobId: string, tags: readonly string[]): Promise<void> {
+    await Promise.all(
+      tags.map(async (tag) => {
+        const out = await this.table.dynamo.send(
+          new DeleteItemCommand({
+            TableName: this.table.tableName,
+            Key: { jobId: { S: `${jobId} tag ${tag}` } },
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        this.table.meter(out, 'write');
+      }),
+    );
+  }
+
+  async oldestByTag(tag: string, limit: number): Promise<JobRecord[]> {
+    const ids = await this.inOrder(
+      limit,
+      (e) => ({ IndexName: JOBS_BY_TAG_INDEX, KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}` }),
+      (item) => String(fromItem(item).tagged),
+      true,
+    );
+    // BatchGetItem answers in no order: back in the line's.
+    const records = new Map((await this.table.getMany(ids.slice(0, limit))).map((r) => [r.jobId, r]));
+    return ids.flatMap((id) => records.get(id) ?? []);
+  }
+
   async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
-    const ids = await this.newestFirst(
+    const ids = await this.inOrder(
       limit,
       (e) => ({
         IndexName: JOBS_BY_TAG_INDEX,
@@ -80,7 +114,7 @@ export class DynamoJobQueries {
 
   /** Up to `q.limit` jobs under one state index key, newest update first. */
   private newestInIndex(key: string, q: JobQuery): Promise<JobRecord[]> {
-    return this.newestFirst(
+    return this.inOrder(
       q.limit,
       (e) => ({
         IndexName: JOBS_BY_QUEUE_STATE_INDEX,
@@ -94,10 +128,12 @@ export class DynamoJobQueries {
   }
 
   /** An index read newest first, a page of `limit` at a time (a filter may drop some), until `limit` items are taken or it ends. */
-  private async newestFirst<T>(
+  /** An index query's first `limit` items, newest first (or oldest first), through as many pages as it takes. */
+  private async inOrder<T>(
     limit: number,
     query: (e: Expression) => Pick<QueryCommandInput, 'IndexName' | 'KeyConditionExpression' | 'FilterExpression'>,
     take: (item: Record<string, AttributeValue>) => T,
+    oldestFirst = false,
   ): Promise<T[]> {
     const found: T[] = [];
     let start: Record<string, AttributeValue> | undefined;
@@ -108,7 +144,7 @@ export class DynamoJobQueries {
         new QueryCommand({
           TableName: this.table.tableName,
           ...asked,
-          ScanIndexForward: false,
+          ScanIndexForward: oldestFirst,
           Limit: limit,
           ReturnConsumedCapacity: 'TOTAL',
           ...(start ? { ExclusiveStartKey: start } : {}),

@@ -8,6 +8,7 @@ import { JOBS_DUE_INDEX } from '../layout/tables';
 import { dueShardOf } from '../policy/due-times';
 import { expiresAt, indexKey, isParked, permits, TIMED_OUT_ONLY } from '../policy/job-rules';
 import {
+  broughtForward,
   CANCELLATIONS_KEPT_MS,
   type CancelRequests,
   type CancelResult,
@@ -16,6 +17,7 @@ import {
   type ParkedJob,
   type ParkRequest,
   type ParkResult,
+  parkedAs,
   type TokenCompletion,
   tokenHistory,
   tokenJob,
@@ -35,17 +37,17 @@ export class DynamoJobSchedules {
   async park(r: ParkRequest): Promise<ParkResult> {
     const e = new Expression();
     const history = e.name('history');
-    const entry: HistoryEntry = { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${new Date(r.runAt).toISOString()}` };
+    const { state, entry } = parkedAs(r);
     const outcome = await this.table.write(r.jobId, e, {
       update: `SET ${assignments(e, {
         ...refFields(r),
-        state: 'scheduled',
+        state,
         attempt: 0,
         runAt: r.runAt,
         body: r.body,
         attributes: r.attributes && Object.keys(r.attributes).length > 0 ? r.attributes : undefined,
         dueShard: dueShardOf(r.jobId),
-        queueState: indexKey(r.queue, 'scheduled'),
+        queueState: indexKey(r.queue, state),
         updatedAt: r.now,
         // A parked record outlives its due time by the usual retention.
         expiresAt: expiresAt(Math.max(r.now, r.runAt), this.table.settings.retentionDays),
@@ -110,11 +112,11 @@ export class DynamoJobSchedules {
     };
   }
 
-  async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+  async bringForward(parked: ParkedJob, body: string, now: number, why?: string): Promise<boolean> {
     const e = new Expression();
     const history = e.name('history');
     const lease = e.name('sweepLease');
-    const entry: HistoryEntry = { what: 'scheduled', when: now, detail: `run now (was due ${new Date(parked.runAt).toISOString()})` };
+    const entry: HistoryEntry = { what: 'scheduled', when: now, detail: broughtForward(parked, why) };
     const outcome = await this.table.write(parked.jobId, e, {
       update: `SET ${assignments(e, { runAt: now, body, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])})`,
       condition:

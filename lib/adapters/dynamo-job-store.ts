@@ -278,4 +278,12 @@ export class DynamoJobStore implements JobStore {
   jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {
     return this.queries.jobsByTag(tag, limit, before);
   }
+
+  oldestByTag(tag: string, limit: number): Promise<JobRecord[]> {
+    return this.queries.oldestByTag(tag, limit);
+  }
+
+  untagJob(jobId: string, tags: readonly string[]): Promise<void> {
+    return this.queries.untagJob(jobId, tags);
+  }
 }

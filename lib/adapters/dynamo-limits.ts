@@ -52,18 +52,45 @@ export class DynamoLimitStore implements LimitStore {
       const holders = (old.holders ?? {}) as Record<string, { n: number; until: number }>;
       let free = r.limit - ((old.used as number | undefined) ?? 0);
       for (const [holder, held] of Object.entries(holders)) {
-        if (held.until < r.now && (await this.dropLapsed(r.key, holder, held))) free += held.n;
+        if (held.until < r.now && (await this.dropLapsed(r.key, holder, held)).landed) free += held.n;
       }
       want = Math.min(want, free);
     }
     return 0;
   }
 
-  async release(key: string, holder: string): Promise<void> {
+  async release(key: string, holder: string): Promise<number> {
     const n = this.granted.get(`${key}|${holder}`);
-    if (n === undefined) return;
+    if (n === undefined) return 0;
     this.granted.delete(`${key}|${holder}`);
-    await this.dropLapsed(key, holder, undefined, n);
+    const { item } = await this.dropLapsed(key, holder, undefined, n);
+    return Number(item.parked ?? 0);
+  }
+
+  async parked(key: string, delta: number): Promise<number> {
+    const e = new Expression();
+    const out = await this.dynamo.send(
+      new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: { S: `limit:${key}` } },
+        UpdateExpression: `ADD ${e.name('parked')} ${e.value(delta)}`,
+        ReturnValues: 'UPDATED_NEW',
+        ReturnConsumedCapacity: 'TOTAL',
+        ...e.params(),
+      }),
+    );
+    const n = Number((fromItem(out.Attributes ?? {}) as { parked?: number }).parked ?? 0);
+    // More taken off than was counted (the count is a hint: a woken job may have been counted once): back to 0.
+    if (n < 0) await this.clearParked(key, n);
+    return Math.max(0, n);
+  }
+
+  async clearParked(key: string, seen: number): Promise<void> {
+    const e = new Expression();
+    await this.update(key, e, {
+      update: `SET ${e.name('parked')} = ${e.value(0)}`,
+      condition: `${e.name('parked')} = ${e.value(seen)}`,
+    });
   }
 
   async held(key: string, now: number): Promise<number> {
@@ -131,17 +158,25 @@ export class DynamoLimitStore implements LimitStore {
     return bucket.turns(start, front + r.want, r);
   }
 
-  /** Removes a holder's entry and gives back its slots, on condition the entry is still `held` (or holds `n`). */
-  private async dropLapsed(key: string, holder: string, held?: { n: number; until: number }, n = held?.n ?? 0): Promise<boolean> {
+  /**
+   * Removes a holder's entry and gives back its slots, on condition the entry is still `held` (or
+   * holds `n`): `landed`, with the item after it (as the condition found it when not).
+   */
+  private async dropLapsed(
+    key: string,
+    holder: string,
+    held?: { n: number; until: number },
+    n = held?.n ?? 0,
+  ): Promise<{ landed: boolean; item: Record<string, unknown> }> {
     const e = new Expression();
     const entry = `${e.name('holders')}.${e.name(holder)}`;
-    const { landed } = await this.update(key, e, {
+    return this.update(key, e, {
       update: `REMOVE ${entry} ADD ${e.name('used')} ${e.value(-n)}`,
       condition: held
         ? `${entry}.${e.name('until')} = ${e.value(held.until)} AND ${entry}.${e.name('n')} = ${e.value(held.n)}`
         : `${entry}.${e.name('n')} = ${e.value(n)}`,
+      returnNew: held === undefined ? 'ALL_NEW' : false,
     });
-    return landed;
   }
 
   private async bucketStart(key: string, now: number): Promise<number> {
@@ -188,7 +223,7 @@ export class DynamoLimitStore implements LimitStore {
   private async update(
     key: string,
     e: Expression,
-    expr: { update: string; condition: string; returnNew?: boolean },
+    expr: { update: string; condition: string; returnNew?: boolean | 'ALL_NEW' },
   ): Promise<{ landed: boolean; item: Record<string, unknown> }> {
     try {
       const out = await this.dynamo.send(
@@ -198,7 +233,7 @@ export class DynamoLimitStore implements LimitStore {
           UpdateExpression: expr.update,
           ConditionExpression: expr.condition,
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...(expr.returnNew ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
+          ...(expr.returnNew ? { ReturnValues: expr.returnNew === 'ALL_NEW' ? ('ALL_NEW' as const) : ('UPDATED_NEW' as const) } : {}),
           ReturnConsumedCapacity: 'TOTAL',
           ...e.params(),
         }),

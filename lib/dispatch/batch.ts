@@ -1,25 +1,22 @@
-import { randomBytes } from 'node:crypto';
 import { readClaimCheck } from '../claim-check';
 import type { QueueConfig } from '../config/app-config';
-import { taskNeedMs } from '../deadlines';
 import { describe, EnvelopeError } from '../errors';
 import { subscribersOn, waitersOn } from '../events/routes';
-import { bodyBytes, MAX_QUEUE_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { bodyBytes, MAX_QUEUE_DELAY_SECONDS, messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
 import { arrivalTiming, MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
 import type { ReceivedMessage, SendEntry } from '../ports';
-import { conflictError, decideArchive, decideHandBack } from '../settle/decisions';
+import { conflictError, decideArchive } from '../settle/decisions';
 import { SettleHold } from '../settle/hold';
 import { ref } from '../settle/records';
 import type { BatchReport, JobReport } from '../settle/report';
 import { type HookJob, runHooks } from '../settle/run-hooks';
 import { BatchState, type RecordWrite, recordStats, type SettleOptions, settle } from '../settle/settle';
 import { resumeEventWaiters } from '../settle/step-tokens';
-import type { TaskDefinition } from '../tasks/task';
 import { batchSpans } from '../trace/consumer';
-import { burstOf, type LimitKey, queueLimitKey, taskLimitKey } from '../track/fleet-limits';
 import { type DecodedJob, hasDependencies, pinEnvelope } from '../wire/envelope';
 import { type DecodedEvent, decodeMessage, subscriberEnvelope, subscriberJob } from '../wire/event';
 import type { PayloadRef } from '../wire/payload-ref';
+import { admit } from './admit';
 import { batchCallsOn } from './batch-calls';
 import { readCelery } from './celery-messages';
 import { CLAIM_RETRY_SECONDS } from './claim';
@@ -33,13 +30,6 @@ import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
 const DAY_MS = 86_400_000;
-/**
- * How far ahead a batch books rate tokens (lib/track/fleet-limits.ts `aheadMs`): its jobs hold their slots
- * until their tokens are earned, at most this long. Without it a batch takes only what the bucket
- * holds (`burst`), so a fleet starts `burst` jobs per receive, not `perSecond` a second, and a busy
- * machine's slower receive loop lowered the rate its limit allows.
- */
-const RATE_BOOKING_MS = 1_000;
 
 /**
  * Decodes, claims, runs and settles one received batch. Never throws. Its tasks take slots from
@@ -366,127 +356,6 @@ async function holdUntilDue(deps: DispatcherDeps, queue: QueueConfig, planned: r
   );
   // Slots are taken in message order.
   return planned.filter((p) => due.includes(p));
-}
-
-/**
- * Fleet-wide limits (the queue's and each task's `limits`): reserves concurrency slots and rate
- * tokens for the batch's jobs, one reservation per key per batch; the jobs that did not get them
- * are deferred — handed back with jitter sized to when room is expected, no claim, no attempt
- * used (at their last receives a fresh copy replaces them, so waiting never sends a job to the
- * DLQ). `release` gives the slots back once the batch's tasks have ended.
- */
-async function admit(
-  deps: DispatcherDeps,
-  queue: QueueConfig,
-  due: readonly Planned[],
-  state: BatchState,
-  options: RunOptions,
-): Promise<{ runnable: Planned[]; release: () => Promise<void> }> {
-  const store = deps.tracking?.limits;
-  const keyed = due.map((p) => ({ p, keys: limitKeys(queue, p.def) }));
-  if (!store || keyed.every((k) => k.keys.length === 0)) return { runnable: [...due], release: async () => {} };
-  const now = deps.clock.now();
-  const holder = `${deps.workerId}:${randomBytes(6).toString('base64url')}`;
-  const longest = Math.max(...due.map((p) => taskNeedMs(p.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs)));
-  // A holder that dies keeps its slots until here: its tasks could not have run longer.
-  const until = Math.min(options.deadline, now + longest) + deps.config.dispatcher.settleMarginMs;
-  const held = new Set<string>();
-  const waitMs = new Map<Planned, number>();
-  /** Runnable jobs whose rate token was booked ahead: they start when it is earned. */
-  const startAt = new Map<Planned, number>();
-  let admitted = keyed;
-  const keys = [...new Map(keyed.flatMap((k) => k.keys).map((k) => [k.key, k])).values()];
-  try {
-    for (const { key, limits } of keys) {
-      const members = admitted.filter((k) => k.keys.some((x) => x.key === key));
-      let room = members.length;
-      let retryAfterMs = 0;
-      if (limits.concurrency !== undefined) {
-        room = await store.acquire({ key, limit: limits.concurrency, holder, want: members.length, now, until });
-        if (room > 0) held.add(key);
-      }
-      if (limits.perSecond !== undefined && room > 0) {
-        const taken = await store.take({
-          key,
-          perSecond: limits.perSecond,
-          burst: burstOf(limits),
-          want: room,
-          now,
-          aheadMs: RATE_BOOKING_MS,
-        });
-        room = taken.granted;
-        retryAfterMs = taken.retryAfterMs;
-        taken.startAfterMs.forEach((ms, i) => {
-          const p = (members[i] as (typeof members)[number]).p;
-          startAt.set(p, Math.max(startAt.get(p) ?? now, now + ms));
-        });
-      }
-      const over = members.slice(room);
-      // Out of tokens: each waiting job comes back at its turn in the key's line, behind the jobs
-      // of every dispatcher already waiting. Out of slots: room comes when a running job of the key
-      // ends, within its time limit, spread over up to 3 s so they do not all come back at once.
-      const turns =
-        limits.perSecond !== undefined && retryAfterMs > 0 && over.length > 0
-          ? await store.waitInLine({
-              key,
-              perSecond: limits.perSecond,
-              burst: burstOf(limits),
-              want: over.length,
-              now,
-              aheadMs: RATE_BOOKING_MS,
-            })
-          : undefined;
-      over.forEach((k, i) => {
-        const expected = turns?.[i] ?? 1000 + deps.random() * Math.min(3_000, k.p.def.timeLimitSeconds * 1000);
-        waitMs.set(k.p, Math.max(waitMs.get(k.p) ?? 0, expected));
-      });
-      admitted = admitted.filter((k) => !over.includes(k));
-    }
-  } catch (error) {
-    // The limits could not be read: hold the work back rather than run it past them.
-    deps.logger.error('limits could not be reserved; the batch waits', { queue: queue.name, error: describe(error) });
-    for (const k of keyed) if (k.keys.length > 0 && !waitMs.has(k.p)) waitMs.set(k.p, 10_000);
-    admitted = keyed.filter((k) => k.keys.length === 0);
-  }
-  for (const { p } of keyed) {
-    const wait = waitMs.get(p);
-    if (wait === undefined || admitted.some((k) => k.p === p)) continue;
-    const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((wait + deps.random() * 500) / 1000)));
-    decideHandBack(
-      deps,
-      { queue, mode: 'full', state, message: p.message, job: p.job },
-      { kind: 'visibility', seconds },
-      {
-        messageId: p.message.messageId,
-        jobId: p.job.id,
-        task: p.def.name,
-        outcome: 'deferred',
-        limited: true,
-        attempt: 0,
-      },
-    );
-  }
-  const release = async () => {
-    await Promise.all(
-      [...held].map((key) =>
-        store.release(key, holder, deps.clock.now()).catch((error: unknown) => {
-          deps.logger.warn('limit slots not released; they come back when their lease ends', { key, error: describe(error) });
-        }),
-      ),
-    );
-  };
-  const runnable = admitted.map(({ p }) => {
-    const at = startAt.get(p);
-    return at !== undefined && at > now ? { ...p, startAt: at } : p;
-  });
-  return { runnable, release };
-}
-
-function limitKeys(queue: QueueConfig, def: TaskDefinition): LimitKey[] {
-  return [
-    ...(queue.limits ? [{ key: queueLimitKey(queue.name), limits: queue.limits }] : []),
-    ...(def.limits ? [{ key: taskLimitKey(def.name), limits: def.limits }] : []),
-  ];
 }
 
 function delayedCopy(message: ReceivedMessage, job: DecodedJob, seconds: number): SendEntry | undefined {

@@ -50,8 +50,10 @@ import type {
   WaitResult,
 } from '../track/job-record';
 import {
+  broughtForward,
   CANCELLATIONS_KEPT_MS,
   MAX_FILED_REJECTIONS,
+  parkedAs,
   stepEntryOf,
   tokenCompletable,
   tokenHistory,
@@ -463,19 +465,15 @@ export class MemoryJobStore implements JobStore {
     const verdict = permits('park', prior, r);
     if (verdict !== 'ok') return { outcome: verdict === 'conflict' ? 'conflict' : 'exists', record: structuredClone(prior as JobRecord) };
     const { announced: _announced, ...kept } = prior ?? ({} as Partial<JobRecord>);
+    const { state, entry } = parkedAs(r);
     this.put({
       ...kept,
       ...pickRef(r),
-      state: 'scheduled',
+      state,
       attempt: 0,
       runAt: r.runAt,
       updatedAt: r.now,
-      history: this.history(prior, {
-        what: 'scheduled',
-        when: r.now,
-        worker: r.workerId,
-        detail: `due ${new Date(r.runAt).toISOString()}`,
-      }),
+      history: this.history(prior, entry),
     });
     const job: ParkedJob = {
       jobId: r.jobId,
@@ -506,7 +504,7 @@ export class MemoryJobStore implements JobStore {
     return parked && isParked(record) ? structuredClone(parked.job) : undefined;
   }
 
-  async bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
+  async bringForward(parked: ParkedJob, body: string, now: number, why?: string): Promise<boolean> {
     const record = this.jobs.get(parked.jobId);
     const kept = this.parked.get(parked.jobId);
     if (permits('bringForward', record) !== 'ok' || !record || !kept) return false;
@@ -516,7 +514,7 @@ export class MemoryJobStore implements JobStore {
       ...record,
       runAt: now,
       updatedAt: now,
-      history: this.history(record, { what: 'scheduled', when: now, detail: `run now (was due ${new Date(parked.runAt).toISOString()})` }),
+      history: this.history(record, { what: 'scheduled', when: now, detail: broughtForward(parked, why) }),
     });
     return true;
   }
@@ -665,6 +663,21 @@ export class MemoryJobStore implements JobStore {
       .slice(0, limit)
       .map(([id]) => id);
     return this.getMany(ids);
+  }
+
+  async oldestByTag(tag: string, limit: number): Promise<JobRecord[]> {
+    const ids = [...(this.tagged.get(tag) ?? new Map<string, number>())]
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, limit)
+      .map(([id]) => id);
+    return this.getMany(ids);
+  }
+
+  async untagJob(jobId: string, tags: readonly string[]): Promise<void> {
+    for (const tag of tags) {
+      this.writes += 1;
+      this.tagged.get(tag)?.delete(jobId);
+    }
   }
 
   async uncountFailure(edge: DependentEdge, dependencyId: string): Promise<{ readonly stillFailed: boolean }> {

@@ -12,6 +12,7 @@ import {
 export class MemoryLimitStore implements LimitStore {
   private readonly slots = new Map<string, Holders>();
   private readonly buckets = new Map<string, { start: number; spent: number; line: number }>();
+  private readonly parkedCounts = new Map<string, number>();
   writes = 0;
 
   async acquire(r: AcquireRequest): Promise<number> {
@@ -25,11 +26,24 @@ export class MemoryLimitStore implements LimitStore {
     return got;
   }
 
-  async release(key: string, holder: string, now: number): Promise<void> {
+  async release(key: string, holder: string, now: number): Promise<number> {
     const live = liveHolders(this.slots.get(key) ?? {}, now);
-    if (!live[holder]) return;
+    if (!live[holder]) return this.parkedCounts.get(key) ?? 0;
     delete live[holder];
     this.slots.set(key, live);
+    this.writes += 1;
+    return this.parkedCounts.get(key) ?? 0;
+  }
+
+  async parked(key: string, delta: number): Promise<number> {
+    const n = Math.max(0, (this.parkedCounts.get(key) ?? 0) + delta);
+    this.parkedCounts.set(key, n);
+    this.writes += 1;
+    return n;
+  }
+
+  async clearParked(key: string, seen: number): Promise<void> {
+    if ((this.parkedCounts.get(key) ?? 0) === seen) this.parkedCounts.set(key, 0);
     this.writes += 1;
   }
 

@@ -231,7 +231,9 @@ export function fleetCount(limits: LimitStore): FleetCount {
     join: async (holder, now, until) => {
       await limits.acquire({ key: FLEET_KEY, limit: FLEET_UNLIMITED, holder, want: 1, now, until });
     },
-    leave: (holder, now) => limits.release(FLEET_KEY, holder, now),
+    leave: async (holder, now) => {
+      await limits.release(FLEET_KEY, holder, now);
+    },
     running: (now) => limits.held(FLEET_KEY, now),
   };
 }

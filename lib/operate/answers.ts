@@ -239,6 +239,7 @@ export const OPEN_STATES: readonly JobState[] = [
   'sleeping',
   'waiting-token',
   'waiting-event',
+  'waiting-key',
 ];
 /** The states a bulk cancel may be asked for (`running`: each is asked to stop, as `jobs cancel` does). */
 export const CANCELLABLE_STATES: readonly JobState[] = [...OPEN_STATES, 'running'];

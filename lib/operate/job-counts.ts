@@ -58,6 +58,7 @@ export async function countJobStates(ctx: OperatorContext, queues: readonly stri
     sleeping: indexed('sleeping'),
     'waiting-token': indexed('waiting-token'),
     'waiting-event': indexed('waiting-event'),
+    'waiting-key': indexed('waiting-key'),
   };
   // A state the index holds is counted from it, whatever the table above says.
   const states = await Promise.all(JOB_STATES.map((state) => (INDEXED_STATES.includes(state) ? indexed(state) : counters[state])()));

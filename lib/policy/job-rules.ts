@@ -37,6 +37,7 @@ export const INDEXED_STATES: readonly JobState[] = [
   'sleeping',
   'waiting-token',
   'waiting-event',
+  'waiting-key',
 ];
 
 export { TERMINAL_STATES } from '../track/job-record';
@@ -132,7 +133,10 @@ export const TRANSITIONS = {
    * A dispatcher starts an attempt; a parked `scheduled` job only once due (see {@link isDue}), an
    * `announced` one whenever its message arrives (SQS held it until then).
    */
-  claim: { from: ['absent', 'queued', 'retrying', 'scheduled', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: true },
+  claim: {
+    from: ['absent', 'queued', 'retrying', 'scheduled', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'],
+    sameJob: true,
+  },
   /** A dispatcher starts an attempt whose previous holder's lease lapsed. */
   takeOver: { from: ['running'], sameJob: true },
   /** Also refused once a cancel was asked (`cancelRequestedAt`): the attempt no longer holds the job. */
@@ -148,16 +152,19 @@ export const TRANSITIONS = {
   /** A message that never ran, under its own message id. */
   reject: { from: ['absent'], sameJob: false },
   duplicate: {
-    from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated', 'sleeping', 'waiting-token', 'waiting-event'],
+    from: ['succeeded', 'archived', 'cancelled', 'scheduled', 'deduplicated', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'],
     sameJob: true,
   },
   replay: { from: ['archived'], sameJob: true },
-  /** A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced` record, not a parked one). */
+  /**
+   * A dispatcher keeps a job whose runAt is more than 15 minutes ahead (over the publisher's `announced`
+   * record, not a parked one), or a job over its key's limit (`waiting-key`, in its key's line).
+   */
   park: { from: ['absent', 'queued', 'scheduled'], sameJob: true },
   /** A sweep takes a parked job to send it (when no other sweep's lease is live). */
-  sweep: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: false },
+  sweep: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'], sameJob: false },
   /** The sweep sent it: it is a queued job again. */
-  handOver: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: false },
+  handOver: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'], sameJob: false },
   /**
    * The attempt's holder ends it parked at a step (a sleep, a token wait, a continuation), fenced by
    * its token like a completion; also refused once a cancel was asked.
@@ -173,12 +180,15 @@ export const TRANSITIONS = {
    * An operator cancels a job that has not started (or is between attempts): a queued or retrying
    * job's message is deleted when a dispatcher next receives it, its claim finding the job ended.
    */
-  cancel: { from: ['scheduled', 'waiting', 'queued', 'retrying', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: false },
+  cancel: {
+    from: ['scheduled', 'waiting', 'queued', 'retrying', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'],
+    sameJob: false,
+  },
   /**
    * An operator runs a parked job now: its `runAt` and body (the same envelope, due now) rewritten
    * while it is parked as read (not announced, no sweep holding it), for the sweep's path to send.
    */
-  bringForward: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event'], sameJob: false },
+  bringForward: { from: ['scheduled', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'], sameJob: false },
   /** An operator asks a running job to stop: its heartbeats are refused from then on, and it ends `cancelled`. */
   requestCancel: { from: ['running'], sameJob: false },
   /**
@@ -203,6 +213,7 @@ export const TRANSITIONS = {
       'sleeping',
       'waiting-token',
       'waiting-event',
+      'waiting-key',
     ],
     sameJob: false,
   },
@@ -237,15 +248,15 @@ export function permits(write: JobWrite, record: JobRecord | undefined, identity
  */
 export const DUE_SLACK_MS = 1_000;
 
-/** The states a job is parked in, due at its `runAt`: scheduled, and parked at a step. */
-export const DUE_GATED_STATES: readonly JobState[] = ['scheduled', ...STEP_PARKED_STATES];
+/** The states a job is parked in, due at its `runAt`: scheduled, parked at a step, and in its key's line. */
+export const DUE_GATED_STATES: readonly JobState[] = ['scheduled', ...STEP_PARKED_STATES, 'waiting-key'];
 
 /**
  * The parked states the sweep sends only once due, not up to 15 minutes ahead as it sends the others:
- * until its timeout a completion (a token's, an event's) may still resume the job, and a job handed
- * to its queue ahead of time could not be.
+ * until its timeout a completion (a token's, an event's, its key's free slot) may still resume the
+ * job, and a job handed to its queue ahead of time could not be.
  */
-export const TIMED_OUT_ONLY: readonly JobState[] = ['waiting-token', 'waiting-event'];
+export const TIMED_OUT_ONLY: readonly JobState[] = ['waiting-token', 'waiting-event', 'waiting-key'];
 
 /** Whether a record is parked in the jobs table until its `runAt` (not an announced one: SQS holds its message). */
 export function isParked(record: Pick<JobRecord, 'state' | 'announced'> | undefined): boolean {

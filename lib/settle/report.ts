@@ -58,8 +58,11 @@ export interface JobReport {
   readonly limited?: boolean;
   /** Deferred by a rate limit's pause of this scope (`task:…`, `key:…`, `queue:…`): it waits until the pause ends, using no attempt. */
   readonly heldBy?: string;
-  /** A `scheduled` job its body parked at a step: asleep, waiting for a token, or continuing in a new invocation. */
-  readonly parked?: 'sleep' | 'token' | 'event' | 'continue';
+  /**
+   * A `scheduled` job its body parked at a step: asleep, waiting for a token, or continuing in a new
+   * invocation; or (`key`, a `deferred` one) a job over its key's concurrency, parked in its key's line.
+   */
+  readonly parked?: 'sleep' | 'token' | 'event' | 'continue' | 'key';
   /** A batch task's job: the call it ran in (its size; `first` on one item per call, for counting calls). */
   readonly call?: { readonly size: number; readonly first: boolean };
   /** Its lifecycle hooks (lib/settle/run-hooks.ts): all ran, one failed or overran, or no time was left for them. */

@@ -92,6 +92,14 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; the key's pending job is kept in the jobs table)`,
       );
     }
+    if (def.limits?.per === 'key' && def.limits.concurrency !== undefined && queue.tracking !== 'full') {
+      throw new TaskDefinitionError(
+        def.name,
+        'limits.per',
+        def.limits.per,
+        `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; a job over its key's concurrency waits in the jobs table)`,
+      );
+    }
     checkSubscriptions(config, def);
     registry.set(def.name, def);
   }

@@ -4,6 +4,7 @@ import { eventRoutes } from '../events/routes';
 import { MemoryControlStore } from '../fakes/memory-controls';
 import { MemoryEventBus, memoryTopicArn } from '../fakes/memory-events';
 import { MemoryJobStore } from '../fakes/memory-job-store';
+import { MemoryLimitStore } from '../fakes/memory-limits';
 import { MemoryPayloadStore } from '../fakes/memory-payloads';
 import { MemoryQueueService } from '../fakes/memory-queue';
 import { MemoryStatsStore } from '../fakes/memory-stats-store';
@@ -135,8 +136,9 @@ export function createTestSystem(options: TestSystemOptions): TestSystem {
     logger: silentLogger,
     workerId: 'test-system',
     observer: { onBatch: (report) => reports.push(report) },
-    // Operator controls and rate-limit pauses (RateLimitedError), as the stats table holds them deployed.
-    tracking: { version: 'test', jobs, stats, controls: new MemoryControlStore() },
+    // Operator controls and rate-limit pauses (RateLimitedError), and the fleet-wide limits' slots and
+    // tokens, as the stats table holds them deployed.
+    tracking: { version: 'test', jobs, stats, controls: new MemoryControlStore(), limits: new MemoryLimitStore() },
     payloads,
   });
   const events = new MemoryEventBus(sqs, urls, eventRoutes(config, 'test', registry));

@@ -14,6 +14,8 @@ export interface LimitKey {
 
 export const taskLimitKey = (task: string) => `task:${task}`;
 export const queueLimitKey = (queue: string) => `queue:${queue}`;
+/** One key value's limit of a task with `limits.per: 'key'` (a job without a key: the empty key, one group). */
+export const keyLimitKey = (task: string, key: string | undefined) => `key:${task}:${key ?? ''}`;
 
 /**
  * Concurrency slots and rate tokens in a shared store. A holder is one batch of one dispatcher;
@@ -23,8 +25,16 @@ export const queueLimitKey = (queue: string) => `queue:${queue}`;
 export interface LimitStore {
   /** Takes up to `want` of `limit` slots of `key` for `holder` until `until`; resolves with how many it got. */
   acquire(request: AcquireRequest): Promise<number>;
-  /** Gives back what `holder` holds of `key`. */
-  release(key: string, holder: string, now: number): Promise<void>;
+  /** Gives back what `holder` holds of `key`; resolves with the key's count of parked jobs ({@link parked}). */
+  release(key: string, holder: string, now: number): Promise<number>;
+  /**
+   * Adds `delta` to the count of jobs parked waiting for a slot of `key` (a per-key limit's line);
+   * resolves with the count after it. The count is a hint, never a reservation: it says whether a
+   * release should look for parked jobs, and how far back a newly parked job stands.
+   */
+  parked(key: string, delta: number): Promise<number>;
+  /** Sets the parked count of `key` to 0 if it is still `seen` (a release found no parked job to wake). */
+  clearParked(key: string, seen: number): Promise<void>;
   /** Slots of `key` held at `now` by holders whose lease has not ended (a strongly consistent read). */
   held(key: string, now: number): Promise<number>;
   /** Takes up to `want` tokens; with fewer, says when the next one comes (ms from `now`). */

@@ -51,6 +51,7 @@ export const JOB_STATES = [
   'sleeping',
   'waiting-token',
   'waiting-event',
+  'waiting-key',
 ] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
@@ -88,7 +89,9 @@ export type HistoryWhat =
   /** Its body waits for an event at a step: parked until a matching event arrives or the wait times out, no attempt used. */
   | 'waiting-event'
   /** A matching event arrived for its wait: due now. */
-  | 'event-received';
+  | 'event-received'
+  /** Its key was at its limit (`limits.per: 'key'`): parked in its key's line until a job of the key ends. */
+  | 'waiting-key';
 
 export interface HistoryEntry {
   readonly what: HistoryWhat;
@@ -599,6 +602,32 @@ export interface ParkRequest extends JobRef {
   readonly attributes?: Readonly<Record<string, string>>;
   readonly workerId: string;
   readonly now: number;
+  /**
+   * Parked in its key's line (`waiting-key`), not until a time: its key was at `limit` running
+   * (a task's `limits.per: 'key'`). `runAt` is then when it comes back should no job of its key end first.
+   */
+  readonly overKeyLimit?: number;
+}
+
+/** The state and history entry a park writes: `scheduled` until its due time, or `waiting-key` in its key's line. */
+export function parkedAs(r: ParkRequest): { readonly state: 'scheduled' | 'waiting-key'; readonly entry: HistoryEntry } {
+  const back = new Date(r.runAt).toISOString();
+  return r.overKeyLimit === undefined
+    ? { state: 'scheduled', entry: { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${back}` } }
+    : {
+        state: 'waiting-key',
+        entry: {
+          what: 'waiting-key',
+          when: r.now,
+          worker: r.workerId,
+          detail: `key ${JSON.stringify(r.key ?? '')} at its limit of ${r.overKeyLimit} running; sent when one ends, by ${back} at the latest`,
+        },
+      };
+}
+
+/** A brought-forward job's history detail: `why` (an operator's run-now when absent), and when it was due. */
+export function broughtForward(parked: Pick<ParkedJob, 'runAt'>, why = 'run now'): string {
+  return `${why} (was due ${new Date(parked.runAt).toISOString()})`;
 }
 
 /**

@@ -147,7 +147,7 @@ export interface ScheduleStore extends JobReader {
    * unchanged, no sweep holding it. False when it moved on. The sweep's path (`leaseForSweep`, send,
    * `handOver`) then sends it.
    */
-  bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean>;
+  bringForward(parked: ParkedJob, body: string, now: number, why?: string): Promise<boolean>;
   /**
    * Completes the token a `waiting-token` job waits for: its step's result becomes `value` (JSON) and
    * the job is due `now`, in one write conditional on the job waiting for that very token. The
@@ -190,6 +190,10 @@ export interface FlowStore extends JobReader {
   tagJob(jobId: string, tags: readonly string[], taggedAt: number): Promise<void>;
   /** Jobs with `tag`, newest first, in every state; `before`: only those tagged before it (the next page). */
   jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]>;
+  /** The first `limit` jobs tagged `tag`, oldest tagging first (a line of parked jobs, whose tags go once they leave it). */
+  oldestByTag(tag: string, limit: number): Promise<JobRecord[]>;
+  /** Takes `tags` off a job (a job that left a line); a tag it does not have is no error. */
+  untagJob(jobId: string, tags: readonly string[]): Promise<void>;
 }
 
 /**

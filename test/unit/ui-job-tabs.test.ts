@@ -53,6 +53,7 @@ describe("taskworker ui: the jobs page's tabs (GET /api/jobs/counts, GET /api/jo
       sleeping: [0, false, 'index'],
       'waiting-token': [0, false, 'index'],
       'waiting-event': [0, false, 'index'],
+      'waiting-key': [0, false, 'index'],
     });
     // One queue's: the routine queue's archives only.
     expect(await counts(d, '?queue=routine')).toMatchObject({

@@ -29,7 +29,7 @@ describe('a task’s unique rule', () => {
   it('reads its window in seconds or with a unit, and defaults to the states of a job that has not ended', () => {
     expect(syncUser({ for: '10m' }).task.unique).toEqual({
       forSeconds: 600,
-      while: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'sleeping', 'waiting-token', 'waiting-event'],
+      while: ['queued', 'running', 'retrying', 'scheduled', 'waiting', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'],
     });
     expect(syncUser({ for: 90, while: ['queued'] }).task.unique).toEqual({ forSeconds: 90, while: ['queued'] });
   });

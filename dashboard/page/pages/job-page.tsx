@@ -10,7 +10,7 @@ import { REFRESH_MS, useData } from '../use-data';
 import { ActionButton, Problem } from '../widgets';
 
 /** The states a job is parked in until its time: it can be run now, or cancelled. */
-const PARKED = ['scheduled', 'sleeping', 'waiting-token', 'waiting-event'];
+const PARKED = ['scheduled', 'sleeping', 'waiting-token', 'waiting-event', 'waiting-key'];
 
 /** A sleep's or a token wait's step: its time, and how the wait ended (or what it waits for). */
 function stepWait(job: JobRecord, step: NonNullable<JobRecord['steps']>[number]): string {

@@ -1,0 +1,174 @@
+/**
+ * Per-key concurrency (a task's `limits: { concurrency, per: 'key' }`): a job received while its key
+ * has `concurrency` jobs running is parked in the jobs table (`waiting-key`), in its key's line, and
+ * its message deleted — it is not received again and again while the key is full, so the queue's
+ * other keys are served meanwhile. When a batch that held slots of the key gives them back, as many
+ * jobs of the line are sent, oldest publish first. The line is the tag index: each parked job is
+ * tagged `~line <task> <key>` at its publish time, and its tag goes as it leaves the line. A parked
+ * job also has a due time, the latest it waits should no job of its key end first (a wake lost to
+ * a crash, or to the index not showing it yet): the sweep sends it then, and over the limit it parks
+ * again, at the front of its line.
+ */
+import type { QueueConfig } from '../config/app-config';
+import type { Limits } from '../config/limit-config';
+import { taskNeedMs } from '../deadlines';
+import { describe } from '../errors';
+import { bodyBytes } from '../layout/sqs-limits';
+import { MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
+import { conflictError, decideArchive } from '../settle/decisions';
+import { sendParked } from '../settle/parked-sends';
+import { ref } from '../settle/records';
+import type { BatchState } from '../settle/settle';
+import type { TaskDefinition } from '../tasks/task';
+import type { LimitStore } from '../track/fleet-limits';
+import type { JobRecord, JobState } from '../track/job-record';
+import type { JobStore } from '../track/job-stores';
+import { envelopeWithout, pinEnvelope } from '../wire/envelope';
+import type { DispatcherDeps, Planned } from './dispatcher-deps';
+
+/** The tag of a task's key's line (no publisher's tag has a space: TAG_PATTERN). */
+export const keyLineTag = (task: string, key: string | undefined) => `~line ${task} ${key ?? ''}`;
+
+/** States in which a job in the line may still park again: its tag stays (the next park finds it kept). */
+const MAY_PARK_AGAIN: readonly JobState[] = ['waiting-key', 'queued'];
+
+/** A per-key limit's line as the batch sees it: where its slots and count live, and the task. */
+export interface KeyLine {
+  /** The limit's item key (lib/track/fleet-limits.ts `keyLimitKey`). */
+  readonly limitKey: string;
+  readonly def: TaskDefinition;
+  readonly key: string | undefined;
+  readonly limits: Limits;
+}
+
+type LineDeps = Pick<DispatcherDeps, 'clock' | 'logger' | 'queues' | 'urls' | 'workerId' | 'config' | 'tracking'>;
+
+/**
+ * Parks the batch's jobs that found their key full (all of one line), in message order; resolves
+ * with the ones it could not park (a retrying job, a body too large, the table not answering), for
+ * the caller to hand back as any limited job. The latest each waits grows with its place in the
+ * line: `⌈place / concurrency⌉` task time limits.
+ */
+export async function parkInLine(
+  deps: LineDeps,
+  queue: QueueConfig,
+  line: KeyLine,
+  over: readonly Planned[],
+  state: BatchState,
+): Promise<Planned[]> {
+  const jobs = deps.tracking?.jobs;
+  const limits = deps.tracking?.limits;
+  const concurrency = line.limits.concurrency;
+  if (!jobs || !limits || concurrency === undefined || queue.tracking !== 'full' || over.length === 0) return [...over];
+  const now = deps.clock.now();
+  let last: number;
+  try {
+    last = await limits.parked(line.limitKey, over.length);
+  } catch (error) {
+    deps.logger.error('a key line could not be joined; its jobs are handed back', { key: line.limitKey, error: describe(error) });
+    return [...over];
+  }
+  const turnMs = taskNeedMs(line.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs) + deps.config.dispatcher.settleMarginMs;
+  const unparked: Planned[] = [];
+  const tag = keyLineTag(line.def.name, line.key);
+  await Promise.all(
+    over.map(async (p, i) => {
+      const place = last - over.length + 1 + i;
+      const runAt = Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
+      const body = pinEnvelope(p.message.body, p.job);
+      if (bodyBytes(body) > MAX_PARKED_BODY_BYTES) {
+        // Larger than a DynamoDB item holds: it waits in its queue as any limited job.
+        unparked.push(p);
+        return;
+      }
+      try {
+        // The tag first: a park without its tag would wait for its due time, a tag without its park is passed over.
+        await jobs.tagJob(p.job.id, [tag], p.job.publishedAt);
+        const parked = await jobs.park({
+          ...ref(deps, queue, p.job),
+          runAt,
+          body,
+          ...(Object.keys(p.message.attributes).length > 0 ? { attributes: p.message.attributes } : {}),
+          workerId: deps.workerId,
+          now,
+          overKeyLimit: concurrency,
+        });
+        const report = { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, attempt: 0 };
+        if (parked.outcome === 'parked') {
+          // Not `limited`: a batch of parked jobs is no held head — the queue's next messages are other keys'.
+          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'deferred', parked: 'key' });
+        } else if (parked.outcome === 'conflict') {
+          decideArchive(deps, queue, state, p.message, p.job, 'id-conflict', conflictError(p.job, parked.record));
+        } else if (parked.record.state === 'waiting-key' || parked.record.state === 'scheduled') {
+          // Another copy of its message parked it: this one is not needed.
+          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'duplicate' });
+        } else unparked.push(p);
+      } catch (error) {
+        deps.logger.error('a job over its key limit could not be parked; it is handed back', { jobId: p.job.id, error: describe(error) });
+        unparked.push(p);
+      }
+    }),
+  );
+  if (unparked.length > 0) await limits.parked(line.limitKey, -unparked.length).catch(() => undefined);
+  // No look at the key's room now: its free slots may be the ones the jobs already woken are on their
+  // way to, and waking more would park them again. A batch of the key that ended between this batch's
+  // reservation and its parks (its look at the line missed them) is made up for by their due time.
+  return over.filter((p) => unparked.includes(p));
+}
+
+/**
+ * Sends up to `free` jobs of the line, oldest publish first: each brought forward (one conditional
+ * write: of two dispatchers waking one job, one does), its tag taken off, then sent by the sweep's
+ * own path (a crash before the send leaves it parked and due, for the next sweep). Jobs found in
+ * the line that have left it for good (running, ended) lose their tag. Never throws.
+ */
+export async function wakeLine(deps: LineDeps, line: KeyLine, free: number, counted: number): Promise<number> {
+  const jobs = deps.tracking?.jobs;
+  const limits = deps.tracking?.limits;
+  if (!jobs || !limits || free <= 0) return 0;
+  const tag = keyLineTag(line.def.name, line.key);
+  let woken = 0;
+  try {
+    // A few more than it wakes: another dispatcher may be waking the first ones at the same time.
+    const waiting = await jobs.oldestByTag(tag, free + 2);
+    for (const record of waiting) {
+      if (woken >= free) break;
+      if (await wakeOne(deps, jobs, record, tag)) woken += 1;
+    }
+    if (woken > 0) await limits.parked(line.limitKey, -woken);
+    // Nobody in the line: what the count says is drift (a job that left it another way); it starts again from 0.
+    else if (waiting.length === 0 && counted > 0) await limits.clearParked(line.limitKey, counted);
+  } catch (error) {
+    deps.logger.warn('a key line was not moved; its jobs come back by their due time', { key: line.limitKey, error: describe(error) });
+  }
+  return woken;
+}
+
+async function wakeOne(deps: LineDeps, jobs: JobStore, record: JobRecord, tag: string): Promise<boolean> {
+  if (record.state !== 'waiting-key') {
+    if (!MAY_PARK_AGAIN.includes(record.state)) await jobs.untagJob(record.jobId, [tag]);
+    return false;
+  }
+  const parked = await jobs.parkedJob(record.jobId);
+  const now = deps.clock.now();
+  if (!parked) return false;
+  const due = { ...parked, runAt: now, body: envelopeWithout(parked.body, 'runAt') };
+  if (!(await jobs.bringForward(parked, due.body, now, 'its key had a free slot'))) return false;
+  // Off the line before it is sent: once sent it may park again (tagged afresh), and that tag must stay.
+  await jobs.untagJob(record.jobId, [tag]);
+  await sendParked({ jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger }, [due], now);
+  return true;
+}
+
+/** Gives back a batch's slots of a key and moves the key's line by as many. Never throws. */
+export async function releaseKeySlots(deps: LineDeps, store: LimitStore, line: KeyLine, holder: string, slots: number): Promise<void> {
+  let counted = 0;
+  try {
+    counted = await store.release(line.limitKey, holder, deps.clock.now());
+  } catch (error) {
+    deps.logger.warn('limit slots not released; they come back when their lease ends', { key: line.limitKey, error: describe(error) });
+    return;
+  }
+  // Looked at even when the count says the line is empty: the count is a hint, a query costs half a read unit.
+  await wakeLine(deps, line, slots, counted);
+}
