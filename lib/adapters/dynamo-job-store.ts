@@ -207,8 +207,8 @@ export class DynamoJobStore implements JobStore {
     return this.schedules.parkedJob(jobId);
   }
 
-  bringForward(parked: ParkedJob, body: string, now: number): Promise<boolean> {
-    return this.schedules.bringForward(parked, body, now);
+  bringForward(parked: ParkedJob, body: string, now: number, why?: string): Promise<boolean> {
+    return this.schedules.bringForward(parked, body, now, why);
   }
 
   leaseForSweep(jobId: string, now: number, leaseUntil: number): Promise<boolean> {

@@ -1026,6 +1026,48 @@ export function jobStoreConformance(
         expect((await claim(jobs, job, base + 4)).outcome).toBe('claimed');
       });
 
+      it('parks a job over its key limit in its key line: waiting-key, sent by the sweep only once due, claimed only once due, brought forward once', async () => {
+        const job = { ...ref(), key: 'tenant-a' };
+        const out = await jobs.park({ ...job, runAt: base, body: '{}', workerId: 'w1', now: base - 3_600_000, overKeyLimit: 2 });
+        expect(out).toEqual({ outcome: 'parked' });
+        const record = await jobs.get(job.jobId);
+        expect(record).toMatchObject({ state: 'waiting-key', runAt: base, attempt: 0, key: 'tenant-a' });
+        expect(record?.history.at(-1)).toMatchObject({ what: 'waiting-key', worker: 'w1' });
+        expect(record?.history.at(-1)?.detail).toContain('"tenant-a" at its limit of 2 running');
+        expect(await jobs.list({ state: 'waiting-key', queues: [job.queue], limit: 1000 })).toEqual(
+          expect.arrayContaining([expect.objectContaining({ jobId: job.jobId })]),
+        );
+        // Not 15 minutes ahead as a scheduled job: until its due time a free slot may still wake it.
+        expect(await dueIn(job, base, base - 60_000)).toEqual([]);
+        expect(await dueIn(job, base, base)).toHaveLength(1);
+        expect((await claim(jobs, job, base - 60_000)).outcome).toBe('finished');
+        // A second copy of its message parks nothing.
+        expect(await jobs.park({ ...job, runAt: base, body: '{}', workerId: 'w2', now: base - 60_000, overKeyLimit: 2 })).toMatchObject({
+          outcome: 'exists',
+          record: { state: 'waiting-key' },
+        });
+        const parked = (await jobs.parkedJob(job.jobId)) as NonNullable<Awaited<ReturnType<typeof jobs.parkedJob>>>;
+        expect(await jobs.bringForward(parked, '{"now":true}', base - 30_000, 'its key had a free slot')).toBe(true);
+        expect(await jobs.bringForward(parked, '{"now":true}', base - 29_000, 'its key had a free slot')).toBe(false);
+        expect((await jobs.get(job.jobId))?.history.at(-1)?.detail).toMatch(/^its key had a free slot \(was due /);
+        expect(await dueIn(job, base, base - 30_000)).toHaveLength(1);
+        expect((await claim(jobs, job, base - 30_000)).outcome).toBe('claimed');
+      });
+
+      it('keeps a line in the tag index: oldest tagging first, a job leaves it when untagged', async () => {
+        const tag = `~line t${++unique} k`;
+        const [a, b, c] = [ref(), ref(), ref()];
+        for (const [job, at] of [[b, 2000], [a, 1000], [c, 3000]] as const) {
+          await jobs.recordQueued(job, at);
+          await jobs.tagJob(job.jobId, [tag], at);
+        }
+        expect((await jobs.oldestByTag(tag, 2)).map((r) => r.jobId)).toEqual([a.jobId, b.jobId]);
+        await jobs.untagJob(a.jobId, [tag]);
+        await jobs.untagJob(a.jobId, [tag]);
+        expect((await jobs.oldestByTag(tag, 5)).map((r) => r.jobId)).toEqual([b.jobId, c.jobId]);
+        expect(await jobs.oldestByTag(`~line none${unique} k`, 5)).toEqual([]);
+      });
+
       it('brings forward neither a job a sweep holds nor one that is not parked', async () => {
         const held = ref();
         await park(held, base);
@@ -1131,6 +1173,20 @@ export function jobStoreConformance(
         const both = await Promise.all([acquire('d', 5, 3000), acquire('e', 5, 3000)]);
         expect(both[0] + both[1]).toBeLessThanOrEqual(5);
         expect(both[0] + both[1]).toBeGreaterThan(0);
+      });
+
+      it("counts a key's parked jobs: a release answers with the count; a clear lands only on the count it saw", async () => {
+        const key = `key:t${++unique}:a`;
+        expect(await limits.acquire({ key, limit: 1, holder: 'h', want: 1, now: 1000, until: 60_000 })).toBe(1);
+        expect(await limits.parked(key, 3)).toBe(3);
+        expect(await limits.parked(key, -1)).toBe(2);
+        expect(await limits.release(key, 'h', 2000)).toBe(2);
+        await limits.clearParked(key, 5);
+        expect(await limits.parked(key, 0)).toBe(2);
+        await limits.clearParked(key, 2);
+        expect(await limits.parked(key, 0)).toBe(0);
+        // Never below 0: a job taken off twice.
+        expect(await limits.parked(key, -1)).toBe(0);
       });
 
       it('gives back the slots of a holder that died when its lease ends, not before', async () => {
