@@ -37,7 +37,7 @@ import { type DevState, findConfigFile, integerOption, quoted, UsageError, useLo
 
 export const OPERATOR_USAGE = `taskworker status [--version V] [--json]
 taskworker jobs show ID [--json]
-taskworker jobs list --state S [--queue Q] [--task T] [--limit N] [--json]
+taskworker jobs list --state S [--queue Q] [--task T] [--key K] [--limit N] [--json]
 taskworker jobs list --tag T [--limit N] [--cursor C] [--json]
 taskworker jobs flow ID [--json]
 taskworker jobs cancel ID [--flow] [--json]
@@ -278,7 +278,7 @@ async function jobsFlow(args: JobsArgs): Promise<number> {
 
 async function jobsListTagged({ ctx, json, limit, values, id }: JobsArgs, tag: string): Promise<number> {
   if (id !== undefined) throw new UsageError('usage: taskworker jobs list --tag T [--limit N] [--cursor C]');
-  const narrowed = (['state', 'queue', 'task'] as const).find((o) => values[o] !== undefined);
+  const narrowed = (['state', 'queue', 'task', 'key'] as const).find((o) => values[o] !== undefined);
   if (narrowed) throw new UsageError(`--tag lists the tag's jobs in every state, queue and task: --${narrowed} cannot narrow it`);
   const page = await listTaggedPage(ctx.jobs, tag, limit, values.cursor);
   print(json, page, () =>
@@ -298,6 +298,7 @@ async function jobsList({ ctx, json, limit, values }: JobsArgs): Promise<number>
     state: state as JobState,
     queues: queueOption(ctx, values.queue),
     ...(values.task ? { task: values.task } : {}),
+    ...(values.key !== undefined ? { key: values.key } : {}),
     limit,
   });
   print(json, jobs, () => renderJobList(jobs));

@@ -96,6 +96,7 @@ export class DynamoJobQueries {
           `${e.name('queue')} IN (${q.queues.map((name) => e.value(name)).join(', ')})`,
         ];
         if (q.task !== undefined) filters.push(`${e.name('task')} = ${e.value(q.task)}`);
+        if (q.key !== undefined) filters.push(`${e.name('key')} = ${e.value(q.key)}`);
         if (q.updatedAtMost !== undefined) filters.push(`${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}`);
         const out = await this.table.dynamo.send(
           new ScanCommand({
@@ -121,7 +122,7 @@ export class DynamoJobQueries {
         KeyConditionExpression:
           `${e.name('queueState')} = ${e.value(key)}` +
           (q.updatedAtMost !== undefined ? ` AND ${e.name('updatedAt')} <= ${e.value(q.updatedAtMost)}` : ''),
-        ...(q.task !== undefined ? { FilterExpression: `${e.name('task')} = ${e.value(q.task)}` } : {}),
+        ...narrowedTo(e, q),
       }),
       toRecord,
     );
@@ -157,4 +158,13 @@ export class DynamoJobQueries {
     } while (start && found.length < limit);
     return found;
   }
+}
+
+/** An index query's filter on a list's task and key, if it names them. */
+function narrowedTo(e: Expression, q: Pick<JobQuery, 'task' | 'key'>): Pick<QueryCommandInput, 'FilterExpression'> {
+  const filters = [
+    ...(q.task !== undefined ? [`${e.name('task')} = ${e.value(q.task)}`] : []),
+    ...(q.key !== undefined ? [`${e.name('key')} = ${e.value(q.key)}`] : []),
+  ];
+  return filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {};
 }

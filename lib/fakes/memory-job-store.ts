@@ -437,6 +437,7 @@ export class MemoryJobStore implements JobStore {
           r.state === q.state &&
           q.queues.includes(r.queue) &&
           (q.task === undefined || r.task === q.task) &&
+          (q.key === undefined || r.key === q.key) &&
           (q.updatedAtMost === undefined || r.updatedAt <= q.updatedAtMost),
       )
       .sort((a, b) => b.updatedAt - a.updatedAt)

@@ -664,6 +664,8 @@ export interface JobQuery {
   /** Queues to search (retrying and archived jobs are indexed per queue). */
   readonly queues: readonly string[];
   readonly task?: string;
+  /** Only jobs published with this key. */
+  readonly key?: string;
   readonly limit: number;
   /** Only records last updated at or before this time (epoch ms): the next page of a newest-first list. */
   readonly updatedAtMost?: number;

@@ -1057,7 +1057,11 @@ export function jobStoreConformance(
       it('keeps a line in the tag index: oldest tagging first, a job leaves it when untagged', async () => {
         const tag = `~line t${++unique} k`;
         const [a, b, c] = [ref(), ref(), ref()];
-        for (const [job, at] of [[b, 2000], [a, 1000], [c, 3000]] as const) {
+        for (const [job, at] of [
+          [b, 2000],
+          [a, 1000],
+          [c, 3000],
+        ] as const) {
           await jobs.recordQueued(job, at);
           await jobs.tagJob(job.jobId, [tag], at);
         }
