@@ -85,6 +85,21 @@ export class DynamoLimitStore implements LimitStore {
     return Math.max(0, n);
   }
 
+  async watchLine(key: string, now: number, until: number): Promise<boolean> {
+    const e = new Expression();
+    const watch = e.name('watch');
+    const { landed } = await this.update(key, e, {
+      update: `SET ${watch} = ${e.value(until)}`,
+      condition: `attribute_not_exists(${watch}) OR ${watch} <= ${e.value(now)}`,
+    });
+    return landed;
+  }
+
+  async endWatch(key: string, until: number): Promise<void> {
+    const e = new Expression();
+    await this.update(key, e, { update: `REMOVE ${e.name('watch')}`, condition: `${e.name('watch')} = ${e.value(until)}` });
+  }
+
   async clearParked(key: string, seen: number): Promise<void> {
     const e = new Expression();
     await this.update(key, e, {

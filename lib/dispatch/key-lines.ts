@@ -15,6 +15,7 @@ import { taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
 import { bodyBytes } from '../layout/sqs-limits';
 import { MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
+import { isDue, isParked } from '../policy/job-rules';
 import { conflictError, decideArchive } from '../settle/decisions';
 import { sendParked } from '../settle/parked-sends';
 import { ref } from '../settle/records';
@@ -28,6 +29,12 @@ import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /** The tag of a task's key's line (no publisher's tag has a space: TAG_PATTERN). */
 export const keyLineTag = (task: string, key: string | undefined) => `~line ${task} ${key ?? ''}`;
+
+/** A line's watch comes back this long after its key's present holders' leases end, to find them lapsed. */
+const WATCH_SLACK_MS = 1_000;
+
+/** How many jobs past the ones it wakes a line's move looks at. */
+const LOOK_PAST = 8;
 
 /** States in which a job in the line may still park again: its tag stays (the next park finds it kept). */
 const MAY_PARK_AGAIN: readonly JobState[] = ['waiting-key', 'queued'];
@@ -68,13 +75,20 @@ export async function parkInLine(
     deps.logger.error('a key line could not be joined; its jobs are handed back', { key: line.limitKey, error: describe(error) });
     return [...over];
   }
-  const turnMs = taskNeedMs(line.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs) + deps.config.dispatcher.settleMarginMs;
+  const turnMs = turnOf(deps, line);
+  // One job keeps watch: it comes back when the slots' present holders must have ended, released
+  // or not (a holder that died releases nothing, and its slots lapse with no wake).
+  const watchAt = now + turnMs + WATCH_SLACK_MS;
+  const watching = await limits.watchLine(line.limitKey, now, watchAt).catch(() => false);
   const unparked: Planned[] = [];
   const tag = keyLineTag(line.def.name, line.key);
   await Promise.all(
     over.map(async (p, i) => {
       const place = last - over.length + 1 + i;
-      const runAt = Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
+      const runAt =
+        watching && i === 0
+          ? watchAt
+          : Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
       const body = pinEnvelope(p.message.body, p.job);
       if (bodyBytes(body) > MAX_PARKED_BODY_BYTES) {
         // Larger than a DynamoDB item holds: it waits in its queue as any limited job.
@@ -99,10 +113,14 @@ export async function parkInLine(
           state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'deferred', parked: 'key' });
         } else if (parked.outcome === 'conflict') {
           decideArchive(deps, queue, state, p.message, p.job, 'id-conflict', conflictError(p.job, parked.record));
-        } else if (parked.record.state === 'waiting-key' || parked.record.state === 'scheduled') {
+        } else if (isParked(parked.record) && !isDue(parked.record, now)) {
           // Another copy of its message parked it: this one is not needed.
           state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'duplicate' });
-        } else unparked.push(p);
+        } else {
+          // Parked and due: this is the copy its wake (or the sweep) sent, arrived before the sender
+          // marked it handed over. It comes back in a moment and parks then, or runs.
+          unparked.push(p);
+        }
       } catch (error) {
         deps.logger.error('a job over its key limit could not be parked; it is handed back', { jobId: p.job.id, error: describe(error) });
         unparked.push(p);
@@ -129,11 +147,12 @@ export async function wakeLine(deps: LineDeps, line: KeyLine, free: number, coun
   const tag = keyLineTag(line.def.name, line.key);
   let woken = 0;
   try {
-    // A few more than it wakes: another dispatcher may be waking the first ones at the same time.
-    const waiting = await jobs.oldestByTag(tag, free + 2);
+    // More than it wakes: another dispatcher may be waking the first ones at the same time, and the
+    // line's front may hold jobs on their way to their queue.
+    const waiting = await jobs.oldestByTag(tag, free + LOOK_PAST);
     for (const record of waiting) {
       if (woken >= free) break;
-      if (await wakeOne(deps, jobs, record, tag)) woken += 1;
+      if (await wakeOne(deps, line, record, tag)) woken += 1;
     }
     if (woken > 0) await limits.parked(line.limitKey, -woken);
     // Nobody in the line: what the count says is drift (a job that left it another way); it starts again from 0.
@@ -144,7 +163,8 @@ export async function wakeLine(deps: LineDeps, line: KeyLine, free: number, coun
   return woken;
 }
 
-async function wakeOne(deps: LineDeps, jobs: JobStore, record: JobRecord, tag: string): Promise<boolean> {
+async function wakeOne(deps: LineDeps, line: KeyLine, record: JobRecord, tag: string): Promise<boolean> {
+  const jobs = deps.tracking?.jobs as JobStore;
   if (record.state !== 'waiting-key') {
     if (!MAY_PARK_AGAIN.includes(record.state)) await jobs.untagJob(record.jobId, [tag]);
     return false;
@@ -156,8 +176,16 @@ async function wakeOne(deps: LineDeps, jobs: JobStore, record: JobRecord, tag: s
   if (!(await jobs.bringForward(parked, due.body, now, 'its key had a free slot'))) return false;
   // Off the line before it is sent: once sent it may park again (tagged afresh), and that tag must stay.
   await jobs.untagJob(record.jobId, [tag]);
+  // The line's watch (due within a turn of its park) is woken: the next job to park keeps watch.
+  const parkedAt = record.history.findLast((h) => h.what === 'waiting-key')?.when ?? 0;
+  if (parked.runAt <= parkedAt + turnOf(deps, line) + WATCH_SLACK_MS) await deps.tracking?.limits?.endWatch(line.limitKey, parked.runAt);
   await sendParked({ jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger }, [due], now);
   return true;
+}
+
+/** The longest a slot of the key is held from a reservation: its holder's task time and the settle margin. */
+function turnOf(deps: Pick<LineDeps, 'config'>, line: KeyLine): number {
+  return taskNeedMs(line.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs) + deps.config.dispatcher.settleMarginMs;
 }
 
 /** Gives back a batch's slots of a key and moves the key's line by as many. Never throws. */

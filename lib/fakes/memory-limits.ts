@@ -13,6 +13,7 @@ export class MemoryLimitStore implements LimitStore {
   private readonly slots = new Map<string, Holders>();
   private readonly buckets = new Map<string, { start: number; spent: number; line: number }>();
   private readonly parkedCounts = new Map<string, number>();
+  private readonly watches = new Map<string, number>();
   writes = 0;
 
   async acquire(r: AcquireRequest): Promise<number> {
@@ -40,6 +41,18 @@ export class MemoryLimitStore implements LimitStore {
     this.parkedCounts.set(key, n);
     this.writes += 1;
     return n;
+  }
+
+  async watchLine(key: string, now: number, until: number): Promise<boolean> {
+    this.writes += 1;
+    if ((this.watches.get(key) ?? 0) > now) return false;
+    this.watches.set(key, until);
+    return true;
+  }
+
+  async endWatch(key: string, until: number): Promise<void> {
+    this.writes += 1;
+    if (this.watches.get(key) === until) this.watches.delete(key);
   }
 
   async clearParked(key: string, seen: number): Promise<void> {

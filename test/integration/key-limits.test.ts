@@ -1,0 +1,129 @@
+/**
+ * Limits per key on the emulators, dispatchers as processes running the real Lambda handler, one
+ * of them SIGKILLed every few seconds (`taskworker dev` replaces it): tenant A floods the queue
+ * ahead of nine small tenants, under `limits: { concurrency: 2, per: 'key', total: { concurrency:
+ * 6 } }` (test/chaos/fixtures/tasks/tenant-sync.ts). Counted from the jobs' own log in the effects
+ * table (each run's start and end, a killed run ended at its process's kill) and the jobs table.
+ */
+import { type LocalStack, startLocalStack } from '../../lib/local/dev';
+import type { JobRecord } from '../../lib/track/job-record';
+import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
+
+const FLOOD = 240;
+const SMALL = ['B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'];
+const EACH = 12;
+
+let stack: LocalStack | undefined;
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+});
+
+type Run = { job: string; tenant: string; pid: number; start: number; end: number };
+
+/** Each run from the effects log; a run without its end ended when its process was killed. */
+function runsOf(effects: ReadonlyArray<Record<string, unknown>>, killedAt: ReadonlyMap<number, number>): Run[] {
+  const byPk = new Map(effects.map((e) => [String(e.pk), e]));
+  const runs: Run[] = [];
+  for (const [pk, e] of byPk) {
+    const m = /^(.+)#run#(\d+)#(\d+)#start$/.exec(pk);
+    if (!m) continue;
+    const start = JSON.parse(String(e.value)) as { tenant: string; at: number; pid: number };
+    const end = byPk.get(pk.replace(/#start$/, '#end'));
+    const endAt = end ? (JSON.parse(String(end.value)) as { at: number }).at : killedAt.get(start.pid);
+    if (endAt === undefined) throw new Error(`run ${pk} has no end and its process ${start.pid} was not killed`);
+    runs.push({ job: m[1] as string, tenant: start.tenant, pid: start.pid, start: start.at, end: endAt });
+  }
+  return runs;
+}
+
+/** The most runs at once, overall and per tenant (an end before a start at the same ms). */
+function mostAtOnce(runs: readonly Run[]): { all: number; perTenant: Map<string, number> } {
+  const events = runs.flatMap((r) => [
+    { at: r.start, d: 1, tenant: r.tenant },
+    { at: r.end, d: -1, tenant: r.tenant },
+  ]);
+  events.sort((a, b) => a.at - b.at || a.d - b.d);
+  const now = new Map<string, number>();
+  const perTenant = new Map<string, number>();
+  let all = 0;
+  let most = 0;
+  for (const e of events) {
+    all += e.d;
+    most = Math.max(most, all);
+    now.set(e.tenant, (now.get(e.tenant) ?? 0) + e.d);
+    perTenant.set(e.tenant, Math.max(perTenant.get(e.tenant) ?? 0, now.get(e.tenant) ?? 0));
+  }
+  return { all: most, perTenant };
+}
+
+it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: never more than 2 of a tenant or 6 in all; every job succeeded; the flood waited parked, not in the queue', async () => {
+  stack = await startLocalStack({ configFile: CHAOS_CONFIG, version: 'keys', dispatchers: 4, logLevel: 'ERROR' });
+  const local = stack;
+  const table = await createEffectsTable(local.dynamo, 'key-effects');
+  const publish = (tenant: string, n: number, ms: number) =>
+    local.publisher.publishBatch(
+      Array.from({ length: n }, () => ({ task: 'tenant-sync', payload: { table, tenant, ms }, options: { key: tenant } })),
+    );
+  const ids: string[] = [];
+  for (let i = 0; i < FLOOD; i += 10) ids.push(...(await publish('A', 10, 300)).map((p) => p.jobId));
+  for (const tenant of SMALL) ids.push(...(await publish(tenant, EACH, 1_000)).map((p) => p.jobId));
+
+  // A dispatcher SIGKILLed every 4 s (dev starts its replacement), the kill time kept per process.
+  const killedAt = new Map<number, number>();
+  let kills = 0;
+  const killer = setInterval(
+    () => {
+      const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined);
+      const victim = alive[Math.floor(Math.random() * alive.length)];
+      if (!victim?.pid) return;
+      killedAt.set(victim.pid, Date.now());
+      victim.kill('SIGKILL');
+      kills += 1;
+    },
+    Number(process.env.KILL_EVERY_MS ?? 4_000),
+  );
+  const records = async () =>
+    (await scanAll(local.dynamo, local.tables.jobs)).filter((r) => ids.includes(String(r.jobId))) as unknown as JobRecord[];
+  let done = false;
+  try {
+    done = await until(async () => (await records()).filter((r) => r.state === 'succeeded').length === ids.length, 240_000, 2_000);
+  } finally {
+    clearInterval(killer);
+  }
+  if (!done) {
+    const left = (await records()).filter((r) => r.state !== 'succeeded');
+    const by = new Map<string, number>();
+    for (const r of left) by.set(`${r.key} ${r.state}`, (by.get(`${r.key} ${r.state}`) ?? 0) + 1);
+    const item = (await scanAll(local.dynamo, local.tables.stats)).filter((r) => String(r.pk).startsWith('limit:key:'));
+    const tags = (await scanAll(local.dynamo, local.tables.jobs))
+      .filter((r) => String(r.jobId).includes(' tag ~line '))
+      .sort((x, y) => Number(x.taggedAt) - Number(y.taggedAt))
+      .slice(0, 8)
+      .map((t) => [t.taggedAt, left.find((r) => r.jobId === t.tagged)?.state ?? 'ended?']);
+    throw new Error(
+      `not all succeeded (${kills} kills): ${JSON.stringify([...by])} items ${JSON.stringify(item)} line ${JSON.stringify(tags)}`,
+    );
+  }
+  expect(kills).toBeGreaterThan(3);
+  const runs = runsOf(await scanAll(local.dynamo, table), killedAt);
+  const most = mostAtOnce(runs);
+  // The limits held every moment, and were reached (a test that could not see them broken would not).
+  expect(most.all).toBeLessThanOrEqual(6);
+  for (const [tenant, n] of most.perTenant) expect({ tenant, n: n <= 2 }).toEqual({ tenant, n: true });
+  expect(most.perTenant.get('A')).toBe(2);
+  expect(most.all).toBe(6);
+  // Every job ran to its end at least once; those run twice were run by a killed process first.
+  const ended = new Set(runs.filter((r) => !killedAt.has(r.pid) || r.end < (killedAt.get(r.pid) as number)).map((r) => r.job));
+  expect(ids.every((id) => ended.has(id))).toBe(true);
+  // The flood waited in its key's line (waiting-key), each job parked a few times at most — not
+  // received again and again — and no line is left behind.
+  const all = await records();
+  const flood = all.filter((r) => r.key === 'A');
+  const parks = flood.map((r) => r.history.filter((h) => h.what === 'waiting-key').length);
+  expect(parks.filter((n) => n > 0).length).toBeGreaterThan(FLOOD / 2);
+  expect(Math.max(...parks)).toBeLessThanOrEqual(4);
+  expect(all.filter((r) => r.state === 'waiting-key')).toEqual([]);
+  const lines = (await scanAll(local.dynamo, local.tables.jobs)).filter((r) => String(r.jobId).includes(' tag ~line '));
+  expect(lines.map((r) => r.jobId)).toEqual([]);
+}, 300_000);
