@@ -95,11 +95,6 @@ export class DynamoLimitStore implements LimitStore {
     return landed;
   }
 
-  async endWatch(key: string, until: number): Promise<void> {
-    const e = new Expression();
-    await this.update(key, e, { update: `REMOVE ${e.name('watch')}`, condition: `${e.name('watch')} = ${e.value(until)}` });
-  }
-
   async clearParked(key: string, seen: number): Promise<void> {
     const e = new Expression();
     await this.update(key, e, {

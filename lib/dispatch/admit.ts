@@ -115,7 +115,7 @@ export async function admit(
   }
   // Parked in their key's line; the ones that could not be are handed back as any limited job.
   for (const { line, over } of overLines.values()) {
-    for (const p of await parkInLine(deps, queue, line, over, state)) waitMs.set(p, outOfSlotsMs(deps, p));
+    for (const back of await parkInLine(deps, queue, line, over, state)) waitMs.set(back.p, back.waitMs ?? outOfSlotsMs(deps, back.p));
   }
   for (const { p } of keyed) {
     const wait = waitMs.get(p);

@@ -7,7 +7,8 @@
  * tagged `~line <task> <key>` at its publish time, and its tag goes as it leaves the line. A parked
  * job also has a due time, the latest it waits should no job of its key end first (a wake lost to
  * a crash, or to the index not showing it yet): the sweep sends it then, and over the limit it parks
- * again, at the front of its line.
+ * again, at the front of its line. One job per key keeps watch in its queue ({@link parkInLine}), so
+ * a line whose slots' holder died moves on within a turn.
  */
 import type { QueueConfig } from '../config/app-config';
 import type { Limits } from '../config/limit-config';
@@ -50,11 +51,23 @@ export interface KeyLine {
 
 type LineDeps = Pick<DispatcherDeps, 'clock' | 'logger' | 'queues' | 'urls' | 'workerId' | 'config' | 'tracking'>;
 
+/** A job over its key's concurrency that is not parked: handed back to its queue, to come back in `waitMs`. */
+export interface HandedBack {
+  readonly p: Planned;
+  readonly waitMs?: number;
+}
+
 /**
  * Parks the batch's jobs that found their key full (all of one line), in message order; resolves
- * with the ones it could not park (a retrying job, a body too large, the table not answering), for
- * the caller to hand back as any limited job. The latest each waits grows with its place in the
- * line: `⌈place / concurrency⌉` task time limits.
+ * with the ones it did not park, for the caller to hand back as any limited job: the line's watch
+ * (below), and those it could not park (a retrying job, a body too large, the table not
+ * answering). The latest a parked job waits grows with its place in the line: `⌈place /
+ * concurrency⌉` turns (a task's time limit and the settle margin).
+ *
+ * One job per key keeps watch, in its queue rather than parked: handed back until the key's
+ * present holders must have ended (one turn), it comes back then, takes a slot if one is free and,
+ * ending, moves the line. A holder whose process died releases nothing and wakes nobody — its
+ * slots lapse — so without the watch its line would wait for its jobs' due times.
  */
 export async function parkInLine(
   deps: LineDeps,
@@ -62,33 +75,32 @@ export async function parkInLine(
   line: KeyLine,
   over: readonly Planned[],
   state: BatchState,
-): Promise<Planned[]> {
+): Promise<HandedBack[]> {
   const jobs = deps.tracking?.jobs;
   const limits = deps.tracking?.limits;
   const concurrency = line.limits.concurrency;
-  if (!jobs || !limits || concurrency === undefined || queue.tracking !== 'full' || over.length === 0) return [...over];
+  if (!jobs || !limits || concurrency === undefined || queue.tracking !== 'full' || over.length === 0) return over.map((p) => ({ p }));
   const now = deps.clock.now();
+  const turnMs = turnOf(deps, line);
+  const watchMs = turnMs + WATCH_SLACK_MS;
+  const watching = await limits.watchLine(line.limitKey, now, now + watchMs).catch(() => false);
+  const [watch, ...rest] = over;
+  const toPark = watching ? rest : over;
+  const handedBack: HandedBack[] = watching && watch ? [{ p: watch, waitMs: watchMs }] : [];
+  if (toPark.length === 0) return handedBack;
   let last: number;
   try {
-    last = await limits.parked(line.limitKey, over.length);
+    last = await limits.parked(line.limitKey, toPark.length);
   } catch (error) {
     deps.logger.error('a key line could not be joined; its jobs are handed back', { key: line.limitKey, error: describe(error) });
-    return [...over];
+    return [...handedBack, ...toPark.map((p) => ({ p }))];
   }
-  const turnMs = turnOf(deps, line);
-  // One job keeps watch: it comes back when the slots' present holders must have ended, released
-  // or not (a holder that died releases nothing, and its slots lapse with no wake).
-  const watchAt = now + turnMs + WATCH_SLACK_MS;
-  const watching = await limits.watchLine(line.limitKey, now, watchAt).catch(() => false);
   const unparked: Planned[] = [];
   const tag = keyLineTag(line.def.name, line.key);
   await Promise.all(
-    over.map(async (p, i) => {
-      const place = last - over.length + 1 + i;
-      const runAt =
-        watching && i === 0
-          ? watchAt
-          : Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
+    toPark.map(async (p, i) => {
+      const place = last - toPark.length + 1 + i;
+      const runAt = Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
       const body = pinEnvelope(p.message.body, p.job);
       if (bodyBytes(body) > MAX_PARKED_BODY_BYTES) {
         // Larger than a DynamoDB item holds: it waits in its queue as any limited job.
@@ -130,8 +142,8 @@ export async function parkInLine(
   if (unparked.length > 0) await limits.parked(line.limitKey, -unparked.length).catch(() => undefined);
   // No look at the key's room now: its free slots may be the ones the jobs already woken are on their
   // way to, and waking more would park them again. A batch of the key that ended between this batch's
-  // reservation and its parks (its look at the line missed them) is made up for by their due time.
-  return over.filter((p) => unparked.includes(p));
+  // reservation and its parks (its look at the line missed them) is made up for by the watch.
+  return [...handedBack, ...toPark.filter((p) => unparked.includes(p)).map((p) => ({ p }))];
 }
 
 /**
@@ -152,7 +164,7 @@ export async function wakeLine(deps: LineDeps, line: KeyLine, free: number, coun
     const waiting = await jobs.oldestByTag(tag, free + LOOK_PAST);
     for (const record of waiting) {
       if (woken >= free) break;
-      if (await wakeOne(deps, line, record, tag)) woken += 1;
+      if (await wakeOne(deps, record, tag)) woken += 1;
     }
     if (woken > 0) await limits.parked(line.limitKey, -woken);
     // Nobody in the line: what the count says is drift (a job that left it another way); it starts again from 0.
@@ -163,7 +175,7 @@ export async function wakeLine(deps: LineDeps, line: KeyLine, free: number, coun
   return woken;
 }
 
-async function wakeOne(deps: LineDeps, line: KeyLine, record: JobRecord, tag: string): Promise<boolean> {
+async function wakeOne(deps: LineDeps, record: JobRecord, tag: string): Promise<boolean> {
   const jobs = deps.tracking?.jobs as JobStore;
   if (record.state !== 'waiting-key') {
     if (!MAY_PARK_AGAIN.includes(record.state)) await jobs.untagJob(record.jobId, [tag]);
@@ -176,9 +188,6 @@ async function wakeOne(deps: LineDeps, line: KeyLine, record: JobRecord, tag: st
   if (!(await jobs.bringForward(parked, due.body, now, 'its key had a free slot'))) return false;
   // Off the line before it is sent: once sent it may park again (tagged afresh), and that tag must stay.
   await jobs.untagJob(record.jobId, [tag]);
-  // The line's watch (due within a turn of its park) is woken: the next job to park keeps watch.
-  const parkedAt = record.history.findLast((h) => h.what === 'waiting-key')?.when ?? 0;
-  if (parked.runAt <= parkedAt + turnOf(deps, line) + WATCH_SLACK_MS) await deps.tracking?.limits?.endWatch(line.limitKey, parked.runAt);
   await sendParked({ jobs, queues: deps.queues, urls: deps.urls, clock: deps.clock, logger: deps.logger }, [due], now);
   return true;
 }

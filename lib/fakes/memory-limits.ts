@@ -50,11 +50,6 @@ export class MemoryLimitStore implements LimitStore {
     return true;
   }
 
-  async endWatch(key: string, until: number): Promise<void> {
-    this.writes += 1;
-    if (this.watches.get(key) === until) this.watches.delete(key);
-  }
-
   async clearParked(key: string, seen: number): Promise<void> {
     if ((this.parkedCounts.get(key) ?? 0) === seen) this.parkedCounts.set(key, 0);
     this.writes += 1;

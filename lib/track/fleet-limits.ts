@@ -37,13 +37,11 @@ export interface LimitStore {
   clearParked(key: string, seen: number): Promise<void>;
   /**
    * Makes the caller the key line's watch until `until`, if no watch is set or the last one's time
-   * has come: true when it did. One parked job per key comes back when the slots' holders' leases
-   * end — should a holder die, its slots lapse with no release to move the line — rather than every
+   * has come: true when it did. One job per key comes back when the slots' holders' leases end —
+   * should a holder die, its slots lapse with no release to move the line — rather than every
    * parked job.
    */
   watchLine(key: string, now: number, until: number): Promise<boolean>;
-  /** Ends the line's watch if it is still the one until `until` (its job left the line another way). */
-  endWatch(key: string, until: number): Promise<void>;
   /** Slots of `key` held at `now` by holders whose lease has not ended (a strongly consistent read). */
   held(key: string, now: number): Promise<number>;
   /** Takes up to `want` tokens; with fewer, says when the next one comes (ms from `now`). */
