@@ -8,6 +8,7 @@ import { type ArchiveFilter, listArchived, replayArchived, shownArchived } from 
 import { redriveDeadLetters } from '../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
 import { type JobLogs, jobLogs } from '../lib/operate/job-logs';
+import { busiestKeys } from '../lib/operate/keys';
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';
@@ -27,6 +28,7 @@ import {
   renderJobLogLine,
   renderJobLogs,
   renderJobLogsHeader,
+  renderKeys,
   renderLookup,
   renderResult,
   renderStats,
@@ -52,6 +54,8 @@ taskworker stats --minutes N [--queue Q] [--json]
 taskworker archive list [--reason R] [--task T] [--limit N] [--json]
 taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
 taskworker dlq redrive [--queue Q] [--json]
+taskworker keys [--task T] [--limit N] [--json]
+  The busiest keys of tasks limited per key: running (of the limit) and waiting in their line.
   Operator commands for one release version (--version, or the running taskworker dev's).
   They talk to AWS with your usual credentials, or to the emulators of a running
   \`taskworker dev\` in this directory (or AWS_ENDPOINT_URL_SQS/_DYNAMODB). All take --config FILE.`;
@@ -186,9 +190,19 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
       return archiveCommand(args);
     case 'dlq':
       return dlqCommand(args);
+    case 'keys':
+      return keysCommand(args);
     default:
       throw new UsageError(`unknown command ${command}`);
   }
+}
+
+async function keysCommand({ values, json, limit, positionals }: Args): Promise<number> {
+  if (positionals.length > 0) throw new UsageError('usage: taskworker keys [--task T] [--limit N] [--json]');
+  const ctx = await context(values);
+  const view = await busiestKeys(ctx, { ...(values.task !== undefined ? { task: values.task } : {}), limit });
+  print(json, view, () => renderKeys(view));
+  return 0;
 }
 
 async function statusCommand({ values, json }: Args): Promise<number> {

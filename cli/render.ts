@@ -1,6 +1,7 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage } from '../lib/operate/archive';
 import type { JobLogs } from '../lib/operate/job-logs';
+import type { KeysView } from '../lib/operate/keys';
 import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { VersionStatus } from '../lib/operate/version-status';
 import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
@@ -251,6 +252,23 @@ export function renderJobList(jobs: readonly JobRecord[]): string {
       j.lastError ? `${j.lastError.type}: ${j.lastError.message}`.slice(0, 60) : '',
     ]),
   );
+}
+
+/** `taskworker keys`: the busiest keys of per-key limits, with each one's running against its limit and its line. */
+export function renderKeys(view: KeysView): string {
+  if (view.keys.length === 0) return 'no key has a job running or waiting (tasks with limits per key: limits.per "key")';
+  return [
+    table(
+      ['task', 'key', 'running', 'waiting'],
+      view.keys.map((k) => [
+        k.task,
+        k.key === '' ? '(no key)' : k.key,
+        k.concurrency === undefined ? k.running : `${k.running}/${k.concurrency}`,
+        k.waiting,
+      ]),
+    ),
+    ...(view.busy > view.keys.length ? [`${view.busy - view.keys.length} more keys busy (--limit N shows more)`] : []),
+  ].join('\n');
 }
 
 const BAR_WIDTH = 40;

@@ -28,6 +28,7 @@ const COMMAND_USAGE: Readonly<Record<string, string>> = {
   stats: OPERATOR_USAGE,
   archive: OPERATOR_USAGE,
   dlq: OPERATOR_USAGE,
+  keys: OPERATOR_USAGE,
   queues: QUEUES_USAGE,
   workers: WORKERS_USAGE,
   tokens: TOKENS_USAGE,
@@ -104,6 +105,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'stats':
       case 'archive':
       case 'dlq':
+      case 'keys':
         return await operatorCommand(command, rest);
       case undefined:
       case 'help':

@@ -1,6 +1,29 @@
-import { type AttributeValue, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { type AcquireRequest, bucket, type LimitStore, type TakeRequest, type TakeResult } from '../track/fleet-limits';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AcquireRequest,
+  bucket,
+  type Holders,
+  type LimitStore,
+  liveHolders,
+  type TakeRequest,
+  type TakeResult,
+} from '../track/fleet-limits';
 import { Expression, fromItem, isConditionFailure } from './dynamo-values';
+
+/** What begins the item key of a per-key limit (`limit:` and lib/track/fleet-limits.ts `keyLimitKey`). */
+const KEY_ITEMS = 'limit:key:';
+
+/** One key's limit item, as `taskworker keys` shows it (lib/operate/keys.ts). */
+export interface KeyUsage {
+  readonly task: string;
+  readonly key: string;
+  /** Jobs of the key running now: slots held by holders whose lease has not ended. */
+  readonly running: number;
+  /** Jobs parked in the key's line (`waiting-key`), as the count kept beside the line says. */
+  readonly waiting: number;
+  /** At most this many of the key run at once, as its last reservation asked (absent: a rate only). */
+  readonly concurrency?: number;
+}
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
 const TRIES = 4;
@@ -42,7 +65,8 @@ export class DynamoLimitStore implements LimitStore {
       const used = e.name('used');
       const entry = `${e.name('holders')}.${e.name(r.holder)}`;
       const { landed, item: old } = await this.update(r.key, e, {
-        update: `ADD ${used} ${e.value(want)} SET ${entry} = ${e.value({ n: want, until: r.until })}`,
+        // The limit kept beside: `taskworker keys` shows it (lib/operate/keys.ts).
+        update: `ADD ${used} ${e.value(want)} SET ${entry} = ${e.value({ n: want, until: r.until })}, ${e.name('limit')} = ${e.value(r.limit)}`,
         condition: `${used} <= ${e.value(r.limit - want)} AND attribute_not_exists(${entry})`,
       });
       if (landed) {
@@ -65,6 +89,39 @@ export class DynamoLimitStore implements LimitStore {
     this.granted.delete(`${key}|${holder}`);
     const { item } = await this.dropLapsed(key, holder, undefined, n);
     return Number(item.parked ?? 0);
+  }
+
+  /** Every per-key limit item (`key:<task>:<key>`, lib/track/fleet-limits.ts), read by one Scan of the stats table. */
+  async keyUsage(now: number): Promise<KeyUsage[]> {
+    const found: KeyUsage[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const e = new Expression();
+      const out = await this.dynamo.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: `begins_with(${e.name('pk')}, ${e.value(KEY_ITEMS)})`,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+          ...e.params(),
+        }),
+      );
+      for (const raw of out.Items ?? []) {
+        const item = fromItem(raw) as { pk: string; holders?: Holders; parked?: number; limit?: number };
+        const rest = item.pk.slice(KEY_ITEMS.length);
+        const colon = rest.indexOf(':');
+        if (colon < 0) continue;
+        const running = Object.values(liveHolders(item.holders ?? {}, now)).reduce((a, h) => a + h.n, 0);
+        found.push({
+          task: rest.slice(0, colon),
+          key: rest.slice(colon + 1),
+          running,
+          waiting: Math.max(0, Number(item.parked ?? 0)),
+          ...(item.limit !== undefined ? { concurrency: Number(item.limit) } : {}),
+        });
+      }
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return found;
   }
 
   async parked(key: string, delta: number): Promise<number> {

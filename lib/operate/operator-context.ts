@@ -15,6 +15,7 @@ import type { OperationLog } from '../track/operation-log';
 import type { ControlStore } from '../track/operator-controls';
 import type { StatsStore } from '../track/stats-store';
 import type { WorkerRegistry } from '../track/worker-registry';
+import type { KeyUsageReader } from './keys';
 
 /** The version's queues or tables are not there: it was never deployed, or was destroyed. */
 export class VersionNotFoundError extends TaskworkerError {
@@ -53,6 +54,8 @@ export interface OperatorContext {
   readonly metricsThroughput?: MetricsThroughput;
   /** Where the version's job log lines are read (dev's log file, CloudWatch Logs); without it `jobs logs` says it cannot. */
   readonly jobLogs?: JobLogReader;
+  /** Each key's limit item (`taskworker keys`); without it no key is listed. */
+  readonly keys?: KeyUsageReader;
 }
 
 /** Seconds, per queue resource name; undefined where unknown. */
@@ -92,7 +95,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
   const queues = sqsQueues(options.sqs);
   const urls = await resolveVersionUrls(queues, options.config, options.version);
   let s3: PayloadStore | undefined;
-  const { jobs, stats, controls, workers, operations } = versionStores(
+  const { jobs, stats, controls, workers, operations, limits } = versionStores(
     options.config,
     tableNames(options.config.app, options.version),
     options.dynamo,
@@ -107,6 +110,7 @@ export async function operatorContext(options: OperatorOptions): Promise<Operato
     controls,
     workers,
     operations,
+    keys: limits,
     clock: options.clock ?? systemClock,
     // The S3 client (and @aws-sdk/client-s3) is made only when a kept result is first read.
     readStoredResult: storedResultReader(() => {
