@@ -4,7 +4,7 @@
  * waiting in its line (lib/dispatch/key-lines.ts) and the limit its dispatchers hold it to.
  */
 import type { KeyUsage } from '../adapters/dynamo-limits';
-import type { OperatorContext } from './operator-context';
+import type { Clock } from '../clock';
 
 export type { KeyUsage };
 
@@ -25,7 +25,7 @@ export interface KeysView {
  * whose jobs have all ended keeps its item (its counts at 0) and is left out.
  */
 export async function busiestKeys(
-  ctx: Pick<OperatorContext, 'clock' | 'keys'>,
+  ctx: { readonly clock: Clock; readonly keys?: KeyUsageReader },
   options: { readonly task?: string; readonly limit: number },
 ): Promise<KeysView> {
   const read = ctx.keys ? await ctx.keys.keyUsage(ctx.clock.now()) : [];
