@@ -51,7 +51,8 @@ export type BenchmarkName =
   | 'reality'
   | 'load'
   | 'mixed'
-  | 'steps';
+  | 'steps'
+  | 'keys';
 
 /** What a benchmark's figures come from. */
 export interface Measured {
@@ -148,6 +149,12 @@ export const MEASURED: { readonly [K in BenchmarkName]: Measured } = {
   steps: {
     kind: 'emulators',
     paths: ['bench/steps.ts', 'bench/one-queue.ts', 'bench/meter.ts', 'bench/prices.ts', 'lib/', LOCK],
+    except: UNRUN,
+  },
+  // Keys: what each rule costs, the real dispatcher in-process on the emulators; the fairness scenario on bench/sim's clock and the in-memory stores.
+  keys: {
+    kind: 'emulators',
+    paths: ['bench/keys.ts', 'bench/one-queue.ts', 'bench/meter.ts', 'bench/prices.ts', 'bench/sim/', 'lib/', LOCK],
     except: UNRUN,
   },
   scheduled: {

@@ -67,10 +67,12 @@ export const DOCUMENTS: Readonly<Record<string, readonly string[]>> = {
     'load',
     'mixed',
     'steps',
+    'keys',
   ],
   'docs/performance.md': ['selectors:targets', 'readme:autoscaling', 'readme:e2e', 'readme:idle'],
   'docs/guarantees.md': ['tracking'],
   'docs/tasks.md': ['steps'],
+  'docs/keys.md': ['keys'],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -342,6 +344,28 @@ interface StepsDoc extends Recorded {
   >;
 }
 
+type FairnessRun = {
+  readonly floodJobs: number;
+  readonly smallJobs: number;
+  readonly smallWaitMs: { readonly p50: number; readonly p95: number; readonly max: number };
+  readonly mostRunning: { readonly all: number; readonly perKey: number };
+  readonly floodParkedPerJob: number;
+};
+
+interface KeysDoc extends Recorded {
+  readonly jobsPerWorkload: number;
+  readonly perRule: Readonly<
+    Record<'keyed' | 'parked' | 'unique', Units & { readonly dollarsPerMillion: number; readonly parksPerJob: number }>
+  >;
+  readonly fairness: {
+    readonly limits: { readonly perKey: number; readonly total: number };
+    readonly slots: number;
+    readonly quiet: FairnessRun;
+    readonly flooded: FairnessRun;
+    readonly p95Ratio: number;
+  };
+}
+
 interface LimitsDoc extends Recorded {
   readonly results: ReadonlyArray<{
     readonly case: string;
@@ -494,6 +518,7 @@ interface Documents {
   readonly idle: IdleDoc;
   readonly scheduled: ScheduledDoc;
   readonly steps: StepsDoc;
+  readonly keys: KeysDoc;
   readonly tracking: TrackingDoc;
   readonly flows: FlowsDoc;
   readonly events: EventsDoc;
@@ -1233,6 +1258,55 @@ function stepsTable(r: Results): string {
   ].join('\n');
 }
 
+function keysTable(r: Results): string {
+  const doc = r.keys;
+  const rules: Array<[keyof KeysDoc['perRule'], string]> = [
+    ['keyed', "a job under `limits: { concurrency, per: 'key' }` that finds room"],
+    ['parked', 'a job over its key’s concurrency: parked in its key’s line, sent when the one before it ends'],
+    ['unique', 'a job of a `unique` task (the hold taken at publish)'],
+  ];
+  const f = doc.fairness;
+  const row = (name: string, run: FairnessRun) => [
+    name,
+    num(run.smallWaitMs.p50),
+    num(run.smallWaitMs.p95),
+    `${run.mostRunning.perKey} / ${run.mostRunning.all}`,
+    run.floodJobs === 0 ? '' : num(run.floodParkedPerJob),
+  ];
+  return [
+    source('keys', r, `${doc.jobsPerWorkload} jobs per workload`),
+    '',
+    table(
+      ['each, over a job with no key', 'SQS requests', 'DynamoDB requests', 'WCU', 'RCU', '$ per million', 'parks per job'],
+      rules.map(([key, name]) => {
+        const u = doc.perRule[key];
+        return [
+          name,
+          num(u.sqsRequests),
+          num(u.dynamoRequests),
+          num(u.writeUnits),
+          num(u.readUnits),
+          num(u.dollarsPerMillion),
+          num(u.parksPerJob),
+        ];
+      }),
+    ),
+    '',
+    table(
+      [
+        `tenants B–J, ${f.quiet.smallJobs} one-second jobs (per key ${f.limits.perKey}, total ${f.limits.total}, ${f.slots} slots; simulated)`,
+        'p50 wait ms',
+        'p95 wait ms',
+        'most running (a key / all)',
+        'flood parks per job',
+      ],
+      [row('alone', f.quiet), row(`behind ${num(f.flooded.floodJobs)} jobs of tenant A`, f.flooded)],
+    ),
+    '',
+    `B–J's p95 wait behind the flood: ${num(f.p95Ratio)}× their p95 alone.`,
+  ].join('\n');
+}
+
 function scheduledTable(r: Results): string {
   const rows: string[][] = [];
   for (const x of r.scheduled.results) {
@@ -1572,6 +1646,7 @@ export const BLOCKS: Readonly<Record<string, (results: Results) => string>> = {
   'idle:under-load': idleUnderLoad,
   scheduled: scheduledTable,
   steps: stepsTable,
+  keys: keysTable,
   tracking: trackingTable,
   flows: flowsTable,
   events: eventsTable,
