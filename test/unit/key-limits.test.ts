@@ -60,6 +60,29 @@ async function flood(aJobs: number) {
   return { w, seen, small };
 }
 
+/** Task `apply`, one at a time per key, 200 ms a job on a simulation; `ran` lists the job ids in start order. */
+function oneAtATime() {
+  const ran: string[] = [];
+  const sim = new Simulation();
+  const w = world(
+    [
+      {
+        name: 'apply',
+        queue: 'urgent',
+        timeLimitSeconds: 5,
+        limits: { concurrency: 1, per: 'key' },
+        run: async (_payload, ctx) => {
+          ran.push(ctx.jobId);
+          await sim.sleep(200);
+        },
+      },
+    ],
+    {},
+    { tracked: true, simulation: sim },
+  );
+  return { sim, w, ran };
+}
+
 describe('limits per key (fakes, simulated time)', () => {
   it("holds 2 at once per key and 6 in all; a flooding key's jobs wait parked in its line, not in the queue, and the small keys wait as without the flood", async () => {
     const { w, seen, small } = await flood(300);
@@ -83,28 +106,12 @@ describe('limits per key (fakes, simulated time)', () => {
   });
 
   it('runs a line oldest publish first', async () => {
-    const order: number[] = [];
-    const sim = new Simulation();
-    const w = world(
-      [
-        {
-          name: 'apply',
-          queue: 'urgent',
-          timeLimitSeconds: 5,
-          limits: { concurrency: 1, per: 'key' },
-          run: async (payload) => {
-            order.push((payload as { i: number }).i);
-            await sim.sleep(200);
-          },
-        },
-      ],
-      {},
-      { tracked: true, simulation: sim },
-    );
+    const { w, ran } = oneAtATime();
     for (let i = 0; i < 30; i++) {
-      await w.send('urgent', encodeEnvelope({ task: 'apply', id: `o${i}`, key: 'acct-1', payload: { i }, publishedAt: 1_000 + i }));
+      await w.send('urgent', encodeEnvelope({ task: 'apply', id: `o${i}`, key: 'acct-1', payload: {}, publishedAt: 1_000 + i }));
     }
     await w.run({ forMs: 600_000 });
+    const order = ran.map((id) => Number(id.slice(1)));
     expect(order).toHaveLength(30);
     // The first batch runs its first; the line's watch (handed back to its queue, not parked) runs
     // when it comes back; every job parked leaves the line in publish order.
@@ -121,24 +128,7 @@ describe('limits per key (fakes, simulated time)', () => {
   });
 
   it("moves a line whose slots' holder died (no release, no wake): the line's watch comes back when their lease ends", async () => {
-    const ran: string[] = [];
-    const sim = new Simulation();
-    const w = world(
-      [
-        {
-          name: 'apply',
-          queue: 'urgent',
-          timeLimitSeconds: 5,
-          limits: { concurrency: 1, per: 'key' },
-          run: async (_payload, ctx) => {
-            ran.push(ctx.jobId);
-            await sim.sleep(200);
-          },
-        },
-      ],
-      {},
-      { tracked: true, simulation: sim },
-    );
+    const { sim, w, ran } = oneAtATime();
     // The first batch's holder dies after its task: its release (and the wake after it) never happens.
     const release = w.limits.release.bind(w.limits);
     let calls = 0;
