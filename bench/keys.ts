@@ -223,7 +223,7 @@ async function main() {
     measured
       .filter((m) => m.workload !== 'plain')
       .map((m) => {
-        const more = usageMinus(m.perJob, plain);
+        const more = usagePer(usageMinus(m.perJob, plain), 1);
         return [m.workload, { ...more, dollarsPerMillion: dollarsPerMillion(more), parksPerJob: m.parksPerJob }];
       }),
   );
