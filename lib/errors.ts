@@ -74,6 +74,7 @@ export type MalformedCode =
   | 'bad-on-dependency-failure'
   | 'bad-tags'
   | 'bad-key'
+  | 'bad-seq'
   | 'bad-event'
   | 'bad-payload-ref';
 

@@ -10,6 +10,7 @@ import {
 import { JOBS_BY_QUEUE_STATE_INDEX, JOBS_BY_TAG_INDEX } from '../layout/tables';
 import { expiresAt, indexKey, listedFromIndex, succeededIndexKeys } from '../policy/job-rules';
 import type { JobQuery, JobRecord } from '../track/job-record';
+import type { LineEntry } from '../track/job-stores';
 import { assignments, type DynamoJobTable, toRecord } from './dynamo-job-table';
 import { Expression, fromItem } from './dynamo-values';
 
@@ -61,6 +62,23 @@ export class DynamoJobQueries {
     // BatchGetItem answers in no order: back in the line's.
     const records = new Map((await this.table.getMany(ids.slice(0, limit))).map((r) => [r.jobId, r]));
     return ids.flatMap((id) => records.get(id) ?? []);
+  }
+
+  async lineEntries(tag: string, limit: number): Promise<LineEntry[]> {
+    const entries = await this.inOrder(
+      limit,
+      (e) => ({ IndexName: JOBS_BY_TAG_INDEX, KeyConditionExpression: `${e.name('tag')} = ${e.value(tag)}` }),
+      (item) => {
+        const raw = fromItem(item);
+        return { jobId: String(raw.tagged), at: Number(raw.taggedAt) };
+      },
+      true,
+    );
+    const records = new Map((await this.table.getMany(entries.slice(0, limit).map((x) => x.jobId))).map((r) => [r.jobId, r]));
+    return entries.slice(0, limit).map((x) => {
+      const record = records.get(x.jobId);
+      return record ? { ...x, record } : x;
+    });
   }
 
   async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {

@@ -38,12 +38,13 @@ import type {
   WaitRequest,
   WaitResult,
 } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { JobStore, KeyOrder, LineEntry } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { EventRef } from '../wire/event-ref';
 import { DynamoJobClaims } from './dynamo-job-claims';
 import { DynamoJobDebounces } from './dynamo-job-debounces';
 import { DynamoJobFlows } from './dynamo-job-flows';
+import { DynamoJobOrders } from './dynamo-job-orders';
 import { DynamoJobQueries } from './dynamo-job-queries';
 import { DynamoJobSchedules } from './dynamo-job-schedules';
 import { type CapacityMeter, DynamoJobTable } from './dynamo-job-table';
@@ -67,6 +68,7 @@ export class DynamoJobStore implements JobStore {
   private readonly flows: DynamoJobFlows;
   private readonly queries: DynamoJobQueries;
   private readonly uniques: DynamoJobUniques;
+  private readonly orders: DynamoJobOrders;
   private readonly debounces: DynamoJobDebounces;
   private readonly ticks: DynamoScheduleTicks;
 
@@ -83,6 +85,7 @@ export class DynamoJobStore implements JobStore {
     this.flows = new DynamoJobFlows(this.table);
     this.queries = new DynamoJobQueries(this.table);
     this.uniques = new DynamoJobUniques(this.table);
+    this.orders = new DynamoJobOrders(this.table);
     this.debounces = new DynamoJobDebounces(this.table);
     this.ticks = new DynamoScheduleTicks(this.table);
   }
@@ -285,5 +288,25 @@ export class DynamoJobStore implements JobStore {
 
   untagJob(jobId: string, tags: readonly string[]): Promise<void> {
     return this.queries.untagJob(jobId, tags);
+  }
+
+  lineEntries(tag: string, limit: number): Promise<LineEntry[]> {
+    return this.queries.lineEntries(tag, limit);
+  }
+
+  takeNumbers(task: string, key: string, count: number, now: number): Promise<number> {
+    return this.orders.takeNumbers(task, key, count, now);
+  }
+
+  keyOrder(task: string, key: string): Promise<KeyOrder> {
+    return this.orders.keyOrder(task, key);
+  }
+
+  advanceOrder(task: string, key: string, from: number, now: number): Promise<boolean> {
+    return this.orders.advanceOrder(task, key, from, now);
+  }
+
+  noteGap(task: string, key: string, at: number, now: number): Promise<number | undefined> {
+    return this.orders.noteGap(task, key, at, now);
   }
 }

@@ -196,6 +196,7 @@ export function refFields(r: JobRef): Record<string, unknown> {
     tags: r.tags && r.tags.length > 0 ? r.tags : undefined,
     startBy: r.startBy,
     key: r.key,
+    seq: r.seq,
   };
 }
 
@@ -290,6 +291,7 @@ export function toRecord(item: Record<string, AttributeValue>): JobRecord {
     'event',
     'startBy',
     'key',
+    'seq',
     'payload',
     'duplicateOf',
     'cancelRequestedAt',

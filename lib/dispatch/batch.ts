@@ -24,6 +24,7 @@ import { holdForDebounce, isDebounced } from './debounce';
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { runOne } from './job';
 import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
+import { holdForOrder, isOrdered } from './ordered';
 import { holdPaused } from './rate-limits';
 import type { SlotReservation, TaskSlots } from './slots';
 import { holdForDependencies } from './wait';
@@ -81,7 +82,8 @@ async function runBatch(
     const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
     const closed = ready.some((p) => isDebounced(deps, queue, p)) ? await holdForDebounce(deps, queue, ready, state) : ready;
     const due = await holdUntilDue(deps, queue, closed, state);
-    const admitted = await admit(deps, queue, holdPaused(deps, queue, due, state), state, options);
+    const turns = due.some((p) => isOrdered(deps, queue, p)) ? await holdForOrder(deps, queue, due, state) : due;
+    const admitted = await admit(deps, queue, holdPaused(deps, queue, turns, state), state, options);
     let runnable: Planned[] = [];
     // Slots are taken in message order (the limiter is first come, first served).
     try {

@@ -12,6 +12,7 @@ import { type Tick, tickOf } from '../policy/recurring-ticks';
 import { keptPayload } from '../policy/redaction';
 import { conflictError, decideArchive, decideHandBack, type MessageAt } from '../settle/decisions';
 import { propagate } from '../settle/dependents';
+import { moveAfterEnd } from '../settle/key-order';
 import { archiveTakeover, fencedCompletion, flowPorts, identity, membership, type RecordPorts, ref } from '../settle/records';
 import { holdUniqueKey } from '../settle/unique-holds';
 import type { TaskDefinition, UniqueWindow } from '../tasks/task';
@@ -265,8 +266,10 @@ export function workerLostError(
 async function propagateAgain(deps: RecordPorts, record: JobRecord): Promise<void> {
   const flows = flowPorts(deps);
   const edges = edgesOf(record);
-  if (!flows || edges.length === 0 || (record.state !== 'succeeded' && record.state !== 'archived' && record.state !== 'cancelled')) return;
-  await propagate(flows, record.jobId, record.state !== 'succeeded', edges);
+  if (!flows || (record.state !== 'succeeded' && record.state !== 'archived' && record.state !== 'cancelled')) return;
+  if (edges.length > 0) await propagate(flows, record.jobId, record.state !== 'succeeded', edges);
+  // Nor may it have moved its ordered key's line.
+  await moveAfterEnd({ ...flows, ...(deps.registry ? { registry: deps.registry } : {}) }, record, record.state);
 }
 
 /** The heartbeat's lease renewal for a claimed attempt (with the task's latest progress): false once a newer attempt holds the job, or it was cancelled. */

@@ -60,7 +60,7 @@ import {
   tokenJob,
   tokenRefusal,
 } from '../track/job-record';
-import type { JobStore } from '../track/job-stores';
+import type { JobStore, KeyOrder, LineEntry } from '../track/job-stores';
 import type { ArchiveReason } from '../wire/archive-reasons';
 import type { EventRef } from '../wire/event-ref';
 import { MemoryDebounces } from './memory-debounces';
@@ -84,6 +84,8 @@ export class MemoryJobStore implements JobStore {
   private readonly tagged = new Map<string, Map<string, number>>();
   /** The holds of unique keys: `<task> unique <key>` → its hold, as the DynamoDB items are keyed. */
   private readonly holds = new Map<string, UniqueHold>();
+  /** Ordered tasks' keys: `<task> <key>` → counter, next and gap note. */
+  private readonly orders = new Map<string, { last: number; next: number; gapAt?: number; gapSince?: number }>();
   private readonly ticks = new Map<string, ScheduleTicks>();
   /** The cancellations item. */
   private cancelRequests: CancelRequests = { version: 0, requests: {} };
@@ -674,6 +676,52 @@ export class MemoryJobStore implements JobStore {
     return this.getMany(ids);
   }
 
+  async takeNumbers(task: string, key: string, count: number): Promise<number> {
+    this.writes += 1;
+    const order = this.orderOf(task, key);
+    order.last += count;
+    return order.last;
+  }
+
+  async keyOrder(task: string, key: string): Promise<KeyOrder> {
+    const { last, next, gapAt, gapSince } = this.orderOf(task, key);
+    return { last, next, ...(gapAt === next && gapSince !== undefined ? { gapSince } : {}) };
+  }
+
+  async advanceOrder(task: string, key: string, from: number): Promise<boolean> {
+    const order = this.orderOf(task, key);
+    if (order.next !== from) return false;
+    this.writes += 1;
+    order.next = from + 1;
+    return true;
+  }
+
+  async noteGap(task: string, key: string, at: number, now: number): Promise<number | undefined> {
+    const order = this.orderOf(task, key);
+    if (order.next !== at) return undefined;
+    if (order.gapAt !== at) {
+      this.writes += 1;
+      order.gapAt = at;
+      order.gapSince = now;
+    }
+    return order.gapSince;
+  }
+
+  async lineEntries(tag: string, limit: number): Promise<LineEntry[]> {
+    const entries = [...(this.tagged.get(tag) ?? new Map<string, number>())].sort((a, b) => a[1] - b[1]).slice(0, limit);
+    return entries.map(([jobId, at]) => {
+      const record = this.jobs.get(jobId);
+      return { jobId, at, ...(record ? { record: structuredClone(record) } : {}) };
+    });
+  }
+
+  private orderOf(task: string, key: string): { last: number; next: number; gapAt?: number; gapSince?: number } {
+    const id = `${task} ${key}`;
+    const order = this.orders.get(id) ?? { last: 0, next: 1 };
+    this.orders.set(id, order);
+    return order;
+  }
+
   async untagJob(jobId: string, tags: readonly string[]): Promise<void> {
     for (const tag of tags) {
       this.writes += 1;
@@ -718,5 +766,6 @@ function pickRef(r: JobRef): JobRef {
     ...(r.tags && r.tags.length > 0 ? { tags: [...r.tags] } : {}),
     ...(r.startBy !== undefined ? { startBy: r.startBy } : {}),
     ...(r.key !== undefined ? { key: r.key } : {}),
+    ...(r.seq !== undefined ? { seq: r.seq } : {}),
   };
 }

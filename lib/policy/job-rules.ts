@@ -80,6 +80,11 @@ export function uniqueItemKey(task: string, key: string): string {
   return `${task} unique ${key}`;
 }
 
+/** The jobs-table item of an `ordered` task's key: its counter and its `next` (lib/track/job-stores.ts `OrderStore`). */
+export function orderItemKey(task: string, key: string): string {
+  return `${task} order ${key}`;
+}
+
 /** The jobs table's item of a schedule's ticks (ScheduleTicks, lib/track/job-record.ts); no job id has a space. */
 export function scheduleItemKey(schedule: string): string {
   return `~ schedule ${schedule}`;

@@ -57,6 +57,10 @@ export interface Prepared {
   readonly unique?: UniqueWindow;
   /** Its task's `debounce` rule, when the job has a key to debounce. */
   readonly debounce?: DebounceWindow;
+  /** Its task is `ordered`: the job takes its key's next number before it is sent. */
+  readonly ordered?: true;
+  /** Its number in its key's order, once taken. */
+  readonly seq?: number;
   readonly awaits?: number;
   readonly runAt?: number;
   /** The envelope's `expiresAt`, for its record's `startBy`. */
@@ -106,6 +110,7 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     if (tagProblem) throw new PublishOptionError('tags', options.tags, `a list of tags: it ${tagProblem}`);
   }
   const debounce = options.key !== undefined ? keyRules(def, options, queue, name).debounce : undefined;
+  if (def?.ordered) orderRules(options, queue, name);
   const envelope: EnvelopeV1 = {
     task: name,
     payload: item.payload,
@@ -163,6 +168,7 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     ...(options.key !== undefined ? { key: options.key } : {}),
     ...(options.key !== undefined && def?.unique ? { unique: def.unique } : {}),
     ...(debounce ? { debounce } : {}),
+    ...(def?.ordered ? { ordered: true as const } : {}),
     ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
     ...(offload ? { offload } : {}),
     ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),
@@ -205,6 +211,35 @@ function keyRules(
   return { debounce: def.debounce };
 }
 
+/**
+ * A job of an `ordered` task: its queue tracked `full`, a key checked (none: the task's one group),
+ * and no time or dependency of its own — its key's order decides when it runs (SQS FIFO queues
+ * have no per-message delay either).
+ */
+function orderRules(options: PublishItem['options'] & { readonly key?: string }, queue: QueueConfig, name: string): void {
+  if (queue.tracking !== 'full') {
+    throw new PublishOptionError(
+      'key',
+      options.key,
+      `a queue tracked 'full' for task ${name}'s ordered rule (queue ${queue.name} is tracked '${queue.tracking}')`,
+    );
+  }
+  if (options.key !== undefined) {
+    const problem = keyProblem(options.key);
+    if (problem) throw new PublishOptionError('key', options.key, `a key of 1..128 printable characters: it ${problem}`);
+  }
+  const own = (['delaySeconds', 'runAt', 'dependsOn', 'awaits', 'memberOf'] as const).find(
+    (o) => options[o] !== undefined && !(o === 'dependsOn' && options.dependsOn?.length === 0),
+  );
+  if (own !== undefined) {
+    throw new PublishOptionError(
+      own,
+      options[own],
+      `no ${own} on a job of task ${name}, which is ordered: its key's order decides when it runs`,
+    );
+  }
+}
+
 export function refOf(p: Prepared, version: string, now: number): JobRef {
   return {
     jobId: p.jobId,
@@ -216,6 +251,7 @@ export function refOf(p: Prepared, version: string, now: number): JobRef {
     publishedAt: now,
     ...(p.tags.length > 0 ? { tags: p.tags } : {}),
     ...(p.key !== undefined ? { key: p.key } : {}),
+    ...(p.seq !== undefined ? { seq: p.seq } : {}),
     ...(p.expiresAt !== undefined ? { startBy: p.expiresAt } : {}),
   };
 }

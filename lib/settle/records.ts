@@ -13,6 +13,7 @@ import type { ArchiveReason } from '../wire/archive-reasons';
 import { type DecodedJob, pinEnvelope, readableEnvelopeId } from '../wire/envelope';
 import type { PayloadRef } from '../wire/payload-ref';
 import { type FlowDeps, propagate } from './dependents';
+import { moveAfterEnd } from './key-order';
 import { sendParked } from './parked-sends';
 import type { ArchiveWrite, FencedArchive, RecordWrite } from './settle';
 
@@ -55,6 +56,7 @@ export function ref(deps: Pick<RecordPorts, 'tracking'>, queue: QueueConfig, job
     ...(job.event ? { event: job.event } : {}),
     ...(job.expiresAt !== undefined ? { startBy: job.expiresAt } : {}),
     ...(job.key !== undefined ? { key: job.key } : {}),
+    ...(job.seq !== undefined ? { seq: job.seq } : {}),
   };
 }
 
@@ -88,6 +90,8 @@ export function completionWrite(
     // message comes back as a duplicate of a finished job, which counts again (idempotent).
     if (completed.landed && end.state !== 'retrying') {
       await propagate(flows, job.id, end.state !== 'succeeded', edgesOf({ dependents: completed.dependents, ...membership(job) }));
+      // An ordered key's next job may run once this one has ended (after the counts: they are the flow's promise).
+      await moveAfterEnd({ ...flows, ...(deps.registry ? { registry: deps.registry } : {}) }, job, end.state);
     }
     return completed.landed;
   };

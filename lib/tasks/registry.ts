@@ -92,6 +92,14 @@ export function createRegistry(definitions: readonly TaskDefinition[], config: T
         `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; the key's pending job is kept in the jobs table)`,
       );
     }
+    if (def.ordered && queue.tracking !== 'full') {
+      throw new TaskDefinitionError(
+        def.name,
+        'ordered',
+        def.ordered,
+        `a task on a queue tracked 'full' (queue ${queue.name} is tracked '${queue.tracking}'; a job waiting for its turn is kept in the jobs table)`,
+      );
+    }
     if (def.limits?.per === 'key' && def.limits.concurrency !== undefined && queue.tracking !== 'full') {
       throw new TaskDefinitionError(
         def.name,

@@ -309,6 +309,19 @@ export interface TaskOptions<P = unknown, R = unknown> extends JobHooks<R> {
    */
   readonly debounce?: DebounceRule | DebounceWindow;
   /**
+   * One job per key at a time, in publish order (SQS FIFO's message groups): the publisher numbers
+   * each key's jobs, and a job runs only once the one before it has ended — succeeded, cancelled,
+   * or archived (`onFailure: 'continue'`, the default); with `'block'` an archived job holds its key
+   * until it is replayed and succeeds. A retrying job holds its key through its retries. Jobs of
+   * different keys run side by side. Needs its queue tracked `full`; not with `unique`, `debounce`,
+   * `batch` or `limits.per`. See docs/keys.md.
+   * @example
+   * ```ts
+   * ordered: true // or { onFailure: 'block' }
+   * ```
+   */
+  readonly ordered?: true | OrderRule;
+  /**
    * Payload fields never shown nor kept: dotted paths (`'card.number'`; a path through an array
    * applies to each element) whose values become `"[redacted]"` in the payload the jobs table keeps
    * (`tracking.keepPayloadBytes`), on the dashboard and in `jobs show` and `archive list`. The run
@@ -350,6 +363,17 @@ export interface UniqueWindow {
 export const UNIQUE_WHILE_DEFAULT: readonly JobState[] = LIVE_STATES;
 /** The longest `unique.for`: 30 days. */
 export const MAX_UNIQUE_SECONDS = 30 * 86_400;
+
+/** A task's `ordered` rule: what an archived job does to its key's line. */
+export interface OrderRule {
+  /** `'continue'`: the next job runs once it is archived; `'block'`: the key waits until it is replayed and succeeds. @defaultValue 'continue' */
+  readonly onFailure?: 'continue' | 'block';
+}
+
+/** A task's `ordered` rule, resolved. */
+export interface OrderWindow {
+  readonly onFailure: 'continue' | 'block';
+}
 
 /** A task's `debounce` rule, as written. */
 export interface DebounceRule {
@@ -399,6 +423,8 @@ export interface TaskDefinition<P = unknown, R = unknown> extends JobHooks<R> {
   readonly unique?: UniqueWindow;
   /** Its `debounce` rule, if any (kept as `unique` is). */
   readonly debounce?: DebounceWindow;
+  /** Its `ordered` rule, if any (kept as `unique` is). */
+  readonly ordered?: OrderWindow;
   /** Payload fields masked wherever the payload is kept or shown. */
   readonly redact?: readonly string[];
   /** Its `batch` rule: its jobs run in calls of `runBatch`. */
@@ -491,6 +517,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
       'no debounce on a task with a unique rule (a key is either held or debounced)',
     );
   }
+  const ordered = o.ordered === undefined ? undefined : orderWindow(name, o);
   const retry = retryPolicy(name, o.retry, o.unrecoverable);
   const unrecoverable = o.unrecoverable ?? [];
   const redact = o.redact === undefined ? undefined : redactPaths(name, o.redact);
@@ -511,6 +538,7 @@ export function toDefinition(value: unknown, source: string): TaskDefinition {
     ...(limits ? { limits } : {}),
     ...(unique ? { unique } : {}),
     ...(debounce ? { debounce } : {}),
+    ...(ordered ? { ordered } : {}),
     ...(redact && redact.length > 0 ? { redact } : {}),
     ...celery,
     ...(o.onSuccess ? { onSuccess: o.onSuccess } : {}),
@@ -632,6 +660,53 @@ function eventWaits(name: string, given: unknown): EventWaitRule[] {
   });
   if (new Set(rules.map((r) => r.event)).size !== rules.length) throw new TaskDefinitionError(name, 'waitsFor', given, expected);
   return rules;
+}
+
+/**
+ * A task's `ordered` rule, validated: `true` or `{ onFailure }`, and refused beside the rules that
+ * decide otherwise which of a key's jobs runs, or when.
+ */
+function orderWindow(
+  name: string,
+  o: {
+    readonly ordered?: unknown;
+    readonly unique?: unknown;
+    readonly debounce?: unknown;
+    readonly batch?: unknown;
+    readonly limits?: unknown;
+  },
+): OrderWindow {
+  const rule = o.ordered;
+  const given = rule === true ? {} : rule;
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new TaskDefinitionError(name, 'ordered', rule, "true or { onFailure: 'continue' | 'block' }");
+  }
+  const fields = given as Record<string, unknown>;
+  for (const field of Object.keys(fields)) {
+    if (field !== 'onFailure') throw new TaskDefinitionError(name, `ordered.${field}`, fields[field], 'onFailure');
+  }
+  const onFailure = fields.onFailure ?? 'continue';
+  if (onFailure !== 'continue' && onFailure !== 'block') {
+    throw new TaskDefinitionError(name, 'ordered.onFailure', onFailure, "'continue' or 'block'");
+  }
+  const beside = (['unique', 'debounce', 'batch'] as const).find((f) => o[f] !== undefined);
+  if (beside) {
+    throw new TaskDefinitionError(
+      name,
+      beside,
+      o[beside],
+      `no ${beside} on an ordered task (its key's jobs run one at a time, each once, in publish order)`,
+    );
+  }
+  if ((o.limits as { per?: unknown } | undefined)?.per !== undefined) {
+    throw new TaskDefinitionError(
+      name,
+      'limits.per',
+      (o.limits as { per?: unknown }).per,
+      'no per-key limits on an ordered task (it runs one job per key at a time)',
+    );
+  }
+  return { onFailure };
 }
 
 /** A task's `unique` rule, validated: `for` in seconds (1 s..30 days), `while` distinct job states. */

@@ -353,6 +353,8 @@ export interface JobRecord {
   readonly tags?: readonly string[];
   /** Its envelope's `key`. */
   readonly key?: string;
+  /** Its place in its key's order (an `ordered` task's: its envelope's `seq`). */
+  readonly seq?: number;
   /** A `deduplicated` job: the job of the same task and key it joined (that one runs, this one never does). */
   readonly duplicateOf?: string;
   /** The event this job runs for, when it is a subscriber's (`on`). */
@@ -465,6 +467,8 @@ export interface JobRef extends JobIdentity {
   readonly event?: EventRef;
   /** Its envelope's `key`, kept on the record where it is first written. */
   readonly key?: string;
+  /** Its envelope's `seq` (an `ordered` task's place in its key's order), kept as `key` is. */
+  readonly seq?: number;
   /** Its envelope's `expiresAt`, kept on the record where it is written (the record's `startBy`). */
   readonly startBy?: number;
 }
@@ -607,22 +611,30 @@ export interface ParkRequest extends JobRef {
    * (a task's `limits.per: 'key'`). `runAt` is then when it comes back should no job of its key end first.
    */
   readonly overKeyLimit?: number;
+  /**
+   * Parked in its key's line (`waiting-key`) until its turn: an `ordered` task's job numbered
+   * `seq`, while the key's turn was at this number. `runAt` is then when it comes back should no
+   * move of the line reach it first.
+   */
+  readonly waitsForTurn?: number;
 }
 
 /** The state and history entry a park writes: `scheduled` until its due time, or `waiting-key` in its key's line. */
 export function parkedAs(r: ParkRequest): { readonly state: 'scheduled' | 'waiting-key'; readonly entry: HistoryEntry } {
   const back = new Date(r.runAt).toISOString();
-  return r.overKeyLimit === undefined
-    ? { state: 'scheduled', entry: { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${back}` } }
-    : {
-        state: 'waiting-key',
-        entry: {
-          what: 'waiting-key',
-          when: r.now,
-          worker: r.workerId,
-          detail: `key ${JSON.stringify(r.key ?? '')} at its limit of ${r.overKeyLimit} running; sent when one ends, by ${back} at the latest`,
-        },
-      };
+  const waiting = (detail: string) => ({
+    state: 'waiting-key' as const,
+    entry: { what: 'waiting-key' as const, when: r.now, worker: r.workerId, detail },
+  });
+  if (r.waitsForTurn !== undefined)
+    return waiting(
+      `#${r.seq ?? '?'} of key ${JSON.stringify(r.key ?? '')}, whose turn is at #${r.waitsForTurn}; sent when its turn comes, by ${back} at the latest`,
+    );
+  if (r.overKeyLimit !== undefined)
+    return waiting(
+      `key ${JSON.stringify(r.key ?? '')} at its limit of ${r.overKeyLimit} running; sent when one ends, by ${back} at the latest`,
+    );
+  return { state: 'scheduled', entry: { what: 'scheduled', when: r.now, worker: r.workerId, detail: `due ${back}` } };
 }
 
 /** A brought-forward job's history detail: `why` (an operator's run-now when absent), and when it was due. */

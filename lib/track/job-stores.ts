@@ -272,7 +272,45 @@ export interface OperatorStore extends JobReader {
  * state it comes from; completions and heartbeats are conditional on the fencing token, so a stale
  * worker whose lease was taken over cannot overwrite the newer outcome.
  */
-export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore, DebounceStore, TickStore {}
+export interface JobStore extends ClaimStore, ScheduleStore, FlowStore, OperatorStore, UniqueStore, DebounceStore, TickStore, OrderStore {}
+
+/**
+ * The order of an `ordered` task's keys (lib/settle/key-order.ts decides with it): one item per task
+ * and key in the jobs table, holding the key's counter and the number whose job may run, and the
+ * key's line — its jobs in the tag index, tagged at their number.
+ */
+export interface OrderStore {
+  /** Takes `count` numbers of the key's counter in one write; resolves with the last (they are `last − count + 1 … last`). */
+  takeNumbers(task: string, key: string, count: number, now: number): Promise<number>;
+  /** The key's order, read strongly consistent (a key never numbered: `{ last: 0, next: 1 }`). */
+  keyOrder(task: string, key: string): Promise<KeyOrder>;
+  /** Moves the key's `next` from `from` to `from + 1` if it is still `from`: true when this write moved it. */
+  advanceOrder(task: string, key: string, from: number, now: number): Promise<boolean>;
+  /**
+   * Notes that no job numbered `at` was found in the key's line while it is the key's `next`; the
+   * first note for `at` stays. Resolves with when it was first noted, undefined once `next` has moved on.
+   */
+  noteGap(task: string, key: string, at: number, now: number): Promise<number | undefined>;
+  /** The first `limit` entries of the line `tag`, lowest tagging first, each with its job's record if it has one. */
+  lineEntries(tag: string, limit: number): Promise<LineEntry[]>;
+}
+
+/** A key's order ({@link OrderStore}). */
+export interface KeyOrder {
+  /** The last number taken (0: none yet). */
+  readonly last: number;
+  /** The number whose job may run: every job numbered below it has ended, or was skipped. */
+  readonly next: number;
+  /** When a dispatcher first found no job numbered `next` in the key's line (a gap), if one has. */
+  readonly gapSince?: number;
+}
+
+/** One entry of a line in the tag index: the job, its place (the tag's `taggedAt`), and its record if it has one. */
+export interface LineEntry {
+  readonly jobId: string;
+  readonly at: number;
+  readonly record?: JobRecord;
+}
 
 /** The schedules' tick items (lib/dispatch/schedule-turns.ts keeps them): one per schedule. */
 export interface TickStore {

@@ -59,6 +59,12 @@ export interface EnvelopeV1 {
    * printable characters. A task's `unique` rule runs one job per task and key at a time.
    */
   readonly key?: string;
+  /**
+   * Its place among its task's and key's jobs (1, 2, …) when the task is `ordered`: the publisher
+   * numbers them from the key's counter (lib/settle/key-order.ts); a message without one is numbered
+   * by the dispatcher that first receives it.
+   */
+  readonly seq?: number;
   /** The event this job is a subscriber's run of (written by the dispatcher that turned an event into jobs; see lib/wire/event.ts). */
   readonly event?: EventRef;
   /** Envelope version. @defaultValue 1 */
@@ -88,6 +94,7 @@ export interface DecodedJob {
   readonly onDependencyFailure?: DependencyFailurePolicy;
   readonly tags?: readonly string[];
   readonly key?: string;
+  readonly seq?: number;
   readonly event?: EventRef;
 }
 
@@ -161,6 +168,7 @@ export function encodeEnvelope(envelope: EnvelopeV1): string {
   if (envelope.onDependencyFailure !== undefined) body.onDependencyFailure = envelope.onDependencyFailure;
   if (envelope.tags !== undefined && envelope.tags.length > 0) body.tags = envelope.tags;
   if (envelope.key !== undefined) body.key = envelope.key;
+  if (envelope.seq !== undefined) body.seq = envelope.seq;
   if (envelope.event !== undefined) body.event = envelope.event;
   return JSON.stringify(body);
 }
@@ -245,6 +253,10 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     const problem = keyProblem(key);
     if (problem) throw new EnvelopeError('bad-key', `key ${problem}`, 'key');
   }
+  const seq = own('seq');
+  if (seq !== undefined && !(Number.isSafeInteger(seq) && (seq as number) >= 1)) {
+    throw new EnvelopeError('bad-seq', `seq is ${preview(seq)}; expected an integer 1..${Number.MAX_SAFE_INTEGER}`, 'seq');
+  }
   const event = own('event');
   return {
     task,
@@ -257,6 +269,7 @@ export function decodeJobFields(own: (key: string) => unknown, meta: MessageMeta
     ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...relations,
     ...(key !== undefined ? { key: key as string } : {}),
+    ...(seq !== undefined ? { seq: seq as number } : {}),
     ...(event !== undefined ? { event: decodeEventRef(event) } : {}),
   };
 }
@@ -422,6 +435,11 @@ export function pinEnvelope(body: string, job: Pick<DecodedJob, 'id' | 'publishe
   const fields = JSON.parse(body) as Record<string, unknown>;
   if (Object.hasOwn(fields, 'id') && Object.hasOwn(fields, 'publishedAt')) return body;
   return JSON.stringify({ ...fields, id: job.id, publishedAt: job.publishedAt });
+}
+
+/** A body numbered `seq` in its key's order (lib/settle/key-order.ts), every other field kept. */
+export function withSeq(body: string, seq: number): string {
+  return JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), seq });
 }
 
 /**

@@ -1,0 +1,195 @@
+import { Simulation } from '../../bench/sim/engine';
+import { PublishOptionError, TaskDefinitionError } from '../../lib/errors';
+import type { QueueClient, SendEntry } from '../../lib/ports';
+import { GAP_GRACE_MS, orderTag } from '../../lib/settle/key-order';
+import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import { createTestSystem } from '../../lib/testing/system';
+import { encodeEnvelope } from '../../lib/wire/envelope';
+import { publisherOf, type World, world } from '../helpers/world';
+
+/** Per key, the job ids in start order (a retry's start too), and the most of a key running at once. */
+function ledger() {
+  const starts = new Map<string, string[]>();
+  const running = new Map<string, number>();
+  let overlaps = 0;
+  return {
+    starts,
+    overlaps: () => overlaps,
+    async run(key: string, id: string, sleep: () => Promise<void>) {
+      starts.set(key, [...(starts.get(key) ?? []), id]);
+      running.set(key, (running.get(key) ?? 0) + 1);
+      if ((running.get(key) ?? 0) > 1) overlaps += 1;
+      try {
+        await sleep();
+      } finally {
+        running.set(key, (running.get(key) ?? 0) - 1);
+      }
+    },
+  };
+}
+
+/** Start order with a retry's start folded into its job's: what publish order is compared with. */
+const firstStarts = (ids: readonly string[]) => ids.filter((id, i) => ids.indexOf(id) === i);
+
+/** A publisher whose messages are kept, not sent: the test delivers them in the order it likes. */
+function capturing(w: World<Simulation>, publisherOn: (w: World<Simulation>) => ReturnType<typeof publisherOf>) {
+  const kept: Array<{ url: string; entry: SendEntry }> = [];
+  const queues: QueueClient = {
+    ...w.sqs,
+    receive: w.sqs.receive.bind(w.sqs),
+    deleteBatch: w.sqs.deleteBatch.bind(w.sqs),
+    changeVisibilityBatch: w.sqs.changeVisibilityBatch.bind(w.sqs),
+    depth: w.sqs.depth.bind(w.sqs),
+    async sendBatch(url, entries) {
+      for (const entry of entries) kept.push({ url, entry });
+      return { messageIds: Object.fromEntries(entries.map((e) => [e.id, `m-${kept.length}-${e.id}`])), failed: [] };
+    },
+  };
+  return { kept, publisher: publisherOn({ ...w, sqs: queues } as unknown as World<Simulation>) };
+}
+
+/** A deterministic shuffle (the same every run). */
+function shuffled<T>(items: readonly T[], seed = 7): T[] {
+  const out = [...items];
+  let s = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    s = (s * 1_103_515_245 + 12_345) % 2 ** 31;
+    const j = s % (i + 1);
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+function orderedWorld(options: { onFailure?: 'continue' | 'block'; fails: (id: string, attempt: number) => boolean }) {
+  const sim = new Simulation();
+  const book = ledger();
+  const task: TaskOptions = {
+    name: 'apply',
+    queue: 'urgent',
+    timeLimitSeconds: 5,
+    maxRetries: 2,
+    backoff: { baseSeconds: 2, capSeconds: 2 },
+    ordered: options.onFailure ? { onFailure: options.onFailure } : true,
+    run: async (payload, ctx) => {
+      const { account } = payload as { account: string };
+      await book.run(account, ctx.jobId, () => sim.sleep(300));
+      if (options.fails(ctx.jobId, ctx.attempt)) throw new Error(`${ctx.jobId} fails at attempt ${ctx.attempt}`);
+    },
+  };
+  const w = world(
+    [task],
+    { dispatcher: { concurrency: 8, timeoutSeconds: 900, settleMarginMs: 500, killGraceMs: 100 } },
+    { tracked: true, simulation: sim },
+  );
+  const publisher = (over?: World<Simulation>) => publisherOf((over ?? w) as unknown as World, { tasks: [defineTask(task)] });
+  return { sim, w, book, publisher };
+}
+
+describe('ordered keys (fakes, simulated time)', () => {
+  it('runs each key one job at a time in publish order, though its messages arrive shuffled and some fail once', async () => {
+    const failOnce = new Set(['a1-3', 'a2-0', 'a4-19', 'a0-7', 'a3-11']);
+    const { w, book, publisher: publisherOn } = orderedWorld({ fails: (id, attempt) => failOnce.has(id) && attempt === 1 });
+    const { kept, publisher } = capturing(w, publisherOn);
+    const accounts = ['a0', 'a1', 'a2', 'a3', 'a4'];
+    for (let i = 0; i < 20; i++)
+      for (const account of accounts) await publisher.publish('apply', { account }, { key: account, id: `${account}-${i}` });
+    expect(kept).toHaveLength(100);
+    for (const { entry } of shuffled(kept)) await w.send('urgent', entry.body);
+    await w.run({ forMs: 1_800_000 });
+    expect(book.overlaps()).toBe(0);
+    for (const account of accounts) {
+      const ids = book.starts.get(account) ?? [];
+      expect({ account, order: firstStarts(ids) }).toEqual({ account, order: Array.from({ length: 20 }, (_, i) => `${account}-${i}`) });
+      // A failing job held its key: its retry started right after its first attempt, before the next job.
+      for (const id of failOnce) if (id.startsWith(`${account}-`)) expect(ids[ids.indexOf(id) + 1]).toBe(id);
+    }
+    const records = await Promise.all(kept.map((k) => w.jobs.get((JSON.parse(k.entry.body) as { id: string }).id)));
+    expect(records.every((r) => r?.state === 'succeeded')).toBe(true);
+    expect(records.filter((r) => r?.history.some((h) => h.what === 'waiting-key')).length).toBeGreaterThan(50);
+    // Every key's line is left empty and its turn past its last job.
+    for (const account of accounts) {
+      expect(await w.jobs.lineEntries(orderTag('apply', account), 5)).toEqual([]);
+      expect(await w.jobs.keyOrder('apply', account)).toMatchObject({ last: 20, next: 21 });
+    }
+  });
+
+  it("onFailure 'continue' runs the next job once the failing one is archived; 'block' holds the key", async () => {
+    for (const onFailure of ['continue', 'block'] as const) {
+      const { w, book, publisher: publisherOn } = orderedWorld({ onFailure, fails: (id) => id === 'k-1' });
+      const publisher = publisherOn();
+      for (let i = 0; i < 4; i++) await publisher.publish('apply', { account: 'k' }, { key: 'k', id: `k-${i}` });
+      await w.run({ forMs: 600_000 });
+      expect((await w.jobs.get('k-1'))?.state).toBe('archived');
+      const ran = firstStarts(book.starts.get('k') ?? []);
+      if (onFailure === 'continue') expect(ran).toEqual(['k-0', 'k-1', 'k-2', 'k-3']);
+      else {
+        expect(ran).toEqual(['k-0', 'k-1']);
+        expect((await w.jobs.get('k-2'))?.state).toBe('waiting-key');
+        expect(await w.jobs.keyOrder('apply', 'k')).toMatchObject({ next: 2 });
+      }
+    }
+  });
+
+  it('skips a number no job arrived with (a publisher that died after numbering) after the grace, and never before', async () => {
+    const { sim, w, book, publisher: publisherOn } = orderedWorld({ fails: () => false });
+    const publisher = publisherOn();
+    await publisher.publish('apply', { account: 'g' }, { key: 'g', id: 'g-0' });
+    // A publisher took number 2 and died before sending it.
+    await w.jobs.takeNumbers('apply', 'g', 1);
+    for (let i = 1; i <= 3; i++) await publisher.publish('apply', { account: 'g' }, { key: 'g', id: `g-${i}` });
+    const from = sim.now();
+    await w.run({ forMs: GAP_GRACE_MS / 2 });
+    expect(firstStarts(book.starts.get('g') ?? [])).toEqual(['g-0']);
+    // Invocations a minute long, as the schedule runs them: each sweeps the parked jobs that are due.
+    for (let minute = 0; minute < 5; minute++) await w.run({ forMs: 60_000 });
+    expect(firstStarts(book.starts.get('g') ?? [])).toEqual(['g-0', 'g-1', 'g-2', 'g-3']);
+    expect(sim.now() - from).toBeGreaterThanOrEqual(GAP_GRACE_MS);
+    expect(await w.jobs.keyOrder('apply', 'g')).toMatchObject({ last: 5, next: 6 });
+  });
+
+  it("numbers another SDK's message (no seq) when it first arrives, and runs it in that order", async () => {
+    const { w, book } = orderedWorld({ fails: () => false });
+    for (let i = 0; i < 3; i++)
+      await w.send('urgent', encodeEnvelope({ task: 'apply', id: `raw-${i}`, key: 'r', payload: { account: 'r' } }));
+    await w.run({ forMs: 120_000 });
+    expect(firstStarts(book.starts.get('r') ?? [])).toEqual(['raw-0', 'raw-1', 'raw-2']);
+    expect((await w.jobs.get('raw-1'))?.seq).toBe(2);
+  });
+
+  it('refuses an ordered task or job where the order cannot hold, naming the field', async () => {
+    const base = { name: 't', queue: 'q', timeLimitSeconds: 1, run: () => {} };
+    expect(() => defineTask({ ...base, ordered: { onFailure: 'stop' as 'block' } })).toThrow(/ordered\.onFailure = "stop"/);
+    expect(() => defineTask({ ...base, ordered: 'yes' as unknown as true })).toThrow(/ordered = "yes"/);
+    expect(() => defineTask({ ...base, ordered: { onFailur: 'block' } as never })).toThrow(/ordered\.onFailur/);
+    expect(() => defineTask({ ...base, ordered: true, unique: { for: '1m' } })).toThrow(/unique .*no unique on an ordered task/);
+    expect(() => defineTask({ ...base, ordered: true, limits: { concurrency: 2, per: 'key' } })).toThrow(/limits\.per/);
+    expect(() =>
+      createTestSystem({
+        tasks: [defineTask({ ...base, ordered: true })],
+        config: { app: 'a', queues: [{ name: 'q', priority: 1, tracking: 'failures' }] },
+      }),
+    ).toThrow(TaskDefinitionError);
+    const system = createTestSystem({ tasks: [defineTask({ ...base, queue: 'default', ordered: true })] });
+    await expect(system.publish('t', {}, { key: 'k', delaySeconds: 5 })).rejects.toThrow(PublishOptionError);
+    await expect(system.publish('t', {}, { key: 'k', delaySeconds: 5 })).rejects.toThrow(/delaySeconds .*ordered/);
+  });
+
+  it('taskworker/testing keeps the order too', async () => {
+    const seen: number[] = [];
+    const task = defineTask({
+      name: 'ledger',
+      queue: 'default',
+      timeLimitSeconds: 10,
+      ordered: true,
+      async run(payload: { n: number }) {
+        // The later a job, the sooner it would end were they run side by side.
+        for (let turn = 0; turn < (12 - payload.n) * 5; turn++) await Promise.resolve();
+        seen.push(payload.n);
+      },
+    });
+    const system = createTestSystem({ tasks: [task] });
+    for (let n = 0; n < 12; n++) await system.publish(task, { n }, { key: 'acct' });
+    await system.drain();
+    expect(seen).toEqual(Array.from({ length: 12 }, (_, n) => n));
+  });
+});
