@@ -8,7 +8,7 @@ import { type ArchiveFilter, listArchived, replayArchived, shownArchived } from 
 import { redriveDeadLetters } from '../lib/operate/dead-letters';
 import { cancelFlow, cancelJob, flowDepsOf, flowOf, jobRelations, listTaggedPage, tagProblem } from '../lib/operate/flow-commands';
 import { type JobLogs, jobLogs } from '../lib/operate/job-logs';
-import { busiestKeys } from '../lib/operate/keys';
+import { busiestKeys, keyView, keyViewProblem } from '../lib/operate/keys';
 import { type OperatorContext, operatorContext } from '../lib/operate/operator-context';
 import { jobShowAnswer, lookUpJob } from '../lib/operate/rejections';
 import { throughput, versionStatus } from '../lib/operate/version-status';
@@ -29,6 +29,7 @@ import {
   renderJobLogs,
   renderJobLogsHeader,
   renderKeys,
+  renderKeyView,
   renderLookup,
   renderResult,
   renderStats,
@@ -56,6 +57,9 @@ taskworker archive replay [--reason R] [--task T] [--limit N] [--json]
 taskworker dlq redrive [--queue Q] [--json]
 taskworker keys [--task T] [--limit N] [--json]
   The busiest keys of tasks limited per key: running (of the limit) and waiting in their line.
+taskworker keys show --task T --key K [--json]
+  One key: its limit (running of it, waiting), its order (an ordered task's turn, last number,
+  pending jobs) and the jobs waiting in its line, in the order they will run.
   Operator commands for one release version (--version, or the running taskworker dev's).
   They talk to AWS with your usual credentials, or to the emulators of a running
   \`taskworker dev\` in this directory (or AWS_ENDPOINT_URL_SQS/_DYNAMODB). All take --config FILE.`;
@@ -198,7 +202,18 @@ export async function operatorCommand(command: string, argv: string[]): Promise<
 }
 
 async function keysCommand({ values, json, limit, positionals }: Args): Promise<number> {
-  if (positionals.length > 0) throw new UsageError('usage: taskworker keys [--task T] [--limit N] [--json]');
+  if (positionals[0] === 'show' && positionals.length === 1) {
+    if (values.task === undefined || values.key === undefined)
+      throw new UsageError('usage: taskworker keys show --task T --key K [--json]');
+    const problem = keyViewProblem(values.task, values.key);
+    if (problem) throw new UsageError(problem);
+    const ctx = await context(values);
+    const view = await keyView(ctx, values.task, values.key);
+    print(json, view, () => renderKeyView(view));
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError('usage: taskworker keys [--task T] [--limit N] [--json] | keys show --task T --key K [--json]');
   const ctx = await context(values);
   const view = await busiestKeys(ctx, { ...(values.task !== undefined ? { task: values.task } : {}), limit });
   print(json, view, () => renderKeys(view));

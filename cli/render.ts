@@ -1,7 +1,7 @@
 import type { FlowCancelResult, FlowView, JobRelations, RelatedJob, RelatedJobs } from '../lib/operate/answers';
 import type { ArchivedMessage } from '../lib/operate/archive';
 import type { JobLogs } from '../lib/operate/job-logs';
-import type { KeysView } from '../lib/operate/keys';
+import type { KeysView, KeyView } from '../lib/operate/keys';
 import { type JobLookup, whyFiled } from '../lib/operate/rejections';
 import type { VersionStatus } from '../lib/operate/version-status';
 import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
@@ -269,6 +269,34 @@ export function renderKeys(view: KeysView): string {
     ),
     ...(view.busy > view.keys.length ? [`${view.busy - view.keys.length} more keys busy (--limit N shows more)`] : []),
   ].join('\n');
+}
+
+/** One key: its limit, its order, the jobs waiting in its line. */
+export function renderKeyView(view: KeyView): string {
+  const name = `${view.task} ${view.key === '' ? '(no key)' : JSON.stringify(view.key)}`;
+  const lines = [`key ${name}`];
+  if (view.limit)
+    lines.push(
+      `  limit: ${view.limit.running} running${view.limit.concurrency !== undefined ? ` of ${view.limit.concurrency}` : ''}, ${view.limit.waiting} waiting in its line`,
+    );
+  if (view.order)
+    lines.push(
+      `  order: turn at #${view.order.next}, last #${view.order.last}, ${view.order.pending} not ended` +
+        (view.order.gapSince !== undefined
+          ? `; #${view.order.next} not found since ${new Date(view.order.gapSince).toISOString()} (skipped after a grace)`
+          : ''),
+    );
+  if (!view.limit && !view.order)
+    lines.push('  no limit item and no order for this key (its task limits per key or is ordered; no job of this key was seen)');
+  if (view.line.length === 0) lines.push('  no job waiting in its line');
+  else
+    lines.push(
+      table(
+        ['place', 'number', 'job', 'state'],
+        view.line.map((e) => [e.place, e.number !== undefined ? `#${e.number}` : '', e.jobId, e.state ?? 'sent, not yet received']),
+      ),
+    );
+  return lines.join('\n');
 }
 
 const BAR_WIDTH = 40;

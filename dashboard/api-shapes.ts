@@ -339,6 +339,24 @@ export const API_SHAPES: { readonly [P in ApiPath]: Shape<ApiResponse<P>> } = {
       array(object<FiledRejection>({ messageId: string, reason: optional(member(ARCHIVE_REASONS)), why: string, record: jobRecord })),
     ),
   }),
+  '/api/key': object<ApiResponse<'/api/key'>>({
+    task: string,
+    key: string,
+    limit: optional(
+      object<NonNullable<ApiResponse<'/api/key'>['limit']>>({ running: number, waiting: number, concurrency: optional(number) }),
+    ),
+    order: optional(
+      object<NonNullable<ApiResponse<'/api/key'>['order']>>({ last: number, next: number, pending: number, gapSince: optional(number) }),
+    ),
+    line: array(
+      object<ApiResponse<'/api/key'>['line'][number]>({
+        jobId: string,
+        place: number,
+        number: optional(number),
+        state: optional(member(JOB_STATES)),
+      }),
+    ),
+  }),
   '/api/flow': object<ApiResponse<'/api/flow'>>({
     root: string,
     jobs: array(object<ApiResponse<'/api/flow'>['jobs'][number]>({ ...relatedJobFields, depth: number })),

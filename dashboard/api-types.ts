@@ -21,6 +21,7 @@ import type {
   JobCounts,
   JobLogs,
   JobRelations,
+  KeyView,
   RedriveResult,
   ReplayResult,
   RetryResult,
@@ -110,6 +111,9 @@ export type JobCountsQuery = VersionQuery & { readonly queue?: string | undefine
 
 /** The job id travels as a query field, not a path segment: ids may hold `/`, `?`, `#`, `%`. */
 export type JobQuery = VersionQuery & { readonly id: string };
+
+/** One key of a task (`keys show`): the key as a query field, for the same reason as a job id. */
+export type KeyQuery = VersionQuery & { readonly task: string; readonly key: string };
 
 export type ArchiveQuery = VersionQuery & {
   /** An {@link ArchiveReason}; checked by the server. */
@@ -379,6 +383,8 @@ export interface Api {
   readonly '/api/job': Route<'GET', JobQuery, JobView>;
   /** The flow a job belongs to: the jobs linked to it both ways, transitively, read up to a bound. */
   readonly '/api/flow': Route<'GET', JobQuery, FlowView>;
+  /** One key of a task (`taskworker keys show`): its limit, its order, the jobs waiting in its line. */
+  readonly '/api/key': Route<'GET', KeyQuery, KeyView>;
   /** The job's log lines (`jobs logs`): its body's `ctx.log` and `console`, and the dispatcher's lines naming it. */
   readonly '/api/job/logs': Route<'GET', JobQuery, JobLogs>;
   readonly '/api/archive': Route<'GET', ArchiveQuery, readonly ArchivedMessage[]>;
@@ -424,6 +430,7 @@ export const API_ROUTES: { readonly [P in ApiPath]: Api[P]['method'] } = {
   '/api/jobs/counts': 'GET',
   '/api/job': 'GET',
   '/api/flow': 'GET',
+  '/api/key': 'GET',
   '/api/job/logs': 'GET',
   '/api/archive': 'GET',
   '/api/archive/count': 'GET',

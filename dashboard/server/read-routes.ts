@@ -5,6 +5,7 @@ import { flowOf, jobRelations, listTaggedPage, tagProblem } from '../../lib/oper
 import { countJobStates } from '../../lib/operate/job-counts';
 import { JobLogsUnavailableError, jobLogs } from '../../lib/operate/job-logs';
 import { listJobsPage } from '../../lib/operate/job-pages';
+import { keyView, keyViewProblem } from '../../lib/operate/keys';
 import type { OperatorContext } from '../../lib/operate/operator-context';
 import { lookUpJob } from '../../lib/operate/rejections';
 import { statsHistory, throughput, versionStatus } from '../../lib/operate/version-status';
@@ -165,6 +166,15 @@ export function registerJobReads({ route, context, queueNames }: RouteContext): 
     const flow = await flowOf(ctx.jobs, id);
     if (!flow) throw new RequestError(`no job ${id} in version ${ctx.version}`, 404);
     return flow;
+  });
+
+  route('/api/key', async (query) => {
+    const ctx = await context(query.version);
+    const task = query.task ?? '';
+    const key = query.key ?? '';
+    const problem = keyViewProblem(task, key);
+    if (problem) throw new RequestError(problem);
+    return keyView(ctx, task, key);
   });
 
   route('/api/jobs/counts', async (query) => {

@@ -20,7 +20,8 @@ export class DynamoJobOrders {
       new UpdateItemCommand({
         TableName: this.table.tableName,
         Key: { jobId: { S: orderItemKey(task, key) } },
-        UpdateExpression: `ADD ${e.name('last')} ${e.value(count)} SET ${e.name('expiresAt')} = ${e.value(this.expiry(now))}`,
+        // A key's first numbering starts its `movedAt`: a line that has not moved since is looked at.
+        UpdateExpression: `ADD ${e.name('last')} ${e.value(count)} SET ${e.name('expiresAt')} = ${e.value(this.expiry(now))}, ${e.name('movedAt')} = if_not_exists(${e.name('movedAt')}, ${e.value(now)})`,
         ReturnValues: 'UPDATED_NEW',
         ReturnConsumedCapacity: 'TOTAL',
         ...e.params(),
@@ -37,6 +38,7 @@ export class DynamoJobOrders {
       last: typeof raw.last === 'number' ? raw.last : 0,
       next,
       ...(raw.gapAt === next && typeof raw.gapSince === 'number' ? { gapSince: raw.gapSince } : {}),
+      ...(typeof raw.movedAt === 'number' ? { movedAt: raw.movedAt } : {}),
     };
   }
 
@@ -45,7 +47,7 @@ export class DynamoJobOrders {
     const next = e.name('next');
     return this.conditional(task, key, e, {
       // A key never moved has no `next`: it stands at 1.
-      update: `SET ${next} = ${e.value(from + 1)}, ${e.name('expiresAt')} = ${e.value(this.expiry(now))}`,
+      update: `SET ${next} = ${e.value(from + 1)}, ${e.name('movedAt')} = ${e.value(now)}, ${e.name('expiresAt')} = ${e.value(this.expiry(now))}`,
       condition: from === 1 ? `attribute_not_exists(${next}) OR ${next} = ${e.value(from)}` : `${next} = ${e.value(from)}`,
     });
   }

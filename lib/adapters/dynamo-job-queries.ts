@@ -74,11 +74,7 @@ export class DynamoJobQueries {
       },
       true,
     );
-    const records = new Map((await this.table.getMany(entries.slice(0, limit).map((x) => x.jobId))).map((r) => [r.jobId, r]));
-    return entries.slice(0, limit).map((x) => {
-      const record = records.get(x.jobId);
-      return record ? { ...x, record } : x;
-    });
+    return entries.slice(0, limit);
   }
 
   async jobsByTag(tag: string, limit: number, before?: number): Promise<JobRecord[]> {

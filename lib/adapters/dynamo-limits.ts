@@ -3,6 +3,7 @@ import {
   type AcquireRequest,
   bucket,
   type Holders,
+  keyLimitKey,
   type LimitStore,
   liveHolders,
   type TakeRequest,
@@ -23,6 +24,25 @@ export interface KeyUsage {
   readonly waiting: number;
   /** At most this many of the key run at once, as its last reservation asked (absent: a rate only). */
   readonly concurrency?: number;
+}
+
+/** A limit item as `keys` reads it. */
+type LimitItem = { pk: string; holders?: Holders; parked?: number; limit?: number };
+
+/** A per-key limit item's usage at `now`; undefined for an item that is no key's. */
+function usageOf(item: LimitItem, now: number): KeyUsage | undefined {
+  if (!item.pk.startsWith(KEY_ITEMS)) return undefined;
+  const rest = item.pk.slice(KEY_ITEMS.length);
+  const colon = rest.indexOf(':');
+  if (colon < 0) return undefined;
+  const running = Object.values(liveHolders(item.holders ?? {}, now)).reduce((a, h) => a + h.n, 0);
+  return {
+    task: rest.slice(0, colon),
+    key: rest.slice(colon + 1),
+    running,
+    waiting: Math.max(0, Number(item.parked ?? 0)),
+    ...(item.limit !== undefined ? { concurrency: Number(item.limit) } : {}),
+  };
 }
 
 /** Tries of one reservation when the item changed under it (another dispatcher's write). */
@@ -106,22 +126,20 @@ export class DynamoLimitStore implements LimitStore {
         }),
       );
       for (const raw of out.Items ?? []) {
-        const item = fromItem(raw) as { pk: string; holders?: Holders; parked?: number; limit?: number };
-        const rest = item.pk.slice(KEY_ITEMS.length);
-        const colon = rest.indexOf(':');
-        if (colon < 0) continue;
-        const running = Object.values(liveHolders(item.holders ?? {}, now)).reduce((a, h) => a + h.n, 0);
-        found.push({
-          task: rest.slice(0, colon),
-          key: rest.slice(colon + 1),
-          running,
-          waiting: Math.max(0, Number(item.parked ?? 0)),
-          ...(item.limit !== undefined ? { concurrency: Number(item.limit) } : {}),
-        });
+        const usage = usageOf(fromItem(raw) as LimitItem, now);
+        if (usage) found.push(usage);
       }
       start = out.LastEvaluatedKey;
     } while (start);
     return found;
+  }
+
+  /** One key's limit item, read strongly consistent; undefined when the key has none. */
+  async keyUsageOf(task: string, key: string, now: number): Promise<KeyUsage | undefined> {
+    const out = await this.dynamo.send(
+      new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: `limit:${keyLimitKey(task, key)}` } }, ConsistentRead: true }),
+    );
+    return out.Item ? usageOf(fromItem(out.Item) as LimitItem, now) : undefined;
   }
 
   async parked(key: string, delta: number): Promise<number> {

@@ -19,6 +19,10 @@ import type { OrderWindow } from '../tasks/task';
 import type { KeyOrder } from '../track/job-stores';
 import { pinEnvelope, withSeq } from '../wire/envelope';
 import { CLAIM_RETRY_SECONDS } from './claim';
+
+/** How long a key's line may stand still before a job arriving after its turn looks at it. */
+const STILL_LINE_MS = 10_000;
+
 import type { DispatcherDeps, Planned } from './dispatcher-deps';
 
 /** Whether a planned job is an `ordered` task's, and its queue keeps the order. */
@@ -62,8 +66,12 @@ async function holdKey(deps: DispatcherDeps, queue: QueueConfig, group: readonly
     const numbered = group.filter((p) => p.job.seq !== undefined).sort((a, b) => (a.job.seq as number) - (b.job.seq as number));
     if (numbered.length === 0) return [...unnumbered];
     let order: KeyOrder | undefined = await jobs.keyOrder(task, key ?? '');
-    // Every job above the turn: the line may be behind (a move lost to a crash, a gap) — moved, then looked at again.
-    if ((numbered[0]?.job.seq as number) > order.next) order = await moveOrder(ports, task, key, rule);
+    // Every job after the turn, and the line has not moved for a while: it may be behind (a move
+    // lost to a crash, a gap) — moved, then looked at again. A line that moves is not looked at
+    // on every arrival: the one whose turn comes is sent by the move that gives it.
+    const now = deps.clock.now();
+    if ((numbered[0]?.job.seq as number) > order.next && now - (order.movedAt ?? 0) >= STILL_LINE_MS)
+      order = await moveOrder(ports, task, key, rule);
     if (!order) return [...group];
     const next = order.next;
     const runnable = numbered.filter((p) => (p.job.seq as number) <= next);
@@ -72,9 +80,10 @@ async function holdKey(deps: DispatcherDeps, queue: QueueConfig, group: readonly
     await Promise.all(runnable.map((p) => jobs.tagJob(p.job.id, [tag], p.job.seq as number)));
     if (later.length > 0) {
       await parkLater(deps, queue, later, next, state);
-      // A turn that came while they were parked (the job before them ended meanwhile, its move
-      // missed them) is taken now: the move sends the parked one whose turn it is.
-      await moveOrder(ports, task, key, rule);
+      // A turn that came while they were parked (the job before them ended meanwhile, and its move
+      // read the line before they were in it) is taken now: one read says whether it came.
+      const after = await jobs.keyOrder(task, key ?? '');
+      if (later.some((p) => p.job.seq === after.next)) await moveOrder(ports, task, key, rule);
     }
     return [...unnumbered, ...later];
   } catch (error) {

@@ -85,7 +85,7 @@ export class MemoryJobStore implements JobStore {
   /** The holds of unique keys: `<task> unique <key>` → its hold, as the DynamoDB items are keyed. */
   private readonly holds = new Map<string, UniqueHold>();
   /** Ordered tasks' keys: `<task> <key>` → counter, next and gap note. */
-  private readonly orders = new Map<string, { last: number; next: number; gapAt?: number; gapSince?: number }>();
+  private readonly orders = new Map<string, { last: number; next: number; gapAt?: number; gapSince?: number; movedAt?: number }>();
   private readonly ticks = new Map<string, ScheduleTicks>();
   /** The cancellations item. */
   private cancelRequests: CancelRequests = { version: 0, requests: {} };
@@ -676,23 +676,30 @@ export class MemoryJobStore implements JobStore {
     return this.getMany(ids);
   }
 
-  async takeNumbers(task: string, key: string, count: number): Promise<number> {
+  async takeNumbers(task: string, key: string, count: number, now: number): Promise<number> {
     this.writes += 1;
     const order = this.orderOf(task, key);
     order.last += count;
+    order.movedAt ??= now;
     return order.last;
   }
 
   async keyOrder(task: string, key: string): Promise<KeyOrder> {
-    const { last, next, gapAt, gapSince } = this.orderOf(task, key);
-    return { last, next, ...(gapAt === next && gapSince !== undefined ? { gapSince } : {}) };
+    const { last, next, gapAt, gapSince, movedAt } = this.orderOf(task, key);
+    return {
+      last,
+      next,
+      ...(gapAt === next && gapSince !== undefined ? { gapSince } : {}),
+      ...(movedAt !== undefined ? { movedAt } : {}),
+    };
   }
 
-  async advanceOrder(task: string, key: string, from: number): Promise<boolean> {
+  async advanceOrder(task: string, key: string, from: number, now: number): Promise<boolean> {
     const order = this.orderOf(task, key);
     if (order.next !== from) return false;
     this.writes += 1;
     order.next = from + 1;
+    order.movedAt = now;
     return true;
   }
 
@@ -709,13 +716,10 @@ export class MemoryJobStore implements JobStore {
 
   async lineEntries(tag: string, limit: number): Promise<LineEntry[]> {
     const entries = [...(this.tagged.get(tag) ?? new Map<string, number>())].sort((a, b) => a[1] - b[1]).slice(0, limit);
-    return entries.map(([jobId, at]) => {
-      const record = this.jobs.get(jobId);
-      return { jobId, at, ...(record ? { record: structuredClone(record) } : {}) };
-    });
+    return entries.map(([jobId, at]) => ({ jobId, at }));
   }
 
-  private orderOf(task: string, key: string): { last: number; next: number; gapAt?: number; gapSince?: number } {
+  private orderOf(task: string, key: string): { last: number; next: number; gapAt?: number; gapSince?: number; movedAt?: number } {
     const id = `${task} ${key}`;
     const order = this.orders.get(id) ?? { last: 0, next: 1 };
     this.orders.set(id, order);

@@ -307,3 +307,19 @@ export interface JobLogs {
   readonly ended: boolean;
   readonly lines: readonly JobLogEntry[];
 }
+
+/** One key of a task: what holds it and who waits. */
+export interface KeyView {
+  readonly task: string;
+  readonly key: string;
+  /** Its per-key limit (`limits.per: 'key'`), when the key has an item: running of the limit, waiting parked. */
+  readonly limit?: { readonly running: number; readonly waiting: number; readonly concurrency?: number };
+  /**
+   * Its order (`ordered: true`), when the key has been numbered: the last number taken, the number
+   * whose turn it is, how many numbered jobs have not ended (`last − next + 1`), and since when its
+   * turn has found no job (a gap, skipped after a grace).
+   */
+  readonly order?: { readonly last: number; readonly next: number; readonly pending: number; readonly gapSince?: number };
+  /** Jobs waiting in the key's lines, in the order they will run: each with its place (its number, in an order). */
+  readonly line: ReadonlyArray<{ readonly jobId: string; readonly place: number; readonly number?: number; readonly state?: JobState }>;
+}

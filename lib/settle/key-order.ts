@@ -30,7 +30,7 @@ export const orderTag = (task: string, key: string | undefined) => `~order ${tas
  */
 export const GAP_GRACE_MS = 60_000;
 
-/** Entries of the line read at a time. */
+/** Entries of the line read at a time: one query's page (the turn is at its front once the ended have left). */
 const PAGE = 8;
 
 /** The most numbers one move passes (ended jobs and gaps); the next job to end or arrive moves the rest. */
@@ -67,16 +67,17 @@ export async function moveOrder(
       order = { ...order, next: ended + 1 };
     let entries: LineEntry[] = [];
     for (let moves = 0; moves < MOST_MOVES; moves++) {
-      if (!entries.some((e) => e.at >= order.next)) entries = await jobs.lineEntries(tag, PAGE + Math.max(0, order.next - lowest(entries)));
+      if (!entries.some((e) => e.at >= order.next)) entries = await jobs.lineEntries(tag, PAGE);
+      // Tags below the turn are left behind (a job that ended, a publisher's tag landing after its
+      // job ended, a number's late job): they go, so the line's first page is its front.
       const behind = entries.filter((e) => e.at < order.next);
-      // Tags left behind by ended jobs (a publisher's tag landing after its job ended) go.
-      const stale = behind.filter((e) => !e.record || letsNextRun(e.record, { onFailure: 'continue' }));
-      if (stale.length > 0) await Promise.all(stale.map((e) => jobs.untagJob(e.jobId, [tag])));
-      entries = entries.filter((e) => !stale.includes(e));
+      if (behind.length > 0) await Promise.all(behind.map((e) => jobs.untagJob(e.jobId, [tag])));
+      entries = entries.filter((e) => e.at >= order.next);
       const turn = entries.find((e) => e.at === order.next);
+      const record = turn ? await jobs.get(turn.jobId) : undefined;
       const now = deps.clock.now();
-      if (turn && !letsNextRun(turn.record, rule)) {
-        if (turn.record?.state === 'waiting-key') await sendTurn(deps, turn.record, order.next);
+      if (turn && !letsNextRun(record, rule)) {
+        if (record?.state === 'waiting-key') await sendTurn(deps, record, order.next);
         return order;
       }
       if (!turn) {
@@ -87,19 +88,13 @@ export async function moveOrder(
         deps.logger.warn('an ordered key skipped a number no job arrived with', { key: named(task, key), skipped: order.next });
       }
       if (!(await jobs.advanceOrder(task, k, order.next, now))) return await jobs.keyOrder(task, k);
-      if (turn) await jobs.untagJob(turn.jobId, [tag]);
-      entries = entries.filter((e) => e !== turn);
-      order = { ...order, next: order.next + 1 };
+      order = { ...order, next: order.next + 1, movedAt: now };
     }
     return order;
   } catch (error) {
     deps.logger.warn('an ordered key was not moved; its next job or arrival moves it', { key: named(task, key), error: describe(error) });
     return undefined;
   }
-}
-
-function lowest(entries: readonly LineEntry[]): number {
-  return entries.length > 0 ? Math.min(...entries.map((e) => e.at)) : Number.POSITIVE_INFINITY;
 }
 
 /** Sends the parked job whose turn it is: brought forward (one conditional write: of two movers, one sends it), then sent. */

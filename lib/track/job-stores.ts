@@ -291,7 +291,7 @@ export interface OrderStore {
    * first note for `at` stays. Resolves with when it was first noted, undefined once `next` has moved on.
    */
   noteGap(task: string, key: string, at: number, now: number): Promise<number | undefined>;
-  /** The first `limit` entries of the line `tag`, lowest tagging first, each with its job's record if it has one. */
+  /** The first `limit` entries of the line `tag`, lowest tagging first (one query of the tag index, no record read). */
   lineEntries(tag: string, limit: number): Promise<LineEntry[]>;
 }
 
@@ -303,13 +303,14 @@ export interface KeyOrder {
   readonly next: number;
   /** When a dispatcher first found no job numbered `next` in the key's line (a gap), if one has. */
   readonly gapSince?: number;
+  /** When `next` last moved (or the key was first numbered): a line that has not moved for a while is looked at. */
+  readonly movedAt?: number;
 }
 
-/** One entry of a line in the tag index: the job, its place (the tag's `taggedAt`), and its record if it has one. */
+/** One entry of a line in the tag index: the job and its place (the tag's `taggedAt`). */
 export interface LineEntry {
   readonly jobId: string;
   readonly at: number;
-  readonly record?: JobRecord;
 }
 
 /** The schedules' tick items (lib/dispatch/schedule-turns.ts keeps them): one per schedule. */

@@ -1072,6 +1072,46 @@ export function jobStoreConformance(
         expect(await jobs.oldestByTag(`~line none${unique} k`, 5)).toEqual([]);
       });
 
+      it("keeps an ordered key's counter and turn: numbers taken in blocks, the turn moved only from where it stands, a gap's first sighting kept", async () => {
+        const task = `ordered${++unique}`;
+        expect(await jobs.keyOrder(task, 'k')).toEqual({ last: 0, next: 1 });
+        expect(await jobs.takeNumbers(task, 'k', 3, base)).toBe(3);
+        expect(await jobs.takeNumbers(task, 'k', 1, base + 500)).toBe(4);
+        // Another key of the task, and the empty key (jobs without one), have their own counters.
+        expect(await jobs.takeNumbers(task, '', 2, base)).toBe(2);
+        // The first numbering starts the key's `movedAt`; later ones leave it.
+        expect(await jobs.keyOrder(task, 'k')).toEqual({ last: 4, next: 1, movedAt: base });
+        // Moved from where it stands only: of two movers from 1, one moves it.
+        expect(await jobs.advanceOrder(task, 'k', 1, base + 600)).toBe(true);
+        expect(await jobs.advanceOrder(task, 'k', 1, base + 700)).toBe(false);
+        expect(await jobs.advanceOrder(task, 'k', 3, base + 700)).toBe(false);
+        expect(await jobs.keyOrder(task, 'k')).toEqual({ last: 4, next: 2, movedAt: base + 600 });
+        // A gap at 2: its first sighting stays; none for a number that is not the turn.
+        expect(await jobs.noteGap(task, 'k', 2, base + 1_000)).toBe(base + 1_000);
+        expect(await jobs.noteGap(task, 'k', 2, base + 5_000)).toBe(base + 1_000);
+        expect(await jobs.keyOrder(task, 'k')).toEqual({ last: 4, next: 2, gapSince: base + 1_000, movedAt: base + 600 });
+        expect(await jobs.noteGap(task, 'k', 3, base + 5_000)).toBeUndefined();
+        expect(await jobs.advanceOrder(task, 'k', 2, base + 6_000)).toBe(true);
+        // The next number's gap is its own.
+        expect(await jobs.keyOrder(task, 'k')).toEqual({ last: 4, next: 3, movedAt: base + 6_000 });
+        expect(await jobs.noteGap(task, 'k', 3, base + 7_000)).toBe(base + 7_000);
+      });
+
+      it("reads an ordered key's line lowest number first", async () => {
+        const tag = `~order t${++unique} k`;
+        const [a, b] = [ref(), ref()];
+        await jobs.recordQueued(b, base);
+        await jobs.tagJob(b.jobId, [tag], 2);
+        await jobs.tagJob(a.jobId, [tag], 1);
+        const line = await jobs.lineEntries(tag, 5);
+        expect(line).toEqual([
+          { jobId: a.jobId, at: 1 },
+          { jobId: b.jobId, at: 2 },
+        ]);
+        expect(await jobs.lineEntries(tag, 1)).toHaveLength(1);
+        expect(await jobs.lineEntries(`~order none${unique} k`, 5)).toEqual([]);
+      });
+
       it('brings forward neither a job a sweep holds nor one that is not parked', async () => {
         const held = ref();
         await park(held, base);

@@ -1,5 +1,7 @@
 import { Simulation } from '../../bench/sim/engine';
+import { renderKeyView } from '../../cli/render';
 import { PublishOptionError, TaskDefinitionError } from '../../lib/errors';
+import { keyView } from '../../lib/operate/keys';
 import type { QueueClient, SendEntry } from '../../lib/ports';
 import { GAP_GRACE_MS, orderTag } from '../../lib/settle/key-order';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
@@ -126,6 +128,19 @@ describe('ordered keys (fakes, simulated time)', () => {
         expect(ran).toEqual(['k-0', 'k-1']);
         expect((await w.jobs.get('k-2'))?.state).toBe('waiting-key');
         expect(await w.jobs.keyOrder('apply', 'k')).toMatchObject({ next: 2 });
+        // The key view (`keys show`, the dashboard's key page) says who holds the key and who waits behind it.
+        const view = await keyView({ clock: w.clock, jobs: w.jobs }, 'apply', 'k');
+        expect(view).toEqual({
+          task: 'apply',
+          key: 'k',
+          order: { last: 4, next: 2, pending: 3 },
+          line: [
+            { jobId: 'k-1', place: 1, number: 2, state: 'archived' },
+            { jobId: 'k-2', place: 2, number: 3, state: 'waiting-key' },
+            { jobId: 'k-3', place: 3, number: 4, state: 'waiting-key' },
+          ],
+        });
+        expect(renderKeyView(view)).toMatch(/order: turn at #2, last #4, 3 not ended[\s\S]*1 +#2 +k-1 +archived/);
       }
     }
   });
@@ -135,7 +150,7 @@ describe('ordered keys (fakes, simulated time)', () => {
     const publisher = publisherOn();
     await publisher.publish('apply', { account: 'g' }, { key: 'g', id: 'g-0' });
     // A publisher took number 2 and died before sending it.
-    await w.jobs.takeNumbers('apply', 'g', 1);
+    await w.jobs.takeNumbers('apply', 'g', 1, sim.now());
     for (let i = 1; i <= 3; i++) await publisher.publish('apply', { account: 'g' }, { key: 'g', id: `g-${i}` });
     const from = sim.now();
     await w.run({ forMs: GAP_GRACE_MS / 2 });

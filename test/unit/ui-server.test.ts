@@ -5,6 +5,7 @@ import { cachedFor, serveUi } from '../../dashboard/server/serve';
 import { recentInvocationsOf } from '../../lib/adapters/cloudwatch';
 import { jobRelations } from '../../lib/operate/flow-commands';
 import { payloadDigest } from '../../lib/policy/job-rules';
+import { orderTag } from '../../lib/settle/key-order';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { dashboard, json, parked, running, TOKEN } from '../helpers/dashboard';
 
@@ -336,6 +337,8 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       [`/api/jobs?tag=${'x'.repeat(65)}`, 'expected 1..64 printable ASCII characters'],
       ['/api/jobs?tag=ok&cursor=AAAA', 'cursor'],
       ['/api/flow', 'id: required'],
+      ['/api/key?task=ok', 'key "": a key of 1..128 printable characters'],
+      ['/api/key?key=k', 'task is empty'],
     ])('GET %s → 400 naming the bad value', async (path, named) => {
       const response = await dashboard().get(path);
       expect(response.status).toBe(400);
@@ -388,6 +391,10 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         now: d.w.clock.now(),
       });
       await d.w.sqs.sendBatch(d.ctx.urls.deadLetter.urgent as string, [{ id: '0', body: encodeEnvelope({ task: 'ok', payload: 2 }) }]);
+      // An ordered key's item and line (lib/settle/key-order.ts): three numbered, the turn at #1; #2 the parked job, #3 not yet received.
+      await d.w.jobs.takeNumbers('ok', 'acct 7', 3, d.w.clock.now());
+      await d.w.jobs.tagJob('later', [orderTag('ok', 'acct 7')], 2);
+      await d.w.jobs.tagJob('unseen', [orderTag('ok', 'acct 7')], 3);
 
       // Both queues under an operator's override, so status lists what was overridden.
       for (const queue of ['urgent', 'routine']) await d.ctx.controls?.change(queue, { priority: 50, slaSeconds: 10 }, d.w.clock.now());
@@ -421,6 +428,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
         '/api/jobs/counts': { queue: 'routine' },
         '/api/job': { id: 'a' },
         '/api/flow': { id: 'a' },
+        '/api/key': { task: 'ok', key: 'acct 7' },
         '/api/job/logs': { id: 'a' },
         '/api/archive': {},
         '/api/archive/count': { reason: 'exhausted' },
