@@ -10,7 +10,11 @@
  *   slot reserved and given back, and the look at the key's line when it is;
  * - `parked`: one key under `{ concurrency: 1, per: 'key' }` — nearly every job finds its key full,
  *   is parked in the key's line and sent when the one before it ends;
- * - `unique`: a `unique` task, every job its own key (the hold taken at publish).
+ * - `unique`: a `unique` task, every job its own key (the hold taken at publish);
+ * - `in-turn`: an `ordered` task, every job its own key — each arrives at its key's turn: numbered
+ *   at publish, tagged, run, the turn moved at its end;
+ * - `ordered`: an `ordered` task, all on one key, published at once — nearly every job arrives
+ *   before its turn, is parked in the key's line and sent when the one before it ends.
  *
  * Fairness (the simulation: the dispatcher's own code on the in-memory SQS and stores, a simulated
  * clock, one dispatcher of 24 slots): tenant A publishes `--flood` one-second jobs, then tenants B–J
@@ -59,9 +63,13 @@ const TASKS: Record<string, string> = {
   parked:
     "export default { name: 'parked', queue: 'work', timeLimitSeconds: 10, limits: { concurrency: 1, per: 'key' }, async run() { await new Promise((r) => setTimeout(r, 20)); } };",
   unique: "export default { name: 'unique', queue: 'work', timeLimitSeconds: 10, unique: { for: '10m' }, run() {} };",
+  'in-turn': "export default { name: 'in-turn', queue: 'work', timeLimitSeconds: 10, ordered: true, run() {} };",
+  ordered:
+    "export default { name: 'ordered', queue: 'work', timeLimitSeconds: 10, ordered: true, async run() { await new Promise((r) => setTimeout(r, 20)); } };",
 };
 
-type Workload = 'plain' | 'keyed' | 'parked' | 'unique';
+const WORKLOADS = ['plain', 'keyed', 'parked', 'unique', 'in-turn', 'ordered'] as const;
+type Workload = (typeof WORKLOADS)[number];
 
 async function measureCosts(emulators: { sqsEndpoint: string; dynamodbEndpoint: string }, workDir: string) {
   const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
@@ -93,7 +101,7 @@ async function measureCosts(emulators: { sqsEndpoint: string; dynamodbEndpoint: 
   };
   const measure = async (workload: Workload) => {
     const start = usage(sqsMeter, dynamoMeter);
-    const keyOf = (i: number) => (workload === 'keyed' ? `k${i % 10}` : workload === 'parked' ? 'one' : `u${i}`);
+    const keyOf = (i: number) => (workload === 'keyed' ? `k${i % 10}` : workload === 'parked' || workload === 'ordered' ? 'one' : `u${i}`);
     for (let i = 0; i < jobs; i += 10) {
       await provisioned.publisher.publishBatch(
         Array.from({ length: Math.min(10, jobs - i) }, (_, j) => ({
@@ -108,7 +116,7 @@ async function measureCosts(emulators: { sqsEndpoint: string; dynamodbEndpoint: 
   };
   try {
     const measured = [];
-    for (const w of ['plain', 'keyed', 'parked', 'unique'] as const) measured.push(await measure(w));
+    for (const w of WORKLOADS) measured.push(await measure(w));
     return measured;
   } finally {
     sqs.destroy();

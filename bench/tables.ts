@@ -355,7 +355,10 @@ type FairnessRun = {
 interface KeysDoc extends Recorded {
   readonly jobsPerWorkload: number;
   readonly perRule: Readonly<
-    Record<'keyed' | 'parked' | 'unique', Units & { readonly dollarsPerMillion: number; readonly parksPerJob: number }>
+    Record<
+      'keyed' | 'parked' | 'unique' | 'in-turn' | 'ordered',
+      Units & { readonly dollarsPerMillion: number; readonly parksPerJob: number }
+    >
   >;
   readonly fairness: {
     readonly limits: { readonly perKey: number; readonly total: number };
@@ -1264,6 +1267,8 @@ function keysTable(r: Results): string {
     ['keyed', "a job under `limits: { concurrency, per: 'key' }` that finds room"],
     ['parked', 'a job over its key’s concurrency: parked in its key’s line, sent when the one before it ends'],
     ['unique', 'a job of a `unique` task (the hold taken at publish)'],
+    ['in-turn', 'a job of an `ordered` task that arrives at its key’s turn (numbered, tagged, the turn moved at its end)'],
+    ['ordered', 'a job of an `ordered` task that arrives before its turn: parked in its key’s line, sent when the one before it ends'],
   ];
   const f = doc.fairness;
   const row = (name: string, run: FairnessRun) => [

@@ -1,5 +1,5 @@
 /**
- * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/flow/ID, #/workers, #/events, #/archive, #/publish) over
+ * The dashboard page: hash routes (#/, #/queue/NAME, #/jobs, #/job/ID, #/flow/ID, #/key/TASK?key=K, #/workers, #/events, #/archive, #/publish) over
  * the server's JSON API. Everything that comes from job data is set as text (Preact escapes it);
  * nothing here sets HTML. This file is the shell (header, version picker, the route to its page);
  * each page is a file of pages/.
@@ -13,6 +13,7 @@ import { EventsPage } from './pages/events-page';
 import { FlowPage } from './pages/flow-page';
 import { JobPage } from './pages/job-page';
 import { JobsPageView } from './pages/jobs-page';
+import { KeyPage } from './pages/key-page';
 import { Overview } from './pages/overview-page';
 import { PublishPage } from './pages/publish-page';
 import { QueuePage } from './pages/queue-page';
@@ -40,6 +41,9 @@ function App() {
       break;
     case 'flow':
       page = <FlowPage version={v} id={route.arg} />;
+      break;
+    case 'key':
+      page = <KeyPage version={v} task={route.arg} keyName={route.params.get('key') ?? ''} />;
       break;
     case 'archive':
       page = <ArchivePage meta={meta} version={v} params={route.params} />;

@@ -88,7 +88,8 @@ async function holdKey(deps: DispatcherDeps, queue: QueueConfig, group: readonly
     return [...unnumbered, ...later];
   } catch (error) {
     deps.logger.error('an ordered key could not be read; its jobs come back', { task, key, error: describe(error) });
-    for (const p of group) {
+    // Those already decided (numbered and sent again, parked) keep their decision.
+    for (const p of group.filter((g) => !state.reports.has(g.message.messageId))) {
       state.decide(
         { kind: 'visibility', message: p.message, seconds: CLAIM_RETRY_SECONDS },
         { messageId: p.message.messageId, jobId: p.job.id, task, outcome: 'deferred', attempt: 0 },

@@ -675,6 +675,45 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     await shoot('job-retried');
   });
 
+  it("a key's page shows its order: the archived event holding it, the events waiting behind it in their order; retried, they run in that order", async () => {
+    const flag = join(scratch, 'account-flag');
+    const ids = ['ui-ord-0', 'ui-ord-1', 'ui-ord-2'];
+    for (const [n, id] of ids.entries()) await stack.publisher.publish('account-event', { flag, n }, { id, key: 'acct 9' });
+    await until(async () => (await jobState('ui-ord-0')) === 'archived', 'the first event to be archived');
+    await until(
+      async () => (await jobState('ui-ord-1')) === 'waiting-key' && (await jobState('ui-ord-2')) === 'waiting-key',
+      "the later events to wait in the key's line",
+    );
+    // From a waiting event's page, its key links to the key's page.
+    await page.goto(`${ui.url}#/job/ui-ord-1`);
+    await page.locator('[data-testid="key"]').waitFor();
+    expect(await page.locator('[data-testid="key"]').textContent()).toBe('acct 9 · #2 in its order');
+    await page.click('[data-testid="key"] a');
+    const rows = page.locator('[data-testid="key-line"] tr[data-job]');
+    await until(async () => (await rows.count()) === 3, 'the key line listed');
+    expect(await page.locator('[data-testid="key-turn"]').textContent()).toBe('#1 of #3 · 3 not ended');
+    const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    const states = await Promise.all(ids.map(jobState));
+    expect(shown).toEqual(ids.map((id, i) => [String(i + 1), `#${i + 1}`, id, states[i]]));
+    expect(states).toEqual(['archived', 'waiting-key', 'waiting-key']);
+    await shoot('key-blocked');
+
+    // The account service back, the held event retried from its page: the three run in publish order.
+    writeFileSync(flag, 'up');
+    await page.click('[data-testid="key-line"] a:has-text("ui-ord-0")');
+    await page.click('button:has-text("Retry")');
+    await page.click('[role="dialog"] button:has-text("Confirm")');
+    await until(async () => (await Promise.all(ids.map(jobState))).every((s) => s === 'succeeded'), 'the three events to succeed');
+    const applied = await Promise.all(ids.map(async (id) => (JSON.parse((await ctx.jobs.get(id))?.result ?? '{}') as { at: number }).at));
+    expect(applied).toEqual([...applied].sort((a, b) => a - b));
+    await page.goto(`${ui.url}#/key/account-event?key=${encodeURIComponent('acct 9')}`);
+    await until(
+      async () => (await page.locator('[data-testid="key-turn"]').textContent()) === '#4 of #3 · 0 not ended',
+      'the turn past the last event',
+    );
+    expect(await page.locator('[data-testid="key-line"]').count()).toBe(0);
+  });
+
   it('the job page runs a parked job now (sent to its queue, it runs); a job delayed in SQS says why it cannot be; read-only refuses it', async () => {
     await stack.publisher.publish('greet', { name: 'Now' }, { id: 'ui-run-now', delaySeconds: 3600 });
     // An hour ahead: its message reaches a dispatcher at once, which parks it with its body.

@@ -162,6 +162,23 @@ describe('ordered keys (fakes, simulated time)', () => {
     expect(await w.jobs.keyOrder('apply', 'g')).toMatchObject({ last: 5, next: 6 });
   });
 
+  it("hands a batch back when its key's order cannot be read, and runs it in order once it can", async () => {
+    const { w, book, publisher: publisherOn } = orderedWorld({ fails: () => false });
+    const publisher = publisherOn();
+    for (let i = 0; i < 4; i++) await publisher.publish('apply', { account: 'e' }, { key: 'e', id: `e-${i}` });
+    const read = w.jobs.keyOrder.bind(w.jobs);
+    let refusals = 0;
+    w.jobs.keyOrder = async (task, key) => {
+      if (refusals++ < 2) throw new Error('ProvisionedThroughputExceededException');
+      return read(task, key);
+    };
+    await w.run({ forMs: 120_000 });
+    expect(refusals).toBeGreaterThan(2);
+    expect(firstStarts(book.starts.get('e') ?? [])).toEqual(['e-0', 'e-1', 'e-2', 'e-3']);
+    const handedBack = w.reports.flatMap((r) => r.jobs).filter((j) => j.outcome === 'deferred' && !j.parked);
+    expect(handedBack.length).toBeGreaterThan(0);
+  });
+
   it("numbers another SDK's message (no seq) when it first arrives, and runs it in that order", async () => {
     const { w, book } = orderedWorld({ fails: () => false });
     for (let i = 0; i < 3; i++)

@@ -166,7 +166,10 @@ export function JobPage({ version, id }: { version: string; id: string }) {
         {job.key !== undefined && (
           <>
             <dt>key</dt>
-            <dd data-testid="key">{job.key}</dd>
+            <dd data-testid="key">
+              <a href={href('key', job.task, { key: job.key })}>{job.key}</a>
+              {job.seq !== undefined ? ` · #${job.seq} in its order` : ''}
+            </dd>
           </>
         )}
         {job.duplicateOf !== undefined && (
