@@ -9,7 +9,7 @@ import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expiresAt, orderItemKey } from '../policy/job-rules';
 import type { KeyOrder } from '../track/job-stores';
 import type { DynamoJobTable } from './dynamo-job-table';
-import { Expression, fromItem, isConditionFailure } from './dynamo-values';
+import { Expression, fromItem } from './dynamo-values';
 
 export class DynamoJobOrders {
   constructor(private readonly table: DynamoJobTable) {}
@@ -45,7 +45,7 @@ export class DynamoJobOrders {
   async advanceOrder(task: string, key: string, from: number, now: number): Promise<boolean> {
     const e = new Expression();
     const next = e.name('next');
-    return this.conditional(task, key, e, {
+    return this.table.update(orderItemKey(task, key), e, {
       // A key never moved has no `next`: it stands at 1.
       update: `SET ${next} = ${e.value(from + 1)}, ${e.name('movedAt')} = ${e.value(now)}, ${e.name('expiresAt')} = ${e.value(this.expiry(now))}`,
       condition: from === 1 ? `attribute_not_exists(${next}) OR ${next} = ${e.value(from)}` : `${next} = ${e.value(from)}`,
@@ -57,7 +57,7 @@ export class DynamoJobOrders {
     const next = e.name('next');
     const gapAt = e.name('gapAt');
     const standsAt = at === 1 ? `(attribute_not_exists(${next}) OR ${next} = ${e.value(at)})` : `${next} = ${e.value(at)}`;
-    const noted = await this.conditional(task, key, e, {
+    const noted = await this.table.update(orderItemKey(task, key), e, {
       update: `SET ${gapAt} = ${e.value(at)}, ${e.name('gapSince')} = ${e.value(now)}`,
       condition: `${standsAt} AND (attribute_not_exists(${gapAt}) OR ${gapAt} <> ${e.value(at)})`,
     });
@@ -65,26 +65,6 @@ export class DynamoJobOrders {
     // Noted before (its first sighting stands), or `next` has moved on.
     const order = await this.keyOrder(task, key);
     return order.next === at ? order.gapSince : undefined;
-  }
-
-  private async conditional(task: string, key: string, e: Expression, expr: { update: string; condition: string }): Promise<boolean> {
-    try {
-      const out = await this.table.dynamo.send(
-        new UpdateItemCommand({
-          TableName: this.table.tableName,
-          Key: { jobId: { S: orderItemKey(task, key) } },
-          UpdateExpression: expr.update,
-          ConditionExpression: expr.condition,
-          ReturnConsumedCapacity: 'TOTAL',
-          ...e.params(),
-        }),
-      );
-      this.table.meter(out, 'write');
-      return true;
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      return false;
-    }
   }
 
   private expiry(now: number): number {

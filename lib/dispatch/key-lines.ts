@@ -23,7 +23,7 @@ import { ref } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import type { TaskDefinition } from '../tasks/task';
 import type { LimitStore } from '../track/fleet-limits';
-import type { JobRecord, JobState } from '../track/job-record';
+import type { JobRecord, JobState, ParkRequest } from '../track/job-record';
 import type { JobStore } from '../track/job-stores';
 import { envelopeWithout, pinEnvelope } from '../wire/envelope';
 import type { DispatcherDeps, Planned } from './dispatcher-deps';
@@ -101,42 +101,8 @@ export async function parkInLine(
     toPark.map(async (p, i) => {
       const place = last - toPark.length + 1 + i;
       const runAt = Math.min(now + Math.ceil(Math.max(1, place) / concurrency) * turnMs, now + MAX_SCHEDULE_SECONDS * 1000);
-      const body = pinEnvelope(p.message.body, p.job);
-      if (bodyBytes(body) > MAX_PARKED_BODY_BYTES) {
-        // Larger than a DynamoDB item holds: it waits in its queue as any limited job.
-        unparked.push(p);
-        return;
-      }
-      try {
-        // The tag first: a park without its tag would wait for its due time, a tag without its park is passed over.
-        await jobs.tagJob(p.job.id, [tag], p.job.publishedAt);
-        const parked = await jobs.park({
-          ...ref(deps, queue, p.job),
-          runAt,
-          body,
-          ...(Object.keys(p.message.attributes).length > 0 ? { attributes: p.message.attributes } : {}),
-          workerId: deps.workerId,
-          now,
-          overKeyLimit: concurrency,
-        });
-        const report = { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, attempt: 0 };
-        if (parked.outcome === 'parked') {
-          // Not `limited`: a batch of parked jobs is no held head — the queue's next messages are other keys'.
-          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'deferred', parked: 'key' });
-        } else if (parked.outcome === 'conflict') {
-          decideArchive(deps, queue, state, p.message, p.job, 'id-conflict', conflictError(p.job, parked.record));
-        } else if (isParked(parked.record) && !isDue(parked.record, now)) {
-          // Another copy of its message parked it: this one is not needed.
-          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'duplicate' });
-        } else {
-          // Parked and due: this is the copy its wake (or the sweep) sent, arrived before the sender
-          // marked it handed over. It comes back in a moment and parks then, or runs.
-          unparked.push(p);
-        }
-      } catch (error) {
-        deps.logger.error('a job over its key limit could not be parked; it is handed back', { jobId: p.job.id, error: describe(error) });
-        unparked.push(p);
-      }
+      const at = { tag, place: p.job.publishedAt, runAt, body: pinEnvelope(p.message.body, p.job), as: { overKeyLimit: concurrency } };
+      if ((await parkJobInLine(deps, queue, state, p, at)) === 'unparked') unparked.push(p);
     }),
   );
   if (unparked.length > 0) await limits.parked(line.limitKey, -unparked.length).catch(() => undefined);
@@ -144,6 +110,59 @@ export async function parkInLine(
   // way to, and waking more would park them again. A batch of the key that ended between this batch's
   // reservation and its parks (its look at the line missed them) is made up for by the watch.
   return [...handedBack, ...toPark.filter((p) => unparked.includes(p)).map((p) => ({ p }))];
+}
+
+/**
+ * Tags a job in its key's line at `place` and parks it there with its body (`waiting-key`, its message
+ * deleted), the batch's decision for its message made; `unparked` when it is to be handed back
+ * instead: a body larger than a DynamoDB item holds, the table not answering, or the copy a wake or
+ * the sweep sent arriving before its sender marked it handed over (it comes back in a moment, to
+ * park then, or run).
+ */
+export async function parkJobInLine(
+  deps: Pick<DispatcherDeps, 'clock' | 'logger' | 'workerId' | 'tracking' | 'config' | 'queues' | 'urls'>,
+  queue: QueueConfig,
+  state: BatchState,
+  p: Planned,
+  at: {
+    readonly tag: string;
+    readonly place: number;
+    readonly runAt: number;
+    readonly body: string;
+    readonly as: Pick<ParkRequest, 'overKeyLimit' | 'waitsForTurn'>;
+  },
+): Promise<'decided' | 'unparked'> {
+  const jobs = deps.tracking?.jobs;
+  // Larger than a DynamoDB item holds: it waits in its queue.
+  if (!jobs || bodyBytes(at.body) > MAX_PARKED_BODY_BYTES) return 'unparked';
+  const now = deps.clock.now();
+  try {
+    // The tag first: a park without its tag would wait for its due time, a tag without its park is passed over.
+    await jobs.tagJob(p.job.id, [at.tag], at.place);
+    const parked = await jobs.park({
+      ...ref(deps, queue, p.job),
+      runAt: at.runAt,
+      body: at.body,
+      ...(Object.keys(p.message.attributes).length > 0 ? { attributes: p.message.attributes } : {}),
+      workerId: deps.workerId,
+      now,
+      ...at.as,
+    });
+    const report = { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, attempt: 0 };
+    if (parked.outcome === 'parked') {
+      // Not `limited`: a batch of parked jobs is no held head — the queue's next messages are other keys'.
+      state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'deferred', parked: 'key' });
+    } else if (parked.outcome === 'conflict') {
+      decideArchive(deps, queue, state, p.message, p.job, 'id-conflict', conflictError(p.job, parked.record));
+    } else if (isParked(parked.record) && !isDue(parked.record, now)) {
+      // Another copy of its message parked it: this one is not needed.
+      state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'duplicate' });
+    } else return 'unparked';
+    return 'decided';
+  } catch (error) {
+    deps.logger.error("a job could not be parked in its key's line; it is handed back", { jobId: p.job.id, error: describe(error) });
+    return 'unparked';
+  }
 }
 
 /**

@@ -8,12 +8,11 @@
  */
 import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
-import { bodyBytes } from '../layout/sqs-limits';
-import { MAX_PARKED_BODY_BYTES, MAX_SCHEDULE_SECONDS } from '../policy/due-times';
-import { isDue, isParked } from '../policy/job-rules';
-import { conflictError, decideArchive } from '../settle/decisions';
+import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
+import { MAX_SCHEDULE_SECONDS } from '../policy/due-times';
+import { decideArchive } from '../settle/decisions';
 import { GAP_GRACE_MS, moveOrder, orderTag } from '../settle/key-order';
-import { flowPorts, ref } from '../settle/records';
+import { flowPorts } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import type { OrderWindow } from '../tasks/task';
 import type { KeyOrder } from '../track/job-stores';
@@ -24,6 +23,7 @@ import { CLAIM_RETRY_SECONDS } from './claim';
 const STILL_LINE_MS = 10_000;
 
 import type { DispatcherDeps, Planned } from './dispatcher-deps';
+import { parkJobInLine } from './key-lines';
 
 /** Whether a planned job is an `ordered` task's, and its queue keeps the order. */
 export function isOrdered(deps: DispatcherDeps, queue: QueueConfig, p: Planned): boolean {
@@ -62,7 +62,7 @@ async function holdKey(deps: DispatcherDeps, queue: QueueConfig, group: readonly
   const tag = orderTag(task, key);
   try {
     const unnumbered = group.filter((p) => p.job.seq === undefined);
-    if (unnumbered.length > 0) await numberAndResend(deps, unnumbered, state);
+    if (unnumbered.length > 0) await numberAndResend(deps, queue, unnumbered, state);
     const numbered = group.filter((p) => p.job.seq !== undefined).sort((a, b) => (a.job.seq as number) - (b.job.seq as number));
     if (numbered.length === 0) return [...unnumbered];
     let order: KeyOrder | undefined = await jobs.keyOrder(task, key ?? '');
@@ -105,23 +105,32 @@ async function holdKey(deps: DispatcherDeps, queue: QueueConfig, group: readonly
  * again with its number, its message deleted. A copy of the same job numbered twice (both copies
  * sent again) holds two numbers: the second is a duplicate of the first when its turn comes.
  */
-async function numberAndResend(deps: DispatcherDeps, unnumbered: readonly Planned[], state: BatchState): Promise<void> {
+async function numberAndResend(deps: DispatcherDeps, queue: QueueConfig, unnumbered: readonly Planned[], state: BatchState): Promise<void> {
   const jobs = deps.tracking?.jobs;
   const [first] = unnumbered;
   if (!jobs || !first) return;
   const last = await jobs.takeNumbers(first.def.name, first.job.key ?? '', unnumbered.length, deps.clock.now());
-  unnumbered.forEach((p, i) => {
+  for (const [i, p] of unnumbered.entries()) {
     const seq = last - unnumbered.length + 1 + i;
     const copy = {
       id: p.message.messageId,
       body: withSeq(pinEnvelope(p.message.body, p.job), seq),
       ...(Object.keys(p.message.attributes).length > 0 ? { attributes: p.message.attributes } : {}),
     };
+    if (messageBytes(copy.body, copy.attributes) > SQS_MESSAGE_LIMIT_BYTES) {
+      // At SQS's limit already: with its number it could not be sent again (its number is a gap, skipped after the grace).
+      decideArchive(deps, queue, state, p.message, p.job, 'malformed', {
+        type: 'EnvelopeError',
+        code: 'bad-seq',
+        message: `no seq, and numbered it would be ${messageBytes(copy.body, copy.attributes)} bytes, over SQS's ${SQS_MESSAGE_LIMIT_BYTES}: an ordered task's message from another SDK must leave room for its number`,
+      });
+      return;
+    }
     state.decide(
       { kind: 'requeue', message: p.message, copy },
       { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, outcome: 'deferred', attempt: 0, requeued: true },
     );
-  });
+  }
 }
 
 /**
@@ -137,47 +146,24 @@ async function parkLater(
   next: number,
   state: BatchState,
 ): Promise<void> {
-  const jobs = deps.tracking?.jobs;
-  if (!jobs) return;
   const now = deps.clock.now();
   await Promise.all(
     later.map(async (p) => {
       const seq = p.job.seq as number;
-      const tag = orderTag(p.def.name, p.job.key);
-      const report = { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, attempt: 0 };
-      const handBack = () =>
-        state.decide({ kind: 'visibility', message: p.message, seconds: CLAIM_RETRY_SECONDS }, { ...report, outcome: 'deferred' });
-      const body = withSeq(pinEnvelope(p.message.body, p.job), seq);
-      if (bodyBytes(body) > MAX_PARKED_BODY_BYTES) return handBack();
       const place = Math.min(seq - next, 1_000);
       const runAt = Math.min(now + GAP_GRACE_MS + place * 1_000, now + MAX_SCHEDULE_SECONDS * 1000);
-      try {
-        await jobs.tagJob(p.job.id, [tag], seq);
-        const parked = await jobs.park({
-          ...ref(deps, queue, p.job),
-          runAt,
-          body,
-          ...(Object.keys(p.message.attributes).length > 0 ? { attributes: p.message.attributes } : {}),
-          workerId: deps.workerId,
-          now,
-          waitsForTurn: next,
-        });
-        if (parked.outcome === 'parked') {
-          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'deferred', parked: 'key' });
-        } else if (parked.outcome === 'conflict') {
-          decideArchive(deps, queue, state, p.message, p.job, 'id-conflict', conflictError(p.job, parked.record));
-        } else if (isParked(parked.record) && !isDue(parked.record, now)) {
-          // Another copy of its message parked it: this one is not needed.
-          state.decide({ kind: 'delete', message: p.message }, { ...report, outcome: 'duplicate' });
-        } else {
-          // Sent by a move and not yet handed over, or further along (running, ended): it comes
-          // back in a moment, to run, park, or be stopped by its claim.
-          handBack();
-        }
-      } catch (error) {
-        deps.logger.error('a job waiting for its turn could not be parked; it is handed back', { jobId: p.job.id, error: describe(error) });
-        handBack();
-      }
+      const at = {
+        tag: orderTag(p.def.name, p.job.key),
+        place: seq,
+        runAt,
+        body: withSeq(pinEnvelope(p.message.body, p.job), seq),
+        as: { waitsForTurn: next },
+      };
+      if ((await parkJobInLine(deps, queue, state, p, at)) === 'decided') return;
+      state.decide(
+        { kind: 'visibility', message: p.message, seconds: CLAIM_RETRY_SECONDS },
+        { messageId: p.message.messageId, jobId: p.job.id, task: p.def.name, outcome: 'deferred', attempt: 0 },
+      );
     }),
   );
 }

@@ -1,6 +1,7 @@
 import { Simulation } from '../../bench/sim/engine';
 import { renderKeyView } from '../../cli/render';
 import { PublishOptionError, TaskDefinitionError } from '../../lib/errors';
+import { SQS_MESSAGE_LIMIT_BYTES } from '../../lib/layout/sqs-limits';
 import { keyView } from '../../lib/operate/keys';
 import type { QueueClient, SendEntry } from '../../lib/ports';
 import { GAP_GRACE_MS, orderTag } from '../../lib/settle/key-order';
@@ -186,6 +187,21 @@ describe('ordered keys (fakes, simulated time)', () => {
     await w.run({ forMs: 120_000 });
     expect(firstStarts(book.starts.get('r') ?? [])).toEqual(['raw-0', 'raw-1', 'raw-2']);
     expect((await w.jobs.get('raw-1'))?.seq).toBe(2);
+    // One at SQS's limit already, that its number would push over: archived saying so, not looped on.
+    const filler = 'x'.repeat(SQS_MESSAGE_LIMIT_BYTES - 120);
+    const full = encodeEnvelope({ task: 'apply', id: 'full', key: 'r', payload: { account: 'r', filler } });
+    const padded = encodeEnvelope({
+      task: 'apply',
+      id: 'full',
+      key: 'r',
+      payload: { account: 'r', filler: filler + 'x'.repeat(SQS_MESSAGE_LIMIT_BYTES - Buffer.byteLength(full)) },
+    });
+    expect(Buffer.byteLength(padded)).toBe(SQS_MESSAGE_LIMIT_BYTES);
+    await w.send('urgent', padded);
+    await w.run({ forMs: 10_000 });
+    const archived = w.reports.flatMap((r) => r.jobs).find((j) => j.outcome === 'archived');
+    expect(archived).toMatchObject({ reason: 'malformed' });
+    expect(book.starts.get('r')).toHaveLength(3);
   });
 
   it('refuses an ordered task or job where the order cannot hold, naming the field', async () => {
