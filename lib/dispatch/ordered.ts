@@ -9,9 +9,8 @@
 import type { QueueConfig } from '../config/app-config';
 import { describe } from '../errors';
 import { messageBytes, SQS_MESSAGE_LIMIT_BYTES } from '../layout/sqs-limits';
-import { MAX_SCHEDULE_SECONDS } from '../policy/due-times';
 import { decideArchive } from '../settle/decisions';
-import { GAP_GRACE_MS, moveOrder, orderTag } from '../settle/key-order';
+import { moveOrder, orderTag, turnDueAt, turnMsOf } from '../settle/key-order';
 import { flowPorts } from '../settle/records';
 import type { BatchState } from '../settle/settle';
 import type { OrderWindow } from '../tasks/task';
@@ -150,8 +149,7 @@ async function parkLater(
   await Promise.all(
     later.map(async (p) => {
       const seq = p.job.seq as number;
-      const place = Math.min(seq - next, 1_000);
-      const runAt = Math.min(now + GAP_GRACE_MS + place * 1_000, now + MAX_SCHEDULE_SECONDS * 1000);
+      const runAt = turnDueAt(now, seq - next, turnMsOf(p.def.timeLimitSeconds, deps.config.dispatcher));
       const at = {
         tag: orderTag(p.def.name, p.job.key),
         place: seq,

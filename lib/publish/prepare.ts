@@ -19,7 +19,8 @@ import { bodyBytes } from '../layout/sqs-limits';
 import { publishTiming } from '../policy/due-times';
 import { jobPayloadDigest } from '../policy/job-rules';
 import type { SendEntry } from '../ports';
-import type { DebounceWindow, TaskDefinition, UniqueWindow } from '../tasks/task';
+import { turnMsOf } from '../settle/key-order';
+import type { DebounceWindow, OrderWindow, TaskDefinition, UniqueWindow } from '../tasks/task';
 import type { PublishSpan, TraceOptions } from '../trace/producer';
 import type { JobRef } from '../track/job-record';
 import {
@@ -57,8 +58,8 @@ export interface Prepared {
   readonly unique?: UniqueWindow;
   /** Its task's `debounce` rule, when the job has a key to debounce. */
   readonly debounce?: DebounceWindow;
-  /** Its task is `ordered`: the job takes its key's next number before it is sent. */
-  readonly ordered?: true;
+  /** Its task is `ordered`: the job takes its key's next number before it is sent; `turnMs`, the most one job holds the key. */
+  readonly ordered?: { readonly turnMs: number; readonly rule: OrderWindow };
   /** Its number in its key's order, once taken. */
   readonly seq?: number;
   readonly awaits?: number;
@@ -168,7 +169,7 @@ export function prepare(ctx: PublishContext, item: PublishItem, index: number, n
     ...(options.key !== undefined ? { key: options.key } : {}),
     ...(options.key !== undefined && def?.unique ? { unique: def.unique } : {}),
     ...(debounce ? { debounce } : {}),
-    ...(def?.ordered ? { ordered: true as const } : {}),
+    ...(def?.ordered ? { ordered: { turnMs: turnMsOf(def.timeLimitSeconds, ctx.config.dispatcher), rule: def.ordered } } : {}),
     ...(options.awaits !== undefined ? { awaits: options.awaits } : {}),
     ...(offload ? { offload } : {}),
     ...(timing.expiresAt !== undefined ? { expiresAt: timing.expiresAt } : {}),

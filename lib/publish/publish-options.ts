@@ -97,7 +97,10 @@ export interface PublishItem<P = unknown> {
 export interface Published {
   /** The job's id; when `deduplicated`, the id of the job it joined. */
   readonly jobId: string;
-  /** The SQS message id; empty when `deduplicated` (nothing was sent). */
+  /**
+   * The SQS message id; empty when nothing was sent: `deduplicated`, `debounced`, or a job of an
+   * `ordered` task published after its key's turn, parked in the key's line until its turn comes.
+   */
   readonly messageId: string;
   readonly queue: string;
   /** When the job may start, for jobs published to run later (epoch ms). */

@@ -11,12 +11,12 @@ import { MAX_DEBOUNCED_BODY_BYTES } from '../policy/debounce-rules';
 import type { QueueUrls } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import { publishDebounced } from '../settle/debounce-cycles';
-import { orderTag } from '../settle/key-order';
 import { holdUniqueKey } from '../settle/unique-holds';
 import type { DebounceWindow, UniqueWindow } from '../tasks/task';
 import type { PublishSpan } from '../trace/producer';
-import { encodeEnvelope, MAX_BODY_BYTES, withSeq } from '../wire/envelope';
+import { encodeEnvelope, MAX_BODY_BYTES } from '../wire/envelope';
 import { recordAhead, recordSent, remember } from './job-records';
+import { numberOrdered, parkBeforeTurn, tagOrdered, takeTurnsCome } from './ordered-publish';
 import { type Prepared, prepare } from './prepare';
 import type { PublishContext } from './publish-context';
 import { checkDependencies } from './publish-flows';
@@ -46,9 +46,11 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
     throw error;
   }
   const joined = [...deduplicated, ...debounced.joined];
+  // An ordered key's jobs after its turn wait parked in the jobs table, not in the queue.
+  const { parked, toSend } = await parkBeforeTurn(ctx, prepared, now);
   const sent: Array<Published & { index: number }> = [];
   const failed: FailedPublish[] = [];
-  for (const group of groupByQueue(prepared)) {
+  for (const group of groupByQueue(toSend)) {
     for (const batch of chunkBySize(group)) {
       const url = urls.queues[batch[0]?.queue.name as string] as string;
       const result = await callWithEntryRetries(
@@ -74,7 +76,8 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
   }
   sent.sort((a, b) => a.index - b.index);
   await tagOrdered(ctx, prepared, sent);
-  remember(ctx, prepared, sent, now);
+  await takeTurnsCome(ctx, parked, urls);
+  remember(ctx, prepared, [...sent, ...parked], now);
   await recordSent(ctx, prepared, sent, now);
   if (failed.length > 0) {
     // A key taken for a job that was not sent is let go, so the next publish of it is sent.
@@ -84,7 +87,8 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
     );
     throw new PublishBatchError(failed, sent);
   }
-  return [...sent, ...joined].sort((a, b) => a.index - b.index).map(({ index: _index, ...published }) => published);
+  const waiting = parked.map((p) => ({ index: p.index, jobId: p.jobId, messageId: '', queue: p.queue.name }));
+  return [...sent, ...waiting, ...joined].sort((a, b) => a.index - b.index).map(({ index: _index, ...published }) => published);
 }
 
 /**
@@ -192,52 +196,6 @@ async function debounceKeys(
     throw error;
   }
   return { opened, joined };
-}
-
-/**
- * The items of `ordered` tasks take their key's next numbers, one write per key for the batch's
- * items of it (in item order), and carry them in their envelopes (`seq`). Taken before the send: a
- * number whose send fails is a gap its key's line skips after a grace (lib/settle/key-order.ts).
- */
-async function numberOrdered(ctx: PublishContext, prepared: readonly Prepared[], now: number): Promise<Prepared[]> {
-  if (!prepared.some((p) => p.ordered)) return [...prepared];
-  const jobs = ctx.jobStore();
-  const byKey = new Map<string, Prepared[]>();
-  for (const p of prepared) if (p.ordered) byKey.set(`${p.task} ${p.key ?? ''}`, [...(byKey.get(`${p.task} ${p.key ?? ''}`) ?? []), p]);
-  const numbers = new Map<Prepared, number>();
-  await Promise.all(
-    [...byKey.values()].map(async (items) => {
-      const [first] = items;
-      if (!first) return;
-      const last = await jobs.takeNumbers(first.task, first.key ?? '', items.length, now);
-      for (const [i, p] of items.entries()) numbers.set(p, last - items.length + 1 + i);
-    }),
-  );
-  return prepared.map((p) => {
-    const seq = numbers.get(p);
-    if (seq === undefined) return p;
-    const body = withSeq(p.entry.body, seq);
-    const bytes = bodyBytes(body);
-    if (bytes > MAX_BODY_BYTES) throw new MessageTooLargeError(p.task, bytes, MAX_BODY_BYTES);
-    return { ...p, seq, entry: { ...p.entry, body }, bytes };
-  });
-}
-
-/**
- * The sent items of `ordered` tasks join their key's line (the tag index, at their number): its
- * check for gaps then knows the job was sent, however long it waits in its queue. After the send,
- * so a line never holds a number whose message was not sent. Best effort: the dispatcher tags the
- * job again when it receives it.
- */
-async function tagOrdered(
-  ctx: PublishContext,
-  prepared: readonly Prepared[],
-  sent: ReadonlyArray<{ readonly index: number }>,
-): Promise<void> {
-  const numbered = prepared.filter((p) => p.seq !== undefined && sent.some((s) => s.index === p.index));
-  if (numbered.length === 0) return;
-  const jobs = ctx.jobStore();
-  await Promise.allSettled(numbered.map((p) => jobs.tagJob(p.jobId, [orderTag(p.task, p.key)], p.seq as number)));
 }
 
 /**

@@ -10,7 +10,9 @@
  * to a crash is made by the next job of the key to arrive (the parked ones come back by their due
  * times), so the line never waits on a dead dispatcher for longer than that.
  */
+import { taskNeedMs } from '../deadlines';
 import { describe } from '../errors';
+import { MAX_SCHEDULE_SECONDS } from '../policy/due-times';
 import { orderItemKey } from '../policy/job-rules';
 import type { OrderWindow, TaskRegistry } from '../tasks/task';
 import type { JobRecord, JobState } from '../track/job-record';
@@ -29,6 +31,21 @@ export const orderTag = (task: string, key: string | undefined) => `~order ${tas
  * still waits in its queue (it runs when it arrives, after the jobs numbered above it).
  */
 export const GAP_GRACE_MS = 60_000;
+
+/**
+ * The latest a job `place` numbers after its key's turn waits parked should no move send it: a
+ * gap's grace, or as many turns as stand before it (a turn: the most one job of the task holds its
+ * key — its time limit, the kill grace and the settle margin), so a long line does not come back
+ * through its queue again and again while it moves.
+ */
+export function turnDueAt(now: number, place: number, turnMs: number): number {
+  return Math.min(now + Math.max(GAP_GRACE_MS, Math.min(place, 10_000) * turnMs), now + MAX_SCHEDULE_SECONDS * 1000);
+}
+
+/** The most one job of a task holds its key's turn: its time limit and kill grace, and the settle margin. */
+export function turnMsOf(timeLimitSeconds: number, dispatcher: { readonly killGraceMs: number; readonly settleMarginMs: number }): number {
+  return taskNeedMs(timeLimitSeconds, dispatcher.killGraceMs) + dispatcher.settleMarginMs;
+}
 
 /** Entries of the line read at a time: one query's page (the turn is at its front once the ended have left). */
 const PAGE = 8;

@@ -89,15 +89,18 @@ function orderedWorld(options: { onFailure?: 'continue' | 'block'; fails: (id: s
 }
 
 describe('ordered keys (fakes, simulated time)', () => {
-  it('runs each key one job at a time in publish order, though its messages arrive shuffled and some fail once', async () => {
+  it('runs each key one job at a time in publish order, though its numbered messages arrive shuffled and some fail once', async () => {
     const failOnce = new Set(['a1-3', 'a2-0', 'a4-19', 'a0-7', 'a3-11']);
-    const { w, book, publisher: publisherOn } = orderedWorld({ fails: (id, attempt) => failOnce.has(id) && attempt === 1 });
-    const { kept, publisher } = capturing(w, publisherOn);
+    const { w, book } = orderedWorld({ fails: (id, attempt) => failOnce.has(id) && attempt === 1 });
     const accounts = ['a0', 'a1', 'a2', 'a3', 'a4'];
-    for (let i = 0; i < 20; i++)
-      for (const account of accounts) await publisher.publish('apply', { account }, { key: account, id: `${account}-${i}` });
-    expect(kept).toHaveLength(100);
-    for (const { entry } of shuffled(kept)) await w.send('urgent', entry.body);
+    // Numbered as a publisher numbers them, every message sent (none parked at publish), delivered in shuffled order.
+    const bodies: string[] = [];
+    for (const account of accounts) {
+      const last = await w.jobs.takeNumbers('apply', account, 20, w.clock.now());
+      for (let i = 0; i < 20; i++)
+        bodies.push(encodeEnvelope({ task: 'apply', id: `${account}-${i}`, key: account, seq: last - 19 + i, payload: { account } }));
+    }
+    for (const body of shuffled(bodies)) await w.send('urgent', body);
     await w.run({ forMs: 1_800_000 });
     expect(book.overlaps()).toBe(0);
     for (const account of accounts) {
@@ -106,7 +109,7 @@ describe('ordered keys (fakes, simulated time)', () => {
       // A failing job held its key: its retry started right after its first attempt, before the next job.
       for (const id of failOnce) if (id.startsWith(`${account}-`)) expect(ids[ids.indexOf(id) + 1]).toBe(id);
     }
-    const records = await Promise.all(kept.map((k) => w.jobs.get((JSON.parse(k.entry.body) as { id: string }).id)));
+    const records = await Promise.all(bodies.map((b) => w.jobs.get((JSON.parse(b) as { id: string }).id)));
     expect(records.every((r) => r?.state === 'succeeded')).toBe(true);
     expect(records.filter((r) => r?.history.some((h) => h.what === 'waiting-key')).length).toBeGreaterThan(50);
     // Every key's line is left empty and its turn past its last job.
@@ -114,6 +117,31 @@ describe('ordered keys (fakes, simulated time)', () => {
       expect(await w.jobs.lineEntries(orderTag('apply', account), 5)).toEqual([]);
       expect(await w.jobs.keyOrder('apply', account)).toMatchObject({ last: 20, next: 21 });
     }
+  });
+
+  it("the publisher sends a key's turn and parks the rest in its line: one message per key, the jobs in publish order", async () => {
+    const { w, book, publisher: publisherOn } = orderedWorld({ fails: () => false });
+    const { kept, publisher } = capturing(w, publisherOn);
+    const accounts = ['b0', 'b1', 'b2'];
+    const published = [];
+    for (const account of accounts)
+      published.push(
+        ...(await publisher.publishBatch(
+          Array.from({ length: 10 }, (_, i) => ({ task: 'apply', payload: { account }, options: { key: account, id: `${account}-${i}` } })),
+        )),
+      );
+    // One message per key (its turn); the other nine of each parked, with no message id.
+    expect(kept.map((k) => (JSON.parse(k.entry.body) as { id: string }).id)).toEqual(['b0-0', 'b1-0', 'b2-0']);
+    expect(published.filter((p) => p.messageId === '')).toHaveLength(27);
+    expect((await w.jobs.get('b1-4'))?.state).toBe('waiting-key');
+    for (const { entry } of kept) await w.send('urgent', entry.body);
+    await w.run({ forMs: 600_000 });
+    for (const account of accounts)
+      expect(firstStarts(book.starts.get(account) ?? [])).toEqual(Array.from({ length: 10 }, (_, i) => `${account}-${i}`));
+    // Each parked job was sent once, by the end of the one before it: none came back by its due time.
+    const b5 = await w.jobs.get('b2-5');
+    expect(b5?.history.map((h) => h.what)).toEqual(['waiting-key', 'scheduled', 'queued', 'started', 'succeeded']);
+    expect(b5?.history[1]?.detail).toMatch(/^its turn came \(#6 of its key\)/);
   });
 
   it("onFailure 'continue' runs the next job once the failing one is archived; 'block' holds the key", async () => {
