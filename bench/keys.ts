@@ -13,8 +13,8 @@
  * - `unique`: a `unique` task, every job its own key (the hold taken at publish);
  * - `in-turn`: an `ordered` task, every job its own key — each arrives at its key's turn: numbered
  *   at publish, tagged, run, the turn moved at its end;
- * - `ordered`: an `ordered` task, all on one key, published at once — nearly every job arrives
- *   before its turn, is parked in the key's line and sent when the one before it ends.
+ * - `ordered`: an `ordered` task, all on one key, published at once — the publisher sends the
+ *   first and parks the others in the key's line, each sent when the one before it ends.
  *
  * Fairness (the simulation: the dispatcher's own code on the in-memory SQS and stores, a simulated
  * clock, one dispatcher of 24 slots): tenant A publishes `--flood` one-second jobs, then tenants B–J

@@ -1268,7 +1268,7 @@ function keysTable(r: Results): string {
     ['parked', 'a job over its key’s concurrency: parked in its key’s line, sent when the one before it ends'],
     ['unique', 'a job of a `unique` task (the hold taken at publish)'],
     ['in-turn', 'a job of an `ordered` task that arrives at its key’s turn (numbered, tagged, the turn moved at its end)'],
-    ['ordered', 'a job of an `ordered` task that arrives before its turn: parked in its key’s line, sent when the one before it ends'],
+    ['ordered', 'a job of an `ordered` task published behind its key’s turn: parked by the publisher, sent when the one before it ends'],
   ];
   const f = doc.fairness;
   const row = (name: string, run: FairnessRun) => [

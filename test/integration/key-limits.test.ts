@@ -9,6 +9,7 @@ import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { KeysView } from '../../lib/operate/keys';
 import type { JobRecord } from '../../lib/track/job-record';
+import { killDispatchers } from '../chaos/helpers/kills';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
 import { cli } from '../helpers/cli';
 import { eventually } from '../helpers/run';
@@ -76,17 +77,8 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
   for (const tenant of SMALL) ids.push(...(await publish(tenant, EACH, 1_000)).map((p) => p.jobId));
 
   // A dispatcher SIGKILLed every 8 s, eight times (dev starts its replacement), the kill time kept per process.
-  const killedAt = new Map<number, number>();
-  let kills = 0;
-  const killer = setInterval(() => {
-    if (kills >= KILLS) return;
-    const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined);
-    const victim = alive[Math.floor(Math.random() * alive.length)];
-    if (!victim?.pid) return;
-    killedAt.set(victim.pid, Date.now());
-    victim.kill('SIGKILL');
-    kills += 1;
-  }, 8_000);
+  const killer = killDispatchers(local, 8_000, KILLS);
+  const killedAt = killer.killedAt;
   // `taskworker keys` shows the flood's key as the busiest: at most its 2 running, the rest in its line.
   const saved = { ...process.env };
   Object.assign(process.env, local.env);
@@ -113,7 +105,7 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
   try {
     done = await until(async () => (await records()).filter((r) => r.state === 'succeeded').length === ids.length, 240_000, 2_000);
   } finally {
-    clearInterval(killer);
+    killer.stop();
   }
   if (!done) {
     const left = (await records()).filter((r) => r.state !== 'succeeded');
@@ -133,10 +125,10 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
     };
     const stuck = left.filter((r) => r.state === 'running').map((r) => r.history.slice(-4));
     throw new Error(
-      `not all succeeded (${kills} kills): ${JSON.stringify([...by])} ${JSON.stringify(depths)} stuck ${JSON.stringify(stuck)} items ${JSON.stringify(item)} line ${JSON.stringify(tags)}`,
+      `not all succeeded (${killer.kills()} kills): ${JSON.stringify([...by])} ${JSON.stringify(depths)} stuck ${JSON.stringify(stuck)} items ${JSON.stringify(item)} line ${JSON.stringify(tags)}`,
     );
   }
-  expect(kills).toBeGreaterThanOrEqual(3);
+  expect(killer.kills()).toBeGreaterThanOrEqual(3);
   const runs = runsOf(await scanAll(local.dynamo, table), killedAt);
   const most = mostAtOnce(runs);
   // The limits held every moment, and were reached (a test that could not see them broken would not).

@@ -9,6 +9,7 @@
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { orderTag } from '../../lib/settle/key-order';
 import type { JobRecord } from '../../lib/track/job-record';
+import { killDispatchers } from '../chaos/helpers/kills';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
 
 const ACCOUNTS = Number(process.env.ORDERED_ACCOUNTS ?? 20);
@@ -63,17 +64,8 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
     );
     ids.push(...published.flat().map((p) => p.jobId));
   }
-  const killedAt = new Map<number, number>();
-  let kills = 0;
-  const killer = setInterval(() => {
-    if (kills >= KILLS) return;
-    const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined);
-    const victim = alive[Math.floor(Math.random() * alive.length)];
-    if (!victim?.pid) return;
-    killedAt.set(victim.pid, Date.now());
-    victim.kill('SIGKILL');
-    kills += 1;
-  }, 6_000);
+  const killer = killDispatchers(local, 6_000, KILLS);
+  const killedAt = killer.killedAt;
   const records = async () =>
     (await scanAll(local.dynamo, local.tables.jobs)).filter((r) => ids.includes(String(r.jobId))) as unknown as JobRecord[];
   // Done when every account's turn is past its last event: one read per account (a scan of the jobs
@@ -87,7 +79,7 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
       3_000,
     );
   } finally {
-    clearInterval(killer);
+    killer.stop();
   }
   if (!done) {
     const left = (await records()).filter((r) => r.state !== 'succeeded');
@@ -95,10 +87,10 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
     for (const r of left) by.set(r.state, (by.get(r.state) ?? 0) + 1);
     const orders = (await scanAll(local.dynamo, local.tables.jobs)).filter((r) => String(r.jobId).includes(' order ')).slice(0, 5);
     throw new Error(
-      `not all succeeded (${kills} kills): ${JSON.stringify([...by])} first left ${JSON.stringify(left.slice(0, 3).map((r) => r.history.slice(-3)))} orders ${JSON.stringify(orders)}`,
+      `not all succeeded (${killer.kills()} kills): ${JSON.stringify([...by])} first left ${JSON.stringify(left.slice(0, 3).map((r) => r.history.slice(-3)))} orders ${JSON.stringify(orders)}`,
     );
   }
-  expect(kills).toBeGreaterThanOrEqual(2);
+  expect(killer.kills()).toBeGreaterThanOrEqual(2);
   const runs = runsOf(await scanAll(local.dynamo, table), killedAt);
   for (const account of accounts) {
     const mine = runs.filter((r) => r.account === account).sort((x, y) => x.start - y.start);
