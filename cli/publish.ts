@@ -105,7 +105,8 @@ export async function publishCommand(argv: string[]): Promise<void> {
   else if (published.debounced) process.stdout.write(`${debouncedLine(task, key as string, version, published)}\n`);
   else
     process.stdout.write(
-      `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, message ${published.messageId}` +
+      `published ${task} to ${published.queue} (version ${version}): job ${published.jobId}, ` +
+        `${published.inLine ? `waiting in key ${JSON.stringify(key)}'s line for its turn (sent when the job before it ends)` : `message ${published.messageId}`}` +
         `${published.runAt !== undefined ? `, due ${new Date(published.runAt).toISOString()}` : ''}` +
         `${expiresAt !== undefined ? `, expires ${expiresAt.toISOString()}` : ''}` +
         `${flow.dependsOn ? `, waiting for ${flow.dependsOn.length} job(s)` : ''}${flow.tags ? `, tagged ${flow.tags.join(', ')}` : ''}\n`,

@@ -114,6 +114,11 @@ export interface Published {
    * is sent, due `period` later.
    */
   readonly debounced?: true;
+  /**
+   * True when the job (an `ordered` task's, published behind its key's turn) was parked in its key's
+   * line rather than sent: it is sent when the job before it ends. `messageId` is then empty.
+   */
+  readonly inLine?: true;
 }
 
 export type PublisherOptions = {

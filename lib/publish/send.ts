@@ -87,7 +87,7 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
     );
     throw new PublishBatchError(failed, sent);
   }
-  const waiting = parked.map((p) => ({ index: p.index, jobId: p.jobId, messageId: '', queue: p.queue.name }));
+  const waiting = parked.map((p) => ({ index: p.index, jobId: p.jobId, messageId: '', queue: p.queue.name, inLine: true as const }));
   return [...sent, ...waiting, ...joined].sort((a, b) => a.index - b.index).map(({ index: _index, ...published }) => published);
 }
 

@@ -132,7 +132,7 @@ describe('ordered keys (fakes, simulated time)', () => {
       );
     // One message per key (its turn); the other nine of each parked, with no message id.
     expect(kept.map((k) => (JSON.parse(k.entry.body) as { id: string }).id)).toEqual(['b0-0', 'b1-0', 'b2-0']);
-    expect(published.filter((p) => p.messageId === '')).toHaveLength(27);
+    expect(published.filter((p) => p.messageId === '' && p.inLine)).toHaveLength(27);
     expect((await w.jobs.get('b1-4'))?.state).toBe('waiting-key');
     for (const { entry } of kept) await w.send('urgent', entry.body);
     await w.run({ forMs: 600_000 });
