@@ -9,7 +9,7 @@ import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import type { KeysView } from '../../lib/operate/keys';
 import type { JobRecord } from '../../lib/track/job-record';
-import { killDispatchers } from '../chaos/helpers/kills';
+import { killDispatchers, type LoggedRun, runsOf } from '../chaos/helpers/kills';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
 import { cli } from '../helpers/cli';
 import { eventually } from '../helpers/run';
@@ -26,23 +26,7 @@ afterEach(async () => {
   stack = undefined;
 });
 
-type Run = { job: string; tenant: string; pid: number; start: number; end: number };
-
-/** Each run from the effects log; a run without its end ended when its process was killed. */
-function runsOf(effects: ReadonlyArray<Record<string, unknown>>, killedAt: ReadonlyMap<number, number>): Run[] {
-  const byPk = new Map(effects.map((e) => [String(e.pk), e]));
-  const runs: Run[] = [];
-  for (const [pk, e] of byPk) {
-    const m = /^(.+)#run#(\d+)#(\d+)#start$/.exec(pk);
-    if (!m) continue;
-    const start = JSON.parse(String(e.value)) as { tenant: string; at: number; pid: number };
-    const end = byPk.get(pk.replace(/#start$/, '#end'));
-    const endAt = end ? (JSON.parse(String(end.value)) as { at: number }).at : killedAt.get(start.pid);
-    if (endAt === undefined) throw new Error(`run ${pk} has no end and its process ${start.pid} was not killed`);
-    runs.push({ job: m[1] as string, tenant: start.tenant, pid: start.pid, start: start.at, end: endAt });
-  }
-  return runs;
-}
+type Run = LoggedRun<{ tenant: string }>;
 
 /** The most runs at once, overall and per tenant (an end before a start at the same ms). */
 function mostAtOnce(runs: readonly Run[]): { all: number; perTenant: Map<string, number> } {
@@ -129,7 +113,7 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
     );
   }
   expect(killer.kills()).toBeGreaterThanOrEqual(3);
-  const runs = runsOf(await scanAll(local.dynamo, table), killedAt);
+  const runs: Run[] = runsOf(await scanAll(local.dynamo, table), killedAt);
   const most = mostAtOnce(runs);
   // The limits held every moment, and were reached (a test that could not see them broken would not).
   expect(most.all).toBeLessThanOrEqual(6);

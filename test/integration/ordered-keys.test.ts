@@ -9,7 +9,7 @@
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { orderTag } from '../../lib/settle/key-order';
 import type { JobRecord } from '../../lib/track/job-record';
-import { killDispatchers } from '../chaos/helpers/kills';
+import { killDispatchers, type LoggedRun, runsOf } from '../chaos/helpers/kills';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
 
 const ACCOUNTS = Number(process.env.ORDERED_ACCOUNTS ?? 20);
@@ -23,23 +23,7 @@ afterEach(async () => {
   stack = undefined;
 });
 
-type Run = { job: string; account: string; n: number; pid: number; start: number; end: number };
-
-/** Each run from the effects log; a run without its end ended when its process was killed. */
-function runsOf(effects: ReadonlyArray<Record<string, unknown>>, killedAt: ReadonlyMap<number, number>): Run[] {
-  const byPk = new Map(effects.map((e) => [String(e.pk), e]));
-  const runs: Run[] = [];
-  for (const [pk, e] of byPk) {
-    const m = /^(.+)#run#(\d+)#(\d+)#start$/.exec(pk);
-    if (!m) continue;
-    const start = JSON.parse(String(e.value)) as { account: string; n: number; at: number; pid: number };
-    const end = byPk.get(pk.replace(/#start$/, '#end'));
-    const endAt = end ? (JSON.parse(String(end.value)) as { at: number }).at : killedAt.get(start.pid);
-    if (endAt === undefined) throw new Error(`run ${pk} has no end and its process ${start.pid} was not killed`);
-    runs.push({ job: m[1] as string, account: start.account, n: start.n, pid: start.pid, start: start.at, end: endAt });
-  }
-  return runs;
-}
+type Run = LoggedRun<{ account: string; n: number }>;
 
 it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per account every start in publish order, no two runs of an account at once', async () => {
   stack = await startLocalStack({ configFile: CHAOS_CONFIG, version: 'ordered', dispatchers: 4, logLevel: 'ERROR' });
@@ -91,7 +75,7 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
     );
   }
   expect(killer.kills()).toBeGreaterThanOrEqual(2);
-  const runs = runsOf(await scanAll(local.dynamo, table), killedAt);
+  const runs: Run[] = runsOf(await scanAll(local.dynamo, table), killedAt);
   for (const account of accounts) {
     const mine = runs.filter((r) => r.account === account).sort((x, y) => x.start - y.start);
     // Start order (a retry's or a killed run's rerun folded into its job's) is publish order.

@@ -19,3 +19,26 @@ export function killDispatchers(local: LocalStack, everyMs: number, most: number
   }, everyMs);
   return { killedAt: killedAt as ReadonlyMap<number, number>, kills: () => kills, stop: () => clearInterval(timer) };
 }
+
+/** One run of a job, from its task's effects log: its start's own fields, and when it started and ended. */
+export type LoggedRun<F> = F & { readonly job: string; readonly pid: number; readonly start: number; readonly end: number };
+
+/**
+ * Each run noted in an effects table (`<job>#run#<attempt>#<pid>#start` / `#end`, each value JSON
+ * with `at`; a start's also its `pid` and the task's own fields); a run without its end ended when
+ * its process was killed (`killedAt`), and one whose process was not killed is an error.
+ */
+export function runsOf<F>(effects: ReadonlyArray<Record<string, unknown>>, killedAt: ReadonlyMap<number, number>): Array<LoggedRun<F>> {
+  const byPk = new Map(effects.map((e) => [String(e.pk), e]));
+  const runs: Array<LoggedRun<F>> = [];
+  for (const [pk, e] of byPk) {
+    const m = /^(.+)#run#(\d+)#(\d+)#start$/.exec(pk);
+    if (!m) continue;
+    const { at, pid, ...fields } = JSON.parse(String(e.value)) as F & { at: number; pid: number };
+    const end = byPk.get(pk.replace(/#start$/, '#end'));
+    const endAt = end ? (JSON.parse(String(end.value)) as { at: number }).at : killedAt.get(pid);
+    if (endAt === undefined) throw new Error(`run ${pk} has no end and its process ${pid} was not killed`);
+    runs.push({ ...(fields as F), job: m[1] as string, pid, start: at, end: endAt });
+  }
+  return runs;
+}
