@@ -29,7 +29,7 @@ export const KEY_VIEW_LINE = 50;
 export function keyViewProblem(task: string, key: string): string | undefined {
   if (task === '') return 'task is empty: name the task whose key to show';
   const problem = keyProblem(key);
-  return problem ? `key ${JSON.stringify(key.slice(0, 80))}: a key of 1..128 printable characters; it ${problem}` : undefined;
+  return problem ? `key ${problem}` : undefined;
 }
 
 /**

@@ -337,7 +337,7 @@ describe('taskworker ui: the server routes (in-memory system)', () => {
       [`/api/jobs?tag=${'x'.repeat(65)}`, 'expected 1..64 printable ASCII characters'],
       ['/api/jobs?tag=ok&cursor=AAAA', 'cursor'],
       ['/api/flow', 'id: required'],
-      ['/api/key?task=ok', 'key "": a key of 1..128 printable characters'],
+      ['/api/key?task=ok', 'key is ""; expected 1..128 printable characters'],
       ['/api/key?key=k', 'task is empty'],
     ])('GET %s → 400 naming the bad value', async (path, named) => {
       const response = await dashboard().get(path);
