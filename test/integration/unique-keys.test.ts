@@ -10,23 +10,25 @@ import { readJournal, runUntil } from '../helpers/run';
 import { type System, systemPerTest } from '../helpers/system';
 
 const fresh = systemPerTest();
+/** Concurrent publishes of one key: 200 in CI; the issue's 1,000 with UNIQUE_PUBLISHES=1000. */
+const PUBLISHES = Number(process.env.UNIQUE_PUBLISHES ?? 200);
 
 const jobsIn = async (s: System, state: 'succeeded' | 'queued' | 'deduplicated' | 'running') =>
   (await s.tracking?.jobs?.list({ state, queues: ['urgent'], task: 'sync-account', limit: 1000 })) ?? [];
 
-it('200 concurrent publishes of one task and key: 1 message, 1 job, 199 answers naming it; the body runs once', async () => {
+it(`${PUBLISHES} concurrent publishes of one task and key: 1 message, 1 job, ${PUBLISHES - 1} answers naming it; the body runs once`, async () => {
   const s = await fresh({ tracked: true });
   const journal = tempFile('journal.jsonl');
 
   const published = await Promise.all(
-    Array.from({ length: 200 }, (_, n) => s.publisher.publish('sync-account', { journal, n, holdMs: 1000 }, { key: 'account-42' })),
+    Array.from({ length: PUBLISHES }, (_, n) => s.publisher.publish('sync-account', { journal, n, holdMs: 1000 }, { key: 'account-42' })),
   );
 
   const sent = published.filter((p) => !p.deduplicated);
   expect(sent).toHaveLength(1);
   const jobId = sent[0]?.jobId as string;
   const joined = published.filter((p) => p.deduplicated);
-  expect(joined).toHaveLength(199);
+  expect(joined).toHaveLength(PUBLISHES - 1);
   expect(new Set(joined.map((p) => p.jobId))).toEqual(new Set([jobId]));
   expect(joined.every((p) => p.messageId === '')).toBe(true);
   expect((await s.depth('urgent')).visible).toBe(1);
