@@ -67,6 +67,8 @@ interface QueueState {
   asked: number;
   /** A depth reading said it holds messages, and it has not been looked at since. */
   expected: boolean;
+  /** Its last look took all it asked for: more are likely waiting. */
+  filled: boolean;
 }
 
 /**
@@ -88,7 +90,8 @@ interface QueueState {
  *   ReducedLottery). A queue is worked for that one batch, then the choice is made again, so the
  *   top queue never waits behind a run of batches from a lower one. The top (highest-priority)
  *   queue is long-polled instead of probed: one request however long work takes to arrive; it
- *   gets its `iterations` while no other queue is due.
+ *   gets its `iterations` while no other queue is due. While its last look filled what it asked
+ *   (a backlog) and every other due queue is within its SLA, it goes before the draw.
  * - **Room.** A look asks for no more than would start within a moment ({@link Room.startableOf},
  *   as every receive of the loop does): what it takes starts at once, never waiting in the
  *   dispatcher behind long tasks while a higher queue's work waits in SQS.
@@ -120,6 +123,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
         emptyLooks: 0,
         asked: Number.POSITIVE_INFINITY,
         expected: false,
+        filled: false,
       };
       states.set(queue, state);
     }
@@ -145,6 +149,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
     const full = received >= Math.min(state.asked, queue.batchSize);
     state.seenAt = now;
     state.expected = false;
+    state.filled = full && received > 0;
     state.backlogAgeMs = full ? oldestAgeMs : 0;
     state.emptyLooks = received === 0 ? state.emptyLooks + 1 : 0;
     state.pauseMs = full ? 0 : pauseFor(queue, state.emptyLooks);
@@ -175,7 +180,13 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
         return q !== top && state.pauseMs > 0 && now - state.nextLookAt > o.overdueAfter * state.pauseMs;
       };
       const drawn = drawOrder(due, (q) => logWeight(q, now), env.random);
-      const first = (q: QueueConfig) => stateOf(q.name).expected || overdue(q);
+      // The top queue with a backlog (its last look filled what it asked) goes before the draw while
+      // every other due queue is within its SLA: its work then waits only for a slot, not for the
+      // draw (a burst's high-priority p99 was 2.4 s, 1.2 s this way), and the others lose nothing
+      // they were promised. Once one falls behind its SLA, the draw by weight decides again.
+      const topBacklog = (q: QueueConfig) =>
+        q === top && stateOf(q.name).filled && due.every((other) => other === top || urgency(other, now) < 1);
+      const first = (q: QueueConfig) => stateOf(q.name).expected || overdue(q) || topBacklog(q);
       const order = [...drawn.filter(first), ...drawn.filter((q) => !first(q))];
       const othersDue = due.some((q) => q !== top);
       for (const queue of order) {

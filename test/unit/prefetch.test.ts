@@ -10,7 +10,7 @@ import type { TaskOptions } from '../../lib/tasks/task';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { world } from '../helpers/world';
 
-async function oneSlotRun(runMs: number, jobs: number) {
+async function oneSlotRun(runMs: number, jobs: number, forMs = jobs * runMs + 120_000) {
   const sim = new Simulation();
   const starts: number[] = [];
   const task: TaskOptions = {
@@ -24,9 +24,16 @@ async function oneSlotRun(runMs: number, jobs: number) {
   };
   const w = world([task], { dispatcher: { concurrency: 1 } }, { simulation: sim });
   for (let i = 0; i < jobs; i++) await w.send('urgent', encodeEnvelope({ task: 'work', id: `j${i}`, payload: { i } }));
-  const summary = await w.run({ forMs: jobs * runMs + 120_000 });
-  const waits = w.reports.flatMap((r) => r.jobs).filter((j) => j.outcome === 'succeeded');
-  return { summary, starts, ran: waits.length, depth: await w.sqs.depth(w.urls.queues.urgent as string) };
+  const asked: Array<{ at: number; maxMessages: number }> = [];
+  const receive = w.sqs.receive.bind(w.sqs);
+  w.sqs.receive = (url, request, signal) => {
+    asked.push({ at: sim.now(), maxMessages: request.maxMessages });
+    return receive(url, request, signal);
+  };
+  const summary = await w.run({ forMs });
+  const outcomes = w.reports.flatMap((r) => r.jobs).map((j) => j.outcome);
+  const ran = outcomes.filter((o) => o === 'succeeded').length;
+  return { summary, starts, ran, outcomes, asked, depth: await w.sqs.depth(w.urls.queues.urgent as string) };
 }
 
 describe('prefetch per slot', () => {
@@ -43,5 +50,21 @@ describe('prefetch per slot', () => {
     expect(ran).toBe(12);
     expect(summary.receives - summary.emptyReceives).toBe(12);
     expect(starts).toHaveLength(12);
+  });
+
+  it('near the last moment its tasks may start, receives only for the free slots: nothing received is released unrun', async () => {
+    // 30 s of invocation for a 10 s time limit, 50 ms tasks: ten to a receive, until the last 5 s
+    // before the last start (PREFETCH_CUTOFF_MS), one to a receive.
+    const { asked, outcomes, ran, depth } = await oneSlotRun(50, 1000, 30_000);
+    const sizes = asked.map((a) => a.maxMessages);
+    const firstOnes = sizes.indexOf(1, sizes.indexOf(10));
+    expect(sizes.indexOf(10)).toBeGreaterThan(-1);
+    expect(firstOnes).toBeGreaterThan(-1);
+    // From the cutoff on, every receive asks for one: a run of a hundred 50 ms tasks in 5 s.
+    expect(sizes.slice(firstOnes).every((n) => n === 1)).toBe(true);
+    expect(sizes.length - firstOnes).toBeGreaterThan(80);
+    // Nothing received was released: it ran, or was never received and is still visible.
+    expect(outcomes.filter((o) => o !== 'succeeded')).toEqual([]);
+    expect(ran + depth.visible).toBe(1000);
   });
 });

@@ -135,21 +135,40 @@ describe('SLA-aware selector', () => {
     expect(sawDefault?.receives).toBe(1);
   });
 
-  it('draws busy queues in ReducedLottery’s batch shares while all are on time', async () => {
+  it('works the top queue’s backlog before the draw while every other queue is within its SLA', async () => {
     const w = world(7);
     for (const q of queues) w.waiting.set(q.name, 1_000_000);
     const selector = slaAware(w.env);
+    const picked: Record<string, number> = {};
+    for (let i = 0; i < 2000; i++) {
+      const s = await selectAndReport(selector, w, 0);
+      picked[s.queue.name] = (picked[s.queue.name] ?? 0) + 1;
+    }
+    // Only the selections before the top queue's first full look are drawn.
+    expect(picked.high_priority ?? 0).toBeGreaterThanOrEqual(1995);
+  });
+
+  it('draws busy queues in ReducedLottery’s batch shares once one is behind its SLA', async () => {
+    const w = world(7);
+    for (const q of queues) w.waiting.set(q.name, 1_000_000);
+    const selector = slaAware(w.env);
+    // The dispatcher reports a receive from the low queue whose oldest message is just past its 300 s SLA.
+    const lowAgeMs = 301_000;
+    selector.observe?.({ queue: low.name, received: 10, oldestAgeMs: lowAgeMs });
     const batches: Record<string, number> = {};
     for (let i = 0; i < 20_000; i++) {
-      const s = await selectAndReport(selector, w, 0);
+      const s = await selector.select(queues, { freeSlots: 10, slots: 10 });
+      selector.observe?.({ queue: s.queue.name, received: 10, oldestAgeMs: s.queue === low ? lowAgeMs : 0 });
       // The top queue's long polls are worked for `receives` batches.
       batches[s.queue.name] = (batches[s.queue.name] ?? 0) + (s.receives ?? 1);
     }
     const total = Object.values(batches).reduce((a, n) => a + n, 0);
-    // priority × iterations: 1000 : 200 : 25.
-    expect((batches.high_priority ?? 0) / total).toBeCloseTo(1000 / 1225, 1);
-    expect((batches.default ?? 0) / total).toBeCloseTo(200 / 1225, 1);
-    expect(batches.low_priority ?? 0).toBeGreaterThan(0);
+    // priority × iterations × e^(1.5 × age / SLA): 1000 : 200 : 25 × e^1.505.
+    const lowWeight = 25 * Math.exp((1.5 * lowAgeMs) / 300_000);
+    const sum = 1000 + 200 + lowWeight;
+    expect((batches.high_priority ?? 0) / total).toBeCloseTo(1000 / sum, 1);
+    expect((batches.default ?? 0) / total).toBeCloseTo(200 / sum, 1);
+    expect((batches.low_priority ?? 0) / total).toBeCloseTo(lowWeight / sum, 1);
   });
 
   it('gives weight to a queue falling behind its SLA (dynamic priority)', async () => {
@@ -157,6 +176,7 @@ describe('SLA-aware selector', () => {
       const w = world(3);
       for (const q of queues) w.waiting.set(q.name, 1_000_000);
       const selector = slaAware(w.env);
+      selector.observe?.({ queue: low.name, received: 10, oldestAgeMs: lowAgeMs });
       let lows = 0;
       for (let i = 0; i < 3000; i++) {
         const s = await selector.select(queues, { freeSlots: 10, slots: 10 });
@@ -166,9 +186,26 @@ describe('SLA-aware selector', () => {
       }
       return lows / 3000;
     };
-    const onTime = await share(0);
-    const behind = await share(600_000); // twice its 300 s SLA
-    expect(behind).toBeGreaterThan(onTime * 5);
+    const behindALittle = await share(330_000); // 1.1× its 300 s SLA
+    const behind = await share(600_000); // twice its SLA
+    expect(behindALittle).toBeGreaterThan(0.05);
+    expect(behind).toBeGreaterThan(behindALittle * 2);
+  });
+
+  it('draws again once a lower queue has gone unseen for its SLA, whatever the top queue’s backlog', async () => {
+    const w = world(5);
+    for (const q of queues) w.waiting.set(q.name, 1_000_000);
+    const selector = slaAware(w.env);
+    const began = w.clock.now();
+    let firstLow: number | undefined;
+    for (let i = 0; i < 5000 && firstLow === undefined; i++) {
+      const s = await selectAndReport(selector, w, 0);
+      if (s.queue === low && i > 10) firstLow = w.clock.now();
+      w.clock.advance(100);
+    }
+    // Unseen, the low queue's estimated age is the time since its last look: past 300 s it is behind.
+    expect(firstLow).toBeDefined();
+    expect((firstLow as number) - began).toBeLessThan(330_000);
   });
 
   it('never starves a queue: ageing bounds how long a backlogged low queue waits, whatever the priority gap', async () => {
