@@ -6,6 +6,8 @@
  * process's kill) and the jobs table. `ORDERED_ACCOUNTS` × `ORDERED_EVENTS` sets the size (the
  * issue's 100 × 100 runs the same test; CI runs 20 × 15).
  */
+
+import { DISPATCHER_DEFAULTS } from '../../lib/config/app-config';
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
 import { orderTag } from '../../lib/settle/key-order';
 import type { JobRecord } from '../../lib/track/job-record';
@@ -16,6 +18,8 @@ const ACCOUNTS = Number(process.env.ORDERED_ACCOUNTS ?? 20);
 const EVENTS = Number(process.env.ORDERED_EVENTS ?? 15);
 /** The most dispatchers SIGKILLed, one every 6 s from the first publish (the issue: 4). */
 const KILLS = 4;
+/** A run's longest life: ledger-apply's 3 s time limit and the kill grace (a body that outlasts it on a loaded machine is terminated unended). */
+const RUN_LIMIT_MS = 3_000 + DISPATCHER_DEFAULTS.killGraceMs;
 
 let stack: LocalStack | undefined;
 afterEach(async () => {
@@ -75,7 +79,7 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
     );
   }
   expect(killer.kills()).toBeGreaterThanOrEqual(2);
-  const runs: Run[] = runsOf(await scanAll(local.dynamo, table), killedAt);
+  const runs: Run[] = runsOf(await scanAll(local.dynamo, table), killedAt, RUN_LIMIT_MS);
   for (const account of accounts) {
     const mine = runs.filter((r) => r.account === account).sort((x, y) => x.start - y.start);
     // Start order (a retry's or a killed run's rerun folded into its job's) is publish order.
