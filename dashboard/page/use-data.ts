@@ -6,7 +6,9 @@ export const REFRESH_MS = 3000;
 
 /**
  * Loads `load()` now, again whenever `keys` change, and every `everyMs` if given until `settled`
- * says the data will not change any more (a finished job, a list read by a table scan).
+ * says the data will not change any more (a finished job, a list read by a table scan). Data loaded
+ * for other keys is never returned: right after a change (another tab, another filter) the page
+ * shows nothing loaded yet rather than the last keys' rows under the new heading.
  */
 export function useData<T>(
   load: () => Promise<T>,
@@ -14,7 +16,7 @@ export function useData<T>(
   everyMs?: number,
   settled: (data: T) => boolean = () => false,
 ): { data?: T; error?: string; reload: () => void } {
-  const [state, setState] = useState<{ data?: T; error?: string }>({});
+  const [state, setState] = useState<{ data?: T; error?: string; keys?: readonly unknown[] }>({});
   const [tick, setTick] = useState(0);
   useEffect(() => {
     let live = true;
@@ -23,10 +25,12 @@ export function useData<T>(
       load().then(
         (data) => {
           if (!live) return;
-          setState({ data });
+          setState({ data, keys });
           if (timer && settled(data)) clearInterval(timer);
         },
-        (error: unknown) => live && setState((s) => ({ ...s, error: error instanceof Error ? error.message : String(error) })),
+        (error: unknown) =>
+          live &&
+          setState((s) => ({ ...(sameKeys(s.keys, keys) ? s : {}), keys, error: error instanceof Error ? error.message : String(error) })),
       );
     timer = everyMs ? setInterval(run, everyMs) : undefined;
     void run();
@@ -35,5 +39,11 @@ export function useData<T>(
       if (timer) clearInterval(timer);
     };
   }, [...keys, tick]);
-  return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const { keys: loadedFor, ...loaded } = state;
+  return sameKeys(loadedFor, keys) ? { ...loaded, reload } : { reload };
+}
+
+function sameKeys(a: readonly unknown[] | undefined, b: readonly unknown[]): boolean {
+  return a !== undefined && a.length === b.length && a.every((k, i) => Object.is(k, b[i]));
 }

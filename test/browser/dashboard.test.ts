@@ -513,88 +513,102 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
     await ctx.controls?.change('slow', { paused: true }, Date.now());
     await new Promise((r) => setTimeout(r, 3000));
     const queuedIds = ['ui-queued-1', 'ui-queued-2'];
-    for (const id of queuedIds) await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: id }, { id });
-    // Delayed: published to run in 10 minutes (a scheduled record from its publish); on slow, whose depth no later test reads.
-    await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: 'later' }, { id: 'ui-delayed', delaySeconds: 600 });
-    // Running: a 4.5 s nap, named by its dispatcher's beat (beats come every 15 s; this one is written for it, as the next would).
-    await stack.publisher.publish('nap', { ms: 4_500 }, { id: 'ui-napping' });
-    const napping = await until(async () => {
-      const r = await ctx.jobs.get('ui-napping');
-      return r?.state === 'running' ? r : undefined;
-    }, 'the nap to start');
-    const now = Date.now();
-    await ctx.workers?.beat({
-      id: `napper@${now}`,
-      workerId: napping.leaseOwner as string,
-      role: 'scheduled',
-      place: { container: 'local/test' },
-      startedAt: now,
-      deadline: now + 60_000,
-      heardAt: now,
-      jobs: ['ui-napping'],
-      held: 1,
-    });
+    try {
+      for (const id of queuedIds) await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: id }, { id });
+      // Delayed: published to run in 10 minutes (a scheduled record from its publish); on slow, whose depth no later test reads.
+      await stack.publisher.publish('ledger', { flag: join(scratch, 'never'), note: 'later' }, { id: 'ui-delayed', delaySeconds: 600 });
+      // Running: a 4.5 s nap, named by its dispatcher's beat (beats come every 15 s; this one is written for it, as the next would).
+      await stack.publisher.publish('nap', { ms: 4_500 }, { id: 'ui-napping' });
+      const napping = await until(async () => {
+        const r = await ctx.jobs.get('ui-napping');
+        return r?.state === 'running' ? r : undefined;
+      }, 'the nap to start');
+      const now = Date.now();
+      await ctx.workers?.beat({
+        id: `napper@${now}`,
+        workerId: napping.leaseOwner as string,
+        role: 'scheduled',
+        place: { container: 'local/test' },
+        startedAt: now,
+        deadline: now + 60_000,
+        heardAt: now,
+        jobs: ['ui-napping'],
+        held: 1,
+      });
 
-    await page.goto(`${ui.url}#/jobs?state=running`);
-    const tabs = page.locator('[data-testid="state-tabs"]');
-    const count = (state: string) => tabs.locator(`a[data-state="${state}"] [data-count]`);
-    await until(async () => (await count('running').textContent()) === '1', 'the running tab to count the nap');
-    const rows = page.locator('[data-testid="jobs"] tr[data-job]');
-    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-job')))).toEqual(['ui-napping']);
-    expect(await page.locator('[data-testid="from-workers"]').textContent()).toContain('held by the live dispatchers at their last beat');
-    await shoot('jobs-tabs');
-    await ctx.workers?.end(`napper@${now}`, Date.now());
+      // Every row the page ever shows from here on (the last test left it on the tag filter's list:
+      // ui-tagged, ui-dep): a hash change keeps the page, and the running tab must never show the
+      // last list's rows under its heading while its own load is on the way.
+      await page.evaluate(`{
+        const shown = (window.rowsShown = new Set());
+        new MutationObserver(() => {
+          for (const tr of document.querySelectorAll('[data-testid="jobs"] tr[data-job]')) shown.add(tr.getAttribute('data-job') + ' ' + tr.children[3]?.textContent);
+        }).observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
+      }`);
+      await page.goto(`${ui.url}#/jobs?state=running`);
+      const tabs = page.locator('[data-testid="state-tabs"]');
+      const count = (state: string) => tabs.locator(`a[data-state="${state}"] [data-count]`);
+      await until(async () => (await count('running').textContent()) === '1', 'the running tab to count the nap');
+      const rows = page.locator('[data-testid="jobs"] tr[data-job]');
+      await until(async () => (await rows.count()) > 0, 'the running tab to list the nap');
+      expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-job')))).toEqual(['ui-napping']);
+      expect(await page.evaluate('[...window.rowsShown]')).toEqual(['ui-napping running']);
+      expect(await page.locator('[data-testid="from-workers"]').textContent()).toContain('held by the live dispatchers at their last beat');
+      await shoot('jobs-tabs');
+      await ctx.workers?.end(`napper@${now}`, Date.now());
 
-    // Each tab's count is what the operator counts (read again until the page's 15 s refresh agrees), and each tab lists its state only.
-    const countedText = async (state: string) => {
-      const c = (await countJobStates(ctx, ['fast', 'slow'])).states.find((x) => x.state === state);
-      return `${c?.count}${c?.atLeast ? '+' : ''}${c?.source === 'today' ? ' today' : ''}`;
-    };
-    const expectTab = async (state: string, ids: string[]) => {
-      await tabs.locator(`a[data-state="${state}"]`).click();
-      await until(async () => (await tabs.locator('a.current').getAttribute('data-state')) === state, `the ${state} tab to open`);
-      await until(async () => (await count(state).textContent()) === (await countedText(state)), `the ${state} tab's count`);
-      const shown = await until(
-        async () => {
-          const list = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
-          // Until the list is this tab's: right after the click the rows may still be the last tab's
-          // (a tab that lists nothing would otherwise pass on the previous tab's rows).
-          return ids.every((id) => list.some(([job]) => job === id)) && list.every(([, s]) => s === state) ? list : undefined;
-        },
-        `the ${state} tab to list ${ids.join(', ')}`,
+      // Each tab's count is what the operator counts (read again until the page's 15 s refresh agrees), and each tab lists its state only.
+      const countedText = async (state: string) => {
+        const c = (await countJobStates(ctx, ['fast', 'slow'])).states.find((x) => x.state === state);
+        return `${c?.count}${c?.atLeast ? '+' : ''}${c?.source === 'today' ? ' today' : ''}`;
+      };
+      const expectTab = async (state: string, ids: string[]) => {
+        await tabs.locator(`a[data-state="${state}"]`).click();
+        await until(async () => (await tabs.locator('a.current').getAttribute('data-state')) === state, `the ${state} tab to open`);
+        await until(async () => (await count(state).textContent()) === (await countedText(state)), `the ${state} tab's count`);
+        const shown = await until(
+          async () => {
+            const list = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
+            // Until the list is this tab's: right after the click the rows may still be the last tab's
+            // (a tab that lists nothing would otherwise pass on the previous tab's rows).
+            return ids.every((id) => list.some(([job]) => job === id)) && list.every(([, s]) => s === state) ? list : undefined;
+          },
+          `the ${state} tab to list ${ids.join(', ')}`,
+        );
+        expect(new Set(shown.map(([, s]) => s))).toEqual(new Set(shown.length > 0 ? [state] : []));
+        return shown.length;
+      };
+      expect(await expectTab('queued', queuedIds)).toBe(2);
+      expect(await count('queued').textContent()).toBe('2');
+      await expectTab('scheduled', ['ui-delayed']);
+      const delayed = page.locator('[data-testid="jobs"] tr[data-job="ui-delayed"]');
+      expect(await delayed.locator('td').nth(7).textContent()).toBe(
+        new Date((await ctx.jobs.get('ui-delayed'))?.runAt as number).toISOString().replace('T', ' ').replace('Z', ' UTC'),
       );
-      expect(new Set(shown.map(([, s]) => s))).toEqual(new Set(shown.length > 0 ? [state] : []));
-      return shown.length;
-    };
-    expect(await expectTab('queued', queuedIds)).toBe(2);
-    expect(await count('queued').textContent()).toBe('2');
-    await expectTab('scheduled', ['ui-delayed']);
-    const delayed = page.locator('[data-testid="jobs"] tr[data-job="ui-delayed"]');
-    expect(await delayed.locator('td').nth(7).textContent()).toBe(
-      new Date((await ctx.jobs.get('ui-delayed'))?.runAt as number).toISOString().replace('T', ' ').replace('Z', ' UTC'),
-    );
-    expect(await expectTab('archived', [])).toBeGreaterThan(0);
-    await expectTab('cancelled', ['ui-root', 'ui-dep']);
-    expect(await expectTab('succeeded', [])).toBeGreaterThan(0);
-    // Both queues list their succeeded jobs from the index (`listSucceeded`, on by default): no scan, no note.
-    expect(await page.locator('[data-testid="scanned"]').count()).toBe(0);
-    expect(await tabs.locator('a[data-state="succeeded"]').getAttribute('title')).toContain('stats table');
-    expect(await expectTab('waiting', [])).toBe(0);
+      expect(await expectTab('archived', [])).toBeGreaterThan(0);
+      await expectTab('cancelled', ['ui-root', 'ui-dep']);
+      expect(await expectTab('succeeded', [])).toBeGreaterThan(0);
+      // Both queues list their succeeded jobs from the index (`listSucceeded`, on by default): no scan, no note.
+      expect(await page.locator('[data-testid="scanned"]').count()).toBe(0);
+      expect(await tabs.locator('a[data-state="succeeded"]').getAttribute('title')).toContain('stats table');
+      expect(await expectTab('waiting', [])).toBe(0);
 
-    // Exact durations beside each job: the nap, once it ended, waited and ran what its record says.
-    await until(async () => (await jobState('ui-napping')) === 'succeeded', 'the nap to end');
-    const napped = await ctx.jobs.get('ui-napping');
-    await page.goto(`${ui.url}#/jobs?state=succeeded&task=nap`);
-    const napRow = page.locator('[data-testid="jobs"] tr[data-job="ui-napping"]');
-    await napRow.waitFor();
-    expect(await napRow.locator('[data-field="ran"]').textContent()).toBe(
-      exactDuration((napped?.finishedAt as number) - (napped?.lastStartedAt as number)),
-    );
-    expect(await napRow.locator('[data-field="waited"]').textContent()).toBe(
-      exactDuration((napped?.firstStartedAt as number) - (napped?.publishedAt as number)),
-    );
-
-    await ctx.controls?.change('slow', { paused: false }, Date.now());
+      // Exact durations beside each job: the nap, once it ended, waited and ran what its record says.
+      await until(async () => (await jobState('ui-napping')) === 'succeeded', 'the nap to end');
+      const napped = await ctx.jobs.get('ui-napping');
+      await page.goto(`${ui.url}#/jobs?state=succeeded&task=nap`);
+      const napRow = page.locator('[data-testid="jobs"] tr[data-job="ui-napping"]');
+      await napRow.waitFor();
+      expect(await napRow.locator('[data-field="ran"]').textContent()).toBe(
+        exactDuration((napped?.finishedAt as number) - (napped?.lastStartedAt as number)),
+      );
+      expect(await napRow.locator('[data-field="waited"]').textContent()).toBe(
+        exactDuration((napped?.firstStartedAt as number) - (napped?.publishedAt as number)),
+      );
+    } finally {
+      // Resumed even when a check above failed: a paused slow queue would fail every later test.
+      await ctx.controls?.change('slow', { paused: false }, Date.now());
+    }
     await until(async () => (await Promise.all(queuedIds.map(jobState))).every((s) => s === 'archived'), 'the queued entries to run');
     await stack.publisher.cancel('ui-delayed');
   });
