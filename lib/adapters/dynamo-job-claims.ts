@@ -30,7 +30,14 @@ import {
   type UnclaimedOutcome,
   type UnclaimedResult,
 } from '../track/job-record';
-import { type CompletionSlot, claimExpression, claimedRecord, claimValues, completionExpression } from './dynamo-job-expressions';
+import {
+  type CompletionSlot,
+  claimExpression,
+  claimedRecord,
+  claimValues,
+  completionExpression,
+  newClaimExpression,
+} from './dynamo-job-expressions';
 import { assignments, type DynamoJobTable, refFields, transitionCondition } from './dynamo-job-table';
 import { Expression, fromItem, isConditionFailure } from './dynamo-values';
 
@@ -115,6 +122,12 @@ export class DynamoJobClaims {
   }
 
   async claim(r: ClaimRequest): Promise<ClaimResult> {
+    // A job expected to have no record is first claimed by the write that creates one; a record
+    // found there after all (a duplicate delivery, a redriven message) goes through the full claim.
+    if (r.expectNew) {
+      const created = await this.tryNewClaim(r);
+      if (created) return created;
+    }
     for (let tries = 1; ; tries++) {
       const fresh = await this.tryClaim(r, 'started');
       if (fresh.outcome === 'changed') {
@@ -129,6 +142,17 @@ export class DynamoJobClaims {
       if (takeover.outcome !== 'changed') return takeover;
       if (tries >= CLAIM_TRIES) return { outcome: 'leased', record: takeover.record };
     }
+  }
+
+  /** The claim that creates the job's record ({@link newClaimExpression}); undefined when there is one already. */
+  private async tryNewClaim(r: ClaimRequest): Promise<ClaimResult | undefined> {
+    const entry: HistoryEntry = { what: 'started', when: r.now, worker: r.workerId };
+    const built = newClaimExpression(r);
+    const values = claimValues(r, entry, r.now + DUE_SLACK_MS, expiresAt(r.now, this.table.settings.retentionDays));
+    // Nothing is read back when it finds a record: the full claim that follows reads it.
+    if (!(await this.table.update(r.jobId, { params: () => built.template.params(values) }, built))) return undefined;
+    const record = claimedRecord(undefined, r, entry);
+    return { outcome: 'claimed', token: record.attempt, record: withClaimAttempt(record) };
   }
 
   /**

@@ -86,34 +86,67 @@ export function claimExpression(what: 'started' | 'took-over', r: ClaimRequest):
     const n = (attribute: string) => e.name(attribute);
     const sameJob = `${n('task')} = ${e.slot('task')} AND ${n('payloadDigest')} = ${e.slot('payloadDigest')}`;
     const condition = what === 'started' ? startCondition(e, sameJob) : takeOverCondition(e, sameJob);
-    const history = n('history');
-    const sets = [
-      `${n('state')} = ${e.value('running')}`,
-      `${n('task')} = ${e.slot('task')}`,
-      `${n('payloadDigest')} = ${e.slot('payloadDigest')}`,
-      `${n('queue')} = ${e.slot('queue')}`,
-      `${n('version')} = ${e.slot('version')}`,
-      `${n('publishedAt')} = if_not_exists(${n('publishedAt')}, ${e.slot('publishedAt')})`,
-      `${n('firstStartedAt')} = if_not_exists(${n('firstStartedAt')}, ${e.slot('now')})`,
-      `${n('lastStartedAt')} = ${e.slot('now')}`,
-      `${n('updatedAt')} = ${e.slot('now')}`,
-      `${n('leaseOwner')} = ${e.slot('worker')}`,
-      `${n('leaseUntil')} = ${e.slot('leaseUntil')}`,
-      ...(shape.claimId ? [`${n('leaseClaim')} = ${e.slot('claimId')}`] : []),
-      ...(shape.memberOf ? [`${n('memberOf')} = ${e.slot('memberOf')}`] : []),
-      ...(shape.tags ? [`${n('tags')} = ${e.slot('tags')}`] : []),
-      ...(shape.event ? [`${n('event')} = ${e.slot('event')}`] : []),
-      ...(shape.startBy ? [`${n('startBy')} = ${e.slot('startBy')}`] : []),
-      ...(shape.key ? [`${n('key')} = ${e.slot('key')}`] : []),
-      // The first claim's: a later one (a retry, a takeover) leaves it as it is.
-      ...(shape.payload ? [`${n('payload')} = if_not_exists(${n('payload')}, ${e.slot('payload')})`] : []),
-      `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.slot('entry')})`,
-      `${n('expiresAt')} = ${e.slot('expiresAt')}`,
-    ];
+    const sets = claimSets(e, shape, 'keep');
     const removes = [...PARKED_ONLY, 'announced', 'queueState', ...(shape.claimId ? [] : ['leaseClaim'])].map(n);
     return {
       condition,
       update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')} ADD ${n('attempt')} ${e.value(1)}`,
+      template: e.template<ClaimSlot>(),
+    };
+  });
+}
+
+/**
+ * A claim's SET list. `keep`: on a record that may be there, what a first claim wrote stays
+ * (publish time, first start, payload) and the history is appended to; `create`: the record is new.
+ */
+function claimSets(e: Expression, shape: ReturnType<typeof claimShape>, on: 'keep' | 'create'): string[] {
+  const n = (attribute: string) => e.name(attribute);
+  const first = (attribute: string, slot: ClaimSlot) =>
+    on === 'keep' ? `${n(attribute)} = if_not_exists(${n(attribute)}, ${e.slot(slot)})` : `${n(attribute)} = ${e.slot(slot)}`;
+  const optional = (['memberOf', 'tags', 'event', 'startBy', 'key'] as const).filter((field) => shape[field]);
+  const history = n('history');
+  return [
+    `${n('state')} = ${e.value('running')}`,
+    ...(['task', 'payloadDigest', 'queue', 'version'] as const).map((field) => `${n(field)} = ${e.slot(field)}`),
+    first('publishedAt', 'publishedAt'),
+    first('firstStartedAt', 'now'),
+    `${n('lastStartedAt')} = ${e.slot('now')}`,
+    `${n('updatedAt')} = ${e.slot('now')}`,
+    `${n('leaseOwner')} = ${e.slot('worker')}`,
+    `${n('leaseUntil')} = ${e.slot('leaseUntil')}`,
+    ...(shape.claimId ? [`${n('leaseClaim')} = ${e.slot('claimId')}`] : []),
+    ...optional.map((field) => `${n(field)} = ${e.slot(field)}`),
+    // The first claim's: a later one (a retry, a takeover) leaves it as it is.
+    ...(shape.payload ? [first('payload', 'payload')] : []),
+    on === 'keep'
+      ? `${history} = list_append(if_not_exists(${history}, ${e.value([])}), ${e.slot('entry')})`
+      : `${history} = ${e.slot('entry')}`,
+    `${n('expiresAt')} = ${e.slot('expiresAt')}`,
+  ];
+}
+
+const newClaims = new Map<string, BuiltExpression<ClaimSlot>>();
+
+/**
+ * The claim of a job that has no record yet: the record {@link claimExpression} would write on a
+ * new job (attempt 1), on condition that there is none. Nothing is kept, appended or removed, so it
+ * is about half the text, names and values of the full claim (each request's parse and (de)serialize,
+ * in the SDK and the service, follows them); the full claim follows when a record is there.
+ */
+export function newClaimExpression(r: ClaimRequest): BuiltExpression<ClaimSlot> {
+  const shape = claimShape(r);
+  const key = Object.entries(shape)
+    .filter(([, has]) => has)
+    .map(([field]) => field)
+    .join(' ');
+  return cached(newClaims, key, () => {
+    const e = new Expression();
+    const n = (attribute: string) => e.name(attribute);
+    const sets = [...claimSets(e, shape, 'create'), `${n('attempt')} = ${e.value(1)}`];
+    return {
+      condition: `attribute_not_exists(${n('jobId')})`,
+      update: `SET ${sets.join(', ')}`,
       template: e.template<ClaimSlot>(),
     };
   });

@@ -18,8 +18,27 @@ import { holdUniqueKey } from '../settle/unique-holds';
 import type { TaskDefinition, UniqueWindow } from '../tasks/task';
 import { attemptsUsed, type ClaimResult, type JobRecord, type ProgressWrite } from '../track/job-record';
 import type { ClaimStore, JobStore } from '../track/job-stores';
+import { RECORDED_ATTRIBUTE } from '../wire/recorded';
 import type { DispatcherDeps } from './dispatcher-deps';
 import { catchUpBefore, overlapOf, scheduleTurn } from './schedule-turns';
+
+/**
+ * Whether a message's job should have no record yet: its first receive, of a plain job (one that
+ * waits for others, runs later, or takes its place in a key's order is recorded before it is
+ * sent), and not a message taskworker sent again for a job it had recorded (marked so). A wrong
+ * guess costs one more write (the claim that creates a record finds one), never another outcome.
+ */
+export function expectsNoRecord({ message, job }: Pick<MessageAt, 'message' | 'job'>): boolean {
+  return (
+    message.receiveCount === 1 &&
+    message.attributes[RECORDED_ATTRIBUTE] === undefined &&
+    job.dependsOn === undefined &&
+    job.memberOf === undefined &&
+    job.awaits === undefined &&
+    job.runAt === undefined &&
+    job.seq === undefined
+  );
+}
 
 /** How long a message waits when its claim could not be made (the jobs table did not answer). */
 export const CLAIM_RETRY_SECONDS = 10;
@@ -65,6 +84,7 @@ export async function claimJob(
       now: claimedAt,
       leaseUntil: claimedAt + leaseMs(needMs, deps.config.dispatcher.settleMarginMs),
       claimId: randomBytes(9).toString('base64url'),
+      ...(tick === undefined && holder === undefined && expectsNoRecord(at) ? { expectNew: true } : {}),
     });
   } catch (error) {
     deps.logger.error('claim failed; the message will come back', { jobId: job.id, error: describe(error) });

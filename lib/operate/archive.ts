@@ -9,6 +9,7 @@ import { reopenDependents } from '../settle/dependents';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import { type ArchiveRecord, readArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, decodeEnvelope, envelopeWithout, pinEnvelope } from '../wire/envelope';
+import { markedRecorded } from '../wire/recorded';
 import type { ReplayResult } from './answers';
 import type { OperatorContext } from './operator-context';
 
@@ -169,7 +170,14 @@ export async function replayArchived(
       if (replayed) await reopenDependents(ctx, record.jobId, edgesOf(replayed));
     }
     const sent = await callWithEntryRetries(
-      [{ id: 'replay', body: job ? replayBody(message.body, job, record.reason) : message.body }],
+      // A job's record was reset for it: its claim expects the record (lib/wire/recorded.ts).
+      [
+        {
+          id: 'replay',
+          body: job ? replayBody(message.body, job, record.reason) : message.body,
+          ...(job ? { attributes: markedRecorded({}) } : {}),
+        },
+      ],
       (entries) => ctx.queues.sendBatch(origin, entries),
       ctx.clock,
     );

@@ -1,4 +1,5 @@
 /** The job records a publish writes around its send, and the jobs a publisher remembers having sent. */
+import { markedRecorded } from '../wire/recorded';
 import { type Prepared, refOf } from './prepare';
 import type { PublishContext } from './publish-context';
 
@@ -97,4 +98,20 @@ export async function recordAhead(ctx: PublishContext, prepared: readonly Prepar
       });
     }),
   );
+}
+
+/**
+ * The jobs to send, those that have their record by the time a dispatcher may take them marked so
+ * (lib/wire/recorded.ts): a dependency of a job in this publish ({@link recordAhead}), and a job
+ * {@link recordSent} records (delayed, holding a unique key, or every one with `recordQueued`).
+ * Their claim then expects the record rather than first trying the write that creates one.
+ */
+export function markRecorded(ctx: PublishContext, prepared: readonly Prepared[]): Prepared[] {
+  const dependencies = new Set(prepared.flatMap((p) => p.dependsOn));
+  return prepared.map((p) => {
+    const recorded =
+      p.queue.tracking === 'full' &&
+      (dependencies.has(p.jobId) || (!p.debounce && (p.delayed || p.unique !== undefined || ctx.jobs !== undefined)));
+    return recorded ? { ...p, entry: { ...p.entry, attributes: markedRecorded(p.entry.attributes) } } : p;
+  });
 }

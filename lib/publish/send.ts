@@ -15,7 +15,7 @@ import { holdUniqueKey } from '../settle/unique-holds';
 import type { DebounceWindow, UniqueWindow } from '../tasks/task';
 import type { PublishSpan } from '../trace/producer';
 import { encodeEnvelope, MAX_BODY_BYTES } from '../wire/envelope';
-import { recordAhead, recordSent, remember } from './job-records';
+import { markRecorded, recordAhead, recordSent, remember } from './job-records';
 import { numberOrdered, parkBeforeTurn, tagOrdered, takeTurnsCome } from './ordered-publish';
 import { type Prepared, prepare } from './prepare';
 import type { PublishContext } from './publish-context';
@@ -39,7 +39,7 @@ export async function sendItems(ctx: PublishContext, items: readonly PublishItem
     const joined = [...deduplicated, ...debounced.joined];
     const opened = new Map(debounced.opened.map((p) => [p.index, p]));
     const fresh = checked.filter((p) => !joined.some((j) => j.index === p.index)).map((p) => opened.get(p.index) ?? p);
-    prepared = await numberOrdered(ctx, await offload(ctx, fresh, urls), now);
+    prepared = markRecorded(ctx, await numberOrdered(ctx, await offload(ctx, fresh, urls), now));
     await recordAhead(ctx, prepared, now);
   } catch (error) {
     await releaseKeys(ctx, [...held, ...debounced.opened]);

@@ -13,6 +13,7 @@ import { pauseScopeId } from '../track/operator-controls';
 import { type ArchiveReason, isRejection } from '../wire/archive-reasons';
 import type { ArchiveRecord } from '../wire/archive-record';
 import { type DecodedJob, pinEnvelope } from '../wire/envelope';
+import { markedRecorded } from '../wire/recorded';
 import {
   completionWrite,
   fencedCompletion,
@@ -62,7 +63,8 @@ export function handedBack(
       id: message.messageId,
       body: pinEnvelope(message.body, job),
       ...(seconds > 0 ? { delaySeconds: Math.min(MAX_QUEUE_DELAY_SECONDS, seconds) } : {}),
-      ...(Object.keys(message.attributes).length > 0 ? { attributes: message.attributes } : {}),
+      // The job has its record (a full queue's claim wrote it): the copy's claim expects it.
+      attributes: markedRecorded(message.attributes),
     };
     if (messageBytes(copy.body, copy.attributes) <= SQS_MESSAGE_LIMIT_BYTES) {
       deps.logger.info('message near its redrive limit: replaced by a fresh copy', {

@@ -14,6 +14,7 @@ import type { Logger, QueueClient, QueueUrls, SendEntry } from '../ports';
 import { callWithEntryRetries } from '../retry-entries';
 import type { ParkedJob } from '../track/job-record';
 import type { ScheduleStore } from '../track/job-stores';
+import { markedRecorded } from '../wire/recorded';
 
 export interface SweepDeps {
   readonly jobs: ScheduleStore;
@@ -64,7 +65,8 @@ async function send(deps: SweepDeps, jobs: readonly ParkedJob[], now: number): P
         id: String(index),
         body: job.body,
         delaySeconds: sweepDelaySeconds(job.runAt, now),
-        ...(job.attributes ? { attributes: job.attributes } : {}),
+        // Its record is there: the claim that takes it expects it (lib/wire/recorded.ts).
+        attributes: markedRecorded(job.attributes),
       }));
       const result = await callWithEntryRetries(entries, (e) => deps.queues.sendBatch(url, e), deps.clock);
       const failed = new Set(result.failed.map((f) => f.id));

@@ -492,6 +492,12 @@ export interface ClaimRequest extends JobRef {
    * (`tracking.keepPayloadBytes`); written by the first claim only.
    */
   readonly payload?: string;
+  /**
+   * No record of the job is expected (its message's first receive, not sent again by taskworker):
+   * a store may first try the claim that creates the record, shorter to write and evaluate, and
+   * falls back to the full claim when a record is there after all. The outcome is the same either way.
+   */
+  readonly expectNew?: boolean;
 }
 
 /**

@@ -505,6 +505,58 @@ export function jobStoreConformance(
       expect(taken.record.leaseClaim).toBeUndefined();
     });
 
+    it('answers a claim that expects no record as the full claim does, whatever record it finds', async () => {
+      const expecting = (job: JobRef, now: number, worker = 'w1', leaseMs = 10_000) =>
+        jobs.claim({ ...job, workerId: worker, now, leaseUntil: now + leaseMs, expectNew: true });
+      // None: the record a full claim writes, read back as answered.
+      const extras = { claimId: 'claim-new', memberOf: { id: `fan-${++unique}`, size: 2, index: 0 }, payload: '{"n":1}' };
+      const fresh = ref({ tags: ['tag-a'], startBy: 60_000, key: 'k-1' });
+      const created = await jobs.claim({ ...fresh, ...extras, workerId: 'w1', now: 2000, leaseUntil: 12_000, expectNew: true });
+      const full = ref({ tags: ['tag-a'], startBy: 60_000, key: 'k-1' });
+      const plain = await jobs.claim({ ...full, ...extras, workerId: 'w1', now: 2000, leaseUntil: 12_000 });
+      if (created.outcome !== 'claimed' || plain.outcome !== 'claimed') throw new Error('not claimed');
+      expect(created.token).toBe(1);
+      const read = await jobs.get(fresh.jobId);
+      expect(read).toMatchObject({
+        state: 'running',
+        attempt: 1,
+        leaseClaim: 'claim-new',
+        payload: '{"n":1}',
+        key: 'k-1',
+        tags: ['tag-a'],
+      });
+      expect({ ...read, jobId: 'x' }).toEqual({ ...(await jobs.get(full.jobId)), jobId: 'x' });
+      // Queued by its publisher: claimed from queued.
+      const queued = ref();
+      await jobs.recordQueued(queued, 500);
+      const fromQueued = await expecting(queued, 2000);
+      expect(fromQueued).toMatchObject({ outcome: 'claimed', token: 1 });
+      expect((await jobs.get(queued.jobId))?.history.map((h) => h.what)).toEqual(['queued', 'started']);
+      // Held by a live worker: leased; its lease lapsed: taken over with the next token.
+      const held = ref();
+      await claim(jobs, held, 2000, 'w1', 1000);
+      expect(await expecting(held, 2500, 'w2')).toMatchObject({ outcome: 'leased', record: { leaseOwner: 'w1' } });
+      expect(await expecting(held, 4000, 'w2')).toMatchObject({ outcome: 'claimed', token: 2, record: { leaseOwner: 'w2' } });
+      // Retrying: the next attempt.
+      const retried = ref();
+      const first = await claim(jobs, retried, 2000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.complete({ jobId: retried.jobId, token: 1, state: 'retrying', error, workerId: 'w1', now: 2100 }, first.record);
+      expect(await expecting(retried, 3000)).toMatchObject({ outcome: 'claimed', token: 2 });
+      // Finished: a duplicate.
+      const done = ref();
+      const ran = await claim(jobs, done, 2000);
+      if (ran.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.complete({ jobId: done.jobId, token: 1, state: 'succeeded', workerId: 'w1', now: 2100 }, ran.record);
+      expect(await expecting(done, 3000)).toMatchObject({ outcome: 'finished', record: { state: 'succeeded' } });
+      // Another job's id: a conflict, the record left as it was.
+      const owner = ref();
+      await jobs.recordQueued(owner, 500);
+      const before = await jobs.get(owner.jobId);
+      expect(await expecting({ ...owner, payloadDigest: 'digest-other' }, 2000)).toMatchObject({ outcome: 'conflict' });
+      expect(await jobs.get(owner.jobId)).toEqual(before);
+    });
+
     it('keeps only the newest history entries', async () => {
       const job = ref();
       let record = await claim(jobs, job, 1);
