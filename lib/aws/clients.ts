@@ -11,6 +11,7 @@ import { SNSClient, type SNSClientConfig } from '@aws-sdk/client-sns';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DYNAMO_TIMEOUTS, type HttpTimeouts, S3_TIMEOUTS, SNS_TIMEOUTS, SQS_TIMEOUTS, withHttpTimeouts } from './http-timeouts';
 import { withRegionCheck } from './region';
+import { withSdkLogger } from './sdk-logger';
 
 /**
  * Pass a ready client or a client config, never both. Endpoints follow the SDK
@@ -23,7 +24,7 @@ export type SqsClientOption =
 
 export function sqsClientFrom(option: SqsClientOption = {}): SQSClient {
   if (option.client) return option.client;
-  const config = withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? SQS_TIMEOUTS);
+  const config = withSdkLogger(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? SQS_TIMEOUTS));
   // With an endpoint override (an emulator), send every call there: the SDK would otherwise
   // prefer the queue URL's host, which an emulator's URLs may not resolve to.
   const overridden = config.endpoint !== undefined || Boolean(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL);
@@ -42,7 +43,10 @@ export type DynamoClientOption =
 export function dynamoClientFrom(option: DynamoClientOption = {}): DynamoDBClient {
   return (
     option.client ??
-    withRegionCheck(new DynamoDBClient(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS)), 'DynamoDB')
+    withRegionCheck(
+      new DynamoDBClient(withSdkLogger(withHttpTimeouts(option.clientConfig ?? {}, option.timeouts ?? DYNAMO_TIMEOUTS))),
+      'DynamoDB',
+    )
   );
 }
 
@@ -55,7 +59,7 @@ export type SnsClientOption =
   | { readonly client?: never; readonly clientConfig?: SNSClientConfig };
 
 export function snsClientFrom(option: SnsClientOption = {}): SNSClient {
-  return option.client ?? withRegionCheck(new SNSClient(withHttpTimeouts(option.clientConfig ?? {}, SNS_TIMEOUTS)), 'SNS');
+  return option.client ?? withRegionCheck(new SNSClient(withSdkLogger(withHttpTimeouts(option.clientConfig ?? {}, SNS_TIMEOUTS))), 'SNS');
 }
 
 /**
@@ -75,7 +79,7 @@ export function s3ClientFrom(option: S3ClientOption = {}): (sdk: typeof S3) => S
   let made: S3.S3Client | undefined;
   return (sdk) => {
     if (option.client) return option.client;
-    made ??= withRegionCheck(new sdk.S3Client(withHttpTimeouts(option.clientConfig ?? {}, S3_TIMEOUTS)), 'S3');
+    made ??= withRegionCheck(new sdk.S3Client(withSdkLogger(withHttpTimeouts(option.clientConfig ?? {}, S3_TIMEOUTS))), 'S3');
     return made;
   };
 }

@@ -8,6 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { withSdkLogger } from './sdk-logger';
 
 export interface EmulatorClients {
   readonly sqs: SQSClient;
@@ -21,8 +22,8 @@ export function emulatorClients(
   endpoints: { readonly sqsEndpoint: string; readonly dynamodbEndpoint: string },
   credentials: { readonly accessKeyId: string; readonly secretAccessKey: string },
 ): EmulatorClients {
-  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint, credentials });
-  const dynamo = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint, credentials });
+  const sqs = new SQSClient(withSdkLogger({ region, endpoint: endpoints.sqsEndpoint, credentials }));
+  const dynamo = new DynamoDBClient(withSdkLogger({ region, endpoint: endpoints.dynamodbEndpoint, credentials }));
   // fauxqs serves SNS on its SQS endpoint: the version's event topic and subscriptions live there.
   const sns = new SNSClient({ region, endpoint: endpoints.sqsEndpoint, credentials });
   // And S3: the version's payload bucket (claim checks), named from the queue URLs as in AWS.
