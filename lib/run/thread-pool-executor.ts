@@ -1,14 +1,15 @@
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
-import { describe, JobCancelledError, TimeLimitExceededError, WorkerCrashedError } from '../errors';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { describe, WorkerCrashedError } from '../errors';
 import { type Logger, silentLogger } from '../ports';
 import { activeTraceparent } from '../trace/otel';
 import { type RunHooks, type RunReservation, serializeError, type TaskExecutor, type TaskOutcome, type TaskRun } from './executor-types';
+import { type RunHost, type Thread, ThreadRun, type Traceparent } from './thread-run';
 import {
-  type CancelRequest,
-  type HeartbeatAnswer,
+  HAND_OFF_PLACES,
+  type HandedRun,
   REPORT_PORT,
-  type RunRequest,
-  type StepAnswer,
+  type RunsRequest,
+  START_SLOT,
   type ThreadMessage,
   WORKER_FLAG,
 } from './worker-thread';
@@ -23,44 +24,72 @@ export interface ThreadPoolOptions {
   readonly logger?: Logger;
 }
 
-/** A pool thread: its worker, the port it reports on, and whether it has loaded the tasks bundle. */
-interface Thread {
-  readonly worker: Worker;
-  /** What the thread reports (ready, started, done, heartbeats, progress), read synchronously at a deadline. */
-  readonly reports: MessagePort;
-  /** True once the thread has loaded the bundle and listens for runs; false if it died first. */
-  readonly loaded: Promise<boolean>;
-  /** Why it could not load, when it could not. */
-  loadError?: string;
-  /** Its worker has exited (a reserved thread can die before its run). */
-  exited?: boolean;
+/**
+ * A task is short once its bodies have averaged at most this long (ms, as their threads timed them)
+ * over {@link SHORT_AFTER_RUNS} runs: its runs handed over together go to one thread in one hand-off.
+ */
+export const SHORT_RUN_MS = 2;
+/** Runs of a task its threads time before it may count as short (one that timed out or crashed starts over). */
+export const SHORT_AFTER_RUNS = 10;
+/**
+ * A run that waits in a shared hand-off this long without starting (the one before it turned out
+ * long) is taken back and started on a thread of its own: it never waits behind a long body for more.
+ */
+export const MOVE_AFTER_MS = 20;
+
+/** A run on its way to a thread: what the pool hands over, and where its outcome goes. */
+interface Handing {
+  readonly run: TaskRun;
+  readonly hooks: RunHooks;
+  readonly resolve: (outcome: TaskOutcome) => void;
+  readonly trace?: Traceparent;
+}
+
+/** How long a task's bodies take, as its threads timed them. */
+interface BodyTimes {
+  runs: number;
+  meanMs: number;
 }
 
 /**
  * Runs each task in a worker thread, one task per thread at a time. A run is handed only to a
  * thread that has loaded the tasks bundle (threads are started ahead, and a terminated one is
  * replaced at once), and its time limit counts from the moment the body starts in its thread, as
- * the thread reports it: loading a bundle or a busy dispatcher thread never eats into it. A task
+ * the thread records it: loading a bundle or a busy dispatcher thread never eats into it. A task
  * that outlives its limit plus the grace has its thread terminated, which stops even a CPU-bound
  * loop; the other threads, and so the rest of the batch, carry on. A body that ended in time is a
  * success even when the dispatcher's own thread was too busy to hear of it before the deadline: at
  * the deadline the thread's reports are read first.
+ *
+ * A hand-off wakes a thread, and for the shortest bodies the wake-ups are most of the cost (on a
+ * small machine the woken thread takes the core from the dispatcher's). So the runs of a short task
+ * ({@link SHORT_RUN_MS}) handed over in one turn of the event loop (a batch's) go to one thread in
+ * one message, and it starts them one after another; each reports its own end. One that has not
+ * started {@link MOVE_AFTER_MS} after the hand-off is taken back and started on another thread, and
+ * one behind a body that loses its thread never started there, so it is started elsewhere: the
+ * thread-per-body isolation and every run's whole limit are kept.
  */
-export class ThreadPoolExecutor implements TaskExecutor {
+export class ThreadPoolExecutor implements TaskExecutor, RunHost {
   /** Loaded threads with no run. */
   private readonly idle: Thread[] = [];
   private readonly waiting: Array<(thread: Thread | undefined) => void> = [];
   /** {@link ready} calls waiting for a thread to become free (each told once, whether it is still free or not). */
   private readonly readyWaiters = new Set<() => void>();
-  private readonly logger: Logger;
+  readonly logger: Logger;
+  readonly killGraceMs: number;
   /** Threads started and not ended (loading, idle or running). */
   private live = 0;
   private nextRunId = 1;
+  private nextTicket = 1;
   private closed = false;
+  /** Short runs gathered in this turn of the event loop for one thread, handed over at its end. */
+  private gathering: { readonly thread: Thread; readonly runs: Handing[] } | undefined;
+  private readonly bodyTimes = new Map<string, BodyTimes>();
 
   constructor(private readonly options: ThreadPoolOptions) {
     if (!Number.isInteger(options.size) || options.size < 1) throw new RangeError(`pool size ${options.size} must be ≥ 1`);
     this.logger = options.logger ?? silentLogger;
+    this.killGraceMs = options.killGraceMs;
   }
 
   /** Starts threads ahead of the first batch (during Lambda init, which is not billed the same way). */
@@ -118,15 +147,13 @@ export class ThreadPoolExecutor implements TaskExecutor {
       throw new WorkerCrashedError('the thread pool is closed');
     }
     const thread = reserved ?? (await this.acquire());
-    if (!thread) {
-      return {
-        status: 'failed',
-        kind: 'crashed',
-        durationMs: 0,
-        error: serializeError(new WorkerCrashedError(`no thread could load the tasks bundle to run ${run.task}`)),
-      };
-    }
-    return this.execute(thread, run, hooks);
+    if (!thread) return noThread(run);
+    // The attempt's span (the active context here) goes with the run: threads do not share contexts.
+    const trace = activeTraceparent();
+    return new Promise<TaskOutcome>((resolve) => {
+      const handing: Handing = { run, hooks, resolve: (outcome) => this.timed(run.task, outcome, resolve), ...(trace ? { trace } : {}) };
+      this.give(thread, handing);
+    });
   }
 
   async close(): Promise<void> {
@@ -139,36 +166,146 @@ export class ThreadPoolExecutor implements TaskExecutor {
     await Promise.all(threads.map((thread) => this.end(thread)));
   }
 
+  /** {@link RunHost.left}: a run left `thread`; once none is left the thread goes back to the pool, or is replaced when doomed. */
+  left(thread: Thread, reusable: boolean): void {
+    if (!reusable) thread.doomed = true;
+    // What waits behind a body that costs the thread never started there: it starts elsewhere.
+    if (thread.doomed) for (const other of [...thread.runs.values()]) other.moveElsewhere();
+    if (thread.runs.size > 0 || !thread.busy) return;
+    thread.busy = false;
+    thread.worker.unref();
+    thread.reports.unref();
+    if (thread.doomed || this.closed) this.discard(thread);
+    else this.park(thread);
+  }
+
+  /** {@link RunHost.rehand}: a run taken back before it started goes to the next free thread, on its own. */
+  rehand(run: TaskRun, hooks: RunHooks, resolve: (outcome: TaskOutcome) => void, trace?: Traceparent): void {
+    void this.acquire().then((thread) => {
+      if (thread) this.handOff(thread, [{ run, hooks, resolve, ...(trace ? { trace } : {}) }]);
+      else resolve(noThread(run));
+    });
+  }
+
+  /** A run for `thread`: a short task's joins the runs gathered in this turn (and `thread` is free again), any other goes at once. */
+  private give(thread: Thread, handing: Handing): void {
+    if (!this.isShort(handing.run.task)) {
+      this.handOff(thread, [handing]);
+      return;
+    }
+    const gathering = this.gathering;
+    if (gathering && !gathering.thread.exited) {
+      this.park(thread);
+      gathering.runs.push(handing);
+      if (gathering.runs.length === HAND_OFF_PLACES) this.handGathered(gathering);
+      return;
+    }
+    // A gathering whose thread died meanwhile goes now (handOff starts its runs elsewhere).
+    if (gathering) this.handGathered(gathering);
+    const gathered = { thread, runs: [handing] };
+    this.gathering = gathered;
+    // The rest of this turn's runs (a batch's, started together) join it before it is handed over.
+    setImmediate(() => this.handGathered(gathered));
+  }
+
+  /** Hands over the runs gathered for one thread, once: at the end of their turn, when full, or when its thread died. */
+  private handGathered(gathered: { readonly thread: Thread; readonly runs: Handing[] }): void {
+    if (this.gathering !== gathered) return;
+    this.gathering = undefined;
+    this.handOff(gathered.thread, gathered.runs);
+  }
+
+  /** Hands `runs` to `thread` in one message, each at a start place of its own. */
+  private handOff(thread: Thread, runs: readonly Handing[]): void {
+    if (thread.exited) {
+      for (const r of runs) this.rehand(r.run, r.hooks, r.resolve, r.trace);
+      return;
+    }
+    if (!thread.busy) {
+      thread.busy = true;
+      thread.worker.ref();
+      thread.reports.ref();
+    }
+    const handed = runs.map(
+      (r, place) => new ThreadRun(this, thread, place, this.nextTicket++, this.nextRunId++, r.run, r.hooks, r.resolve, r.trace),
+    );
+    const request: RunsRequest = {
+      type: 'runs',
+      runs: handed.map(({ runId, run, place, ticket, trace }): HandedRun => ({ runId, run, place, ticket, ...(trace ? { trace } : {}) })),
+    };
+    // Armed before the message goes: a run whose job was cancelled already is withdrawn now, before
+    // the thread (on another core) could start it.
+    for (const r of handed) r.arm();
+    try {
+      thread.worker.postMessage(request);
+    } catch (error) {
+      for (const r of handed) r.notHanded(new WorkerCrashedError(`could not hand ${r.run.task} to its thread: ${describe(error)}`));
+      return;
+    }
+    if (handed.length > 1) {
+      setTimeout(() => {
+        for (const r of handed) if (!r.settled && r.startedAt() === undefined) r.moveElsewhere();
+      }, MOVE_AFTER_MS).unref();
+    }
+  }
+
+  /** Whether `task`'s runs are short enough to share a hand-off. */
+  private isShort(task: string): boolean {
+    const times = this.bodyTimes.get(task);
+    return times !== undefined && times.runs >= SHORT_AFTER_RUNS && times.meanMs <= SHORT_RUN_MS;
+  }
+
+  /** Notes how long a run's body took (a mean over the last few), then passes its outcome on. */
+  private timed(task: string, outcome: TaskOutcome, resolve: (outcome: TaskOutcome) => void): void {
+    const failedHard = outcome.status === 'timed-out' || (outcome.status === 'failed' && outcome.kind === 'crashed');
+    if (failedHard) this.bodyTimes.delete(task);
+    else {
+      const times = this.bodyTimes.get(task) ?? { runs: 0, meanMs: outcome.durationMs };
+      times.runs += 1;
+      times.meanMs += (outcome.durationMs - times.meanMs) / Math.min(times.runs, SHORT_AFTER_RUNS);
+      this.bodyTimes.set(task, times);
+    }
+    resolve(outcome);
+  }
+
   /** Starts a thread; it joins the idle ones once it has loaded the bundle. */
   private start(): void {
     this.live += 1;
     const { port1: reports, port2 } = new MessageChannel();
+    const starts = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT * HAND_OFF_PLACES));
     const worker = new Worker(this.options.bundlePath, {
-      workerData: { [WORKER_FLAG]: true, [REPORT_PORT]: port2 },
+      workerData: { [WORKER_FLAG]: true, [REPORT_PORT]: port2, [START_SLOT]: starts.buffer },
       transferList: [port2],
       // Task errors' stacks point at the task's own source files (the bundle's source map), in
       // logs, job records and the archive, however the dispatcher process was started.
       execArgv: [...process.execArgv.filter((a) => a !== '--enable-source-maps'), '--enable-source-maps'],
     });
-    worker.unref();
-    reports.unref();
     let loaded: (ok: boolean) => void = () => {};
-    const thread: Thread = { worker, reports, loaded: new Promise<boolean>((resolve) => (loaded = resolve)) };
-    const onReady = (message: ThreadMessage) => {
-      if (message.type !== 'ready') return;
-      reports.off('message', onReady);
-      loaded(true);
-    };
-    reports.on('message', onReady);
+    const thread: Thread = { worker, reports, starts, runs: new Map(), loaded: new Promise<boolean>((resolve) => (loaded = resolve)) };
+    // Listening refs the port: a loading thread keeps the process alive (whoever waits for it is
+    // told), a loaded idle one does not (a hand-off refs both again).
+    reports.on('message', (message: ThreadMessage) => {
+      if (message.type !== 'ready') thread.runs.get(message.runId)?.onMessage(message);
+      else {
+        reports.unref();
+        loaded(true);
+      }
+    });
+    worker.unref();
     // Always listening, so an error raised by a task's stray callback after it returned never
     // reaches Node as an unhandled 'error' event (which would take the dispatcher down).
     worker.on('error', (error) => {
       thread.loadError ??= error.message;
       this.logger.warn('task thread raised an error', { error: error.message });
+      for (const r of [...thread.runs.values()]) {
+        r.threadDied(new WorkerCrashedError(`thread running ${r.run.task} crashed: ${error.message}`, { cause: error }));
+      }
     });
-    worker.once('exit', () => {
+    worker.once('exit', (code) => {
       thread.exited = true;
       loaded(false);
+      for (const r of [...thread.runs.values()])
+        r.threadDied(new WorkerCrashedError(`thread running ${r.run.task} exited with code ${code}`));
       reports.close();
       const index = this.idle.indexOf(thread);
       if (index >= 0) {
@@ -231,196 +368,15 @@ export class ThreadPoolExecutor implements TaskExecutor {
     thread.reports.close();
     await thread.worker.terminate();
   }
-
-  private execute(thread: Thread, run: TaskRun, hooks: RunHooks): Promise<TaskOutcome> {
-    const runId = this.nextRunId++;
-    const { killGraceMs } = this.options;
-    thread.worker.ref();
-    thread.reports.ref();
-    return new Promise<TaskOutcome>((resolve) => {
-      const ends = {
-        killGraceMs,
-        logger: this.logger,
-        end: (reusable: boolean) => {
-          if (reusable && !this.closed) this.park(thread);
-          else this.discard(thread);
-        },
-        resolve,
-      };
-      new ThreadRun(thread, runId, run, hooks, ends).begin();
-    });
-  }
 }
 
-/** How a {@link ThreadRun} ends: its thread back to the pool (or discarded), and its outcome. */
-interface RunEnds {
-  readonly killGraceMs: number;
-  readonly logger: Logger;
-  /** Parks the thread again when `reusable` and the pool is open, else discards it. */
-  readonly end: (reusable: boolean) => void;
-  readonly resolve: (outcome: TaskOutcome) => void;
-}
-
-/**
- * One run on a pool thread: what the thread reports of it, the timers that bound it (the start
- * guard, the kill timer from the body's start, the kill grace after a cancel), and its one outcome.
- */
-class ThreadRun {
-  private settled = false;
-  /** When the body started in its thread (epoch ms), as the thread reports it. */
-  private startedAt: number | undefined;
-  private cancelTimer: NodeJS.Timeout | undefined;
-  private killTimer: NodeJS.Timeout | undefined;
-  private startGuard: NodeJS.Timeout | undefined;
-  private readonly limitMs: number;
-
-  constructor(
-    private readonly thread: Thread,
-    private readonly runId: number,
-    private readonly run: TaskRun,
-    private readonly hooks: RunHooks,
-    private readonly ends: RunEnds,
-  ) {
-    this.limitMs = run.timeLimitMs + ends.killGraceMs;
-  }
-
-  /** Hands the run to its thread and listens for its reports, its thread's death and a cancel. */
-  begin(): void {
-    const { thread, run, hooks } = this;
-    // A loaded, idle thread starts the body as soon as it reads the request. One that does not say
-    // so within the task's whole limit is stuck (a previous task's stray callback hogging it): it
-    // is replaced, and the attempt ends as crashed, never as a time limit the body never had.
-    this.startGuard = setTimeout(() => {
-      this.readReports();
-      if (this.settled || this.startedAt !== undefined) return;
-      this.finish(this.crashed(new WorkerCrashedError(`thread for ${run.task} did not start the body within ${this.limitMs} ms`)), false);
-    }, this.limitMs);
-    thread.reports.on('message', this.onMessage);
-    thread.worker.once('error', this.onError);
-    thread.worker.once('exit', this.onExit);
-    // The attempt's span (the active context here) goes with the run: threads do not share contexts.
-    const trace = activeTraceparent();
-    const request: RunRequest = { type: 'run', runId: this.runId, run, ...(trace ? { trace } : {}) };
-    try {
-      thread.worker.postMessage(request);
-    } catch (error) {
-      this.finish(this.crashed(new WorkerCrashedError(`could not hand ${run.task} to its thread: ${describe(error)}`)), false);
-      return;
-    }
-    if (hooks.cancel?.aborted) this.onCancel();
-    else hooks.cancel?.addEventListener('abort', this.onCancel, { once: true });
-  }
-
-  private elapsed(): number {
-    return this.startedAt === undefined ? 0 : Math.max(0, Date.now() - this.startedAt);
-  }
-
-  private finish(outcome: TaskOutcome, reusable: boolean): void {
-    if (this.settled) return;
-    this.settled = true;
-    clearTimeout(this.killTimer);
-    clearTimeout(this.startGuard);
-    clearTimeout(this.cancelTimer);
-    this.hooks.cancel?.removeEventListener('abort', this.onCancel);
-    const { worker, reports } = this.thread;
-    reports.off('message', this.onMessage);
-    worker.off('error', this.onError);
-    worker.off('exit', this.onExit);
-    worker.unref();
-    reports.unref();
-    this.ends.end(reusable);
-    this.ends.resolve(outcome);
-  }
-
-  private crashed(error: Error): TaskOutcome {
-    return { status: 'failed', kind: 'crashed', durationMs: this.elapsed(), error: serializeError(error) };
-  }
-
-  private readonly onMessage = (message: ThreadMessage): void => {
-    if (!('runId' in message) || message.runId !== this.runId) return;
-    if (message.type === 'started') this.armKill(message.at);
-    else if (message.type === 'done') this.finish(message.outcome, true);
-    else if (message.type === 'progress') this.hooks.progress?.(message.json);
-    else if (message.type === 'heartbeat') {
-      void this.hooks.heartbeat().then(
-        (ok) => this.answer(message.beat, ok),
-        () => this.answer(message.beat, false),
-      );
-    } else if (message.type === 'step') {
-      const keep = this.hooks.step ? this.hooks.step(message.step) : Promise.resolve(true);
-      void keep.then(
-        (kept) => this.answerStep({ type: 'step-answer', ask: message.ask, kept }),
-        (error: unknown) => this.answerStep({ type: 'step-answer', ask: message.ask, kept: false, error: describe(error) }),
-      );
-    }
-  };
-
-  private answerStep(answer: StepAnswer): void {
-    if (!this.settled) this.thread.worker.postMessage(answer);
-  }
-
-  /** What the thread reported and this thread has not read yet (it was busy): read now, in order. */
-  private readReports(): void {
-    const { reports } = this.thread;
-    for (let report = receiveMessageOnPort(reports); report !== undefined && !this.settled; report = receiveMessageOnPort(reports)) {
-      this.onMessage(report.message as ThreadMessage);
-    }
-  }
-
-  private answer(beat: number, ok: boolean): void {
-    const reply: HeartbeatAnswer = { type: 'heartbeat-answer', beat, ok };
-    if (!this.settled) this.thread.worker.postMessage(reply);
-  }
-
-  private readonly onError = (error: Error): void => {
-    this.finish(this.crashed(new WorkerCrashedError(`thread running ${this.run.task} crashed: ${error.message}`, { cause: error })), false);
-  };
-
-  private readonly onExit = (code: number): void =>
-    this.finish(this.crashed(new WorkerCrashedError(`thread running ${this.run.task} exited with code ${code}`)), false);
-
-  /** The kill timer, from the body's start as the thread saw it. */
-  private armKill(at: number): void {
-    const { run } = this;
-    clearTimeout(this.startGuard);
-    this.startedAt = at;
-    this.killTimer = setTimeout(
-      () => {
-        // A body that ended in time may have reported so while this thread was busy.
-        this.readReports();
-        if (this.settled) return;
-        this.ends.logger.warn('task exceeded its time limit; terminating its thread', {
-          task: run.task,
-          jobId: run.jobId,
-          timeLimitMs: run.timeLimitMs,
-        });
-        this.finish(
-          { status: 'timed-out', durationMs: this.elapsed(), error: serializeError(new TimeLimitExceededError(run.task, run.timeLimitMs)) },
-          false,
-        );
-      },
-      Math.max(0, at + this.limitMs - Date.now()),
-    );
-  }
-
-  /**
-   * An operator's cancel: the task's signal aborts now; a task that ignores it loses its thread
-   * after the kill grace, as at its time limit.
-   */
-  private readonly onCancel = (): void => {
-    const { run } = this;
-    if (this.settled) return;
-    const stop: CancelRequest = { type: 'cancel', runId: this.runId };
-    this.thread.worker.postMessage(stop);
-    this.cancelTimer = setTimeout(() => {
-      this.readReports();
-      if (this.settled) return;
-      this.ends.logger.warn('cancelled task did not stop within the kill grace; terminating its thread', {
-        task: run.task,
-        jobId: run.jobId,
-      });
-      this.finish({ status: 'cancelled', durationMs: this.elapsed(), error: serializeError(new JobCancelledError(run.jobId)) }, false);
-    }, this.ends.killGraceMs);
+/** A run no thread could take: the bundle does not load. */
+function noThread(run: TaskRun): TaskOutcome {
+  return {
+    status: 'failed',
+    kind: 'crashed',
+    durationMs: 0,
+    error: serializeError(new WorkerCrashedError(`no thread could load the tasks bundle to run ${run.task}`)),
   };
 }
 

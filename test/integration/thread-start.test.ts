@@ -87,6 +87,53 @@ describe('the thread pool', () => {
       await pool.close();
     }
   }, 60_000);
+  /**
+   * A one-thread pool whose thread a stray callback holds for `strayMs` from just after its run
+   * ended; `then` gets the pool 200 ms into that hold.
+   */
+  const behindStray = async (strayMs: number, then: (pool: ThreadPoolExecutor) => Promise<void>) => {
+    const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size: 1, killGraceMs: 200 });
+    try {
+      pool.warm();
+      expect(await pool.ready(Date.now() + 30_000)).toBe(true);
+      expect(await pool.run(runOf('stray', 1, { ms: strayMs }), hooks)).toMatchObject({ status: 'succeeded' });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await then(pool);
+    } finally {
+      await pool.close();
+    }
+  };
+
+  it('counts the limit from the start the thread recorded: a body that starts late behind a stray callback still gets its whole limit', async () => {
+    const journal = tempFile('late.jsonl');
+    // The brief body (600 ms) is handed over 200 ms into a 1 s hold: it starts about 800 ms after the
+    // hand-off and ends about 1.4 s after it, past the limit and grace (1.2 s) from the hand-off,
+    // well inside them from its own start.
+    await behindStray(1_000, async (pool) => {
+      const handedAt = Date.now();
+      expect(await pool.run(runOf('brief', 2, { journal, n: 2, ms: 600 }), hooks)).toMatchObject({ status: 'succeeded' });
+      const [start] = readJournal(journal);
+      expect((start?.at as number) - handedAt).toBeGreaterThanOrEqual(500);
+    });
+  }, 60_000);
+
+  it('ends a run as crashed, never timed out, when its thread does not start the body within the whole limit (a stray callback hogging it)', async () => {
+    const journal = tempFile('stuck.jsonl');
+    // The next run comes 200 ms into a 3 s hold.
+    await behindStray(3_000, async (pool) => {
+      const stuck = await pool.run(runOf('brief', 2, { journal, n: 2, ms: 50 }), hooks);
+      expect(stuck).toMatchObject({
+        status: 'failed',
+        kind: 'crashed',
+        durationMs: 0,
+        error: { type: 'WorkerCrashedError', message: expect.stringContaining('did not start the body within 1200 ms') },
+      });
+      // Its thread was replaced: the next run starts on the new one; the stuck body never ran.
+      expect(await pool.run(runOf('brief', 3, { journal, n: 3, ms: 50 }), hooks)).toMatchObject({ status: 'succeeded' });
+      expect([...startsOf(journal).keys()]).toEqual([3]);
+    });
+  }, 60_000);
+
   it('sets a loaded thread aside for one run: one thread free and one loading, two callers, only the first gets a thread', async () => {
     // Found by the starvation chaos suite: a look (`ready`) let two jobs of a batch see the one free
     // thread, both were claimed, and the second body waited for the replacement to load while its
