@@ -7,6 +7,16 @@
  *   NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run -s bench:e2e -- --sections full --peer-rounds 1
  *   npm run -s bench:cpu-profile -- /tmp/prof [--top 15] [--part 'taskworker lib/'] [--json]
  *
+ * bench:e2e profiles its own measured parts (each consumer's run, the emulators' process beside it,
+ * publishing and the threads' load left out), on any Node:
+ *
+ *   npm run -s bench:e2e -- --sections full,trigger --peer-rounds 1 --profile /tmp/prof
+ *
+ * Node 20 refuses `--cpu-prof` in NODE_OPTIONS (22 and 24 take it): there, run the bundle
+ * `scripts/run-ts.mjs` leaves in dist/run/ with the flag (the emulators' child is then not profiled):
+ *
+ *   npm run -s bench:e2e -- --sections off --rounds 1 --tasks 100 && node --cpu-prof --cpu-prof-dir=/tmp/prof dist/run/e2e.js --sections off
+ *
  * The dispatcher's process and the emulators' (a child process) each write their own file; worker
  * threads write one each too.
  */

@@ -10,7 +10,7 @@
  *
  *   npm run bench:e2e -- [--json] [--tasks 10000] [--io-tasks 300] [--rounds 5] [--peer-rounds 5]
  *                        [--instances 2] [--trigger-pollers 5] [--trigger-added-per-minute 300]
- *                        [--sections full,trigger,failures,off,handle-message,io]
+ *                        [--sections full,trigger,failures,off,handle-message,io] [--profile DIR]
  *
  * `--sections` runs a part (a short check, or one consumer under `node --cpu-prof`): the JSON and
  * the tables need every section, so a partial run prints its rows only.
@@ -24,6 +24,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
@@ -31,12 +32,14 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Consumer } from 'sqs-consumer';
+import { withSdkLogger } from '../lib/aws/sdk-logger';
 import type { IsolationMode, TrackingMode } from '../lib/config/app-config';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
 import { taskStatsKey, utcDay } from '../lib/policy/stat-sums';
 import { silentLogger } from '../lib/ports';
+import { ThreadPoolExecutor } from '../lib/run/thread-pool-executor';
 import { buildTasksBundle } from '../lib/tasks/build';
 import { loadTaskBundle } from '../lib/tasks/bundle';
 import type { TaskCost } from '../lib/track/stats-store';
@@ -75,6 +78,7 @@ const { values } = parseArgs({
     'trigger-pollers': { type: 'string', default: String(TRIGGER_SCALING.initial) },
     'trigger-added-per-minute': { type: 'string', default: String(TRIGGER_SCALING.addedPerMinute) },
     sections: { type: 'string', default: 'full,trigger,failures,off,handle-message,io' },
+    profile: { type: 'string' },
   },
 });
 const TASKS = Number(values.tasks);
@@ -106,6 +110,58 @@ for (const section of SECTIONS) {
 const POWERTOOLS_VERSION = '2.35.0';
 const IO_TASK_MS = 50;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/**
+ * `--profile DIR`: the main thread's CPU profile of each taskworker run's measured part only (from
+ * its clock's start to its last task), written as `<consumer>-<n>.cpuprofile` for
+ * `npm run bench:cpu-profile -- DIR`. Publishing and the threads' load stay out of it, which
+ * `node --cpu-prof` (the whole process, and refused in NODE_OPTIONS on Node 20) cannot do.
+ */
+async function profiled<T>(name: string, measure: () => Promise<T>): Promise<T> {
+  const dir = values.profile;
+  if (!dir) return measure();
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name.replace(/[^a-z0-9]+/gi, '-')}-${Date.now()}`);
+  const stop = await startProfile();
+  await askEmulators({ profile: 'start' });
+  try {
+    return await measure();
+  } finally {
+    await stop(`${file}.cpuprofile`);
+    await askEmulators({ profile: 'stop', file: `${file}-emulators.cpuprofile` });
+  }
+}
+
+/** Starts this thread's CPU profiler; the function returned stops it and writes the profile to a file. */
+async function startProfile(): Promise<(file: string) => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async (file) => {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    writeFileSync(file, JSON.stringify(profile));
+  };
+}
+
+/** The emulators' process, once started (profiles are asked of it too). */
+let emulatorProcess: ChildProcess | undefined;
+
+/** Sends the emulators' process a request and waits for its answer (`{ answer }`). */
+function askEmulators<T>(request: object): Promise<T> {
+  const child = emulatorProcess;
+  if (!child) throw new Error('the emulators have not started');
+  return new Promise<T>((resolve) => {
+    const onMessage = (m: unknown) => {
+      if (typeof m !== 'object' || m === null || !('answer' in m)) return;
+      child.off('message', onMessage);
+      resolve((m as { answer: T }).answer);
+    };
+    child.on('message', onMessage);
+    child.send(request);
+  });
+}
 /** The example app's dispatcher memory. */
 const DISPATCHER_GB = 1;
 
@@ -136,8 +192,19 @@ async function serveEmulators(): Promise<void> {
   const emulators = await startEmulators();
   process.send?.({ sqsEndpoint: emulators.sqsEndpoint, dynamodbEndpoint: emulators.dynamodbEndpoint });
   // The emulators' own CPU, so their slowness can be told from the consumer's.
+  let stopProfile: ((file: string) => Promise<void>) | undefined;
   process.on('message', (m) => {
     if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+    const asked = m as { profile?: 'start' | 'stop'; file?: string };
+    if (asked.profile === 'start') {
+      void startProfile().then((stop) => {
+        stopProfile = stop;
+        process.send?.({ answer: true });
+      });
+    } else if (asked.profile === 'stop' && stopProfile && asked.file) {
+      void stopProfile(asked.file).then(() => process.send?.({ answer: true }));
+      stopProfile = undefined;
+    }
   });
   process.once('disconnect', () => {
     void emulators.stop().then(() => process.exit(0));
@@ -155,12 +222,16 @@ interface Env {
 }
 
 const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+// Every consumer's clients alike: the logger taskworker's own clients get (no redacted copy of each
+// request built for a discarded info log, lib/aws/sdk-logger.ts), for the peers as well.
 const sqsClient = (env: Env, m?: Meter) => {
-  const client = new SQSClient({ region: 'us-east-1', endpoint: env.emulators.sqsEndpoint, credentials, useQueueUrlAsEndpoint: false });
+  const client = new SQSClient(
+    withSdkLogger({ region: 'us-east-1', endpoint: env.emulators.sqsEndpoint, credentials, useQueueUrlAsEndpoint: false }),
+  );
   return m ? meter(client, m) : client;
 };
 const dynamoClient = (env: Env, m?: Meter) => {
-  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: env.emulators.dynamodbEndpoint, credentials });
+  const client = new DynamoDBClient(withSdkLogger({ region: 'us-east-1', endpoint: env.emulators.dynamodbEndpoint, credentials }));
   return m ? meter(client, m) : client;
 };
 
@@ -230,6 +301,11 @@ interface Figures {
     readonly pollers?: { readonly initial: number; readonly peak: number };
     readonly messagesInFlight: InFlight;
   };
+  /**
+   * Seconds its worker threads took to load before the clock started (a cold container's first
+   * invocation pays them; a warm one has them loaded): not in `seconds`.
+   */
+  readonly threadsLoadSeconds?: number;
   /** Where the time goes (traced runs). */
   readonly criticalPath?: CriticalPath;
   /** The task's attributed cost against the metered whole (runs that keep stats). */
@@ -324,6 +400,18 @@ async function endTrace(
  */
 type Variant = 'product' | 'inline' | 'no-stats';
 
+/**
+ * Starts the pool's `size` threads and waits until each has loaded the tasks bundle: every one
+ * reserved at once (a reservation is a loaded, free thread), then given back unused.
+ */
+async function loadEveryThread(pool: ThreadPoolExecutor, size: number): Promise<void> {
+  pool.warm();
+  const held = await Promise.all(Array.from({ length: size }, () => pool.reserve(Date.now() + 60_000)));
+  for (const thread of held) thread?.release();
+  if (held.some((thread) => thread === undefined))
+    throw new Error(`${held.filter(Boolean).length} of ${size} threads loaded the tasks bundle`);
+}
+
 /** The real dispatcher, until every task has succeeded. */
 async function taskworker(
   env: Env,
@@ -345,6 +433,18 @@ async function taskworker(
   const sqsSpans = trace ? trace.sqs : [];
   if (!trace) timeline(sqs, sqsSpans, { jobIds: false });
   let succeeded = 0;
+  // The pool the runtime would build itself, held here to wait for its threads: each costs a Node
+  // bootstrap (about a second of CPU here), which a warm container has paid before its invocation.
+  const { config } = provisioned.bundle;
+  const pool =
+    isolation === 'threads'
+      ? new ThreadPoolExecutor({
+          bundlePath: provisioned.bundle.path,
+          size: config.dispatcher.concurrency,
+          killGraceMs: config.dispatcher.killGraceMs,
+          logger: silentLogger,
+        })
+      : undefined;
   const runtime = provisioned.dispatcher({
     sqs,
     dynamo,
@@ -352,14 +452,18 @@ async function taskworker(
     logger: silentLogger,
     workerId: `bench-${mode}`,
     observer: { onBatch: (r) => (succeeded += r.jobs.filter((j) => j.outcome === 'succeeded').length) },
+    ...(pool ? { executor: pool } : {}),
   });
-  runtime.warm();
-  await new Promise((resolve) => setTimeout(resolve, 300)); // threads loaded before the clock starts
+  const loading = performance.now();
+  if (pool) await loadEveryThread(pool, config.dispatcher.concurrency);
+  const threadsLoadSeconds = (performance.now() - loading) / 1000;
   if (trace) await startClock(env, trace);
   const stop = new AbortController();
   const started = performance.now();
   const running = runtime.invoke(Date.now() + 600_000, stop.signal);
-  while (succeeded < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  await profiled(`taskworker-${mode}-${variant}`, async () => {
+    while (succeeded < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  });
   const seconds = (performance.now() - started) / 1000;
   // The job record is written under the job id.
   const traced_ = trace ? await endTrace(env, trace, count, seconds, (id) => id) : {};
@@ -382,6 +486,7 @@ async function taskworker(
     dynamoWriteUnitsPerTask: round(dynamoMeter.writeUnits / count, 4),
     dynamoReadUnitsPerTask: round(dynamoMeter.readUnits / count, 4),
     concurrency: { loops: 1, messagesInFlight: messagesInFlight(sqsSpans, seconds) },
+    ...(pool ? { threadsLoadSeconds: round(threadsLoadSeconds) } : {}),
     ...traced_,
   };
 }
@@ -415,18 +520,20 @@ async function powertoolsPeer(env: Env, count: number, scaling: TriggerScaling):
   await startClock(env, trace);
   const noop = bundle.registry.get('noop');
   const keyPrefix = 'bench-powertools-trigger';
-  const run = await runPowertoolsTrigger({
-    sqs: pollerSqs,
-    dynamo,
-    queueUrl: urls.queues.work as string,
-    tableName,
-    count,
-    scaling,
-    keyPrefix,
-    run: async (job) => {
-      await noop?.run(job.payload, undefined as never);
-    },
-  });
+  const run = await profiled('powertools-trigger', () =>
+    runPowertoolsTrigger({
+      sqs: pollerSqs,
+      dynamo,
+      queueUrl: urls.queues.work as string,
+      tableName,
+      count,
+      scaling,
+      keyPrefix,
+      run: async (job) => {
+        await noop?.run(job.payload, undefined as never);
+      },
+    }),
+  );
   trace.sqs.push(...loops.flat());
   // Powertools' key: the prefix and the MD5 of the JSON of what eventKeyJmesPath selects (the id).
   const keyOf = (id: string) => `${keyPrefix}#${createHash('md5').update(JSON.stringify(id)).digest('base64')}`;
@@ -503,7 +610,7 @@ async function rawLoop(env: Env, count: number, loops: number): Promise<Figures>
     }
   };
   const started = performance.now();
-  await Promise.all(Array.from({ length: loops }, loop));
+  await profiled('raw-loop', () => Promise.all(Array.from({ length: loops }, loop)));
   const seconds = (performance.now() - started) / 1000;
   sqs.destroy();
   return {
@@ -559,7 +666,9 @@ async function sqsConsumer(env: Env, count: number, batch: boolean, instances: n
   });
   const started = performance.now();
   for (const consumer of consumers) consumer.start();
-  while (done < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  await profiled(`sqs-consumer-${batch ? 'batch' : 'message'}`, async () => {
+    while (done < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  });
   const seconds = (performance.now() - started) / 1000;
   for (const consumer of consumers) consumer.stop({ abort: true });
   await new Promise((resolve) => setTimeout(resolve, 100));
@@ -666,6 +775,7 @@ async function main() {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const began = performance.now();
   const { endpoints: emulators, child } = await startEmulatorProcess();
+  emulatorProcess = child;
   const workDir = mkdtempSync(join(tmpdir(), 'tw-bench-e2e-'));
   mkdirSync(join(workDir, 'tasks'));
   for (const [file, source] of Object.entries(TASK_MODULES)) writeFileSync(join(workDir, 'tasks', file), source);
