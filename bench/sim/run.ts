@@ -23,7 +23,7 @@ import { defineTask } from '../../lib/tasks/task';
 import { DOORBELL_MAX_CONCURRENCY, doorbellBatchSize, doorbellQueues, doorbellTimeoutSeconds } from '../../lib/wake-up';
 import { quantile, round } from '../prices';
 import { Simulation } from './engine';
-import { type LatencyModel, SimSqs, type SqsModel } from './sqs';
+import { type ArrivalSource, type LatencyModel, SimSqs, type SqsModel } from './sqs';
 import { KALE_QUEUES, meanTaskSeconds, PoissonArrivals, type SimQueueSpec, type Workload } from './workloads';
 
 export interface FleetSpec {
@@ -52,6 +52,14 @@ export interface FleetSpec {
     readonly doorbell?: boolean;
     /** The doorbells' triggers and nothing else: Lambda's SQS trigger design, for comparison. */
     readonly triggerOnly?: boolean;
+    /** How often the schedule invokes the dispatcher. @defaultValue 60, as deployed */
+    readonly periodSeconds?: number;
+    /**
+     * The schedule starts with the workload, one invocation at once and then one a period, as
+     * `taskworker dev` starts it; otherwise it has been running before, its overlapping invocations
+     * ending a period apart (a deployed version's steady state).
+     */
+    readonly fromCold?: boolean;
   };
 }
 
@@ -124,6 +132,21 @@ export interface RunOptions {
   readonly arrivalSeed?: number;
   /** How the simulated SQS answers receives: SQS's way unless told otherwise ({@link FAUXQS_MODEL}). */
   readonly sqsModel?: SqsModel;
+  /**
+   * Each queue's arrivals in place of the workload's Poisson ones (a scripted scenario, bench:mixed's):
+   * given the queue, the run's seed and its first moment (epoch ms).
+   */
+  readonly arrivals?: (queue: SimQueueSpec, seed: number, start: number) => ArrivalSource;
+}
+
+/**
+ * What a simulated task's payload carries: its run time, its publish time, and whether its wait is
+ * left out of the figures (a scripted scenario's slow jobs, there to occupy slots).
+ */
+export interface SimPayload {
+  readonly ms: number;
+  readonly at: number;
+  readonly uncounted?: true;
 }
 
 /** Task run times and publish times ride in the payload; the executor sleeps the run time on the simulation clock. */
@@ -136,11 +159,11 @@ class SimExecutor implements TaskExecutor {
   ) {}
 
   async run(run: TaskRun): Promise<TaskOutcome> {
-    const { ms, at } = run.payload as { ms: number; at: number };
+    const { ms, at, uncounted } = run.payload as SimPayload;
     if (this.started.has(run.jobId)) this.duplicates += 1;
     else {
       this.started.add(run.jobId);
-      this.onStart(run.queue, this.sim.now() - at, at, run.jobId);
+      if (!uncounted) this.onStart(run.queue, this.sim.now() - at, at, run.jobId);
     }
     await this.sim.sleep(ms);
     return { status: 'succeeded', durationMs: ms };
@@ -258,7 +281,8 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
         q.name,
         sqs.createQueue(
           q.name,
-          new PoissonArrivals(q, workload.profile, capacityPerSecond, start, end, (options.arrivalSeed ?? seed) * 1000 + i),
+          options.arrivals?.(q, seed, start) ??
+            new PoissonArrivals(q, workload.profile, capacityPerSecond, start, end, (options.arrivalSeed ?? seed) * 1000 + i),
         ),
       ]),
     ),
@@ -419,13 +443,16 @@ async function simulateOnce(options: RunOptions, seed: number): Promise<RawRun> 
         return count;
       },
     };
-    // The schedule has been running before the workload starts: its overlapping invocations end a minute apart.
-    const overlap = fleet.schedule.triggerOnly ? 0 : Math.ceil(fleet.invocationSeconds / 60);
-    for (let k = 0; k < overlap; k++) void invoke('scheduled', Math.min(fleet.invocationSeconds, (k + 1) * 60) * 1000);
+    const periodMs = (fleet.schedule.periodSeconds ?? 60) * 1000;
+    // The schedule has been running before the workload starts (its overlapping invocations end a
+    // period apart), or starts with it (one invocation now).
+    if (fleet.schedule.fromCold) void invoke('scheduled');
+    const overlap = fleet.schedule.triggerOnly || fleet.schedule.fromCold ? 0 : Math.ceil((fleet.invocationSeconds * 1000) / periodMs);
+    for (let k = 0; k < overlap; k++) void invoke('scheduled', Math.min(fleet.invocationSeconds * 1000, (k + 1) * periodMs));
     if (!fleet.schedule.triggerOnly)
       void (async () => {
-        for (let minute = 1; start + minute * 60_000 < end; minute++) {
-          await sim.sleep(start + minute * 60_000 - sim.now());
+        for (let tick = 1; start + tick * periodMs < end; tick++) {
+          await sim.sleep(start + tick * periodMs - sim.now());
           void invoke('scheduled');
         }
       })();
