@@ -12,23 +12,29 @@ export interface MeasuredAt {
   /**
    * Tracked files differed from that commit (`git status --porcelain --untracked-files=no`), so
    * the figures may not be the commit's. Untracked files are not counted: nothing at the commit
-   * imports them.
+   * imports them. Nor are what benchmarks write ({@link BENCHMARK_OUTPUTS}): another benchmark's
+   * new JSON or the tables generated from it, uncommitted while a session re-measures one
+   * benchmark after another, are not code any benchmark runs.
    */
   readonly dirty: boolean | null;
 }
 
-function git(args: readonly string[]): string | null {
+/** What benchmarks and `npm run bench:tables` write, as git pathspecs: never code a benchmark runs. */
+export const BENCHMARK_OUTPUTS: readonly string[] = ['bench/results/', '*.md'];
+
+function git(args: readonly string[], cwd?: string): string | null {
   try {
-    return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   } catch {
     return null;
   }
 }
 
-/** The commit the working tree is at, and whether it has changes. */
-export function measuredAt(): MeasuredAt {
-  const commit = git(['rev-parse', '--short', 'HEAD']);
-  const status = commit === null ? null : git(['status', '--porcelain', '--untracked-files=no']);
+/** The commit the working tree (of `cwd`, this process's own by default) is at, and whether it has changes. */
+export function measuredAt(cwd?: string): MeasuredAt {
+  const commit = git(['rev-parse', '--short', 'HEAD'], cwd);
+  const outputs = BENCHMARK_OUTPUTS.map((path) => `:(exclude)${path}`);
+  const status = commit === null ? null : git(['status', '--porcelain', '--untracked-files=no', '--', '.', ...outputs], cwd);
   return { commit, dirty: status === null ? null : status.length > 0 };
 }
 

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { measuredAt } from '../../bench/results';
 import {
   type BenchmarkName,
   type ChangedSince,
@@ -170,6 +171,29 @@ describe('gitChangedSince (a temporary git repository)', () => {
     // Committed, re-measured at the new commit: fresh again.
     git('commit', '-q', '-am', 'the selector change');
     expect(freshness('selectors', clean(git('rev-parse', '--short', 'HEAD')), gitChangedSince(dir))).toMatchObject({ state: 'fresh' });
+  });
+
+  it('records a run as dirty for uncommitted code, not for other benchmarks’ JSON or the tables written from it', () => {
+    const repo = mkdtempSync(join(tmpdir(), 'tw-bench-measured-'));
+    const inRepo = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args], {
+        cwd: repo,
+        stdio: 'ignore',
+      });
+    const put = (file: string, text: string) => {
+      mkdirSync(dirname(join(repo, file)), { recursive: true });
+      writeFileSync(join(repo, file), text);
+    };
+    inRepo('init', '-q');
+    for (const file of ['lib/dispatch/loop.ts', 'bench/results/selectors.json', 'BENCHMARKS.md', 'docs/performance.md']) put(file, 'a');
+    inRepo('add', '.');
+    inRepo('commit', '-q', '-m', 'measured here');
+    put('bench/results/selectors.json', 'b');
+    put('BENCHMARKS.md', 'b');
+    put('docs/performance.md', 'b');
+    expect(measuredAt(repo)).toMatchObject({ dirty: false });
+    put('lib/dispatch/loop.ts', 'b');
+    expect(measuredAt(repo)).toMatchObject({ dirty: true });
   });
 
   it('leaves every benchmark unjudged, failing none, in a checkout without the history (a shallow clone, or no repository)', () => {
