@@ -1522,55 +1522,47 @@ function loadTable(r: Results): string {
 function mixedTable(r: Results): string {
   const doc = r.mixed;
   if (!doc) return [source('mixed', r), '', `Measure it: \`${remeasure('mixed')}\`.`].join('\n');
-  const waits = (w: MixedWaits) => `${w.p50} / ${w.p99} / ${w.max}`;
   const t = doc.targets;
-  const metCases = doc.cases.filter((c) => c.met).length;
   return [
     source('mixed', r, `${doc.rounds} rounds on warm containers after a first one; waits in seconds`),
     '',
-    table(
-      [
-        'case',
-        'high-priority wait, publish → start: p50 / p99 / max',
-        'samples',
-        `target (p50 ≤ ${t.p50Seconds} s, p99 ≤ ${t.p99Seconds} s)`,
-        'first round (containers starting): p50 / p99 / max',
-      ],
-      doc.cases.map((c) => [
-        c.description ? `${c.case}: ${c.description}` : c.case,
-        waits(c),
-        num(c.samples),
-        met(c.met),
-        waits(c.coldRound),
-      ]),
-    ),
-    '',
-    `${doc.setup}. ${metCases === doc.cases.length ? 'Targets met in every case.' : `**Targets met in ${metCases} of ${doc.cases.length} cases.**`}`,
-    ...(doc.simulation ? ['', mixedSimulationTable(doc.simulation, t)] : []),
+    mixedCases(doc.cases, t, doc.setup, 'case', ['first round (containers starting): p50 / p99 / max', (c) => mixedWaits(c.coldRound)]),
+    ...(doc.simulation
+      ? [
+          '',
+          mixedCases(doc.simulation.cases, t, doc.simulation.setup, 'case (simulated)', [
+            'low-priority max wait',
+            (c) => `${c.lowMaxSeconds} s`,
+          ]),
+        ]
+      : []),
   ].join('\n');
 }
 
-function mixedSimulationTable(sim: NonNullable<MixedDoc['simulation']>, t: MixedDoc['targets']): string {
-  const metCases = sim.cases.filter((c) => c.met).length;
+const mixedWaits = (w: MixedWaits) => `${w.p50} / ${w.p99} / ${w.max}`;
+
+/** One table of bench:mixed's cases (the emulators' or the simulation's), its last column its own, and the line under it. */
+function mixedCases<C extends MixedWaits & { readonly case: string; readonly description?: string }>(
+  cases: readonly C[],
+  t: MixedDoc['targets'],
+  setup: string,
+  first: string,
+  [lastHeading, lastCell]: readonly [string, (c: C) => string],
+): string {
+  const metCases = cases.filter((c) => c.met).length;
   return [
     table(
       [
-        'case (simulated)',
+        first,
         'high-priority wait, publish → start: p50 / p99 / max',
         'samples',
         `target (p50 ≤ ${t.p50Seconds} s, p99 ≤ ${t.p99Seconds} s)`,
-        'low-priority max wait',
+        lastHeading,
       ],
-      sim.cases.map((c) => [
-        `${c.case}: ${c.description}`,
-        `${c.p50} / ${c.p99} / ${c.max}`,
-        num(c.samples),
-        met(c.met),
-        `${c.lowMaxSeconds} s`,
-      ]),
+      cases.map((c) => [c.description ? `${c.case}: ${c.description}` : c.case, mixedWaits(c), num(c.samples), met(c.met), lastCell(c)]),
     ),
     '',
-    `${sim.setup}. ${metCases === sim.cases.length ? 'Targets met in every case.' : `**Targets met in ${metCases} of ${sim.cases.length} cases.**`}`,
+    `${setup}. ${metCases === cases.length ? 'Targets met in every case.' : `**Targets met in ${metCases} of ${cases.length} cases.**`}`,
   ].join('\n');
 }
 

@@ -130,8 +130,9 @@ describe("a stale benchmark's generated blocks", () => {
   });
 });
 
-describe('gitChangedSince (a temporary git repository)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tw-bench-staleness-'));
+/** A temporary git repository: its folder, git run in it, and a file written in it (folders made). */
+function temporaryRepository(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args], {
       cwd: dir,
@@ -142,6 +143,11 @@ describe('gitChangedSince (a temporary git repository)', () => {
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     writeFileSync(join(dir, file), text);
   };
+  return { dir, git, write };
+}
+
+describe('gitChangedSince (a temporary git repository)', () => {
+  const { dir, git, write } = temporaryRepository('tw-bench-staleness-');
 
   it('lists what was committed since the commit and what is not committed yet, not untracked files or a file put back', () => {
     git('init', '-q');
@@ -174,16 +180,7 @@ describe('gitChangedSince (a temporary git repository)', () => {
   });
 
   it('records a run as dirty for uncommitted code, not for other benchmarks’ JSON or the tables written from it', () => {
-    const repo = mkdtempSync(join(tmpdir(), 'tw-bench-measured-'));
-    const inRepo = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args], {
-        cwd: repo,
-        stdio: 'ignore',
-      });
-    const put = (file: string, text: string) => {
-      mkdirSync(dirname(join(repo, file)), { recursive: true });
-      writeFileSync(join(repo, file), text);
-    };
+    const { dir: repo, git: inRepo, write: put } = temporaryRepository('tw-bench-measured-');
     inRepo('init', '-q');
     for (const file of ['lib/dispatch/loop.ts', 'bench/results/selectors.json', 'BENCHMARKS.md', 'docs/performance.md']) put(file, 'a');
     inRepo('add', '.');
