@@ -126,6 +126,7 @@ const HISTORY: Readonly<Record<HistoryWhat, true>> = {
   scheduled: true,
   waiting: true,
   released: true,
+  'handed-back': true,
   cancelled: true,
   'cancel-requested': true,
   deduplicated: true,

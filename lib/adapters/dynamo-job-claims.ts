@@ -11,7 +11,9 @@ import { appendHistory, expiresAt, historyOf, indexKey, permits, stateIndexKey }
 import {
   type ArchiveFence,
   type ArchiveTake,
+  ATTEMPT_ONLY,
   type AttemptPark,
+  type ClaimHandBack,
   type ClaimRequest,
   type ClaimResult,
   type Completed,
@@ -260,8 +262,26 @@ export class DynamoJobClaims {
       {
         update:
           `SET ${sets.join(', ')} ADD ${e.name('parks')} ${e.value(1)} ` +
-          `REMOVE ${['leaseOwner', 'leaseUntil', 'leaseClaim', 'progress', 'progressAt', 'sweepLease'].map((n) => e.name(n)).join(', ')}`,
+          `REMOVE ${[...ATTEMPT_ONLY, 'sweepLease'].map((n) => e.name(n)).join(', ')}`,
         condition: conditions.join(' AND '),
+      },
+      { returns: 'none' },
+    );
+    return outcome.landed;
+  }
+
+  async handBackClaim(h: ClaimHandBack): Promise<boolean> {
+    const e = new Expression();
+    const entry: HistoryEntry = { what: 'handed-back', when: h.now, worker: h.workerId, attempt: h.token, detail: h.detail };
+    const history = appendHistory(h.history, entry, this.table.settings.historyLimit);
+    const outcome = await this.table.write(
+      h.jobId,
+      e,
+      {
+        update:
+          `SET ${assignments(e, { state: 'queued', updatedAt: h.now, history })} ` +
+          `ADD ${e.name('parks')} ${e.value(1)} REMOVE ${ATTEMPT_ONLY.map((n) => e.name(n)).join(', ')}`,
+        condition: `${transitionCondition(e, 'handBack')} AND ${e.name('attempt')} = ${e.value(h.token)}`,
       },
       { returns: 'none' },
     );

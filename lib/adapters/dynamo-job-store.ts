@@ -7,6 +7,7 @@ import type {
   AttemptPark,
   CancelRequests,
   CancelResult,
+  ClaimHandBack,
   ClaimRequest,
   ClaimResult,
   Completed,
@@ -156,6 +157,10 @@ export class DynamoJobStore implements JobStore {
 
   parkAttempt(park: AttemptPark): Promise<boolean> {
     return this.claims.parkAttempt(park);
+  }
+
+  handBackClaim(handBack: ClaimHandBack): Promise<boolean> {
+    return this.claims.handBackClaim(handBack);
   }
 
   completeToken(token: string, value: string | undefined, now: number, by?: EventRef): Promise<TokenCompletion> {

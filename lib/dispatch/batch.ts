@@ -26,7 +26,7 @@ import { runOne } from './job';
 import { dropPayloads, foreignRefProblem, resolvePayloads } from './job-payloads';
 import { holdForOrder, isOrdered } from './ordered';
 import { holdPaused } from './rate-limits';
-import type { SlotReservation, TaskSlots } from './slots';
+import type { SlotReservation, SlotTicket, TaskSlots } from './slots';
 import { holdForDependencies } from './wait';
 
 /** A day's slack past the farthest a publisher may schedule, for clocks and time zones. */
@@ -93,16 +93,14 @@ async function runBatch(
         ? await resolvePayloads(deps, queue, admitted.runnable, state)
         : admitted.runnable;
       announce(deps, queue, batch, runnable);
-      const running = runnable.map((p) =>
-        slots.run(
-          (lease) =>
-            spans.run(p, () =>
-              runOne(deps, queue, p, receivedAt, options, state, lease, p.def.batch ? batchCallsOn(slots, deps) : undefined),
-            ),
-          reservation,
-        ),
-      );
-      // Each runnable message took its set-aside slot as it was mapped: the rest (parked, waiting,
+      const running = runnable.map((p) => {
+        // Its place, reserved as it was received (a batch run without one asks the slots like any other).
+        const ticket = reservation?.ticket() ?? (slots.reserve(1).ticket() as SlotTicket);
+        return spans.run(p, () =>
+          runOne(deps, queue, p, receivedAt, options, state, ticket, p.def.batch ? batchCallsOn(slots, deps) : undefined),
+        );
+      });
+      // Each runnable message took its ticket as it was mapped: the rest's places (parked, waiting,
       // held back, archived) go back now, not when the batch's slowest task ends.
       reservation?.release();
       await Promise.all(running);

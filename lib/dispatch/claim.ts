@@ -258,9 +258,11 @@ export function workerLostError(
   // The last start is this claim's: the k-th of the `starts.length` kept is attempt attempt - starts.length + k.
   const firstKept = Math.max(1, attempt - starts.length + 1);
   const ended = new Set(claimed.history.filter((h) => ATTEMPT_ENDS.has(h.what)).map((h) => h.attempt));
+  // A claim handed back before its body started used no attempt: neither lost nor failed.
+  const handedBack = new Set(claimed.history.filter((h) => h.what === 'handed-back').map((h) => h.attempt));
   const lost: number[] = [];
   const failed: number[] = [];
-  for (let a = firstKept; a < attempt; a++) (ended.has(a) ? failed : lost).push(a);
+  for (let a = firstKept; a < attempt; a++) if (!handedBack.has(a)) (ended.has(a) ? failed : lost).push(a);
   const head = `${earlier} attempts started (maxRetries ${maxRetries} allows ${maxRetries + 1})`;
   if (lost.length + failed.length === 0)
     return { type: 'WorkerLostError', message: `${head}; the history kept does not show how they ended` };

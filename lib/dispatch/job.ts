@@ -1,7 +1,8 @@
 /**
- * One message's job, from its slot to its decided end, in four steps a reader follows down the
- * page: claim (lib/dispatch/claim.ts), run (lib/run/attempt.ts), verdict (lib/settle/verdict.ts),
- * and the end the verdict calls for (lib/settle/decisions.ts), which the batch's settle carries out.
+ * One message's job, from its receive to its decided end, in five steps a reader follows down the
+ * page: claim (lib/dispatch/claim.ts, made before it holds a slot), its slot and worker, run
+ * (lib/run/attempt.ts), verdict (lib/settle/verdict.ts), and the end the verdict calls for
+ * (lib/settle/decisions.ts), which the batch's settle carries out.
  */
 import type { QueueConfig } from '../config/app-config';
 import { fitsInvocation, LAPSE_MARGIN_MS, leaseMs, stillVisibleToUs, taskNeedMs, visibilityReserveMs } from '../deadlines';
@@ -16,7 +17,7 @@ import type { BatchState } from '../settle/settle';
 import { decide, type Verdict } from '../settle/verdict';
 import type { DependencyOutcome } from '../tasks/task';
 import type { JobRecord, StepWrite } from '../track/job-record';
-import type { JobReader } from '../track/job-stores';
+import type { JobReader, JobStore } from '../track/job-stores';
 import { type DecodedJob, hasDependencies } from '../wire/envelope';
 import type { BatchCalls } from './batch-calls';
 import { cancelWatchFor } from './cancellations';
@@ -25,7 +26,7 @@ import { dependencyOutcomes, type StoredDependencyOutcome } from './dependency-o
 import type { DispatcherDeps, Planned, RunOptions } from './dispatcher-deps';
 import { keepLargeResult, readDependencyResults } from './job-payloads';
 import { pauseForRateLimit } from './rate-limits';
-import type { SlotLease } from './slots';
+import type { SlotLease, SlotTicket } from './slots';
 
 /** The outcomes a dependent's task sees; undefined (the message handed back) when the jobs table did not answer. */
 async function readDependencies(
@@ -76,7 +77,10 @@ function endBeforeRunning(
   return undefined;
 }
 
-/** Runs one message's task in its slot, from the checks before it starts to its decided end. */
+/**
+ * Runs one message's task, from the checks before it starts to its decided end. Its claim is made
+ * before it takes a slot (while the bodies before it run), its body in the slot.
+ */
 export async function runOne(
   deps: DispatcherDeps,
   queue: QueueConfig,
@@ -84,62 +88,133 @@ export async function runOne(
   receivedAt: number,
   options: RunOptions,
   state: BatchState,
-  lease: SlotLease,
+  ticket: SlotTicket,
   /** Where a batch task's item runs (its task's calls on these slots); none for any other task. */
   calls?: BatchCalls,
 ): Promise<void> {
-  // A rate token booked ahead: the job starts when it is earned (before its worker is set aside).
-  const early = (planned.startAt ?? 0) - deps.clock.now();
-  if (early > 0) await deps.clock.sleep(early, options.signal);
-  let reservation: RunReservation | undefined;
-  // A batch item runs in its call, which takes a thread of its own when it starts.
-  if (deps.executor.reserve && !calls) {
-    reservation = await reserveWorker(deps, queue, planned, receivedAt, options, state);
-    if (!reservation) return;
-  }
   try {
-    await claimAndRun(deps, queue, planned, receivedAt, options, state, lease, reservation, calls);
+    // A rate token booked ahead: the job starts when it is earned (before it is claimed).
+    const early = (planned.startAt ?? 0) - deps.clock.now();
+    if (early > 0) await deps.clock.sleep(early, options.signal);
+    await claimAndRun(deps, queue, planned, receivedAt, options, state, ticket, calls);
   } finally {
-    // Given back when the job did not run here (handed back, a duplicate, ended before running); a run took it.
-    reservation?.release();
+    // Its place goes back when the job ended (or was handed back) before its body took a slot.
+    ticket.drop();
   }
 }
 
-/**
- * A worker set aside to start the body at once: a pool thread loaded (not one still loading the
- * tasks bundle after its predecessor was stopped) and promised to this job alone (not one another
- * job of the batch takes first), so the claim's lease and the time limit start with the body.
- * None in time: the message is released unstarted, and undefined returned.
- */
-async function reserveWorker(
+/** Why a job that may start (checked at `now`) may not: its invocation stops or ends too soon, or its message is no longer surely ours. */
+function whyNotStart(
   deps: DispatcherDeps,
   queue: QueueConfig,
-  { message, job, def }: Planned,
+  needMs: number,
   receivedAt: number,
   options: RunOptions,
-  state: BatchState,
-): Promise<RunReservation | undefined> {
-  const { clock, config } = deps;
-  const startBy = Math.min(
-    options.deadline - config.dispatcher.settleMarginMs - taskNeedMs(def.timeLimitSeconds, config.dispatcher.killGraceMs),
-    receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
-  );
-  const reservation = await deps.executor.reserve?.(startBy);
-  if (reservation) return reservation;
-  const at = { queue, mode: trackingOf(deps, queue), state, message, job };
-  const ours = stillVisibleToUs(receivedAt, clock.now(), queue.visibilityTimeoutSeconds);
-  decideHandBack(deps, at, ours ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
-    messageId: message.messageId,
-    jobId: job.id,
-    task: def.name,
-    outcome: 'released',
-    attempt: message.receiveCount,
-  });
-  deps.logger.warn('no task thread was ready in time; released unstarted', { queue: queue.name, messageId: message.messageId });
+  now: number,
+): { why: string; visible: boolean } | undefined {
+  const { config } = deps;
+  if (!stillVisibleToUs(receivedAt, now, queue.visibilityTimeoutSeconds)) {
+    // It waited until its visibility (nearly) lapsed: SQS may have handed it to another worker,
+    // whose receipt a visibility change could undo. Left alone, it comes back by itself.
+    return { why: 'its message waited past its visibility', visible: false };
+  }
+  if (options.signal?.aborted) return { why: 'the dispatcher is stopping', visible: true };
+  if (!fitsInvocation(now, needMs, options.deadline, config.dispatcher.settleMarginMs))
+    return { why: 'too little of the invocation is left for its time limit', visible: true };
   return undefined;
 }
 
-/** {@link runOne} once a worker is set aside for it (or none is needed): the checks, the claim, the run and its end. */
+/**
+ * The slot and the worker for a claimed (or untracked) job's body, in that order: a pool thread
+ * loaded (not one still loading the tasks bundle after its predecessor was stopped) and promised to
+ * this job alone, so the time limit starts with the body. Undefined when it may not start after all
+ * (see {@link whyNotStart}, or no thread in time): its claim is handed back — the job `queued` again
+ * with no attempt used — and its message released.
+ */
+async function slotAndWorker(
+  deps: DispatcherDeps,
+  at: MessageAt,
+  def: Planned['def'],
+  needMs: number,
+  receivedAt: number,
+  options: RunOptions,
+  ticket: SlotTicket,
+  claim: { readonly attempt: number; readonly claimed?: JobRecord; readonly claimedAt: number },
+  calls: BatchCalls | undefined,
+): Promise<{ lease: SlotLease; reservation?: RunReservation; begin: number } | undefined> {
+  const { clock, config } = deps;
+  const { queue } = at;
+  const lease = await ticket.take();
+  // A batch item runs in its call, which takes a thread of its own when it starts.
+  const reservation =
+    deps.executor.reserve && !calls
+      ? await deps.executor.reserve(
+          Math.min(
+            options.deadline - config.dispatcher.settleMarginMs - needMs,
+            receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
+          ),
+        )
+      : undefined;
+  const begin = clock.now();
+  const refused =
+    deps.executor.reserve && !calls && !reservation
+      ? { why: 'no task thread was ready in time', visible: stillVisibleToUs(receivedAt, begin, queue.visibilityTimeoutSeconds) }
+      : whyNotStart(deps, queue, needMs, receivedAt, options, begin);
+  // The claim's lease ran from the claim: a long wait for the slot (a run that outlasted what its
+  // task had taken) renews it, so that it covers the body's time limit from its start.
+  const renewed =
+    refused === undefined && claim.claimed && begin - claim.claimedAt > config.dispatcher.settleMarginMs / 2
+      ? await leaseRenewal(
+          deps,
+          deps.tracking?.jobs as JobStore,
+          at.job.id,
+          claim.attempt,
+          leaseMs(needMs, config.dispatcher.settleMarginMs),
+        )(begin)
+      : true;
+  const why =
+    refused ??
+    (renewed
+      ? undefined
+      : {
+          why: 'its lease was refused while it waited for a slot (taken over, or a cancel asked)',
+          visible: stillVisibleToUs(receivedAt, begin, queue.visibilityTimeoutSeconds),
+        });
+  if (why === undefined) return { lease, ...(reservation ? { reservation } : {}), begin };
+  lease.release();
+  reservation?.release();
+  // Given back before the message is: its next delivery is claimed at once (no lease to wait out).
+  // Fenced by its token: a claim taken over meanwhile is not touched.
+  if (claim.claimed) await handBackClaim(deps, at, claim.attempt, claim.claimed, why.why);
+  decideHandBack(deps, at, why.visible ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
+    messageId: at.message.messageId,
+    jobId: at.job.id,
+    task: def.name,
+    outcome: 'released',
+    attempt: claim.attempt,
+  });
+  deps.logger.warn('claimed, then released unstarted', { queue: queue.name, messageId: at.message.messageId, why: why.why });
+  return undefined;
+}
+
+/** Gives a claim back unstarted; a failure leaves it to its lease (the next delivery waits that out). */
+async function handBackClaim(deps: DispatcherDeps, at: MessageAt, token: number, claimed: JobRecord, why: string): Promise<void> {
+  const jobs = deps.tracking?.jobs as JobStore;
+  try {
+    await jobs.handBackClaim({
+      jobId: at.job.id,
+      token,
+      detail: why,
+      history: claimed.history,
+      workerId: deps.workerId,
+      now: deps.clock.now(),
+    });
+  } catch (error) {
+    deps.logger.warn('claim could not be handed back; its lease lapses by itself', { jobId: at.job.id, error: describe(error) });
+  }
+}
+
+/** {@link runOne} after its rate token: the checks, the claim, the slot, the run and its end. */
 async function claimAndRun(
   deps: DispatcherDeps,
   queue: QueueConfig,
@@ -147,8 +222,7 @@ async function claimAndRun(
   receivedAt: number,
   options: RunOptions,
   state: BatchState,
-  lease: SlotLease,
-  reservation: RunReservation | undefined,
+  ticket: SlotTicket,
   calls: BatchCalls | undefined,
 ): Promise<void> {
   const { message, job, def } = planned;
@@ -158,20 +232,18 @@ async function claimAndRun(
   const needMs = callMs + (calls ? (def.batch?.maxWaitMs ?? 0) : 0);
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   const at = { queue, mode: trackingOf(deps, queue), state, message, job };
-  const released = { ...base, outcome: 'released' as const, attempt: message.receiveCount };
   const start = clock.now();
-  lease.expectsEnd(start + (deps.runTimes?.expected(def.name) ?? needMs));
 
-  // Before it starts: it must end before the invocation settles, and its message must still be ours.
-  if (options.signal?.aborted || !fitsInvocation(start, needMs, options.deadline, config.dispatcher.settleMarginMs)) {
-    decideHandBack(deps, at, { kind: 'visibility', seconds: 0 }, released);
-    return;
-  }
-  if (!stillVisibleToUs(receivedAt, start, queue.visibilityTimeoutSeconds)) {
-    // It waited for a slot until its visibility (nearly) lapsed: SQS may have handed it to another
-    // worker, whose receipt a visibility change could undo. Leave it alone; it comes back by itself.
-    decideHandBack(deps, at, { kind: 'leave' }, released);
-    deps.logger.warn('message waited for a slot past its visibility; not started', { queue: queue.name, messageId: message.messageId });
+  // Before it is claimed: it must end before the invocation settles, and its message must still be ours.
+  const notNow = whyNotStart(deps, queue, needMs, receivedAt, options, start);
+  if (notNow) {
+    decideHandBack(deps, at, notNow.visible ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
+      ...base,
+      outcome: 'released',
+      attempt: message.receiveCount,
+    });
+    if (!notNow.visible)
+      deps.logger.warn('message waited past its visibility; not started', { queue: queue.name, messageId: message.messageId });
     return;
   }
 
@@ -191,11 +263,55 @@ async function claimAndRun(
     return;
   }
 
-  // 2. Run, the heartbeat keeping the message (and the claim's lease) while it may; an operator's
-  // cancel stops it.
+  // What its dependencies left, read before it takes a slot.
   const jobs = deps.tracking?.jobs;
   const dependencies = claimed && jobs && hasDependencies(job) ? await readDependencies(deps, at, jobs, job) : [];
   if (dependencies === undefined) return;
+
+  // 2. Its slot and worker (the claim was made while the bodies before it ran).
+  const ready = await slotAndWorker(deps, at, def, needMs, receivedAt, options, ticket, { ...claim, claimedAt: start }, calls);
+  if (!ready) return;
+  const { lease, reservation, begin } = ready;
+  try {
+    const slot = { lease, begin, needMs, callMs, receivedAt };
+    await runClaimed(deps, at, planned, { attempt, ...(claimed ? { claimed } : {}), dependencies }, slot, options, reservation, calls);
+  } finally {
+    // Given back when the run did not take it (it never started); a run took it.
+    reservation?.release();
+    lease.release();
+  }
+}
+
+/** The run of a claimed job's body in its slot (3), the verdict on its outcome (4) and its end (5). */
+async function runClaimed(
+  deps: DispatcherDeps,
+  at: MessageAt,
+  { message, job, def }: Planned,
+  {
+    attempt,
+    claimed,
+    dependencies,
+  }: { readonly attempt: number; readonly claimed?: JobRecord; readonly dependencies: readonly DependencyOutcome[] },
+  slot: {
+    readonly lease: SlotLease;
+    readonly begin: number;
+    readonly needMs: number;
+    readonly callMs: number;
+    readonly receivedAt: number;
+  },
+  options: RunOptions,
+  reservation: RunReservation | undefined,
+  calls: BatchCalls | undefined,
+): Promise<void> {
+  const { clock, config } = deps;
+  const { queue, state } = at;
+  const { lease, begin: start, needMs, callMs, receivedAt } = slot;
+  const base = { messageId: message.messageId, jobId: job.id, task: def.name };
+  lease.expectsEnd(start + (deps.runTimes?.expected(def.name) ?? needMs));
+
+  // 3. Run, the heartbeat keeping the message (and the claim's lease) while it may; an operator's
+  // cancel stops it.
+  const jobs = deps.tracking?.jobs;
   const watch = claimed && jobs ? cancelWatchFor(jobs, deps.logger) : undefined;
   const cancel = new AbortController();
   const unwatch = watch?.watch(job.id, () => cancel.abort());
@@ -238,7 +354,7 @@ async function claimAndRun(
     },
   ).finally(() => unwatch?.());
 
-  // The slot's hold, on the dispatcher's clock (the claim and the run): what the next start on it waits for.
+  // The slot's hold, on the dispatcher's clock (the run; the claim was made before): what the next start on it waits for.
   if (!calls) deps.runTimes?.observe(def.name, queue.name, clock.now() - start);
 
   // A value too large for the record is kept in S3 first: the record written next points to it.
@@ -252,10 +368,10 @@ async function claimAndRun(
   // batch's timing stays what it was, as the simulation's clock sees it.)
   if (outcome.status === 'failed' && outcome.kind === 'rate-limited') await pauseForRateLimit(deps, queue, job, outcome);
 
-  // 3. Verdict: the table from the outcome to the job's next step.
+  // 4. Verdict: the table from the outcome to the job's next step.
   const verdict = decide(outcome, runsOf(attempt, claimed), def, deps.random, retryAftersOf(claimed));
 
-  // 4. End: the record the verdict leaves and what happens to the message, written at once.
+  // 5. End: the record the verdict leaves and what happens to the message, written at once.
   const ran = {
     ...base,
     attempt,

@@ -7,7 +7,7 @@ import { addBatch, type BatchReport, type DispatcherSummary, emptySummary } from
 import { CONTROLS_REFRESH_MS, effectiveQueues } from '../track/operator-controls';
 import { processBatch } from './batch';
 import type { DispatcherDeps, RunOptions } from './dispatcher-deps';
-import { TaskSlots } from './slots';
+import { AHEAD_PER_SLOT, TaskSlots } from './slots';
 
 /** Pause after a failed receive or selection, so an outage does not become a hot loop. */
 const ERROR_PAUSE_MS = 1000;
@@ -175,6 +175,8 @@ class DispatchLoop {
   lastWorkAt: number;
   readonly given: readonly GivenBatch[];
   private readonly givenQueues: QueueConfig[];
+  /** The queues it may receive from: a doorbell's own, else all of them. */
+  private readonly ownQueues: readonly QueueConfig[];
   /** Given batches (the doorbell's) not yet settled: while any runs, a doorbell fills its free slots from its queue. */
   private givenInFlight = 0;
   /** Wakes a doorbell waiting to fill (or for room) when its given batches are settled. */
@@ -208,6 +210,7 @@ class DispatchLoop {
     this.startedAt = clock.now();
     this.given = options.given ?? [];
     this.givenQueues = [...new Set(this.given.map((b) => b.queue))];
+    this.ownQueues = this.given.length > 0 ? this.givenQueues : deps.config.queues;
   }
 
   /** Starts the given batches and tells the selector where work waits; the signal that ends a doorbell's wait to fill. */
@@ -245,8 +248,8 @@ class DispatchLoop {
   /** Runs a received batch on the slots it sets aside now; settled, it wakes the loop. */
   start(queue: QueueConfig, batch: readonly ReceivedMessage[], settled?: (report: BatchReport) => void): void {
     const { deps, summary } = this;
-    // The slots for its messages are set aside now, before the batch's own checks await: the next
-    // receive counts them taken.
+    // Its messages' places are reserved now, before the batch's own checks await: the next receive
+    // counts them spoken for.
     const reservation = this.slots.reserve(batch.length);
     // A given batch is the trigger's: it deletes what the invocation does not report as kept.
     const given = settled !== undefined;
@@ -278,13 +281,27 @@ class DispatchLoop {
   }
 
   /**
-   * Room to receive now: a slot free (not held, not set aside for a batch just received) and nobody
-   * waiting for one. A receive takes what would start within the prefetch horizon (see
-   * {@link receiveSize}): a message received never waits long in the dispatcher behind running
-   * tasks while a higher queue's work waits in SQS.
+   * Room to receive now: nobody waiting for a slot, and a slot free (no body holds it, no received
+   * message is about to take it) — or else, every one of its queues whose tasks have run here would
+   * start a whole batch received now within the prefetch horizon ({@link startableOf}), and the
+   * slots have fewer than {@link AHEAD_PER_SLOT} messages each pending with it. A receive takes
+   * what would start within the horizon ({@link receiveSize}): a message received never waits long in
+   * the dispatcher behind running tasks while a higher queue's work waits in SQS. So quick tasks'
+   * messages are received while the ones before them still claim (the claims overlap the runs), and
+   * with a slow queue among them only into free slots. (A queue whose tasks have not run here yet
+   * is left out: what waits for a slot then waits behind quick tasks.)
    */
   private roomFor(): boolean {
-    return this.slots.hasRoom && this.inFlight.size < this.maxBatches;
+    const { slots } = this;
+    if (slots.waiting > 0 || this.inFlight.size >= this.maxBatches) return false;
+    if (slots.free > 0) return true;
+    // Ahead of the free slots, only whole batches (a receive costs the same for 1 message as for 10),
+    // and no more than AHEAD_PER_SLOT messages a slot pending.
+    const known = this.ownQueues.filter((queue) => this.deps.runTimes?.expectedOfQueue(queue.name) !== undefined);
+    return (
+      known.length > 0 &&
+      known.every((queue) => this.startableOf(queue) >= queue.batchSize && slots.pending + queue.batchSize <= AHEAD_PER_SLOT * slots.size)
+    );
   }
 
   async waitForRoom(): Promise<void> {

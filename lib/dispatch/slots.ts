@@ -9,23 +9,43 @@ export interface SlotLease {
 }
 
 /**
- * Free slots set aside for the messages of a batch just received, before the batch's own checks
- * (dependencies, schedules, limits) decide which of them run: each that runs takes one, the rest go
- * back. Meanwhile nobody else counts them free, so the loop never receives for slots already spoken for.
+ * How many received messages a slot may have pending (claiming, or claimed and waiting for it) when
+ * no slot is free: enough for the claims of the next batch to overlap the runs before them, few
+ * enough that the jobs table is not flooded with claims for work that waits (and a stop hands back
+ * few claims).
+ */
+export const AHEAD_PER_SLOT = 2;
+
+/**
+ * One received message's place in the slots, from its receive until its body needs a slot: while
+ * it holds its ticket it is spoken for (the loop receives no more for it), but it holds no slot — its
+ * claim is made meanwhile, so the claims of the next messages overlap the runs before them.
+ */
+export interface SlotTicket {
+  /** The slot for its body: the next one free, in the order tickets ask (a slot free now: at once). */
+  take(): Promise<SlotLease>;
+  /** Gives the place up unused (it ended, or was handed back, before its body started); nothing once taken. */
+  drop(): void;
+}
+
+/**
+ * The places of a batch just received, before its own checks (dependencies, schedules, limits)
+ * decide which of its messages run: each that runs takes a ticket, the rest go back.
  */
 export interface SlotReservation {
-  /** One of the set-aside slots, at once; undefined when none is left (then wait with {@link TaskSlots.acquire}). */
-  take(): SlotLease | undefined;
-  /** Gives back what was not taken. */
+  /** One message's ticket; undefined when the batch's places are all given out. */
+  ticket(): SlotTicket | undefined;
+  /** Gives back the places no ticket took. */
   release(): void;
 }
 
 /**
- * The dispatcher's task slots (`dispatcher.concurrency`), shared by every batch in flight. Waiters
- * are served in arrival order, so messages start in the order they were received, across batches.
- * The loop receives no more messages than will start within a moment ({@link startableWithin}),
- * and sets their slots aside as it receives them ({@link reserve}): a received message never waits
- * long in the dispatcher behind running tasks while a higher queue's work waits in SQS.
+ * The dispatcher's task slots (`dispatcher.concurrency`), shared by every batch in flight: a slot is
+ * held while a body runs. Waiters are served in arrival order, so bodies start in the order their
+ * messages were ready, across batches. The loop receives no more messages than will start within a
+ * moment ({@link startableWithin}), and gives each a ticket as it receives it ({@link reserve}): a
+ * received message never waits long in the dispatcher behind running tasks while a higher queue's
+ * work waits in SQS, and its claim does not hold a slot.
  *
  * @example
  * ```ts
@@ -35,7 +55,9 @@ export interface SlotReservation {
  */
 export class TaskSlots {
   private readonly holders = new Set<{ expectedEnd: number; readonly start: number }>();
-  /** Slot-milliseconds held by leases already released. */
+  /** When each ticket out was given (a message between its receive and its body: its claim is the dispatcher's work too). */
+  private readonly tickets = new Set<{ readonly start: number }>();
+  /** Slot-milliseconds held by leases already released, and by tickets already taken or dropped. */
   private releasedBusyMs = 0;
   private readonly waiters: Array<(lease: SlotLease) => void> = [];
   private readonly watchers: Array<() => void> = [];
@@ -48,12 +70,27 @@ export class TaskSlots {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`slot count ${size} must be an integer ≥ 1`);
   }
 
-  /** Slots set aside by reservations and not yet taken. */
+  /** Places reserved for received messages that no ticket took yet. */
   private reservedCount = 0;
 
-  /** Slots nobody holds and nobody set aside. */
+  /** Messages received and not yet running or waiting for a slot: tickets out, and places not given out yet. */
+  private get spokenFor(): number {
+    return this.tickets.size + this.reservedCount;
+  }
+
+  /** Messages received and not running: spoken for (claiming), or waiting for a slot. */
+  get pending(): number {
+    return this.spokenFor + this.waiters.length;
+  }
+
+  /** Slots no body holds. */
+  private get unheld(): number {
+    return this.size - this.holders.size;
+  }
+
+  /** Slots no body holds and no received message is about to take. */
   get free(): number {
-    return this.size - this.holders.size - this.reservedCount;
+    return Math.max(0, this.unheld - this.spokenFor);
   }
 
   /** Callers waiting for a slot. */
@@ -66,17 +103,18 @@ export class TaskSlots {
     return this.free > 0 && this.waiters.length === 0;
   }
 
-  /** Waits for a slot. */
+  /** Waits for a slot (a received message's ticket does not stand in its way: it asks through {@link SlotTicket.take}). */
   acquire(): Promise<SlotLease> {
-    if (this.hasRoom) return Promise.resolve(this.lease());
+    if (this.unheld > 0 && this.waiters.length === 0) return Promise.resolve(this.lease());
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   /**
-   * How many messages received now would start within `horizonMs`, less the callers already waiting:
-   * each slot free by then starts one, and when a message is expected to hold its slot `runMs`, as
-   * many more as fit in the rest of the horizon one after another (a slot gets through ten 50 ms
-   * tasks in 500 ms, and a slot running an 8 s task none). Without `runMs`, one a slot.
+   * How many messages received now would start within `horizonMs`, less those already received
+   * and not running: each slot free by then starts one, and when a message is expected to hold its
+   * slot `runMs`, as many more as fit in the rest of the horizon one after another (a slot gets
+   * through ten 50 ms tasks in 500 ms, and a slot running an 8 s task none). Without `runMs`, one a
+   * slot.
    */
   startableWithin(horizonMs: number, now: number, runMs?: number): number {
     const until = now + horizonMs;
@@ -86,17 +124,14 @@ export class TaskSlots {
       // A run of 0 ms (a clock that did not move) would count without end: a slot starts at most one a millisecond.
       return 1 + Math.floor((until - Math.max(now, freeAt)) / Math.max(1, runMs));
     };
-    let starts = this.free * startsBy(now);
+    let starts = this.unheld * startsBy(now);
     for (const holder of this.holders) starts += startsBy(holder.expectedEnd);
-    return Math.max(0, starts - this.waiters.length);
+    return Math.max(0, starts - this.pending);
   }
 
-  /**
-   * Runs `fn` holding a slot (one of `reservation`'s when it has one left, else see {@link acquire});
-   * the slot is released however `fn` ends.
-   */
-  async run<T>(fn: (lease: SlotLease) => Promise<T>, reservation?: SlotReservation): Promise<T> {
-    const lease = reservation?.take() ?? (await this.acquire());
+  /** Runs `fn` holding a slot (see {@link acquire}); the slot is released however `fn` ends. */
+  async run<T>(fn: (lease: SlotLease) => Promise<T>): Promise<T> {
+    const lease = await this.acquire();
     try {
       return await fn(lease);
     } finally {
@@ -104,16 +139,16 @@ export class TaskSlots {
     }
   }
 
-  /** Sets aside up to `count` free slots (as many as are free) for a batch about to be received or checked. */
+  /** Reserves places for the `count` messages of a batch just received (or about to be checked). */
   reserve(count: number): SlotReservation {
-    let left = Math.max(0, Math.min(count, this.free));
+    let left = Math.max(0, count);
     this.reservedCount += left;
     return {
-      take: () => {
+      ticket: () => {
         if (left === 0) return undefined;
         left -= 1;
         this.reservedCount -= 1;
-        return this.lease();
+        return this.ticket();
       },
       release: () => {
         if (left === 0) return;
@@ -124,16 +159,39 @@ export class TaskSlots {
     };
   }
 
-  /** Slot-milliseconds held since the slots were made, up to `now`: how busy they have been. */
+  /** Slot-milliseconds held (and tickets out) since the slots were made, up to `now`: how busy they have been. */
   busyMs(now: number): number {
     let busy = this.releasedBusyMs;
     for (const holder of this.holders) busy += Math.max(0, now - holder.start);
+    for (const ticket of this.tickets) busy += Math.max(0, now - ticket.start);
     return busy;
   }
 
   /** Resolves at the next release of a slot (or of a reservation's unused ones). */
   released(): Promise<void> {
     return new Promise((resolve) => this.watchers.push(resolve));
+  }
+
+  private ticket(): SlotTicket {
+    const ticket = { start: this.now() };
+    this.tickets.add(ticket);
+    let out = true;
+    const giveUp = () => {
+      if (!out) return false;
+      out = false;
+      this.tickets.delete(ticket);
+      this.releasedBusyMs += Math.max(0, this.now() - ticket.start);
+      return true;
+    };
+    return {
+      take: () => {
+        if (!giveUp()) return Promise.reject(new Error('a slot ticket is taken once'));
+        return this.acquire();
+      },
+      drop: () => {
+        if (giveUp()) this.changed();
+      },
+    };
   }
 
   private lease(): SlotLease {
@@ -155,9 +213,9 @@ export class TaskSlots {
     };
   }
 
-  /** A slot came free: the first waiter takes it, and the watchers hear of it. */
+  /** A slot came free (or a place): the first waiter takes a slot no body holds, and the watchers hear of it. */
   private changed(): void {
-    if (this.free > 0) this.waiters.shift()?.(this.lease());
+    if (this.unheld > 0) this.waiters.shift()?.(this.lease());
     for (const watcher of this.watchers.splice(0)) watcher();
   }
 }

@@ -17,6 +17,7 @@ import type {
   AttemptPark,
   CancelRequests,
   CancelResult,
+  ClaimHandBack,
   ClaimRequest,
   ClaimResult,
   Completed,
@@ -50,6 +51,7 @@ import type {
   WaitResult,
 } from '../track/job-record';
 import {
+  ATTEMPT_ONLY,
   broughtForward,
   CANCELLATIONS_KEPT_MS,
   MAX_FILED_REJECTIONS,
@@ -204,6 +206,16 @@ export class MemoryJobStore implements JobStore {
     return true;
   }
 
+  async handBackClaim(h: ClaimHandBack): Promise<boolean> {
+    const record = this.jobs.get(h.jobId);
+    if (permits('handBack', record) !== 'ok' || record?.attempt !== h.token) return false;
+    const next: Mutable<JobRecord> = { ...record, state: 'queued', parks: (record.parks ?? 0) + 1, updatedAt: h.now };
+    for (const field of ATTEMPT_ONLY) delete next[field];
+    next.history = this.history(record, { what: 'handed-back', when: h.now, worker: h.workerId, attempt: h.token, detail: h.detail });
+    this.put(next);
+    return true;
+  }
+
   async parkAttempt(p: AttemptPark): Promise<boolean> {
     const record = this.jobs.get(p.jobId);
     if (permits('parkAttempt', record) !== 'ok' || record?.attempt !== p.token || record.cancelRequestedAt !== undefined) return false;
@@ -221,11 +233,7 @@ export class MemoryJobStore implements JobStore {
       updatedAt: p.now,
       ...(p.step ? { steps: [...(record.steps ?? []), stepEntryOf(p.step, p.token, p.now)] } : {}),
     };
-    delete next.leaseOwner;
-    delete next.leaseUntil;
-    delete next.leaseClaim;
-    delete next.progress;
-    delete next.progressAt;
+    for (const field of ATTEMPT_ONLY) delete next[field];
     if (p.waitToken !== undefined) next.waitToken = p.waitToken;
     next.history = this.history(record, { what: p.state, when: p.now, worker: p.workerId, attempt: p.token, detail: p.detail });
     this.put(next);

@@ -175,6 +175,12 @@ export const TRANSITIONS = {
    * its token like a completion; also refused once a cancel was asked.
    */
   parkAttempt: { from: ['running'], sameJob: false },
+  /**
+   * The attempt's holder gives its claim back before the body started (its message goes back to
+   * SQS at once): `queued` again, fenced by its token, with no attempt used; the next claim need not
+   * wait out the lease. Also after a cancel was asked: that claim ends the job `cancelled`.
+   */
+  handBack: { from: ['running'], sameJob: false },
   /** A token's completion resumes the job waiting for it (the token it names, not an earlier wait's). */
   /**
    * (Also a running job whose attempt kept the wait's step but has not parked on it yet: the value is

@@ -78,6 +78,11 @@ export type HistoryWhat =
   | 'cancelled'
   | 'waiting'
   | 'released'
+  /**
+   * Claimed, then handed back before its body started (a stop, the invocation's end, its message's
+   * visibility, or no task thread in time while it waited for a slot): `queued`, no attempt used.
+   */
+  | 'handed-back'
   | 'cancel-requested'
   | 'deduplicated'
   /** Its body slept at a step, or ended its attempt to continue in a new invocation: parked until due, no attempt used. */
@@ -102,7 +107,10 @@ export interface HistoryEntry {
   readonly detail?: string;
 }
 
-/** The attempts a job has used: its runs less those that asked to run again later (RetryAfterError) or parked at a step. */
+/**
+ * The attempts a job has used: its claims less those that asked to run again later
+ * (RetryAfterError), parked at a step, or were handed back unstarted (`parks` counts both).
+ */
 export function attemptsUsed(record: Pick<JobRecord, 'attempt' | 'retryAfters' | 'parks'>): number {
   return record.attempt - (record.retryAfters ?? 0) - (record.parks ?? 0);
 }
@@ -260,6 +268,21 @@ export interface AttemptPark {
   /** What the history entry says. */
   readonly detail: string;
   /** The history as the attempt's claim left it: the park's entry is added to it (within the history's limit). */
+  readonly history: readonly HistoryEntry[];
+  readonly workerId: string;
+  readonly now: number;
+}
+
+/** What only a live attempt's record carries (its lease and progress): gone once it parks or is handed back. */
+export const ATTEMPT_ONLY = ['leaseOwner', 'leaseUntil', 'leaseClaim', 'progress', 'progressAt'] as const;
+
+/** A claim given back before its body started ({@link HistoryWhat} `handed-back`), fenced by its token. */
+export interface ClaimHandBack {
+  readonly jobId: string;
+  readonly token: number;
+  /** Why it did not start, for the history entry. */
+  readonly detail: string;
+  /** The history as the claim left it: the hand-back's entry is added to it (within the history's limit). */
   readonly history: readonly HistoryEntry[];
   readonly workerId: string;
   readonly now: number;

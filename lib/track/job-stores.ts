@@ -15,6 +15,7 @@ import type {
   AttemptPark,
   CancelRequests,
   CancelResult,
+  ClaimHandBack,
   ClaimRequest,
   ClaimResult,
   Completed,
@@ -83,6 +84,12 @@ export interface ClaimStore extends JobReader {
    * job, a cancel was asked, or the steps kept are not the ones before `park.step`.
    */
   parkAttempt(park: AttemptPark): Promise<boolean>;
+  /**
+   * Gives a claim back before its body started: `queued` again with no attempt used (`parks` one
+   * higher) and no lease, so the message's next delivery is claimed at once. False when the token no
+   * longer holds the job (another attempt took it over, or it ended).
+   */
+  handBackClaim(handBack: ClaimHandBack): Promise<boolean>;
   recordUnclaimed(outcome: UnclaimedOutcome): Promise<UnclaimedResult>;
   /**
    * Creates the record of a message that never ran; false if one exists under that id (nothing

@@ -7,7 +7,7 @@ import { UNIQUE_RECORD_GRACE_MS } from '../../lib/policy/unique-rules';
 import { dueJob, publishDebounced } from '../../lib/settle/debounce-cycles';
 import { holdUniqueKey } from '../../lib/settle/unique-holds';
 import type { LimitStore } from '../../lib/track/fleet-limits';
-import type { ClaimResult, JobRecord, JobRef } from '../../lib/track/job-record';
+import { attemptsUsed, type ClaimResult, type JobRecord, type JobRef } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';
 import type { QueueDayStats, StatsStore } from '../../lib/track/stats-store';
 
@@ -424,6 +424,71 @@ export function jobStoreConformance(
       expect(await jobs.cancel(job.jobId, 2500)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'cancelled' } });
     });
 
+    it('hands a claim back unstarted: queued, no lease, no attempt used; the next claim lands at once; a stale token is refused', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000, 'w1', 60_000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      // Not the token that holds it: refused, the lease stands.
+      expect(
+        await jobs.handBackClaim({
+          jobId: job.jobId,
+          token: first.token + 1,
+          detail: 'stop',
+          history: first.record.history,
+          workerId: 'w1',
+          now: 2100,
+        }),
+      ).toBe(false);
+      expect((await claim(jobs, job, 2150, 'w2')).outcome).toBe('leased');
+      expect(
+        await jobs.handBackClaim({
+          jobId: job.jobId,
+          token: first.token,
+          detail: 'stop',
+          history: first.record.history,
+          workerId: 'w1',
+          now: 2200,
+        }),
+      ).toBe(true);
+      const back = (await jobs.get(job.jobId)) as JobRecord;
+      expect(back).toMatchObject({ state: 'queued', attempt: 1, parks: 1 });
+      expect(back.leaseOwner).toBeUndefined();
+      expect(back.leaseUntil).toBeUndefined();
+      expect(back.history.at(-1)).toMatchObject({ what: 'handed-back', attempt: 1, worker: 'w1', detail: 'stop', when: 2200 });
+      // Its lease (60 s) is gone: the next delivery claims it now, and has used one attempt only.
+      const second = await claim(jobs, job, 2300, 'w2');
+      expect(second.outcome === 'claimed' && second.token).toBe(2);
+      expect(second.outcome === 'claimed' && attemptsUsed(second.record)).toBe(1);
+      // Handed back twice is refused: the token no longer holds it.
+      expect(
+        await jobs.handBackClaim({
+          jobId: job.jobId,
+          token: first.token,
+          detail: 'again',
+          history: first.record.history,
+          workerId: 'w1',
+          now: 2400,
+        }),
+      ).toBe(false);
+      if (second.outcome !== 'claimed') return;
+      await jobs.complete({ jobId: job.jobId, token: second.token, state: 'succeeded', workerId: 'w2', now: 2500 }, second.record);
+      // An ended job is not handed back.
+      const late = { jobId: job.jobId, token: second.token, detail: 'late', history: second.record.history, workerId: 'w2', now: 2600 };
+      expect(await jobs.handBackClaim(late)).toBe(false);
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded' });
+    });
+
+    it('hands back a claim after a cancel was asked: the next claim finds the cancel and ends the job so', async () => {
+      const job = ref();
+      const first = await claim(jobs, job, 2000, 'w1', 60_000);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      expect(await jobs.cancel(job.jobId, 2100)).toMatchObject({ outcome: 'requested' });
+      const handBack = { jobId: job.jobId, token: first.token, detail: 'stop', history: first.record.history, workerId: 'w1', now: 2200 };
+      expect(await jobs.handBackClaim(handBack)).toBe(true);
+      const second = await claim(jobs, job, 2300, 'w2');
+      expect(second).toMatchObject({ outcome: 'claimed', record: { cancelRequestedAt: 2100 } });
+    });
+
     it('retries: retrying state, claimable again with attempt + 1, error kept', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000);
@@ -596,6 +661,23 @@ export function jobStoreConformance(
         if (claimed.outcome !== 'claimed') throw new Error('not claimed');
         await jobs.complete({ jobId: job.jobId, token: claimed.token, state: 'succeeded', workerId: 'w1', now: 10_001 }, claimed.record);
         expectCapped(await jobs.get(job.jobId), 'succeeded');
+      });
+
+      it('hand-back of a claim', async () => {
+        const job = ref();
+        await retryingAtLimit(jobs, job);
+        const claimed = await claim(jobs, job, 10_000);
+        if (claimed.outcome !== 'claimed') throw new Error('not claimed');
+        const handBack = {
+          jobId: job.jobId,
+          token: claimed.token,
+          detail: 'stop',
+          history: claimed.record.history,
+          workerId: 'w1',
+          now: 10_001,
+        };
+        expect(await jobs.handBackClaim(handBack)).toBe(true);
+        expectCapped(await jobs.get(job.jobId), 'handed-back');
       });
 
       it('unclaimed failure and success', async () => {

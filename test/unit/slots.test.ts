@@ -35,37 +35,52 @@ describe('TaskSlots', () => {
     expect(slots.free).toBe(1);
   });
 
-  it('sets slots aside for a batch just received: counted taken until its messages take them or give them back', async () => {
+  it('reserves places for a batch just received: spoken for until each message takes its slot or gives its place up', async () => {
     const slots = new TaskSlots(4, () => 0);
     const held = await slots.acquire();
-    const reservation = slots.reserve(10); // a batch of 10 for 3 free slots: only 3 are set aside
+    const reservation = slots.reserve(10); // a batch of 10 for 3 free slots: all 10 are spoken for
     expect(slots.free).toBe(0);
     expect(slots.hasRoom).toBe(false);
-    const taken = [reservation.take(), reservation.take()];
-    expect(taken.every((lease) => lease !== undefined)).toBe(true);
-    expect(slots.free).toBe(0);
-    // The third message was parked, say: its slot goes back, and a waiter hears of it.
-    const waiter = slots.acquire();
+    const tickets = [reservation.ticket(), reservation.ticket(), reservation.ticket(), reservation.ticket()];
+    // The rest were parked, say: their places go back, and the tickets stand.
     reservation.release();
     reservation.release(); // a second release gives back nothing more
-    const granted = await waiter;
+    expect(reservation.ticket()).toBeUndefined();
     expect(slots.free).toBe(0);
-    expect(reservation.take()).toBeUndefined();
-    for (const lease of [held, granted, ...taken]) lease?.release();
+    // A ticket holds no slot while its claim is made: the first three take theirs at once, the fourth waits.
+    const leases = await Promise.all(tickets.slice(0, 3).map((t) => t?.take()));
+    expect(slots.free).toBe(0);
+    const fourth = tickets[3]?.take();
+    expect(slots.waiting).toBe(1);
+    await expect(tickets[0]?.take()).rejects.toThrow('taken once');
+    tickets[0]?.drop(); // nothing once taken
+    held.release();
+    const granted = await fourth;
+    for (const lease of [granted, ...leases]) lease?.release();
     expect(slots.free).toBe(4);
   });
 
-  it('runs work in a set-aside slot without waiting, and in a slot of its own once the reservation is spent', async () => {
-    const slots = new TaskSlots(2, () => 0);
-    const reservation = slots.reserve(1);
-    const ran: string[] = [];
-    await Promise.all([
-      slots.run(async () => void ran.push('reserved'), reservation),
-      slots.run(async () => void ran.push('acquired'), reservation),
-    ]);
-    expect(ran).toEqual(['reserved', 'acquired']);
-    reservation.release();
-    expect(slots.free).toBe(2);
+  it('gives a dropped ticket’s place back, and tells the watchers', async () => {
+    const slots = new TaskSlots(1, () => 0);
+    const ticket = slots.reserve(1).ticket();
+    expect(slots.hasRoom).toBe(false);
+    const watched = slots.released();
+    ticket?.drop();
+    ticket?.drop();
+    await watched;
+    expect(slots.free).toBe(1);
+  });
+
+  it('counts a ticket’s time as busy, as a held slot’s', async () => {
+    let now = 0;
+    const slots = new TaskSlots(2, () => now);
+    const ticket = slots.reserve(1).ticket();
+    now = 30;
+    expect(slots.busyMs(now)).toBe(30);
+    const lease = await ticket?.take();
+    now = 50;
+    lease?.release();
+    expect(slots.busyMs(now)).toBe(50);
   });
 
   it('counts as startable soon the free slots and the held ones expected to end within the horizon, less who waits', async () => {
@@ -82,6 +97,10 @@ describe('TaskSlots', () => {
     const waiting = slots.acquire();
     await Promise.resolve();
     expect(slots.startableWithin(500, now)).toBe(1);
+    // A message received and claiming counts as one who waits.
+    const ticket = slots.reserve(1).ticket();
+    expect(slots.startableWithin(500, now)).toBe(0);
+    ticket?.drop();
     for (const lease of [short, long, unknown, await waiting]) lease.release();
   });
 
