@@ -218,7 +218,7 @@ export function awsModel(
     readonly pipelined: boolean;
     /** Loops running side by side, each on a CPU of its own (default 1). */
     readonly loops?: number;
-    /** Task slots (pipelined), and how many of a job's writes it holds one for (the claim). */
+    /** What bounds the writes in flight (pipelined): how many messages may be pending or held at once, and how many of a job's writes each makes meanwhile (the claim). */
     readonly slots?: { readonly size: number; readonly writesHeld: number };
   },
 ) {

@@ -21,6 +21,7 @@
  * consumer: their work does not take the consumer's CPU. Throughput is wall-clock on this machine:
  * compare the rows with each other, not with AWS. Requests and units per task do not depend on it.
  */
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import { Consumer } from 'sqs-consumer';
 import { withSdkLogger } from '../lib/aws/sdk-logger';
 import type { IsolationMode, TrackingMode } from '../lib/config/app-config';
+import { AHEAD_PER_SLOT } from '../lib/dispatch/slots';
 import { startEmulators } from '../lib/local/emulators';
 import { provisionVersion } from '../lib/local/version';
 import { costUsd, gbSeconds } from '../lib/policy/cost-attribution';
@@ -411,6 +413,9 @@ async function loadEveryThread(pool: ThreadPoolExecutor, size: number): Promise<
   if (held.some((thread) => thread === undefined))
     throw new Error(`${held.filter(Boolean).length} of ${size} threads loaded the tasks bundle`);
 }
+
+/** The slots of the dispatcher `full` is compared with the trigger at (the product's default). */
+const DISPATCHER_CONCURRENCY = 10;
 
 /** The real dispatcher, until every task has succeeded. */
 async function taskworker(
@@ -806,7 +811,7 @@ async function main() {
     // `full` against the peer that pays the same price: alternating rounds, medians reported.
     for (let round = 0; round < PEER_ROUNDS && (runs('full') || runs('trigger')); round++) {
       if (runs('full')) {
-        fullRuns.push(await taskworker(env, 'full', 'noop', TASKS, 10, 'product', true));
+        fullRuns.push(await taskworker(env, 'full', 'noop', TASKS, DISPATCHER_CONCURRENCY, 'product', true));
         progress(`  taskworker full: ${fullRuns.at(-1)?.tasksPerSecond} tasks/s`);
       }
       if (runs('trigger')) {
@@ -877,8 +882,9 @@ async function main() {
         mainThreadMsPerBatch,
         pipelined,
         loops: n,
-        // The claim is written holding the job's slot; the completion after it is released.
-        ...(pipelined ? { slots: { size: 10, writesHeld: 1 } } : {}),
+        // The claim is written while the message is pending (before it takes a slot), and at most
+        // AHEAD_PER_SLOT messages a slot are pending; the completion is written after the slot is released.
+        ...(pipelined ? { slots: { size: AHEAD_PER_SLOT * DISPATCHER_CONCURRENCY, writesHeld: 1 } } : {}),
       });
     return { mainThreadMsPerBatch, pipelined, loops, tasksPerSecond: model(loops), perLoop: model(1) };
   };

@@ -145,9 +145,10 @@ async function slotAndWorker(
   const { clock, config } = deps;
   const { queue } = at;
   const lease = await ticket.take();
+  const inSlot = whyNotStart(deps, queue, needMs, receivedAt, options, clock.now());
   // A batch item runs in its call, which takes a thread of its own when it starts.
   const reservation =
-    deps.executor.reserve && !calls
+    inSlot === undefined && deps.executor.reserve && !calls
       ? await deps.executor.reserve(
           Math.min(
             options.deadline - config.dispatcher.settleMarginMs - needMs,
@@ -156,10 +157,14 @@ async function slotAndWorker(
         )
       : undefined;
   const begin = clock.now();
+  // Checked again once a thread was waited for (a stop may have come meanwhile).
   const refused =
-    deps.executor.reserve && !calls && !reservation
+    inSlot ??
+    (deps.executor.reserve && !calls && !reservation
       ? { why: 'no task thread was ready in time', visible: stillVisibleToUs(receivedAt, begin, queue.visibilityTimeoutSeconds) }
-      : whyNotStart(deps, queue, needMs, receivedAt, options, begin);
+      : reservation
+        ? whyNotStart(deps, queue, needMs, receivedAt, options, begin)
+        : undefined);
   // The claim's lease ran from the claim: a long wait for the slot (a run that outlasted what its
   // task had taken) renews it, so that it covers the body's time limit from its start.
   const renewed =

@@ -6,6 +6,7 @@
  * a higher queue's work waits in SQS. Counted on the simulation's clock: receives, not seconds.
  */
 import { Simulation } from '../../bench/sim/engine';
+import { AHEAD_PER_SLOT } from '../../lib/dispatch/slots';
 import type { TaskOptions } from '../../lib/tasks/task';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { world } from '../helpers/world';
@@ -66,5 +67,40 @@ describe('prefetch per slot', () => {
     // Nothing received was released: it ran, or was never received and is still visible.
     expect(outcomes.filter((o) => o !== 'succeeded')).toEqual([]);
     expect(ran + depth.visible).toBe(1000);
+  });
+});
+
+describe('claims ahead of the slots (tracking full)', () => {
+  it('quick tasks: a dispatcher of 10 slots keeps more than 10 claims in flight, never more than AHEAD_PER_SLOT a slot, at one receive per 10 tasks', async () => {
+    const sim = new Simulation();
+    const task: TaskOptions = { name: 'work', queue: 'urgent', timeLimitSeconds: 10, run: () => sim.sleep(5) };
+    const w = world(
+      [task],
+      { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking: 'full' }], dispatcher: { concurrency: 10 } },
+      { simulation: sim, tracked: true },
+    );
+    // Each claim takes 20 ms in the table, four times a body: claims made one slot at a time would hold the slots.
+    let inFlight = 0;
+    let peak = 0;
+    const claim = w.jobs.claim.bind(w.jobs);
+    w.jobs.claim = async (request) => {
+      inFlight += 1;
+      peak = Math.max(peak, inFlight);
+      try {
+        await sim.sleep(20);
+        return await claim(request);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+    const jobs = 600;
+    for (let i = 0; i < jobs; i++) await w.send('urgent', encodeEnvelope({ task: 'work', id: `j${i}`, payload: { i } }));
+    const summary = await w.run({ forMs: 60_000 });
+    const outcomes = w.reports.flatMap((r) => r.jobs).map((j) => j.outcome);
+    expect(outcomes.filter((o) => o === 'succeeded')).toHaveLength(jobs);
+    expect(peak).toBeGreaterThan(10);
+    expect(peak).toBeLessThanOrEqual(AHEAD_PER_SLOT * 10);
+    // Whole batches only: a receive per 10 tasks, bar the first ones (no run time known yet) and the empty last.
+    expect(summary.receives - summary.emptyReceives).toBeLessThanOrEqual(jobs / 10 + 2);
   });
 });

@@ -230,32 +230,45 @@ describe('dispatcher with job tracking (fakes)', () => {
 });
 
 describe('claims made while the bodies before them run (claim ahead of the slot)', () => {
-  const queues = [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking: 'full' as const }];
-
-  it('a claimed job that cannot start after all (a stop while it waits for its slot) is handed back: queued, no attempt used, run at once next time', async () => {
+  /**
+   * One slot, and a task whose `stop` job tells the dispatcher to stop while it runs (after
+   * `beforeStop`), so the jobs claimed behind it are still waiting for the slot. One job has run
+   * first: the queue's tasks have a run time here, so a receive takes ten for the one slot.
+   */
+  async function stoppingWorld(beforeStop: (w: World) => Promise<void> = async () => {}) {
     const stop = new AbortController();
+    let w: World | undefined;
     const stopper: TaskOptions = {
       name: 'stopper',
       queue: 'urgent',
       timeLimitSeconds: 5,
       maxRetries: 0,
-      run: (payload) => {
-        // The dispatcher is told to stop while this body runs and the claimed jobs behind it wait.
-        if ((payload as { stop?: boolean }).stop) stop.abort();
+      run: async (payload) => {
+        if ((payload as { stop?: boolean }).stop) {
+          await beforeStop(w as World);
+          stop.abort();
+        }
         return 'ok';
       },
     };
-    const w = world([stopper], { queues, dispatcher: { concurrency: 1 } }, { tracked: true });
-    // One run first: the queue's tasks have a run time here, so a receive takes ten for the one slot.
+    w = world(
+      [stopper],
+      { queues: [{ name: 'urgent', priority: 90, visibilityTimeoutSeconds: 30, tracking: 'full' }], dispatcher: { concurrency: 1 } },
+      { tracked: true },
+    );
     await w.send('urgent', encodeEnvelope({ task: 'stopper', id: 'warm', payload: {} }));
     await w.run();
     await w.send('urgent', encodeEnvelope({ task: 'stopper', id: 'first', payload: { stop: true } }));
+    return { w, stop: stop.signal };
+  }
+
+  it('a claimed job that cannot start after all (a stop while it waits for its slot) is handed back: queued, no attempt used, run at once next time', async () => {
+    const { w, stop } = await stoppingWorld();
     for (let i = 0; i < 9; i++) await w.send('urgent', encodeEnvelope({ task: 'stopper', id: `behind-${i}`, payload: {} }));
-    await w.run({ signal: stop.signal });
+    await w.run({ signal: stop });
     expect(w.runs.map((r) => (r.payload as { stop?: boolean }).stop === true)).toEqual([false, true]);
     // The nine behind it were claimed while it ran, and handed back, not left to their leases.
-    const released = outcomes(w).filter((o) => o === 'released');
-    expect(released).toHaveLength(9);
+    expect(outcomes(w).filter((o) => o === 'released')).toHaveLength(9);
     for (let i = 0; i < 9; i++) {
       const record = await w.jobs.get(`behind-${i}`);
       expect(record).toMatchObject({ state: 'queued', attempt: 1, parks: 1 });
@@ -263,8 +276,7 @@ describe('claims made while the bodies before them run (claim ahead of the slot)
       expect(record?.history.map((h) => h.what)).toEqual(['started', 'handed-back']);
       expect(record?.history.at(-1)?.detail).toBe('the dispatcher is stopping');
     }
-    const depth = await w.sqs.depth(w.urls.queues.urgent as string);
-    expect(depth.visible).toBe(9);
+    expect((await w.sqs.depth(w.urls.queues.urgent as string)).visible).toBe(9);
     // The next invocation runs each at once, as its first attempt (maxRetries 0 still allows it).
     await w.run();
     expect(w.runs).toHaveLength(11);
@@ -273,27 +285,10 @@ describe('claims made while the bodies before them run (claim ahead of the slot)
   });
 
   it('a handed-back claim whose job was cancelled meanwhile ends cancelled on its next claim, never run', async () => {
-    const stop = new AbortController();
-    let w: World | undefined;
-    const stopper: TaskOptions = {
-      name: 'stopper',
-      queue: 'urgent',
-      timeLimitSeconds: 5,
-      run: async (payload) => {
-        if ((payload as { stop?: boolean }).stop) {
-          // An operator cancels the claimed job behind this one, then the dispatcher stops.
-          await w?.jobs.cancel('behind', w.clock.now());
-          stop.abort();
-        }
-        return 'ok';
-      },
-    };
-    w = world([stopper], { queues, dispatcher: { concurrency: 1 } }, { tracked: true });
-    await w.send('urgent', encodeEnvelope({ task: 'stopper', id: 'warm', payload: {} }));
-    await w.run();
-    await w.send('urgent', encodeEnvelope({ task: 'stopper', id: 'first', payload: { stop: true } }));
+    // An operator cancels the claimed job behind the running one, then the dispatcher stops.
+    const { w, stop } = await stoppingWorld(async (w) => void (await w.jobs.cancel('behind', w.clock.now())));
     await w.send('urgent', encodeEnvelope({ task: 'stopper', id: 'behind', payload: {} }));
-    await w.run({ signal: stop.signal });
+    await w.run({ signal: stop });
     expect(await w.jobs.get('behind')).toMatchObject({ state: 'queued', cancelRequestedAt: expect.any(Number) });
     await w.run();
     expect(w.runs.map((r) => r.payload)).toEqual([{}, { stop: true }]);

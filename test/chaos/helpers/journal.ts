@@ -39,24 +39,25 @@ export function readJournal(file: string): { readonly of: (jobId: string) => Job
  */
 export function unexplainedRerun(
   journal: JobJournal,
+  /** The claims (fencing tokens, as the history's entries carry them) whose attempt failed. */
   failedAttempts: ReadonlySet<number>,
   killedAt: ReadonlyMap<number, number>,
 ): string | undefined {
   const starts = [...journal.starts].sort((a, b) => a.at - b.at);
   const attempts = new Set<number>();
   for (const s of starts) {
-    if (attempts.has(s.attempt)) return `two bodies of attempt ${s.attempt}`;
-    attempts.add(s.attempt);
+    if (attempts.has(s.token)) return `two bodies of claim ${s.token}`;
+    attempts.add(s.token);
   }
   for (let i = 0; i + 1 < starts.length; i++) {
     const earlier = starts[i] as JournalNote;
     const later = starts[i + 1] as JournalNote;
     if ((killedAt.get(earlier.pid) ?? Number.POSITIVE_INFINITY) <= later.at) continue;
-    const reachedEffect = journal.ends.some((e) => e.attempt === earlier.attempt);
-    if (failedAttempts.has(earlier.attempt) && !reachedEffect) continue;
+    const reachedEffect = journal.ends.some((e) => e.token === earlier.token);
+    if (failedAttempts.has(earlier.token) && !reachedEffect) continue;
     return reachedEffect
-      ? `attempt ${earlier.attempt} reached its effect in process ${earlier.pid}, which lived on, and attempt ${later.attempt} ran again`
-      : `attempt ${later.attempt} started while process ${earlier.pid} of attempt ${earlier.attempt} lived and no failure of it was recorded`;
+      ? `claim ${earlier.token} reached its effect in process ${earlier.pid}, which lived on, and claim ${later.token} ran again`
+      : `claim ${later.token} started while process ${earlier.pid} of claim ${earlier.token} lived and no failure of it was recorded`;
   }
   return undefined;
 }
