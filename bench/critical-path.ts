@@ -8,6 +8,7 @@
  * Powertools' in-progress PutItem) and a second after it (the completion, Powertools' UpdateItem),
  * both on the job's key; what is written on other keys (taskworker's coalesced stats) is per batch.
  */
+import { AHEAD_PER_SLOT } from '../lib/dispatch/slots';
 import type { Span } from './meter';
 import { round } from './prices';
 
@@ -19,7 +20,8 @@ export const MODEL_DYNAMO_WRITE_MS = [5, 10] as const;
 export const MODEL_FORMULA =
   "per receive loop (a dispatcher; one of the trigger's concurrent invocations, five while the mapping starts), with RT = sqsRoundTripsOnCycle × SQS ms + dynamoRoundTripsOnCycle × DynamoDB write ms and M = main-thread ms per batch: " +
   'a sequential loop (the trigger: receive, handler, delete) does batchSize / (RT + M) tasks/s; a pipelined one (taskworker: it receives ' +
-  "again while its batch's writes are in flight) min(batchSize / RT, batchSize / M, slots / (writes held in a slot × DynamoDB write ms)). " +
+  "again while its batch's writes are in flight) min(batchSize / RT, batchSize / M, P / (writes made while pending × DynamoDB write ms)), " +
+  `P the most messages it keeps pending a slot (${AHEAD_PER_SLOT} a slot: it claims them while the bodies before them run). ` +
   "Round trips on the cycle: a batch's receive, plus the share of its writes and its delete that ended before its loop received again (measured); " +
   `SQS ms = ${MODEL_SQS_MS} (assumed); M = event-loop active time of this process per batch on the emulators (the emulators' CPU excluded). ` +
   "The mapping does its loops' sum (each invocation has a CPU of its own on AWS); a dispatcher is one loop";
@@ -218,8 +220,8 @@ export function awsModel(
     readonly pipelined: boolean;
     /** Loops running side by side, each on a CPU of its own (default 1). */
     readonly loops?: number;
-    /** What bounds the writes in flight (pipelined): how many messages may be pending or held at once, and how many of a job's writes each makes meanwhile (the claim). */
-    readonly slots?: { readonly size: number; readonly writesHeld: number };
+    /** What bounds the writes in flight (pipelined): the most messages pending a slot at once, and how many of a job's writes each makes meanwhile (the claim). */
+    readonly pending?: { readonly most: number; readonly writesWhilePending: number };
   },
 ) {
   const model = (w: number) => {
@@ -227,7 +229,8 @@ export function awsModel(
     const loops = options.loops ?? 1;
     if (!options.pipelined) return (loops * options.batchSize * 1000) / (roundTripsMs + options.mainThreadMsPerBatch);
     const bounds = [(options.batchSize * 1000) / roundTripsMs, (options.batchSize * 1000) / options.mainThreadMsPerBatch];
-    if (options.slots && options.slots.writesHeld > 0) bounds.push((options.slots.size * 1000) / (options.slots.writesHeld * w));
+    if (options.pending && options.pending.writesWhilePending > 0)
+      bounds.push((options.pending.most * 1000) / (options.pending.writesWhilePending * w));
     return loops * Math.min(...bounds);
   };
   return Object.fromEntries(MODEL_DYNAMO_WRITE_MS.map((w) => [`dynamoWrite${w}ms`, round(model(w), 1)])) as Record<

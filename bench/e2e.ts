@@ -884,7 +884,7 @@ async function main() {
         loops: n,
         // The claim is written while the message is pending (before it takes a slot), and at most
         // AHEAD_PER_SLOT messages a slot are pending; the completion is written after the slot is released.
-        ...(pipelined ? { slots: { size: AHEAD_PER_SLOT * DISPATCHER_CONCURRENCY, writesHeld: 1 } } : {}),
+        ...(pipelined ? { pending: { most: AHEAD_PER_SLOT * DISPATCHER_CONCURRENCY, writesWhilePending: 1 } } : {}),
       });
     return { mainThreadMsPerBatch, pipelined, loops, tasksPerSecond: model(loops), perLoop: model(1) };
   };
