@@ -1,23 +1,37 @@
 import type { LocalStack } from '../../../lib/local/dev';
 
 /**
- * SIGKILLs one of the stack's live dispatcher processes (chosen at random) every `everyMs`, at most
- * `most` times (`taskworker dev` starts each one's replacement); keeps when each process was killed,
- * so a run it never saw the end of can be ended at its kill.
+ * SIGKILLs one of the stack's live dispatcher processes (chosen at random) each time `progress()`
+ * (the share of the work done, 0–1, read every `pollMs`) first passes one of `at` (ascending): a
+ * poll that finds several passed kills as many processes. Paced by the work rather than a clock, so a fast machine that finishes
+ * early still sees every kill land while there is work left.
  */
-export function killDispatchers(local: LocalStack, everyMs: number, most: number) {
+export function killAtProgress(local: LocalStack, progress: () => Promise<number>, at: readonly number[], pollMs: number) {
   const killedAt = new Map<number, number>();
   let kills = 0;
-  const timer = setInterval(() => {
-    if (kills >= most) return;
-    const alive = local.dispatchers.filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined);
-    const victim = alive[Math.floor(Math.random() * alive.length)];
-    if (!victim?.pid) return;
-    killedAt.set(victim.pid, Date.now());
-    victim.kill('SIGKILL');
-    kills += 1;
-  }, everyMs);
-  return { killedAt: killedAt as ReadonlyMap<number, number>, kills: () => kills, stop: () => clearInterval(timer) };
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped && kills < at.length) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      const done = stopped ? 0 : await progress();
+      while (kills < at.length && done >= (at[kills] as number)) {
+        const alive = local.dispatchers.filter((c) => !c.killed && c.exitCode === null && c.signalCode === null && c.pid !== undefined);
+        const victim = alive[Math.floor(Math.random() * alive.length)];
+        if (!victim?.pid) break;
+        killedAt.set(victim.pid, Date.now());
+        victim.kill('SIGKILL');
+        kills += 1;
+      }
+    }
+  })();
+  return {
+    killedAt: killedAt as ReadonlyMap<number, number>,
+    kills: () => kills,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
 }
 
 /** One run of a job, from its task's effects log: its start's own fields, and when it started and ended. */
