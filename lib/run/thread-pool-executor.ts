@@ -22,6 +22,10 @@ export interface ThreadPoolOptions {
   /** Time after a task's limit (when its AbortSignal fires) before its thread is terminated. */
   readonly killGraceMs: number;
   readonly logger?: Logger;
+  /** {@link SHORT_RUN_MS} by default. */
+  readonly shortRunMs?: number;
+  /** {@link MOVE_AFTER_MS} by default. */
+  readonly moveAfterMs?: number;
 }
 
 /**
@@ -245,14 +249,14 @@ export class ThreadPoolExecutor implements TaskExecutor, RunHost {
     if (handed.length > 1) {
       setTimeout(() => {
         for (const r of handed) if (!r.settled && r.startedAt() === undefined) r.moveElsewhere();
-      }, MOVE_AFTER_MS).unref();
+      }, this.options.moveAfterMs ?? MOVE_AFTER_MS).unref();
     }
   }
 
   /** Whether `task`'s runs are short enough to share a hand-off. */
   private isShort(task: string): boolean {
     const times = this.bodyTimes.get(task);
-    return times !== undefined && times.runs >= SHORT_AFTER_RUNS && times.meanMs <= SHORT_RUN_MS;
+    return times !== undefined && times.runs >= SHORT_AFTER_RUNS && times.meanMs <= (this.options.shortRunMs ?? SHORT_RUN_MS);
   }
 
   /** Notes how long a run's body took (a mean over the last few), then passes its outcome on. */

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import type { TaskOutcome, TaskRun } from '../../lib/run/executor-types';
-import { SHORT_AFTER_RUNS, ThreadPoolExecutor } from '../../lib/run/thread-pool-executor';
+import { SHORT_AFTER_RUNS, ThreadPoolExecutor, type ThreadPoolOptions } from '../../lib/run/thread-pool-executor';
 import type { TaskBundle } from '../../lib/tasks/bundle';
 import { buildFixtureBundle, tempFile } from '../helpers/emulators';
 import { readJournal } from '../helpers/run';
@@ -24,9 +24,17 @@ interface Quick {
   readonly spin?: boolean;
 }
 
-/** A pool of `size` loaded threads, the quick task's runs on it, and its journal. */
-async function withPool(size: number, test: (on: ReturnType<typeof runsOn>) => Promise<void>) {
-  const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size, killGraceMs: 200 });
+/**
+ * A pool of `size` loaded threads, the quick task's runs on it, and its journal. `timing` sets how
+ * short a body is short and how long a run waits before it moves (a test of what is gathered sets
+ * both past anything a busy machine could take, so the verdict never rests on its speed).
+ */
+async function withPool(
+  size: number,
+  test: (on: ReturnType<typeof runsOn>) => Promise<void>,
+  timing: Pick<ThreadPoolOptions, 'shortRunMs' | 'moveAfterMs'> = {},
+) {
+  const pool = new ThreadPoolExecutor({ bundlePath: bundle.path, size, killGraceMs: 200, ...timing });
   try {
     pool.warm();
     const held = await Promise.all(Array.from({ length: size }, () => pool.reserve(Date.now() + 30_000)));
@@ -79,18 +87,22 @@ const threadsOf = (starts: ReadonlyMap<number, { thread: number }>, runs: Readon
   new Set(runs.map((r) => starts.get(r.n)?.thread));
 
 it('hands a short task’s runs of one turn to one thread, once the task has shown it is short', async () => {
-  await withPool(4, async ({ together, warmUp, starts }) => {
-    // Not known short yet: four runs together take the four threads.
-    const cold = together([{}, {}, {}, {}]);
-    expect((await Promise.all(cold.map((r) => r.outcome))).map((o) => o.status)).toEqual(Array(4).fill('succeeded'));
-    await warmUp();
-    const warm = together(Array(10).fill({}));
-    expect((await Promise.all(warm.map((r) => r.outcome))).map((o) => o.status)).toEqual(Array(10).fill('succeeded'));
-    const seen = starts();
-    expect(threadsOf(seen, cold).size).toBe(4);
-    expect(threadsOf(seen, warm).size).toBe(1);
-    expect([...seen.values()].every((s) => s.times === 1)).toBe(true);
-  });
+  await withPool(
+    4,
+    async ({ together, warmUp, starts }) => {
+      // Not known short yet: four runs together take the four threads.
+      const cold = together([{}, {}, {}, {}]);
+      expect((await Promise.all(cold.map((r) => r.outcome))).map((o) => o.status)).toEqual(Array(4).fill('succeeded'));
+      await warmUp();
+      const warm = together(Array(10).fill({}));
+      expect((await Promise.all(warm.map((r) => r.outcome))).map((o) => o.status)).toEqual(Array(10).fill('succeeded'));
+      const seen = starts();
+      expect(threadsOf(seen, cold).size).toBe(4);
+      expect(threadsOf(seen, warm).size).toBe(1);
+      expect([...seen.values()].every((s) => s.times === 1)).toBe(true);
+    },
+    { shortRunMs: 1_000, moveAfterMs: 30_000 },
+  );
 }, 60_000);
 
 it('starts the runs behind a runaway body on other threads, each once with its whole limit; only the runaway times out', async () => {
