@@ -280,7 +280,8 @@ export class DynamoJobClaims {
       {
         update:
           `SET ${assignments(e, { state: 'queued', updatedAt: h.now, history })} ` +
-          `ADD ${e.name('parks')} ${e.value(1)} REMOVE ${ATTEMPT_ONLY.map((n) => e.name(n)).join(', ')}`,
+          `ADD ${e.name('parks')} ${e.value(1)} ` +
+          `REMOVE ${[...ATTEMPT_ONLY, ...(h.firstStart ? ['firstStartedAt'] : [])].map((n) => e.name(n)).join(', ')}`,
         condition: `${transitionCondition(e, 'handBack')} AND ${e.name('attempt')} = ${e.value(h.token)}`,
       },
       { returns: 'none' },

@@ -249,11 +249,14 @@ const ATTEMPT_ENDS: ReadonlySet<string> = new Set(['retrying', 'succeeded', 'arc
  * the oldest, so the attempts before the first start it kept are counted apart.
  */
 export function workerLostError(
-  claimed: Pick<JobRecord, 'history'>,
+  claimed: Pick<JobRecord, 'history' | 'retryAfters' | 'parks'>,
   attempt: number,
   maxRetries: number,
 ): { readonly type: 'WorkerLostError'; readonly message: string } {
   const earlier = attempt - 1;
+  // The earlier claims that used an attempt: not those that asked to run later, parked at a step or
+  // were handed back unstarted (the counters the record keeps, whatever its trimmed history shows).
+  const used = earlier - (claimed.retryAfters ?? 0) - (claimed.parks ?? 0);
   const starts = claimed.history.filter((h) => h.what === 'started' || h.what === 'took-over');
   // The last start is this claim's: the k-th of the `starts.length` kept is attempt attempt - starts.length + k.
   const firstKept = Math.max(1, attempt - starts.length + 1);
@@ -263,7 +266,7 @@ export function workerLostError(
   const lost: number[] = [];
   const failed: number[] = [];
   for (let a = firstKept; a < attempt; a++) if (!handedBack.has(a)) (ended.has(a) ? failed : lost).push(a);
-  const head = `${earlier} attempts started (maxRetries ${maxRetries} allows ${maxRetries + 1})`;
+  const head = `${used} attempts started (maxRetries ${maxRetries} allows ${maxRetries + 1})`;
   if (lost.length + failed.length === 0)
     return { type: 'WorkerLostError', message: `${head}; the history kept does not show how they ended` };
   const list = (ns: readonly number[]) => (ns.length === 1 ? `attempt ${ns[0]}` : `attempts ${ns.join(', ')}`);

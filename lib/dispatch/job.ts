@@ -210,6 +210,8 @@ async function handBackClaim(deps: DispatcherDeps, at: MessageAt, token: number,
       jobId: at.job.id,
       token,
       detail: why,
+      // This claim set both (a later claim leaves firstStartedAt as the first one set it).
+      firstStart: claimed.firstStartedAt !== undefined && claimed.firstStartedAt === claimed.lastStartedAt,
       history: claimed.history,
       workerId: deps.workerId,
       now: deps.clock.now(),

@@ -211,6 +211,7 @@ export class MemoryJobStore implements JobStore {
     if (permits('handBack', record) !== 'ok' || record?.attempt !== h.token) return false;
     const next: Mutable<JobRecord> = { ...record, state: 'queued', parks: (record.parks ?? 0) + 1, updatedAt: h.now };
     for (const field of ATTEMPT_ONLY) delete next[field];
+    if (h.firstStart) delete next.firstStartedAt;
     next.history = this.history(record, { what: 'handed-back', when: h.now, worker: h.workerId, attempt: h.token, detail: h.detail });
     this.put(next);
     return true;

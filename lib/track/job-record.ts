@@ -282,6 +282,11 @@ export interface ClaimHandBack {
   readonly token: number;
   /** Why it did not start, for the history entry. */
   readonly detail: string;
+  /**
+   * The claim was the job's first start (it set `firstStartedAt`): the hand-back removes that, since
+   * no body started, and the next claim sets it again.
+   */
+  readonly firstStart: boolean;
   /** The history as the claim left it: the hand-back's entry is added to it (within the history's limit). */
   readonly history: readonly HistoryEntry[];
   readonly workerId: string;

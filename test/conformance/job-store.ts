@@ -434,6 +434,7 @@ export function jobStoreConformance(
           jobId: job.jobId,
           token: first.token + 1,
           detail: 'stop',
+          firstStart: true,
           history: first.record.history,
           workerId: 'w1',
           now: 2100,
@@ -445,6 +446,7 @@ export function jobStoreConformance(
           jobId: job.jobId,
           token: first.token,
           detail: 'stop',
+          firstStart: true,
           history: first.record.history,
           workerId: 'w1',
           now: 2200,
@@ -454,17 +456,21 @@ export function jobStoreConformance(
       expect(back).toMatchObject({ state: 'queued', attempt: 1, parks: 1 });
       expect(back.leaseOwner).toBeUndefined();
       expect(back.leaseUntil).toBeUndefined();
+      // No body started: the job has no first start until one does.
+      expect(back.firstStartedAt).toBeUndefined();
       expect(back.history.at(-1)).toMatchObject({ what: 'handed-back', attempt: 1, worker: 'w1', detail: 'stop', when: 2200 });
       // Its lease (60 s) is gone: the next delivery claims it now, and has used one attempt only.
       const second = await claim(jobs, job, 2300, 'w2');
       expect(second.outcome === 'claimed' && second.token).toBe(2);
       expect(second.outcome === 'claimed' && attemptsUsed(second.record)).toBe(1);
+      expect(second.outcome === 'claimed' && second.record.firstStartedAt).toBe(2300);
       // Handed back twice is refused: the token no longer holds it.
       expect(
         await jobs.handBackClaim({
           jobId: job.jobId,
           token: first.token,
           detail: 'again',
+          firstStart: true,
           history: first.record.history,
           workerId: 'w1',
           now: 2400,
@@ -473,7 +479,7 @@ export function jobStoreConformance(
       if (second.outcome !== 'claimed') return;
       await jobs.complete({ jobId: job.jobId, token: second.token, state: 'succeeded', workerId: 'w2', now: 2500 }, second.record);
       // An ended job is not handed back.
-      const late = { jobId: job.jobId, token: second.token, detail: 'late', history: second.record.history, workerId: 'w2', now: 2600 };
+      const late = { jobId: job.jobId, token: second.token, detail: 'late', firstStart: false, history: second.record.history, workerId: 'w2', now: 2600 };
       expect(await jobs.handBackClaim(late)).toBe(false);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded' });
     });
@@ -483,7 +489,7 @@ export function jobStoreConformance(
       const first = await claim(jobs, job, 2000, 'w1', 60_000);
       if (first.outcome !== 'claimed') throw new Error('not claimed');
       expect(await jobs.cancel(job.jobId, 2100)).toMatchObject({ outcome: 'requested' });
-      const handBack = { jobId: job.jobId, token: first.token, detail: 'stop', history: first.record.history, workerId: 'w1', now: 2200 };
+      const handBack = { jobId: job.jobId, token: first.token, detail: 'stop', firstStart: true, history: first.record.history, workerId: 'w1', now: 2200 };
       expect(await jobs.handBackClaim(handBack)).toBe(true);
       const second = await claim(jobs, job, 2300, 'w2');
       expect(second).toMatchObject({ outcome: 'claimed', record: { cancelRequestedAt: 2100 } });
@@ -672,12 +678,16 @@ export function jobStoreConformance(
           jobId: job.jobId,
           token: claimed.token,
           detail: 'stop',
+          firstStart: false,
           history: claimed.record.history,
           workerId: 'w1',
           now: 10_001,
         };
         expect(await jobs.handBackClaim(handBack)).toBe(true);
         expectCapped(await jobs.get(job.jobId), 'handed-back');
+        // A retry's claim handed back leaves the first attempt's start as it was.
+        expect((await jobs.get(job.jobId))?.firstStartedAt).toBe(claimed.record.firstStartedAt);
+        expect(claimed.record.firstStartedAt).toBeLessThan(10_000);
       });
 
       it('unclaimed failure and success', async () => {

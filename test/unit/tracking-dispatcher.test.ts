@@ -275,13 +275,22 @@ describe('claims made while the bodies before them run (claim ahead of the slot)
       expect(record?.leaseUntil).toBeUndefined();
       expect(record?.history.map((h) => h.what)).toEqual(['started', 'handed-back']);
       expect(record?.history.at(-1)?.detail).toBe('the dispatcher is stopping');
+      // No body started: no first start is recorded until one does.
+      expect(record?.firstStartedAt).toBeUndefined();
     }
     expect((await w.sqs.depth(w.urls.queues.urgent as string)).visible).toBe(9);
     // The next invocation runs each at once, as its first attempt (maxRetries 0 still allows it).
     await w.run();
     expect(w.runs).toHaveLength(11);
     expect(w.runs.slice(2).every((r) => r.attempt === 1)).toBe(true);
-    for (let i = 0; i < 9; i++) expect(await w.jobs.get(`behind-${i}`)).toMatchObject({ state: 'succeeded', attempt: 2 });
+    for (let i = 0; i < 9; i++) {
+      const record = await w.jobs.get(`behind-${i}`);
+      expect(record).toMatchObject({ state: 'succeeded', attempt: 2 });
+      // Its first start is its body's, the second claim's.
+      const started = record?.history.filter((h) => h.what === 'started').at(-1);
+      expect(started?.when).toEqual(expect.any(Number));
+      expect(record?.firstStartedAt).toBe(started?.when);
+    }
   });
 
   it('a handed-back claim whose job was cancelled meanwhile ends cancelled on its next claim, never run', async () => {

@@ -83,6 +83,20 @@ describe('WorkerLostError', () => {
     );
   });
 
+  it('leaves a claim handed back unstarted out of the attempts started and of both lists', () => {
+    // Claim 1 was lost, claim 2 handed back before its body started (a stop), claim 3 lost, and this is claim 4.
+    const history: HistoryEntry[] = [
+      start(1_000, 'a'),
+      start(2_000, 'b', 'took-over'),
+      { what: 'handed-back', when: 2_100, worker: 'b', attempt: 2 },
+      start(3_000, 'c'),
+      { ...start(4_000, 'd', 'took-over'), attempt: 4 },
+    ];
+    expect(workerLostError({ history, parks: 1 }, 4, 1).message).toBe(
+      '2 attempts started (maxRetries 1 allows 2): 2 never ended, their workers lost (attempts 1, 3); the last, attempt 3, started 1970-01-01T00:00:03.000Z on c',
+    );
+  });
+
   it('says when the history kept shows none of the earlier attempts', () => {
     expect(workerLostError({ history: [start(9_000, 'z')] }, 4, 2).message).toBe(
       '3 attempts started (maxRetries 2 allows 3); the history kept does not show how they ended',
