@@ -479,7 +479,15 @@ export function jobStoreConformance(
       if (second.outcome !== 'claimed') return;
       await jobs.complete({ jobId: job.jobId, token: second.token, state: 'succeeded', workerId: 'w2', now: 2500 }, second.record);
       // An ended job is not handed back.
-      const late = { jobId: job.jobId, token: second.token, detail: 'late', firstStart: false, history: second.record.history, workerId: 'w2', now: 2600 };
+      const late = {
+        jobId: job.jobId,
+        token: second.token,
+        detail: 'late',
+        firstStart: false,
+        history: second.record.history,
+        workerId: 'w2',
+        now: 2600,
+      };
       expect(await jobs.handBackClaim(late)).toBe(false);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded' });
     });
@@ -489,7 +497,15 @@ export function jobStoreConformance(
       const first = await claim(jobs, job, 2000, 'w1', 60_000);
       if (first.outcome !== 'claimed') throw new Error('not claimed');
       expect(await jobs.cancel(job.jobId, 2100)).toMatchObject({ outcome: 'requested' });
-      const handBack = { jobId: job.jobId, token: first.token, detail: 'stop', firstStart: true, history: first.record.history, workerId: 'w1', now: 2200 };
+      const handBack = {
+        jobId: job.jobId,
+        token: first.token,
+        detail: 'stop',
+        firstStart: true,
+        history: first.record.history,
+        workerId: 'w1',
+        now: 2200,
+      };
       expect(await jobs.handBackClaim(handBack)).toBe(true);
       const second = await claim(jobs, job, 2300, 'w2');
       expect(second).toMatchObject({ outcome: 'claimed', record: { cancelRequestedAt: 2100 } });
