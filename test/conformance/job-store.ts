@@ -7,7 +7,7 @@ import { UNIQUE_RECORD_GRACE_MS } from '../../lib/policy/unique-rules';
 import { dueJob, publishDebounced } from '../../lib/settle/debounce-cycles';
 import { holdUniqueKey } from '../../lib/settle/unique-holds';
 import type { LimitStore } from '../../lib/track/fleet-limits';
-import { attemptsUsed, type ClaimResult, type JobRecord, type JobRef } from '../../lib/track/job-record';
+import { attemptsUsed, type ClaimHandBack, type ClaimResult, type JobRecord, type JobRef } from '../../lib/track/job-record';
 import type { JobStore } from '../../lib/track/job-stores';
 import type { QueueDayStats, StatsStore } from '../../lib/track/stats-store';
 
@@ -424,34 +424,31 @@ export function jobStoreConformance(
       expect(await jobs.cancel(job.jobId, 2500)).toMatchObject({ outcome: 'not-scheduled', record: { state: 'cancelled' } });
     });
 
+    /** A hand-back of `claimed`'s claim (its first start unless told), at `now`. */
+    const handBackOf = (
+      job: { jobId: string },
+      claimed: { token: number; record: JobRecord },
+      now: number,
+      over: Partial<ClaimHandBack> = {},
+    ) => ({
+      jobId: job.jobId,
+      token: claimed.token,
+      detail: 'stop',
+      firstStart: true,
+      history: claimed.record.history,
+      workerId: 'w1',
+      now,
+      ...over,
+    });
+
     it('hands a claim back unstarted: queued, no lease, no attempt used; the next claim lands at once; a stale token is refused', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000, 'w1', 60_000);
       if (first.outcome !== 'claimed') throw new Error('not claimed');
       // Not the token that holds it: refused, the lease stands.
-      expect(
-        await jobs.handBackClaim({
-          jobId: job.jobId,
-          token: first.token + 1,
-          detail: 'stop',
-          firstStart: true,
-          history: first.record.history,
-          workerId: 'w1',
-          now: 2100,
-        }),
-      ).toBe(false);
+      expect(await jobs.handBackClaim(handBackOf(job, first, 2100, { token: first.token + 1 }))).toBe(false);
       expect((await claim(jobs, job, 2150, 'w2')).outcome).toBe('leased');
-      expect(
-        await jobs.handBackClaim({
-          jobId: job.jobId,
-          token: first.token,
-          detail: 'stop',
-          firstStart: true,
-          history: first.record.history,
-          workerId: 'w1',
-          now: 2200,
-        }),
-      ).toBe(true);
+      expect(await jobs.handBackClaim(handBackOf(job, first, 2200))).toBe(true);
       const back = (await jobs.get(job.jobId)) as JobRecord;
       expect(back).toMatchObject({ state: 'queued', attempt: 1, parks: 1 });
       expect(back.leaseOwner).toBeUndefined();
@@ -465,30 +462,11 @@ export function jobStoreConformance(
       expect(second.outcome === 'claimed' && attemptsUsed(second.record)).toBe(1);
       expect(second.outcome === 'claimed' && second.record.firstStartedAt).toBe(2300);
       // Handed back twice is refused: the token no longer holds it.
-      expect(
-        await jobs.handBackClaim({
-          jobId: job.jobId,
-          token: first.token,
-          detail: 'again',
-          firstStart: true,
-          history: first.record.history,
-          workerId: 'w1',
-          now: 2400,
-        }),
-      ).toBe(false);
+      expect(await jobs.handBackClaim(handBackOf(job, first, 2400, { detail: 'again' }))).toBe(false);
       if (second.outcome !== 'claimed') return;
       await jobs.complete({ jobId: job.jobId, token: second.token, state: 'succeeded', workerId: 'w2', now: 2500 }, second.record);
       // An ended job is not handed back.
-      const late = {
-        jobId: job.jobId,
-        token: second.token,
-        detail: 'late',
-        firstStart: false,
-        history: second.record.history,
-        workerId: 'w2',
-        now: 2600,
-      };
-      expect(await jobs.handBackClaim(late)).toBe(false);
+      expect(await jobs.handBackClaim(handBackOf(job, second, 2600, { detail: 'late', firstStart: false, workerId: 'w2' }))).toBe(false);
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded' });
     });
 
@@ -497,16 +475,7 @@ export function jobStoreConformance(
       const first = await claim(jobs, job, 2000, 'w1', 60_000);
       if (first.outcome !== 'claimed') throw new Error('not claimed');
       expect(await jobs.cancel(job.jobId, 2100)).toMatchObject({ outcome: 'requested' });
-      const handBack = {
-        jobId: job.jobId,
-        token: first.token,
-        detail: 'stop',
-        firstStart: true,
-        history: first.record.history,
-        workerId: 'w1',
-        now: 2200,
-      };
-      expect(await jobs.handBackClaim(handBack)).toBe(true);
+      expect(await jobs.handBackClaim(handBackOf(job, first, 2200))).toBe(true);
       const second = await claim(jobs, job, 2300, 'w2');
       expect(second).toMatchObject({ outcome: 'claimed', record: { cancelRequestedAt: 2100 } });
     });
