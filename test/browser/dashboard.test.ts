@@ -568,6 +568,9 @@ describeWithTools('dashboard (Chromium)', 'chromium')('taskworker ui in Chromium
         await until(async () => (await count(state).textContent()) === (await countedText(state)), `the ${state} tab's count`);
         const shown = await until(
           async () => {
+            // Until this tab's list has loaded: the page draws no table while its load is on the way,
+            // and an empty wanted list would otherwise pass on no rows at all.
+            if ((await page.locator('[data-testid="jobs"]').count()) === 0) return undefined;
             const list = await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.children[3]?.textContent]));
             // Until the list is this tab's: right after the click the rows may still be the last tab's
             // (a tab that lists nothing would otherwise pass on the previous tab's rows).
