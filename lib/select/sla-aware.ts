@@ -26,7 +26,11 @@ export interface SlaAwareOptions {
   readonly growth?: number;
   /** Pause before looking again at a queue that gave less than a full batch: this fraction of its SLA… @defaultValue 0.02 */
   readonly lookFraction?: number;
-  /** …but at most this, ms. @defaultValue 3000 */
+  /**
+   * …but at most this, ms: the low queue's 2 % of a 300 s SLA would be 6 s, and in those seconds a
+   * moment of full slots leaves its messages waiting where ReducedLottery's draw would have taken some.
+   * @defaultValue 1000
+   */
   readonly firstLookMaxMs?: number;
   /** Each further empty look in a row doubles the pause, up to this fraction of the SLA. @defaultValue 0.05 */
   readonly maxLookFraction?: number;
@@ -34,18 +38,37 @@ export interface SlaAwareOptions {
   readonly lookBoundsMs?: readonly [number, number];
   /** Pauses vary by ± this fraction, so dispatchers do not look in step. @defaultValue 0.25 */
   readonly jitter?: number;
-  /** A queue overdue for a look by more than this many of its pauses is looked at before the draw. @defaultValue 3 */
+  /**
+   * A queue overdue for a look by more than this many of its pauses is looked at before the draw
+   * (one whose last look filled, by this many of its first pause, while it is fresh: {@link recheckUnderAge}).
+   * @defaultValue 3
+   */
   readonly overdueAfter?: number;
+  /**
+   * A lower queue whose last look filled (pause 0) still counts as overdue, as above, while its oldest
+   * message is younger than this fraction of its SLA and the top queue's is younger than
+   * {@link recheckWhileTopUnderAge} of its. Without it, a moment of full slots at moderate load gives every
+   * free slot to the higher queues (the top queue's backlog goes first, the draw gives the low queue
+   * 2 %), and the low queue's messages waited 10 s where ReducedLottery's waited 7. Once the queue is
+   * older than this, or the top queue is behind, the weights decide: in overload the looks would
+   * hand slots to long low tasks (the high queue's p99 was 184 s at 1.05 of capacity without the bounds).
+   * @defaultValue 0.03
+   */
+  readonly recheckUnderAge?: number;
+  /** See {@link recheckUnderAge}. @defaultValue 0.1 */
+  readonly recheckWhileTopUnderAge?: number;
 }
 
 export const SLA_AWARE_DEFAULTS: Required<SlaAwareOptions> = {
   growth: 1.5,
   lookFraction: 0.02,
-  firstLookMaxMs: 3000,
+  firstLookMaxMs: 1000,
   maxLookFraction: 0.05,
   lookBoundsMs: [100, 30_000],
   jitter: 0.25,
   overdueAfter: 3,
+  recheckUnderAge: 0.03,
+  recheckWhileTopUnderAge: 0.1,
 };
 
 /** The longest long poll SQS allows. */
@@ -75,7 +98,7 @@ interface QueueState {
  * The SLA-aware selector, the default. It uses what the queues tell it:
  *
  * - **Recent emptiness.** A queue that gave fewer messages than asked is not looked at again for
- *   2% of its SLA (at most 3 s, at least 100 ms); each further empty look doubles that, up to 5% of
+ *   2% of its SLA (at most 1 s, at least 100 ms); each further empty look doubles that, up to 5% of
  *   the SLA. No re-check of a queue just seen empty, and few requests when idle. One that gave all
  *   it was asked for is due again at once. Pauses are jittered so dispatchers spread out.
  * - **Priority, and age of the oldest message against the SLA (dynamic priority).** Due queues
@@ -84,14 +107,15 @@ interface QueueState {
  *   time, shifting to whichever falls behind. Age is an upper estimate of the oldest message's:
  *   the age the last full look reported plus the time since, or for a queue last seen drained, the
  *   time since that look. None is ever starved: every queue is due again within 5% of its SLA, a
- *   queue overdue by three pauses is looked at before the draw, and a backlog's weight grows
+ *   queue overdue by three pauses is looked at before the draw (a fresh one that was just worked,
+ *   by three of its first pauses, while the top queue is on time), and a backlog's weight grows
  *   without bound.
  * - **Short commitments.** A look is a receive whose messages become the batch (as in
  *   ReducedLottery). A queue is worked for that one batch, then the choice is made again, so the
  *   top queue never waits behind a run of batches from a lower one. The top (highest-priority)
- *   queue is long-polled instead of probed: one request however long work takes to arrive; it
- *   gets its `iterations` while no other queue is due. While its last look filled what it asked
- *   (a backlog) and every other due queue is within its SLA, it goes before the draw.
+ *   queue is long-polled instead of probed: one request however long work takes to arrive, and
+ *   one receive per selection too. While its last look filled what it asked (a backlog) and every
+ *   other due queue is within its SLA, it goes before the draw (after any overdue queue).
  * - **Room.** A look asks for no more than would start within a moment ({@link Room.startableOf},
  *   as every receive of the loop does): what it takes starts at once, never waiting in the
  *   dispatcher behind long tasks while a higher queue's work waits in SQS.
@@ -133,11 +157,13 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
   /** How the last selection weighed its candidates (the workers view reads them). */
   let lastWeights: SelectorWeights | undefined;
 
+  /** The pause after a queue's first short look, unjittered. */
+  const firstPause = (queue: QueueConfig) => Math.max(o.lookBoundsMs[0], Math.min(queue.slaSeconds * 1000 * o.lookFraction, o.firstLookMaxMs));
   /** Pause before the next look at a queue that gave less than it was asked for. */
   const pauseFor = (queue: QueueConfig, emptyLooks: number) => {
     const sla = queue.slaSeconds * 1000;
     const [min, max] = o.lookBoundsMs;
-    const first = Math.min(sla * o.lookFraction, o.firstLookMaxMs);
+    const first = firstPause(queue);
     const grown = first * 2 ** Math.min(20, Math.max(0, emptyLooks - 1));
     const pause = Math.max(min, Math.min(max, grown, Math.max(first, sla * o.maxLookFraction)));
     return pause * (1 + o.jitter * (2 * env.random() - 1));
@@ -175,9 +201,12 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       lastWeights = { at: now, shares: shares(candidates, (q) => logWeight(q, now)) };
       const top = candidates.reduce((best, q) => (q.priority > best.priority ? q : best));
       const due = candidates.filter((q) => stateOf(q.name).nextLookAt <= now || stateOf(q.name).expected);
+      const topOnTime = urgency(top, now) < o.recheckWhileTopUnderAge;
       const overdue = (q: QueueConfig) => {
         const state = stateOf(q.name);
-        return q !== top && state.pauseMs > 0 && now - state.nextLookAt > o.overdueAfter * state.pauseMs;
+        if (q === top) return false;
+        if (state.pauseMs > 0) return now - state.nextLookAt > o.overdueAfter * state.pauseMs;
+        return topOnTime && urgency(q, now) < o.recheckUnderAge && now - state.nextLookAt > o.overdueAfter * firstPause(q);
       };
       const drawn = drawOrder(due, (q) => logWeight(q, now), env.random);
       // The top queue with a backlog (its last look filled what it asked) goes before the draw while
@@ -186,13 +215,15 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       // they were promised. Once one falls behind its SLA, the draw by weight decides again.
       const topBacklog = (q: QueueConfig) =>
         q === top && stateOf(q.name).filled && due.every((other) => other === top || urgency(other, now) < 1);
-      const first = (q: QueueConfig) => stateOf(q.name).expected || overdue(q) || topBacklog(q);
-      const order = [...drawn.filter(first), ...drawn.filter((q) => !first(q))];
-      const othersDue = due.some((q) => q !== top);
+      // Overdue queues go first even before the top queue's backlog: that backlog is what kept them waiting.
+      const first = (q: QueueConfig) => stateOf(q.name).expected || topBacklog(q);
+      const order = [...drawn.filter(overdue), ...drawn.filter((q) => !overdue(q) && first(q)), ...drawn.filter((q) => !overdue(q) && !first(q))];
       for (const queue of order) {
         if (queue === top) {
-          // Waiting on the top queue costs one request however long work takes to arrive.
-          return { queue, messages: [], waitSeconds: queue.longPollSeconds, receives: othersDue ? 1 : queue.iterations };
+          // Waiting on the top queue costs one request however long work takes to arrive. One receive,
+          // then the choice again: a run of `iterations` receives each waited for room, and a lower
+          // queue that came due meanwhile waited too (steady 0.7's low-priority max).
+          return { queue, messages: [], waitSeconds: queue.longPollSeconds, receives: 1 };
         }
         const state = stateOf(queue.name);
         state.asked = receiveSizeIn(room, queue);
@@ -206,7 +237,7 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
       const after = env.clock.now();
       const nextLook = Math.min(...candidates.filter((q) => q !== top).map((q) => stateOf(q.name).nextLookAt - after));
       const waitSeconds = Math.max(top.longPollSeconds, Math.min(MAX_WAIT_SECONDS, Math.floor(nextLook / 1000)));
-      return { queue: top, messages: [], waitSeconds, receives: othersDue ? 1 : top.iterations };
+      return { queue: top, messages: [], waitSeconds, receives: 1 };
     },
     weights: () => lastWeights,
     expect(queues: readonly string[]) {

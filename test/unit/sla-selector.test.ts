@@ -48,7 +48,7 @@ describe('SLA-aware selector', () => {
     expect(createSelector('sla-aware', world().env).name).toBe('sla-aware');
   });
 
-  it('long-polls the top queue rather than probing it, and works it for its iterations when nothing else is due', async () => {
+  it('long-polls the top queue rather than probing it, one receive per selection', async () => {
     const w = world();
     const selector = slaAware(w.env);
     const selections: Selection<string>[] = [];
@@ -56,9 +56,10 @@ describe('SLA-aware selector', () => {
     // Every queue is empty: the top queue is only ever long-polled, never probed…
     expect(selections.every((s) => s.queue === high && s.messages.length === 0 && s.waitSeconds >= high.longPollSeconds)).toBe(true);
     expect(w.looks.filter((l) => l.queue === high.name)).toEqual([]);
-    // …the lower queues were looked at once each and are now paused, so the top gets its iterations.
+    // …the lower queues were looked at once each and are now paused; the top queue is chosen again
+    // after each receive, so a lower queue that comes due meanwhile is not left behind a run of them.
     expect(w.looks.map((l) => l.queue).sort()).toEqual(['default', 'low_priority']);
-    expect(selections.at(-1)?.receives).toBe(high.iterations);
+    expect(selections.every((s) => s.receives === 1)).toBe(true);
   });
 
   it('does not look again at a queue just seen empty; looks again after its pause, which backs off to 5% of its SLA', async () => {
@@ -74,8 +75,8 @@ describe('SLA-aware selector', () => {
     const [, jitterHigh] = [1 - SLA_AWARE_DEFAULTS.jitter, 1 + SLA_AWARE_DEFAULTS.jitter];
     for (const q of [standard, low]) {
       const g = gaps(looksAt(q.name));
-      // First pause: 2% of the SLA (at most 3 s), jittered; never sooner.
-      expect(Math.min(...g)).toBeGreaterThanOrEqual(Math.min(q.slaSeconds * 1000 * 0.02, 3000) * (1 - SLA_AWARE_DEFAULTS.jitter) - 100);
+      // First pause: 2% of the SLA (at most 1 s), jittered; never sooner.
+      expect(Math.min(...g)).toBeGreaterThanOrEqual(Math.min(q.slaSeconds * 1000 * 0.02, 1000) * (1 - SLA_AWARE_DEFAULTS.jitter) - 100);
       // Backed off: never more than 5% of the SLA (plus jitter and one selection step) between looks.
       expect(Math.max(...g)).toBeLessThanOrEqual(q.slaSeconds * 1000 * 0.05 * jitterHigh + 100);
     }
@@ -213,7 +214,7 @@ describe('SLA-aware selector', () => {
     // about once in 1000 selections, with gaps of thousands; its age (here, time unseen) raises it.
     const busy = queueConfig({ name: 'busy', priority: 100, iterations: 10, slaSeconds: 60 });
     const meek = queueConfig({ name: 'meek', priority: 1, iterations: 1, slaSeconds: 300 });
-    const longestGapMs = async (options: { growth?: number }) => {
+    const longestGapMs = async (options: { growth?: number; recheckUnderAge?: number }) => {
       const w = world(11);
       w.waiting.set(busy.name, 1_000_000);
       w.waiting.set(meek.name, 1_000_000);
@@ -229,11 +230,41 @@ describe('SLA-aware selector', () => {
       }
       return longest;
     };
-    const aged = await longestGapMs({});
+    // Without the re-check of a fresh queue (the next test), so the ageing alone is measured.
+    const aged = await longestGapMs({ recheckUnderAge: 0 });
     // Its weight is 1/1000 of its rival's × e^(1.5 × gap / 300 s): the chances of a pick, one a
     // second, add up to one within about 350 s, and the weight passes its rival's at ~1380 s.
     expect(aged).toBeLessThan(900_000);
-    expect(await longestGapMs({ growth: 0 })).toBeGreaterThan(2 * aged);
+    expect(await longestGapMs({ growth: 0, recheckUnderAge: 0 })).toBeGreaterThan(2 * aged);
+  });
+
+  it('looks again soon at a fresh lower queue it just worked while the top queue has a backlog, not once either is behind', async () => {
+    // Both always full, as in a moment of full slots at moderate load: the top queue's backlog goes
+    // first, and the low queue (2 % of the draw) would wait for ageing. Each look reports the oldest
+    // message's age: `lowAgeMs` on the low queue, `topAgeMs` on the top one.
+    const longestLowGapMs = async (lowAgeMs: number, topAgeMs: number) => {
+      const w = world(13);
+      for (const q of queues) w.waiting.set(q.name, 1_000_000);
+      const selector = slaAware(w.env);
+      selector.observe?.({ queue: low.name, received: 10, oldestAgeMs: lowAgeMs });
+      let lastLow = w.clock.now();
+      let longest = 0;
+      for (let i = 0; i < 3000; i++) {
+        const s = await selector.select(queues, { freeSlots: 10, slots: 10 });
+        selector.observe?.({ queue: s.queue.name, received: 10, oldestAgeMs: s.queue === low ? lowAgeMs : s.queue === high ? topAgeMs : 0 });
+        if (s.queue === low) lastLow = w.clock.now();
+        longest = Math.max(longest, w.clock.now() - lastLow);
+        w.clock.advance(100);
+      }
+      return longest;
+    };
+    const firstPauseMs = Math.min(low.slaSeconds * 1000 * SLA_AWARE_DEFAULTS.lookFraction, SLA_AWARE_DEFAULTS.firstLookMaxMs);
+    const within = SLA_AWARE_DEFAULTS.overdueAfter * firstPauseMs + 100;
+    // Fresh (its oldest 1 s old, under 3 % of 300 s), the top queue on time: looked at within three first pauses.
+    expect(await longestLowGapMs(1000, 0)).toBeLessThanOrEqual(within);
+    // Its oldest past 3 % of its SLA (10 s), or the top queue past 10 % of its (2 s): the weights decide, and the top queue's backlog goes first.
+    expect(await longestLowGapMs(10_000, 0)).toBeGreaterThan(10 * within);
+    expect(await longestLowGapMs(1000, 2000)).toBeGreaterThan(10 * within);
   });
 
   it('never asks for more than the free slots, fresh or behind: what it takes starts at once', async () => {
