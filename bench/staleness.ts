@@ -11,7 +11,9 @@
  * - a file under its paths differs from that commit now: `git diff --name-only <commit>`, the
  *   working tree against the commit, which is what changed in commits since (`<commit> HEAD`) and
  *   what is not committed yet, less a file put back as it was. Untracked files are not counted, as
- *   `measuredAt.dirty` does not count them: nothing tracked imports them.
+ *   `measuredAt.dirty` does not count them: nothing tracked imports them. Nor is a TypeScript or
+ *   JavaScript file whose tokens are what they were ({@link sameCode}): a formatter's line breaks or
+ *   a comment change nothing a benchmark runs.
  *
  * What follows from it:
  *
@@ -36,6 +38,9 @@
  * its paths, and every declared path exists.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ts from 'typescript';
 import type { MeasuredAt } from './results';
 
 export type BenchmarkName =
@@ -228,6 +233,40 @@ export const remeasure = (name: BenchmarkName) => `npm run -s bench:${name} -- -
  */
 export type ChangedSince = (commit: string) => readonly string[] | null | 'no history';
 
+/** Files whose code {@link sameCode} can compare: what TypeScript parses. */
+const CODE = /\.(?:[cm]?ts|tsx|[cm]?js|jsx)$/;
+
+/**
+ * Whether two texts of the source file `path` are the same program: the same tokens, as the parser
+ * reads them, in the same order, less a trailing comma (`[a, b,]` is `[a, b]`; an elision such as
+ * `[a,,]` or `[,]` keeps its commas). Layout and comments differ freely; a literal (string, template,
+ * regular expression, number) is one token with its text, so a change inside one counts.
+ */
+export function sameCode(path: string, before: string, after: string): boolean {
+  if (before === after) return true;
+  const tokens = (text: string) => {
+    const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+    const out: string[] = [];
+    const visit = (node: ts.Node) => {
+      if (node.kind >= ts.SyntaxKind.FirstJSDocNode && node.kind <= ts.SyntaxKind.LastJSDocNode) return;
+      const children = node.getChildren(file);
+      if (children.length === 0) out.push(`${node.kind}:${node.getText(file)}`);
+      else for (const child of children) visit(child);
+    };
+    visit(file);
+    const closers = new Set([ts.SyntaxKind.CloseBracketToken, ts.SyntaxKind.CloseParenToken, ts.SyntaxKind.CloseBraceToken]);
+    const kind = (token: string | undefined) => Number(token?.slice(0, token.indexOf(':')));
+    const comma = ts.SyntaxKind.CommaToken;
+    return out.filter((token, i) => {
+      if (kind(token) !== comma || !closers.has(kind(out[i + 1]))) return true;
+      return kind(out[i - 1]) === comma || kind(out[i - 1]) === ts.SyntaxKind.OpenBracketToken;
+    });
+  };
+  const a = tokens(before);
+  const b = tokens(after);
+  return a.length === b.length && a.every((token, i) => token === b[i]);
+}
+
 /** {@link ChangedSince} from git in the checkout at `root`, each commit asked once. */
 export function gitChangedSince(root: string): ChangedSince {
   const asked = new Map<string, readonly string[] | null | 'no history'>();
@@ -249,9 +288,22 @@ export function gitChangedSince(root: string): ChangedSince {
     if (files === undefined) {
       try {
         const full = git(['rev-parse', '--verify', '--quiet', `${commit}^{commit}`]).trim();
+        const read = (text: () => string) => {
+          try {
+            return text();
+          } catch {
+            return null; // added or deleted since: changed
+          }
+        };
+        const reformatted = (file: string) => {
+          if (!CODE.test(file)) return false;
+          const before = read(() => git(['show', `${full}:${file}`]));
+          const after = read(() => readFileSync(join(root, file), 'utf8'));
+          return before !== null && after !== null && sameCode(file, before, after);
+        };
         files = git(['diff', '--name-only', '--no-renames', full, '--'])
           .split('\n')
-          .filter((line) => line.length > 0);
+          .filter((line) => line.length > 0 && !reformatted(line));
       } catch {
         files = hasHistory() ? null : 'no history';
       }

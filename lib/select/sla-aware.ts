@@ -158,7 +158,8 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
   let lastWeights: SelectorWeights | undefined;
 
   /** The pause after a queue's first short look, unjittered. */
-  const firstPause = (queue: QueueConfig) => Math.max(o.lookBoundsMs[0], Math.min(queue.slaSeconds * 1000 * o.lookFraction, o.firstLookMaxMs));
+  const firstPause = (queue: QueueConfig) =>
+    Math.max(o.lookBoundsMs[0], Math.min(queue.slaSeconds * 1000 * o.lookFraction, o.firstLookMaxMs));
   /** Pause before the next look at a queue that gave less than it was asked for. */
   const pauseFor = (queue: QueueConfig, emptyLooks: number) => {
     const sla = queue.slaSeconds * 1000;
@@ -217,7 +218,11 @@ export function slaAware<M>(env: SelectorEnv<M>, options: SlaAwareOptions = {}):
         q === top && stateOf(q.name).filled && due.every((other) => other === top || urgency(other, now) < 1);
       // Overdue queues go first even before the top queue's backlog: that backlog is what kept them waiting.
       const first = (q: QueueConfig) => stateOf(q.name).expected || topBacklog(q);
-      const order = [...drawn.filter(overdue), ...drawn.filter((q) => !overdue(q) && first(q)), ...drawn.filter((q) => !overdue(q) && !first(q))];
+      const order = [
+        ...drawn.filter(overdue),
+        ...drawn.filter((q) => !overdue(q) && first(q)),
+        ...drawn.filter((q) => !overdue(q) && !first(q)),
+      ];
       for (const queue of order) {
         if (queue === top) {
           // Waiting on the top queue costs one request however long work takes to arrive. One receive,

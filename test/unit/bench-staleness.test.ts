@@ -18,6 +18,7 @@ import {
   MEASURED,
   measures,
   RECORDS_ONLY,
+  sameCode,
   staleBenchmarks,
 } from '../../bench/staleness';
 import { readResults, renderDocument } from '../../bench/tables';
@@ -104,6 +105,39 @@ describe('the staleness rule', () => {
   });
 });
 
+describe('sameCode: what a formatter or a comment changes is not a change', () => {
+  const code = [
+    '/** The order. */',
+    'export const order = [...drawn.filter(overdue), ...drawn.filter((q) => !overdue(q) && first(q))];',
+    'const pause = (q: Q) => Math.max(1, `${q.name} a b`.length, /a b/.source.length, 0x10);',
+  ].join('\n');
+
+  it('holds line breaks, indentation, comments and a trailing comma to be the same program', () => {
+    const reformatted = [
+      '// The order, looked at first.',
+      'export const order = [',
+      '  ...drawn.filter(overdue),',
+      '  ...drawn.filter((q) => !overdue(q) && first(q)), // then the rest',
+      '];',
+      'const pause = (q: Q) =>',
+      '  Math.max(1, `${q.name} a b`.length, /a b/.source.length, 0x10,);',
+    ].join('\n');
+    expect(sameCode('lib/select/sla-aware.ts', code, reformatted)).toBe(true);
+  });
+
+  it.each([
+    ['an operator', code.replace('!overdue(q) &&', '!overdue(q) ||')],
+    ['a name', code.replace('first(q)', 'second(q)')],
+    ['a number', code.replace('0x10', '0x11')],
+    ["a template literal's spaces", code.replace('a b`', 'a  b`')],
+    ["a regular expression's spaces", code.replace('/a b/', '/a  b/')],
+    ['an elision', code.replace('first(q))]', 'first(q)),,]')],
+    ['a statement', `${code}\nrun();`],
+  ])('counts a change of %s', (_what, changed) => {
+    expect(sameCode('lib/select/sla-aware.ts', code, changed)).toBe(false);
+  });
+});
+
 describe("a stale benchmark's generated blocks", () => {
   const block = (name: string, changedSince: ChangedSince) =>
     renderDocument('x.md', `<!-- bench:${name} -->\n<!-- /bench -->`, readResults(ROOT, changedSince)).text;
@@ -176,7 +210,16 @@ describe('gitChangedSince (a temporary git repository)', () => {
 
     // Committed, re-measured at the new commit: fresh again.
     git('commit', '-q', '-am', 'the selector change');
-    expect(freshness('selectors', clean(git('rev-parse', '--short', 'HEAD')), gitChangedSince(dir))).toMatchObject({ state: 'fresh' });
+    const remeasured = git('rev-parse', '--short', 'HEAD');
+    expect(freshness('selectors', clean(remeasured), gitChangedSince(dir))).toMatchObject({ state: 'fresh' });
+
+    // A formatter's line breaks and a new comment, committed or not, leave it fresh; a new token does not.
+    write('lib/select/sla-aware.ts', '// why\nb\n');
+    git('commit', '-q', '-am', 'formatted');
+    write('lib/dispatch/loop.ts', '\n  b // unchanged\n');
+    expect(gitChangedSince(dir)(remeasured)).toEqual([]);
+    write('lib/dispatch/loop.ts', 'b; c');
+    expect(gitChangedSince(dir)(remeasured)).toEqual(['lib/dispatch/loop.ts']);
   });
 
   it('records a run as dirty for uncommitted code, not for other benchmarks’ JSON or the tables written from it', () => {

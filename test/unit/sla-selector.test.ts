@@ -251,7 +251,11 @@ describe('SLA-aware selector', () => {
       let longest = 0;
       for (let i = 0; i < 3000; i++) {
         const s = await selector.select(queues, { freeSlots: 10, slots: 10 });
-        selector.observe?.({ queue: s.queue.name, received: 10, oldestAgeMs: s.queue === low ? lowAgeMs : s.queue === high ? topAgeMs : 0 });
+        selector.observe?.({
+          queue: s.queue.name,
+          received: 10,
+          oldestAgeMs: s.queue === low ? lowAgeMs : s.queue === high ? topAgeMs : 0,
+        });
         if (s.queue === low) lastLow = w.clock.now();
         longest = Math.max(longest, w.clock.now() - lastLow);
         w.clock.advance(100);
