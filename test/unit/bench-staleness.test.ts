@@ -109,7 +109,7 @@ describe('sameCode: what a formatter or a comment changes is not a change', () =
   const code = [
     '/** The order. */',
     'export const order = [...drawn.filter(overdue), ...drawn.filter((q) => !overdue(q) && first(q))];',
-    'const pause = (q: Q) => Math.max(1, `${q.name} a b`.length, /a b/.source.length, 0x10);',
+    `const pause = (q: Q) => Math.max(1, \`\${q.name} a b\`.length, /a b/.source.length, 0x10);`,
   ].join('\n');
 
   it('holds line breaks, indentation, comments and a trailing comma to be the same program', () => {
@@ -120,7 +120,7 @@ describe('sameCode: what a formatter or a comment changes is not a change', () =
       '  ...drawn.filter((q) => !overdue(q) && first(q)), // then the rest',
       '];',
       'const pause = (q: Q) =>',
-      '  Math.max(1, `${q.name} a b`.length, /a b/.source.length, 0x10,);',
+      `  Math.max(1, \`\${q.name} a b\`.length, /a b/.source.length, 0x10,);`,
     ].join('\n');
     expect(sameCode('lib/select/sla-aware.ts', code, reformatted)).toBe(true);
   });
