@@ -3,7 +3,7 @@
  * real Lambda handler: read from the jobs table and the steps' own counts in the effects table.
  */
 import { type LocalStack, startLocalStack } from '../../lib/local/dev';
-import type { JobRecord } from '../../lib/track/job-record';
+import { type JobRecord, TERMINAL_STATES } from '../../lib/track/job-record';
 import { CHAOS_CONFIG, createEffectsTable, scanAll, until } from '../chaos/helpers/stage';
 import { cli } from '../helpers/cli';
 
@@ -97,14 +97,21 @@ it('from the CLI: jobs list --state waiting-token finds the job, tokens complete
 
 it('a job whose steps add up past its time limit continues in new attempts from its kept steps, each step once, no attempt used', async () => {
   const { jobId } = await stack.publisher.publish('long-haul', { table });
-  expect(await until(async () => (await record(jobId))?.state === 'succeeded', 120_000, 500)).toBe(true);
+  // Waits for any end, so a job that failed shows how rather than a timeout.
+  const ended = (r: JobRecord | undefined) => r !== undefined && TERMINAL_STATES.includes(r.state);
+  expect(await until(async () => ended(await record(jobId)), 120_000, 500)).toBe(true);
   const job = (await record(jobId)) as JobRecord;
+  expect({ state: job.state, reason: job.reason, lastError: job.lastError?.message }).toEqual({
+    state: 'succeeded',
+    reason: undefined,
+    lastError: undefined,
+  });
   const all = await effects();
-  const parts = Array.from({ length: 12 }, (_, i) => counted(all, jobId, `part-${i + 1}`));
-  expect(parts).toEqual(Array.from({ length: 12 }, () => ({ tries: 1, done: 1 })));
-  // 12 steps of 0.7 s under a 3 s limit: at most 3 steps an attempt, every attempt but the last ended to continue.
+  const parts = Array.from({ length: 20 }, (_, i) => counted(all, jobId, `part-${i + 1}`));
+  expect(parts).toEqual(Array.from({ length: 20 }, () => ({ tries: 1, done: 1 })));
+  // 20 steps of 0.25 s under a 3 s limit (each step's 1.5 s): at most 7 steps an attempt, every attempt but the last ended to continue.
   const continued = job.history.filter((h) => h.what === 'sleeping' && /continues in a new invocation/.test(h.detail ?? ''));
-  expect(continued.length).toBeGreaterThanOrEqual(3);
+  expect(continued.length).toBeGreaterThanOrEqual(2);
   expect(job.parks).toBe(continued.length);
   expect(job.attempt).toBe(continued.length + 1);
   expect(new Set(job.steps?.map((s) => s.attempt)).size).toBe(job.attempt);
