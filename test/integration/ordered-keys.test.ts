@@ -91,7 +91,7 @@ it('accounts’ events, 5 % failing once, dispatchers SIGKILLed at random: per a
     const starts = mine.map((r) => r.n).filter((n, i, all) => i === 0 || all[i - 1] !== n);
     expect({ account, starts }).toEqual({ account, starts: Array.from({ length: EVENTS }, (_, n) => n) });
     // No run of the account began before the one before it had ended (or been killed).
-    const overlaps = mine.filter((r, i) => i > 0 && r.start < (mine[i - 1] as Run).end);
+    const overlaps = mine.flatMap((r, i) => (i > 0 && r.start < (mine[i - 1] as Run).end ? [{ before: mine[i - 1], run: r }] : []));
     expect({ account, overlaps }).toEqual({ account, overlaps: [] });
   }
   // The failing events ran twice (their key held through the retry); every job ended succeeded.
