@@ -3,7 +3,7 @@
  * of them SIGKILLed as 15, 40 and 65 % of the jobs have succeeded (`taskworker dev` replaces it): tenant A floods the queue
  * ahead of nine small tenants, under `limits: { concurrency: 2, per: 'key', total: { concurrency:
  * 6 } }` (test/chaos/fixtures/tasks/tenant-sync.ts). Counted from the jobs' own log in the effects
- * table (each run's start and end, a killed run ended at its process's kill) and the jobs table.
+ * table (each run's start and end, noted as it stops too; a killed run ended at its process's kill) and the jobs table.
  */
 import { SqsQueueClient } from '../../lib/adapters/sqs';
 import { DISPATCHER_DEFAULTS } from '../../lib/config/app-config';
