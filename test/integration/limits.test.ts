@@ -139,8 +139,9 @@ describe('fleet-wide limits across four dispatchers', () => {
     // And no start outran the grants: the k-th start comes at or after the k-th token is earned (to
     // the millisecond two threads' clocks and a timer's rounding allow).
     expect(starts.filter((t, k) => t < (earned[k] as number) - 2)).toEqual([]);
-    // 150 starts at 10 a second (2 at once at most) take at least 14.8 s.
-    expect((starts.at(-1) as number) - (starts[0] as number)).toBeGreaterThanOrEqual(14_000);
+    // 150 tokens at 10 a second and a burst of 2 are earned over at least 14.8 s (the bucket's own
+    // times, to the millisecond: how late a busy machine started the first run does not count).
+    expect((earned[149] as number) - (earned[0] as number)).toBeGreaterThanOrEqual(14_800 - 2);
     // A waiting job comes back at its turn in the fleet's line, not every second or two.
     const deferrals = new Map<string | undefined, number>();
     for (const j of s.jobs()) if (j.limited) deferrals.set(j.jobId, (deferrals.get(j.jobId) ?? 0) + 1);
