@@ -78,6 +78,8 @@ async function runBatch(
       const one = plan(deps, queue, message, state);
       if (one) planned.push(one);
     }
+    // Kept while the steps before the runs work them out; each run's heartbeat takes over as it is handed over.
+    state.holdReceived(planned.map((p) => p.message));
     // No await unless a job waits: the batch's timing is what it was for everything else.
     const ready = planned.some((p) => hasDependencies(p.job)) ? await holdForDependencies(deps, queue, planned, state) : planned;
     const closed = ready.some((p) => isDebounced(deps, queue, p)) ? await holdForDebounce(deps, queue, ready, state) : ready;
@@ -96,8 +98,9 @@ async function runBatch(
       const running = runnable.map((p) => {
         // Its place, reserved as it was received (a batch run without one asks the slots like any other).
         const ticket = reservation?.ticket() ?? (slots.reserve(1).ticket() as SlotTicket);
+        const visibleFrom = state.handOver(p.message.messageId) - queue.visibilityTimeoutSeconds * 1000;
         return spans.run(p, () =>
-          runOne(deps, queue, p, receivedAt, options, state, ticket, p.def.batch ? batchCallsOn(slots, deps) : undefined),
+          runOne(deps, queue, p, visibleFrom, options, state, ticket, p.def.batch ? batchCallsOn(slots, deps) : undefined),
         );
       });
       // Each runnable message took its ticket as it was mapped: the rest's places (parked, waiting,

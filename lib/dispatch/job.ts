@@ -85,7 +85,8 @@ export async function runOne(
   deps: DispatcherDeps,
   queue: QueueConfig,
   planned: Planned,
-  receivedAt: number,
+  /** When its message's visibility was last set to the queue's whole timeout: its receive, or the batch's hold moving it since. */
+  visibleFrom: number,
   options: RunOptions,
   state: BatchState,
   ticket: SlotTicket,
@@ -96,7 +97,7 @@ export async function runOne(
     // A rate token booked ahead: the job starts when it is earned (before it is claimed).
     const early = (planned.startAt ?? 0) - deps.clock.now();
     if (early > 0) await deps.clock.sleep(early, options.signal);
-    await claimAndRun(deps, queue, planned, receivedAt, options, state, ticket, calls);
+    await claimAndRun(deps, queue, planned, visibleFrom, options, state, ticket, calls);
   } finally {
     // Its place goes back when the job ended (or was handed back) before its body took a slot.
     ticket.drop();
@@ -108,12 +109,12 @@ function whyNotStart(
   deps: DispatcherDeps,
   queue: QueueConfig,
   needMs: number,
-  receivedAt: number,
+  visibleFrom: number,
   options: RunOptions,
   now: number,
 ): { why: string; visible: boolean } | undefined {
   const { config } = deps;
-  if (!stillVisibleToUs(receivedAt, now, queue.visibilityTimeoutSeconds)) {
+  if (!stillVisibleToUs(visibleFrom, now, queue.visibilityTimeoutSeconds)) {
     // It waited until its visibility (nearly) lapsed: SQS may have handed it to another worker,
     // whose receipt a visibility change could undo. Left alone, it comes back by itself.
     return { why: 'its message waited past its visibility', visible: false };
@@ -136,7 +137,7 @@ async function slotAndWorker(
   at: MessageAt,
   def: Planned['def'],
   needMs: number,
-  receivedAt: number,
+  visibleFrom: number,
   options: RunOptions,
   ticket: SlotTicket,
   claim: { readonly attempt: number; readonly claimed?: JobRecord; readonly claimedAt: number },
@@ -145,14 +146,14 @@ async function slotAndWorker(
   const { clock, config } = deps;
   const { queue } = at;
   const lease = await ticket.take();
-  const inSlot = whyNotStart(deps, queue, needMs, receivedAt, options, clock.now());
+  const inSlot = whyNotStart(deps, queue, needMs, visibleFrom, options, clock.now());
   // A batch item runs in its call, which takes a thread of its own when it starts.
   const reservation =
     inSlot === undefined && deps.executor.reserve && !calls
       ? await deps.executor.reserve(
           Math.min(
             options.deadline - config.dispatcher.settleMarginMs - needMs,
-            receivedAt + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
+            visibleFrom + queue.visibilityTimeoutSeconds * 1000 - visibilityReserveMs(queue.visibilityTimeoutSeconds, LAPSE_MARGIN_MS),
           ),
         )
       : undefined;
@@ -161,9 +162,9 @@ async function slotAndWorker(
   const refused =
     inSlot ??
     (deps.executor.reserve && !calls && !reservation
-      ? { why: 'no task thread was ready in time', visible: stillVisibleToUs(receivedAt, begin, queue.visibilityTimeoutSeconds) }
+      ? { why: 'no task thread was ready in time', visible: stillVisibleToUs(visibleFrom, begin, queue.visibilityTimeoutSeconds) }
       : reservation
-        ? whyNotStart(deps, queue, needMs, receivedAt, options, begin)
+        ? whyNotStart(deps, queue, needMs, visibleFrom, options, begin)
         : undefined);
   // The claim's lease ran from the claim: a long wait for the slot (a run that outlasted what its
   // task had taken) renews it, so that it covers the body's time limit from its start.
@@ -183,7 +184,7 @@ async function slotAndWorker(
       ? undefined
       : {
           why: 'its lease was refused while it waited for a slot (taken over, or a cancel asked)',
-          visible: stillVisibleToUs(receivedAt, begin, queue.visibilityTimeoutSeconds),
+          visible: stillVisibleToUs(visibleFrom, begin, queue.visibilityTimeoutSeconds),
         });
   if (why === undefined) return { lease, ...(reservation ? { reservation } : {}), begin };
   lease.release();
@@ -226,7 +227,7 @@ async function claimAndRun(
   deps: DispatcherDeps,
   queue: QueueConfig,
   planned: Planned,
-  receivedAt: number,
+  visibleFrom: number,
   options: RunOptions,
   state: BatchState,
   ticket: SlotTicket,
@@ -242,7 +243,7 @@ async function claimAndRun(
   const start = clock.now();
 
   // Before it is claimed: it must end before the invocation settles, and its message must still be ours.
-  const notNow = whyNotStart(deps, queue, needMs, receivedAt, options, start);
+  const notNow = whyNotStart(deps, queue, needMs, visibleFrom, options, start);
   if (notNow) {
     decideHandBack(deps, at, notNow.visible ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
       ...base,
@@ -276,11 +277,11 @@ async function claimAndRun(
   if (dependencies === undefined) return;
 
   // 2. Its slot and worker (the claim was made while the bodies before it ran).
-  const ready = await slotAndWorker(deps, at, def, needMs, receivedAt, options, ticket, { ...claim, claimedAt: start }, calls);
+  const ready = await slotAndWorker(deps, at, def, needMs, visibleFrom, options, ticket, { ...claim, claimedAt: start }, calls);
   if (!ready) return;
   const { lease, reservation, begin } = ready;
   try {
-    const slot = { lease, begin, needMs, callMs, receivedAt };
+    const slot = { lease, begin, needMs, callMs, visibleFrom };
     await runClaimed(deps, at, planned, { attempt, ...(claimed ? { claimed } : {}), dependencies }, slot, options, reservation, calls);
   } finally {
     // Given back when the run did not take it (it never started); a run took it.
@@ -304,7 +305,7 @@ async function runClaimed(
     readonly begin: number;
     readonly needMs: number;
     readonly callMs: number;
-    readonly receivedAt: number;
+    readonly visibleFrom: number;
   },
   options: RunOptions,
   reservation: RunReservation | undefined,
@@ -312,7 +313,7 @@ async function runClaimed(
 ): Promise<void> {
   const { clock, config } = deps;
   const { queue, state } = at;
-  const { lease, begin: start, needMs, callMs, receivedAt } = slot;
+  const { lease, begin: start, needMs, callMs, visibleFrom } = slot;
   const base = { messageId: message.messageId, jobId: job.id, task: def.name };
   lease.expectsEnd(start + (deps.runTimes?.expected(def.name) ?? needMs));
 
@@ -350,7 +351,7 @@ async function runClaimed(
       url: deps.urls.queues[queue.name] as string,
       visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
       hardEnd: start + needMs,
-      visibleUntil: receivedAt + queue.visibilityTimeoutSeconds * 1000,
+      visibleUntil: visibleFrom + queue.visibilityTimeoutSeconds * 1000,
       onVisibility: (until) => state.movedVisibility(message.messageId, until),
       ...(claimed && jobs
         ? { extendLease: leaseRenewal(deps, jobs, job.id, attempt, leaseMs(needMs, config.dispatcher.settleMarginMs)) }

@@ -6,6 +6,12 @@
  * its batch is settled: one ChangeMessageVisibilityBatch for all of a batch's held messages, a
  * moment before the first of them would lapse. A batch that ends within the visibility (nearly
  * all) makes no request.
+ *
+ * It keeps the batch's messages from their receive, too, while the dispatcher works out what each
+ * is (a dependent registering with each of its dependencies, a park, a limit): a dependent of a
+ * hundred jobs on a loaded machine took longer than its visibility, another dispatcher received it
+ * and did the same, and its receives ran out into the DLQ though every copy was handled. A message
+ * that goes on to run is let go as it starts: its heartbeat keeps it from there.
  */
 import type { Clock } from '../clock';
 import { HEARTBEAT_LEAD_MS, visibilityReserveMs } from '../deadlines';
@@ -37,12 +43,26 @@ export class SettleHold {
     this.leadMs = visibilityReserveMs(visibilityTimeoutSeconds, HEARTBEAT_LEAD_MS);
   }
 
-  /** Keeps `message` invisible from now until {@link release}; `visibleUntil` is where its visibility stands. */
+  /**
+   * Keeps `message` invisible from now until it is let go or the hold released; `visibleUntil` is
+   * where its visibility stands (what the hold moved it to, if later).
+   */
   keep(message: ReceivedMessage, visibleUntil: number): void {
+    const until = Math.max(visibleUntil, this.held.get(message.messageId)?.visibleUntil ?? 0);
     // One whose visibility has lapsed may be another worker's now: extending it with this receipt could undo theirs.
-    if (this.released || visibleUntil <= this.ports.clock.now()) return;
-    this.held.set(message.messageId, { message, visibleUntil });
+    if (this.released || until <= this.ports.clock.now()) return;
+    this.held.set(message.messageId, { message, visibleUntil: until });
     this.arm();
+  }
+
+  /**
+   * Stops holding `messageId` (its run's heartbeat keeps it now, or it is left to lapse). Returns
+   * where its visibility stands; undefined when it was not held (or SQS refused to extend it).
+   */
+  letGo(messageId: string): number | undefined {
+    const until = this.held.get(messageId)?.visibleUntil;
+    this.held.delete(messageId);
+    return until;
   }
 
   /**
@@ -75,6 +95,8 @@ export class SettleHold {
   }
 
   private extend(): void {
+    // All let go since the timer was set: nothing to extend.
+    if (this.released || this.held.size === 0) return;
     const now = this.ports.clock.now();
     // All of them at once: one request, and they lapse together from then on.
     const entries = [...this.held.values()].map((h) => ({
@@ -86,7 +108,10 @@ export class SettleHold {
       .then(
         (result) => {
           const failed = new Set(result.failed.map((f) => f.id));
-          for (const [id, h] of this.held) {
+          // The ones this request was for: one kept or let go while it was under way is not among them.
+          for (const { id } of entries) {
+            const h = this.held.get(id);
+            if (!h) continue;
             // A message SQS would not extend is no longer ours to hold (its receipt went stale).
             if (failed.has(id)) this.held.delete(id);
             else h.visibleUntil = now + this.visibilityTimeoutSeconds * 1000;
@@ -95,7 +120,7 @@ export class SettleHold {
             this.ports.logger.warn('could not keep settled messages invisible until their batch settles', { failed: result.failed });
         },
         (error: unknown) => {
-          this.held.clear();
+          for (const { id } of entries) this.held.delete(id);
           this.ports.logger.warn('could not keep settled messages invisible until their batch settles', { error: describe(error) });
         },
       )

@@ -162,7 +162,24 @@ export class BatchState {
     // Taken at once, not in the settle: a copy of the message another dispatcher receives while this
     // batch runs finds the fence held (or the job ended) instead of archiving it, or running it, again.
     if (decision.kind === 'archive' && decision.fence) this.fencing.set(id, takeFence(decision.fence));
-    if (decision.kind !== 'leave') this.hold?.keep(decision.message, this.visibleUntil.get(id) ?? this.receivedVisibleUntil);
+    // One left to come back is not kept invisible meanwhile: it was held from its receive.
+    if (decision.kind === 'leave') this.hold?.letGo(id);
+    else this.hold?.keep(decision.message, this.visibleUntil.get(id) ?? this.receivedVisibleUntil);
+  }
+
+  /** Keeps the batch's messages invisible, as received, while it works out what each is (see {@link SettleHold}). */
+  holdReceived(messages: readonly ReceivedMessage[]): void {
+    for (const message of messages) this.hold?.keep(message, this.receivedVisibleUntil);
+  }
+
+  /**
+   * A message about to be claimed and run: the hold lets it go (the run's heartbeat keeps it from
+   * its start). Returns where its visibility stands, epoch ms: as received unless the hold moved it.
+   */
+  handOver(messageId: string): number {
+    const until = this.hold?.letGo(messageId) ?? this.visibleUntil.get(messageId) ?? this.receivedVisibleUntil;
+    this.visibleUntil.set(messageId, until);
+    return until;
   }
 
   /** A fence for one archive this batch decides: a holder no other decision shares, until the batch is settled. */
