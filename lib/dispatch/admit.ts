@@ -46,8 +46,11 @@ export async function admit(
   const now = deps.clock.now();
   const holder = `${deps.workerId}:${randomBytes(6).toString('base64url')}`;
   const longest = Math.max(...due.map((p) => taskNeedMs(p.def.timeLimitSeconds, deps.config.dispatcher.killGraceMs)));
-  // A holder that dies keeps its slots until here: its tasks could not have run longer.
-  const until = Math.min(options.deadline, now + longest) + deps.config.dispatcher.settleMarginMs;
+  // A rate token booked ahead starts its job up to that much later.
+  const latestStartMs = keyed.some((k) => k.keys.some((x) => x.limits.perSecond !== undefined)) ? RATE_BOOKING_MS : 0;
+  // The slots are held until here, by a holder that dies too: its tasks could not have run longer
+  // (one that would start too late to end by then does not start: lib/dispatch/job.ts).
+  const until = Math.min(options.deadline, now + latestStartMs + longest) + deps.config.dispatcher.settleMarginMs;
   /** Slots this batch holds, per limit key. */
   const held = new Map<string, number>();
   /** Jobs over a per-key concurrency: parked in their key's line rather than handed back. */
@@ -150,9 +153,13 @@ export async function admit(
       }),
     );
   };
-  const runnable = admitted.map(({ p }) => {
+  const slotted = new Set(keys.filter((k) => held.has(k.key)).map((k) => k.key));
+  const runnable = admitted.map(({ p, keys: of }) => {
     const at = startAt.get(p);
-    return at !== undefined && at > now ? { ...p, startAt: at } : p;
+    const booked = at !== undefined && at > now;
+    const slots = of.some((k) => slotted.has(k.key));
+    if (!booked && !slots) return p;
+    return { ...p, ...(booked ? { startAt: at } : {}), ...(slots ? { slotsUntil: until } : {}) };
   });
   return { runnable, release };
 }

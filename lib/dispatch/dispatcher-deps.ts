@@ -38,6 +38,11 @@ export interface Planned {
   readonly def: TaskDefinition;
   /** Epoch ms the job may start at: a rate limit's token booked ahead is earned then (lib/track/fleet-limits.ts). */
   readonly startAt?: number;
+  /**
+   * Epoch ms the fleet-wide concurrency slots it holds lapse (lib/dispatch/admit.ts): past then
+   * another dispatcher may take them, so it starts only if its time limit ends before.
+   */
+  readonly slotsUntil?: number;
 }
 
 export interface DispatcherDeps {

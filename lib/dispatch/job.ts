@@ -104,12 +104,16 @@ export async function runOne(
   }
 }
 
-/** Why a job that may start (checked at `now`) may not: its invocation stops or ends too soon, or its message is no longer surely ours. */
+/**
+ * Why a job that may start (checked at `now`) may not: its invocation stops or ends too soon, its
+ * message is no longer surely ours, or its limit slots would lapse before its time limit ends.
+ */
 function whyNotStart(
   deps: DispatcherDeps,
   queue: QueueConfig,
   needMs: number,
   visibleFrom: number,
+  slotsUntil: number | undefined,
   options: RunOptions,
   now: number,
 ): { why: string; visible: boolean } | undefined {
@@ -122,6 +126,9 @@ function whyNotStart(
   if (options.signal?.aborted) return { why: 'the dispatcher is stopping', visible: true };
   if (!fitsInvocation(now, needMs, options.deadline, config.dispatcher.settleMarginMs))
     return { why: 'too little of the invocation is left for its time limit', visible: true };
+  // Started late (a slow claim, a wait for a thread), it could outrun its slots: another dispatcher would take them while it runs.
+  if (slotsUntil !== undefined && now + needMs > slotsUntil)
+    return { why: 'its limit slots would lapse before its time limit', visible: true };
   return undefined;
 }
 
@@ -138,6 +145,7 @@ async function slotAndWorker(
   def: Planned['def'],
   needMs: number,
   visibleFrom: number,
+  slotsUntil: number | undefined,
   options: RunOptions,
   ticket: SlotTicket,
   claim: { readonly attempt: number; readonly claimed?: JobRecord; readonly claimedAt: number },
@@ -146,7 +154,7 @@ async function slotAndWorker(
   const { clock, config } = deps;
   const { queue } = at;
   const lease = await ticket.take();
-  const inSlot = whyNotStart(deps, queue, needMs, visibleFrom, options, clock.now());
+  const inSlot = whyNotStart(deps, queue, needMs, visibleFrom, slotsUntil, options, clock.now());
   // A batch item runs in its call, which takes a thread of its own when it starts.
   const reservation =
     inSlot === undefined && deps.executor.reserve && !calls
@@ -164,7 +172,7 @@ async function slotAndWorker(
     (deps.executor.reserve && !calls && !reservation
       ? { why: 'no task thread was ready in time', visible: stillVisibleToUs(visibleFrom, begin, queue.visibilityTimeoutSeconds) }
       : reservation
-        ? whyNotStart(deps, queue, needMs, visibleFrom, options, begin)
+        ? whyNotStart(deps, queue, needMs, visibleFrom, slotsUntil, options, begin)
         : undefined);
   // The claim's lease ran from the claim: a long wait for the slot (a run that outlasted what its
   // task had taken) renews it, so that it covers the body's time limit from its start.
@@ -243,7 +251,7 @@ async function claimAndRun(
   const start = clock.now();
 
   // Before it is claimed: it must end before the invocation settles, and its message must still be ours.
-  const notNow = whyNotStart(deps, queue, needMs, visibleFrom, options, start);
+  const notNow = whyNotStart(deps, queue, needMs, visibleFrom, planned.slotsUntil, options, start);
   if (notNow) {
     decideHandBack(deps, at, notNow.visible ? { kind: 'visibility', seconds: 0 } : { kind: 'leave' }, {
       ...base,
@@ -277,7 +285,18 @@ async function claimAndRun(
   if (dependencies === undefined) return;
 
   // 2. Its slot and worker (the claim was made while the bodies before it ran).
-  const ready = await slotAndWorker(deps, at, def, needMs, visibleFrom, options, ticket, { ...claim, claimedAt: start }, calls);
+  const ready = await slotAndWorker(
+    deps,
+    at,
+    def,
+    needMs,
+    visibleFrom,
+    planned.slotsUntil,
+    options,
+    ticket,
+    { ...claim, claimedAt: start },
+    calls,
+  );
   if (!ready) return;
   const { lease, reservation, begin } = ready;
   try {

@@ -2,6 +2,7 @@ import { Simulation } from '../../bench/sim/engine';
 import { ConfigError, TaskDefinitionError } from '../../lib/errors';
 import { utcDay } from '../../lib/policy/stat-sums';
 import { defineTask, type TaskOptions } from '../../lib/tasks/task';
+import { attemptsUsed, type JobRecord } from '../../lib/track/job-record';
 import { encodeEnvelope } from '../../lib/wire/envelope';
 import { appConfig } from '../helpers/factories';
 import { world } from '../helpers/world';
@@ -40,6 +41,30 @@ describe('fleet-wide limits (fakes)', () => {
     expect(deferred.length).toBeGreaterThan(0);
     for (let i = 0; i < 12; i++) expect((await w.jobs.get(`s${i}`))?.attempt).toBe(1);
     expect((await w.stats.get('urgent', utcDay(w.clock.now())))?.counters.deferred).toBe(deferred.length);
+  });
+
+  it('does not start a job whose concurrency slot would lapse before its time limit ends (a claim that took long): released, no attempt used, run later', async () => {
+    const { seen, task } = watched('slow', { concurrency: 2 });
+    let clock: { now(): number; sleep(ms: number): Promise<void> } = { now: () => 0, sleep: async () => {} };
+    const w = world([task({ now: () => clock.now(), sleep: (ms) => clock.sleep(ms) })], {}, { tracked: true });
+    clock = w.clock;
+    // The first claim lands 5 s after it was asked (a loaded machine): the slot was held for the
+    // 5 s time limit and the kill grace from the admission, so the job could outrun it.
+    const claim = w.jobs.claim.bind(w.jobs);
+    let slowClaims = 1;
+    w.jobs.claim = async (request) => {
+      const claimed = await claim(request);
+      if (slowClaims-- > 0) w.clock.advance(5_000);
+      return claimed;
+    };
+    await w.send('urgent', encodeEnvelope({ task: 'slow', id: 'late', payload: {} }));
+    await w.run({ forMs: 60_000 });
+    const reports = w.reports.flatMap((r) => r.jobs).filter((j) => j.jobId === 'late');
+    expect(reports.map((j) => j.outcome)).toEqual(['released', 'succeeded']);
+    expect(seen.starts).toHaveLength(1);
+    const record = await w.jobs.get('late');
+    expect(record?.state).toBe('succeeded');
+    expect(attemptsUsed(record as JobRecord)).toBe(1);
   });
 
   it('starts no more than the rate allows in any second (burst included), at the rate, each job deferred a few times at most', async () => {
