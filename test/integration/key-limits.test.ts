@@ -138,9 +138,15 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
   for (const [tenant, n] of most.perTenant) expect({ tenant, n: n <= 2 }).toEqual({ tenant, n: true });
   expect(most.perTenant.get('A')).toBe(2);
   expect(most.all).toBe(6);
-  // Every job ran to its end at least once; those run twice were run by a killed process first.
-  const ended = new Set(runs.filter((r) => !killedAt.has(r.pid) || r.end < (killedAt.get(r.pid) as number)).map((r) => r.job));
-  expect(ids.every((id) => ended.has(id))).toBe(true);
+  // Every job ran to its end at least once, as its own log says (a process killed a moment after
+  // the killer read the clock may still complete a run); those run twice were run by a killed process first.
+  const ended = new Set(runs.filter((r) => r.completed).map((r) => r.job));
+  const unended = ids.filter((id) => !ended.has(id));
+  if (unended.length > 0)
+    process.stdout.write(
+      `key-limits: no completed run of ${JSON.stringify(unended.slice(0, 5))}: ${JSON.stringify(runs.filter((r) => unended.slice(0, 5).includes(r.job)).map((r) => ({ ...r, killed: killedAt.get(r.pid) })))}\n`,
+    );
+  expect(unended).toEqual([]);
   // The flood waited in its key's line (waiting-key), each job parked a few times at most — not
   // received again and again — and no line is left behind.
   const all = await records();

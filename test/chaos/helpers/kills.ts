@@ -35,7 +35,14 @@ export function killAtProgress(local: LocalStack, progress: () => Promise<number
 }
 
 /** One run of a job, from its task's effects log: its start's own fields, and when it started and ended. */
-export type LoggedRun<F> = F & { readonly job: string; readonly pid: number; readonly start: number; readonly end: number };
+/** A run as its log tells it; `completed`: its body returned (its end noted as such, not only that it stopped). */
+export type LoggedRun<F> = F & {
+  readonly job: string;
+  readonly pid: number;
+  readonly start: number;
+  readonly end: number;
+  readonly completed: boolean;
+};
 
 /**
  * Each run noted in an effects table (`<job>#run#<attempt>#<pid>#start` / `#end`, each value JSON
@@ -62,9 +69,10 @@ export function runsOf<F>(
     const { at, pid, ...fields } = JSON.parse(String(byPk.get(pk)?.value)) as F & { at: number; pid: number };
     const end = byPk.get(pk.replace(/#start$/, '#end'));
     const timedOut = limitMs !== undefined && (lastAttempt.get(job) ?? 0) > attempt ? at + limitMs : undefined;
-    const endAt = end ? (JSON.parse(String(end.value)) as { at: number }).at : (killedAt.get(pid) ?? timedOut);
+    const noted = end ? (JSON.parse(String(end.value)) as { at: number; completed?: boolean }) : undefined;
+    const endAt = noted ? noted.at : (killedAt.get(pid) ?? timedOut);
     if (endAt === undefined) throw new Error(`run ${pk} has no end, its process ${pid} was not killed and its job has no later attempt`);
-    runs.push({ ...(fields as F), job, pid, start: at, end: endAt });
+    runs.push({ ...(fields as F), job, pid, start: at, end: endAt, completed: noted?.completed === true });
   }
   return runs;
 }
