@@ -505,7 +505,7 @@ export class DynamoJobClaims {
       update:
         `SET ${assignments(e, { state: 'queued', attempt: 0, updatedAt: now })}, ${history} = list_append(${history}, ${e.value([entry])}) ` +
         `REMOVE ${e.name('reason')}, ${e.name('finishedAt')}, ${e.name('queueState')}, ${e.name('releasedAt')}, ` +
-        `${e.name('archiveHolder')}, ${e.name('archiveUntil')}, ${e.name('retryAfters')}`,
+        `${e.name('archiveHolder')}, ${e.name('archiveUntil')}, ${e.name('retryAfters')}, ${e.name('parks')}`,
       condition: transitionCondition(e, 'replay', identity),
     });
     return outcome.landed;

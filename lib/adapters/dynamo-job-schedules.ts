@@ -38,11 +38,13 @@ export class DynamoJobSchedules {
     const e = new Expression();
     const history = e.name('history');
     const { state, entry } = parkedAs(r);
+    const attempt = e.name('attempt');
     const outcome = await this.table.write(r.jobId, e, {
-      update: `SET ${assignments(e, {
+      // A queued record may be a claim handed back unstarted (its attempt and `parks` both counted
+      // it): the attempts it used are kept, so its line park neither gives back nor takes an attempt.
+      update: `SET ${attempt} = if_not_exists(${attempt}, ${e.value(0)}), ${assignments(e, {
         ...refFields(r),
         state,
-        attempt: 0,
         runAt: r.runAt,
         body: r.body,
         attributes: r.attributes && Object.keys(r.attributes).length > 0 ? r.attributes : undefined,

@@ -463,8 +463,9 @@ export class MemoryJobStore implements JobStore {
     delete next.reason;
     delete next.finishedAt;
     delete next.releasedAt;
-    // Its attempts start over, and so do its asks to run later (attempts used = attempt − retryAfters).
+    // Its attempts start over, and so do the counts taken from them (attempts used = attempt − retryAfters − parks).
     delete next.retryAfters;
+    delete next.parks;
     // Replayed from the archive: it holds the message, whatever fence was left open.
     delete next.archiveHolder;
     delete next.archiveUntil;
@@ -482,7 +483,8 @@ export class MemoryJobStore implements JobStore {
       ...kept,
       ...pickRef(r),
       state,
-      attempt: 0,
+      // A claim handed back unstarted keeps the attempts it counted (see DynamoJobSchedules.park).
+      attempt: prior?.attempt ?? 0,
       runAt: r.runAt,
       updatedAt: r.now,
       history: this.history(prior, entry),

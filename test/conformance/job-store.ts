@@ -470,6 +470,31 @@ export function jobStoreConformance(
       expect(await jobs.get(job.jobId)).toMatchObject({ state: 'succeeded' });
     });
 
+    it('keeps the attempts a handed-back claim counted when it parks in its key line: neither given back nor taken', async () => {
+      const job = ref();
+      // Far ahead of the other tests' times, apart in the shared due index.
+      const at = 4_100_000_000_000;
+      const first = await claim(jobs, job, at);
+      if (first.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.complete(
+        { jobId: job.jobId, token: 1, state: 'retrying', error, workerId: 'w1', now: at + 10, retryAt: at + 20 },
+        first.record,
+      );
+      const second = await claim(jobs, job, at + 20);
+      if (second.outcome !== 'claimed') throw new Error('not claimed again');
+      expect(await jobs.handBackClaim(handBackOf(job, second, at + 30, { firstStart: false }))).toBe(true);
+      // One attempt used (the failure); the handed-back claim used none.
+      expect(attemptsUsed((await jobs.get(job.jobId)) as JobRecord)).toBe(1);
+      const parked = await jobs.park({ ...job, runAt: at + 1000, body: '{}', workerId: 'w2', now: at + 40, overKeyLimit: 2 });
+      expect(parked).toEqual({ outcome: 'parked' });
+      const waiting = (await jobs.get(job.jobId)) as JobRecord;
+      expect(waiting.state).toBe('waiting-key');
+      expect(attemptsUsed(waiting)).toBe(1);
+      // Woken, its claim is its second attempt used, never a negative or a first one.
+      const third = await claim(jobs, job, at + 1000, 'w2');
+      expect(third.outcome === 'claimed' && attemptsUsed(third.record)).toBe(2);
+    });
+
     it('hands back a claim after a cancel was asked: the next claim finds the cancel and ends the job so', async () => {
       const job = ref();
       const first = await claim(jobs, job, 2000, 'w1', 60_000);
@@ -1028,7 +1053,7 @@ export function jobStoreConformance(
       expect((await claim(jobs, job, 30)).outcome).toBe('claimed');
     });
 
-    it('a replay starts the asks to run later over with the attempts', async () => {
+    it('a replay starts the asks to run later and the claims handed back over with the attempts', async () => {
       const job = ref();
       const first = await claim(jobs, job, 100);
       if (first.outcome !== 'claimed') throw new Error('not claimed');
@@ -1036,15 +1061,31 @@ export function jobStoreConformance(
         { jobId: job.jobId, token: 1, state: 'retrying', error, workerId: 'w', now: 110, retryAt: 120, retryAfter: true },
         first.record,
       );
+      const handed = await claim(jobs, job, 125);
+      if (handed.outcome !== 'claimed') throw new Error('not claimed');
+      await jobs.handBackClaim({
+        jobId: job.jobId,
+        token: 2,
+        detail: 'stop',
+        firstStart: false,
+        history: handed.record.history,
+        workerId: 'w',
+        now: 127,
+      });
       const second = await claim(jobs, job, 130);
       if (second.outcome !== 'claimed') throw new Error('not claimed');
       await jobs.complete(
-        { jobId: job.jobId, token: 2, state: 'archived', reason: 'exhausted', error, workerId: 'w', now: 140 },
+        { jobId: job.jobId, token: 3, state: 'archived', reason: 'exhausted', error, workerId: 'w', now: 140 },
         second.record,
       );
-      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', attempt: 2, retryAfters: 1 });
+      expect(await jobs.get(job.jobId)).toMatchObject({ state: 'archived', attempt: 3, retryAfters: 1, parks: 1 });
       expect(await jobs.resetForReplay(job.jobId, job, 150)).toBe(true);
-      expect((await jobs.get(job.jobId))?.retryAfters).toBeUndefined();
+      const replayed = await jobs.get(job.jobId);
+      expect(replayed?.retryAfters).toBeUndefined();
+      expect(replayed?.parks).toBeUndefined();
+      // Its first claim after the replay is its first attempt used (a count left over would make it less).
+      const again = await claim(jobs, job, 160);
+      expect(again.outcome === 'claimed' && attemptsUsed(again.record)).toBe(1);
     });
 
     describe('jobs parked until due', () => {

@@ -144,7 +144,7 @@ it('a flooding tenant and nine small ones, dispatchers SIGKILLed at random: neve
   const unended = ids.filter((id) => !ended.has(id));
   if (unended.length > 0)
     process.stdout.write(
-      `key-limits: no completed run of ${JSON.stringify(unended.slice(0, 5))}: ${JSON.stringify(runs.filter((r) => unended.slice(0, 5).includes(r.job)).map((r) => ({ ...r, killed: killedAt.get(r.pid) })))}\n`,
+      `key-limits: no completed run of ${JSON.stringify(unended.slice(0, 5))}: ${JSON.stringify(runs.filter((r) => unended.slice(0, 5).includes(r.job)).map((r) => ({ ...r, killed: killedAt.get(r.pid) })))} records ${JSON.stringify((await records()).filter((r) => unended.slice(0, 5).includes(r.jobId)))} log ${JSON.stringify((await scanAll(local.dynamo, table)).filter((e) => unended.slice(0, 5).some((id) => String(e.pk).startsWith(id))))} kills ${JSON.stringify([...killedAt])}\n`,
     );
   expect(unended).toEqual([]);
   // The flood waited in its key's line (waiting-key), each job parked a few times at most — not

@@ -59,8 +59,11 @@ export function runsOf<F>(
 ): Array<LoggedRun<F>> {
   const byPk = new Map(effects.map((e) => [String(e.pk), e]));
   const starts = [...byPk.keys()].flatMap((pk) => {
-    const m = /^(.+)#run#(\d+)#(\d+)#start$/.exec(pk);
-    return m ? [{ pk, job: m[1] as string, attempt: Number(m[2]), pid: Number(m[3]) }] : [];
+    const m = /^(.+)#run#(-?\d+)#(\d+)#start$/.exec(pk);
+    if (!m) return [];
+    // A body is told which attempt it is: the first is 1 (a claim handed back and parked once gave it -1).
+    if (Number(m[2]) < 1) throw new Error(`run ${pk} was told attempt ${m[2]}`);
+    return [{ pk, job: m[1] as string, attempt: Number(m[2]), pid: Number(m[3]) }];
   });
   const lastAttempt = new Map<string, number>();
   for (const s of starts) lastAttempt.set(s.job, Math.max(lastAttempt.get(s.job) ?? 0, s.attempt));
